@@ -1,0 +1,227 @@
+//! Machine descriptions: the tree of levels, memories, link rates, DRAM and compute.
+//!
+//! A machine is a list of levels from the root down. Each level has a fan-out
+//! (`count` children per parent), may be addressable by layouts or not (an unaddressable
+//! level folds into the addressable level below it: mncore2's `Group` makes the L2B
+//! positions run 0..7 across the board), and may own a memory. The link of a level is
+//! the port from that level's memory down to the memories of the next memory-bearing
+//! level below it (the `L1B` link is L1BM → its 64 PEs' LMs).
+
+use crate::dtype::DType;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A whole machine. Every number in it is a what-if knob (see [`crate::knobs`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Clock in GHz (cycles per nanosecond); used only to turn cycles into time.
+    pub clock_ghz: f64,
+    /// Bytes in one memory word of the leaf memory (MN-Core: a long word, 8 bytes).
+    pub word_bytes: u64,
+    /// Levels from the root down; the first is the root (count 1), the last holds the PEs.
+    pub levels: Vec<Level>,
+    /// Per link level (by level name): rates of the port from its memory to its children.
+    pub links: BTreeMap<String, Link>,
+    pub dram: Dram,
+    pub compute: Compute,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Level {
+    pub name: String,
+    /// Fan-out: nodes of this level per node of the level above.
+    pub count: u64,
+    /// Whether layouts may name this level. An unaddressable level folds into the
+    /// addressable level below it.
+    #[serde(default = "yes")]
+    pub addressable: bool,
+    #[serde(default)]
+    pub memory: Option<Memory>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Memory {
+    pub name: String,
+    pub bytes: u64,
+}
+
+/// The four kinds of traffic a port carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransferKind {
+    /// Down: every receiving child gets the same bytes (multicast).
+    Broadcast,
+    /// Down: children get different bytes.
+    Distribute,
+    /// Up: children's different bytes are collected.
+    Gather,
+    /// Up: children's partials are combined on the way.
+    Reduce,
+}
+
+impl TransferKind {
+    pub const ALL: [TransferKind; 4] = [
+        TransferKind::Broadcast,
+        TransferKind::Distribute,
+        TransferKind::Gather,
+        TransferKind::Reduce,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            TransferKind::Broadcast => "broadcast",
+            TransferKind::Distribute => "distribute",
+            TransferKind::Gather => "gather",
+            TransferKind::Reduce => "reduce",
+        }
+    }
+}
+
+/// Rates of one link level, per transfer kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub broadcast: Rate,
+    pub distribute: Rate,
+    pub gather: Rate,
+    pub reduce: Rate,
+}
+
+impl Link {
+    pub fn rate(&self, kind: TransferKind) -> &Rate {
+        match kind {
+            TransferKind::Broadcast => &self.broadcast,
+            TransferKind::Distribute => &self.distribute,
+            TransferKind::Gather => &self.gather,
+            TransferKind::Reduce => &self.reduce,
+        }
+    }
+}
+
+/// Port rates in bytes per cycle, and a latency in cycles.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rate {
+    /// Distinct bytes per cycle on the parent side of the port.
+    pub parent: f64,
+    /// Bytes per cycle into (or out of) each child.
+    pub child: f64,
+    /// Cycles from the first byte leaving to the first byte arriving.
+    pub latency: u64,
+}
+
+/// Off-chip memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dram {
+    /// The level whose every node owns one DRAM (mncore2: `Group`; else the root).
+    pub level: String,
+    /// Capacity of one DRAM.
+    pub bytes: u64,
+    /// Bandwidth of one DRAM in bytes per cycle, at full burst efficiency.
+    pub bytes_per_cycle: f64,
+    /// Bytes per burst: contiguous runs shorter than this waste bandwidth.
+    pub burst_bytes: u64,
+}
+
+/// Compute rates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compute {
+    /// Vector unit: FLOP per cycle per PE, per dtype.
+    pub vector: BTreeMap<DType, f64>,
+    pub matrix: MatrixUnit,
+}
+
+/// The matrix unit: one per node of `level`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixUnit {
+    pub level: String,
+    /// FLOP per cycle per unit, per dtype.
+    pub flops: BTreeMap<DType, f64>,
+    /// Tile the unit works on per dtype; operands are padded up to it.
+    pub tile: BTreeMap<DType, Tile>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tile {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+}
+
+/// An addressable level as layouts see it: unaddressable levels above it folded in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddrLevel {
+    pub name: String,
+    /// Positions among siblings as layouts address them (folded fan-out).
+    pub fanout: u64,
+    /// Index in `Machine::levels` of this level.
+    pub level_index: usize,
+    /// Indices in `Machine::levels` folded into this one (unaddressable ones above it,
+    /// then itself), root-most first.
+    pub folded: Vec<usize>,
+}
+
+impl Machine {
+    /// The addressable levels, root-most first, with unaddressable levels folded into
+    /// the addressable level below. An unaddressable level with no addressable level
+    /// below it is an error caught by validation.
+    pub fn addressable_levels(&self) -> Vec<AddrLevel> {
+        let mut out = Vec::new();
+        let mut pending: Vec<usize> = Vec::new();
+        let mut fold = 1u64;
+        for (i, l) in self.levels.iter().enumerate() {
+            pending.push(i);
+            fold = fold.saturating_mul(l.count);
+            if l.addressable {
+                out.push(AddrLevel {
+                    name: l.name.clone(),
+                    fanout: fold,
+                    level_index: i,
+                    folded: std::mem::take(&mut pending),
+                });
+                fold = 1;
+            }
+        }
+        out
+    }
+
+    /// Index of a level by name.
+    pub fn level_index(&self, name: &str) -> Option<usize> {
+        self.levels.iter().position(|l| l.name == name)
+    }
+
+    /// Number of leaf nodes (PEs) in the whole machine.
+    pub fn leaf_count(&self) -> u64 {
+        self.levels
+            .iter()
+            .fold(1u64, |a, l| a.saturating_mul(l.count))
+    }
+
+    /// Number of nodes of level `i` in the whole machine.
+    pub fn nodes_at(&self, i: usize) -> u64 {
+        self.levels[..=i]
+            .iter()
+            .fold(1u64, |a, l| a.saturating_mul(l.count))
+    }
+
+    /// Bytes of the leaf (PE) memory.
+    pub fn leaf_memory_bytes(&self) -> u64 {
+        self.levels
+            .last()
+            .and_then(|l| l.memory.as_ref())
+            .map_or(0, |m| m.bytes)
+    }
+}
