@@ -4,7 +4,9 @@
 //! layouts, dynamic dimensions. No ECS, no I/O, no timing.
 
 pub mod dtype;
+pub mod layout;
 pub mod machine;
 
 pub use dtype::DType;
+pub use layout::{LayoutError, LayoutExpr, TensorLayout};
 pub use machine::Machine;
