@@ -1,1 +1,46 @@
-fn main() {}
+//! The `mnsim` command line.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cmd;
+mod diag;
+
+#[derive(Parser)]
+#[command(name = "mnsim", version, about = "A cycle-approximate simulator of PFN's MN-Core")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Map a TensorLayout onto a machine: where every element lives.
+    Layout {
+        #[command(subcommand)]
+        command: cmd::layout::LayoutCmd,
+    },
+    /// XLA shapes: the linear index of an element in a (tiled) DRAM layout.
+    Shape {
+        #[command(subcommand)]
+        command: cmd::shape::ShapeCmd,
+    },
+    /// List the machine presets, or describe one (with --set knobs applied).
+    Machines(cmd::machines::MachinesArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Layout { command } => cmd::layout::run(command),
+        Command::Shape { command } => cmd::shape::run(command),
+        Command::Machines(args) => cmd::machines::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(report) => {
+            eprintln!("{report:?}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! `mnsim layout map|explain`.
+
+use super::{load_machine, parse_list};
+use crate::diag;
+use clap::{Args, Subcommand};
+use miette::{IntoDiagnostic, Report, miette};
+use mnsim_arch::{DType, Machine, TensorLayout};
+use std::io::{BufWriter, Write};
+
+#[derive(Subcommand)]
+pub enum LayoutCmd {
+    /// Print where every element lives (JSON with --json; the contract of SPEC §2).
+    Map(MapArgs),
+    /// Explain a layout for people: fan-out, replication, footprint, padding, a picture.
+    Explain(Common),
+}
+
+#[derive(Args)]
+pub struct Common {
+    /// The layout, e.g. "((4_PE, 3:8), (8:1))".
+    pub layout: String,
+    /// Logical shape, e.g. 12,8 (default: the pad prefix or the group products).
+    #[arg(long)]
+    pub shape: Option<String>,
+    /// Machine preset or machine RON file.
+    #[arg(long, default_value = "toy4")]
+    pub machine: String,
+    /// Element type.
+    #[arg(long, default_value = "f32")]
+    pub dtype: String,
+    /// Override a machine knob, e.g. --set levels.PE.count=8.
+    #[arg(long = "set")]
+    pub sets: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct MapArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Only these elements (repeatable), e.g. --index 5,3.
+    #[arg(long = "index")]
+    pub index: Vec<String>,
+}
+
+pub fn run(cmd: LayoutCmd) -> Result<(), Report> {
+    match cmd {
+        LayoutCmd::Map(a) => map(a),
+        LayoutCmd::Explain(c) => {
+            let (m, l) = bind(&c)?;
+            let mut out = std::io::stdout().lock();
+            out.write_all(explain(&m, &l).as_bytes()).into_diagnostic()
+        }
+    }
+}
+
+fn bind(c: &Common) -> Result<(Machine, TensorLayout), Report> {
+    let m = load_machine(&c.machine, &c.sets)?;
+    let dtype: DType = c.dtype.parse().map_err(|e: String| miette!("error: --dtype: {e}"))?;
+    let shape = c.shape.as_deref().map(parse_list).transpose()?;
+    let l = TensorLayout::parse(&c.layout, &m, shape.as_deref(), dtype).map_err(|e| diag::layout(&e, &c.layout))?;
+    Ok((m, l))
+}
+
+fn json_list(v: &[u64]) -> String {
+    let s: Vec<String> = v.iter().map(u64::to_string).collect();
+    format!("[{}]", s.join(","))
+}
+
+fn map(a: MapArgs) -> Result<(), Report> {
+    let (m, l) = bind(&a.common)?;
+    let indices: Vec<Vec<u64>> = a.index.iter().map(|s| parse_list(s)).collect::<Result<_, _>>()?;
+    for idx in &indices {
+        if l.place(idx).is_none() {
+            return Err(miette!(
+                "error: index {} is outside the tensor's shape {}",
+                json_list(idx),
+                json_list(l.logical_shape())
+            ));
+        }
+    }
+    let names: Vec<String> =
+        l.levels().iter().map(|lv| serde_json::to_string(&lv.name).unwrap_or_default()).collect();
+    let stdout = std::io::stdout().lock();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout);
+    let entry = |out: &mut BufWriter<_>, idx: &[u64]| -> std::io::Result<()> {
+        let p = l.place(idx).expect("index checked");
+        if a.json {
+            write!(out, "{{\"index\":{},\"pe\":{{", json_list(idx))?;
+            for (i, pos) in p.pos.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                match pos {
+                    Some(x) => write!(out, "{}:{x}", names[i])?,
+                    None => write!(out, "{}:\"*\"", names[i])?,
+                }
+            }
+            write!(out, "}},\"addr\":{},\"w\":{},\"t\":{}}}", p.addr, p.w, p.t)
+        } else {
+            let pe: Vec<String> = p
+                .pos
+                .iter()
+                .zip(l.levels())
+                .map(|(x, lv)| format!("{} {}", lv.name, x.map_or("*".to_string(), |x| x.to_string())))
+                .collect();
+            writeln!(out, "{:<16} {}  word {}  slot {}  step {}", json_list(idx), pe.join(", "), p.addr, p.w, p.t)
+        }
+    };
+    let io = (|| -> std::io::Result<()> {
+        if a.json {
+            write!(
+                out,
+                "{{\"machine\":{},\"layout\":{},\"dtype\":\"{}\",\"logical\":{},\"padded\":{},\"words\":{},\"placements\":[",
+                serde_json::to_string(&m.name).unwrap_or_default(),
+                serde_json::to_string(&l.canonical()).unwrap_or_default(),
+                l.dtype(),
+                json_list(l.logical_shape()),
+                json_list(l.padded_shape()),
+                l.footprint_words()
+            )?;
+        } else {
+            writeln!(out, "{} on {}: {}", l.canonical(), m.name, json_list(l.logical_shape()))?;
+        }
+        let mut first = true;
+        let mut sep = |out: &mut BufWriter<_>| -> std::io::Result<()> {
+            if a.json && !first {
+                out.write_all(b",")?;
+            }
+            first = false;
+            Ok(())
+        };
+        if indices.is_empty() {
+            let shape = l.logical_shape().to_vec();
+            if shape.contains(&0) {
+                // No elements.
+            } else {
+                let mut idx = vec![0u64; shape.len()];
+                'all: loop {
+                    sep(&mut out)?;
+                    entry(&mut out, &idx)?;
+                    let mut d = shape.len();
+                    loop {
+                        if d == 0 {
+                            break 'all;
+                        }
+                        d -= 1;
+                        idx[d] += 1;
+                        if idx[d] < shape[d] {
+                            break;
+                        }
+                        idx[d] = 0;
+                    }
+                }
+            }
+        } else {
+            for idx in &indices {
+                sep(&mut out)?;
+                entry(&mut out, idx)?;
+            }
+        }
+        if a.json {
+            out.write_all(b"]}\n")?;
+        }
+        out.flush()
+    })();
+    match io {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(miette!("error: writing output: {e}")),
+    }
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 }
+}
+
+fn bytes(b: u64) -> String {
+    if b >= 1 << 20 && b % (1 << 20) == 0 {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 && b % (1 << 10) == 0 {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+/// The text of `mnsim layout explain`.
+pub fn explain(m: &Machine, l: &TensorLayout) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let dims = |d: &[u64]| d.iter().map(u64::to_string).collect::<Vec<_>>().join("×");
+    let _ = writeln!(s, "layout    {}", l.canonical());
+    let _ = writeln!(s, "tensor    {}[{}] on {}", l.dtype(), dims(l.logical_shape()), m.name);
+    if l.padding_elems() > 0 {
+        let _ = writeln!(
+            s,
+            "padding   padded to {}: {} of {} positions are padding ({:.1}% waste); they occupy memory and compute",
+            dims(l.padded_shape()),
+            l.padding_elems(),
+            l.padded_elems(),
+            pct(l.padding_elems(), l.padded_elems())
+        );
+    } else {
+        let _ = writeln!(s, "padding   none");
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "level   fan-out   used  idle  use%    how                 elements/node  words/node");
+    for st in l.level_stats() {
+        let how = if st.replicated {
+            "replicated (copies)".to_string()
+        } else if st.idle > 0 {
+            "split, some idle".to_string()
+        } else {
+            "split".to_string()
+        };
+        let _ = writeln!(
+            s,
+            "{:<7} {:>7} {:>6} {:>5} {:>5.1}%  {:<19} {:>13}  {:>10}",
+            st.name,
+            st.fanout,
+            st.used,
+            st.idle,
+            pct(st.used, st.fanout),
+            how,
+            st.elems_per_node,
+            st.words_per_node
+        );
+    }
+    let lm = m.leaf_memory_bytes();
+    let fp = l.footprint_words().saturating_mul(l.word_bytes());
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "per PE    {} elements in {} words per step{}; footprint {} words = {} of {} LM ({:.1}%)",
+        l.elems_per_pe(),
+        l.words_per_step(),
+        if l.time_steps() > 1 { format!(", {} time steps run in sequence", l.time_steps()) } else { String::new() },
+        l.footprint_words(),
+        bytes(fp),
+        bytes(lm),
+        pct(fp, lm)
+    );
+    let w_used = l.elems_per_pe() / l.words_per_pe().max(1);
+    let _ = writeln!(
+        s,
+        "words     {} byte(s) each hold {} {} slot(s); this layout fills {} per word",
+        l.word_bytes(),
+        l.slots(),
+        l.dtype(),
+        w_used
+    );
+    let total_pes: u64 = l.levels().iter().map(|x| x.fanout).product();
+    let _ = writeln!(
+        s,
+        "PEs       {} of {} hold data ({:.1}%); {} distinct shard(s); every element stored {} time(s)",
+        l.pes_used(),
+        total_pes,
+        pct(l.pes_used(), total_pes),
+        l.distinct_shards(),
+        l.replicas()
+    );
+    // Pictures: for each split level, which position holds each (sampled) element.
+    let shape = l.logical_shape();
+    let (rows, cols) = match shape.len() {
+        0 => (1, 1),
+        1 => (1, shape[0]),
+        n => (shape[..n - 1].iter().product::<u64>(), shape[n - 1]),
+    };
+    let rs = rows.div_ceil(16).max(1);
+    let cs = cols.div_ceil(48).max(1);
+    let to_index = |r: u64, c: u64| -> Vec<u64> {
+        let mut idx = vec![0u64; shape.len()];
+        if shape.len() >= 1 {
+            idx[shape.len() - 1] = c;
+        }
+        let mut r = r;
+        for d in (0..shape.len().saturating_sub(1)).rev() {
+            idx[d] = r % shape[d];
+            r /= shape[d];
+        }
+        idx
+    };
+    for (i, lv) in l.levels().iter().enumerate() {
+        if lv.replicated {
+            continue;
+        }
+        let _ = writeln!(s);
+        let sample = if rs > 1 || cs > 1 {
+            format!(" (every {rs}th row, every {cs}th column)")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "{} position of each element{}: rows {} , columns {}",
+            lv.name,
+            sample,
+            if shape.len() > 2 { "flatten the leading axes" } else { "are axis 0" },
+            "the last axis"
+        );
+        let mut r = 0;
+        while r < rows {
+            s.push_str("  ");
+            let mut c = 0;
+            while c < cols {
+                let p = l.place(&to_index(r, c)).expect("in range");
+                let pos = p.pos[i].unwrap_or(0);
+                s.push(if pos < DIGITS.len() as u64 { DIGITS[pos as usize] as char } else { '+' });
+                c += cs;
+            }
+            s.push('\n');
+            r += rs;
+        }
+        if lv.fanout > DIGITS.len() as u64 {
+            let _ = writeln!(s, "  (`+` = position ≥ {})", DIGITS.len());
+        }
+    }
+    s
+}
