@@ -620,3 +620,83 @@ proptest! {
         prop_assert_eq!(l.padded_elems() - l.logical_elems(), l.padding_elems());
     }
 }
+
+/// A small deterministic generator (xorshift64*), so the no-panic sweep is reproducible.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn no_panic_on_100k_random_and_mutated_layouts() {
+    let machines = [toy4(), mncore1_tree(), mncore2_tree()];
+    let seeds = [
+        "((4_PE, 3:8), (8:1))",
+        "((2_PE:2, 6:4), (2_PE:1, 4:1))",
+        "(10,7)/((3:7, 4_PE), (7:1))",
+        "((12:8), (8:1); B@[PE])",
+        "((16_L2B, 8_L1B, 8:8), (16_MAB, 8:1, 4_PE))",
+        "((4_PE:1, 16:1, 2_W:1)) B@[MAB,L1B,L2B]",
+        "(256,16)/((8_L2B:1, 4:2, 8_L1B:1), (2:1, 4_PE:1, 2_W:1); B@[MAB])",
+        "((2_Time:1, 3:8, 4_PE:1), (8:1))",
+    ];
+    let alphabet: &[u8] = b"()[],;:/_@B0123456789 PEWTimeL12MABx\xff-";
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut accepted = 0;
+    for i in 0..100_000 {
+        let mut bytes: Vec<u8> = if i % 10 == 0 {
+            (0..rng.below(40)).map(|_| alphabet[rng.below(alphabet.len())]).collect()
+        } else {
+            seeds[rng.below(seeds.len())].as_bytes().to_vec()
+        };
+        for _ in 0..1 + rng.below(3) {
+            let at = rng.below(bytes.len() + 1);
+            match rng.below(4) {
+                0 if at < bytes.len() => {
+                    bytes.remove(at);
+                }
+                1 => bytes.insert(at, alphabet[rng.below(alphabet.len())]),
+                2 if at < bytes.len() => bytes[at] = alphabet[rng.below(alphabet.len())],
+                _ => bytes.insert(at, b"9999999999"[rng.below(10)]),
+            }
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let m = &machines[rng.below(machines.len())];
+        let dtype = [DType::F32, DType::F16, DType::F64, DType::U8][rng.below(4)];
+        let shape: Option<Vec<u64>> = match rng.below(3) {
+            0 => None,
+            1 => Some(vec![12, 8]),
+            _ => Some((0..1 + rng.below(3)).map(|_| rng.below(2000) as u64).collect()),
+        };
+        let r = std::panic::catch_unwind(|| {
+            if let Ok(l) = TensorLayout::parse(&text, m, shape.as_deref(), dtype) {
+                // Exercise the accepted layout a little.
+                let _ = l.canonical();
+                let _ = l.level_stats();
+                let idx: Vec<u64> = l.logical_shape().iter().map(|&n| n.saturating_sub(1)).collect();
+                if let Some(p) = l.place(&idx) {
+                    let pos: Vec<u64> = p.pos.iter().map(|x| x.unwrap_or(0)).collect();
+                    assert_eq!(l.element_at(&pos, p.addr, p.w, p.t), Some(idx));
+                }
+                true
+            } else {
+                false
+            }
+        });
+        match r {
+            Ok(ok) => accepted += ok as u32,
+            Err(_) => panic!("panicked on {text:?} with shape {shape:?} on {}", m.name),
+        }
+    }
+    // The sweep must reach the accepting paths too, not only the error paths.
+    eprintln!("accepted {accepted} of 100000");
+    assert!(accepted > 1000, "only {accepted} accepted");
+}
