@@ -5,6 +5,8 @@
 
 pub mod dtype;
 pub mod machine;
+pub mod shape;
 
 pub use dtype::DType;
 pub use machine::Machine;
+pub use shape::{Dim, Shape, ShapeError, XlaLayout};
