@@ -6,7 +6,9 @@
 pub mod dtype;
 pub mod layout;
 pub mod machine;
+pub mod shape;
 
 pub use dtype::DType;
 pub use layout::{LayoutError, LayoutExpr, TensorLayout};
 pub use machine::Machine;
+pub use shape::{Dim, Shape, ShapeError, XlaLayout};
