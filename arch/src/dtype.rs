@@ -120,6 +120,10 @@ mod tests {
             assert_eq!(d.name().to_uppercase().parse::<DType>().unwrap(), d);
         }
         assert_eq!("i32".parse::<DType>().unwrap(), DType::S32);
-        assert!("f8".parse::<DType>().unwrap_err().contains("unknown element type"));
+        assert!(
+            "f8".parse::<DType>()
+                .unwrap_err()
+                .contains("unknown element type")
+        );
     }
 }

@@ -7,4 +7,4 @@ pub mod dtype;
 pub mod machine;
 
 pub use dtype::DType;
-pub use machine::Machine;
+pub use machine::{Machine, MachineError, TransferKind};
