@@ -5,6 +5,8 @@
 
 pub mod dtype;
 pub mod machine;
+pub mod presets;
 
 pub use dtype::DType;
 pub use machine::{Machine, MachineError, TransferKind};
+pub use presets::{PRESETS, from_ron, preset, preset_source};
