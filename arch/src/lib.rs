@@ -4,9 +4,11 @@
 //! layouts, dynamic dimensions. No ECS, no I/O, no timing.
 
 pub mod dtype;
+pub mod knobs;
 pub mod machine;
 pub mod presets;
 
 pub use dtype::DType;
+pub use knobs::{KnobError, get_knob, knob_paths, parse_assignment, parse_sweep, set_knob};
 pub use machine::{Machine, MachineError, TransferKind};
 pub use presets::{PRESETS, from_ron, preset, preset_source};
