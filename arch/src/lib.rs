@@ -3,12 +3,18 @@
 //! Pure: machine descriptions and presets, the TensorLayout algebra, XLA shapes and
 //! layouts, dynamic dimensions. No ECS, no I/O, no timing.
 
+pub mod describe;
 pub mod dtype;
+pub mod knobs;
 pub mod layout;
 pub mod machine;
+pub mod presets;
 pub mod shape;
 
+pub use describe::{describe, peak_flops_per_cycle};
 pub use dtype::DType;
+pub use knobs::{KnobError, get_knob, knob_paths, parse_assignment, parse_sweep, set_knob};
 pub use layout::{LayoutError, LayoutExpr, TensorLayout};
-pub use machine::Machine;
+pub use machine::{Machine, MachineError, TransferKind};
+pub use presets::{PRESETS, from_ron, preset, preset_source};
 pub use shape::{Dim, Shape, ShapeError, XlaLayout};

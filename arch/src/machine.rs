@@ -225,3 +225,364 @@ impl Machine {
             .map_or(0, |m| m.bytes)
     }
 }
+
+/// A machine that cannot be loaded or is inconsistent. `line`/`column` point into the
+/// machine's RON text when known; `path` names the offending field as a knob-style
+/// dotted path (`links.L1B.distribute.parent`) when the error is about one field.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}", render_error(self))]
+pub struct MachineError {
+    pub message: String,
+    pub path: Option<String>,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+}
+
+fn render_error(e: &MachineError) -> String {
+    match (e.line, e.column) {
+        (Some(l), Some(c)) => format!("{l}:{c}: {}", e.message),
+        (Some(l), None) => format!("{l}: {}", e.message),
+        _ => e.message.clone(),
+    }
+}
+
+impl MachineError {
+    /// An error with a message only.
+    pub fn new(message: impl Into<String>) -> Self {
+        MachineError {
+            message: message.into(),
+            path: None,
+            line: None,
+            column: None,
+        }
+    }
+
+    /// An error about the field at `path`.
+    pub fn at_path(path: impl Into<String>, message: impl Into<String>) -> Self {
+        MachineError {
+            path: Some(path.into()),
+            ..MachineError::new(message)
+        }
+    }
+
+    /// The same error, placed at `line:column` of the source text.
+    pub fn with_position(mut self, line: usize, column: usize) -> Self {
+        self.line = Some(line);
+        self.column = Some(column);
+        self
+    }
+}
+
+/// Whether `s` is a name that paths and layouts can use: `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn err(path: impl Into<String>, message: impl Into<String>) -> MachineError {
+    MachineError::at_path(path, message)
+}
+
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+impl Machine {
+    /// Number of matrix units in the whole machine (one per node of `compute.matrix.level`).
+    pub fn matrix_units(&self) -> u64 {
+        self.level_index(&self.compute.matrix.level)
+            .map_or(0, |i| self.nodes_at(i))
+    }
+
+    /// The level a link at level `i` sends to: the next memory-bearing level below `i`.
+    pub fn link_target(&self, i: usize) -> Option<usize> {
+        (i + 1..self.levels.len()).find(|&j| self.levels[j].memory.is_some())
+    }
+
+    /// Index of the level that owns the DRAM, if it names a level.
+    pub fn dram_level_index(&self) -> Option<usize> {
+        self.level_index(&self.dram.level)
+    }
+
+    fn level_list(&self) -> String {
+        self.levels
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Checks that the machine is consistent; the error says what is wrong and where.
+    pub fn validate(&self) -> Result<(), MachineError> {
+        if self.levels.is_empty() {
+            return Err(err("levels", "the machine has no levels"));
+        }
+        for (i, l) in self.levels.iter().enumerate() {
+            if !is_identifier(&l.name) {
+                return Err(err(
+                    "levels",
+                    format!(
+                        "level name '{}' is not a plain name (letters, digits and '_', not starting with a digit)",
+                        l.name
+                    ),
+                ));
+            }
+            if let Some(j) = self.levels[..i].iter().position(|o| o.name == l.name) {
+                return Err(err(
+                    format!("levels.{}", l.name),
+                    format!(
+                        "duplicate level name '{}' (levels {} and {})",
+                        l.name,
+                        j + 1,
+                        i + 1
+                    ),
+                ));
+            }
+            if l.count == 0 {
+                return Err(err(
+                    format!("levels.{}.count", l.name),
+                    format!(
+                        "level '{}' has count 0; every level needs at least one node per parent",
+                        l.name
+                    ),
+                ));
+            }
+            if let Some(m) = &l.memory {
+                if m.bytes == 0 {
+                    return Err(err(
+                        format!("levels.{}.memory.bytes", l.name),
+                        format!("memory '{}' of level '{}' has 0 bytes", m.name, l.name),
+                    ));
+                }
+                if m.name.trim().is_empty() {
+                    return Err(err(
+                        format!("levels.{}.memory", l.name),
+                        format!("the memory of level '{}' has an empty name", l.name),
+                    ));
+                }
+            }
+        }
+        let root = &self.levels[0];
+        if root.count != 1 {
+            return Err(err(
+                format!("levels.{}.count", root.name),
+                format!(
+                    "the root level '{}' has count {}; the root must have count 1",
+                    root.name, root.count
+                ),
+            ));
+        }
+        let mut total = 1u64;
+        for l in &self.levels {
+            total = total.checked_mul(l.count).ok_or_else(|| {
+                err(
+                    format!("levels.{}.count", l.name),
+                    format!(
+                        "the number of '{}' nodes overflows 64 bits; level counts are too large",
+                        l.name
+                    ),
+                )
+            })?;
+        }
+        let leaf = &self.levels[self.levels.len() - 1];
+        if leaf.memory.is_none() {
+            return Err(err(
+                format!("levels.{}", leaf.name),
+                format!(
+                    "the leaf level '{}' has no memory; the PEs need a local memory",
+                    leaf.name
+                ),
+            ));
+        }
+        for (i, l) in self.levels.iter().enumerate() {
+            if !l.addressable && !self.levels[i + 1..].iter().any(|b| b.addressable) {
+                return Err(err(
+                    format!("levels.{}", l.name),
+                    format!(
+                        "level '{}' is not addressable and has no addressable level below it to fold into",
+                        l.name
+                    ),
+                ));
+            }
+        }
+        if self.word_bytes == 0 {
+            return Err(err(
+                "word_bytes",
+                "word_bytes is 0; a word needs at least one byte",
+            ));
+        }
+        if !positive(self.clock_ghz) {
+            return Err(err(
+                "clock_ghz",
+                format!(
+                    "clock_ghz must be a positive number, got {}",
+                    self.clock_ghz
+                ),
+            ));
+        }
+        self.validate_dram()?;
+        self.validate_links()?;
+        self.validate_compute()
+    }
+
+    fn validate_dram(&self) -> Result<(), MachineError> {
+        let d = &self.dram;
+        let Some(i) = self.dram_level_index() else {
+            return Err(err(
+                "dram.level",
+                format!(
+                    "dram.level '{}' is not a level of the machine (levels: {})",
+                    d.level,
+                    self.level_list()
+                ),
+            ));
+        };
+        if i + 1 == self.levels.len() {
+            return Err(err(
+                "dram.level",
+                format!(
+                    "dram.level '{}' is the leaf level; the DRAM must sit above the PEs",
+                    d.level
+                ),
+            ));
+        }
+        if d.bytes == 0 {
+            return Err(err("dram.bytes", "dram.bytes is 0"));
+        }
+        if !positive(d.bytes_per_cycle) {
+            return Err(err(
+                "dram.bytes_per_cycle",
+                format!(
+                    "dram.bytes_per_cycle must be a positive number, got {}",
+                    d.bytes_per_cycle
+                ),
+            ));
+        }
+        if d.burst_bytes == 0 {
+            return Err(err("dram.burst_bytes", "dram.burst_bytes is 0"));
+        }
+        Ok(())
+    }
+
+    fn validate_links(&self) -> Result<(), MachineError> {
+        let dram_level = self.dram_level_index();
+        for (name, link) in &self.links {
+            let Some(i) = self.level_index(name) else {
+                return Err(err(
+                    format!("links.{name}"),
+                    format!(
+                        "link '{name}' names no level of the machine (levels: {})",
+                        self.level_list()
+                    ),
+                ));
+            };
+            if self.levels[i].memory.is_none() && dram_level != Some(i) {
+                return Err(err(
+                    format!("links.{name}"),
+                    format!("link '{name}': level '{name}' has no memory and no DRAM to send from"),
+                ));
+            }
+            if self.link_target(i).is_none() {
+                return Err(err(
+                    format!("links.{name}"),
+                    format!("link '{name}': no memory-bearing level below '{name}' to send to"),
+                ));
+            }
+            for kind in TransferKind::ALL {
+                let r = link.rate(kind);
+                for (side, v) in [("parent", r.parent), ("child", r.child)] {
+                    if !positive(v) {
+                        return Err(err(
+                            format!("links.{name}.{}.{side}", kind.name()),
+                            format!(
+                                "link '{name}' {} {side} rate must be a positive number of bytes per cycle, got {v}",
+                                kind.name()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        for (i, l) in self.levels.iter().enumerate() {
+            let source = match (&l.memory, dram_level == Some(i)) {
+                (Some(m), _) => format!("memory '{}'", m.name),
+                (None, true) => "the DRAM".to_string(),
+                (None, false) => continue,
+            };
+            if let Some(j) = self.link_target(i)
+                && !self.links.contains_key(&l.name)
+            {
+                return Err(err(
+                    format!("links.{}", l.name),
+                    format!(
+                        "level '{}' has {source} and memory-bearing level '{}' below it, but no link; add links.{}",
+                        l.name, self.levels[j].name, l.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_compute(&self) -> Result<(), MachineError> {
+        for (d, &v) in &self.compute.vector {
+            if !positive(v) {
+                return Err(err(
+                    format!("compute.vector.{d:?}"),
+                    format!("compute.vector.{d:?} must be a positive FLOP/cycle figure, got {v}"),
+                ));
+            }
+        }
+        let mx = &self.compute.matrix;
+        if self.level_index(&mx.level).is_none() {
+            return Err(err(
+                "compute.matrix.level",
+                format!(
+                    "compute.matrix.level '{}' is not a level of the machine (levels: {})",
+                    mx.level,
+                    self.level_list()
+                ),
+            ));
+        }
+        for (d, &v) in &mx.flops {
+            if !positive(v) {
+                return Err(err(
+                    format!("compute.matrix.flops.{d:?}"),
+                    format!(
+                        "compute.matrix.flops.{d:?} must be a positive FLOP/cycle figure, got {v}"
+                    ),
+                ));
+            }
+            if !mx.tile.contains_key(d) {
+                return Err(err(
+                    format!("compute.matrix.tile.{d:?}"),
+                    format!(
+                        "compute.matrix.flops has {d:?} but compute.matrix.tile has no {d:?} tile"
+                    ),
+                ));
+            }
+        }
+        for (d, t) in &mx.tile {
+            if !mx.flops.contains_key(d) {
+                return Err(err(
+                    format!("compute.matrix.flops.{d:?}"),
+                    format!(
+                        "compute.matrix.tile has {d:?} but compute.matrix.flops has no {d:?} rate"
+                    ),
+                ));
+            }
+            for (f, v) in [("m", t.m), ("n", t.n), ("k", t.k)] {
+                if v == 0 {
+                    return Err(err(
+                        format!("compute.matrix.tile.{d:?}.{f}"),
+                        format!(
+                            "compute.matrix.tile.{d:?}.{f} is 0; tile sides must be at least 1"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -21,8 +21,8 @@ pub struct MachinesArgs {
 
 pub fn run(a: MachinesArgs) -> Result<(), Report> {
     let Some(name) = a.name else {
-        for p in mnsim_arch::machine::PRESETS {
-            let m = mnsim_arch::machine::preset(p).map_err(|e| miette::miette!("error: {e}"))?;
+        for p in mnsim_arch::PRESETS {
+            let m = mnsim_arch::preset(p).map_err(|e| miette::miette!("error: {e}"))?;
             println!("{:<10} {:>6} PE  {}", p, m.leaf_count(), m.description);
         }
         return Ok(());
@@ -37,7 +37,7 @@ pub fn run(a: MachinesArgs) -> Result<(), Report> {
         let pretty = ron::ser::PrettyConfig::default();
         println!("{}", ron::ser::to_string_pretty(&m, pretty).map_err(|e| miette::miette!("error: {e}"))?);
     } else {
-        print!("{}", mnsim_arch::machine::describe(&m));
+        print!("{}", mnsim_arch::describe(&m));
     }
     Ok(())
 }

@@ -11,9 +11,9 @@ use mnsim_arch::Machine;
 pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
     let mut m = if name.ends_with(".ron") || name.contains('/') {
         let text = std::fs::read_to_string(name).map_err(|e| miette!("error: cannot read machine file {name}: {e}"))?;
-        mnsim_arch::machine::from_ron(&text).map_err(|e| miette!("error: {name}: {e}"))?
+        mnsim_arch::from_ron(&text).map_err(|e| miette!("error: {name}: {e}"))?
     } else {
-        mnsim_arch::machine::preset(name).map_err(|e| miette!("error: {e}"))?
+        mnsim_arch::preset(name).map_err(|e| miette!("error: {e}"))?
     };
     for s in sets {
         let (path, value) = mnsim_arch::knobs::parse_assignment(s).map_err(|e| miette!("error: --set {s}: {e}"))?;

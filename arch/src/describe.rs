@@ -1,0 +1,239 @@
+//! Human-readable description of a machine and its peak rates.
+
+use crate::dtype::DType;
+use crate::machine::{Machine, TransferKind};
+use std::fmt::Write;
+
+/// Peak FLOP per cycle of the whole machine in `dtype`: the matrix units' peak if the
+/// matrix unit supports `dtype`, else the vector units' peak (0 if neither does).
+pub fn peak_flops_per_cycle(m: &Machine, dtype: DType) -> f64 {
+    match m.compute.matrix.flops.get(&dtype) {
+        Some(&f) => f * m.matrix_units() as f64,
+        None => vector_peak(m, dtype),
+    }
+}
+
+fn vector_peak(m: &Machine, dtype: DType) -> f64 {
+    m.compute
+        .vector
+        .get(&dtype)
+        .map_or(0.0, |&f| f * m.leaf_count() as f64)
+}
+
+/// A whole number without decimals, else two decimals.
+fn num(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// Bytes in the largest binary unit that divides them, else with two decimals.
+fn bytes(b: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    for (unit, size) in UNITS {
+        if b >= size && b.is_multiple_of(size) {
+            return format!("{} {unit}", b / size);
+        }
+    }
+    for (unit, size) in UNITS {
+        if b >= size {
+            return format!("{:.2} {unit}", b as f64 / size as f64);
+        }
+    }
+    format!("{b} B")
+}
+
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// A human tree of the machine: levels, links, DRAM and totals.
+pub fn describe(m: &Machine) -> String {
+    let mut s = String::new();
+    let wb = m.word_bytes.max(1);
+    let words = |b: u64| b / wb;
+    let wpc = |r: f64| r / wb as f64;
+    let _ = writeln!(s, "{}", m.name);
+    if !m.description.is_empty() {
+        let _ = writeln!(s, "  {}", m.description);
+    }
+    let _ = writeln!(
+        s,
+        "clock {} GHz, word {} bytes",
+        num(m.clock_ghz),
+        m.word_bytes
+    );
+
+    let _ = writeln!(s, "\nlevels (root first; count = nodes per parent):");
+    let addr = m.addressable_levels();
+    for (i, l) in m.levels.iter().enumerate() {
+        let indent = "  ".repeat(i + 1);
+        let mem = match &l.memory {
+            Some(mem) => format!(
+                "{} {} ({} words)",
+                mem.name,
+                bytes(mem.bytes),
+                words(mem.bytes)
+            ),
+            None => "no memory".to_string(),
+        };
+        let role = match addr.iter().find(|a| a.folded.contains(&i)) {
+            Some(a) if a.level_index == i && a.folded.len() > 1 => {
+                let names: Vec<&str> = a.folded[..a.folded.len() - 1]
+                    .iter()
+                    .filter_map(|&j| m.levels.get(j).map(|l| l.name.as_str()))
+                    .collect();
+                format!(
+                    "addressable, fan-out {} ({} folded in)",
+                    a.fanout,
+                    names.join(", ")
+                )
+            }
+            Some(a) if a.level_index == i => format!("addressable, fan-out {}", a.fanout),
+            Some(a) => format!("folds into {}", a.name),
+            None => "not addressable, nothing below to fold into".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "{indent}{} x{} ({}): {mem}; {role}",
+            l.name,
+            l.count,
+            plural(m.nodes_at(i), "node")
+        );
+    }
+
+    let _ = writeln!(
+        s,
+        "\nlinks (bytes/cycle, words/cycle in parentheses; latency in cycles):"
+    );
+    if m.links.is_empty() {
+        let _ = writeln!(s, "  none");
+    }
+    // Root-most first.
+    let mut links: Vec<(usize, &String, &crate::machine::Link)> = m
+        .links
+        .iter()
+        .map(|(n, l)| (m.level_index(n).unwrap_or(usize::MAX), n, l))
+        .collect();
+    links.sort_by_key(|&(i, n, _)| (i, n.clone()));
+    for (i, name, link) in links {
+        let from = m.levels.get(i).map(|l| {
+            let mut parts = Vec::new();
+            if let Some(mem) = &l.memory {
+                parts.push(mem.name.clone());
+            }
+            if m.dram.level == l.name {
+                parts.push("DRAM".to_string());
+            }
+            parts.join(" + ")
+        });
+        let to = (i < m.levels.len())
+            .then(|| m.link_target(i))
+            .flatten()
+            .and_then(|j| {
+                let l = m.levels.get(j)?;
+                let fan = m.nodes_at(j) / m.nodes_at(i).max(1);
+                let what = l
+                    .memory
+                    .as_ref()
+                    .map_or(l.name.as_str(), |mm| mm.name.as_str());
+                Some(format!("{fan} x {what} ({} nodes)", l.name))
+            });
+        let _ = writeln!(
+            s,
+            "  {name}: {} -> {}",
+            from.unwrap_or_else(|| "?".into()),
+            to.unwrap_or_else(|| "?".into())
+        );
+        for kind in TransferKind::ALL {
+            let r = link.rate(kind);
+            let _ = writeln!(
+                s,
+                "    {:<10}  parent {:>7} B ({:>5})  child {:>7} B ({:>5})  latency {}",
+                kind.name(),
+                num(r.parent),
+                num(wpc(r.parent)),
+                num(r.child),
+                num(wpc(r.child)),
+                r.latency
+            );
+        }
+    }
+
+    let d = &m.dram;
+    let n_dram = m.dram_level_index().map_or(0, |i| m.nodes_at(i));
+    let _ = writeln!(
+        s,
+        "\nDRAM: one per {} ({} in all): {} each, {} total; {} B/cycle ({} words/cycle, {} GB/s) each; burst {} B",
+        d.level,
+        n_dram,
+        bytes(d.bytes),
+        bytes(d.bytes.saturating_mul(n_dram)),
+        num(d.bytes_per_cycle),
+        num(wpc(d.bytes_per_cycle)),
+        num(d.bytes_per_cycle * m.clock_ghz),
+        d.burst_bytes
+    );
+
+    let pes = m.leaf_count();
+    let lm = m.leaf_memory_bytes();
+    let _ = writeln!(s, "\ntotals:");
+    let _ = writeln!(
+        s,
+        "  PEs {pes}; local memory {} each, {} total",
+        bytes(lm),
+        bytes(lm.saturating_mul(pes))
+    );
+    let _ = writeln!(
+        s,
+        "  matrix units {} (one per {})",
+        m.matrix_units(),
+        m.compute.matrix.level
+    );
+    let _ = writeln!(
+        s,
+        "  peak FLOP/cycle (and FLOP/s at {} GHz):",
+        num(m.clock_ghz)
+    );
+    // FLOP/cycle x GHz = GFLOPS.
+    let rate = |f: f64| {
+        let g = f * m.clock_ghz;
+        if g >= 1000.0 {
+            format!("{} TFLOPS", num(g / 1000.0))
+        } else {
+            format!("{} GFLOPS", num(g))
+        }
+    };
+    for dt in DType::ALL {
+        let mx = m
+            .compute
+            .matrix
+            .flops
+            .get(&dt)
+            .map(|&f| f * m.matrix_units() as f64);
+        let vec = m.compute.vector.get(&dt).map(|_| vector_peak(m, dt));
+        if mx.is_none() && vec.is_none() {
+            continue;
+        }
+        let mut parts = Vec::new();
+        if let Some(p) = mx {
+            parts.push(format!("matrix {} ({})", num(p), rate(p)));
+        }
+        if let Some(p) = vec {
+            parts.push(format!("vector {} ({})", num(p), rate(p)));
+        }
+        let _ = writeln!(s, "    {:<5} {}", dt.name(), parts.join("; "));
+    }
+    s
+}
