@@ -7,7 +7,11 @@ mod cmd;
 mod diag;
 
 #[derive(Parser)]
-#[command(name = "mnsim", version, about = "A cycle-approximate simulator of PFN's MN-Core")]
+#[command(
+    name = "mnsim",
+    version,
+    about = "A cycle-approximate simulator of PFN's MN-Core"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -653,7 +653,9 @@ fn no_panic_on_100k_random_and_mutated_layouts() {
     let mut accepted = 0;
     for i in 0..100_000 {
         let mut bytes: Vec<u8> = if i % 10 == 0 {
-            (0..rng.below(40)).map(|_| alphabet[rng.below(alphabet.len())]).collect()
+            (0..rng.below(40))
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect()
         } else {
             seeds[rng.below(seeds.len())].as_bytes().to_vec()
         };
@@ -674,14 +676,22 @@ fn no_panic_on_100k_random_and_mutated_layouts() {
         let shape: Option<Vec<u64>> = match rng.below(3) {
             0 => None,
             1 => Some(vec![12, 8]),
-            _ => Some((0..1 + rng.below(3)).map(|_| rng.below(2000) as u64).collect()),
+            _ => Some(
+                (0..1 + rng.below(3))
+                    .map(|_| rng.below(2000) as u64)
+                    .collect(),
+            ),
         };
         let r = std::panic::catch_unwind(|| {
             if let Ok(l) = TensorLayout::parse(&text, m, shape.as_deref(), dtype) {
                 // Exercise the accepted layout a little.
                 let _ = l.canonical();
                 let _ = l.level_stats();
-                let idx: Vec<u64> = l.logical_shape().iter().map(|&n| n.saturating_sub(1)).collect();
+                let idx: Vec<u64> = l
+                    .logical_shape()
+                    .iter()
+                    .map(|&n| n.saturating_sub(1))
+                    .collect();
                 if let Some(p) = l.place(&idx) {
                     let pos: Vec<u64> = p.pos.iter().map(|x| x.unwrap_or(0)).collect();
                     assert_eq!(l.element_at(&pos, p.addr, p.w, p.t), Some(idx));

@@ -58,9 +58,13 @@ pub fn run(cmd: LayoutCmd) -> Result<(), Report> {
 
 fn bind(c: &Common) -> Result<(Machine, TensorLayout), Report> {
     let m = load_machine(&c.machine, &c.sets)?;
-    let dtype: DType = c.dtype.parse().map_err(|e: String| miette!("error: --dtype: {e}"))?;
+    let dtype: DType = c
+        .dtype
+        .parse()
+        .map_err(|e: String| miette!("error: --dtype: {e}"))?;
     let shape = c.shape.as_deref().map(parse_list).transpose()?;
-    let l = TensorLayout::parse(&c.layout, &m, shape.as_deref(), dtype).map_err(|e| diag::layout(&e, &c.layout))?;
+    let l = TensorLayout::parse(&c.layout, &m, shape.as_deref(), dtype)
+        .map_err(|e| diag::layout(&e, &c.layout))?;
     Ok((m, l))
 }
 
@@ -71,7 +75,11 @@ fn json_list(v: &[u64]) -> String {
 
 fn map(a: MapArgs) -> Result<(), Report> {
     let (m, l) = bind(&a.common)?;
-    let indices: Vec<Vec<u64>> = a.index.iter().map(|s| parse_list(s)).collect::<Result<_, _>>()?;
+    let indices: Vec<Vec<u64>> = a
+        .index
+        .iter()
+        .map(|s| parse_list(s))
+        .collect::<Result<_, _>>()?;
     for idx in &indices {
         if l.place(idx).is_none() {
             return Err(miette!(
@@ -81,8 +89,11 @@ fn map(a: MapArgs) -> Result<(), Report> {
             ));
         }
     }
-    let names: Vec<String> =
-        l.levels().iter().map(|lv| serde_json::to_string(&lv.name).unwrap_or_default()).collect();
+    let names: Vec<String> = l
+        .levels()
+        .iter()
+        .map(|lv| serde_json::to_string(&lv.name).unwrap_or_default())
+        .collect();
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let entry = |out: &mut BufWriter<_>, idx: &[u64]| -> std::io::Result<()> {
@@ -104,9 +115,23 @@ fn map(a: MapArgs) -> Result<(), Report> {
                 .pos
                 .iter()
                 .zip(l.levels())
-                .map(|(x, lv)| format!("{} {}", lv.name, x.map_or("*".to_string(), |x| x.to_string())))
+                .map(|(x, lv)| {
+                    format!(
+                        "{} {}",
+                        lv.name,
+                        x.map_or("*".to_string(), |x| x.to_string())
+                    )
+                })
                 .collect();
-            writeln!(out, "{:<16} {}  word {}  slot {}  step {}", json_list(idx), pe.join(", "), p.addr, p.w, p.t)
+            writeln!(
+                out,
+                "{:<16} {}  word {}  slot {}  step {}",
+                json_list(idx),
+                pe.join(", "),
+                p.addr,
+                p.w,
+                p.t
+            )
         }
     };
     let io = (|| -> std::io::Result<()> {
@@ -122,7 +147,13 @@ fn map(a: MapArgs) -> Result<(), Report> {
                 l.footprint_words()
             )?;
         } else {
-            writeln!(out, "{} on {}: {}", l.canonical(), m.name, json_list(l.logical_shape()))?;
+            writeln!(
+                out,
+                "{} on {}: {}",
+                l.canonical(),
+                m.name,
+                json_list(l.logical_shape())
+            )?;
         }
         let mut first = true;
         let mut sep = |out: &mut BufWriter<_>| -> std::io::Result<()> {
@@ -174,7 +205,11 @@ fn map(a: MapArgs) -> Result<(), Report> {
 }
 
 fn pct(a: u64, b: u64) -> f64 {
-    if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 }
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
 }
 
 fn bytes(b: u64) -> String {
@@ -195,7 +230,13 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
     let mut s = String::new();
     let dims = |d: &[u64]| d.iter().map(u64::to_string).collect::<Vec<_>>().join("×");
     let _ = writeln!(s, "layout    {}", l.canonical());
-    let _ = writeln!(s, "tensor    {}[{}] on {}", l.dtype(), dims(l.logical_shape()), m.name);
+    let _ = writeln!(
+        s,
+        "tensor    {}[{}] on {}",
+        l.dtype(),
+        dims(l.logical_shape()),
+        m.name
+    );
     if l.padding_elems() > 0 {
         let _ = writeln!(
             s,
@@ -209,7 +250,10 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
         let _ = writeln!(s, "padding   none");
     }
     let _ = writeln!(s);
-    let _ = writeln!(s, "level   fan-out   used  idle  use%    how                 elements/node  words/node");
+    let _ = writeln!(
+        s,
+        "level   fan-out   used  idle  use%    how                 elements/node  words/node"
+    );
     for st in l.level_stats() {
         let how = if st.replicated {
             "replicated (copies)".to_string()
@@ -239,7 +283,11 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
         "per PE    {} elements in {} words per step{}; footprint {} words = {} of {} LM ({:.1}%)",
         l.elems_per_pe(),
         l.words_per_step(),
-        if l.time_steps() > 1 { format!(", {} time steps run in sequence", l.time_steps()) } else { String::new() },
+        if l.time_steps() > 1 {
+            format!(", {} time steps run in sequence", l.time_steps())
+        } else {
+            String::new()
+        },
         l.footprint_words(),
         bytes(fp),
         bytes(lm),
@@ -264,19 +312,18 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
         l.distinct_shards(),
         l.replicas()
     );
-    // Pictures: for each split level, which position holds each (sampled) element.
+    // Pictures: for each split level, which position holds each element: the top-left
+    // corner element by element, and (for larger tensors) a coarse map of blocks.
     let shape = l.logical_shape();
     let (rows, cols) = match shape.len() {
         0 => (1, 1),
         1 => (1, shape[0]),
         n => (shape[..n - 1].iter().product::<u64>(), shape[n - 1]),
     };
-    let rs = rows.div_ceil(16).max(1);
-    let cs = cols.div_ceil(48).max(1);
     let to_index = |r: u64, c: u64| -> Vec<u64> {
         let mut idx = vec![0u64; shape.len()];
-        if shape.len() >= 1 {
-            idx[shape.len() - 1] = c;
+        if let Some(last) = idx.last_mut() {
+            *last = c;
         }
         let mut r = r;
         for d in (0..shape.len().saturating_sub(1)).rev() {
@@ -285,36 +332,61 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
         }
         idx
     };
+    let sym = |pos: u64| -> char { DIGITS.get(pos as usize).map_or('+', |&b| b as char) };
+    let (wr, wc) = (rows.min(16), cols.min(64));
+    let (br, bc) = (rows.div_ceil(16), cols.div_ceil(64));
+    let coarse = br > 1 || bc > 1;
     for (i, lv) in l.levels().iter().enumerate() {
         if lv.replicated {
             continue;
         }
+        let pos_of =
+            |r: u64, c: u64| l.place(&to_index(r, c)).expect("in range").pos[i].unwrap_or(0);
         let _ = writeln!(s);
-        let sample = if rs > 1 || cs > 1 {
-            format!(" (every {rs}th row, every {cs}th column)")
+        let what = if shape.len() > 2 {
+            "rows = leading axes flattened"
         } else {
-            String::new()
+            "rows = axis 0"
         };
-        let _ = writeln!(
-            s,
-            "{} position of each element{}: rows {} , columns {}",
-            lv.name,
-            sample,
-            if shape.len() > 2 { "flatten the leading axes" } else { "are axis 0" },
-            "the last axis"
-        );
-        let mut r = 0;
-        while r < rows {
+        if coarse {
+            let _ = writeln!(
+                s,
+                "{} position, top-left {wr}×{wc} elements ({what}):",
+                lv.name
+            );
+        } else {
+            let _ = writeln!(s, "{} position of each element ({what}):", lv.name);
+        }
+        for r in 0..wr {
             s.push_str("  ");
-            let mut c = 0;
-            while c < cols {
-                let p = l.place(&to_index(r, c)).expect("in range");
-                let pos = p.pos[i].unwrap_or(0);
-                s.push(if pos < DIGITS.len() as u64 { DIGITS[pos as usize] as char } else { '+' });
-                c += cs;
-            }
+            s.extend((0..wc).map(|c| sym(pos_of(r, c))));
             s.push('\n');
-            r += rs;
+        }
+        if coarse {
+            let _ = writeln!(
+                s,
+                "{} position by blocks of {br}×{bc} elements (`·` = block shared by several positions):",
+                lv.name
+            );
+            for r0 in (0..rows).step_by(br as usize) {
+                s.push_str("  ");
+                for c0 in (0..cols).step_by(bc as usize) {
+                    // Probe up to 8×8 points of the block, its corners included.
+                    let probe = |base: u64, len: u64| -> Vec<u64> {
+                        let n = len.min(8);
+                        (0..n)
+                            .map(|k| base + if n > 1 { k * (len - 1) / (n - 1) } else { 0 })
+                            .collect()
+                    };
+                    let (hr, hc) = ((rows - r0).min(br), (cols - c0).min(bc));
+                    let first = pos_of(r0, c0);
+                    let uniform = probe(r0, hr)
+                        .iter()
+                        .all(|&r| probe(c0, hc).iter().all(|&c| pos_of(r, c) == first));
+                    s.push(if uniform { sym(first) } else { '·' });
+                }
+                s.push('\n');
+            }
         }
         if lv.fanout > DIGITS.len() as u64 {
             let _ = writeln!(s, "  (`+` = position ≥ {})", DIGITS.len());

@@ -35,7 +35,10 @@ pub fn run(a: MachinesArgs) -> Result<(), Report> {
         }
     } else if a.ron {
         let pretty = ron::ser::PrettyConfig::default();
-        println!("{}", ron::ser::to_string_pretty(&m, pretty).map_err(|e| miette::miette!("error: {e}"))?);
+        println!(
+            "{}",
+            ron::ser::to_string_pretty(&m, pretty).map_err(|e| miette::miette!("error: {e}"))?
+        );
     } else {
         print!("{}", mnsim_arch::describe(&m));
     }

@@ -10,14 +10,17 @@ use mnsim_arch::Machine;
 /// A machine from a preset name or a RON file path, with `--set` knobs applied.
 pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
     let mut m = if name.ends_with(".ron") || name.contains('/') {
-        let text = std::fs::read_to_string(name).map_err(|e| miette!("error: cannot read machine file {name}: {e}"))?;
+        let text = std::fs::read_to_string(name)
+            .map_err(|e| miette!("error: cannot read machine file {name}: {e}"))?;
         mnsim_arch::from_ron(&text).map_err(|e| miette!("error: {name}: {e}"))?
     } else {
         mnsim_arch::preset(name).map_err(|e| miette!("error: {e}"))?
     };
     for s in sets {
-        let (path, value) = mnsim_arch::knobs::parse_assignment(s).map_err(|e| miette!("error: --set {s}: {e}"))?;
-        mnsim_arch::knobs::set_knob(&mut m, &path, value).map_err(|e| miette!("error: --set {s}: {e}"))?;
+        let (path, value) =
+            mnsim_arch::knobs::parse_assignment(s).map_err(|e| miette!("error: --set {s}: {e}"))?;
+        mnsim_arch::knobs::set_knob(&mut m, &path, value)
+            .map_err(|e| miette!("error: --set {s}: {e}"))?;
     }
     Ok(m)
 }
@@ -27,7 +30,8 @@ pub fn parse_list(text: &str) -> Result<Vec<u64>, Report> {
     text.split(',')
         .map(|p| {
             let p = p.trim();
-            p.parse::<u64>().map_err(|_| miette!("error: `{p}` in `{text}` is not a non-negative integer"))
+            p.parse::<u64>()
+                .map_err(|_| miette!("error: `{p}` in `{text}` is not a non-negative integer"))
         })
         .collect()
 }

@@ -27,22 +27,43 @@ pub struct IndexArgs {
 pub fn run(cmd: ShapeCmd) -> Result<(), Report> {
     let ShapeCmd::Index(a) = cmd;
     let shape: Shape = a.shape.parse().map_err(|e: mnsim_arch::ShapeError| {
-        diag::pointed(&format!("error: {e}"), "shape", &a.shape, e.offset..e.offset + e.len.max(1), "here")
+        diag::pointed(
+            &format!("error: {e}"),
+            "shape",
+            &a.shape,
+            e.offset..e.offset + e.len.max(1),
+            "here",
+        )
     })?;
     let mut binds = std::collections::BTreeMap::new();
     for b in &a.binds {
-        let (k, v) = b.split_once('=').ok_or_else(|| miette!("error: --bind {b}: expected NAME=VALUE"))?;
-        let v: u64 = v.trim().parse().map_err(|_| miette!("error: --bind {b}: `{v}` is not a size"))?;
+        let (k, v) = b
+            .split_once('=')
+            .ok_or_else(|| miette!("error: --bind {b}: expected NAME=VALUE"))?;
+        let v: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| miette!("error: --bind {b}: `{v}` is not a size"))?;
         binds.insert(k.trim().to_string(), v);
     }
     let shape = shape.bind(&binds).map_err(|e| miette!("error: {e}"))?;
     let dims = shape.dims_at_bound().map_err(|e| miette!("error: {e}"))?;
     let index = parse_list(&a.index)?;
-    let layout = shape.layout.clone().unwrap_or_else(|| XlaLayout::default_for(dims.len()));
-    let li = layout.linear_index(&dims, &index).map_err(|e| miette!("error: {e}"))?;
-    let buf = layout.buffer_elements(&dims).map_err(|e| miette!("error: {e}"))?;
+    let layout = shape
+        .layout
+        .clone()
+        .unwrap_or_else(|| XlaLayout::default_for(dims.len()));
+    let li = layout
+        .linear_index(&dims, &index)
+        .map_err(|e| miette!("error: {e}"))?;
+    let buf = layout
+        .buffer_elements(&dims)
+        .map_err(|e| miette!("error: {e}"))?;
     println!("shape         {shape}");
-    println!("buffer        {buf} elements ({} bytes)", buf.saturating_mul(shape.dtype.bytes()));
+    println!(
+        "buffer        {buf} elements ({} bytes)",
+        buf.saturating_mul(shape.dtype.bytes())
+    );
     println!("byte offset   {}", li.saturating_mul(shape.dtype.bytes()));
     println!("{li}");
     Ok(())
