@@ -213,9 +213,9 @@ fn pct(a: u64, b: u64) -> f64 {
 }
 
 fn bytes(b: u64) -> String {
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 && b % (1 << 10) == 0 {
+    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
         format!("{} KiB", b >> 10)
     } else {
         format!("{b} B")
