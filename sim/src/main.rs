@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd;
-mod diag;
+use mnsim_sim::diag;
 
 #[derive(Parser)]
 #[command(

@@ -1,7 +1,7 @@
 //! `mnsim layout map|explain`.
 
 use super::{load_machine, parse_list};
-use crate::diag;
+use mnsim_sim::diag;
 use clap::{Args, Subcommand};
 use miette::{IntoDiagnostic, Report, miette};
 use mnsim_arch::{DType, Machine, TensorLayout};

@@ -1,7 +1,7 @@
 //! `mnsim shape index`.
 
 use super::parse_list;
-use crate::diag;
+use mnsim_sim::diag;
 use clap::{Args, Subcommand};
 use miette::{Report, miette};
 use mnsim_arch::shape::{Shape, XlaLayout};

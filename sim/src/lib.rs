@@ -1,0 +1,4 @@
+//! `mnsim-sim`: the simulator. The ECS world built from a machine, the tree-network
+//! engine with per-level cycle accounting, scenario loading, and the `mnsim` binary.
+
+pub mod diag;
