@@ -4,7 +4,6 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd;
-use mnsim_sim::diag;
 
 #[derive(Parser)]
 #[command(
