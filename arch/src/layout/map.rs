@@ -308,3 +308,112 @@ impl std::fmt::Display for TensorLayout {
         f.write_str(&self.canonical())
     }
 }
+
+/// One PE's shard: the cells it holds, walked without inverting per element.
+#[derive(Clone, Debug)]
+pub struct Shard<'a> {
+    layout: &'a TensorLayout,
+    /// Per flat sub-axis: fixed digit for level sub-axes, `None` for free ones.
+    fixed: Vec<Option<u64>>,
+}
+
+impl TensorLayout {
+    /// The shard held by the PE at `pos` (a position per addressable level; ignored for
+    /// replicated levels), or `None` if that PE holds nothing of this tensor.
+    pub fn shard(&self, pos: &[u64]) -> Option<Shard<'_>> {
+        if pos.len() != self.levels.len() {
+            return None;
+        }
+        let mut fixed: Vec<Option<u64>> = vec![None; self.flat.len()];
+        for (i, l) in self.levels.iter().enumerate() {
+            if pos[i] >= l.fanout {
+                return None;
+            }
+            if l.replicated {
+                continue;
+            }
+            let ids: Vec<usize> = (0..self.flat.len()).filter(|&j| self.flat[j].1.class == Class::Level(i)).collect();
+            let axes: Vec<SubAxis> = ids.iter().map(|&j| self.flat[j].1).collect();
+            let idx = invert(&self.inv_levels[i], &axes, pos[i])?;
+            for (j, k) in ids.into_iter().zip(idx) {
+                fixed[j] = Some(k);
+            }
+        }
+        Some(Shard { layout: self, fixed })
+    }
+}
+
+impl Shard<'_> {
+    /// Number of cells (padded elements) in the shard.
+    pub fn len(&self) -> u64 {
+        self.layout.elems_per_pe()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f(padded_index, addr, w, t)` for every cell of the shard, in an order
+    /// where the last free sub-axis varies fastest. `padded_index` may lie in the
+    /// padding (compare with [`TensorLayout::logical_shape`]).
+    pub fn for_each(&self, mut f: impl FnMut(&[u64], u64, u64, u64)) {
+        let l = self.layout;
+        let mut index = vec![0u64; l.groups.len()];
+        let (mut addr, mut w, mut t) = (0u64, 0u64, 0u64);
+        // Contributions of fixed digits.
+        for (j, &(g, _, radix)) in l.flat.iter().enumerate() {
+            if let Some(k) = self.fixed[j] {
+                index[g] += k * radix;
+            }
+        }
+        // Free sub-axes with their steps.
+        struct Free {
+            g: usize,
+            size: u64,
+            radix: u64,
+            class: Class,
+            stride: u64,
+        }
+        let free: Vec<Free> = l
+            .flat
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| self.fixed[*j].is_none())
+            .map(|(_, &(g, s, radix))| Free { g, size: s.size, radix, class: s.class, stride: s.stride })
+            .collect();
+        let mut digit = vec![0u64; free.len()];
+        loop {
+            f(&index, addr, w, t);
+            // Odometer, last free axis fastest.
+            let mut d = free.len();
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                let a = &free[d];
+                let bump = |v: &mut u64, by: i64| *v = (*v as i64 + by) as u64;
+                if digit[d] + 1 < a.size {
+                    digit[d] += 1;
+                    index[a.g] += a.radix;
+                    match a.class {
+                        Class::Mem => addr += a.stride,
+                        Class::W => w += a.stride,
+                        Class::Time => t += a.stride,
+                        Class::Level(_) => {}
+                    }
+                    break;
+                }
+                let back = ((a.size - 1) * a.radix) as i64;
+                let back_s = ((a.size - 1) * a.stride) as i64;
+                digit[d] = 0;
+                bump(&mut index[a.g], -back);
+                match a.class {
+                    Class::Mem => bump(&mut addr, -back_s),
+                    Class::W => bump(&mut w, -back_s),
+                    Class::Time => bump(&mut t, -back_s),
+                    Class::Level(_) => {}
+                }
+            }
+        }
+    }
+}

@@ -710,3 +710,33 @@ fn no_panic_on_100k_random_and_mutated_layouts() {
     eprintln!("accepted {accepted} of 100000");
     assert!(accepted > 1000, "only {accepted} accepted");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn shard_walk_matches_the_placement_map((m, text, shape) in arb_layout()) {
+        let l = TensorLayout::parse(&text, &m, Some(&shape), DType::U8).unwrap();
+        // Every used PE: its shard walk yields exactly the padded elements placed there.
+        let mut seen = 0u64;
+        let fan: Vec<u64> = l.levels().iter().map(|x| x.fanout).collect();
+        let total: u64 = fan.iter().product();
+        for flat in 0..total {
+            let mut rem = flat;
+            let mut pos = vec![0u64; fan.len()];
+            for i in (0..fan.len()).rev() { pos[i] = rem % fan[i]; rem /= fan[i]; }
+            let Some(sh) = l.shard(&pos) else { continue };
+            let mut n = 0u64;
+            sh.for_each(|idx, addr, w, t| {
+                let p = l.place_padded(idx);
+                for (i, x) in p.pos.iter().enumerate() {
+                    if let Some(x) = x { assert_eq!(*x, pos[i]); }
+                }
+                assert_eq!((p.addr, p.w, p.t), (addr, w, t));
+                n += 1;
+            });
+            prop_assert_eq!(n, sh.len());
+            seen += n;
+        }
+        prop_assert_eq!(seen, l.padded_elems() * l.replicas());
+    }
+}
