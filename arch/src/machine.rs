@@ -53,6 +53,10 @@ fn yes() -> bool {
 pub struct Memory {
     pub name: String,
     pub bytes: u64,
+    /// Local read/write bandwidth in bytes per cycle (copies inside the memory).
+    /// 0 = two words per cycle.
+    #[serde(default)]
+    pub bytes_per_cycle: f64,
 }
 
 /// The four kinds of traffic a port carries.

@@ -334,6 +334,7 @@ fn unaddressable_chain_folds_into_the_next_addressable_level() {
             memory: Some(Memory {
                 name: "HM".into(),
                 bytes: 1024,
+                bytes_per_cycle: 0.0,
             }),
         },
     );

@@ -332,14 +332,19 @@ impl TensorLayout {
             if l.replicated {
                 continue;
             }
-            let ids: Vec<usize> = (0..self.flat.len()).filter(|&j| self.flat[j].1.class == Class::Level(i)).collect();
+            let ids: Vec<usize> = (0..self.flat.len())
+                .filter(|&j| self.flat[j].1.class == Class::Level(i))
+                .collect();
             let axes: Vec<SubAxis> = ids.iter().map(|&j| self.flat[j].1).collect();
             let idx = invert(&self.inv_levels[i], &axes, pos[i])?;
             for (j, k) in ids.into_iter().zip(idx) {
                 fixed[j] = Some(k);
             }
         }
-        Some(Shard { layout: self, fixed })
+        Some(Shard {
+            layout: self,
+            fixed,
+        })
     }
 }
 
@@ -378,7 +383,13 @@ impl Shard<'_> {
             .iter()
             .enumerate()
             .filter(|(j, _)| self.fixed[*j].is_none())
-            .map(|(_, &(g, s, radix))| Free { g, size: s.size, radix, class: s.class, stride: s.stride })
+            .map(|(_, &(g, s, radix))| Free {
+                g,
+                size: s.size,
+                radix,
+                class: s.class,
+                stride: s.stride,
+            })
             .collect();
         let mut digit = vec![0u64; free.len()];
         loop {

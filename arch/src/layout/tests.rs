@@ -31,6 +31,7 @@ pub(crate) fn tree(levels: &[(&str, u64, bool)], word_bytes: u64, lm_bytes: u64)
         let memory = (i + 1 == levels.len()).then(|| Memory {
             name: "LM".into(),
             bytes: lm_bytes,
+            bytes_per_cycle: 0.0,
         });
         lv.push(Level {
             name: n.into(),
