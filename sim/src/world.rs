@@ -1,0 +1,174 @@
+//! The machine as an ECS world: one entity per node of the tree.
+//!
+//! Every node (board, groups, L2B, L1B, MAB, PE) is an entity with a [`Node`] and a
+//! `ChildOf` relation to its parent. Memory-bearing nodes carry a [`Buffer`]; PEs carry
+//! their addressable position ([`Pe`]), their local memory ([`Lm`], a real byte buffer
+//! in functional mode) and their data-ready cycle ([`Ready`]). Nodes on the network
+//! chain carry [`PortStats`]. The clock is a resource.
+
+use bevy_ecs::prelude::*;
+use mnsim_arch::Machine;
+
+/// A node of the tree.
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// Index in `Machine::levels`.
+    pub level: u16,
+    /// Index of this node among all nodes of its level, in tree order.
+    pub index: u64,
+}
+
+/// A memory of a middle node (PDM, L2BM, L1BM): its capacity.
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    pub bytes: u64,
+}
+
+/// A processing element: its index among all PEs and its position at every
+/// addressable level (root-most first).
+#[derive(Component, Clone, Debug, PartialEq, Eq)]
+pub struct Pe {
+    pub global: u64,
+    pub pos: Vec<u64>,
+}
+
+/// A PE's local memory. In functional mode `data` holds the words in use (it grows
+/// with the allocator's high-water mark); in timing mode it stays empty.
+#[derive(Component, Clone, Debug, Default)]
+pub struct Lm {
+    pub data: Vec<u8>,
+}
+
+/// The cycle at which the PE's data of the latest transfer was ready.
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ready(pub u64);
+
+/// Traffic through a node's port to its children, summed over the run.
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    pub bytes_down: u64,
+    pub bytes_up: u64,
+    pub busy_cycles: u64,
+}
+
+/// The simulated clock, in cycles.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Clock(pub u64);
+
+/// The world and the entity handles of its nodes, by level, in tree order.
+pub struct SimWorld {
+    pub world: World,
+    /// `nodes[level][index]`.
+    pub nodes: Vec<Vec<Entity>>,
+}
+
+impl SimWorld {
+    /// Builds the world for a machine. Nodes are spawned level by level in tree order,
+    /// so the node of level `k` above PE `p` is `p / (leaves under one level-k node)`.
+    pub fn build(m: &Machine) -> SimWorld {
+        let mut world = World::new();
+        world.insert_resource(Clock(0));
+        let addr = m.addressable_levels();
+        let leaf = m.levels.len() - 1;
+        let mut nodes: Vec<Vec<Entity>> = Vec::with_capacity(m.levels.len());
+        for (k, level) in m.levels.iter().enumerate() {
+            let count = m.nodes_at(k);
+            let buffer = level.memory.as_ref().map(|mem| Buffer { bytes: mem.bytes });
+            let has_link = m.links.contains_key(&level.name);
+            let parents = nodes.last().cloned();
+            let per_parent = level.count;
+            let ids: Vec<Entity> = if k == leaf {
+                let fan: Vec<u64> = addr.iter().map(|a| a.fanout).collect();
+                let pe = move |i: u64| {
+                    let mut pos = vec![0u64; fan.len()];
+                    let mut rem = i;
+                    for j in (0..fan.len()).rev() {
+                        pos[j] = rem % fan[j];
+                        rem /= fan[j];
+                    }
+                    (Node { level: k as u16, index: i }, Pe { global: i, pos }, Lm::default(), Ready(0))
+                };
+                match &parents {
+                    Some(p) => world
+                        .spawn_batch((0..count).map(|i| (pe(i), ChildOf(p[(i / per_parent) as usize]))))
+                        .collect(),
+                    None => world.spawn_batch((0..count).map(pe)).collect(),
+                }
+            } else {
+                (0..count)
+                    .map(|i| {
+                        let mut e = world.spawn(Node { level: k as u16, index: i });
+                        if let Some(p) = &parents {
+                            e.insert(ChildOf(p[(i / per_parent) as usize]));
+                        }
+                        if let Some(b) = buffer {
+                            e.insert(b);
+                        }
+                        if has_link {
+                            e.insert(PortStats::default());
+                        }
+                        e.id()
+                    })
+                    .collect()
+            };
+            nodes.push(ids);
+        }
+        SimWorld { world, nodes }
+    }
+
+    /// The PE entities in global order.
+    pub fn pes(&self) -> &[Entity] {
+        self.nodes.last().map_or(&[], |v| v.as_slice())
+    }
+
+    pub fn clock(&self) -> u64 {
+        self.world.resource::<Clock>().0
+    }
+
+    pub fn set_clock(&mut self, c: u64) {
+        self.world.resource_mut::<Clock>().0 = c;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mncore1_tree_has_every_node_and_relation() {
+        let m = mnsim_arch::preset("mncore1").unwrap();
+        let mut w = SimWorld::build(&m);
+        assert_eq!(w.pes().len(), 8192);
+        assert_eq!(w.nodes[1].len(), 16); // L2B
+        assert_eq!(w.nodes[3].len(), 2048); // MAB
+        // PE 8191 is the last PE of the last MAB of the last L1B of the last L2B.
+        let pe = w.pes()[8191];
+        let p = w.world.get::<Pe>(pe).unwrap().clone();
+        assert_eq!(p.pos, vec![15, 7, 15, 3]);
+        let mab = w.world.get::<ChildOf>(pe).unwrap().parent();
+        assert_eq!(w.world.get::<Node>(mab).unwrap().index, 2047);
+        let mut q = w.world.query::<(&Node, &Buffer)>();
+        assert_eq!(q.iter(&w.world).count(), 16 + 128); // L2BM and L1BM; PEs have an Lm
+        let mut children = w.world.query::<&Children>();
+        let l1b = w.nodes[2][0];
+        assert_eq!(children.get(&w.world, l1b).unwrap().len(), 16);
+    }
+
+    #[test]
+    fn mncore2_group_folds_into_l2b_positions() {
+        let m = mnsim_arch::preset("mncore2").unwrap();
+        let w = SimWorld::build(&m);
+        assert_eq!(w.pes().len(), 4096);
+        // PE 4095: L2B position 7 = Group 3, L2B 1.
+        let p = w.world.get::<Pe>(w.pes()[4095]).unwrap();
+        assert_eq!(p.pos, vec![7, 7, 15, 3]);
+    }
+
+    #[test]
+    fn a_what_if_machine_of_100k_pes_builds() {
+        let mut m = mnsim_arch::preset("mncore2").unwrap();
+        mnsim_arch::set_knob(&mut m, "levels.MAB.count", 400.0).unwrap();
+        let w = SimWorld::build(&m);
+        assert_eq!(w.pes().len(), 4 * 2 * 8 * 400 * 4);
+    }
+}
