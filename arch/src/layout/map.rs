@@ -428,3 +428,35 @@ impl Shard<'_> {
         }
     }
 }
+
+impl Shard<'_> {
+    /// Elements of the shard whose index is below `dims` on every axis (the real,
+    /// unpadded elements when `dims` is the logical or runtime shape). Counts per axis —
+    /// the shard is a product of per-axis index sets — without walking the cells.
+    pub fn valid_elems(&self, dims: &[u64]) -> u64 {
+        let l = self.layout;
+        let mut total = 1u64;
+        // Per axis the shard holds {fixed part + Σ free digit·radix}; each index tuple
+        // of the product is one cell, so the valid cells multiply across axes.
+        for (g, &limit) in dims.iter().enumerate().take(l.groups.len()) {
+            let mut base = 0u64;
+            let mut free: Vec<(u64, u64)> = Vec::new();
+            for (j, &(gg, s, radix)) in l.flat.iter().enumerate() {
+                if gg != g {
+                    continue;
+                }
+                match self.fixed[j] {
+                    Some(k) => base += k * radix,
+                    None => free.push((s.size, radix)),
+                }
+            }
+            let mut vals = vec![base];
+            for (size, radix) in free {
+                vals = vals.iter().flat_map(|&v| (0..size).map(move |k| v + k * radix)).collect();
+            }
+            let n = vals.iter().filter(|&&v| v < limit).count() as u64;
+            total = total.saturating_mul(n);
+        }
+        total
+    }
+}

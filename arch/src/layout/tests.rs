@@ -727,7 +727,9 @@ proptest! {
             for i in (0..fan.len()).rev() { pos[i] = rem % fan[i]; rem /= fan[i]; }
             let Some(sh) = l.shard(&pos) else { continue };
             let mut n = 0u64;
+            let mut valid = 0u64;
             sh.for_each(|idx, addr, w, t| {
+                if idx.iter().zip(&shape).all(|(i, d)| i < d) { valid += 1; }
                 let p = l.place_padded(idx);
                 for (i, x) in p.pos.iter().enumerate() {
                     if let Some(x) = x { assert_eq!(*x, pos[i]); }
@@ -736,6 +738,7 @@ proptest! {
                 n += 1;
             });
             prop_assert_eq!(n, sh.len());
+            prop_assert_eq!(valid, sh.valid_elems(&shape));
             seen += n;
         }
         prop_assert_eq!(seen, l.padded_elems() * l.replicas());
