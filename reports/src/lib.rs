@@ -8,11 +8,15 @@
 //! - [`compare_table`], [`compare_json`]: plans of a scenario ranked by cycles;
 //! - [`write_outputs`]: writing a set of files into a directory all at once or not at all.
 
+mod compare;
+mod json;
 pub mod model;
 mod rows;
 mod terminal;
 mod text;
 
+pub use compare::{COMPARE_SCHEMA, compare_json, compare_table};
+pub use json::to_json;
 pub use model::{LevelTotal, OpReport, Percentiles, Report, SCHEMA, StageReport};
 pub use terminal::terminal;
 pub use text::{MAX_WIDTH, human_bytes};
