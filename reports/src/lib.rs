@@ -10,6 +10,7 @@
 
 mod compare;
 mod json;
+mod markdown;
 pub mod model;
 mod rows;
 mod terminal;
@@ -17,6 +18,7 @@ mod text;
 
 pub use compare::{COMPARE_SCHEMA, compare_json, compare_table};
 pub use json::to_json;
+pub use markdown::markdown;
 pub use model::{LevelTotal, OpReport, Percentiles, Report, SCHEMA, StageReport};
 pub use terminal::terminal;
 pub use text::{MAX_WIDTH, human_bytes};
