@@ -2,7 +2,7 @@
 
 use crate::model::Report;
 use crate::rows::plan_name;
-use crate::text::{Col, MAX_WIDTH, Table, thousands, truncate, verified_mark};
+use crate::text::{Col, MAX_WIDTH, Nums, Table, num, thousands, truncate, verified_mark};
 use serde_json::{Value, json};
 
 /// The value of `schema` in [`compare_json`]'s output.
@@ -30,8 +30,13 @@ fn ratio(num: u64, den: u64) -> Option<f64> {
     }
 }
 
+/// A ratio with two decimals (`1.35×`), compact from 1000 on (`18.45E×`), `–` when not finite.
 fn times(x: Option<f64>) -> String {
-    x.map_or("–".to_string(), |x| format!("{x:.2}×"))
+    match x {
+        Some(x) if x < 1000.0 => format!("{x:.2}×"),
+        Some(x) => format!("{}×", num(x.round() as u64, Nums::Compact)),
+        None => "–".to_string(),
+    }
 }
 
 /// Distinct values of `f` over `reports`, in order of first appearance, joined by `, `.

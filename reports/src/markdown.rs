@@ -2,7 +2,7 @@
 
 use crate::model::Report;
 use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES, OP_TITLES};
-use crate::text::{bar, thousands, verified_mark};
+use crate::text::{Nums, bar, thousands, verified_mark};
 use std::fmt::Write;
 
 /// Columns of the per-level bars.
@@ -60,7 +60,7 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
     } else {
         header(s, &OP_TITLES, &[1, 2, 5])?;
         for op in &r.ops {
-            row(s, &rows::op_cells(r, op, true))?;
+            row(s, &rows::op_cells(r, op, Nums::Grouped))?;
         }
     }
 
@@ -82,7 +82,7 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
         for op in staged {
             let marked = op.bottleneck_stage();
             for (i, st) in op.stages.iter().enumerate() {
-                let [level, dir, kind, bytes, _, _] = rows::stage_cells(st, true);
+                let [level, dir, kind, bytes, _, _] = rows::stage_cells(st, Nums::Grouped);
                 let mark = if marked == Some(i) {
                     "**◀ bottleneck**"
                 } else {

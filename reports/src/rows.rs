@@ -1,7 +1,7 @@
 //! The facts the summary views (terminal, Markdown) show, formatted once so both show the same.
 
 use crate::model::{LevelTotal, OpReport, Report, StageReport};
-use crate::text::{human_bytes, num, percent, real, share, si, thousands};
+use crate::text::{Nums, human_bytes, num, percent, real, share, si, thousands};
 
 /// The plan's name, or `–` for a scenario without plans.
 pub(crate) fn plan_name(r: &Report) -> &str {
@@ -72,17 +72,17 @@ pub(crate) const OP_TITLES: [&str; 11] = [
 
 /// The op table's cells for `op`: index, op, tensor, cycles, share of the run, bottleneck,
 /// utilisation and ready-cycle p50/p90/p99/max (`–` when the op has none).
-pub(crate) fn op_cells(r: &Report, op: &OpReport, separators: bool) -> [String; 11] {
+pub(crate) fn op_cells(r: &Report, op: &OpReport, nums: Nums) -> [String; 11] {
     let ready = |f: fn(&crate::model::Percentiles) -> u64| {
         op.ready_cycles
             .as_ref()
-            .map_or("–".to_string(), |p| num(f(p), separators))
+            .map_or("–".to_string(), |p| num(f(p), nums))
     };
     [
         op.index.to_string(),
         op.op.clone(),
         op.tensor.clone(),
-        num(op.cycles, separators),
+        num(op.cycles, nums),
         share(op.cycles, r.total_cycles),
         if op.bottleneck.is_empty() {
             "–".to_string()
@@ -98,16 +98,16 @@ pub(crate) fn op_cells(r: &Report, op: &OpReport, separators: bool) -> [String; 
 }
 
 /// A stage's cells: level, direction, kind, bytes, cycles, chunks.
-pub(crate) fn stage_cells(s: &StageReport, separators: bool) -> [String; 6] {
+pub(crate) fn stage_cells(s: &StageReport, nums: Nums) -> [String; 6] {
     [
         s.level.clone(),
         s.direction.clone(),
         s.kind.clone(),
         human_bytes(s.bytes),
-        format!("{} cyc", num(s.cycles, separators)),
+        format!("{} cyc", num(s.cycles, nums)),
         format!(
             "{} chunk{}",
-            num(s.chunks, separators),
+            num(s.chunks, nums),
             if s.chunks == 1 { "" } else { "s" }
         ),
     ]

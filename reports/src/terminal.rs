@@ -3,14 +3,15 @@
 use crate::model::Report;
 use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES, OP_TITLES};
 use crate::text::{
-    Cell, Col, MAX_WIDTH, Style, Table, bar, paint, thousands, truncate, verified_mark, wrap,
+    Cell, Col, MAX_WIDTH, Nums, Style, Table, bar, paint, thousands, truncate, verified_mark, wrap,
 };
 
 /// Columns of the per-level bars.
 const BAR_CELLS: usize = 24;
 
-/// The terminal summary of a run, at most 100 columns wide (names too long for their column are
-/// cut with `…`).
+/// The terminal summary of a run, at most 100 columns wide: names too long for their column are
+/// cut with `…`, and counts lose their `,` separators, then are written with SI prefixes
+/// (`12.35M`), only when the tables would not fit otherwise.
 ///
 /// - a header: scenario, plan, machine, mode, total cycles and µs at the machine clock,
 ///   verification (`✓` passed, `✗` failed, `–` not run), LM peak against LM size, knob
@@ -99,12 +100,12 @@ fn ops(r: &Report, color: bool, out: &mut Vec<String>) {
         out.push("  (no ops)".to_string());
         return;
     }
-    // Numbers with group separators when the table fits with them, bare otherwise.
-    let (op_table, stage_table) = [true, false]
+    // The most exact way of writing counts that lets the tables fit.
+    let (op_table, stage_table) = [Nums::Grouped, Nums::Bare]
         .into_iter()
-        .map(|sep| tables(r, sep))
+        .map(|nums| tables(r, nums))
         .find(|(o, s)| o.fits(MAX_WIDTH) && s.fits(MAX_WIDTH))
-        .unwrap_or_else(|| tables(r, false));
+        .unwrap_or_else(|| tables(r, Nums::Compact));
     let ow = op_table.widths(MAX_WIDTH);
     let sw = stage_table.widths(MAX_WIDTH);
     out.push(op_table.header(&ow, color));
@@ -125,7 +126,7 @@ fn ops(r: &Report, color: bool, out: &mut Vec<String>) {
 }
 
 /// The op table and the table of all listed stages (rendered under their ops).
-fn tables(r: &Report, separators: bool) -> (Table, Table) {
+fn tables(r: &Report, nums: Nums) -> (Table, Table) {
     let cols = OP_TITLES
         .iter()
         .map(|&t| match t {
@@ -153,7 +154,7 @@ fn tables(r: &Report, separators: bool) -> (Table, Table) {
             Style::Yellow
         };
         op_table.push(
-            rows::op_cells(r, op, separators)
+            rows::op_cells(r, op, nums)
                 .into_iter()
                 .enumerate()
                 .map(|(i, text)| {
@@ -172,7 +173,7 @@ fn tables(r: &Report, separators: bool) -> (Table, Table) {
         for (i, s) in op.stages.iter().enumerate() {
             let last = i + 1 == op.stages.len();
             let mut cells: Vec<Cell> = vec![if last { "└" } else { "├" }.into()];
-            cells.extend(rows::stage_cells(s, separators).map(Cell::from));
+            cells.extend(rows::stage_cells(s, nums).map(Cell::from));
             cells.push(if marked == Some(i) {
                 Cell::styled("◀ bottleneck", Style::Yellow)
             } else {

@@ -38,12 +38,47 @@ pub(crate) fn thousands(n: u64) -> String {
     out
 }
 
-/// A count of cycles, with or without group separators.
-pub(crate) fn num(n: u64, separators: bool) -> String {
-    if separators {
-        thousands(n)
-    } else {
-        n.to_string()
+/// How a table writes counts, from the most exact to the narrowest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Nums {
+    /// `1,234,567`.
+    Grouped,
+    /// `1234567`.
+    Bare,
+    /// Up to 99,999 bare, beyond with an SI prefix and four significant digits (`1.235M`).
+    Compact,
+}
+
+/// A count written as `style` says.
+pub(crate) fn num(n: u64, style: Nums) -> String {
+    match style {
+        Nums::Grouped => thousands(n),
+        Nums::Bare => n.to_string(),
+        Nums::Compact if n < 100_000 => n.to_string(),
+        Nums::Compact => {
+            const PREFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
+            let mut value = n as f64;
+            let mut out = String::new();
+            for prefix in PREFIXES {
+                let decimals = if value >= 100.0 {
+                    1
+                } else if value >= 10.0 {
+                    2
+                } else {
+                    3
+                };
+                out = format!("{value:.decimals$}{prefix}");
+                // Take the first prefix under which the value, rounded, stays below 1000.
+                if format!("{value:.decimals$}")
+                    .parse::<f64>()
+                    .is_ok_and(|v| v < 1000.0)
+                {
+                    break;
+                }
+                value /= 1000.0;
+            }
+            out
+        }
     }
 }
 
@@ -183,23 +218,28 @@ pub(crate) fn paint(s: &str, style: Style, color: bool) -> String {
 }
 
 /// Words of `text` laid out in lines of at most `max` columns; the first line starts with
-/// `first`, the others with `rest`. A word longer than a line is cut.
+/// `first`, the others with `rest`. A word longer than a line is broken across lines.
 pub(crate) fn wrap(text: &str, first: &str, rest: &str, max: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = first.to_string();
     let mut empty = true;
-    for word in text.split_whitespace() {
-        let prefix = if lines.is_empty() { first } else { rest };
-        let room = max.saturating_sub(width(prefix)).max(1);
-        let word = truncate(word, room);
-        if !empty && width(&line) + 1 + width(&word) > max {
+    let room = max.saturating_sub(width(first).max(width(rest))).max(1);
+    let pieces = text.split_whitespace().flat_map(|word| {
+        let chars: Vec<char> = word.chars().collect();
+        chars
+            .chunks(room)
+            .map(|c| c.iter().collect::<String>())
+            .collect::<Vec<_>>()
+    });
+    for piece in pieces {
+        if !empty && width(&line) + 1 + width(&piece) > max {
             lines.push(std::mem::replace(&mut line, rest.to_string()));
             empty = true;
         }
         if !empty {
             line.push(' ');
         }
-        line.push_str(&word);
+        line.push_str(&piece);
         empty = false;
     }
     if !empty || lines.is_empty() {
@@ -397,6 +437,12 @@ mod tests {
         assert_eq!(thousands(1234567), "1,234,567");
         assert_eq!(real(1646.0912, 2), "1,646.09");
         assert_eq!(real(0.5, 3), "0.500");
+        assert_eq!(num(1_234_567, Nums::Compact), "1.235M");
+        assert_eq!(num(99_999, Nums::Compact), "99999");
+        assert_eq!(num(999_960, Nums::Compact), "1.000M");
+        assert_eq!(num(123_456, Nums::Compact), "123.5k");
+        assert_eq!(num(u64::MAX, Nums::Compact), "18.45E");
+        assert_eq!(num(1_234_567, Nums::Bare), "1234567");
         assert_eq!(si(536_870_912.0), "536.9 M");
         assert_eq!(si(999.96), "1.0 k");
         assert_eq!(si(7.0), "7.0 ");
@@ -427,6 +473,10 @@ mod tests {
         let lines = wrap("aaa bbb ccc", "- ", "  ", 9);
         assert_eq!(lines, ["- aaa bbb", "  ccc"]);
         assert_eq!(wrap("", "- ", "  ", 9), ["- "]);
+        assert_eq!(
+            wrap("abcdefghijklm", "- ", "  ", 9),
+            ["- abcdefg", "  hijklm"]
+        );
     }
 
     #[test]
