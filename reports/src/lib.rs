@@ -1,5 +1,26 @@
 //! `mnsim-reports`: turning results into terminal tables, JSON, Markdown, HTML and traces.
+//!
+//! The crate runs nothing: it takes a [`Report`] (what a run produced) and renders it.
+//!
+//! - [`terminal`]: the summary a run prints;
+//! - [`markdown`]: the same as Markdown tables;
+//! - [`to_json`]: `report.json` (schema `mnsim.report/1`, see `docs/report-schema.md`);
+//! - [`compare_table`], [`compare_json`]: plans of a scenario ranked by cycles;
+//! - [`write_outputs`]: writing a set of files into a directory all at once or not at all.
 
+mod compare;
+mod json;
+mod markdown;
 pub mod model;
+mod output;
+mod rows;
+mod terminal;
+mod text;
 
-pub use model::{LevelTotal, OpReport, Percentiles, Report, StageReport};
+pub use compare::{COMPARE_SCHEMA, compare_json, compare_table};
+pub use json::to_json;
+pub use markdown::markdown;
+pub use model::{LevelTotal, OpReport, Percentiles, Report, SCHEMA, StageReport};
+pub use output::write_outputs;
+pub use terminal::terminal;
+pub use text::{MAX_WIDTH, human_bytes};

@@ -5,20 +5,27 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The value of [`Report::schema`] for this version of the model.
 pub const SCHEMA: &str = "mnsim.report/1";
 
 /// One run of one plan of a scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// Always [`SCHEMA`] (`mnsim.report/1`).
     pub schema: String,
+    /// The scenario's name.
     pub scenario: String,
+    /// The plan that ran, `null` for a scenario without plans.
     pub plan: Option<String>,
+    /// The machine's name (`mncore2`, a file name, ...).
     pub machine: String,
     /// `timing` or `functional`.
     pub mode: String,
+    /// Cycles of the whole run.
     pub total_cycles: u64,
     /// Machine clock, to turn cycles into time.
     pub clock_ghz: f64,
+    /// The program's ops, in program order.
     pub ops: Vec<OpReport>,
     /// Per stage level: cycles summed over ops (where the time went).
     pub levels: Vec<LevelTotal>,
@@ -26,9 +33,11 @@ pub struct Report {
     pub verified: Option<bool>,
     /// Peak LM use per PE over the run, in bytes, and the PE's LM size.
     pub lm_peak_bytes: u64,
+    /// The LM size of one PE, in bytes.
     pub lm_bytes: u64,
     /// Knob overrides and bindings in force.
     pub overrides: Vec<(String, f64)>,
+    /// Values bound to dynamic dimensions.
     pub bind: Vec<(String, u64)>,
     /// Things the user should know (unused bindings, ...).
     pub warnings: Vec<String>,
@@ -37,6 +46,7 @@ pub struct Report {
 /// One op of the program.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpReport {
+    /// Position in the program, from 0.
     pub index: usize,
     /// `Load`, `Store`, `Relayout`, `Reduce`, `MatMul`, ...
     pub op: String,
@@ -44,12 +54,17 @@ pub struct OpReport {
     pub tensor: String,
     /// Canonical layout of the result in LM, if any.
     pub layout: Option<String>,
+    /// First and one-past-last cycle of the op on the run's clock.
     pub start: u64,
+    /// See `start`.
     pub end: u64,
+    /// Cycles the op takes.
     pub cycles: u64,
     /// The stage that set the op's time (`L1B down distribute`, `DRAM`, `compute`).
     pub bottleneck: String,
+    /// The op's pipelined stages.
     pub stages: Vec<StageReport>,
+    /// When the PEs' data became ready, over the PEs (`null` when the op readies no data).
     pub ready_cycles: Option<Percentiles>,
     /// Floating-point operations, where the op computes.
     pub flops: Option<u64>,
@@ -57,6 +72,7 @@ pub struct OpReport {
     pub utilisation: f64,
     /// Padding positions moved or computed, and all positions (one replica).
     pub padding_elems: u64,
+    /// See `padding_elems`.
     pub padded_elems: u64,
 }
 
@@ -75,6 +91,7 @@ pub struct StageReport {
     pub child_bytes: u64,
     /// Distinct bytes at the slowest port, and the most bytes one child receives.
     pub max_port_bytes: u64,
+    /// See `max_port_bytes`.
     pub max_child_bytes: u64,
     /// Ports of this level that carry data.
     pub ports: u64,
@@ -89,21 +106,90 @@ pub struct StageReport {
 /// Distribution of a per-PE cycle (PE data-ready).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Percentiles {
+    /// Median.
     pub p50: u64,
+    /// 90th percentile.
     pub p90: u64,
+    /// 99th percentile.
     pub p99: u64,
+    /// Largest value.
     pub max: u64,
+    /// Smallest value.
     pub min: u64,
+    /// Number of values (PEs).
     pub count: u64,
 }
 
 /// Cycles attributed to one stage level over the whole run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LevelTotal {
+    /// The stage level (as in [`StageReport::level`]).
     pub level: String,
     /// Sum over ops of this level's stage cycles (time the level was busy).
     pub busy_cycles: u64,
+    /// Sum over ops of this level's stage bytes.
     pub bytes: u64,
     /// Ops in which this level was the bottleneck.
     pub bottleneck_ops: u64,
+}
+
+impl StageReport {
+    /// The stage's name as ops refer to it in `bottleneck`: `level direction kind`
+    /// (`L1B down distribute`).
+    pub fn label(&self) -> String {
+        format!("{} {} {}", self.level, self.direction, self.kind)
+    }
+
+    /// Whether `name` (an op's `bottleneck`) names this stage: every word of `name` is the
+    /// stage's level, direction or kind (ASCII case ignored). `L1B down distribute`, `L1B`,
+    /// `DRAM` and `compute` all name stages this way.
+    pub fn is_named_by(&self, name: &str) -> bool {
+        let parts = [&self.level, &self.direction, &self.kind];
+        let mut words = name.split_whitespace().peekable();
+        words.peek().is_some() && words.all(|w| parts.iter().any(|p| p.eq_ignore_ascii_case(w)))
+    }
+}
+
+impl OpReport {
+    /// Index in `stages` of the stage that set the op's time: among the stages named by
+    /// `bottleneck` (see [`StageReport::is_named_by`]), the one with the most cycles (the first
+    /// on a tie). `None` when `bottleneck` names no stage.
+    pub fn bottleneck_stage(&self) -> Option<usize> {
+        self.stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.is_named_by(&self.bottleneck))
+            .max_by_key(|&(i, s)| (s.cycles, std::cmp::Reverse(i)))
+            .map(|(i, _)| i)
+    }
+
+    /// The level that set the op's time: the bottleneck stage's level, or else the first word of
+    /// `bottleneck` (`compute`, ...); `None` when `bottleneck` is empty.
+    pub fn bottleneck_level(&self) -> Option<&str> {
+        match self.bottleneck_stage() {
+            Some(i) => Some(&self.stages[i].level),
+            None => self.bottleneck.split_whitespace().next(),
+        }
+    }
+}
+
+impl Report {
+    /// The level that bounded the most cycles: op cycles summed by
+    /// [`OpReport::bottleneck_level`], the largest sum (the level met first on a tie).
+    pub fn bottleneck_level(&self) -> Option<&str> {
+        let mut sums: Vec<(&str, u64)> = Vec::new();
+        for op in &self.ops {
+            let Some(level) = op.bottleneck_level() else {
+                continue;
+            };
+            match sums.iter_mut().find(|(l, _)| *l == level) {
+                Some((_, c)) => *c += op.cycles,
+                None => sums.push((level, op.cycles)),
+            }
+        }
+        sums.iter()
+            .enumerate()
+            .max_by_key(|&(i, &(_, c))| (c, std::cmp::Reverse(i)))
+            .map(|(_, &(l, _))| l)
+    }
 }

@@ -2,5 +2,5 @@
 //! engine with per-level cycle accounting, scenario loading, and the `mnsim` binary.
 
 pub mod diag;
-pub mod world;
 pub mod net;
+pub mod world;

@@ -37,7 +37,12 @@ pub struct PeFact {
 }
 
 impl PeFact {
-    pub const IDLE: PeFact = PeFact { key: NONE, reduced_key: NONE, bytes: 0, valid: 0 };
+    pub const IDLE: PeFact = PeFact {
+        key: NONE,
+        reduced_key: NONE,
+        bytes: 0,
+        valid: 0,
+    };
 }
 
 /// Direction of a stage.
@@ -61,17 +66,27 @@ pub struct Topo {
 impl Topo {
     pub fn new(m: &Machine) -> Topo {
         let d = m.level_index(&m.dram.level).unwrap_or(0);
-        let chain: Vec<usize> =
-            (d..m.levels.len()).filter(|&k| k == d || m.levels[k].memory.is_some()).collect();
+        let chain: Vec<usize> = (d..m.levels.len())
+            .filter(|&k| k == d || m.levels[k].memory.is_some())
+            .collect();
         let pes = m.leaf_count();
-        let leaves_under = (0..m.levels.len()).map(|k| pes / m.nodes_at(k).max(1)).collect();
-        Topo { chain, leaves_under, pes }
+        let leaves_under = (0..m.levels.len())
+            .map(|k| pes / m.nodes_at(k).max(1))
+            .collect();
+        Topo {
+            chain,
+            leaves_under,
+            pes,
+        }
     }
 
     /// Index in `chain` of the memory level where data crossing addressable level
     /// `level_index` (a physical level index) must meet: the deepest chain level above it.
     pub fn meet_above(&self, level_index: usize) -> usize {
-        self.chain.iter().rposition(|&k| k < level_index).unwrap_or(0)
+        self.chain
+            .iter()
+            .rposition(|&k| k < level_index)
+            .unwrap_or(0)
     }
 }
 
@@ -139,7 +154,11 @@ pub struct Route {
 /// Charges a transfer. `facts[0]` and `facts[1]` are per-PE facts (the second set is
 /// used by stages marked `second`), indexed by PE global index.
 pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> Cost {
-    let mut out = Cost { port_cycles: vec![Vec::new(); topo.chain.len()], port_bytes: vec![Vec::new(); topo.chain.len()], ..Cost::default() };
+    let mut out = Cost {
+        port_cycles: vec![Vec::new(); topo.chain.len()],
+        port_bytes: vec![Vec::new(); topo.chain.len()],
+        ..Cost::default()
+    };
     // Per PE: max port time along its path (per fact set it takes part in).
     let mut pe_time = vec![0u64; topo.pes as usize];
     let mut takes_part = vec![false; topo.pes as usize];
@@ -155,7 +174,9 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         let lk = topo.leaves_under[k];
         let lc = topo.leaves_under[c];
         let level = &m.levels[k];
-        let Some(link) = m.links.get(&level.name) else { continue };
+        let Some(link) = m.links.get(&level.name) else {
+            continue;
+        };
         let nk = topo.pes / lk;
         let per = (lk / lc) as usize;
         // First pass: per node distinct bytes, per child bytes, broadcast test.
@@ -170,7 +191,11 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
             let base = n * lk;
             for p in base..base + lk {
                 let fact = f[p as usize];
-                let key = if st.reduce { fact.reduced_key } else { fact.key };
+                let key = if st.reduce {
+                    fact.reduced_key
+                } else {
+                    fact.key
+                };
                 if key != NONE {
                     seen.entry(key).or_insert(fact.bytes);
                 }
@@ -186,7 +211,9 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
                     let fact = f[p as usize];
                     if fact.key != NONE && seen.insert(fact.key, fact.bytes).is_none() {
                         // Order-independent signature of the child's key set.
-                        sig = sig.wrapping_add(fact.key.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D);
+                        sig = sig.wrapping_add(
+                            fact.key.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D,
+                        );
                     }
                 }
                 let b: u64 = seen.values().sum();
@@ -264,7 +291,11 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         let f = facts[0];
         let mem = m.levels.last().and_then(|l| l.memory.as_ref());
         let bw = mem.map_or(0.0, |x| x.bytes_per_cycle);
-        let bw = if bw > 0.0 { bw } else { 2.0 * m.word_bytes as f64 };
+        let bw = if bw > 0.0 {
+            bw
+        } else {
+            2.0 * m.word_bytes as f64
+        };
         let mut most = 0u64;
         let mut total = 0u64;
         let mut ports = 0u64;
@@ -333,7 +364,11 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
             best = (t, "DRAM".to_string());
         }
         out.stages.insert(
-            if d.dir == Dir::Down { 0 } else { out.stages.len() },
+            if d.dir == Dir::Down {
+                0
+            } else {
+                out.stages.len()
+            },
             StageReport {
                 level: "DRAM".into(),
                 direction: match d.dir {

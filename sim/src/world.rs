@@ -86,18 +86,31 @@ impl SimWorld {
                         pos[j] = rem % fan[j];
                         rem /= fan[j];
                     }
-                    (Node { level: k as u16, index: i }, Pe { global: i, pos }, Lm::default(), Ready(0))
+                    (
+                        Node {
+                            level: k as u16,
+                            index: i,
+                        },
+                        Pe { global: i, pos },
+                        Lm::default(),
+                        Ready(0),
+                    )
                 };
                 match &parents {
                     Some(p) => world
-                        .spawn_batch((0..count).map(|i| (pe(i), ChildOf(p[(i / per_parent) as usize]))))
+                        .spawn_batch(
+                            (0..count).map(|i| (pe(i), ChildOf(p[(i / per_parent) as usize]))),
+                        )
                         .collect(),
                     None => world.spawn_batch((0..count).map(pe)).collect(),
                 }
             } else {
                 (0..count)
                     .map(|i| {
-                        let mut e = world.spawn(Node { level: k as u16, index: i });
+                        let mut e = world.spawn(Node {
+                            level: k as u16,
+                            index: i,
+                        });
                         if let Some(p) = &parents {
                             e.insert(ChildOf(p[(i / per_parent) as usize]));
                         }

@@ -452,7 +452,10 @@ impl Shard<'_> {
             }
             let mut vals = vec![base];
             for (size, radix) in free {
-                vals = vals.iter().flat_map(|&v| (0..size).map(move |k| v + k * radix)).collect();
+                vals = vals
+                    .iter()
+                    .flat_map(|&v| (0..size).map(move |k| v + k * radix))
+                    .collect();
             }
             let n = vals.iter().filter(|&&v| v < limit).count() as u64;
             total = total.saturating_mul(n);

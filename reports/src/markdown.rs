@@ -1,0 +1,195 @@
+//! `report.md`: the terminal summary as Markdown, for pasting into reviews.
+
+use crate::model::Report;
+use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES, OP_TITLES};
+use crate::text::{Nums, bar, thousands, verified_mark};
+use std::fmt::Write;
+
+/// Columns of the per-level bars.
+const BAR_CELLS: usize = 24;
+
+/// The terminal summary's content as Markdown (`report.md`):
+///
+/// - a title and a list: plan, machine and mode, total cycles and µs at the clock,
+///   verification, LM peak against LM size, overrides and bindings;
+/// - `Ops`: a table with a row per op (the terminal's columns), then `Stages` (the stages of the
+///   ops that move data, the bottleneck stage marked) and `Compute` (FLOP, FLOP per cycle and
+///   FLOP/s of the ops that compute);
+/// - `Where the cycles went`: the per-level table with its bars;
+/// - `Warnings`, if any.
+///
+/// Numeric columns are right-aligned; `|` in names is escaped.
+pub fn markdown(r: &Report) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_markdown(r, &mut s);
+    s
+}
+
+fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
+    writeln!(s, "# mnsim report: {}\n", inline(&r.scenario))?;
+    writeln!(s, "- **plan:** {}", inline(rows::plan_name(r)))?;
+    writeln!(
+        s,
+        "- **machine:** {} ({} mode)",
+        inline(&r.machine),
+        inline(&r.mode)
+    )?;
+    writeln!(
+        s,
+        "- **total:** {} cycles = {} at {}",
+        thousands(r.total_cycles),
+        rows::duration(r),
+        rows::clock(r)
+    )?;
+    writeln!(s, "- **verified:** {}", verified_mark(r.verified))?;
+    writeln!(s, "- **LM peak:** {} per PE", rows::lm_use(r))?;
+    for (name, items) in [
+        ("overrides", rows::overrides(r)),
+        ("bind", rows::bindings(r)),
+    ] {
+        if !items.is_empty() {
+            let items: Vec<String> = items.iter().map(|i| code(i)).collect();
+            writeln!(s, "- **{name}:** {}", items.join(", "))?;
+        }
+    }
+
+    writeln!(s, "\n## Ops\n")?;
+    if r.ops.is_empty() {
+        writeln!(s, "(no ops)")?;
+    } else {
+        header(s, &OP_TITLES, &[1, 2, 5])?;
+        for op in &r.ops {
+            row(s, &rows::op_cells(r, op, Nums::Grouped))?;
+        }
+    }
+
+    let staged: Vec<_> = r.ops.iter().filter(|op| rows::shows_stages(op)).collect();
+    if !staged.is_empty() {
+        writeln!(s, "\n### Stages\n")?;
+        let titles = [
+            "#",
+            "op",
+            "level",
+            "dir",
+            "kind",
+            "bytes",
+            "cycles",
+            "chunks",
+            "bottleneck",
+        ];
+        header(s, &titles, &[1, 2, 3, 4, 8])?;
+        for op in staged {
+            let marked = op.bottleneck_stage();
+            for (i, st) in op.stages.iter().enumerate() {
+                let [level, dir, kind, bytes, _, _] = rows::stage_cells(st, Nums::Grouped);
+                let mark = if marked == Some(i) {
+                    "**◀ bottleneck**"
+                } else {
+                    ""
+                };
+                row(
+                    s,
+                    &[
+                        op.index.to_string(),
+                        format!("{} {}", op.op, op.tensor),
+                        level,
+                        dir,
+                        kind,
+                        bytes,
+                        thousands(st.cycles),
+                        thousands(st.chunks),
+                        mark.to_string(),
+                    ],
+                )?;
+            }
+        }
+    }
+
+    let computing: Vec<_> = r
+        .ops
+        .iter()
+        .filter_map(|op| rows::compute(r, op).map(|c| (op, c)))
+        .collect();
+    if !computing.is_empty() {
+        writeln!(s, "\n### Compute\n")?;
+        header(
+            s,
+            &["#", "op", "tensor", "FLOP", "FLOP/cycle", "FLOP/s"],
+            &[1, 2],
+        )?;
+        for (op, [flops, per_cycle, rate]) in computing {
+            let per_cycle = per_cycle.trim_end_matches(" FLOP/cycle").to_string();
+            row(
+                s,
+                &[
+                    op.index.to_string(),
+                    op.op.clone(),
+                    op.tensor.clone(),
+                    flops,
+                    per_cycle,
+                    rate,
+                ],
+            )?;
+        }
+    }
+
+    if !r.levels.is_empty() {
+        writeln!(s, "\n## Where the cycles went\n")?;
+        let mut titles = LEVEL_TITLES.to_vec();
+        titles.push("");
+        header(s, &titles, &[0, 5])?;
+        for l in &r.levels {
+            let mut cells = rows::level_cells(r, l).to_vec();
+            let b = bar(rows::level_fraction(r, l), BAR_CELLS);
+            cells.push(if b.is_empty() {
+                String::new()
+            } else {
+                code(&b)
+            });
+            row(s, &cells)?;
+        }
+        writeln!(s, "\n_{LEVEL_NOTE}_")?;
+    }
+
+    if !r.warnings.is_empty() {
+        writeln!(s, "\n## Warnings\n")?;
+        for w in &r.warnings {
+            writeln!(s, "- {}", inline(w))?;
+        }
+    }
+    Ok(())
+}
+
+/// A table header; columns whose index is in `left` are left-aligned, the others right-aligned.
+fn header(s: &mut String, titles: &[&str], left: &[usize]) -> std::fmt::Result {
+    row(s, &titles.iter().map(|t| t.to_string()).collect::<Vec<_>>())?;
+    let rules: Vec<&str> = (0..titles.len())
+        .map(|i| if left.contains(&i) { "---" } else { "--:" })
+        .collect();
+    writeln!(s, "|{}|", rules.join("|"))
+}
+
+fn row(s: &mut String, cells: &[String]) -> std::fmt::Result {
+    let cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
+    writeln!(s, "| {} |", cells.join(" | "))
+}
+
+/// Text safe in a table cell: `|` escaped, line breaks as spaces.
+fn cell(text: &str) -> String {
+    inline(text).replace('|', "\\|")
+}
+
+/// Text on one line.
+fn inline(text: &str) -> String {
+    text.replace(['\r', '\n'], " ")
+}
+
+/// `text` as a code span (a longer fence when it holds backticks).
+fn code(text: &str) -> String {
+    if text.contains('`') {
+        format!("`` {} ``", inline(text))
+    } else {
+        format!("`{}`", inline(text))
+    }
+}

@@ -1,0 +1,167 @@
+//! The facts the summary views (terminal, Markdown) show, formatted once so both show the same.
+
+use crate::model::{LevelTotal, OpReport, Report, StageReport};
+use crate::text::{Nums, human_bytes, num, percent, real, share, si, thousands};
+
+/// The plan's name, or `–` for a scenario without plans.
+pub(crate) fn plan_name(r: &Report) -> &str {
+    r.plan.as_deref().unwrap_or("–")
+}
+
+/// The run's duration at the machine clock (`164.61 µs`), `–` without a clock.
+pub(crate) fn duration(r: &Report) -> String {
+    if !(r.clock_ghz.is_finite() && r.clock_ghz > 0.0) {
+        return "–".to_string();
+    }
+    let us = r.total_cycles as f64 / (r.clock_ghz * 1e3);
+    format!("{} µs", real(us, if us < 1.0 { 3 } else { 2 }))
+}
+
+/// The clock (`0.75 GHz`), `–` without one.
+pub(crate) fn clock(r: &Report) -> String {
+    if r.clock_ghz.is_finite() && r.clock_ghz > 0.0 {
+        format!("{} GHz", r.clock_ghz)
+    } else {
+        "–".to_string()
+    }
+}
+
+/// LM peak against LM size (`12.0 KiB of 32.0 KiB (37.5%)`).
+pub(crate) fn lm_use(r: &Report) -> String {
+    format!(
+        "{} of {} ({})",
+        human_bytes(r.lm_peak_bytes),
+        human_bytes(r.lm_bytes),
+        share(r.lm_peak_bytes, r.lm_bytes)
+    )
+}
+
+/// Knob overrides as `key=value` items.
+pub(crate) fn overrides(r: &Report) -> Vec<String> {
+    r.overrides
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect()
+}
+
+/// Bindings as `name=value` items.
+pub(crate) fn bindings(r: &Report) -> Vec<String> {
+    r.bind.iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
+/// Whether an op's stages are listed under it: ops that move data (a stage other than compute)
+/// or that have several stages. A lone compute stage would only repeat the op's row.
+pub(crate) fn shows_stages(op: &OpReport) -> bool {
+    op.stages.len() > 1 || op.stages.iter().any(|s| s.kind != "compute")
+}
+
+/// Titles of the op table.
+pub(crate) const OP_TITLES: [&str; 11] = [
+    "#",
+    "op",
+    "tensor",
+    "cycles",
+    "share",
+    "bottleneck",
+    "util",
+    "p50",
+    "p90",
+    "p99",
+    "max",
+];
+
+/// The op table's cells for `op`: index, op, tensor, cycles, share of the run, bottleneck,
+/// utilisation and ready-cycle p50/p90/p99/max (`–` when the op has none).
+pub(crate) fn op_cells(r: &Report, op: &OpReport, nums: Nums) -> [String; 11] {
+    let ready = |f: fn(&crate::model::Percentiles) -> u64| {
+        op.ready_cycles
+            .as_ref()
+            .map_or("–".to_string(), |p| num(f(p), nums))
+    };
+    [
+        op.index.to_string(),
+        op.op.clone(),
+        op.tensor.clone(),
+        num(op.cycles, nums),
+        share(op.cycles, r.total_cycles),
+        if op.bottleneck.is_empty() {
+            "–".to_string()
+        } else {
+            op.bottleneck.clone()
+        },
+        percent(op.utilisation),
+        ready(|p| p.p50),
+        ready(|p| p.p90),
+        ready(|p| p.p99),
+        ready(|p| p.max),
+    ]
+}
+
+/// A stage's cells: level, direction, kind, bytes, cycles, chunks.
+pub(crate) fn stage_cells(s: &StageReport, nums: Nums) -> [String; 6] {
+    [
+        s.level.clone(),
+        s.direction.clone(),
+        s.kind.clone(),
+        human_bytes(s.bytes),
+        format!("{} cyc", num(s.cycles, nums)),
+        format!(
+            "{} chunk{}",
+            num(s.chunks, nums),
+            if s.chunks == 1 { "" } else { "s" }
+        ),
+    ]
+}
+
+/// Titles of the level table.
+pub(crate) const LEVEL_TITLES: [&str; 5] = ["level", "busy cycles", "share", "bytes", "bottleneck"];
+
+/// A level's cells: level, busy cycles, share of the run, bytes, ops it bounded.
+pub(crate) fn level_cells(r: &Report, l: &LevelTotal) -> [String; 5] {
+    [
+        l.level.clone(),
+        thousands(l.busy_cycles),
+        share(l.busy_cycles, r.total_cycles),
+        human_bytes(l.bytes),
+        format!(
+            "{} op{}",
+            l.bottleneck_ops,
+            if l.bottleneck_ops == 1 { "" } else { "s" }
+        ),
+    ]
+}
+
+/// A level's busy cycles as a fraction of the run (0 when the run took no cycles).
+pub(crate) fn level_fraction(r: &Report, l: &LevelTotal) -> f64 {
+    if r.total_cycles == 0 {
+        0.0
+    } else {
+        l.busy_cycles as f64 / r.total_cycles as f64
+    }
+}
+
+/// The note under the level table.
+pub(crate) const LEVEL_NOTE: &str = "share = busy cycles / total cycles; stages of an op overlap, so shares need not add up to 100%";
+
+/// What an op that computes achieved: its FLOP (`536.9 MFLOP`), FLOP per cycle of the op
+/// (`493,447 FLOP/cycle`) and the rate at the machine clock (`370.1 TFLOP/s`, `–` without a
+/// clock). `None` for ops without `flops`.
+pub(crate) fn compute(r: &Report, op: &OpReport) -> Option<[String; 3]> {
+    let flops = op.flops?;
+    let per_cycle = if op.cycles == 0 {
+        f64::NAN
+    } else {
+        flops as f64 / op.cycles as f64
+    };
+    let rate = if r.clock_ghz.is_finite() && r.clock_ghz > 0.0 && per_cycle.is_finite() {
+        format!("{}FLOP/s", si(per_cycle * r.clock_ghz * 1e9))
+    } else {
+        "–".to_string()
+    };
+    let per_cycle = if per_cycle.is_finite() {
+        format!("{} FLOP/cycle", real(per_cycle, 0))
+    } else {
+        "–".into()
+    };
+    Some([format!("{}FLOP", si(flops as f64)), per_cycle, rate])
+}

@@ -1,0 +1,219 @@
+//! The terminal summary: what a run prints.
+
+use crate::model::Report;
+use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES, OP_TITLES};
+use crate::text::{
+    Cell, Col, MAX_WIDTH, Nums, Style, Table, bar, paint, thousands, truncate, verified_mark, wrap,
+};
+
+/// Columns of the per-level bars.
+const BAR_CELLS: usize = 24;
+
+/// The terminal summary of a run, at most 100 columns wide: names too long for their column are
+/// cut with `…`, and counts lose their `,` separators, then are written with SI prefixes
+/// (`12.35M`), only when the tables would not fit otherwise.
+///
+/// - a header: scenario, plan, machine, mode, total cycles and µs at the machine clock,
+///   verification (`✓` passed, `✗` failed, `–` not run), LM peak against LM size, knob
+///   overrides and bindings;
+/// - `ops`: one row per op (index, op, tensor, cycles, share of the run, bottleneck,
+///   utilisation, ready-cycle p50/p90/p99/max) and, under each op that moves data, its stages
+///   (level, direction, kind, bytes, cycles, chunks), the bottleneck stage marked
+///   `◀ bottleneck`; under each op that computes, its FLOP, FLOP per cycle and FLOP/s;
+/// - `where the cycles went`: per level, busy cycles, share of the run, bytes, the number of
+///   ops it bounded, and a bar of the share;
+/// - `warnings`, if any.
+///
+/// With `color`, headers are bold and bottlenecks yellow (ANSI escapes); without, the text is
+/// plain.
+pub fn terminal(r: &Report, color: bool) -> String {
+    let mut out = Vec::new();
+    header(r, color, &mut out);
+    out.push(String::new());
+    ops(r, color, &mut out);
+    if !r.levels.is_empty() {
+        out.push(String::new());
+        levels(r, color, &mut out);
+    }
+    if !r.warnings.is_empty() {
+        out.push(String::new());
+        out.push(paint("warnings", Style::Bold, color));
+        for w in &r.warnings {
+            for (i, line) in wrap(w, "  ! ", "    ", MAX_WIDTH).into_iter().enumerate() {
+                out.push(if i == 0 {
+                    format!("  {}{}", paint("!", Style::Yellow, color), &line[3..])
+                } else {
+                    line
+                });
+            }
+        }
+    }
+    let mut s = out.join("\n");
+    s.push('\n');
+    s
+}
+
+fn header(r: &Report, color: bool, out: &mut Vec<String>) {
+    let title = truncate(&format!("mnsim report · {}", r.scenario), MAX_WIDTH);
+    out.push(paint(&title, Style::Bold, color));
+    out.push(truncate(
+        &format!(
+            "plan {} · machine {} · {} mode",
+            rows::plan_name(r),
+            r.machine,
+            r.mode
+        ),
+        MAX_WIDTH,
+    ));
+    out.push(truncate(
+        &format!(
+            "total {} cycles = {} at {}",
+            thousands(r.total_cycles),
+            rows::duration(r),
+            rows::clock(r)
+        ),
+        MAX_WIDTH,
+    ));
+    let style = match r.verified {
+        Some(true) => Style::Green,
+        Some(false) => Style::Red,
+        None => Style::Plain,
+    };
+    out.push(format!(
+        "verified {} · LM peak {} per PE",
+        paint(verified_mark(r.verified), style, color),
+        rows::lm_use(r)
+    ));
+    for (name, items) in [
+        ("overrides", rows::overrides(r)),
+        ("bind", rows::bindings(r)),
+    ] {
+        if !items.is_empty() {
+            out.extend(wrap(&items.join(" "), &format!("{name} "), "  ", MAX_WIDTH));
+        }
+    }
+}
+
+fn ops(r: &Report, color: bool, out: &mut Vec<String>) {
+    out.push(paint("ops", Style::Bold, color));
+    if r.ops.is_empty() {
+        out.push("  (no ops)".to_string());
+        return;
+    }
+    // The most exact way of writing counts that lets the tables fit.
+    let (op_table, stage_table) = [Nums::Grouped, Nums::Bare]
+        .into_iter()
+        .map(|nums| tables(r, nums))
+        .find(|(o, s)| o.fits(MAX_WIDTH) && s.fits(MAX_WIDTH))
+        .unwrap_or_else(|| tables(r, Nums::Compact));
+    let ow = op_table.widths(MAX_WIDTH);
+    let sw = stage_table.widths(MAX_WIDTH);
+    out.push(op_table.header(&ow, color));
+    let mut stage_row = 0;
+    for (i, op) in r.ops.iter().enumerate() {
+        out.push(op_table.row(i, &ow, color));
+        if let Some([flops, per_cycle, rate]) = rows::compute(r, op) {
+            let line = format!("{:6}{flops} · {per_cycle} · {rate}", "");
+            out.push(truncate(&line, MAX_WIDTH));
+        }
+        if rows::shows_stages(op) {
+            for _ in &op.stages {
+                out.push(stage_table.row(stage_row, &sw, color));
+                stage_row += 1;
+            }
+        }
+    }
+}
+
+/// The op table and the table of all listed stages (rendered under their ops).
+fn tables(r: &Report, nums: Nums) -> (Table, Table) {
+    let cols = OP_TITLES
+        .iter()
+        .map(|&t| match t {
+            "op" | "tensor" => Col::left(t).shrink(6),
+            "bottleneck" => Col::left(t).shrink(10),
+            _ => Col::right(t),
+        })
+        .collect();
+    let mut op_table = Table::new(cols, 2, 2);
+    let stage_cols = vec![
+        Col::left(""),
+        Col::left("level").shrink(4),
+        Col::left("dir"),
+        Col::left("kind").shrink(6),
+        Col::right("bytes"),
+        Col::right("cycles"),
+        Col::right("chunks"),
+        Col::left(""),
+    ];
+    let mut stage_table = Table::new(stage_cols, 6, 2);
+    for op in &r.ops {
+        let bottleneck_style = if op.bottleneck.is_empty() {
+            Style::Plain
+        } else {
+            Style::Yellow
+        };
+        op_table.push(
+            rows::op_cells(r, op, nums)
+                .into_iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    if i == 5 {
+                        Cell::styled(text, bottleneck_style)
+                    } else {
+                        text.into()
+                    }
+                })
+                .collect(),
+        );
+        if !rows::shows_stages(op) {
+            continue;
+        }
+        let marked = op.bottleneck_stage();
+        for (i, s) in op.stages.iter().enumerate() {
+            let last = i + 1 == op.stages.len();
+            let mut cells: Vec<Cell> = vec![if last { "└" } else { "├" }.into()];
+            cells.extend(rows::stage_cells(s, nums).map(Cell::from));
+            cells.push(if marked == Some(i) {
+                Cell::styled("◀ bottleneck", Style::Yellow)
+            } else {
+                Cell::default()
+            });
+            stage_table.push(cells);
+        }
+    }
+    (op_table, stage_table)
+}
+
+fn levels(r: &Report, color: bool, out: &mut Vec<String>) {
+    out.push(paint("where the cycles went", Style::Bold, color));
+    let mut cols: Vec<Col> = LEVEL_TITLES
+        .iter()
+        .map(|&t| {
+            if t == "level" {
+                Col::left(t).shrink(4)
+            } else {
+                Col::right(t)
+            }
+        })
+        .collect();
+    cols.push(Col::left(""));
+    let mut table = Table::new(cols, 2, 2);
+    let most = r.levels.iter().map(|l| l.bottleneck_ops).max().unwrap_or(0);
+    for l in &r.levels {
+        let mut cells: Vec<Cell> = rows::level_cells(r, l).map(Cell::from).into();
+        if most > 0 && l.bottleneck_ops == most {
+            cells[4].style = Style::Yellow;
+        }
+        cells.push(bar(rows::level_fraction(r, l), BAR_CELLS).into());
+        table.push(cells);
+    }
+    let w = table.widths(MAX_WIDTH);
+    out.push(table.header(&w, color));
+    out.extend((0..r.levels.len()).map(|i| table.row(i, &w, color)));
+    out.push(paint(
+        &truncate(&format!("  {LEVEL_NOTE}"), MAX_WIDTH),
+        Style::Dim,
+        color,
+    ));
+}

@@ -1,0 +1,173 @@
+//! `write_outputs`: all files or none.
+
+use mnsim_reports::write_outputs;
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("output-{name}"));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn files(list: &[(&str, &str)]) -> Vec<(PathBuf, Vec<u8>)> {
+    list.iter()
+        .map(|(p, c)| (PathBuf::from(p), c.as_bytes().to_vec()))
+        .collect()
+}
+
+/// Every entry under `dir`, relative, sorted (directories end in `/`).
+fn tree(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, d: &Path, out: &mut Vec<String>) {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                out.push(format!("{rel}/"));
+                walk(root, &p, out);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn writes_files_and_subdirectories_into_a_new_directory() {
+    let base = scratch("new");
+    let dir = base.join("runs/out");
+    let list = [
+        ("report.json", "{}"),
+        ("rows/report.json", "{\"plan\":\"rows\"}"),
+        ("compare.json", "[]"),
+    ];
+    write_outputs(&dir, &files(&list)).unwrap();
+    for (p, c) in list {
+        assert_eq!(fs::read_to_string(dir.join(p)).unwrap(), c);
+    }
+    assert_eq!(
+        tree(&base),
+        [
+            "runs/",
+            "runs/out/",
+            "runs/out/compare.json",
+            "runs/out/report.json",
+            "runs/out/rows/",
+            "runs/out/rows/report.json"
+        ]
+    );
+}
+
+#[test]
+fn replaces_files_of_the_same_name_and_leaves_others_alone() {
+    let dir = scratch("replace");
+    fs::create_dir(dir.join("rows")).unwrap();
+    fs::write(dir.join("report.json"), "old").unwrap();
+    fs::write(dir.join("notes.txt"), "mine").unwrap();
+    fs::write(dir.join("rows/trace.json"), "old trace").unwrap();
+    write_outputs(
+        &dir,
+        &files(&[("report.json", "new"), ("rows/report.json", "rows")]),
+    )
+    .unwrap();
+    assert_eq!(fs::read_to_string(dir.join("report.json")).unwrap(), "new");
+    assert_eq!(fs::read_to_string(dir.join("notes.txt")).unwrap(), "mine");
+    assert_eq!(
+        fs::read_to_string(dir.join("rows/trace.json")).unwrap(),
+        "old trace"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.join("rows/report.json")).unwrap(),
+        "rows"
+    );
+    // No temporary directory is left beside it.
+    assert_eq!(
+        tree(dir.parent().unwrap())
+            .iter()
+            .filter(|e| e.contains(".replace.tmp-"))
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn rejects_bad_paths_before_writing_anything() {
+    let base = scratch("reject");
+    let dir = base.join("out");
+    for bad in ["../x", "/etc/passwd", "", "rows/../../x"] {
+        let list = files(&[("report.json", "{}"), (bad, "evil")]);
+        let err = write_outputs(&dir, &list).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}: {err}");
+    }
+    let twice = files(&[("report.json", "a"), ("./report.json", "b")]);
+    assert_eq!(
+        write_outputs(&dir, &twice).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    let nested = files(&[("report.json", "a"), ("report.json/x", "b")]);
+    assert_eq!(
+        write_outputs(&dir, &nested).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert!(tree(&base).is_empty(), "nothing written: {:?}", tree(&base));
+}
+
+#[test]
+fn a_failure_midway_leaves_the_directory_as_it_was() {
+    let dir = scratch("midway");
+    fs::write(dir.join("report.json"), "old").unwrap();
+    let before = tree(&dir);
+    // The first file is written, the second cannot be (its name is too long for any file
+    // system), so neither appears.
+    let long = "x".repeat(300);
+    let list = files(&[
+        ("report.json", "new"),
+        ("rows/report.md", "md"),
+        (&long, "too long"),
+    ]);
+    write_outputs(&dir, &list).unwrap_err();
+    assert_eq!(tree(&dir), before);
+    assert_eq!(fs::read_to_string(dir.join("report.json")).unwrap(), "old");
+    assert_eq!(
+        tree(dir.parent().unwrap())
+            .iter()
+            .filter(|e| e.contains(".midway.tmp-"))
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn an_existing_directory_in_the_way_is_an_error_before_writing() {
+    let dir = scratch("in-the-way");
+    fs::create_dir(dir.join("report.md")).unwrap();
+    fs::write(dir.join("rows"), "a file").unwrap();
+    let err =
+        write_outputs(&dir, &files(&[("report.json", "new"), ("report.md", "md")])).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::IsADirectory);
+    let err = write_outputs(
+        &dir,
+        &files(&[("report.json", "new"), ("rows/report.json", "r")]),
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotADirectory);
+    assert_eq!(tree(&dir), ["report.md/", "rows"]);
+    // The output directory itself must be a directory.
+    let file = dir.join("rows");
+    let err = write_outputs(&file, &files(&[("report.json", "{}")])).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotADirectory);
+}
+
+#[test]
+fn no_files_still_creates_the_directory() {
+    let dir = scratch("empty").join("out");
+    write_outputs(&dir, &[]).unwrap();
+    assert!(dir.is_dir());
+}

@@ -1,0 +1,463 @@
+//! The views of a hand-built report: terminal summary, plan comparison, JSON and Markdown.
+
+mod common;
+
+use common::{plan, sample};
+use mnsim_reports::{Report, compare_json, compare_table, markdown, terminal, to_json};
+
+fn columns(line: &str) -> usize {
+    line.chars().count()
+}
+
+/// `s` without ANSI escape sequences (`ESC [ ... m`).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `n` with `,` every three digits, written independently of the crate's helper.
+fn grouped(n: u64) -> String {
+    let s = n.to_string();
+    let mut parts = Vec::new();
+    let mut end = s.len();
+    while end > 3 {
+        parts.push(&s[end - 3..end]);
+        end -= 3;
+    }
+    parts.push(&s[..end]);
+    parts.reverse();
+    parts.join(",")
+}
+
+/// The line of `text` whose first word (after indentation and tree glyphs) is `first`, with
+/// every one of `also` in it.
+fn line_with<'a>(text: &'a str, first: &str, also: &[&str]) -> &'a str {
+    text.lines()
+        .find(|l| {
+            l.trim_start_matches([' ', '├', '└'])
+                .split_whitespace()
+                .next()
+                == Some(first)
+                && also.iter().all(|a| l.contains(a))
+        })
+        .unwrap_or_else(|| panic!("no line starting with {first} containing {also:?} in\n{text}"))
+}
+
+#[test]
+fn terminal_header_says_what_ran() {
+    let r = sample();
+    let t = terminal(&r, false);
+    assert!(t.contains("mlp block"));
+    assert!(t.contains("plan rows"));
+    assert!(t.contains("machine mncore2"));
+    assert!(t.contains("functional"));
+    // 69,828 cycles at 0.75 GHz are 93.104 µs.
+    assert!(t.contains("69,828 cycles = 93.10 µs at 0.75 GHz"), "{t}");
+    assert!(t.contains("verified ✓"));
+    assert!(t.contains("LM peak 12.0 KiB of 32.0 KiB (37.5%)"), "{t}");
+    assert!(t.contains("links.L1B.distribute.parent=1024"));
+    assert!(t.contains("batch=64"));
+
+    let mut failed = r.clone();
+    failed.verified = Some(false);
+    assert!(terminal(&failed, false).contains("verified ✗"));
+    failed.verified = None;
+    assert!(terminal(&failed, false).contains("verified –"));
+}
+
+#[test]
+fn terminal_lists_every_op_with_its_share_and_ready_cycles() {
+    let r = sample();
+    let t = terminal(&r, false);
+    for op in &r.ops {
+        let share = format!("{:.1}%", op.cycles as f64 * 100.0 / r.total_cycles as f64);
+        let cycles = grouped(op.cycles);
+        let line = line_with(
+            &t,
+            &op.index.to_string(),
+            &[&op.op, &op.tensor, &cycles, &share],
+        );
+        assert!(line.contains(&op.bottleneck), "{line}");
+        match &op.ready_cycles {
+            Some(p) => {
+                for v in [p.p50, p.p90, p.p99, p.max] {
+                    assert!(line.contains(&grouped(v)), "{line}");
+                }
+            }
+            None => assert_eq!(line.matches('–').count(), 4, "{line}"),
+        }
+    }
+    assert!(line_with(&t, "2", &["MatMul"]).contains("87.5%"));
+    // The matmul's rate: 536,870,912 FLOP in 1,088 cycles at 0.75 GHz.
+    assert!(
+        t.contains("536.9 MFLOP · 493,448 FLOP/cycle · 370.1 TFLOP/s"),
+        "{t}"
+    );
+}
+
+#[test]
+fn terminal_shows_stages_in_human_units_and_marks_the_bottleneck() {
+    let r = sample();
+    let t = terminal(&r, false);
+    // Three transfer ops, one bottleneck stage each; the matmul's lone compute stage is not listed.
+    assert_eq!(t.matches("◀ bottleneck").count(), 3, "{t}");
+    let x = line_with(
+        &t,
+        "L1B",
+        &["broadcast", "128.0 KiB", "16,384 cyc", "4 chunks"],
+    );
+    assert!(x.ends_with("◀ bottleneck"), "{x}");
+    let w1 = line_with(&t, "DRAM", &["down", "8.0 MiB", "49,152 cyc"]);
+    assert!(w1.ends_with("◀ bottleneck"), "{w1}");
+    let l2b = line_with(&t, "L2B", &["distribute", "8.0 MiB", "16 chunks"]);
+    assert!(!l2b.contains("bottleneck"), "{l2b}");
+    let h = line_with(&t, "DRAM", &["up", "512.0 KiB"]);
+    assert!(h.ends_with("◀ bottleneck"), "{h}");
+    assert!(
+        !t.lines().any(|l| l.contains("MAB") && l.contains("local")),
+        "{t}"
+    );
+    // Stages are listed under their op, in order.
+    let lines: Vec<&str> = t.lines().collect();
+    let load_x = lines
+        .iter()
+        .position(|l| l.starts_with("  0  Load"))
+        .unwrap();
+    assert!(lines[load_x + 1].trim_start().starts_with("├  DRAM"), "{t}");
+    assert!(lines[load_x + 3].trim_start().starts_with("└  L1B"), "{t}");
+}
+
+#[test]
+fn terminal_totals_per_level_with_shares_and_bars() {
+    let r = sample();
+    let t = terminal(&r, false);
+    assert!(t.contains("where the cycles went"));
+    // Busy cycles per level, summed here from the ops' stages.
+    let mut expected: Vec<(&str, u64, u64)> = Vec::new();
+    for op in &r.ops {
+        for s in &op.stages {
+            match expected.iter_mut().find(|(l, _, _)| *l == s.level) {
+                Some(e) => {
+                    e.1 += s.cycles;
+                    e.2 += 1;
+                }
+                None => expected.push((&s.level, s.cycles, 1)),
+            }
+        }
+    }
+    assert_eq!(expected.len(), r.levels.len());
+    let section = t.split("where the cycles went").nth(1).unwrap();
+    for (level, busy, _) in &expected {
+        let share = format!("{:.1}%", *busy as f64 * 100.0 / r.total_cycles as f64);
+        let line = line_with(section, level, &[&grouped(*busy), &share]);
+        let bar: String = line.chars().filter(|&c| "▏▎▍▌▋▊▉█".contains(c)).collect();
+        assert!(!bar.is_empty(), "{line}");
+        let total = r.levels.iter().find(|l| l.level == *level).unwrap();
+        let ops = if total.bottleneck_ops == 1 {
+            "1 op".to_string()
+        } else {
+            format!("{} ops", total.bottleneck_ops)
+        };
+        assert!(line.contains(&ops), "{line}");
+    }
+    // DRAM: 768 + 49,152 + 3,072 = 52,992 busy cycles of 69,828, 75.9%, and two bottlenecks.
+    let dram = line_with(section, "DRAM", &[]);
+    assert!(
+        dram.contains("52,992") && dram.contains("75.9%") && dram.contains("2 ops"),
+        "{dram}"
+    );
+    // Bars grow with the share: DRAM's is the longest.
+    let bar_len = |level: &str| {
+        line_with(section, level, &[])
+            .chars()
+            .filter(|&c| c == '█')
+            .count()
+    };
+    assert!(bar_len("DRAM") > bar_len("L2B") && bar_len("L2B") >= bar_len("L1B"));
+}
+
+#[test]
+fn terminal_ends_with_the_warnings() {
+    let t = terminal(&sample(), false);
+    let warnings = t.rfind("warnings").unwrap();
+    assert!(warnings > t.find("where the cycles went").unwrap());
+    assert!(t[warnings..].contains("! binding `seq` is not used by any tensor"));
+    let mut quiet = sample();
+    quiet.warnings.clear();
+    assert!(!terminal(&quiet, false).contains("warnings"));
+}
+
+#[test]
+fn plain_output_has_no_escapes_and_color_only_adds_them() {
+    let r = sample();
+    let plain = terminal(&r, false);
+    let color = terminal(&r, true);
+    assert!(!plain.contains('\x1b'));
+    assert!(color.contains("\x1b[1m"), "bold headers");
+    assert!(
+        color.contains("\x1b[33mL1B down broadcast\x1b[0m"),
+        "the bottleneck in yellow"
+    );
+    assert!(color.contains("\x1b[33m◀ bottleneck\x1b[0m"));
+    assert_eq!(strip_ansi(&color), plain);
+}
+
+/// A report with names and numbers that do not fit the usual columns.
+fn unwieldy() -> Report {
+    let mut r = sample();
+    r.scenario =
+        "a scenario with a name long enough to run past the end of any reasonable line ".repeat(2);
+    r.plan = Some("plan_".repeat(30));
+    r.overrides = (0..12)
+        .map(|i| (format!("links.L{i}B.distribute.parent"), 1024.0 * i as f64))
+        .collect();
+    r.warnings.push("x".repeat(250));
+    r.total_cycles = u64::MAX / 2;
+    for (i, op) in r.ops.iter_mut().enumerate() {
+        op.index = 100_000 + i;
+        op.tensor = format!("a_really_long_tensor_name_number_{i}_that_goes_on_and_on");
+        op.op = "BatchedMatMulWithBias".into();
+        op.cycles *= 1_000_000_000;
+        op.bottleneck = format!("{} and then some more words about it", op.bottleneck);
+        if let Some(p) = &mut op.ready_cycles {
+            p.p50 *= 1_000_000_000_000;
+            p.max *= 1_000_000_000_000;
+        }
+        for s in &mut op.stages {
+            s.cycles *= 1_000_000_000_000;
+            s.chunks *= 1_000_000_000;
+            s.level = format!("{}-level-with-a-long-name", s.level);
+        }
+    }
+    r.levels[0].level = "a-level-with-a-very-long-name-indeed".into();
+    r.levels[0].busy_cycles = u64::MAX;
+    r
+}
+
+#[test]
+fn every_line_fits_100_columns() {
+    for r in [sample(), unwieldy()] {
+        for color in [false, true] {
+            let t = strip_ansi(&terminal(&r, color));
+            for line in t.lines() {
+                assert!(
+                    columns(line) <= 100,
+                    "{} columns:\n{line}\n\n{t}",
+                    columns(line)
+                );
+            }
+        }
+        let reports = [r.clone(), plan(&"another_plan_".repeat(10), 5)];
+        let t = compare_table(&reports);
+        for line in t.lines() {
+            assert!(
+                columns(line) <= 100,
+                "{} columns:\n{line}\n\n{t}",
+                columns(line)
+            );
+        }
+    }
+    // Squeezed, the unwieldy tables still show every op, and warnings are wrapped, not cut.
+    let t = terminal(&unwieldy(), false);
+    assert!(t.contains("100003"));
+    let warnings: String = t
+        .rsplit("warnings")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert!(warnings.contains(&"x".repeat(250)), "{t}");
+    assert_eq!(
+        t.matches("◀ bottleneck").count(),
+        0,
+        "the bottleneck names no stage any more"
+    );
+}
+
+#[test]
+fn compare_ranks_by_cycles_with_ties_broken_by_name() {
+    let reports = [
+        plan("rows", 69_828),
+        plan("cols", 52_000),
+        plan("blocks", 69_828),
+        plan("diag", 90_000),
+    ];
+    let t = compare_table(&reports);
+    let order: Vec<&str> = t
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            w.next()
+                .filter(|r| r.parse::<usize>().is_ok())
+                .and(w.next())
+        })
+        .collect();
+    assert_eq!(order, ["cols", "blocks", "rows", "diag"], "{t}");
+    let cols = line_with(&t, "1", &["cols", "52,000"]);
+    // 52,000 is the fastest (1.00×) and 90,000 / 52,000 = 1.73× faster than the slowest.
+    assert!(cols.contains("1.00×") && cols.contains("1.73×"), "{cols}");
+    let diag = line_with(&t, "4", &["diag", "90,000"]);
+    assert!(diag.contains("1.73×") && diag.contains("1.00×"), "{diag}");
+    assert!(cols.contains("DRAM") && cols.contains('✓'), "{cols}");
+
+    let j = compare_json(&reports);
+    assert_eq!(j["schema"], "mnsim.compare/1");
+    assert_eq!(j["scenario"], "mlp block");
+    let plans = j["plans"].as_array().unwrap();
+    let names: Vec<&str> = plans.iter().map(|p| p["plan"].as_str().unwrap()).collect();
+    assert_eq!(names, ["cols", "blocks", "rows", "diag"]);
+    let ranks: Vec<u64> = plans.iter().map(|p| p["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [1, 2, 3, 4]);
+    assert_eq!(plans[1]["total_cycles"], 69_828);
+    let speedup = plans[0]["speedup_vs_slowest"].as_f64().unwrap();
+    assert!((speedup - 90_000.0 / 52_000.0).abs() < 1e-12);
+    assert_eq!(plans[3]["speedup_vs_slowest"], 1.0);
+
+    // The order of the input does not matter.
+    let mut reversed = reports.to_vec();
+    reversed.reverse();
+    assert_eq!(compare_json(&reversed), j);
+    assert_eq!(compare_table(&reversed), t);
+}
+
+#[test]
+fn compare_handles_no_plans_and_zero_cycles() {
+    assert!(compare_table(&[]).contains("no plans"));
+    assert_eq!(compare_json(&[])["plans"].as_array().unwrap().len(), 0);
+    let j = compare_json(&[plan("a", 0), plan("b", 10)]);
+    assert_eq!(j["plans"][0]["speedup_vs_slowest"], serde_json::Value::Null);
+    assert_eq!(j["plans"][1]["speedup_vs_slowest"], 1.0);
+}
+
+#[test]
+fn json_round_trips_and_keeps_the_field_order() {
+    let r = sample();
+    let s = to_json(&r);
+    let back: Report = serde_json::from_str(&s).unwrap();
+    assert_eq!(back, r);
+    assert!(
+        s.starts_with("{\n  \"schema\": \"mnsim.report/1\",\n  \"scenario\": \"mlp block\","),
+        "{s}"
+    );
+    let keys = [
+        "\"schema\"",
+        "\"scenario\"",
+        "\"plan\"",
+        "\"machine\"",
+        "\"mode\"",
+        "\"total_cycles\"",
+        "\"clock_ghz\"",
+        "\"ops\"",
+        "\"levels\"",
+        "\"verified\"",
+        "\"lm_peak_bytes\"",
+        "\"lm_bytes\"",
+        "\"overrides\"",
+        "\"bind\"",
+        "\"warnings\"",
+    ];
+    let top: Vec<usize> = keys
+        .iter()
+        .map(|k| s.find(&format!("\n  {k}:")).unwrap())
+        .collect();
+    assert!(
+        top.windows(2).all(|w| w[0] < w[1]),
+        "top-level keys in struct order"
+    );
+    assert!(s.ends_with("}\n"));
+    // Stable: the same report gives the same bytes.
+    assert_eq!(to_json(&back), s);
+}
+
+#[test]
+fn markdown_has_a_table_row_per_op() {
+    let r = sample();
+    let md = markdown(&r);
+    assert!(md.starts_with("# mnsim report: mlp block\n"));
+    for op in &r.ops {
+        let row = format!(
+            "| {} | {} | {} | {} |",
+            op.index,
+            op.op,
+            op.tensor,
+            grouped(op.cycles)
+        );
+        assert_eq!(
+            md.lines().filter(|l| l.starts_with(&row)).count(),
+            1,
+            "{row}\n{md}"
+        );
+    }
+    assert!(md.contains(
+        "| # | op | tensor | cycles | share | bottleneck | util | p50 | p90 | p99 | max |"
+    ));
+    assert_eq!(md.matches("**◀ bottleneck**").count(), 3);
+    for l in &r.levels {
+        assert!(md.lines().any(|line| line.starts_with(&format!(
+            "| {} | {} |",
+            l.level,
+            grouped(l.busy_cycles)
+        ))));
+    }
+    assert!(md.contains("- binding `seq` is not used by any tensor"));
+    // Every table row has as many cells as its header.
+    let mut cells = None;
+    for line in md.lines() {
+        if line.starts_with('|') {
+            let n = line.matches(" | ").count();
+            match cells {
+                None => cells = Some(line.matches('|').count()),
+                Some(c) => assert_eq!(line.matches('|').count(), c, "{line} ({n})"),
+            }
+        } else {
+            cells = None;
+        }
+    }
+}
+
+#[test]
+fn markdown_escapes_pipes() {
+    let mut r = sample();
+    r.ops[0].tensor = "a|b".into();
+    let md = markdown(&r);
+    assert!(md.contains("| Load | a\\|b |"), "{md}");
+}
+
+#[test]
+fn bottleneck_stage_lookup() {
+    let r = sample();
+    assert_eq!(r.ops[0].bottleneck_stage(), Some(2));
+    assert_eq!(r.ops[1].bottleneck_stage(), Some(0));
+    assert_eq!(r.ops[2].bottleneck_stage(), Some(0));
+    assert_eq!(r.ops[2].bottleneck_level(), Some("MAB"));
+    assert_eq!(r.ops[3].bottleneck_stage(), Some(2));
+    assert_eq!(r.bottleneck_level(), Some("DRAM"));
+    let mut op = r.ops[0].clone();
+    op.bottleneck = "L2B".into();
+    assert_eq!(op.bottleneck_stage(), Some(1));
+    op.bottleneck = "latency".into();
+    assert_eq!(op.bottleneck_stage(), None);
+    assert_eq!(op.bottleneck_level(), Some("latency"));
+}
+
+#[test]
+fn snapshot_terminal() {
+    insta::assert_snapshot!("terminal", terminal(&sample(), false));
+}
+
+#[test]
+fn snapshot_markdown() {
+    insta::assert_snapshot!("markdown", markdown(&sample()));
+}
