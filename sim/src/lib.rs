@@ -4,3 +4,4 @@
 pub mod diag;
 pub mod net;
 pub mod world;
+pub mod engine;

@@ -1,0 +1,663 @@
+//! The engine: tensors in DRAM and LM, the transfers (Load, Store, Relayout, Reduce)
+//! in timing and functional mode, and the report of every op.
+//!
+//! Timing mode never touches element data: per-PE facts come from the layout's closed
+//! forms. Functional mode moves real bytes between real buffers, in parallel over the
+//! PEs (rayon), and counts the same facts from what it moved; both feed one cost model
+//! ([`crate::net::cost`]), so both modes give the same cycles.
+
+use crate::net::{self, Dir, DramSpec, PeFact, Route, StageSpec, Topo};
+use crate::world::{Lm, Pe, PortStats, Ready, SimWorld};
+use hdrhistogram::Histogram;
+use mnsim_arch::layout::Class;
+use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
+use mnsim_kernels::elem::{self, Combine};
+use mnsim_reports::{OpReport, Percentiles};
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+
+/// How a run moves data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Mode {
+    /// Count bytes in closed form; no element data.
+    Timing,
+    /// Move and compute real values.
+    Functional,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Timing => "timing",
+            Mode::Functional => "functional",
+        }
+    }
+}
+
+/// A simulation error: a message for the user (the op and tensor named in it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SimError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, SimError> {
+    Err(SimError(msg.into()))
+}
+
+/// A tensor in DRAM.
+#[derive(Clone, Debug)]
+pub struct DramTensor {
+    pub layout: XlaLayout,
+    /// Element bytes in the XLA layout's order (functional mode only).
+    pub data: Vec<u8>,
+}
+
+/// A tensor resident in every PE's LM.
+#[derive(Clone, Debug)]
+pub struct Resident {
+    pub layout: TensorLayout,
+    /// First LM word of the tensor's region (the same on every PE).
+    pub offset: u64,
+    /// Words of the region: footprint × time span (every step is kept).
+    pub words: u64,
+    /// Addressable levels (indices) over which copies hold different partial values.
+    pub partial: Vec<usize>,
+}
+
+/// A declared tensor.
+#[derive(Clone, Debug)]
+pub struct TensorState {
+    pub dtype: DType,
+    /// Shape as laid out in LM (bounded dynamic dimensions at their bound).
+    pub dims: Vec<u64>,
+    /// Shape of the real data (bound dynamic dimensions at their binding).
+    pub runtime: Vec<u64>,
+    pub dram: Option<DramTensor>,
+    pub lm: Option<Resident>,
+}
+
+/// LM regions in use: first fit over word ranges (the same on every PE: SIMD).
+#[derive(Clone, Debug, Default)]
+struct Alloc {
+    /// (offset, words, resident footprint charged against LM).
+    used: BTreeMap<u64, (u64, u64)>,
+    high_water: u64,
+}
+
+impl Alloc {
+    fn charged(&self) -> u64 {
+        self.used.values().map(|&(_, c)| c).sum()
+    }
+    fn alloc(&mut self, words: u64, charge: u64) -> u64 {
+        let mut at = 0u64;
+        for (&o, &(w, _)) in &self.used {
+            if o >= at + words {
+                break;
+            }
+            at = at.max(o + w);
+        }
+        self.used.insert(at, (words, charge));
+        self.high_water = self.high_water.max(at + words);
+        at
+    }
+    fn free(&mut self, offset: u64) {
+        self.used.remove(&offset);
+    }
+}
+
+/// The simulator for one run.
+pub struct Engine {
+    pub machine: Machine,
+    pub topo: Topo,
+    pub sw: SimWorld,
+    pub mode: Mode,
+    pub tensors: BTreeMap<String, TensorState>,
+    alloc: Alloc,
+    /// Peak LM bytes charged per PE.
+    pub lm_peak_bytes: u64,
+    pub ops: Vec<OpReport>,
+}
+
+/// Raw pointer that may cross threads: PEs write disjoint DRAM elements (a layout's
+/// placement map is injective, and only one replica writes).
+#[derive(Clone, Copy)]
+struct SyncPtr(*mut u8);
+unsafe impl Send for SyncPtr {}
+unsafe impl Sync for SyncPtr {}
+
+/// Offsets of logical elements in a DRAM buffer.
+struct DramAddr {
+    dims: Vec<u64>,
+    /// Untiled: element stride per logical axis.
+    strides: Option<Vec<u64>>,
+    layout: XlaLayout,
+}
+
+impl DramAddr {
+    fn new(layout: &XlaLayout, dims: &[u64]) -> DramAddr {
+        let strides = layout.tiles.is_empty().then(|| {
+            let mut s = vec![0u64; dims.len()];
+            let mut acc = 1u64;
+            for &d in &layout.minor_to_major {
+                s[d] = acc;
+                acc = acc.saturating_mul(dims[d]);
+            }
+            s
+        });
+        DramAddr { dims: dims.to_vec(), strides, layout: layout.clone() }
+    }
+    #[inline]
+    fn offset(&self, idx: &[u64]) -> u64 {
+        match &self.strides {
+            Some(s) => idx.iter().zip(s).map(|(i, s)| i * s).sum(),
+            None => self.layout.linear_index(&self.dims, idx).unwrap_or(0),
+        }
+    }
+}
+
+fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
+    let mut h = Histogram::<u64>::new(3).ok()?;
+    let mut n = 0u64;
+    for v in values {
+        h.saturating_record(v);
+        n += 1;
+    }
+    (n > 0).then(|| Percentiles {
+        p50: h.value_at_quantile(0.5),
+        p90: h.value_at_quantile(0.9),
+        p99: h.value_at_quantile(0.99),
+        max: h.max(),
+        min: h.min(),
+        count: n,
+    })
+}
+
+impl Engine {
+    pub fn new(machine: Machine, mode: Mode) -> Engine {
+        let topo = Topo::new(&machine);
+        let sw = SimWorld::build(&machine);
+        Engine {
+            machine,
+            topo,
+            sw,
+            mode,
+            tensors: BTreeMap::new(),
+            alloc: Alloc::default(),
+            lm_peak_bytes: 0,
+            ops: Vec::new(),
+        }
+    }
+
+    /// Declares a tensor. `data` (functional mode) is its initial content in row-major
+    /// order over `runtime`, `dtype.bytes()` per element; it is written to DRAM in
+    /// `dram_layout`. A tensor without data has no DRAM copy until it is stored.
+    pub fn declare(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        dims: Vec<u64>,
+        runtime: Vec<u64>,
+        dram_layout: XlaLayout,
+        data: Option<Vec<u8>>,
+    ) -> Result<(), SimError> {
+        let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
+        let bytes = elems.and_then(|e| e.checked_mul(dtype.bytes()));
+        let Some(bytes) = bytes else { return err(format!("tensor `{name}` is too large to address")) };
+        let cap = self.machine.dram.bytes.saturating_mul(self.topo.pes / self.topo.leaves_under[self.topo.chain[0]]);
+        if bytes > cap {
+            return err(format!(
+                "tensor `{name}` needs {bytes} bytes of DRAM but {} has {cap}",
+                self.machine.name
+            ));
+        }
+        let dram = data.map(|d| {
+            let addr = DramAddr::new(&dram_layout, &runtime);
+            let buf_elems = dram_layout.buffer_elements(&runtime).unwrap_or(0);
+            let eb = dtype.bytes() as usize;
+            if dram_layout.tiles.is_empty() && dram_layout.minor_to_major.iter().rev().copied().eq(0..runtime.len()) {
+                return DramTensor { layout: dram_layout, data: d };
+            }
+            let mut out = vec![0u8; buf_elems as usize * eb];
+            let mut idx = vec![0u64; runtime.len()];
+            for k in 0..(d.len() / eb.max(1)) {
+                let mut r = k as u64;
+                for a in (0..runtime.len()).rev() {
+                    idx[a] = r % runtime[a];
+                    r /= runtime[a];
+                }
+                let o = addr.offset(&idx) as usize * eb;
+                out[o..o + eb].copy_from_slice(&d[k * eb..(k + 1) * eb]);
+            }
+            DramTensor { layout: dram_layout, data: out }
+        });
+        let dram = match (dram, self.mode) {
+            (Some(d), _) => Some(d),
+            (None, _) => None,
+        };
+        self.tensors.insert(name.to_string(), TensorState { dtype, dims, runtime, dram, lm: None });
+        Ok(())
+    }
+
+    /// Marks a declared tensor as present in DRAM (timing mode: no data).
+    pub fn set_in_dram(&mut self, name: &str, layout: XlaLayout) {
+        if let Some(t) = self.tensors.get_mut(name) {
+            if t.dram.is_none() {
+                t.dram = Some(DramTensor { layout, data: Vec::new() });
+            }
+        }
+    }
+
+    /// The tensor's DRAM content in row-major order over its runtime shape.
+    pub fn dram_row_major(&self, name: &str) -> Option<Vec<u8>> {
+        let t = self.tensors.get(name)?;
+        let d = t.dram.as_ref()?;
+        if d.data.is_empty() {
+            return None;
+        }
+        let eb = t.dtype.bytes() as usize;
+        let addr = DramAddr::new(&d.layout, &t.runtime);
+        let n: u64 = t.runtime.iter().product();
+        let mut out = vec![0u8; n as usize * eb];
+        let mut idx = vec![0u64; t.runtime.len()];
+        for k in 0..n as usize {
+            let mut r = k as u64;
+            for a in (0..t.runtime.len()).rev() {
+                idx[a] = r % t.runtime[a];
+                r /= t.runtime[a];
+            }
+            let o = addr.offset(&idx) as usize * eb;
+            out[k * eb..(k + 1) * eb].copy_from_slice(&d.data[o..o + eb]);
+        }
+        Some(out)
+    }
+
+    fn state(&self, name: &str) -> Result<&TensorState, SimError> {
+        self.tensors.get(name).ok_or_else(|| SimError(format!("unknown tensor `{name}`")))
+    }
+
+    fn resident(&self, name: &str) -> Result<&Resident, SimError> {
+        self.state(name)?
+            .lm
+            .as_ref()
+            .ok_or_else(|| SimError(format!("tensor `{name}` is not in LM: Load it first")))
+    }
+
+    fn pe_positions(&self) -> Vec<Vec<u64>> {
+        let w = &self.sw.world;
+        self.sw.pes().iter().map(|&e| w.get::<Pe>(e).map(|p| p.pos.clone()).unwrap_or_default()).collect()
+    }
+
+    /// Allocates an LM region for a layout; checks the capacity.
+    fn allocate(&mut self, name: &str, layout: &TensorLayout) -> Result<(u64, u64), SimError> {
+        let fp = layout.footprint_words();
+        let words = fp.saturating_mul(layout.time_span());
+        let lm_words = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
+        let charged = self.alloc.charged();
+        if charged.saturating_add(fp) > lm_words {
+            return err(format!(
+                "tensor `{name}` needs {fp} LM words per PE but only {} of {lm_words} are free (resident: {})",
+                lm_words - charged.min(lm_words),
+                self.tensors
+                    .iter()
+                    .filter_map(|(n, t)| t.lm.as_ref().map(|r| format!("{n} {}", r.layout.footprint_words())))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let off = self.alloc.alloc(words, fp);
+        let wb = self.machine.word_bytes;
+        self.lm_peak_bytes = self.lm_peak_bytes.max(self.alloc.charged() * wb);
+        if self.mode == Mode::Functional {
+            let need = (self.alloc.high_water * wb) as usize;
+            let mut q = self.sw.world.query::<&mut Lm>();
+            let mut lms: Vec<&mut Lm> = q.iter_mut(&mut self.sw.world).map(|m| m.into_inner()).collect();
+            lms.par_iter_mut().for_each(|lm| {
+                if lm.data.len() < need {
+                    lm.data.resize(need, 0);
+                }
+            });
+        }
+        Ok((off, words))
+    }
+
+    /// Frees a tensor's LM region.
+    pub fn free(&mut self, name: &str) -> Result<(), SimError> {
+        let t = self.tensors.get_mut(name).ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
+        if let Some(r) = t.lm.take() {
+            self.alloc.free(r.offset);
+        }
+        Ok(())
+    }
+
+    /// The key of the data a PE holds under `layout`: positions at split and partial
+    /// levels (mixed radix); `NONE` if the PE holds nothing, or (with `one_replica`)
+    /// if it is not the first replica. `skip` drops one level from the key (reduced key).
+    fn key(layout: &TensorLayout, used: &[Vec<bool>], partial: &[usize], pos: &[u64], one_replica: bool, skip: Option<usize>) -> u64 {
+        let mut key = 0u64;
+        for (i, lv) in layout.levels().iter().enumerate() {
+            let p = pos[i];
+            let include = if lv.replicated {
+                if one_replica && p != 0 && !partial.contains(&i) {
+                    return net::NONE;
+                }
+                partial.contains(&i)
+            } else {
+                if !used[i][p as usize] {
+                    return net::NONE;
+                }
+                true
+            };
+            key = key * lv.fanout + if include && skip != Some(i) { p } else { 0 };
+        }
+        key
+    }
+
+    fn used_table(layout: &TensorLayout) -> Vec<Vec<bool>> {
+        (0..layout.levels().len())
+            .map(|i| {
+                let mut v = vec![false; layout.levels()[i].fanout as usize];
+                for p in layout.used_positions(i) {
+                    v[p as usize] = true;
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// Per-PE facts in closed form (timing mode, and the source side of moves).
+    fn closed_facts(&self, layout: &TensorLayout, partial: &[usize], runtime: &[u64], one_replica: bool, skip: Option<usize>) -> Vec<PeFact> {
+        let used = Self::used_table(layout);
+        let bytes = layout.words_per_pe().saturating_mul(layout.word_bytes());
+        let full = runtime == layout.padded_shape();
+        let mut valid_cache: HashMap<u64, u64> = HashMap::new();
+        self.pe_positions()
+            .iter()
+            .map(|pos| {
+                let key = Self::key(layout, &used, partial, pos, one_replica, None);
+                if key == net::NONE {
+                    return PeFact::IDLE;
+                }
+                let reduced_key = if skip.is_some() { Self::key(layout, &used, partial, pos, one_replica, skip) } else { key };
+                let valid = if full {
+                    layout.elems_per_pe()
+                } else {
+                    *valid_cache.entry(key).or_insert_with(|| layout.shard(pos).map_or(0, |s| s.valid_elems(runtime)))
+                };
+                PeFact { key, reduced_key, bytes, valid }
+            })
+            .collect()
+    }
+
+    /// Burst efficiency of reading (or writing) `layout`'s data from a DRAM in
+    /// `xla`: contiguous runs of one DRAM node's portion along the DRAM's minor-most
+    /// dimensions, in whole bursts.
+    fn burst_efficiency(&self, layout: &TensorLayout, xla: &XlaLayout, runtime: &[u64], dtype: DType) -> f64 {
+        let burst = self.machine.dram.burst_bytes.max(1);
+        let addr = self.machine.addressable_levels();
+        let d = self.topo.chain[0];
+        // A level sub-axis distinguishes DRAM nodes when it can reach another node's range.
+        let distinguishing = |class: Class, size: u64, stride: u64| -> bool {
+            let Class::Level(i) = class else { return false };
+            let a = &addr[i];
+            let r: u64 = a.folded.iter().filter(|&&k| k > d).map(|&k| self.machine.levels[k].count).product();
+            r < a.fanout && (size - 1) * stride >= r
+        };
+        let mut run = 1u64;
+        let mut stopped = false;
+        for &g in &xla.minor_to_major {
+            let subs = &layout.groups()[g];
+            let mut inner = 1u64;
+            let mut cut = false;
+            for s in subs.iter().rev() {
+                if distinguishing(s.class, s.size, s.stride) {
+                    cut = true;
+                    break;
+                }
+                inner = inner.saturating_mul(s.size);
+            }
+            let extent = runtime.get(g).copied().unwrap_or(1);
+            if cut {
+                run = run.saturating_mul(inner.min(extent));
+                stopped = true;
+                break;
+            }
+            run = run.saturating_mul(extent);
+        }
+        if stopped {
+            if let Some(t) = xla.tiles.first() {
+                let tile: u64 = t
+                    .dims
+                    .iter()
+                    .map(|x| match x {
+                        mnsim_arch::shape::TileDim::Size(n) => *n,
+                        mnsim_arch::shape::TileDim::Combine => 1,
+                    })
+                    .product();
+                run = run.min(tile.max(1));
+            }
+        } else {
+            return 1.0;
+        }
+        let run_bytes = run.saturating_mul(dtype.bytes()).max(1);
+        run_bytes as f64 / (run_bytes.div_ceil(burst) * burst) as f64
+    }
+
+    /// Records an op: advances the clock, updates port statistics and ready cycles.
+    fn finish(&mut self, op: &str, tensor: &str, layout: Option<&TensorLayout>, runtime: &[u64], c: net::Cost) -> OpReport {
+        let start = self.sw.clock();
+        let end = start.saturating_add(c.cycles);
+        self.sw.set_clock(end);
+        // Port statistics on the chain nodes.
+        for (li, (times, bytes)) in c.port_cycles.iter().zip(&c.port_bytes).enumerate() {
+            let k = self.topo.chain[li];
+            for (n, (&t, &b)) in times.iter().zip(bytes).enumerate() {
+                if let Some(&e) = self.sw.nodes[k].get(n) {
+                    if let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e) {
+                        ps.busy_cycles += t;
+                        ps.bytes_down += b;
+                    }
+                }
+            }
+        }
+        for &(p, r) in &c.ready {
+            let e = self.sw.pes()[p as usize];
+            if let Some(mut rd) = self.sw.world.get_mut::<Ready>(e) {
+                rd.0 = start + r;
+            }
+        }
+        let ready = percentiles(c.ready.iter().map(|&(_, r)| start + r));
+        let (util, pad, padded) = match layout {
+            Some(l) => {
+                let total: u64 = l.levels().iter().map(|x| x.fanout).product();
+                let real: u64 = runtime.iter().product();
+                let u = l.pes_used() as f64 / total.max(1) as f64 * real as f64 / l.padded_elems().max(1) as f64;
+                (u, l.padded_elems() - real.min(l.padded_elems()), l.padded_elems())
+            }
+            None => (0.0, 0, 0),
+        };
+        let r = OpReport {
+            index: self.ops.len(),
+            op: op.to_string(),
+            tensor: tensor.to_string(),
+            layout: layout.map(|l| l.canonical()),
+            start,
+            end,
+            cycles: c.cycles,
+            bottleneck: c.bottleneck,
+            stages: c.stages,
+            ready_cycles: ready,
+            flops: None,
+            utilisation: util,
+            padding_elems: pad,
+            padded_elems: padded,
+        };
+        self.ops.push(r.clone());
+        r
+    }
+
+    fn down_route(&self, steps: u64, dram: Option<DramSpec>) -> Route {
+        let n = self.topo.chain.len();
+        Route {
+            stages: (0..n - 1).map(|link| StageSpec { link, dir: Dir::Down, reduce: false, second: false }).collect(),
+            dram,
+            local_copy: false,
+            steps,
+        }
+    }
+
+    /// Load: DRAM (the tensor's XLA layout) → LM in `layout`.
+    pub fn load(&mut self, name: &str, layout: TensorLayout) -> Result<OpReport, SimError> {
+        let t = self.state(name)?;
+        let Some(dram) = t.dram.as_ref() else {
+            return err(format!("tensor `{name}` is not in DRAM: give it an `init` or Store it first"));
+        };
+        if layout.logical_shape() != t.dims.as_slice() {
+            return err(format!(
+                "layout {} is for shape {:?} but tensor `{name}` has shape {:?}",
+                layout.canonical(),
+                layout.logical_shape(),
+                t.dims
+            ));
+        }
+        let (dtype, runtime, xla) = (t.dtype, t.runtime.clone(), dram.layout.clone());
+        if self.mode == Mode::Functional && dram.data.is_empty() {
+            return err(format!("tensor `{name}` has no data in DRAM"));
+        }
+        if t.lm.is_some() {
+            self.free(name)?;
+        }
+        let (offset, words) = self.allocate(name, &layout)?;
+        let facts = match self.mode {
+            Mode::Timing => self.closed_facts(&layout, &[], &runtime, false, None),
+            Mode::Functional => self.move_load(name, &layout, offset),
+        };
+        let eff = self.burst_efficiency(&layout, &xla, &runtime, dtype);
+        let route = self.down_route(
+            layout.time_span(),
+            Some(DramSpec { dir: Dir::Down, elem_bytes: dtype.bytes(), efficiency: eff, second: false }),
+        );
+        let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
+        let op = self.finish("Load", name, Some(&layout), &runtime, c);
+        let t = self.tensors.get_mut(name).expect("checked");
+        t.lm = Some(Resident { layout, offset, words, partial: Vec::new() });
+        Ok(op)
+    }
+
+    fn move_load(&mut self, name: &str, layout: &TensorLayout, offset: u64) -> Vec<PeFact> {
+        let t = &self.tensors[name];
+        let dram = t.dram.as_ref().expect("checked");
+        let addr = DramAddr::new(&dram.layout, &t.runtime);
+        let eb = t.dtype.bytes() as usize;
+        let wb = self.machine.word_bytes as usize;
+        let fp = layout.footprint_words() as usize;
+        let runtime = &t.runtime;
+        let src = &dram.data;
+        let used = Self::used_table(layout);
+        let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
+        let mut pes: Vec<(&Pe, &mut Lm)> = q.iter_mut(&mut self.sw.world).map(|(p, l)| (p, l.into_inner())).collect();
+        let mut facts: Vec<(u64, PeFact)> = pes
+            .par_iter_mut()
+            .map(|(pe, lm)| {
+                let key = Self::key(layout, &used, &[], &pe.pos, false, None);
+                let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
+                    return (pe.global, PeFact::IDLE);
+                };
+                let (mut words, mut valid) = (0u64, 0u64);
+                let base = offset as usize;
+                shard.for_each(|idx, a, w, t| {
+                    let dst = (base + t as usize * fp + a as usize) * wb + w as usize * eb;
+                    if w == 0 {
+                        words += 1;
+                    }
+                    if idx.iter().zip(runtime).all(|(i, n)| i < n) {
+                        let s = addr.offset(idx) as usize * eb;
+                        lm.data[dst..dst + eb].copy_from_slice(&src[s..s + eb]);
+                        valid += 1;
+                    } else {
+                        lm.data[dst..dst + eb].fill(0);
+                    }
+                });
+                (pe.global, PeFact { key, reduced_key: key, bytes: words * wb as u64, valid })
+            })
+            .collect();
+        facts.sort_unstable_by_key(|f| f.0);
+        facts.into_iter().map(|f| f.1).collect()
+    }
+
+    /// Store: LM → DRAM (the tensor's XLA layout), reading one replica.
+    pub fn store(&mut self, name: &str, xla: XlaLayout) -> Result<OpReport, SimError> {
+        let r = self.resident(name)?.clone();
+        if let Some(&p) = r.partial.first() {
+            return err(format!(
+                "tensor `{name}` holds partial results over {}: Reduce it over that level before storing",
+                r.layout.levels()[p].name
+            ));
+        }
+        let t = self.state(name)?;
+        let (dtype, runtime) = (t.dtype, t.runtime.clone());
+        let facts = match self.mode {
+            Mode::Timing => self.closed_facts(&r.layout, &[], &runtime, true, None),
+            Mode::Functional => self.move_store(name, &r, &xla),
+        };
+        let n = self.topo.chain.len();
+        let eff = self.burst_efficiency(&r.layout, &xla, &runtime, dtype);
+        let route = Route {
+            stages: (0..n - 1).rev().map(|link| StageSpec { link, dir: Dir::Up, reduce: false, second: false }).collect(),
+            dram: Some(DramSpec { dir: Dir::Up, elem_bytes: dtype.bytes(), efficiency: eff, second: false }),
+            local_copy: false,
+            steps: r.layout.time_span(),
+        };
+        let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
+        if self.mode == Mode::Timing {
+            self.set_in_dram(name, xla);
+        }
+        Ok(self.finish("Store", name, Some(&r.layout), &runtime, c))
+    }
+
+    fn move_store(&mut self, name: &str, r: &Resident, xla: &XlaLayout) -> Vec<PeFact> {
+        let t = self.tensors.get_mut(name).expect("checked");
+        let eb = t.dtype.bytes() as usize;
+        let runtime = t.runtime.clone();
+        let buf = xla.buffer_elements(&runtime).unwrap_or(0) as usize * eb;
+        let dram = t.dram.get_or_insert_with(|| DramTensor { layout: xla.clone(), data: Vec::new() });
+        dram.layout = xla.clone();
+        dram.data.clear();
+        dram.data.resize(buf, 0);
+        let ptr = SyncPtr(dram.data.as_mut_ptr());
+        let addr = DramAddr::new(xla, &runtime);
+        let layout = &r.layout;
+        let wb = self.machine.word_bytes as usize;
+        let fp = layout.footprint_words() as usize;
+        let used = Self::used_table(layout);
+        let mut q = self.sw.world.query::<(&Pe, &Lm)>();
+        let pes: Vec<(&Pe, &Lm)> = q.iter(&self.sw.world).collect();
+        let mut facts: Vec<(u64, PeFact)> = pes
+            .par_iter()
+            .map(|(pe, lm)| {
+                let key = Self::key(layout, &used, &[], &pe.pos, true, None);
+                let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
+                    return (pe.global, PeFact::IDLE);
+                };
+                let p = ptr;
+                let (mut words, mut valid) = (0u64, 0u64);
+                shard.for_each(|idx, a, w, tt| {
+                    if w == 0 {
+                        words += 1;
+                    }
+                    if idx.iter().zip(&runtime).all(|(i, n)| i < n) {
+                        let s = (r.offset as usize + tt as usize * fp + a as usize) * wb + w as usize * eb;
+                        let d = addr.offset(idx) as usize * eb;
+                        debug_assert!(d + eb <= buf);
+                        // SAFETY: `d` is within the buffer (the XLA index of an in-range
+                        // element), and no other PE writes it: the placement map is
+                        // injective and only the first replica (the key) writes.
+                        unsafe { std::ptr::copy_nonoverlapping(lm.data.as_ptr().add(s), p.0.add(d), eb) };
+                        valid += 1;
+                    }
+                });
+                (pe.global, PeFact { key, reduced_key: key, bytes: words * wb as u64, valid })
+            })
+            .collect();
+        facts.sort_unstable_by_key(|f| f.0);
+        facts.into_iter().map(|f| f.1).collect()
+    }
+}
