@@ -2,3 +2,4 @@
 //! engine with per-level cycle accounting, scenario loading, and the `mnsim` binary.
 
 pub mod diag;
+pub mod scenario;
