@@ -30,6 +30,8 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
     };
     let mut failed = 0usize;
     let mut warned: Vec<String> = Vec::new();
+    // An error outside the plans (a shape, a knob) is the same for every plan: shown once.
+    let mut shown: Vec<(String, String)> = Vec::new();
     for plan in &plans {
         let label = match plan {
             Some(p) => format!("plan {p}"),
@@ -55,7 +57,14 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
                 if plans.len() == 1 {
                     return Err(report);
                 }
-                eprintln!("{report:?}");
+                let msg = report.to_string();
+                match shown.iter().find(|(m, _)| *m == msg) {
+                    Some((_, first)) => eprintln!("error: {label}: the same error as {first}"),
+                    None => {
+                        eprintln!("{report:?}");
+                        shown.push((msg, label));
+                    }
+                }
             }
         }
     }

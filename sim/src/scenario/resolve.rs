@@ -62,6 +62,12 @@ impl ResolvedTensor {
     pub fn is_dynamic(&self) -> bool {
         !self.declared.is_static()
     }
+
+    /// The shape layouts cover, as text: `f32[64,1024]`.
+    pub fn laid_out(&self) -> String {
+        let dims: Vec<String> = self.dims_at_bound.iter().map(u64::to_string).collect();
+        format!("{}[{}]", self.dtype, dims.join(","))
+    }
 }
 
 /// A layout after plan substitution.
@@ -352,9 +358,10 @@ pub fn resolve(
                 return Err(cx.err(
                     cx.op_span(i, "out"),
                     &format!(
-                        "{what}: `out` tensor `{out}` ({}{:?}) must have the dtype and shape of \
-                         `{tensor}` ({}{:?})",
-                        b.dtype, b.dims_at_bound, a.dtype, a.dims_at_bound
+                        "{what}: `out` tensor `{out}` ({}) must have the dtype and shape of \
+                         `{tensor}` ({})",
+                        b.laid_out(),
+                        a.laid_out()
                     ),
                     "different dtype or shape",
                 ));
@@ -463,10 +470,9 @@ pub fn resolve(
                         cx.src,
                         span.or(cx.op_span(i, "layout")),
                         &format!(
-                            "{what}: bad layout `{text}`{} for tensor `{target}` ({}{:?}): {}",
+                            "{what}: bad layout `{text}`{} for tensor `{target}` ({}): {}",
                             via_plan.as_deref().unwrap_or(""),
-                            t.dtype,
-                            t.dims_at_bound,
+                            t.laid_out(),
                             e.message
                         ),
                         "here",
