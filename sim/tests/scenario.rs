@@ -692,6 +692,17 @@ fn mutated_scenarios_never_panic() {
                 0 if !bytes.is_empty() => {
                     bytes.remove(at);
                 }
+                1 if rng.below(8) == 0 => {
+                    // A character of several bytes.
+                    let wide = ["é", "→", "𝔸", "\u{301}"][rng.below(4)];
+                    let at = (0..=at)
+                        .rev()
+                        .find(|&k| !(0x80..0xc0).contains(&bytes.get(k).copied().unwrap_or(0)))
+                        .unwrap_or(0);
+                    for (k, b) in wide.bytes().enumerate() {
+                        bytes.insert(at + k, b);
+                    }
+                }
                 1 => bytes.insert(at, c),
                 _ => {
                     if let Some(b) = bytes.get_mut(at) {

@@ -634,9 +634,16 @@ pub(crate) fn located_with(
     more: &[(Range<usize>, String)],
 ) -> Report {
     let text = &src.text;
+    // Inside the text and on character boundaries.
     let clamp = |r: &Range<usize>| {
-        let s = r.start.min(text.len());
-        let e = r.end.clamp(s, text.len());
+        let mut s = r.start.min(text.len());
+        while !text.is_char_boundary(s) {
+            s -= 1;
+        }
+        let mut e = r.end.clamp(s, text.len());
+        while !text.is_char_boundary(e) {
+            e += 1;
+        }
         // Give an empty span one character, so it underlines something.
         let e = if e == s {
             text[s..].chars().next().map_or(s, |c| s + c.len_utf8())
