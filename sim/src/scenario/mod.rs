@@ -293,28 +293,46 @@ pub enum ReduceOp {
 /// Elementwise one-operand functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum UnaryOp {
+    /// max(x, 0).
     Relu,
+    /// x·Φ(x) (tanh approximation).
     Gelu,
+    /// eˣ.
     Exp,
+    /// −x.
     Neg,
+    /// |x|.
     Abs,
+    /// √x.
     Sqrt,
+    /// 1/√x.
     Rsqrt,
+    /// tanh x.
     Tanh,
+    /// 1/(1+e⁻ˣ).
     Sigmoid,
+    /// 1/x.
     Recip,
+    /// x².
     Square,
+    /// x.
     Copy,
 }
 
 /// Elementwise two-operand functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BinaryOp {
+    /// a + b.
     Add,
+    /// a − b.
     Sub,
+    /// a × b.
     Mul,
+    /// a / b.
     Div,
+    /// max(a, b).
     Max,
+    /// min(a, b).
     Min,
 }
 
