@@ -295,7 +295,7 @@ pub enum ReduceOp {
 pub enum UnaryOp {
     /// max(x, 0).
     Relu,
-    /// x·Φ(x) (tanh approximation).
+    /// x·Φ(x), Φ the standard normal CDF.
     Gelu,
     /// eˣ.
     Exp,
