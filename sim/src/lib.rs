@@ -2,6 +2,7 @@
 //! engine with per-level cycle accounting, scenario loading, and the `mnsim` binary.
 
 pub mod diag;
-pub mod net;
-pub mod world;
 pub mod engine;
+pub mod net;
+pub mod scenario;
+pub mod world;

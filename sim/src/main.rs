@@ -28,6 +28,8 @@ enum Command {
         #[command(subcommand)]
         command: cmd::shape::ShapeCmd,
     },
+    /// Validate a scenario: load it and resolve every plan (or --plan), run nothing.
+    Check(cmd::check::CheckArgs),
     /// List the machine presets, or describe one (with --set knobs applied).
     Machines(cmd::machines::MachinesArgs),
 }
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Command::Layout { command } => cmd::layout::run(command),
         Command::Shape { command } => cmd::shape::run(command),
         Command::Machines(args) => cmd::machines::run(args),
+        Command::Check(args) => cmd::check::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

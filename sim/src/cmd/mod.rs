@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod check;
 pub mod layout;
 pub mod machines;
 pub mod shape;

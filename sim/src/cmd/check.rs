@@ -1,0 +1,79 @@
+//! `mnsim check S.ron`: load and resolve every plan, run nothing.
+
+use clap::Args;
+use miette::{Report, miette};
+use mnsim_sim::scenario;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Check only this plan (default: every plan).
+    #[arg(long)]
+    pub plan: Option<String>,
+    /// Override a machine knob, e.g. --set links.L1B.distribute.parent=128.
+    #[arg(long = "set")]
+    pub sets: Vec<String>,
+    /// Bind a dynamic dimension, e.g. --bind batch=48.
+    #[arg(long = "bind")]
+    pub binds: Vec<String>,
+}
+
+pub fn run(a: CheckArgs) -> Result<(), Report> {
+    let sets = scenario::parse_sets(&a.sets)?;
+    let binds = scenario::parse_binds(&a.binds)?;
+    let (sc, src) = scenario::load(&a.scenario)?;
+    let plans = match &a.plan {
+        Some(p) => vec![Some(p.clone())],
+        None => scenario::plans_to_run(&sc),
+    };
+    let mut failed = 0usize;
+    let mut warned: Vec<String> = Vec::new();
+    // An error outside the plans (a shape, a knob) is the same for every plan: shown once.
+    let mut shown: Vec<(String, String)> = Vec::new();
+    for plan in &plans {
+        let label = match plan {
+            Some(p) => format!("plan {p}"),
+            None => "no plan".to_string(),
+        };
+        match scenario::resolve(&sc, &src, plan.as_deref(), &sets, &binds) {
+            Ok(r) => {
+                println!(
+                    "ok  {label}: {} ops, {} tensors, machine {}",
+                    r.ops.len(),
+                    r.tensors.len(),
+                    r.machine.name
+                );
+                for w in r.warnings {
+                    if !warned.contains(&w) {
+                        eprintln!("warning: {w}");
+                        warned.push(w);
+                    }
+                }
+            }
+            Err(report) => {
+                failed += 1;
+                if plans.len() == 1 {
+                    return Err(report);
+                }
+                let msg = report.to_string();
+                match shown.iter().find(|(m, _)| *m == msg) {
+                    Some((_, first)) => eprintln!("error: {label}: the same error as {first}"),
+                    None => {
+                        eprintln!("{report:?}");
+                        shown.push((msg, label));
+                    }
+                }
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(miette!(
+            "error: {failed} of {} plans of {} have errors",
+            plans.len(),
+            src.path
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,757 @@
+//! Scenario files (SPEC §6): a machine, tensors, a program of ops and layout plans,
+//! written in RON.
+//!
+//! [`load`] / [`parse`] read a file into a [`Scenario`] (syntax and type errors point at
+//! `file:line:column`); [`resolve`] checks it against a machine for one plan and
+//! produces a [`Resolved`] scenario: machine with knobs applied, shapes bound, every
+//! layout bound to its tensor. Every error is a [`miette::Report`] whose message starts
+//! `error: FILE:LINE:COLUMN:` and whose label marks the place in the file.
+//!
+//! The user-facing reference of the format is `docs/scenarios.md`.
+
+mod resolve;
+mod spans;
+
+pub use resolve::{LayoutRef, Resolved, ResolvedOp, ResolvedTensor, plans_to_run, resolve};
+
+use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report, miette};
+use mnsim_arch::DType;
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+
+// ---------------------------------------------------------------------------
+// The format
+// ---------------------------------------------------------------------------
+
+/// A scenario: what to run, on which machine, under which layout plans.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A name for reports.
+    pub name: String,
+    /// Free text for people.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The machine: a preset or a machine RON file.
+    pub machine: MachineRef,
+    /// What-if knobs applied to the machine (`"links.L1B.distribute.parent": 1024.0`).
+    #[serde(default)]
+    pub overrides: BTreeMap<String, f64>,
+    /// Functional (real values) or timing (counts only). Default: timing.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Sizes of named dynamic dimensions (`"batch": 48`).
+    #[serde(default)]
+    pub bind: BTreeMap<String, u64>,
+    /// Every tensor the program names.
+    pub tensors: BTreeMap<String, TensorDecl>,
+    /// The ops, in order.
+    pub program: Vec<Op>,
+    /// Layout plans: plan name → variable → layout. `$var` in a layout refers to them.
+    #[serde(default)]
+    pub plans: BTreeMap<String, BTreeMap<String, PlanValue>>,
+    /// In functional mode, compare every stored output with a host reference.
+    #[serde(default)]
+    pub verify: bool,
+}
+
+/// Which machine a scenario runs on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MachineRef {
+    /// A built-in machine (`mnsim machines` lists them).
+    Preset(String),
+    /// A machine RON file; a relative path is relative to the scenario file's folder.
+    File(String),
+}
+
+/// How a scenario runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    /// Move and compute real values.
+    Functional,
+    /// Count bytes and cycles only (same cycles as functional).
+    #[default]
+    Timing,
+}
+
+impl Mode {
+    /// `"functional"` or `"timing"`, as reports write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Functional => "functional",
+            Mode::Timing => "timing",
+        }
+    }
+}
+
+/// A tensor: element type, XLA shape (with DRAM layout and dynamic dimensions), and
+/// how its DRAM copy starts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorDecl {
+    /// Element type; must match the shape's.
+    pub dtype: DType,
+    /// XLA or StableHLO shape text: `"f16[<=64,1024]{0,1}"`.
+    pub shape: String,
+    /// Initial DRAM contents; `None` for a tensor the program computes.
+    #[serde(default)]
+    pub init: Option<Init>,
+}
+
+/// Initial contents of a tensor in DRAM.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Init {
+    /// Uniform in [-1, 1), from a seeded generator.
+    Random {
+        /// The generator's seed.
+        seed: u64,
+    },
+    /// All 0.
+    Zeros,
+    /// All 1.
+    Ones,
+    /// Element `i` (row-major over the logical shape) holds `i`.
+    Iota,
+    /// Every element holds `value`.
+    Fill {
+        /// The value.
+        value: f64,
+    },
+}
+
+/// The value of a plan variable: a layout, or `Any` (left to the planner).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanValue {
+    /// TensorLayout text.
+    Layout(String),
+    /// The planner picks (`mnsim plan`).
+    Any,
+}
+
+impl Serialize for PlanValue {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PlanValue::Layout(t) => s.serialize_str(t),
+            PlanValue::Any => s.serialize_unit_variant("PlanValue", 1, "Any"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PlanValue {
+    /// A string is a layout (the string `"Any"` is `Any` too); a bare identifier is
+    /// `Any` (that it is spelt `Any` is checked by [`parse`], which sees the text).
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = PlanValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a layout string or `Any`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PlanValue, E> {
+                Ok(if v.trim() == "Any" {
+                    PlanValue::Any
+                } else {
+                    PlanValue::Layout(v.to_string())
+                })
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<PlanValue, E> {
+                Ok(PlanValue::Any)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One step of a program. Layout fields hold TensorLayout text or `$var` (a plan
+/// variable).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Op {
+    /// DRAM → LM in `layout`.
+    Load { tensor: String, layout: String },
+    /// LM → DRAM.
+    Store { tensor: String },
+    /// LM layout → another LM layout (into `out` if given, else in place).
+    Relayout {
+        tensor: String,
+        layout: String,
+        #[serde(default)]
+        out: Option<String>,
+    },
+    /// A Load (tensor not in LM) or Relayout (tensor in LM) into a layout that
+    /// replicates over some level.
+    Broadcast {
+        tensor: String,
+        layout: String,
+        #[serde(default)]
+        out: Option<String>,
+    },
+    /// Combines partial results across `level`.
+    Reduce {
+        tensor: String,
+        level: String,
+        #[serde(default)]
+        op: ReduceOp,
+        #[serde(default)]
+        layout: Option<String>,
+        #[serde(default)]
+        out: Option<String>,
+    },
+    /// Releases a tensor's LM.
+    Free { tensor: String },
+    /// Elementwise `op(input)`.
+    Unary {
+        op: UnaryOp,
+        input: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// Elementwise `op(a, b)`.
+    Binary {
+        op: BinaryOp,
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// `out = a × b`.
+    MatMul {
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// Batched `out = a × b` over the leading axes.
+    BatchMatMul {
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// Reduces `input` along `axes`.
+    ReduceAxes {
+        op: ReduceOp,
+        input: String,
+        axes: Vec<usize>,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// Softmax along `axis`.
+    Softmax {
+        input: String,
+        axis: usize,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// Layer normalisation along `axis`.
+    LayerNorm {
+        input: String,
+        axis: usize,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        #[serde(default = "default_eps")]
+        eps: f64,
+    },
+    /// Permutes axes: output axis `i` is input axis `perm[i]`.
+    Transpose {
+        input: String,
+        perm: Vec<usize>,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+}
+
+fn default_eps() -> f64 {
+    1e-5
+}
+
+/// How partial results combine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReduceOp {
+    /// Sum.
+    #[default]
+    Add,
+    /// Maximum.
+    Max,
+    /// Minimum.
+    Min,
+}
+
+/// Elementwise one-operand functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UnaryOp {
+    /// max(x, 0).
+    Relu,
+    /// x·Φ(x), Φ the standard normal CDF.
+    Gelu,
+    /// eˣ.
+    Exp,
+    /// −x.
+    Neg,
+    /// |x|.
+    Abs,
+    /// √x.
+    Sqrt,
+    /// 1/√x.
+    Rsqrt,
+    /// tanh x.
+    Tanh,
+    /// 1/(1+e⁻ˣ).
+    Sigmoid,
+    /// 1/x.
+    Recip,
+    /// x².
+    Square,
+    /// x.
+    Copy,
+}
+
+/// Elementwise two-operand functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BinaryOp {
+    /// a + b.
+    Add,
+    /// a − b.
+    Sub,
+    /// a × b.
+    Mul,
+    /// a / b.
+    Div,
+    /// max(a, b).
+    Max,
+    /// min(a, b).
+    Min,
+}
+
+impl Op {
+    /// The variant name (`"Load"`, `"MatMul"`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Load { .. } => "Load",
+            Op::Store { .. } => "Store",
+            Op::Relayout { .. } => "Relayout",
+            Op::Broadcast { .. } => "Broadcast",
+            Op::Reduce { .. } => "Reduce",
+            Op::Free { .. } => "Free",
+            Op::Unary { .. } => "Unary",
+            Op::Binary { .. } => "Binary",
+            Op::MatMul { .. } => "MatMul",
+            Op::BatchMatMul { .. } => "BatchMatMul",
+            Op::ReduceAxes { .. } => "ReduceAxes",
+            Op::Softmax { .. } => "Softmax",
+            Op::LayerNorm { .. } => "LayerNorm",
+            Op::Transpose { .. } => "Transpose",
+        }
+    }
+
+    /// Whether the op is a data movement (Load, Store, Relayout, Broadcast, Reduce,
+    /// Free) rather than a kernel.
+    pub fn is_transfer(&self) -> bool {
+        matches!(
+            self,
+            Op::Load { .. }
+                | Op::Store { .. }
+                | Op::Relayout { .. }
+                | Op::Broadcast { .. }
+                | Op::Reduce { .. }
+                | Op::Free { .. }
+        )
+    }
+
+    /// The tensors the op reads, with the names of their fields.
+    pub fn inputs(&self) -> Vec<(&'static str, &str)> {
+        match self {
+            Op::Load { tensor, .. }
+            | Op::Store { tensor }
+            | Op::Relayout { tensor, .. }
+            | Op::Broadcast { tensor, .. }
+            | Op::Reduce { tensor, .. }
+            | Op::Free { tensor } => vec![("tensor", tensor)],
+            Op::Unary { input, .. }
+            | Op::ReduceAxes { input, .. }
+            | Op::Softmax { input, .. }
+            | Op::LayerNorm { input, .. }
+            | Op::Transpose { input, .. } => vec![("input", input)],
+            Op::Binary { a, b, .. } | Op::MatMul { a, b, .. } | Op::BatchMatMul { a, b, .. } => {
+                vec![("a", a), ("b", b)]
+            }
+        }
+    }
+
+    /// The tensor the op leaves in LM (with its field name): `out`, or the moved
+    /// tensor when there is no `out`. `None` for Store and Free.
+    pub fn output(&self) -> Option<(&'static str, &str)> {
+        match self {
+            Op::Load { tensor, .. } => Some(("tensor", tensor)),
+            Op::Store { .. } | Op::Free { .. } => None,
+            Op::Relayout { tensor, out, .. }
+            | Op::Broadcast { tensor, out, .. }
+            | Op::Reduce { tensor, out, .. } => Some(match out {
+                Some(o) => ("out", o),
+                None => ("tensor", tensor),
+            }),
+            Op::Unary { out, .. }
+            | Op::Binary { out, .. }
+            | Op::MatMul { out, .. }
+            | Op::BatchMatMul { out, .. }
+            | Op::ReduceAxes { out, .. }
+            | Op::Softmax { out, .. }
+            | Op::LayerNorm { out, .. }
+            | Op::Transpose { out, .. } => Some(("out", out)),
+        }
+    }
+
+    /// The layout text (literal or `$var`), if the op has one.
+    pub fn layout(&self) -> Option<&str> {
+        match self {
+            Op::Load { layout, .. }
+            | Op::Relayout { layout, .. }
+            | Op::Broadcast { layout, .. } => Some(layout),
+            Op::Store { .. } | Op::Free { .. } => None,
+            Op::Reduce { layout, .. }
+            | Op::Unary { layout, .. }
+            | Op::Binary { layout, .. }
+            | Op::MatMul { layout, .. }
+            | Op::BatchMatMul { layout, .. }
+            | Op::ReduceAxes { layout, .. }
+            | Op::Softmax { layout, .. }
+            | Op::LayerNorm { layout, .. }
+            | Op::Transpose { layout, .. } => layout.as_deref(),
+        }
+    }
+
+    /// Replaces the layout text (no effect on ops without a layout field).
+    pub fn set_layout(&mut self, text: String) {
+        match self {
+            Op::Load { layout, .. }
+            | Op::Relayout { layout, .. }
+            | Op::Broadcast { layout, .. } => *layout = text,
+            Op::Store { .. } | Op::Free { .. } => {}
+            Op::Reduce { layout, .. }
+            | Op::Unary { layout, .. }
+            | Op::Binary { layout, .. }
+            | Op::MatMul { layout, .. }
+            | Op::BatchMatMul { layout, .. }
+            | Op::ReduceAxes { layout, .. }
+            | Op::Softmax { layout, .. }
+            | Op::LayerNorm { layout, .. }
+            | Op::Transpose { layout, .. } => *layout = Some(text),
+        }
+    }
+
+    /// A short description for messages: `Load of `x``, `MatMul -> `h``.
+    pub fn describe(&self) -> String {
+        match self {
+            Op::Load { tensor, .. }
+            | Op::Store { tensor }
+            | Op::Relayout { tensor, .. }
+            | Op::Broadcast { tensor, .. }
+            | Op::Reduce { tensor, .. }
+            | Op::Free { tensor } => format!("{} of `{tensor}`", self.name()),
+            _ => match self.output() {
+                Some((_, o)) => format!("{} -> `{o}`", self.name()),
+                None => self.name().to_string(),
+            },
+        }
+    }
+}
+
+/// The plan variable a layout text refers to: `"$act"` → `Some("act")`.
+pub fn plan_variable(layout: &str) -> Option<&str> {
+    layout.trim().strip_prefix('$').map(str::trim)
+}
+
+// ---------------------------------------------------------------------------
+// Loading
+// ---------------------------------------------------------------------------
+
+/// A scenario file's name and text, kept so that later errors can point into it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The file's path as given (used in messages and to find `File(...)` machines).
+    pub path: String,
+    /// The file's text.
+    pub text: String,
+}
+
+/// Reads and parses a scenario file.
+pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| miette!("error: cannot read scenario {name}: {e}"))?;
+    let sc = parse(&text, &name)?;
+    Ok((sc, Source { path: name, text }))
+}
+
+/// Parses scenario text; `name` is the file name used in messages.
+pub fn parse(text: &str, name: &str) -> Result<Scenario, Report> {
+    let opts =
+        ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
+    let sc: Scenario = opts.from_str(text).map_err(|e| {
+        let start = offset_of(text, e.span.start.line, e.span.start.col);
+        let end = offset_of(text, e.span.end.line, e.span.end.col).max(start);
+        let src = Source {
+            path: name.to_string(),
+            text: text.to_string(),
+        };
+        located(&src, Some(start..end), &ron_message(&e.code), "here")
+    })?;
+    check_any_spelling(&sc, text, name)?;
+    Ok(sc)
+}
+
+/// A bare identifier as a plan value deserialises as `Any` whatever it says; the
+/// text tells whether it really is `Any`.
+fn check_any_spelling(sc: &Scenario, text: &str, name: &str) -> Result<(), Report> {
+    let Some(root) = spans::scan(text) else {
+        return Ok(());
+    };
+    for (plan, vars) in &sc.plans {
+        for (var, value) in vars {
+            if *value != PlanValue::Any {
+                continue;
+            }
+            let Some(node) = root
+                .field("plans")
+                .and_then(|p| p.get(plan))
+                .and_then(|p| p.get(var))
+            else {
+                continue;
+            };
+            if node.ident() == Some("Any") || node.str_value().is_some() {
+                continue;
+            }
+            let found = text.get(node.span.clone()).unwrap_or("?");
+            let src = Source {
+                path: name.to_string(),
+                text: text.to_string(),
+            };
+            return Err(located(
+                &src,
+                Some(node.span.clone()),
+                &format!(
+                    "plan `{plan}`, variable `{var}`: expected a layout string or `Any`, found `{found}`"
+                ),
+                "expected a layout string or `Any`",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// RON's message, with a "did you mean" for a misspelt field or variant.
+fn ron_message(code: &ron::Error) -> String {
+    let base = code.to_string();
+    let near = match code {
+        ron::Error::NoSuchStructField {
+            expected, found, ..
+        }
+        | ron::Error::NoSuchEnumVariant {
+            expected, found, ..
+        } => closest(found, expected),
+        _ => None,
+    };
+    match near {
+        Some(n) => format!("{base}; did you mean `{n}`?"),
+        None => base,
+    }
+}
+
+/// The candidate closest to `name` by edit distance, if it is close.
+pub(crate) fn closest<'a, S: AsRef<str>>(name: &str, candidates: &'a [S]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| {
+            (
+                edit_distance(&name.to_lowercase(), &c.as_ref().to_lowercase()),
+                c,
+            )
+        })
+        .filter(|(d, c)| *d <= (c.as_ref().len().max(name.len()) / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.as_ref())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// Byte offset of 1-based `line` and `col` (in characters), clamped to the text.
+pub(crate) fn offset_of(text: &str, line: usize, col: usize) -> usize {
+    let mut start = 0usize;
+    for _ in 1..line.max(1) {
+        match text[start..].find('\n') {
+            Some(k) => start += k + 1,
+            None => return text.len(),
+        }
+    }
+    let line_text = &text[start..];
+    let line_end = line_text.find('\n').unwrap_or(line_text.len());
+    line_text[..line_end]
+        .char_indices()
+        .nth(col.saturating_sub(1))
+        .map_or(start + line_end, |(k, _)| start + k)
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before[before.rfind('\n').map_or(0, |k| k + 1)..]
+        .chars()
+        .count()
+        + 1;
+    (line, col)
+}
+
+/// A diagnostic located in a scenario file: `error: FILE:LINE:COL: message`, with a
+/// label over `span` (or just `error: FILE: message` without one).
+pub(crate) fn located(
+    src: &Source,
+    span: Option<Range<usize>>,
+    message: &str,
+    label: &str,
+) -> Report {
+    located_with(src, span, message, label, &[])
+}
+
+/// Like [`located`], with more labels in the same file.
+pub(crate) fn located_with(
+    src: &Source,
+    span: Option<Range<usize>>,
+    message: &str,
+    label: &str,
+    more: &[(Range<usize>, String)],
+) -> Report {
+    let text = &src.text;
+    // Inside the text and on character boundaries.
+    let clamp = |r: &Range<usize>| {
+        let mut s = r.start.min(text.len());
+        while !text.is_char_boundary(s) {
+            s -= 1;
+        }
+        let mut e = r.end.clamp(s, text.len());
+        while !text.is_char_boundary(e) {
+            e += 1;
+        }
+        // Give an empty span one character, so it underlines something.
+        let e = if e == s {
+            text[s..].chars().next().map_or(s, |c| s + c.len_utf8())
+        } else {
+            e
+        };
+        (s, e - s)
+    };
+    let Some(span) = span else {
+        return miette!("error: {}: {message}", src.path);
+    };
+    let (line, col) = line_col(text, span.start);
+    let (s, len) = clamp(&span);
+    let mut labels = vec![LabeledSpan::new_primary_with_span(
+        Some(label.to_string()),
+        (s, len),
+    )];
+    for (r, l) in more {
+        let (s, len) = clamp(r);
+        labels.push(LabeledSpan::new_with_span(Some(l.clone()), (s, len)));
+    }
+    let diag = MietteDiagnostic::new(format!("error: {}:{line}:{col}: {message}", src.path))
+        .with_labels(labels);
+    Report::new(diag).with_source_code(NamedSource::new(&src.path, text.clone()))
+}
+
+// ---------------------------------------------------------------------------
+// Command-line helpers
+// ---------------------------------------------------------------------------
+
+/// Parses `--bind NAME=SIZE` arguments (`batch=48`, `seq=4_096`).
+pub fn parse_binds(args: &[String]) -> Result<BTreeMap<String, u64>, Report> {
+    let mut out = BTreeMap::new();
+    for a in args {
+        let bad =
+            || miette!("error: --bind {a}: expected NAME=SIZE with a whole number, e.g. batch=48");
+        let (k, v) = a.split_once('=').ok_or_else(bad)?;
+        let k = k.trim();
+        let valid_name = k.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid_name {
+            return Err(bad());
+        }
+        let digits: String = v.trim().chars().filter(|&c| c != '_').collect();
+        let v: u64 = digits.parse().map_err(|_| bad())?;
+        out.insert(k.to_string(), v);
+    }
+    Ok(out)
+}
+
+/// Parses `--set KNOB=VALUE` arguments.
+pub fn parse_sets(args: &[String]) -> Result<Vec<(String, f64)>, Report> {
+    args.iter()
+        .map(|a| mnsim_arch::parse_assignment(a).map_err(|e| miette!("error: --set {a}: {e}")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_round_trip() {
+        let t = "ab\nçd\n\nx";
+        for off in [0, 1, 3, 5, 6, 7, 8] {
+            let (l, c) = line_col(t, off);
+            assert_eq!(offset_of(t, l, c), off, "{off}");
+        }
+        assert_eq!(offset_of(t, 99, 1), t.len());
+        assert_eq!(offset_of(t, 1, 99), 2);
+    }
+
+    #[test]
+    fn binds_and_sets() {
+        let b = parse_binds(&["batch=48".into(), " seq = 4_096".into()]).unwrap();
+        assert_eq!(b["batch"], 48);
+        assert_eq!(b["seq"], 4096);
+        for bad in ["batch", "=3", "b=-1", "b=1.5", "1x=2", "b="] {
+            assert!(parse_binds(&[bad.into()]).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_sets(&["a.b=2".into()]).unwrap(),
+            vec![("a.b".into(), 2.0)]
+        );
+        assert!(parse_sets(&["a.b".into()]).is_err());
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(closest("tensorz", &["tensors", "program"]), Some("tensors"));
+        assert_eq!(closest("zzz", &["tensors", "program"]), None);
+    }
+}
