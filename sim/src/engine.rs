@@ -12,27 +12,12 @@ use hdrhistogram::Histogram;
 use mnsim_arch::layout::Class;
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
+use mnsim_arch::machine::AddrLevel;
 use mnsim_reports::{OpReport, Percentiles};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
-/// How a run moves data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum Mode {
-    /// Count bytes in closed form; no element data.
-    Timing,
-    /// Move and compute real values.
-    Functional,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Timing => "timing",
-            Mode::Functional => "functional",
-        }
-    }
-}
+pub use crate::scenario::Mode;
 
 /// A simulation error: a message for the user (the op and tensor named in it).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -154,21 +139,19 @@ impl DramAddr {
     }
 }
 
+/// Percentiles of per-PE cycles through an hdrhistogram at 5 significant digits (exact
+/// below 100,000 cycles); min and max are exact, and no percentile exceeds the max.
 fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
-    let mut h = Histogram::<u64>::new(3).ok()?;
-    let mut n = 0u64;
+    let mut h = Histogram::<u64>::new_with_bounds(1, u64::MAX / 4, 5).ok()?;
+    let (mut n, mut lo, mut hi) = (0u64, u64::MAX, 0u64);
     for v in values {
-        h.saturating_record(v);
+        h.saturating_record(v.max(1));
         n += 1;
+        lo = lo.min(v);
+        hi = hi.max(v);
     }
-    (n > 0).then(|| Percentiles {
-        p50: h.value_at_quantile(0.5),
-        p90: h.value_at_quantile(0.9),
-        p99: h.value_at_quantile(0.99),
-        max: h.max(),
-        min: h.min(),
-        count: n,
-    })
+    let q = |x: f64| h.value_at_quantile(x).min(hi);
+    (n > 0).then(|| Percentiles { p50: q(0.5), p90: q(0.9), p99: q(0.99), max: hi, min: lo, count: n })
 }
 
 impl Engine {
@@ -229,10 +212,6 @@ impl Engine {
             }
             DramTensor { layout: dram_layout, data: out }
         });
-        let dram = match (dram, self.mode) {
-            (Some(d), _) => Some(d),
-            (None, _) => None,
-        };
         self.tensors.insert(name.to_string(), TensorState { dtype, dims, runtime, dram, lm: None });
         Ok(())
     }
@@ -651,6 +630,257 @@ impl Engine {
                         // element), and no other PE writes it: the placement map is
                         // injective and only the first replica (the key) writes.
                         unsafe { std::ptr::copy_nonoverlapping(lm.data.as_ptr().add(s), p.0.add(d), eb) };
+                        valid += 1;
+                    }
+                });
+                (pe.global, PeFact { key, reduced_key: key, bytes: words * wb as u64, valid })
+            })
+            .collect();
+        facts.sort_unstable_by_key(|f| f.0);
+        facts.into_iter().map(|f| f.1).collect()
+    }
+
+    /// Whether data must cross addressable level `i` to go from `src` to `dst`: the
+    /// source is split (or partial) there and the destination does not hold each
+    /// element at the same position. Compared per axis: a level position is a sum of
+    /// per-axis contributions, so equal per-axis functions mean equal maps.
+    fn crosses(src: &TensorLayout, dst: &TensorLayout, i: usize, dims: &[u64]) -> bool {
+        if src.levels()[i].replicated {
+            return false;
+        }
+        if dst.levels()[i].replicated {
+            return true;
+        }
+        let contrib = |l: &TensorLayout, g: usize, x: u64| -> u64 {
+            let subs = &l.groups()[g];
+            let mut radix = 1u64;
+            let mut v = 0u64;
+            for s in subs.iter().rev() {
+                if s.class == Class::Level(i) {
+                    v += ((x / radix) % s.size) * s.stride;
+                }
+                radix = radix.saturating_mul(s.size);
+            }
+            v
+        };
+        (0..dims.len()).any(|g| (0..dims[g]).any(|x| contrib(src, g, x) != contrib(dst, g, x)))
+    }
+
+    /// Global PE index of a position tuple.
+    fn pe_index(addr: &[AddrLevel], pos: &[u64]) -> usize {
+        pos.iter().zip(addr).fold(0u64, |a, (p, l)| a * l.fanout + p) as usize
+    }
+
+    /// Copies every PE's bytes of a region out of the LMs (a snapshot for moves that
+    /// read one PE and write another).
+    fn snapshot(&mut self, offset: u64, words: u64) -> Vec<Vec<u8>> {
+        let wb = self.machine.word_bytes as usize;
+        let (a, b) = (offset as usize * wb, (offset + words) as usize * wb);
+        let mut q = self.sw.world.query::<(&Pe, &Lm)>();
+        let mut v: Vec<(u64, Vec<u8>)> = q.iter(&self.sw.world).map(|(p, l)| (p.global, l.data[a..b].to_vec())).collect();
+        v.sort_unstable_by_key(|x| x.0);
+        v.into_iter().map(|x| x.1).collect()
+    }
+
+    fn up_down_route(&self, meet: usize, reduce_at_meet: bool, steps: u64) -> Route {
+        let n = self.topo.chain.len();
+        let mut stages: Vec<StageSpec> = (meet..n - 1)
+            .rev()
+            .map(|link| StageSpec { link, dir: Dir::Up, reduce: reduce_at_meet && link == meet, second: false })
+            .collect();
+        stages.extend((meet..n - 1).map(|link| StageSpec { link, dir: Dir::Down, reduce: false, second: true }));
+        Route { stages, dram: None, local_copy: false, steps }
+    }
+
+    /// Relayout (also Broadcast from LM): layout A → layout B through the lowest common
+    /// ancestor. `out` names the result (default: the tensor itself, moved).
+    pub fn relayout(&mut self, op: &str, name: &str, layout: TensorLayout, out: Option<&str>) -> Result<OpReport, SimError> {
+        let src = self.resident(name)?.clone();
+        if let Some(&p) = src.partial.first() {
+            return err(format!(
+                "tensor `{name}` holds partial results over {}: Reduce it before moving it",
+                src.layout.levels()[p].name
+            ));
+        }
+        let dst_name = out.unwrap_or(name).to_string();
+        let t = self.state(name)?;
+        let (dtype, dims, runtime) = (t.dtype, t.dims.clone(), t.runtime.clone());
+        let d = self.state(&dst_name)?;
+        if d.dtype != dtype || d.dims != dims {
+            return err(format!("`{dst_name}` ({} {:?}) cannot hold `{name}` ({dtype} {dims:?})", d.dtype, d.dims));
+        }
+        if layout.logical_shape() != dims.as_slice() {
+            return err(format!("layout {} is for shape {:?}, not {dims:?}", layout.canonical(), layout.logical_shape()));
+        }
+        if dst_name != name && d.lm.is_some() {
+            self.free(&dst_name)?;
+        }
+        let (offset, words) = self.allocate(&dst_name, &layout)?;
+        let addr = self.machine.addressable_levels();
+        let crossing = (0..addr.len()).filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime)).min();
+        let src_facts = self.closed_facts(&src.layout, &[], &runtime, true, None);
+        let dst_facts = match self.mode {
+            Mode::Timing => self.closed_facts(&layout, &[], &runtime, false, None),
+            Mode::Functional => self.move_relayout(&src, &layout, offset, &runtime, dtype),
+        };
+        let steps = src.layout.time_span().max(layout.time_span());
+        let c = match crossing {
+            Some(i) => {
+                let meet = self.topo.meet_above(addr[i].level_index);
+                let route = self.up_down_route(meet, false, steps);
+                net::cost(&self.machine, &self.topo, &route, [&src_facts, &dst_facts])
+            }
+            None => {
+                // No level to cross: a copy inside each LM (the larger of the two shards).
+                let facts: Vec<PeFact> = src_facts
+                    .iter()
+                    .zip(&dst_facts)
+                    .map(|(a, b)| if b.key == net::NONE { PeFact::IDLE } else { PeFact { bytes: a.bytes.max(b.bytes), ..*b } })
+                    .collect();
+                let route = Route { stages: Vec::new(), dram: None, local_copy: true, steps };
+                net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
+            }
+        };
+        if dst_name == name {
+            self.alloc.free(src.offset);
+        }
+        let rep = self.finish(op, &dst_name, Some(&layout), &runtime, c);
+        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident { layout, offset, words, partial: Vec::new() });
+        Ok(rep)
+    }
+
+    fn move_relayout(&mut self, src: &Resident, layout: &TensorLayout, offset: u64, runtime: &[u64], dtype: DType) -> Vec<PeFact> {
+        let snap = self.snapshot(src.offset, src.words);
+        let addr = self.machine.addressable_levels();
+        let eb = dtype.bytes() as usize;
+        let wb = self.machine.word_bytes as usize;
+        let (sfp, dfp) = (src.layout.footprint_words() as usize, layout.footprint_words() as usize);
+        let used = Self::used_table(layout);
+        let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
+        let mut pes: Vec<(&Pe, &mut Lm)> = q.iter_mut(&mut self.sw.world).map(|(p, l)| (p, l.into_inner())).collect();
+        let mut facts: Vec<(u64, PeFact)> = pes
+            .par_iter_mut()
+            .map(|(pe, lm)| {
+                let key = Self::key(layout, &used, &[], &pe.pos, false, None);
+                let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
+                    return (pe.global, PeFact::IDLE);
+                };
+                let (mut words, mut valid) = (0u64, 0u64);
+                let mut spos = pe.pos.clone();
+                shard.for_each(|idx, a, w, t| {
+                    let dst = (offset as usize + t as usize * dfp + a as usize) * wb + w as usize * eb;
+                    if w == 0 {
+                        words += 1;
+                    }
+                    if idx.iter().zip(runtime).all(|(i, n)| i < n) {
+                        let p = src.layout.place(idx).expect("in range");
+                        // A replicated source level: read the copy at our own position.
+                        for (k, x) in p.pos.iter().enumerate() {
+                            spos[k] = x.unwrap_or(pe.pos[k]);
+                        }
+                        let from = &snap[Self::pe_index(&addr, &spos)];
+                        let s = (p.t as usize * sfp + p.addr as usize) * wb + p.w as usize * eb;
+                        lm.data[dst..dst + eb].copy_from_slice(&from[s..s + eb]);
+                        valid += 1;
+                    } else {
+                        lm.data[dst..dst + eb].fill(0);
+                    }
+                });
+                (pe.global, PeFact { key, reduced_key: key, bytes: words * wb as u64, valid })
+            })
+            .collect();
+        facts.sort_unstable_by_key(|f| f.0);
+        facts.into_iter().map(|f| f.1).collect()
+    }
+
+    /// Reduce: combine the copies of a tensor over a level on which it is partial (or
+    /// replicated: the copies are combined as they are). The result is replicated over
+    /// that level, in the same layout, under `out` (default: the tensor itself).
+    pub fn reduce(&mut self, name: &str, level: &str, op: Combine, out: Option<&str>) -> Result<OpReport, SimError> {
+        let src = self.resident(name)?.clone();
+        let Some(i) = src.layout.levels().iter().position(|l| l.name == level) else {
+            return err(format!(
+                "`{level}` is not an addressable level of {} ({})",
+                self.machine.name,
+                src.layout.levels().iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        };
+        if !src.layout.levels()[i].replicated {
+            return err(format!(
+                "tensor `{name}` is split over {level}, not partial: there is nothing to reduce over {level}"
+            ));
+        }
+        let t = self.state(name)?;
+        let (dtype, runtime) = (t.dtype, t.runtime.clone());
+        let dst_name = out.unwrap_or(name).to_string();
+        let layout = src.layout.clone();
+        let (offset, words) = if dst_name == name {
+            (src.offset, src.words)
+        } else {
+            if self.state(&dst_name)?.lm.is_some() {
+                self.free(&dst_name)?;
+            }
+            self.allocate(&dst_name, &layout)?
+        };
+        let mut partial = src.partial.clone();
+        if !partial.contains(&i) {
+            partial.push(i);
+        }
+        let up = self.closed_facts(&layout, &partial, &runtime, true, Some(i));
+        let rest: Vec<usize> = src.partial.iter().copied().filter(|&p| p != i).collect();
+        let down = match self.mode {
+            Mode::Timing => self.closed_facts(&layout, &rest, &runtime, false, None),
+            Mode::Functional => self.move_reduce(&src, i, op, offset, dtype, &runtime),
+        };
+        let addr = self.machine.addressable_levels();
+        let meet = self.topo.meet_above(addr[i].level_index);
+        let route = self.up_down_route(meet, true, layout.time_span());
+        let c = net::cost(&self.machine, &self.topo, &route, [&up, &down]);
+        let rep = self.finish("Reduce", &dst_name, Some(&layout), &runtime, c);
+        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident { layout, offset, words, partial: rest });
+        Ok(rep)
+    }
+
+    fn move_reduce(&mut self, src: &Resident, level: usize, op: Combine, offset: u64, dtype: DType, runtime: &[u64]) -> Vec<PeFact> {
+        let snap = self.snapshot(src.offset, src.words);
+        let addr = self.machine.addressable_levels();
+        let layout = &src.layout;
+        let eb = dtype.bytes() as usize;
+        let wb = self.machine.word_bytes as usize;
+        let fp = layout.footprint_words() as usize;
+        let fan = layout.levels()[level].fanout;
+        let rest: Vec<usize> = src.partial.iter().copied().filter(|&p| p != level).collect();
+        let used = Self::used_table(layout);
+        let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
+        let mut pes: Vec<(&Pe, &mut Lm)> = q.iter_mut(&mut self.sw.world).map(|(p, l)| (p, l.into_inner())).collect();
+        let mut facts: Vec<(u64, PeFact)> = pes
+            .par_iter_mut()
+            .map(|(pe, lm)| {
+                let key = Self::key(layout, &used, &rest, &pe.pos, false, None);
+                let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
+                    return (pe.global, PeFact::IDLE);
+                };
+                let (mut words, mut valid) = (0u64, 0u64);
+                let mut pos = pe.pos.clone();
+                let mut acc = vec![0u8; eb];
+                shard.for_each(|idx, a, w, t| {
+                    let cell = (t as usize * fp + a as usize) * wb + w as usize * eb;
+                    if w == 0 {
+                        words += 1;
+                    }
+                    // Combine the copies in position order: deterministic at any thread count.
+                    for p in 0..fan {
+                        pos[level] = p;
+                        let from = &snap[Self::pe_index(&addr, &pos)];
+                        if p == 0 {
+                            acc.copy_from_slice(&from[cell..cell + eb]);
+                        } else {
+                            elem::combine(dtype, op, &mut acc, &from[cell..cell + eb]);
+                        }
+                    }
+                    let dst = offset as usize * wb + cell;
+                    lm.data[dst..dst + eb].copy_from_slice(&acc);
+                    if idx.iter().zip(runtime).all(|(i, n)| i < n) {
                         valid += 1;
                     }
                 });

@@ -4,5 +4,6 @@
 pub mod diag;
 pub mod engine;
 pub mod net;
+pub mod run;
 pub mod scenario;
 pub mod world;

@@ -30,6 +30,8 @@ enum Command {
     },
     /// Validate a scenario: load it and resolve every plan (or --plan), run nothing.
     Check(cmd::check::CheckArgs),
+    /// Run a scenario's plans and show where the cycles went.
+    Run(cmd::run::RunArgs),
     /// List the machine presets, or describe one (with --set knobs applied).
     Machines(cmd::machines::MachinesArgs),
 }
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         Command::Shape { command } => cmd::shape::run(command),
         Command::Machines(args) => cmd::machines::run(args),
         Command::Check(args) => cmd::check::run(args),
+        Command::Run(args) => cmd::run::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

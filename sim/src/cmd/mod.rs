@@ -3,6 +3,7 @@
 pub mod check;
 pub mod layout;
 pub mod machines;
+pub mod run;
 pub mod shape;
 
 use miette::{Report, miette};
