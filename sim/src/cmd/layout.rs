@@ -1,10 +1,10 @@
 //! `mnsim layout map|explain`.
 
 use super::{load_machine, parse_list};
-use mnsim_sim::diag;
 use clap::{Args, Subcommand};
 use miette::{IntoDiagnostic, Report, miette};
 use mnsim_arch::{DType, Machine, TensorLayout};
+use mnsim_sim::diag;
 use std::io::{BufWriter, Write};
 
 #[derive(Subcommand)]

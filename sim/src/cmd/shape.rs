@@ -1,10 +1,10 @@
 //! `mnsim shape index`.
 
 use super::parse_list;
-use mnsim_sim::diag;
 use clap::{Args, Subcommand};
 use miette::{Report, miette};
 use mnsim_arch::shape::{Shape, XlaLayout};
+use mnsim_sim::diag;
 
 #[derive(Subcommand)]
 pub enum ShapeCmd {
