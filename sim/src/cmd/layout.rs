@@ -1,8 +1,8 @@
 //! `mnsim layout map|explain`.
 
-use super::{load_machine, parse_list};
+use super::{emit, load_machine, parse_list};
 use clap::{Args, Subcommand};
-use miette::{IntoDiagnostic, Report, miette};
+use miette::{Report, miette};
 use mnsim_arch::{DType, Machine, TensorLayout};
 use mnsim_sim::diag;
 use std::io::{BufWriter, Write};
@@ -50,8 +50,7 @@ pub fn run(cmd: LayoutCmd) -> Result<(), Report> {
         LayoutCmd::Map(a) => map(a),
         LayoutCmd::Explain(c) => {
             let (m, l) = bind(&c)?;
-            let mut out = std::io::stdout().lock();
-            out.write_all(explain(&m, &l).as_bytes()).into_diagnostic()
+            emit(&explain(&m, &l))
         }
     }
 }

@@ -6,6 +6,18 @@ pub mod shape;
 
 use miette::{Report, miette};
 use mnsim_arch::Machine;
+use std::io::Write;
+
+/// Writes `text` to stdout. A reader that went away early (`mnsim ... | head`) is not
+/// an error: the output is simply cut short.
+pub fn emit(text: &str) -> Result<(), Report> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(miette!("error: writing output: {e}")),
+    }
+}
 
 /// A machine from a preset name or a RON file path, with `--set` knobs applied.
 pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
