@@ -34,6 +34,19 @@ pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
         mnsim_arch::knobs::set_knob(&mut m, &path, value)
             .map_err(|e| miette!("error: --set {s}: {e}"))?;
     }
+    if !sets.is_empty() {
+        // The description is free text about the machine as shipped; say that it no
+        // longer tells the whole story.
+        let changed = sets.join(" --set ");
+        m.description = if m.description.is_empty() {
+            format!("changed by --set {changed}")
+        } else {
+            format!(
+                "{} (as shipped; changed here by --set {changed})",
+                m.description
+            )
+        };
+    }
     Ok(m)
 }
 
