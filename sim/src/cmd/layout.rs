@@ -80,6 +80,15 @@ fn map(a: MapArgs) -> Result<(), Report> {
         .map(|s| parse_list(s))
         .collect::<Result<_, _>>()?;
     for idx in &indices {
+        let rank = l.logical_shape().len();
+        if idx.len() != rank {
+            return Err(miette!(
+                "error: index {} has {} coordinate(s) but the tensor {} has rank {rank}",
+                json_list(idx),
+                idx.len(),
+                json_list(l.logical_shape())
+            ));
+        }
         if l.place(idx).is_none() {
             return Err(miette!(
                 "error: index {} is outside the tensor's shape {}",
