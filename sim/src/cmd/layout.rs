@@ -1,8 +1,8 @@
 //! `mnsim layout map|explain`.
 
-use super::{load_machine, parse_list};
+use super::{emit, load_machine, parse_list};
 use clap::{Args, Subcommand};
-use miette::{IntoDiagnostic, Report, miette};
+use miette::{Report, miette};
 use mnsim_arch::{DType, Machine, TensorLayout};
 use mnsim_sim::diag;
 use std::io::{BufWriter, Write};
@@ -50,8 +50,7 @@ pub fn run(cmd: LayoutCmd) -> Result<(), Report> {
         LayoutCmd::Map(a) => map(a),
         LayoutCmd::Explain(c) => {
             let (m, l) = bind(&c)?;
-            let mut out = std::io::stdout().lock();
-            out.write_all(explain(&m, &l).as_bytes()).into_diagnostic()
+            emit(&explain(&m, &l))
         }
     }
 }
@@ -81,6 +80,15 @@ fn map(a: MapArgs) -> Result<(), Report> {
         .map(|s| parse_list(s))
         .collect::<Result<_, _>>()?;
     for idx in &indices {
+        let rank = l.logical_shape().len();
+        if idx.len() != rank {
+            return Err(miette!(
+                "error: index {} has {} coordinate(s) but the tensor {} has rank {rank}",
+                json_list(idx),
+                idx.len(),
+                json_list(l.logical_shape())
+            ));
+        }
         if l.place(idx).is_none() {
             return Err(miette!(
                 "error: index {} is outside the tensor's shape {}",

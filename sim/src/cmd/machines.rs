@@ -1,8 +1,9 @@
 //! `mnsim machines [NAME]`.
 
-use super::load_machine;
+use super::{emit, load_machine};
 use clap::Args;
 use miette::Report;
+use std::fmt::Write as _;
 
 #[derive(Args)]
 pub struct MachinesArgs {
@@ -20,27 +21,26 @@ pub struct MachinesArgs {
 }
 
 pub fn run(a: MachinesArgs) -> Result<(), Report> {
+    let mut s = String::new();
     let Some(name) = a.name else {
         for p in mnsim_arch::PRESETS {
             let m = mnsim_arch::preset(p).map_err(|e| miette::miette!("error: {e}"))?;
-            println!("{:<10} {:>6} PE  {}", p, m.leaf_count(), m.description);
+            let _ = writeln!(s, "{:<10} {:>6} PE  {}", p, m.leaf_count(), m.description);
         }
-        return Ok(());
+        return emit(&s);
     };
     let m = load_machine(&name, &a.sets)?;
     if a.knobs {
         for k in mnsim_arch::knobs::knob_paths(&m) {
             let v = mnsim_arch::knobs::get_knob(&m, &k).unwrap_or(f64::NAN);
-            println!("{k} = {v}");
+            let _ = writeln!(s, "{k} = {v}");
         }
     } else if a.ron {
         let pretty = ron::ser::PrettyConfig::default();
-        println!(
-            "{}",
-            ron::ser::to_string_pretty(&m, pretty).map_err(|e| miette::miette!("error: {e}"))?
-        );
+        s = ron::ser::to_string_pretty(&m, pretty).map_err(|e| miette::miette!("error: {e}"))?;
+        s.push('\n');
     } else {
-        print!("{}", mnsim_arch::describe(&m));
+        s = mnsim_arch::describe(&m);
     }
-    Ok(())
+    emit(&s)
 }

@@ -8,6 +8,18 @@ pub mod shape;
 
 use miette::{Report, miette};
 use mnsim_arch::Machine;
+use std::io::Write;
+
+/// Writes `text` to stdout. A reader that went away early (`mnsim ... | head`) is not
+/// an error: the output is simply cut short.
+pub fn emit(text: &str) -> Result<(), Report> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(miette!("error: writing output: {e}")),
+    }
+}
 
 /// A machine from a preset name or a RON file path, with `--set` knobs applied.
 pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
@@ -23,6 +35,19 @@ pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
             mnsim_arch::knobs::parse_assignment(s).map_err(|e| miette!("error: --set {s}: {e}"))?;
         mnsim_arch::knobs::set_knob(&mut m, &path, value)
             .map_err(|e| miette!("error: --set {s}: {e}"))?;
+    }
+    if !sets.is_empty() {
+        // The description is free text about the machine as shipped; say that it no
+        // longer tells the whole story.
+        let changed = sets.join(" --set ");
+        m.description = if m.description.is_empty() {
+            format!("changed by --set {changed}")
+        } else {
+            format!(
+                "{} (as shipped; changed here by --set {changed})",
+                m.description
+            )
+        };
     }
     Ok(m)
 }

@@ -1,6 +1,6 @@
 //! `mnsim shape index`.
 
-use super::parse_list;
+use super::{emit, parse_list};
 use clap::{Args, Subcommand};
 use miette::{Report, miette};
 use mnsim_arch::shape::{Shape, XlaLayout};
@@ -59,12 +59,9 @@ pub fn run(cmd: ShapeCmd) -> Result<(), Report> {
     let buf = layout
         .buffer_elements(&dims)
         .map_err(|e| miette!("error: {e}"))?;
-    println!("shape         {shape}");
-    println!(
-        "buffer        {buf} elements ({} bytes)",
-        buf.saturating_mul(shape.dtype.bytes())
-    );
-    println!("byte offset   {}", li.saturating_mul(shape.dtype.bytes()));
-    println!("{li}");
-    Ok(())
+    emit(&format!(
+        "shape         {shape}\nbuffer        {buf} elements ({} bytes)\nbyte offset   {}\n{li}\n",
+        buf.saturating_mul(shape.dtype.bytes()),
+        li.saturating_mul(shape.dtype.bytes())
+    ))
 }
