@@ -620,4 +620,4 @@ fn fmt_dims(d: &[u64]) -> String {
 mod map;
 #[cfg(test)]
 mod tests;
-pub use map::{LevelStat, Shard};
+pub use map::{AxisTables, LevelStat, Shard};

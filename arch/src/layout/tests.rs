@@ -744,3 +744,22 @@ proptest! {
         prop_assert_eq!(seen, l.padded_elems() * l.replicas());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn axis_tables_agree_with_place((m, text, shape) in arb_layout()) {
+        let l = TensorLayout::parse(&text, &m, Some(&shape), DType::U8).unwrap();
+        let t = l.axis_tables();
+        let mut out = vec![0u64; t.width()];
+        let n = l.levels().len();
+        for idx in all_indices(l.padded_shape()) {
+            let p = l.place_padded(&idx);
+            t.locate(&idx, &mut out);
+            for (i, pos) in p.pos.iter().enumerate() {
+                prop_assert_eq!(pos.unwrap_or(0), out[i]);
+            }
+            prop_assert_eq!((p.addr, p.w, p.t), (out[n], out[n + 1], out[n + 2]));
+        }
+    }
+}
