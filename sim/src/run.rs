@@ -80,6 +80,14 @@ pub struct RunOutput {
 
 /// Runs a resolved scenario (one plan) to its report.
 pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
+    run_with_progress(res, &mut |_, _| {})
+}
+
+/// Like [`run`], calling `progress(done, total)` after every op.
+pub fn run_with_progress(
+    res: &Resolved,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<RunOutput, SimError> {
     let mut eng = Engine::new(res.machine.clone(), res.mode);
     let functional = res.mode == Mode::Functional;
     let mut reference: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -224,6 +232,7 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
             }
         }
     }
+    progress(res.ops.len(), res.ops.len());
     if res.verify && !functional {
         warnings.push(
             "verify needs functional mode: run with --mode functional to compare values".into(),

@@ -2,10 +2,52 @@
 
 use clap::{Args, ValueEnum};
 use miette::{Report, miette};
-use mnsim_sim::run::run as run_resolved;
+use mnsim_sim::run::run_with_progress;
 use mnsim_sim::scenario::{self, Mode};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+
+/// A progress bar on stderr that appears only when a run takes longer than a second
+/// and stderr is a terminal.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    start: std::time::Instant,
+    tty: bool,
+}
+
+impl Progress {
+    fn new(label: &str) -> Progress {
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(0),
+            indicatif::ProgressDrawTarget::hidden(),
+        );
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ops {elapsed}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(label.to_string());
+        Progress {
+            bar,
+            start: std::time::Instant::now(),
+            tty: std::io::stderr().is_terminal(),
+        }
+    }
+    fn tick(&self, done: usize, total: usize) {
+        self.bar.set_length(total as u64);
+        self.bar.set_position(done as u64);
+        if self.tty
+            && self.bar.is_hidden()
+            && self.start.elapsed() > std::time::Duration::from_secs(1)
+        {
+            self.bar
+                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+    }
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ModeArg {
@@ -56,7 +98,12 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
             .as_deref()
             .map(|p| format!(" (plan {p})"))
             .unwrap_or_default();
-        let r = run_resolved(&res).map_err(|e| miette!("error: {}{label}: {e}", src.path))?;
+        let bar = Progress::new(&format!("{}{label}", sc.name));
+        let mut tick = |done: usize, total: usize| bar.tick(done, total);
+        let r = run_with_progress(&res, &mut tick)
+            .map_err(|e| miette!("error: {}{label}: {e}", src.path));
+        bar.finish();
+        let r = r?;
         out.push(r.report);
     }
     Ok(out)
