@@ -6,6 +6,7 @@
 //! - [`markdown`]: the same as Markdown tables;
 //! - [`to_json`]: `report.json` (schema `mnsim.report/1`, see `docs/report-schema.md`);
 //! - [`compare_table`], [`compare_json`]: plans of a scenario ranked by cycles;
+//! - [`sweep_csv`], [`sweep_svg`]: cycles against a what-if knob;
 //! - [`write_outputs`]: writing a set of files into a directory all at once or not at all.
 
 mod compare;
@@ -14,6 +15,7 @@ mod markdown;
 pub mod model;
 mod output;
 mod rows;
+mod sweep;
 mod terminal;
 mod text;
 
@@ -22,5 +24,6 @@ pub use json::to_json;
 pub use markdown::markdown;
 pub use model::{LevelTotal, OpReport, Percentiles, Report, SCHEMA, StageReport};
 pub use output::write_outputs;
+pub use sweep::{SweepPoint, sweep_csv, sweep_svg};
 pub use terminal::terminal;
 pub use text::{MAX_WIDTH, human_bytes};

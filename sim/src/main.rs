@@ -32,6 +32,10 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Run a scenario's plans and show where the cycles went.
     Run(cmd::run::RunArgs),
+    /// Run every plan of a scenario and rank them by cycles.
+    Compare(cmd::sweep::CompareArgs),
+    /// Sweep a what-if knob: cycles against its values (CSV and an SVG chart).
+    Sweep(cmd::sweep::SweepArgs),
     /// List the machine presets, or describe one (with --set knobs applied).
     Machines(cmd::machines::MachinesArgs),
 }
@@ -44,6 +48,8 @@ fn main() -> ExitCode {
         Command::Machines(args) => cmd::machines::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::Run(args) => cmd::run::run(args),
+        Command::Compare(args) => cmd::sweep::compare(args),
+        Command::Sweep(args) => cmd::sweep::sweep(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,6 +5,7 @@ pub mod layout;
 pub mod machines;
 pub mod run;
 pub mod shape;
+pub mod sweep;
 
 use miette::{Report, miette};
 use mnsim_arch::Machine;
