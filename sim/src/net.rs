@@ -18,7 +18,6 @@
 use mnsim_arch::machine::{Link, Rate};
 use mnsim_arch::{Machine, TransferKind};
 use mnsim_reports::StageReport;
-use std::collections::HashMap;
 
 /// Marks a PE that takes no part in a transfer.
 pub const NONE: u64 = u64::MAX;
@@ -129,6 +128,21 @@ fn cycles(bytes: u64, rate: f64) -> u64 {
     }
 }
 
+/// Sum of the values over the distinct keys (NONE skipped), and an order-independent
+/// signature of the key set. Sorting a reused buffer: no hashing, no per-call clearing
+/// of a large table.
+fn distinct(buf: &mut Vec<(u64, u64)>, items: impl Iterator<Item = (u64, u64)>) -> (u64, u64) {
+    buf.clear();
+    buf.extend(items.filter(|x| x.0 != NONE));
+    buf.sort_unstable();
+    buf.dedup_by_key(|x| x.0);
+    let sum = buf.iter().map(|x| x.1).sum();
+    let sig = buf.iter().fold(0u64, |s, x| {
+        s.wrapping_add(x.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D)
+    });
+    (sum, sig)
+}
+
 /// A DRAM access of a transfer.
 #[derive(Clone, Copy, Debug)]
 pub struct DramSpec {
@@ -165,7 +179,7 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
     let mut latency = 0u64;
     let mut chunks = route.steps.max(1);
     let mut best = (0u64, String::new());
-    let mut seen: HashMap<u64, u64> = HashMap::new();
+    let mut buf: Vec<(u64, u64)> = Vec::new();
     let mut child_sig: Vec<(u64, u64)> = Vec::new();
 
     for st in &route.stages {
@@ -187,36 +201,18 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         let mut any_multi = false;
         let mut all_same = true;
         for n in 0..nk {
-            seen.clear();
             let base = n * lk;
-            for p in base..base + lk {
-                let fact = f[p as usize];
-                let key = if st.reduce {
-                    fact.reduced_key
-                } else {
-                    fact.key
-                };
-                if key != NONE {
-                    seen.entry(key).or_insert(fact.bytes);
-                }
-            }
-            pd[n as usize] = seen.values().sum();
+            let under = &f[base as usize..(base + lk) as usize];
+            let parent_keys = under
+                .iter()
+                .map(|x| (if st.reduce { x.reduced_key } else { x.key }, x.bytes));
+            pd[n as usize] = distinct(&mut buf, parent_keys).0;
             // Children.
             child_sig.clear();
             for ci in 0..per as u64 {
-                let cb = base + ci * lc;
-                seen.clear();
-                let mut sig = 0u64;
-                for p in cb..cb + lc {
-                    let fact = f[p as usize];
-                    if fact.key != NONE && seen.insert(fact.key, fact.bytes).is_none() {
-                        // Order-independent signature of the child's key set.
-                        sig = sig.wrapping_add(
-                            fact.key.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D,
-                        );
-                    }
-                }
-                let b: u64 = seen.values().sum();
+                let cb = (base + ci * lc) as usize;
+                let child = f[cb..cb + lc as usize].iter().map(|x| (x.key, x.bytes));
+                let (b, sig) = distinct(&mut buf, child);
                 if b > 0 {
                     child_sig.push((sig, b));
                 }
@@ -342,14 +338,12 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         let mut ports = 0u64;
         let mut node_time = vec![0u64; nk as usize];
         for n in 0..nk {
-            seen.clear();
-            for p in n * lk..(n + 1) * lk {
-                let fact = f[p as usize];
-                if fact.key != NONE {
-                    seen.entry(fact.key).or_insert(fact.valid * d.elem_bytes);
-                }
-            }
-            let b: u64 = seen.values().sum();
+            let under = &f[(n * lk) as usize..((n + 1) * lk) as usize];
+            let b = distinct(
+                &mut buf,
+                under.iter().map(|x| (x.key, x.valid * d.elem_bytes)),
+            )
+            .0;
             node_time[n as usize] = cycles(b, rate);
             most = most.max(b);
             total += b;

@@ -527,3 +527,99 @@ impl TensorLayout {
         AxisTables { width, rows }
     }
 }
+
+impl Shard<'_> {
+    /// Walks the shard like [`Shard::for_each`], keeping incrementally a linear offset
+    /// `Σ index[g] · weights[g]` and whether the index lies below `limits` on every axis.
+    /// Calls `f(valid, linear, addr, w, t)`: no index slice, no per-element arithmetic
+    /// beyond a few additions — the fast path of functional moves.
+    pub fn for_each_linear(
+        &self,
+        weights: &[u64],
+        limits: &[u64],
+        mut f: impl FnMut(bool, u64, u64, u64, u64),
+    ) {
+        let l = self.layout;
+        let ng = l.groups.len();
+        let mut index = vec![0u64; ng];
+        for (j, &(g, _, radix)) in l.flat.iter().enumerate() {
+            if let Some(k) = self.fixed[j] {
+                index[g] += k * radix;
+            }
+        }
+        let w_of = |g: usize| weights.get(g).copied().unwrap_or(0);
+        let lim = |g: usize| limits.get(g).copied().unwrap_or(u64::MAX);
+        let mut lin: u64 = (0..ng)
+            .map(|g| index[g].wrapping_mul(w_of(g)))
+            .fold(0u64, u64::wrapping_add);
+        let mut bad = (0..ng).filter(|&g| index[g] >= lim(g)).count();
+        struct Free {
+            g: usize,
+            size: u64,
+            radix: u64,
+            class: Class,
+            stride: u64,
+            dlin: u64,
+        }
+        let free: Vec<Free> = l
+            .flat
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| self.fixed[*j].is_none())
+            .map(|(_, &(g, s, radix))| Free {
+                g,
+                size: s.size,
+                radix,
+                class: s.class,
+                stride: s.stride,
+                dlin: radix.wrapping_mul(w_of(g)),
+            })
+            .collect();
+        let (mut addr, mut w, mut t) = (0u64, 0u64, 0u64);
+        let mut digit = vec![0u64; free.len()];
+        loop {
+            f(bad == 0, lin, addr, w, t);
+            let mut d = free.len();
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                let a = &free[d];
+                let was_bad = index[a.g] >= lim(a.g);
+                let (step_i, step_lin, step_s): (i64, u64, i64);
+                if digit[d] + 1 < a.size {
+                    digit[d] += 1;
+                    step_i = a.radix as i64;
+                    step_lin = a.dlin;
+                    step_s = a.stride as i64;
+                } else {
+                    let back = a.size - 1;
+                    digit[d] = 0;
+                    step_i = -((back * a.radix) as i64);
+                    step_lin = (back.wrapping_mul(a.dlin)).wrapping_neg();
+                    step_s = -((back * a.stride) as i64);
+                }
+                index[a.g] = (index[a.g] as i64 + step_i) as u64;
+                lin = lin.wrapping_add(step_lin);
+                match a.class {
+                    Class::Mem => addr = (addr as i64 + step_s) as u64,
+                    Class::W => w = (w as i64 + step_s) as u64,
+                    Class::Time => t = (t as i64 + step_s) as u64,
+                    Class::Level(_) => {}
+                }
+                let now_bad = index[a.g] >= lim(a.g);
+                if was_bad != now_bad {
+                    if now_bad {
+                        bad += 1;
+                    } else {
+                        bad -= 1;
+                    }
+                }
+                if step_i > 0 {
+                    break;
+                }
+            }
+        }
+    }
+}

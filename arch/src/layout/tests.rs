@@ -763,3 +763,30 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+    #[test]
+    fn linear_walk_matches_the_plain_walk((m, text, shape) in arb_layout(), wseed in any::<u64>()) {
+        let l = TensorLayout::parse(&text, &m, Some(&shape), DType::U8).unwrap();
+        let weights: Vec<u64> = (0..shape.len()).map(|g| (wseed >> (g * 8)) & 0xff).collect();
+        let limits: Vec<u64> = shape.iter().enumerate().map(|(g, &n)| n.saturating_sub((wseed >> (g + 40)) & 1)).collect();
+        let fan: Vec<u64> = l.levels().iter().map(|x| x.fanout).collect();
+        let total: u64 = fan.iter().product();
+        for flat in 0..total.min(64) {
+            let mut rem = flat;
+            let mut pos = vec![0u64; fan.len()];
+            for i in (0..fan.len()).rev() { pos[i] = rem % fan[i]; rem /= fan[i]; }
+            let Some(sh) = l.shard(&pos) else { continue };
+            let mut plain = Vec::new();
+            sh.for_each(|idx, a, w, t| {
+                let lin: u64 = idx.iter().zip(&weights).map(|(i, w)| i * w).sum();
+                let ok = idx.iter().zip(&limits).all(|(i, n)| i < n);
+                plain.push((ok, lin, a, w, t));
+            });
+            let mut fast = Vec::new();
+            sh.for_each_linear(&weights, &limits, |ok, lin, a, w, t| fast.push((ok, lin, a, w, t)));
+            prop_assert_eq!(plain, fast);
+        }
+    }
+}
