@@ -204,9 +204,11 @@ pub fn sweep_svg(title: &str, knob: &str, points: &[SweepPoint]) -> String {
             .iter()
             .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
             .collect();
+        // Dashes differ per plan, so plans with equal cycles stay visible on top of each other.
+        let dash = ["none", "8 4", "2 3", "12 3 2 3"][i % 4];
         let _ = write!(
             s,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#,
             path.join(" ")
         );
         for &(x, y) in &pts {
