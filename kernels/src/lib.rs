@@ -2,8 +2,12 @@
 //! legality rules, cost, reference values and per-element evaluation — and the element
 //! codec they share with the network.
 //!
-//! Pure: no ECS, no I/O.
+//! Pure: no ECS, no I/O. The engine calls, per kernel op:
+//! [`output_shape`] → [`check`] (legal? partial over which levels?) → [`cost`]
+//! (cycles) → [`eval`] per output element in functional mode; `verify` compares with
+//! [`reference`] within [`tolerance`]. See `docs/kernels.md`.
 
+pub mod cost;
 pub mod elem;
 pub mod kernel;
 pub mod legality;
@@ -11,6 +15,7 @@ pub mod reference;
 pub mod shape;
 pub mod tolerance;
 
+pub use cost::{KernelCost, cost, per_unit_extent};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{Legality, Unit, check};
 pub use reference::{eval, reference};
