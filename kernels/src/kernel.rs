@@ -222,14 +222,30 @@ pub enum Kernel {
     /// `[B..,M,K] × [B..,K,N] → [B..,M,N]`, the batch axes equal on both sides.
     BatchMatMul,
     /// Combines `x` along `axes`; the output drops them.
-    ReduceAxes { op: ReduceKind, axes: Vec<usize> },
+    ReduceAxes {
+        /// How elements combine.
+        op: ReduceKind,
+        /// The reduced axes of the input (reduced variable `r` is `axes[r]`).
+        axes: Vec<usize>,
+    },
     /// `exp(x − max) / Σ exp(x − max)` along `axis`.
-    Softmax { axis: usize },
+    Softmax {
+        /// The normalised axis.
+        axis: usize,
+    },
     /// `(x − mean) / √(var + eps)` along `axis` (population variance, no affine
     /// parameters).
-    LayerNorm { axis: usize, eps: f64 },
+    LayerNorm {
+        /// The normalised axis.
+        axis: usize,
+        /// Added to the variance.
+        eps: f64,
+    },
     /// Output axis `i` is input axis `perm[i]`.
-    Transpose { perm: Vec<usize> },
+    Transpose {
+        /// A permutation of the input's axes.
+        perm: Vec<usize>,
+    },
 }
 
 impl Kernel {
@@ -333,13 +349,20 @@ pub enum ErrorKind {
     /// The layouts do not line up: operand `operand` (inputs in order, then the
     /// output) misses data at addressable level `level`. The message names the
     /// relayout that would make the kernel legal.
-    Illegal { operand: usize, level: usize },
+    Illegal {
+        /// The operand that misses data (or, for the output, cannot hold the result).
+        operand: usize,
+        /// Index of the addressable level, root-most first.
+        level: usize,
+    },
 }
 
 /// A kernel that cannot run as asked, with a message for people.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelError {
+    /// What kind of problem.
     pub kind: ErrorKind,
+    /// The message, naming the operands, axes, levels and the fix.
     pub message: String,
 }
 

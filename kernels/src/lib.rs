@@ -1,11 +1,12 @@
+#![warn(missing_docs)]
 //! `mnsim-kernels`: the SIMD kernels on MN-Core shards — their shapes, index maps,
 //! legality rules, cost, reference values and per-element evaluation — and the element
 //! codec they share with the network.
 //!
 //! Pure: no ECS, no I/O. The engine calls, per kernel op:
-//! [`output_shape`] → [`check`] (legal? partial over which levels?) → [`cost`]
+//! [`output_shape`] → [`check`] (legal? partial over which levels?) → [`cost()`]
 //! (cycles) → [`eval`] per output element in functional mode; `verify` compares with
-//! [`reference`] within [`tolerance`]. See `docs/kernels.md`.
+//! [`reference()`] within [`tolerance()`]. See `docs/kernels.md`.
 
 pub mod cost;
 pub mod elem;

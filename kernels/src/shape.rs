@@ -17,6 +17,7 @@ pub enum AxisSource {
 /// variables: one [`AxisSource`] per input axis.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct InputMap {
+    /// One entry per input axis.
     pub axes: Vec<AxisSource>,
 }
 
