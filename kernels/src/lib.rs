@@ -1,12 +1,14 @@
-#![warn(missing_docs)]
 //! `mnsim-kernels`: the SIMD kernels on MN-Core shards — their shapes, index maps,
 //! legality rules, cost, reference values and per-element evaluation — and the element
 //! codec they share with the network.
 //!
 //! Pure: no ECS, no I/O. The engine calls, per kernel op:
 //! [`output_shape`] → [`check`] (legal? partial over which levels?) → [`cost()`]
-//! (cycles) → [`eval`] per output element in functional mode; `verify` compares with
+//! (cycles) → [`eval`] per output element in functional mode ([`reduced_share`] and
+//! [`eval_share`] where the output is partial); `verify` compares with
 //! [`reference()`] within [`tolerance()`]. See `docs/kernels.md`.
+
+#![warn(missing_docs)]
 
 pub mod cost;
 pub mod elem;
@@ -18,7 +20,7 @@ pub mod tolerance;
 
 pub use cost::{KernelCost, cost, per_unit_extent};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
-pub use legality::{Legality, Unit, check};
-pub use reference::{eval, reference};
+pub use legality::{Legality, Unit, check, reduced_share};
+pub use reference::{eval, eval_share, reference};
 pub use shape::{AxisSource, InputMap, broadcast, index_map, output_shape, reduced_extents};
 pub use tolerance::{tolerance, within};

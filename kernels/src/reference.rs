@@ -165,6 +165,7 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
 /// is then this unit's partial sum; an empty range gives the reduction's identity).
 /// For Softmax and LayerNorm it must be the whole normalised axis.
 /// `in_shapes` are the inputs' logical shapes (for broadcasting and batch axes).
+/// When the local part is not a range, use [`eval_share`].
 pub fn eval(
     k: &Kernel,
     out_idx: &[u64],
@@ -172,6 +173,56 @@ pub fn eval(
     reduced: &dyn Fn(usize) -> Range<u64>,
     in_shapes: &[&[u64]],
 ) -> f64 {
+    eval_core(
+        k,
+        out_idx,
+        fetch,
+        &|r, f| {
+            for t in reduced(r) {
+                f(t)
+            }
+        },
+        in_shapes,
+    )
+}
+
+/// Like [`eval`], with the values of every reduced variable this unit holds given as a
+/// list per variable (as [`crate::reduced_share`] computes them).
+pub fn eval_share(
+    k: &Kernel,
+    out_idx: &[u64],
+    fetch: &mut dyn FnMut(usize, &[u64]) -> f64,
+    share: &[Vec<u64>],
+    in_shapes: &[&[u64]],
+) -> f64 {
+    eval_core(
+        k,
+        out_idx,
+        fetch,
+        &|r, f| {
+            for &t in &share[r] {
+                f(t)
+            }
+        },
+        in_shapes,
+    )
+}
+
+/// Calls the callback for every value of reduced variable `r` the unit holds.
+type Visit<'a> = &'a dyn Fn(usize, &mut dyn FnMut(u64));
+
+fn eval_core(
+    k: &Kernel,
+    out_idx: &[u64],
+    fetch: &mut dyn FnMut(usize, &[u64]) -> f64,
+    visit: Visit<'_>,
+    in_shapes: &[&[u64]],
+) -> f64 {
+    let values = |r: usize| {
+        let mut v = Vec::new();
+        visit(r, &mut |t| v.push(t));
+        v
+    };
     match k {
         Kernel::Unary(op) => op.apply(fetch(0, out_idx)),
         Kernel::Binary(op) => {
@@ -195,11 +246,11 @@ pub fn eval(
             let mut ia = out_idx.to_vec(); // [batch.., m, t]
             let mut ib = out_idx.to_vec(); // [batch.., t, n]
             let mut acc = 0.0;
-            for t in reduced(0) {
+            visit(0, &mut |t| {
                 ia[r - 1] = t;
                 ib[r - 2] = t;
                 acc += fetch(0, &ia) * fetch(1, &ib);
-            }
+            });
             acc
         }
         Kernel::ReduceAxes { op, axes } => {
@@ -212,16 +263,17 @@ pub fn eval(
                     h += 1;
                 }
             }
-            let ranges: Vec<Range<u64>> = (0..axes.len()).map(reduced).collect();
+            let lists: Vec<Vec<u64>> = (0..axes.len()).map(values).collect();
             let mut acc = op.identity();
-            if ranges.iter().any(|r| r.is_empty()) {
+            if lists.iter().any(Vec::is_empty) {
                 return acc;
             }
-            for (j, &a) in axes.iter().enumerate() {
-                idx[a] = ranges[j].start;
-            }
             // Odometer over the reduced variables, the last one fastest.
+            let mut at = vec![0usize; axes.len()];
             loop {
+                for (j, &a) in axes.iter().enumerate() {
+                    idx[a] = lists[j][at[j]];
+                }
                 acc = op.combine(acc, fetch(0, &idx));
                 let mut j = axes.len();
                 loop {
@@ -229,24 +281,22 @@ pub fn eval(
                         return acc;
                     }
                     j -= 1;
-                    let a = axes[j];
-                    idx[a] += 1;
-                    if idx[a] < ranges[j].end {
+                    at[j] += 1;
+                    if at[j] < lists[j].len() {
                         break;
                     }
-                    idx[a] = ranges[j].start;
+                    at[j] = 0;
                 }
             }
         }
         Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => {
             let axis = *axis;
-            let range = reduced(0);
             let mut idx = out_idx.to_vec();
-            let mut row = Vec::with_capacity((range.end - range.start) as usize);
-            for t in range {
+            let mut row = Vec::new();
+            visit(0, &mut |t| {
                 idx[axis] = t;
                 row.push(fetch(0, &idx));
-            }
+            });
             let x = fetch(0, out_idx);
             match k {
                 Kernel::Softmax { .. } => {
