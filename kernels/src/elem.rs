@@ -45,8 +45,11 @@ pub fn write(dtype: DType, v: f64, out: &mut [u8]) {
 /// How partial results combine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Combine {
+    /// Sum.
     Add,
+    /// Maximum.
     Max,
+    /// Minimum.
     Min,
 }
 

@@ -1,4 +1,26 @@
-//! `mnsim-kernels`: the SIMD kernels on MN-Core shards — their legality rules, cost,
-//! and functional implementation — and the element codec they share with the network.
+//! `mnsim-kernels`: the SIMD kernels on MN-Core shards — their shapes, index maps,
+//! legality rules, cost, reference values and per-element evaluation — and the element
+//! codec they share with the network.
+//!
+//! Pure: no ECS, no I/O. The engine calls, per kernel op:
+//! [`output_shape`] → [`check`] (legal? partial over which levels?) → [`cost()`]
+//! (cycles) → [`eval`] per output element in functional mode ([`reduced_share`] and
+//! [`eval_share`] where the output is partial); `verify` compares with
+//! [`reference()`] within [`tolerance()`]. See `docs/kernels.md`.
 
+#![warn(missing_docs)]
+
+pub mod cost;
 pub mod elem;
+pub mod kernel;
+pub mod legality;
+pub mod reference;
+pub mod shape;
+pub mod tolerance;
+
+pub use cost::{KernelCost, cost, per_unit_extent};
+pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
+pub use legality::{Legality, Unit, check, reduced_share};
+pub use reference::{eval, eval_share, reference};
+pub use shape::{AxisSource, InputMap, broadcast, index_map, output_shape, reduced_extents};
+pub use tolerance::{tolerance, within};

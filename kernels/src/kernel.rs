@@ -1,0 +1,396 @@
+//! The kernels, their element functions, their work per element, and their errors.
+
+use std::fmt;
+
+/// Elementwise one-operand functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// max(x, 0).
+    Relu,
+    /// The tanh approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+    Gelu,
+    /// eˣ.
+    Exp,
+    /// −x.
+    Neg,
+    /// |x|.
+    Abs,
+    /// √x.
+    Sqrt,
+    /// 1/√x.
+    Rsqrt,
+    /// tanh x.
+    Tanh,
+    /// 1/(1+e⁻ˣ).
+    Sigmoid,
+    /// 1/x.
+    Recip,
+    /// x².
+    Square,
+    /// x.
+    Copy,
+}
+
+impl UnaryOp {
+    /// Every unary op.
+    pub const ALL: [UnaryOp; 12] = [
+        UnaryOp::Relu,
+        UnaryOp::Gelu,
+        UnaryOp::Exp,
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Recip,
+        UnaryOp::Square,
+        UnaryOp::Copy,
+    ];
+
+    /// The variant name (`"Relu"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Relu => "Relu",
+            UnaryOp::Gelu => "Gelu",
+            UnaryOp::Exp => "Exp",
+            UnaryOp::Neg => "Neg",
+            UnaryOp::Abs => "Abs",
+            UnaryOp::Sqrt => "Sqrt",
+            UnaryOp::Rsqrt => "Rsqrt",
+            UnaryOp::Tanh => "Tanh",
+            UnaryOp::Sigmoid => "Sigmoid",
+            UnaryOp::Recip => "Recip",
+            UnaryOp::Square => "Square",
+            UnaryOp::Copy => "Copy",
+        }
+    }
+
+    /// The function, in `f64`.
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            UnaryOp::Relu => x.max(0.0),
+            UnaryOp::Gelu => gelu(x),
+            UnaryOp::Exp => x.exp(),
+            UnaryOp::Neg => -x,
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Sqrt => x.sqrt(),
+            UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+            UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryOp::Recip => 1.0 / x,
+            UnaryOp::Square => x * x,
+            UnaryOp::Copy => x,
+        }
+    }
+
+    /// Vector-unit FLOP charged per element (assumed; see `docs/kernels.md`):
+    /// 1 for Relu, Neg, Abs, Square, Copy; 4 for Sqrt, Rsqrt, Recip (an iterative
+    /// reciprocal or root); 8 for Exp, Tanh, Sigmoid (a polynomial or table
+    /// evaluation); 10 for Gelu (a tanh plus the cubic around it).
+    pub fn flops_per_element(self) -> u64 {
+        match self {
+            UnaryOp::Relu | UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Copy => 1,
+            UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip => 4,
+            UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid => 8,
+            UnaryOp::Gelu => 10,
+        }
+    }
+}
+
+/// The tanh approximation of GELU.
+pub fn gelu(x: f64) -> f64 {
+    let c = (2.0 / std::f64::consts::PI).sqrt();
+    0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
+}
+
+/// Elementwise two-operand functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// a + b.
+    Add,
+    /// a − b.
+    Sub,
+    /// a × b.
+    Mul,
+    /// a / b.
+    Div,
+    /// max(a, b).
+    Max,
+    /// min(a, b).
+    Min,
+}
+
+impl BinaryOp {
+    /// Every binary op.
+    pub const ALL: [BinaryOp; 6] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Max,
+        BinaryOp::Min,
+    ];
+
+    /// The variant name (`"Add"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "Add",
+            BinaryOp::Sub => "Sub",
+            BinaryOp::Mul => "Mul",
+            BinaryOp::Div => "Div",
+            BinaryOp::Max => "Max",
+            BinaryOp::Min => "Min",
+        }
+    }
+
+    /// The function, in `f64`.
+    pub fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            BinaryOp::Add => a + b,
+            BinaryOp::Sub => a - b,
+            BinaryOp::Mul => a * b,
+            BinaryOp::Div => a / b,
+            BinaryOp::Max => a.max(b),
+            BinaryOp::Min => a.min(b),
+        }
+    }
+
+    /// Vector-unit FLOP charged per element (assumed): 1 for Add, Sub, Mul, Max, Min;
+    /// 4 for Div (a reciprocal and a multiply).
+    pub fn flops_per_element(self) -> u64 {
+        match self {
+            BinaryOp::Div => 4,
+            _ => 1,
+        }
+    }
+}
+
+/// How a reduction combines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    /// Sum.
+    Add,
+    /// Maximum.
+    Max,
+    /// Minimum.
+    Min,
+}
+
+impl ReduceKind {
+    /// Every reduction kind.
+    pub const ALL: [ReduceKind; 3] = [ReduceKind::Add, ReduceKind::Max, ReduceKind::Min];
+
+    /// The variant name (`"Add"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceKind::Add => "Add",
+            ReduceKind::Max => "Max",
+            ReduceKind::Min => "Min",
+        }
+    }
+
+    /// The value that combines with nothing: 0, −∞, +∞.
+    pub fn identity(self) -> f64 {
+        match self {
+            ReduceKind::Add => 0.0,
+            ReduceKind::Max => f64::NEG_INFINITY,
+            ReduceKind::Min => f64::INFINITY,
+        }
+    }
+
+    /// `acc ⊕ x`.
+    pub fn combine(self, acc: f64, x: f64) -> f64 {
+        match self {
+            ReduceKind::Add => acc + x,
+            ReduceKind::Max => acc.max(x),
+            ReduceKind::Min => acc.min(x),
+        }
+    }
+}
+
+/// A SIMD kernel: every PE runs it on its shards, in lock-step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kernel {
+    /// `out = op(x)`, same shape.
+    Unary(UnaryOp),
+    /// `out = op(a, b)` with numpy broadcasting: the shorter shape aligns to the
+    /// trailing axes, and an axis of size 1 broadcasts.
+    Binary(BinaryOp),
+    /// `[M,K] × [K,N] → [M,N]`.
+    MatMul,
+    /// `[B..,M,K] × [B..,K,N] → [B..,M,N]`, the batch axes equal on both sides.
+    BatchMatMul,
+    /// Combines `x` along `axes`; the output drops them.
+    ReduceAxes {
+        /// How elements combine.
+        op: ReduceKind,
+        /// The reduced axes of the input (reduced variable `r` is `axes[r]`).
+        axes: Vec<usize>,
+    },
+    /// `exp(x − max) / Σ exp(x − max)` along `axis`.
+    Softmax {
+        /// The normalised axis.
+        axis: usize,
+    },
+    /// `(x − mean) / √(var + eps)` along `axis` (population variance, no affine
+    /// parameters).
+    LayerNorm {
+        /// The normalised axis.
+        axis: usize,
+        /// Added to the variance.
+        eps: f64,
+    },
+    /// Output axis `i` is input axis `perm[i]`.
+    Transpose {
+        /// A permutation of the input's axes.
+        perm: Vec<usize>,
+    },
+}
+
+impl Kernel {
+    /// Number of inputs.
+    pub fn arity(&self) -> usize {
+        match self {
+            Kernel::Binary(_) | Kernel::MatMul | Kernel::BatchMatMul => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether the kernel runs on the matrix unit when the dtype has a matrix rate.
+    pub fn is_matmul(&self) -> bool {
+        matches!(self, Kernel::MatMul | Kernel::BatchMatMul)
+    }
+
+    /// Whether partial results over a split reduced variable combine by addition, so
+    /// the output may be left partial for a Reduce to complete.
+    pub fn is_additive(&self) -> bool {
+        matches!(
+            self,
+            Kernel::MatMul
+                | Kernel::BatchMatMul
+                | Kernel::ReduceAxes {
+                    op: ReduceKind::Add,
+                    ..
+                }
+        )
+    }
+
+    /// Vector-unit FLOP charged per element: `(per input element of the first input,
+    /// per output element)`. See `docs/kernels.md` for the table.
+    ///
+    /// - Unary, Binary: `(0, op)`; Transpose: `(0, 1)` (one move per element);
+    /// - ReduceAxes: `(1, 0)` (every input element is combined once);
+    /// - Softmax: `(2, 13)`: a max and a sum per input element; a subtraction, an exp (8)
+    ///   and a division (4) per output element;
+    /// - LayerNorm: `(4, 2)`: a sum for the mean, a subtraction, a square and a sum for
+    ///   the variance per input element; a subtraction and a multiplication by
+    ///   1/√(var+ε) per output element;
+    /// - MatMul, BatchMatMul on the vector unit: 2 per multiply-add (charged separately).
+    pub fn flops_per_element(&self) -> (u64, u64) {
+        match self {
+            Kernel::Unary(op) => (0, op.flops_per_element()),
+            Kernel::Binary(op) => (0, op.flops_per_element()),
+            Kernel::Transpose { .. } => (0, 1),
+            Kernel::ReduceAxes { .. } => (1, 0),
+            Kernel::Softmax { .. } => (2, 13),
+            Kernel::LayerNorm { .. } => (4, 2),
+            Kernel::MatMul | Kernel::BatchMatMul => (0, 2),
+        }
+    }
+
+    /// How messages name the reduced variables: `the contraction`, `the normalised axis`,
+    /// `a reduced axis`.
+    pub fn reduced_role(&self) -> &'static str {
+        match self {
+            Kernel::MatMul | Kernel::BatchMatMul => "the contraction",
+            Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => "the normalised axis",
+            _ => "a reduced axis",
+        }
+    }
+}
+
+impl fmt::Display for Kernel {
+    /// `MatMul`, `Unary Relu`, `Binary Add`, `ReduceAxes Max`, `Softmax`, ...
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kernel::Unary(op) => write!(f, "Unary {}", op.name()),
+            Kernel::Binary(op) => write!(f, "Binary {}", op.name()),
+            Kernel::MatMul => f.write_str("MatMul"),
+            Kernel::BatchMatMul => f.write_str("BatchMatMul"),
+            Kernel::ReduceAxes { op, .. } => write!(f, "ReduceAxes {}", op.name()),
+            Kernel::Softmax { .. } => f.write_str("Softmax"),
+            Kernel::LayerNorm { .. } => f.write_str("LayerNorm"),
+            Kernel::Transpose { .. } => f.write_str("Transpose"),
+        }
+    }
+}
+
+/// What kind of problem a [`KernelError`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The wrong number of inputs.
+    Arity,
+    /// An input of the wrong rank.
+    Rank,
+    /// Contraction (or batch) axes of a matmul disagree.
+    Contraction,
+    /// An axis out of range or named twice.
+    Axis,
+    /// A transpose permutation that is not a permutation of the axes.
+    Perm,
+    /// Binary operands whose shapes do not broadcast.
+    Broadcast,
+    /// A layout disagrees with the kernel: its logical shape is not the one the
+    /// kernel needs, or it is bound to another machine.
+    Layout,
+    /// The machine has no compute rate for the dtype.
+    Rate,
+    /// The layouts do not line up: operand `operand` (inputs in order, then the
+    /// output) misses data at addressable level `level`. The message names the
+    /// relayout that would make the kernel legal.
+    Illegal {
+        /// The operand that misses data (or, for the output, cannot hold the result).
+        operand: usize,
+        /// Index of the addressable level, root-most first.
+        level: usize,
+    },
+}
+
+/// A kernel that cannot run as asked, with a message for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelError {
+    /// What kind of problem.
+    pub kind: ErrorKind,
+    /// The message, naming the operands, axes, levels and the fix.
+    pub message: String,
+}
+
+impl KernelError {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        KernelError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for KernelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for KernelError {}
+
+/// `[4,8]`.
+pub(crate) fn fmt_dims(d: &[u64]) -> String {
+    let s: Vec<String> = d.iter().map(u64::to_string).collect();
+    format!("[{}]", s.join(","))
+}
+
+/// Product of the dimensions (saturating).
+pub(crate) fn numel(d: &[u64]) -> u64 {
+    d.iter().fold(1u64, |a, &b| a.saturating_mul(b))
+}

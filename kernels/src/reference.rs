@@ -1,0 +1,324 @@
+//! Values: a plain host reference for whole tensors, and the per-element evaluation
+//! the functional engine runs on each PE. Both compute in `f64`.
+
+use crate::kernel::{Kernel, numel};
+use std::ops::Range;
+
+/// Row-major strides of `shape`.
+fn strides(shape: &[u64]) -> Vec<u64> {
+    let mut s = vec![1u64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Row-major linear index of `idx` in `shape`.
+fn linear(shape: &[u64], idx: &[u64]) -> usize {
+    let mut l = 0u64;
+    for (i, d) in idx.iter().zip(shape) {
+        l = l * d + i;
+    }
+    l as usize
+}
+
+/// The row-major multi-index of linear position `l` in `shape`.
+fn unravel(shape: &[u64], mut l: u64, out: &mut [u64]) {
+    for i in (0..shape.len()).rev() {
+        let d = shape[i].max(1);
+        out[i] = l % d;
+        l /= d;
+    }
+}
+
+/// The output of `k` on whole inputs `(shape, row-major values)`, row-major.
+/// `out_shape` must be [`crate::output_shape`] of the inputs.
+///
+/// Written for obviousness, not speed: direct loops in `f64`. GELU is the tanh
+/// approximation; Softmax subtracts the maximum; LayerNorm uses the population
+/// variance and no affine parameters.
+///
+/// # Panics
+/// If the shapes do not fit `k` or the values do not fill their shapes.
+pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> Vec<f64> {
+    let shapes: Vec<&[u64]> = inputs.iter().map(|(s, _)| *s).collect();
+    let want =
+        crate::shape::output_shape(k, &shapes).expect("reference: shapes do not fit the kernel");
+    assert_eq!(want, out_shape, "reference: wrong output shape");
+    for (s, v) in inputs {
+        assert_eq!(
+            numel(s) as usize,
+            v.len(),
+            "reference: values do not fill their shape"
+        );
+    }
+    let n = numel(out_shape) as usize;
+    let mut out = vec![0.0; n];
+    let mut idx = vec![0u64; out_shape.len()];
+    let (xs, x) = inputs[0];
+    match k {
+        Kernel::Unary(op) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = op.apply(v);
+            }
+        }
+        Kernel::Binary(op) => {
+            let (bs, b) = inputs[1];
+            let r = out_shape.len();
+            // Index of an operand: its axes align to the trailing output axes; size 1 reads 0.
+            let pick = |s: &[u64], idx: &[u64]| -> Vec<u64> {
+                let off = r - s.len();
+                s.iter()
+                    .enumerate()
+                    .map(|(a, &d)| if d == 1 { 0 } else { idx[off + a] })
+                    .collect()
+            };
+            for (l, o) in out.iter_mut().enumerate() {
+                unravel(out_shape, l as u64, &mut idx);
+                let va = x[linear(xs, &pick(xs, &idx))];
+                let vb = b[linear(bs, &pick(bs, &idx))];
+                *o = op.apply(va, vb);
+            }
+        }
+        Kernel::MatMul | Kernel::BatchMatMul => {
+            let (bs, b) = inputs[1];
+            let r = out_shape.len();
+            let (m, nn, kk) = (out_shape[r - 2], out_shape[r - 1], xs[r - 1]);
+            let batches = numel(&out_shape[..r - 2]);
+            for p in 0..batches {
+                for i in 0..m {
+                    for j in 0..nn {
+                        let mut acc = 0.0;
+                        for t in 0..kk {
+                            let va = x[((p * m + i) * kk + t) as usize];
+                            let vb = b[((p * kk + t) * nn + j) as usize];
+                            acc += va * vb;
+                        }
+                        out[((p * m + i) * nn + j) as usize] = acc;
+                    }
+                }
+            }
+            debug_assert_eq!(bs[r - 2], kk);
+        }
+        Kernel::ReduceAxes { op, axes } => {
+            out.iter_mut().for_each(|o| *o = op.identity());
+            let mut xi = vec![0u64; xs.len()];
+            for (l, &v) in x.iter().enumerate() {
+                unravel(xs, l as u64, &mut xi);
+                let kept: Vec<u64> = (0..xs.len())
+                    .filter(|a| !axes.contains(a))
+                    .map(|a| xi[a])
+                    .collect();
+                let o = &mut out[linear(out_shape, &kept)];
+                *o = op.combine(*o, v);
+            }
+        }
+        Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => {
+            let len = xs[*axis];
+            let stride = strides(xs)[*axis];
+            // Every "row": an index with 0 on the axis.
+            for l in 0..n as u64 {
+                unravel(xs, l, &mut idx);
+                if idx[*axis] != 0 {
+                    continue;
+                }
+                let at = |t: u64| (l + t * stride) as usize;
+                match k {
+                    Kernel::Softmax { .. } => {
+                        let mx = (0..len).map(|t| x[at(t)]).fold(f64::NEG_INFINITY, f64::max);
+                        let sum: f64 = (0..len).map(|t| (x[at(t)] - mx).exp()).sum();
+                        for t in 0..len {
+                            out[at(t)] = (x[at(t)] - mx).exp() / sum;
+                        }
+                    }
+                    Kernel::LayerNorm { eps, .. } => {
+                        let mean = (0..len).map(|t| x[at(t)]).sum::<f64>() / len as f64;
+                        let var =
+                            (0..len).map(|t| (x[at(t)] - mean).powi(2)).sum::<f64>() / len as f64;
+                        for t in 0..len {
+                            out[at(t)] = (x[at(t)] - mean) / (var + eps).sqrt();
+                        }
+                    }
+                    _ => unreachable!(),
+                }
+            }
+        }
+        Kernel::Transpose { perm } => {
+            let mut xi = vec![0u64; xs.len()];
+            for (l, o) in out.iter_mut().enumerate() {
+                unravel(out_shape, l as u64, &mut idx);
+                for (i, &p) in perm.iter().enumerate() {
+                    xi[p] = idx[i];
+                }
+                *o = x[linear(xs, &xi)];
+            }
+        }
+    }
+    out
+}
+
+/// One output element of `k` at `out_idx`, from its inputs, in `f64`.
+///
+/// `fetch(input, index)` reads an input element at a logical index. `reduced(r)` is
+/// the range of reduced variable `r` (see [`crate::reduced_extents`]) this unit holds:
+/// the whole range normally, the local part where the output is partial (the result
+/// is then this unit's partial sum; an empty range gives the reduction's identity).
+/// For Softmax and LayerNorm it must be the whole normalised axis.
+/// `in_shapes` are the inputs' logical shapes (for broadcasting and batch axes).
+/// When the local part is not a range, use [`eval_share`].
+pub fn eval(
+    k: &Kernel,
+    out_idx: &[u64],
+    fetch: &mut dyn FnMut(usize, &[u64]) -> f64,
+    reduced: &dyn Fn(usize) -> Range<u64>,
+    in_shapes: &[&[u64]],
+) -> f64 {
+    eval_core(
+        k,
+        out_idx,
+        fetch,
+        &|r, f| {
+            for t in reduced(r) {
+                f(t)
+            }
+        },
+        in_shapes,
+    )
+}
+
+/// Like [`eval`], with the values of every reduced variable this unit holds given as a
+/// list per variable (as [`crate::reduced_share`] computes them).
+pub fn eval_share(
+    k: &Kernel,
+    out_idx: &[u64],
+    fetch: &mut dyn FnMut(usize, &[u64]) -> f64,
+    share: &[Vec<u64>],
+    in_shapes: &[&[u64]],
+) -> f64 {
+    eval_core(
+        k,
+        out_idx,
+        fetch,
+        &|r, f| {
+            for &t in &share[r] {
+                f(t)
+            }
+        },
+        in_shapes,
+    )
+}
+
+/// Calls the callback for every value of reduced variable `r` the unit holds.
+type Visit<'a> = &'a dyn Fn(usize, &mut dyn FnMut(u64));
+
+fn eval_core(
+    k: &Kernel,
+    out_idx: &[u64],
+    fetch: &mut dyn FnMut(usize, &[u64]) -> f64,
+    visit: Visit<'_>,
+    in_shapes: &[&[u64]],
+) -> f64 {
+    let values = |r: usize| {
+        let mut v = Vec::new();
+        visit(r, &mut |t| v.push(t));
+        v
+    };
+    match k {
+        Kernel::Unary(op) => op.apply(fetch(0, out_idx)),
+        Kernel::Binary(op) => {
+            let r = out_idx.len();
+            let mut idx = Vec::with_capacity(r);
+            let mut val = [0.0; 2];
+            for (j, s) in in_shapes.iter().take(2).enumerate() {
+                let off = r - s.len();
+                idx.clear();
+                idx.extend(
+                    s.iter()
+                        .enumerate()
+                        .map(|(a, &d)| if d == 1 { 0 } else { out_idx[off + a] }),
+                );
+                val[j] = fetch(j, &idx);
+            }
+            op.apply(val[0], val[1])
+        }
+        Kernel::MatMul | Kernel::BatchMatMul => {
+            let r = out_idx.len();
+            let mut ia = out_idx.to_vec(); // [batch.., m, t]
+            let mut ib = out_idx.to_vec(); // [batch.., t, n]
+            let mut acc = 0.0;
+            visit(0, &mut |t| {
+                ia[r - 1] = t;
+                ib[r - 2] = t;
+                acc += fetch(0, &ia) * fetch(1, &ib);
+            });
+            acc
+        }
+        Kernel::ReduceAxes { op, axes } => {
+            let rank = in_shapes[0].len();
+            let mut idx = vec![0u64; rank];
+            let mut h = 0;
+            for (a, slot) in idx.iter_mut().enumerate() {
+                if !axes.contains(&a) {
+                    *slot = out_idx[h];
+                    h += 1;
+                }
+            }
+            let lists: Vec<Vec<u64>> = (0..axes.len()).map(values).collect();
+            let mut acc = op.identity();
+            if lists.iter().any(Vec::is_empty) {
+                return acc;
+            }
+            // Odometer over the reduced variables, the last one fastest.
+            let mut at = vec![0usize; axes.len()];
+            loop {
+                for (j, &a) in axes.iter().enumerate() {
+                    idx[a] = lists[j][at[j]];
+                }
+                acc = op.combine(acc, fetch(0, &idx));
+                let mut j = axes.len();
+                loop {
+                    if j == 0 {
+                        return acc;
+                    }
+                    j -= 1;
+                    at[j] += 1;
+                    if at[j] < lists[j].len() {
+                        break;
+                    }
+                    at[j] = 0;
+                }
+            }
+        }
+        Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => {
+            let axis = *axis;
+            let mut idx = out_idx.to_vec();
+            let mut row = Vec::new();
+            visit(0, &mut |t| {
+                idx[axis] = t;
+                row.push(fetch(0, &idx));
+            });
+            let x = fetch(0, out_idx);
+            match k {
+                Kernel::Softmax { .. } => {
+                    let mx = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let sum: f64 = row.iter().map(|v| (v - mx).exp()).sum();
+                    (x - mx).exp() / sum
+                }
+                Kernel::LayerNorm { eps, .. } => {
+                    let n = row.len() as f64;
+                    let mean = row.iter().sum::<f64>() / n;
+                    let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+                    (x - mean) / (var + eps).sqrt()
+                }
+                _ => unreachable!(),
+            }
+        }
+        Kernel::Transpose { perm } => {
+            let mut idx = vec![0u64; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                idx[p] = out_idx[i];
+            }
+            fetch(0, &idx)
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! Output shapes and index maps: which input elements an output element reads.
+
+use crate::kernel::{ErrorKind, Kernel, KernelError, fmt_dims};
+
+/// Where one input axis takes its index from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AxisSource {
+    /// The index of output axis `h`.
+    Out(usize),
+    /// Reduced variable `r` (see [`reduced_extents`]): every value of it is needed.
+    Reduced(usize),
+    /// A broadcast axis (size 1 where the output is larger): index 0.
+    Broadcast,
+}
+
+/// How the index of one input derives from the output index and the reduced
+/// variables: one [`AxisSource`] per input axis.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InputMap {
+    /// One entry per input axis.
+    pub axes: Vec<AxisSource>,
+}
+
+fn err(kind: ErrorKind, msg: impl Into<String>) -> KernelError {
+    KernelError::new(kind, msg)
+}
+
+fn arity(k: &Kernel, n: usize) -> Result<(), KernelError> {
+    if n != k.arity() {
+        return Err(err(
+            ErrorKind::Arity,
+            format!("{k} takes {} input(s), got {n}", k.arity()),
+        ));
+    }
+    Ok(())
+}
+
+/// The shape of the output of `k` on inputs of shapes `inputs`.
+///
+/// Errors: the wrong number of inputs; a MatMul operand that is not a matrix, or a
+/// BatchMatMul pair of different ranks or batch axes; contraction lengths that
+/// disagree; an axis out of range or repeated; a `perm` that is not a permutation;
+/// Binary shapes that do not broadcast.
+pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+    arity(k, inputs.len())?;
+    let x = inputs[0];
+    match k {
+        Kernel::Unary(_) => Ok(x.to_vec()),
+        Kernel::Binary(op) => broadcast(x, inputs[1]).ok_or_else(|| {
+            err(
+                ErrorKind::Broadcast,
+                format!(
+                    "Binary {}: shapes {} and {} do not broadcast (aligned to the trailing axes, each pair of sizes must be equal or one of them 1)",
+                    op.name(),
+                    fmt_dims(x),
+                    fmt_dims(inputs[1])
+                ),
+            )
+        }),
+        Kernel::MatMul => {
+            let b = inputs[1];
+            for (name, s) in [("a", x), ("b", b)] {
+                if s.len() != 2 {
+                    return Err(err(
+                        ErrorKind::Rank,
+                        format!(
+                            "MatMul: `{name}` must be a matrix (rank 2), got shape {} of rank {}; use BatchMatMul for batched operands",
+                            fmt_dims(s),
+                            s.len()
+                        ),
+                    ));
+                }
+            }
+            if x[1] != b[0] {
+                return Err(err(
+                    ErrorKind::Contraction,
+                    format!(
+                        "MatMul: the contraction lengths differ: `a` {} has {} columns, `b` {} has {} rows",
+                        fmt_dims(x),
+                        x[1],
+                        fmt_dims(b),
+                        b[0]
+                    ),
+                ));
+            }
+            Ok(vec![x[0], b[1]])
+        }
+        Kernel::BatchMatMul => {
+            let b = inputs[1];
+            for (name, s) in [("a", x), ("b", b)] {
+                if s.len() < 2 {
+                    return Err(err(
+                        ErrorKind::Rank,
+                        format!(
+                            "BatchMatMul: `{name}` needs rank 2 or more ([batch.., M, K] × [batch.., K, N]), got shape {}",
+                            fmt_dims(s)
+                        ),
+                    ));
+                }
+            }
+            if x.len() != b.len() {
+                return Err(err(
+                    ErrorKind::Rank,
+                    format!(
+                        "BatchMatMul: `a` {} and `b` {} have different ranks; both need the same batch axes",
+                        fmt_dims(x),
+                        fmt_dims(b)
+                    ),
+                ));
+            }
+            let r = x.len();
+            if x[..r - 2] != b[..r - 2] {
+                return Err(err(
+                    ErrorKind::Contraction,
+                    format!(
+                        "BatchMatMul: the batch axes differ: `a` {} has {}, `b` {} has {}",
+                        fmt_dims(x),
+                        fmt_dims(&x[..r - 2]),
+                        fmt_dims(b),
+                        fmt_dims(&b[..r - 2])
+                    ),
+                ));
+            }
+            if x[r - 1] != b[r - 2] {
+                return Err(err(
+                    ErrorKind::Contraction,
+                    format!(
+                        "BatchMatMul: the contraction lengths differ: `a` {} has {} on its last axis, `b` {} has {} on axis {}",
+                        fmt_dims(x),
+                        x[r - 1],
+                        fmt_dims(b),
+                        b[r - 2],
+                        r - 2
+                    ),
+                ));
+            }
+            let mut o = x[..r - 1].to_vec();
+            o.push(b[r - 1]);
+            Ok(o)
+        }
+        Kernel::ReduceAxes { op, axes } => {
+            let mut seen = vec![false; x.len()];
+            for &a in axes {
+                if a >= x.len() {
+                    return Err(err(
+                        ErrorKind::Axis,
+                        format!(
+                            "ReduceAxes {}: axis {a} is out of range for shape {} (axes 0..{})",
+                            op.name(),
+                            fmt_dims(x),
+                            x.len()
+                        ),
+                    ));
+                }
+                if seen[a] {
+                    return Err(err(
+                        ErrorKind::Axis,
+                        format!("ReduceAxes {}: axis {a} is named twice", op.name()),
+                    ));
+                }
+                seen[a] = true;
+            }
+            Ok(x.iter()
+                .zip(&seen)
+                .filter(|(_, s)| !**s)
+                .map(|(d, _)| *d)
+                .collect())
+        }
+        Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => {
+            if *axis >= x.len() {
+                return Err(err(
+                    ErrorKind::Axis,
+                    format!(
+                        "{k}: axis {axis} is out of range for shape {} (axes 0..{})",
+                        fmt_dims(x),
+                        x.len()
+                    ),
+                ));
+            }
+            Ok(x.to_vec())
+        }
+        Kernel::Transpose { perm } => {
+            let mut seen = vec![false; x.len()];
+            let ok = perm.len() == x.len()
+                && perm.iter().all(|&p| {
+                    p < x.len() && !std::mem::replace(&mut seen[p], true)
+                });
+            if !ok {
+                return Err(err(
+                    ErrorKind::Perm,
+                    format!(
+                        "Transpose: perm {perm:?} is not a permutation of the {} axes of {} (each of 0..{} exactly once)",
+                        x.len(),
+                        fmt_dims(x),
+                        x.len()
+                    ),
+                ));
+            }
+            Ok(perm.iter().map(|&p| x[p]).collect())
+        }
+    }
+}
+
+/// Numpy broadcasting of two shapes, `None` if they do not broadcast.
+pub fn broadcast(a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
+    let r = a.len().max(b.len());
+    let at = |s: &[u64], i: usize| -> u64 {
+        // i counts from the left of the result; s aligns to the right.
+        let off = r - s.len();
+        if i < off { 1 } else { s[i - off] }
+    };
+    (0..r)
+        .map(|i| {
+            let (x, y) = (at(a, i), at(b, i));
+            if x == y || y == 1 {
+                Some(x)
+            } else if x == 1 {
+                Some(y)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The lengths of the reduced variables of `k`, in order:
+/// MatMul, BatchMatMul: `[K]`; ReduceAxes: the reduced axes' lengths in the order
+/// `axes` names them; Softmax, LayerNorm: `[length of the normalised axis]`; others: `[]`.
+pub fn reduced_extents(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+    output_shape(k, in_shapes)?;
+    let x = in_shapes[0];
+    Ok(match k {
+        Kernel::MatMul | Kernel::BatchMatMul => vec![x[x.len() - 1]],
+        Kernel::ReduceAxes { axes, .. } => axes.iter().map(|&a| x[a]).collect(),
+        Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => vec![x[*axis]],
+        _ => Vec::new(),
+    })
+}
+
+/// Per input, how each of its axes takes its index: from an output axis, from a
+/// reduced variable, or fixed at 0 (broadcast). `out_shape` must be the output shape
+/// of `k` on `in_shapes`.
+///
+/// For Softmax and LayerNorm the normalised axis of the input is `Reduced(0)`: the
+/// output element at position `i` of that axis needs every position of it.
+pub fn index_map(
+    k: &Kernel,
+    in_shapes: &[&[u64]],
+    out_shape: &[u64],
+) -> Result<Vec<InputMap>, KernelError> {
+    let want = output_shape(k, in_shapes)?;
+    if want != out_shape {
+        return Err(err(
+            ErrorKind::Layout,
+            format!(
+                "{k}: the output shape is {}, but {} was given",
+                fmt_dims(&want),
+                fmt_dims(out_shape)
+            ),
+        ));
+    }
+    use AxisSource::*;
+    let out_rank = out_shape.len();
+    let map = |axes: Vec<AxisSource>| InputMap { axes };
+    Ok(match k {
+        Kernel::Unary(_) | Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => {
+            let axes = (0..out_rank)
+                .map(|h| match k {
+                    Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } if *axis == h => {
+                        Reduced(0)
+                    }
+                    _ => Out(h),
+                })
+                .collect();
+            vec![map(axes)]
+        }
+        Kernel::Binary(_) => in_shapes
+            .iter()
+            .map(|s| {
+                let off = out_rank - s.len();
+                map(s
+                    .iter()
+                    .enumerate()
+                    .map(|(a, &d)| {
+                        if d == 1 && out_shape[off + a] != 1 {
+                            Broadcast
+                        } else {
+                            Out(off + a)
+                        }
+                    })
+                    .collect())
+            })
+            .collect(),
+        Kernel::MatMul | Kernel::BatchMatMul => {
+            let batch: Vec<AxisSource> = (0..out_rank - 2).map(Out).collect();
+            let mut a = batch.clone();
+            a.extend([Out(out_rank - 2), Reduced(0)]);
+            let mut b = batch;
+            b.extend([Reduced(0), Out(out_rank - 1)]);
+            vec![map(a), map(b)]
+        }
+        Kernel::ReduceAxes { axes, .. } => {
+            let mut h = 0;
+            let m = (0..in_shapes[0].len())
+                .map(|a| match axes.iter().position(|&x| x == a) {
+                    Some(r) => Reduced(r),
+                    None => {
+                        h += 1;
+                        Out(h - 1)
+                    }
+                })
+                .collect();
+            vec![map(m)]
+        }
+        Kernel::Transpose { perm } => {
+            let mut m = vec![Broadcast; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                m[p] = Out(i);
+            }
+            vec![map(m)]
+        }
+    })
+}
