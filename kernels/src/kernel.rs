@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// Elementwise one-operand functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum UnaryOp {
     /// max(x, 0).
     Relu,
@@ -105,7 +105,7 @@ pub fn gelu(x: f64) -> f64 {
 }
 
 /// Elementwise two-operand functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum BinaryOp {
     /// a + b.
     Add,

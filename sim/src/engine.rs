@@ -1195,3 +1195,315 @@ impl Engine {
         facts.into_iter().map(|f| f.1).collect()
     }
 }
+
+/// One input of a kernel, snapshotted for reading by logical index from any PE.
+struct InputView {
+    snap: Vec<Vec<u8>>,
+    tables: mnsim_arch::layout::AxisTables,
+    replicated: Vec<bool>,
+    fanout: Vec<u64>,
+    dtype: DType,
+    eb: usize,
+    wb: usize,
+    fp: usize,
+}
+
+impl InputView {
+    /// Reads element `idx`: from where it lives on split levels, from the copy at
+    /// `own` on replicated ones.
+    #[inline]
+    fn read(&self, idx: &[u64], own: &[u64], scratch: &mut [u64]) -> f64 {
+        self.tables.locate(idx, scratch);
+        let nl = self.fanout.len();
+        let mut pe = 0u64;
+        for i in 0..nl {
+            let p = if self.replicated[i] {
+                own[i]
+            } else {
+                scratch[i]
+            };
+            pe = pe * self.fanout[i] + p;
+        }
+        let (a, w, t) = (
+            scratch[nl] as usize,
+            scratch[nl + 1] as usize,
+            scratch[nl + 2] as usize,
+        );
+        let off = (t * self.fp + a) * self.wb + w * self.eb;
+        elem::read(self.dtype, &self.snap[pe as usize][off..off + self.eb])
+    }
+}
+
+impl Engine {
+    fn input_view(&mut self, r: &Resident, dtype: DType) -> InputView {
+        let l = &r.layout;
+        InputView {
+            snap: self.snapshot(r.offset, r.words),
+            tables: l.axis_tables(),
+            replicated: l.levels().iter().map(|x| x.replicated).collect(),
+            fanout: l.levels().iter().map(|x| x.fanout).collect(),
+            dtype,
+            eb: dtype.bytes() as usize,
+            wb: self.machine.word_bytes as usize,
+            fp: l.footprint_words() as usize,
+        }
+    }
+
+    /// Runs a SIMD kernel: checks legality (SPEC §5), computes (functional mode),
+    /// charges the compute unit. The output is partial over the levels where a split
+    /// contraction leaves partial sums; a Reduce completes it.
+    pub fn kernel(
+        &mut self,
+        op: &str,
+        k: &mnsim_kernels::Kernel,
+        inputs: &[&str],
+        out: &str,
+        layout: Option<TensorLayout>,
+    ) -> Result<OpReport, SimError> {
+        let mut res: Vec<Resident> = Vec::new();
+        let mut in_dims: Vec<Vec<u64>> = Vec::new();
+        let mut in_rt: Vec<Vec<u64>> = Vec::new();
+        let mut in_dtypes: Vec<DType> = Vec::new();
+        for name in inputs {
+            let r = self.resident(name)?.clone();
+            if let Some(&p) = r.partial.first() {
+                return err(format!(
+                    "`{name}` holds partial sums over {}: Reduce it over {} first",
+                    r.layout.levels()[p].name,
+                    r.layout.levels()[p].name
+                ));
+            }
+            let t = self.state(name)?;
+            in_dims.push(t.dims.clone());
+            in_rt.push(t.runtime.clone());
+            in_dtypes.push(t.dtype);
+            res.push(r);
+        }
+        let dims_ref: Vec<&[u64]> = in_dims.iter().map(|d| d.as_slice()).collect();
+        let rt_ref: Vec<&[u64]> = in_rt.iter().map(|d| d.as_slice()).collect();
+        let want = mnsim_kernels::output_shape(k, &dims_ref).map_err(|e| SimError(e.message))?;
+        let want_rt = mnsim_kernels::output_shape(k, &rt_ref).map_err(|e| SimError(e.message))?;
+        let o = self.state(out)?;
+        let (out_dtype, out_dims, out_rt) = (o.dtype, o.dims.clone(), o.runtime.clone());
+        if out_dims != want {
+            return err(format!(
+                "{op} of {} gives shape {want:?}, but `{out}` is declared with shape {out_dims:?}",
+                inputs.join(", ")
+            ));
+        }
+        if out_rt != want_rt {
+            return err(format!(
+                "{op} of {} gives run-time shape {want_rt:?}, but `{out}` has run-time shape {out_rt:?}",
+                inputs.join(", ")
+            ));
+        }
+        let layout = match layout {
+            Some(l) => l,
+            None => match res.first() {
+                Some(r)
+                    if r.layout.logical_shape() == out_dims.as_slice()
+                        && in_dtypes[0] == out_dtype =>
+                {
+                    r.layout.clone()
+                }
+                _ => {
+                    return err(format!(
+                        "{op} needs an output layout for `{out}` (its shape or type differs from its input's): give `layout:`"
+                    ));
+                }
+            },
+        };
+        let in_layouts: Vec<&TensorLayout> = res.iter().map(|r| &r.layout).collect();
+        let mut names: Vec<&str> = inputs.to_vec();
+        names.push(out);
+        let legal = mnsim_kernels::check(k, &in_layouts, &layout, &self.machine, &names)
+            .map_err(|e| SimError(format!("{op}: {}", e.message)))?;
+        let cost = mnsim_kernels::cost(
+            k,
+            &in_layouts,
+            &layout,
+            &legal,
+            &self.machine,
+            out_dtype,
+            Some(&rt_ref),
+        )
+        .map_err(|e| SimError(format!("{op}: {}", e.message)))?;
+        // The output gets a fresh region (it may replace one of the inputs).
+        let old = self
+            .tensors
+            .get(out)
+            .and_then(|t| t.lm.as_ref())
+            .map(|r| r.offset);
+        let (offset, words) = self.allocate(out, &layout)?;
+        let facts = match self.mode {
+            Mode::Timing => self.closed_facts(&layout, &legal.partial, &out_rt, false, None),
+            Mode::Functional => {
+                let views: Vec<InputView> = res
+                    .iter()
+                    .zip(&in_dtypes)
+                    .map(|(r, &d)| self.input_view(r, d))
+                    .collect();
+                self.move_kernel(
+                    k,
+                    &views,
+                    &rt_ref,
+                    &layout,
+                    offset,
+                    &out_rt,
+                    out_dtype,
+                    &legal,
+                    &in_layouts,
+                )
+            }
+        };
+        if let Some(o) = old {
+            self.alloc.free(o);
+        }
+        let unit = self.machine.addressable_levels()[legal.unit_level]
+            .name
+            .clone();
+        let stage = mnsim_reports::StageReport {
+            level: unit.clone(),
+            direction: "local".into(),
+            kind: "compute".into(),
+            bytes: 0,
+            child_bytes: 0,
+            max_port_bytes: 0,
+            max_child_bytes: 0,
+            ports: facts.iter().filter(|f| f.key != net::NONE).count() as u64,
+            cycles: cost.cycles,
+            latency: 0,
+            chunks: 1,
+        };
+        let c = net::Cost {
+            stages: vec![stage],
+            cycles: cost.cycles,
+            ready: facts
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.key != net::NONE)
+                .map(|(p, _)| (p as u64, cost.cycles))
+                .collect(),
+            bottleneck: format!("{unit} local compute"),
+            port_cycles: vec![Vec::new(); self.topo.chain.len()],
+            port_bytes: vec![Vec::new(); self.topo.chain.len()],
+        };
+        let mut rep = self.finish(op, out, Some(&layout), &out_rt, c);
+        rep.flops = Some(cost.flops);
+        rep.utilisation = cost.utilisation();
+        if let Some(last) = self.ops.last_mut() {
+            last.flops = rep.flops;
+            last.utilisation = rep.utilisation;
+        }
+        self.tensors.get_mut(out).expect("checked").lm = Some(Resident {
+            layout,
+            offset,
+            words,
+            partial: legal.partial.clone(),
+        });
+        Ok(rep)
+    }
+
+    /// Functional kernel: every distinct output shard is computed once (replicas are
+    /// copies: SIMD repeats the work, the simulator need not), then copied to every PE
+    /// that holds it. Where the output is partial, each reduced variable runs only over
+    /// the indices this shard's position holds.
+    #[allow(clippy::too_many_arguments)]
+    fn move_kernel(
+        &mut self,
+        k: &mnsim_kernels::Kernel,
+        views: &[InputView],
+        in_rt: &[&[u64]],
+        layout: &TensorLayout,
+        offset: u64,
+        out_rt: &[u64],
+        dtype: DType,
+        legal: &mnsim_kernels::Legality,
+        in_layouts: &[&TensorLayout],
+    ) -> Vec<PeFact> {
+        let partial = legal.partial.as_slice();
+        // Reduced variables run over their real (run-time) extents.
+        let extents = mnsim_kernels::reduced_extents(k, in_rt).unwrap_or_default();
+        let eb = dtype.bytes() as usize;
+        let wb = self.machine.word_bytes as usize;
+        let fp = layout.footprint_words() as usize;
+        let region = (layout.footprint_words() * layout.time_span()) as usize * wb;
+        let used = Self::used_table(layout);
+        let width = views.iter().map(|v| v.tables.width()).max().unwrap_or(3);
+        // One representative PE per distinct shard.
+        let positions = self.pe_positions();
+        let mut reps: Vec<(u64, usize)> = positions
+            .iter()
+            .enumerate()
+            .map(|(p, pos)| (Self::key(layout, &used, partial, pos, false, None), p))
+            .filter(|(key, _)| *key != net::NONE)
+            .collect();
+        reps.sort_unstable();
+        reps.dedup_by_key(|x| x.0);
+        let computed: Vec<(u64, Vec<u8>, u64, u64)> = reps
+            .par_iter()
+            .map(|&(key, p)| {
+                let pos = &positions[p];
+                let mut buf = vec![0u8; region];
+                let (mut words, mut valid) = (0u64, 0u64);
+                let Some(shard) = layout.shard(pos) else {
+                    return (key, buf, 0, 0);
+                };
+                // The values of each reduced variable this shard works on: all of them,
+                // or this position's share where the output is partial.
+                let share = match mnsim_kernels::reduced_share(k, in_layouts, legal, pos) {
+                    Ok(sh) => sh
+                        .into_iter()
+                        .zip(&extents)
+                        .map(|(v, &n)| v.into_iter().filter(|&x| x < n).collect::<Vec<u64>>())
+                        .collect::<Vec<_>>(),
+                    Err(_) => extents.iter().map(|&n| (0..n).collect()).collect(),
+                };
+                let mut scratch = vec![0u64; width];
+                shard.for_each(|idx, a, w, t| {
+                    let dst = (t as usize * fp + a as usize) * wb + w as usize * eb;
+                    words += (w == 0) as u64;
+                    if idx.iter().zip(out_rt).all(|(i, n)| i < n) {
+                        let mut fetch = |i: usize, at: &[u64]| views[i].read(at, pos, &mut scratch);
+                        let v = mnsim_kernels::eval_share(k, idx, &mut fetch, &share, in_rt);
+                        elem::write(dtype, v, &mut buf[dst..dst + eb]);
+                        valid += 1;
+                    }
+                });
+                (key, buf, words, valid)
+            })
+            .collect();
+        let by_key: HashMap<u64, usize> =
+            computed.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
+        let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
+        let mut pes: Vec<(&Pe, &mut Lm)> = q
+            .iter_mut(&mut self.sw.world)
+            .map(|(p, l)| (p, l.into_inner()))
+            .collect();
+        let base = offset as usize * wb;
+        let mut facts: Vec<(u64, PeFact)> = pes
+            .par_iter_mut()
+            .map(|(pe, lm)| {
+                let key = Self::key(layout, &used, partial, &pe.pos, false, None);
+                match by_key.get(&key) {
+                    Some(&i) if key != net::NONE => {
+                        let (_, buf, words, valid) = &computed[i];
+                        lm.data[base..base + region].copy_from_slice(buf);
+                        (
+                            pe.global,
+                            PeFact {
+                                key,
+                                reduced_key: key,
+                                bytes: words * wb as u64,
+                                valid: *valid,
+                            },
+                        )
+                    }
+                    _ => (pe.global, PeFact::IDLE),
+                }
+            })
+            .collect();
+        facts.sort_unstable_by_key(|f| f.0);
+        facts.into_iter().map(|f| f.1).collect()
+    }
+}

@@ -78,6 +78,103 @@ pub struct RunOutput {
     pub engine: Engine,
 }
 
+/// A tensor's reference value on the host: row-major over its run-time shape, and the
+/// tolerance (absolute, relative) its simulated value must meet (0 for pure moves:
+/// bit-exact).
+#[derive(Clone, Debug)]
+struct RefValue {
+    dims: Vec<u64>,
+    vals: Vec<f64>,
+    tol: (f64, f64),
+}
+
+fn to_f64(dtype: DType, bytes: &[u8]) -> Vec<f64> {
+    bytes
+        .chunks_exact(dtype.bytes() as usize)
+        .map(|c| elem::read(dtype, c))
+        .collect()
+}
+
+/// Rounds through the dtype (the reference of a value the machine stores).
+fn round(dtype: DType, v: f64) -> f64 {
+    let mut b = [0u8; 8];
+    elem::write(dtype, v, &mut b[..dtype.bytes() as usize]);
+    elem::read(dtype, &b[..dtype.bytes() as usize])
+}
+
+/// The kernel of a program op, its inputs, output and layout text.
+fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
+    use mnsim_kernels::{Kernel, ReduceKind};
+    Some(match op {
+        Op::Unary { op, input, out, .. } => {
+            (Kernel::Unary(*op), vec![input.as_str()], out.as_str())
+        }
+        Op::Binary { op, a, b, out, .. } => (
+            Kernel::Binary(*op),
+            vec![a.as_str(), b.as_str()],
+            out.as_str(),
+        ),
+        Op::MatMul { a, b, out, .. } => {
+            (Kernel::MatMul, vec![a.as_str(), b.as_str()], out.as_str())
+        }
+        Op::BatchMatMul { a, b, out, .. } => (
+            Kernel::BatchMatMul,
+            vec![a.as_str(), b.as_str()],
+            out.as_str(),
+        ),
+        Op::ReduceAxes {
+            op,
+            input,
+            axes,
+            out,
+            ..
+        } => {
+            let op = match op {
+                ReduceOp::Add => ReduceKind::Add,
+                ReduceOp::Max => ReduceKind::Max,
+                ReduceOp::Min => ReduceKind::Min,
+            };
+            (
+                Kernel::ReduceAxes {
+                    op,
+                    axes: axes.clone(),
+                },
+                vec![input.as_str()],
+                out.as_str(),
+            )
+        }
+        Op::Softmax {
+            input, axis, out, ..
+        } => (
+            Kernel::Softmax { axis: *axis },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::LayerNorm {
+            input,
+            axis,
+            out,
+            eps,
+            ..
+        } => (
+            Kernel::LayerNorm {
+                axis: *axis,
+                eps: *eps,
+            },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::Transpose {
+            input, perm, out, ..
+        } => (
+            Kernel::Transpose { perm: perm.clone() },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
+        _ => return None,
+    })
+}
+
 /// Runs a resolved scenario (one plan) to its report.
 pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
     run_with_progress(res, &mut |_, _| {})
@@ -90,7 +187,7 @@ pub fn run_with_progress(
 ) -> Result<RunOutput, SimError> {
     let mut eng = Engine::new(res.machine.clone(), res.mode);
     let functional = res.mode == Mode::Functional;
-    let mut reference: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut reference: BTreeMap<String, RefValue> = BTreeMap::new();
     let mut xla: BTreeMap<String, XlaLayout> = BTreeMap::new();
     for (name, t) in &res.tensors {
         let layout = t
@@ -104,7 +201,14 @@ pub fn run_with_progress(
             _ => None,
         };
         if let Some(d) = &data {
-            reference.insert(name.clone(), d.clone());
+            reference.insert(
+                name.clone(),
+                RefValue {
+                    dims: t.runtime_dims.clone(),
+                    vals: to_f64(t.dtype, d),
+                    tol: (0.0, 0.0),
+                },
+            );
         }
         eng.declare(
             name,
@@ -121,9 +225,16 @@ pub fn run_with_progress(
     let mut verified: Option<bool> = None;
     let mut warnings = res.warnings.clone();
     let mut mismatches: Vec<String> = Vec::new();
-    for rop in &res.ops {
+    for (done, rop) in res.ops.iter().enumerate() {
+        progress(done, res.ops.len());
         let at =
             |e: SimError| SimError(format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0));
+        let copy_ref =
+            |reference: &mut BTreeMap<String, RefValue>, from: &str, to: &Option<String>| {
+                if let (Some(o), Some(v)) = (to, reference.get(from).cloned()) {
+                    reference.insert(o.clone(), v);
+                }
+            };
         match &rop.op {
             Op::Load { tensor, .. } => {
                 eng.load(tensor, bound(rop)?.clone()).map_err(at)?;
@@ -140,16 +251,12 @@ pub fn run_with_progress(
                         o.op = "Broadcast".into();
                     }
                 }
-                if let (Some(o), Some(v)) = (out, reference.get(tensor).cloned()) {
-                    reference.insert(o.clone(), v);
-                }
+                copy_ref(&mut reference, tensor, out);
             }
             Op::Relayout { tensor, out, .. } => {
                 eng.relayout("Relayout", tensor, bound(rop)?.clone(), out.as_deref())
                     .map_err(at)?;
-                if let (Some(o), Some(v)) = (out, reference.get(tensor).cloned()) {
-                    reference.insert(o.clone(), v);
-                }
+                copy_ref(&mut reference, tensor, out);
             }
             Op::Reduce {
                 tensor,
@@ -172,12 +279,13 @@ pub fn run_with_progress(
                         "a Reduce keeps the tensor's layout; follow it with a Relayout to change it".into(),
                     )));
                 }
-                // Reference: combining copies of a replicated tensor folds it with itself
-                // once per position; a partial tensor's reference already holds the whole.
                 let r = eng.tensors.get(tensor).and_then(|t| t.lm.as_ref()).cloned();
                 let dtype = eng.tensors.get(tensor).map(|t| t.dtype);
                 eng.reduce(tensor, level, combine_of(*op), out.as_deref())
                     .map_err(at)?;
+                // Reference: a partial tensor's reference already holds the whole sum;
+                // combining the copies of a replicated tensor folds it with itself once
+                // per position, rounding in the dtype like the machine.
                 if let (Some(r), Some(dtype), Some(v)) = (r, dtype, reference.get(tensor).cloned())
                 {
                     let li = r
@@ -190,14 +298,17 @@ pub fn run_with_progress(
                         v
                     } else {
                         let fan = r.layout.levels()[li].fanout;
-                        let eb = dtype.bytes() as usize;
-                        let mut acc = v.clone();
-                        for _ in 1..fan {
-                            for (a, x) in acc.chunks_exact_mut(eb).zip(v.chunks_exact(eb)) {
-                                elem::combine(dtype, combine_of(*op), a, x);
-                            }
-                        }
-                        acc
+                        let vals = v
+                            .vals
+                            .iter()
+                            .map(|&x| {
+                                (1..fan).fold(x, |acc, _| match op {
+                                    ReduceOp::Add => round(dtype, acc + x),
+                                    ReduceOp::Max | ReduceOp::Min => acc,
+                                })
+                            })
+                            .collect();
+                        RefValue { vals, ..v }
                     };
                     reference.insert(out.clone().unwrap_or_else(|| tensor.clone()), folded);
                 }
@@ -209,10 +320,19 @@ pub fn run_with_progress(
                     .unwrap_or_else(|| XlaLayout::default_for(0));
                 eng.store(tensor, layout).map_err(at)?;
                 if res.verify && functional {
-                    let got = eng.dram_row_major(tensor);
-                    let want = reference.get(tensor);
-                    let ok = match (got, want) {
-                        (Some(g), Some(w)) => g == *w,
+                    let dtype = eng.tensors.get(tensor).map_or(DType::F32, |t| t.dtype);
+                    let got = eng.dram_row_major(tensor).map(|b| to_f64(dtype, &b));
+                    let ok = match (got, reference.get(tensor)) {
+                        (Some(g), Some(w)) => {
+                            g.len() == w.vals.len()
+                                && g.iter().zip(&w.vals).all(|(&g, &x)| {
+                                    if w.tol == (0.0, 0.0) {
+                                        g == x || (g.is_nan() && x.is_nan())
+                                    } else {
+                                        mnsim_kernels::within(g, x, w.tol)
+                                    }
+                                })
+                        }
                         _ => false,
                     };
                     if !ok {
@@ -223,12 +343,80 @@ pub fn run_with_progress(
             }
             Op::Free { tensor } => eng.free(tensor).map_err(at)?,
             other => {
-                return Err(SimError(format!(
-                    "op {} ({}): the {} kernel is not available in this build",
-                    rop.index,
-                    other.describe(),
-                    other.name()
-                )));
+                let Some((k, inputs, out)) = kernel_of(other) else {
+                    return Err(at(SimError(format!(
+                        "{} is not an op this build runs",
+                        other.name()
+                    ))));
+                };
+                let layout = match &rop.layout {
+                    Some(LayoutRef::Bound(l)) => Some(l.clone()),
+                    Some(LayoutRef::Any(_)) => Some(bound(rop)?.clone()),
+                    None => None,
+                };
+                eng.kernel(other.name(), &k, &inputs, out, layout)
+                    .map_err(at)?;
+                // Reference on the host.
+                let ins: Option<Vec<RefValue>> =
+                    inputs.iter().map(|n| reference.get(*n).cloned()).collect();
+                if let Some(ins) = ins {
+                    let shapes: Vec<&[u64]> = ins.iter().map(|v| v.dims.as_slice()).collect();
+                    let dtype = eng.tensors.get(out).map_or(DType::F32, |t| t.dtype);
+                    if let Ok(out_dims) = mnsim_kernels::output_shape(&k, &shapes) {
+                        let args: Vec<(&[u64], &[f64])> = ins
+                            .iter()
+                            .map(|v| (v.dims.as_slice(), v.vals.as_slice()))
+                            .collect();
+                        let vals: Vec<f64> = mnsim_kernels::reference(&k, &args, &out_dims)
+                            .into_iter()
+                            .map(|x| round(dtype, x))
+                            .collect();
+                        let n = mnsim_kernels::reduced_extents(&k, &shapes)
+                            .unwrap_or_default()
+                            .iter()
+                            .product::<u64>()
+                            .max(1);
+                        let own = mnsim_kernels::tolerance(dtype, &k, n);
+                        // Errors of the inputs carry through (scaled loosely by the op).
+                        let inherited = ins.iter().fold((0.0f64, 0.0f64), |a, v| {
+                            (a.0.max(v.tol.0), a.1.max(v.tol.1))
+                        });
+                        let tol = (own.0 + inherited.0 * 2.0, own.1 + inherited.1 * 2.0);
+                        reference.insert(
+                            out.to_string(),
+                            RefValue {
+                                dims: out_dims,
+                                vals,
+                                tol,
+                            },
+                        );
+                    }
+                }
+                // A reduction whose axis spans a level leaves partial sums: finish them
+                // with tree Reduces, one per level (shown as ops of their own). A split
+                // contraction is finished the same way when the scenario asks for it.
+                if matches!(other, Op::ReduceAxes { .. }) || res.auto_reduce {
+                    let partial: Vec<String> = eng
+                        .tensors
+                        .get(out)
+                        .and_then(|t| t.lm.as_ref())
+                        // Leaf-most level first: partial sums combine close to the PEs first.
+                        .map(|r| {
+                            r.partial
+                                .iter()
+                                .rev()
+                                .map(|&p| r.layout.levels()[p].name.clone())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let comb = match other {
+                        Op::ReduceAxes { op, .. } => combine_of(*op),
+                        _ => Combine::Add,
+                    };
+                    for level in partial {
+                        eng.reduce(out, &level, comb, None).map_err(at)?;
+                    }
+                }
             }
         }
     }

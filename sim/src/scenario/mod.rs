@@ -57,6 +57,12 @@ pub struct Scenario {
     /// In functional mode, compare every stored output with a host reference.
     #[serde(default)]
     pub verify: bool,
+    /// Complete partial sums automatically: after a kernel whose output is partial over
+    /// some levels (a split contraction), insert a Reduce (add) over each of them — what
+    /// a planner does. Off by default: then consuming a partial tensor is an error and
+    /// the program says where it reduces.
+    #[serde(default)]
+    pub auto_reduce: bool,
 }
 
 /// Which machine a scenario runs on.
@@ -290,51 +296,9 @@ pub enum ReduceOp {
     Min,
 }
 
-/// Elementwise one-operand functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum UnaryOp {
-    /// max(x, 0).
-    Relu,
-    /// x·Φ(x), Φ the standard normal CDF.
-    Gelu,
-    /// eˣ.
-    Exp,
-    /// −x.
-    Neg,
-    /// |x|.
-    Abs,
-    /// √x.
-    Sqrt,
-    /// 1/√x.
-    Rsqrt,
-    /// tanh x.
-    Tanh,
-    /// 1/(1+e⁻ˣ).
-    Sigmoid,
-    /// 1/x.
-    Recip,
-    /// x².
-    Square,
-    /// x.
-    Copy,
-}
-
-/// Elementwise two-operand functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum BinaryOp {
-    /// a + b.
-    Add,
-    /// a − b.
-    Sub,
-    /// a × b.
-    Mul,
-    /// a / b.
-    Div,
-    /// max(a, b).
-    Max,
-    /// min(a, b).
-    Min,
-}
+/// Elementwise functions: the kernels' own enums (`Relu`, `Gelu`, ... and `Add`,
+/// `Sub`, ...), so a scenario names exactly what the kernels run.
+pub use mnsim_kernels::{BinaryOp, UnaryOp};
 
 impl Op {
     /// The variant name (`"Load"`, `"MatMul"`, ...).

@@ -24,6 +24,8 @@ pub struct Resolved {
     pub mode: Mode,
     /// Whether to compare outputs with a host reference.
     pub verify: bool,
+    /// Insert a Reduce after every kernel whose output is partial.
+    pub auto_reduce: bool,
     /// Every declared tensor, shapes bound.
     pub tensors: BTreeMap<String, ResolvedTensor>,
     /// The program, plan variables substituted, layouts bound.
@@ -521,6 +523,7 @@ pub fn resolve(
         machine,
         mode: sc.mode,
         verify: sc.verify,
+        auto_reduce: sc.auto_reduce,
         tensors,
         ops,
         overrides,
