@@ -964,20 +964,31 @@ fn ready_section(s: &mut String, r: &Report) {
             cy + 8.0,
             cy - 5.0
         );
-        w!(
-            s,
-            "<text x=\"{text_x:.1}\" y=\"{:.1}\" font-size=\"11.5\">\
-             <tspan fill=\"{MUTED}\">min</tspan> {} · <tspan fill=\"{MUTED}\">p50</tspan> <tspan \
-             font-weight=\"600\">{}</tspan> · <tspan fill=\"{MUTED}\">p90</tspan> {} · \
-             <tspan fill=\"{MUTED}\">p99</tspan> {} · <tspan fill=\"{MUTED}\">max</tspan> {}\
-             </text></g>\n",
-            cy + 4.0,
-            thousands(p.min),
-            thousands(p.p50),
-            thousands(p.p90),
-            thousands(p.p99),
-            thousands(p.max)
-        );
+        if p.min == p.max {
+            w!(
+                s,
+                "<text x=\"{text_x:.1}\" y=\"{:.1}\" font-size=\"11.5\">\
+                 <tspan fill=\"{MUTED}\">every PE ready at</tspan> <tspan \
+                 font-weight=\"600\">{}</tspan></text></g>\n",
+                cy + 4.0,
+                thousands(p.max)
+            );
+        } else {
+            w!(
+                s,
+                "<text x=\"{text_x:.1}\" y=\"{:.1}\" font-size=\"11.5\">\
+                 <tspan fill=\"{MUTED}\">min</tspan> {} · <tspan fill=\"{MUTED}\">p50</tspan> \
+                 <tspan font-weight=\"600\">{}</tspan> · <tspan fill=\"{MUTED}\">p90</tspan> {} · \
+                 <tspan fill=\"{MUTED}\">p99</tspan> {} · <tspan fill=\"{MUTED}\">max</tspan> {}\
+                 </text></g>\n",
+                cy + 4.0,
+                thousands(p.min),
+                thousands(p.p50),
+                thousands(p.p90),
+                thousands(p.p99),
+                thousands(p.max)
+            );
+        }
     }
     s.push_str("</svg>\n</section>\n");
 }
