@@ -10,7 +10,7 @@ pub const COMPARE_SCHEMA: &str = "mnsim.compare/1";
 
 /// `reports` in rank order: fewest total cycles first, ties by plan name (a report without a
 /// plan sorts as `–`), then by input order.
-fn ranked(reports: &[Report]) -> Vec<&Report> {
+pub(crate) fn ranked(reports: &[Report]) -> Vec<&Report> {
     let mut v: Vec<&Report> = reports.iter().collect();
     v.sort_by(|a, b| {
         a.total_cycles
@@ -22,7 +22,7 @@ fn ranked(reports: &[Report]) -> Vec<&Report> {
 
 /// `num / den` as a ratio, `None` when it is not finite (a zero-cycle denominator with a
 /// non-zero numerator); `0 / 0` is 1.
-fn ratio(num: u64, den: u64) -> Option<f64> {
+pub(crate) fn ratio(num: u64, den: u64) -> Option<f64> {
     match (num, den) {
         (0, 0) => Some(1.0),
         (_, 0) => None,
@@ -31,7 +31,7 @@ fn ratio(num: u64, den: u64) -> Option<f64> {
 }
 
 /// A ratio with two decimals (`1.35×`), compact from 1000 on (`18.45E×`), `–` when not finite.
-fn times(x: Option<f64>) -> String {
+pub(crate) fn times(x: Option<f64>) -> String {
     match x {
         Some(x) if x < 1000.0 => format!("{x:.2}×"),
         Some(x) => format!("{}×", num(x.round() as u64, Nums::Compact)),

@@ -7,9 +7,13 @@
 //! - [`to_json`]: `report.json` (schema `mnsim.report/1`, see `docs/report-schema.md`);
 //! - [`compare_table`], [`compare_json`]: plans of a scenario ranked by cycles;
 //! - [`sweep_csv`], [`sweep_svg`]: cycles against a what-if knob;
+//! - [`html`], [`compare_html`]: `report.html` and `compare.html`, self-contained pages with SVG
+//!   charts;
+//! - [`trace`]: `trace.json` (Chrome Trace Event Format, opens in Perfetto);
 //! - [`write_outputs`]: writing a set of files into a directory all at once or not at all.
 
 mod compare;
+mod html;
 mod json;
 mod markdown;
 pub mod model;
@@ -18,8 +22,10 @@ mod rows;
 mod sweep;
 mod terminal;
 mod text;
+mod trace;
 
 pub use compare::{COMPARE_SCHEMA, compare_json, compare_table};
+pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;
 pub use model::{LevelTotal, OpReport, Percentiles, Report, SCHEMA, StageReport};
@@ -27,3 +33,4 @@ pub use output::write_outputs;
 pub use sweep::{SweepPoint, sweep_csv, sweep_svg};
 pub use terminal::terminal;
 pub use text::{MAX_WIDTH, human_bytes};
+pub use trace::trace;

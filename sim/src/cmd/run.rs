@@ -62,7 +62,8 @@ pub struct RunArgs {
     /// Run only this plan (default: every plan).
     #[arg(long)]
     pub plan: Option<String>,
-    /// Write report.json and report.md here (one folder per plan when several run).
+    /// Write report.json, report.md, report.html and trace.json here (one folder per plan when
+    /// several run, plus compare.json and compare.html).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Override a machine knob, e.g. --set links.L1B.distribute.parent=128.
@@ -146,11 +147,23 @@ pub fn write(dir: &Path, reps: &[mnsim_reports::Report]) -> Result<(), Report> {
             base.join("report.md"),
             mnsim_reports::markdown(r).into_bytes(),
         ));
+        files.push((
+            base.join("report.html"),
+            mnsim_reports::html(r).into_bytes(),
+        ));
+        files.push((
+            base.join("trace.json"),
+            mnsim_reports::trace(r).into_bytes(),
+        ));
     }
     if several {
         let cmp =
             serde_json::to_string_pretty(&mnsim_reports::compare_json(reps)).unwrap_or_default();
         files.push((PathBuf::from("compare.json"), cmp.into_bytes()));
+        files.push((
+            PathBuf::from("compare.html"),
+            mnsim_reports::compare_html(reps).into_bytes(),
+        ));
     }
     mnsim_reports::write_outputs(dir, &files)
         .map_err(|e| miette!("error: writing {}: {e}", dir.display()))
