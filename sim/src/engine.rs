@@ -10,9 +10,9 @@ use crate::net::{self, Dir, DramSpec, PeFact, Route, StageSpec, Topo};
 use crate::world::{Lm, Pe, PortStats, Ready, SimWorld};
 use hdrhistogram::Histogram;
 use mnsim_arch::layout::Class;
+use mnsim_arch::machine::AddrLevel;
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
-use mnsim_arch::machine::AddrLevel;
 use mnsim_reports::{OpReport, Percentiles};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -128,7 +128,11 @@ impl DramAddr {
             }
             s
         });
-        DramAddr { dims: dims.to_vec(), strides, layout: layout.clone() }
+        DramAddr {
+            dims: dims.to_vec(),
+            strides,
+            layout: layout.clone(),
+        }
     }
     #[inline]
     fn offset(&self, idx: &[u64]) -> u64 {
@@ -151,7 +155,14 @@ fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
         hi = hi.max(v);
     }
     let q = |x: f64| h.value_at_quantile(x).min(hi);
-    (n > 0).then(|| Percentiles { p50: q(0.5), p90: q(0.9), p99: q(0.99), max: hi, min: lo, count: n })
+    (n > 0).then(|| Percentiles {
+        p50: q(0.5),
+        p90: q(0.9),
+        p99: q(0.99),
+        max: hi,
+        min: lo,
+        count: n,
+    })
 }
 
 impl Engine {
@@ -184,8 +195,14 @@ impl Engine {
     ) -> Result<(), SimError> {
         let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
         let bytes = elems.and_then(|e| e.checked_mul(dtype.bytes()));
-        let Some(bytes) = bytes else { return err(format!("tensor `{name}` is too large to address")) };
-        let cap = self.machine.dram.bytes.saturating_mul(self.topo.pes / self.topo.leaves_under[self.topo.chain[0]]);
+        let Some(bytes) = bytes else {
+            return err(format!("tensor `{name}` is too large to address"));
+        };
+        let cap = self
+            .machine
+            .dram
+            .bytes
+            .saturating_mul(self.topo.pes / self.topo.leaves_under[self.topo.chain[0]]);
         if bytes > cap {
             return err(format!(
                 "tensor `{name}` needs {bytes} bytes of DRAM but {} has {cap}",
@@ -196,8 +213,18 @@ impl Engine {
             let addr = DramAddr::new(&dram_layout, &runtime);
             let buf_elems = dram_layout.buffer_elements(&runtime).unwrap_or(0);
             let eb = dtype.bytes() as usize;
-            if dram_layout.tiles.is_empty() && dram_layout.minor_to_major.iter().rev().copied().eq(0..runtime.len()) {
-                return DramTensor { layout: dram_layout, data: d };
+            if dram_layout.tiles.is_empty()
+                && dram_layout
+                    .minor_to_major
+                    .iter()
+                    .rev()
+                    .copied()
+                    .eq(0..runtime.len())
+            {
+                return DramTensor {
+                    layout: dram_layout,
+                    data: d,
+                };
             }
             let mut out = vec![0u8; buf_elems as usize * eb];
             let mut idx = vec![0u64; runtime.len()];
@@ -210,9 +237,21 @@ impl Engine {
                 let o = addr.offset(&idx) as usize * eb;
                 out[o..o + eb].copy_from_slice(&d[k * eb..(k + 1) * eb]);
             }
-            DramTensor { layout: dram_layout, data: out }
+            DramTensor {
+                layout: dram_layout,
+                data: out,
+            }
         });
-        self.tensors.insert(name.to_string(), TensorState { dtype, dims, runtime, dram, lm: None });
+        self.tensors.insert(
+            name.to_string(),
+            TensorState {
+                dtype,
+                dims,
+                runtime,
+                dram,
+                lm: None,
+            },
+        );
         Ok(())
     }
 
@@ -220,7 +259,10 @@ impl Engine {
     pub fn set_in_dram(&mut self, name: &str, layout: XlaLayout) {
         if let Some(t) = self.tensors.get_mut(name) {
             if t.dram.is_none() {
-                t.dram = Some(DramTensor { layout, data: Vec::new() });
+                t.dram = Some(DramTensor {
+                    layout,
+                    data: Vec::new(),
+                });
             }
         }
     }
@@ -250,7 +292,9 @@ impl Engine {
     }
 
     fn state(&self, name: &str) -> Result<&TensorState, SimError> {
-        self.tensors.get(name).ok_or_else(|| SimError(format!("unknown tensor `{name}`")))
+        self.tensors
+            .get(name)
+            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))
     }
 
     fn resident(&self, name: &str) -> Result<&Resident, SimError> {
@@ -262,7 +306,11 @@ impl Engine {
 
     fn pe_positions(&self) -> Vec<Vec<u64>> {
         let w = &self.sw.world;
-        self.sw.pes().iter().map(|&e| w.get::<Pe>(e).map(|p| p.pos.clone()).unwrap_or_default()).collect()
+        self.sw
+            .pes()
+            .iter()
+            .map(|&e| w.get::<Pe>(e).map(|p| p.pos.clone()).unwrap_or_default())
+            .collect()
     }
 
     /// Allocates an LM region for a layout; checks the capacity.
@@ -277,7 +325,10 @@ impl Engine {
                 lm_words - charged.min(lm_words),
                 self.tensors
                     .iter()
-                    .filter_map(|(n, t)| t.lm.as_ref().map(|r| format!("{n} {}", r.layout.footprint_words())))
+                    .filter_map(|(n, t)| t
+                        .lm
+                        .as_ref()
+                        .map(|r| format!("{n} {}", r.layout.footprint_words())))
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
@@ -288,7 +339,10 @@ impl Engine {
         if self.mode == Mode::Functional {
             let need = (self.alloc.high_water * wb) as usize;
             let mut q = self.sw.world.query::<&mut Lm>();
-            let mut lms: Vec<&mut Lm> = q.iter_mut(&mut self.sw.world).map(|m| m.into_inner()).collect();
+            let mut lms: Vec<&mut Lm> = q
+                .iter_mut(&mut self.sw.world)
+                .map(|m| m.into_inner())
+                .collect();
             lms.par_iter_mut().for_each(|lm| {
                 if lm.data.len() < need {
                     lm.data.resize(need, 0);
@@ -300,7 +354,10 @@ impl Engine {
 
     /// Frees a tensor's LM region.
     pub fn free(&mut self, name: &str) -> Result<(), SimError> {
-        let t = self.tensors.get_mut(name).ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
+        let t = self
+            .tensors
+            .get_mut(name)
+            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
         if let Some(r) = t.lm.take() {
             self.alloc.free(r.offset);
         }
@@ -310,7 +367,14 @@ impl Engine {
     /// The key of the data a PE holds under `layout`: positions at split and partial
     /// levels (mixed radix); `NONE` if the PE holds nothing, or (with `one_replica`)
     /// if it is not the first replica. `skip` drops one level from the key (reduced key).
-    fn key(layout: &TensorLayout, used: &[Vec<bool>], partial: &[usize], pos: &[u64], one_replica: bool, skip: Option<usize>) -> u64 {
+    fn key(
+        layout: &TensorLayout,
+        used: &[Vec<bool>],
+        partial: &[usize],
+        pos: &[u64],
+        one_replica: bool,
+        skip: Option<usize>,
+    ) -> u64 {
         let mut key = 0u64;
         for (i, lv) in layout.levels().iter().enumerate() {
             let p = pos[i];
@@ -343,7 +407,14 @@ impl Engine {
     }
 
     /// Per-PE facts in closed form (timing mode, and the source side of moves).
-    fn closed_facts(&self, layout: &TensorLayout, partial: &[usize], runtime: &[u64], one_replica: bool, skip: Option<usize>) -> Vec<PeFact> {
+    fn closed_facts(
+        &self,
+        layout: &TensorLayout,
+        partial: &[usize],
+        runtime: &[u64],
+        one_replica: bool,
+        skip: Option<usize>,
+    ) -> Vec<PeFact> {
         let used = Self::used_table(layout);
         let bytes = layout.words_per_pe().saturating_mul(layout.word_bytes());
         let full = runtime == layout.padded_shape();
@@ -355,13 +426,24 @@ impl Engine {
                 if key == net::NONE {
                     return PeFact::IDLE;
                 }
-                let reduced_key = if skip.is_some() { Self::key(layout, &used, partial, pos, one_replica, skip) } else { key };
+                let reduced_key = if skip.is_some() {
+                    Self::key(layout, &used, partial, pos, one_replica, skip)
+                } else {
+                    key
+                };
                 let valid = if full {
                     layout.elems_per_pe()
                 } else {
-                    *valid_cache.entry(key).or_insert_with(|| layout.shard(pos).map_or(0, |s| s.valid_elems(runtime)))
+                    *valid_cache
+                        .entry(key)
+                        .or_insert_with(|| layout.shard(pos).map_or(0, |s| s.valid_elems(runtime)))
                 };
-                PeFact { key, reduced_key, bytes, valid }
+                PeFact {
+                    key,
+                    reduced_key,
+                    bytes,
+                    valid,
+                }
             })
             .collect()
     }
@@ -369,7 +451,13 @@ impl Engine {
     /// Burst efficiency of reading (or writing) `layout`'s data from a DRAM in
     /// `xla`: contiguous runs of one DRAM node's portion along the DRAM's minor-most
     /// dimensions, in whole bursts.
-    fn burst_efficiency(&self, layout: &TensorLayout, xla: &XlaLayout, runtime: &[u64], dtype: DType) -> f64 {
+    fn burst_efficiency(
+        &self,
+        layout: &TensorLayout,
+        xla: &XlaLayout,
+        runtime: &[u64],
+        dtype: DType,
+    ) -> f64 {
         let burst = self.machine.dram.burst_bytes.max(1);
         let addr = self.machine.addressable_levels();
         let d = self.topo.chain[0];
@@ -377,7 +465,12 @@ impl Engine {
         let distinguishing = |class: Class, size: u64, stride: u64| -> bool {
             let Class::Level(i) = class else { return false };
             let a = &addr[i];
-            let r: u64 = a.folded.iter().filter(|&&k| k > d).map(|&k| self.machine.levels[k].count).product();
+            let r: u64 = a
+                .folded
+                .iter()
+                .filter(|&&k| k > d)
+                .map(|&k| self.machine.levels[k].count)
+                .product();
             r < a.fanout && (size - 1) * stride >= r
         };
         let mut run = 1u64;
@@ -421,7 +514,14 @@ impl Engine {
     }
 
     /// Records an op: advances the clock, updates port statistics and ready cycles.
-    fn finish(&mut self, op: &str, tensor: &str, layout: Option<&TensorLayout>, runtime: &[u64], c: net::Cost) -> OpReport {
+    fn finish(
+        &mut self,
+        op: &str,
+        tensor: &str,
+        layout: Option<&TensorLayout>,
+        runtime: &[u64],
+        c: net::Cost,
+    ) -> OpReport {
         let start = self.sw.clock();
         let end = start.saturating_add(c.cycles);
         self.sw.set_clock(end);
@@ -448,8 +548,13 @@ impl Engine {
             Some(l) => {
                 let total: u64 = l.levels().iter().map(|x| x.fanout).product();
                 let real: u64 = runtime.iter().product();
-                let u = l.pes_used() as f64 / total.max(1) as f64 * real as f64 / l.padded_elems().max(1) as f64;
-                (u, l.padded_elems() - real.min(l.padded_elems()), l.padded_elems())
+                let u = l.pes_used() as f64 / total.max(1) as f64 * real as f64
+                    / l.padded_elems().max(1) as f64;
+                (
+                    u,
+                    l.padded_elems() - real.min(l.padded_elems()),
+                    l.padded_elems(),
+                )
             }
             None => (0.0, 0, 0),
         };
@@ -476,7 +581,14 @@ impl Engine {
     fn down_route(&self, steps: u64, dram: Option<DramSpec>) -> Route {
         let n = self.topo.chain.len();
         Route {
-            stages: (0..n - 1).map(|link| StageSpec { link, dir: Dir::Down, reduce: false, second: false }).collect(),
+            stages: (0..n - 1)
+                .map(|link| StageSpec {
+                    link,
+                    dir: Dir::Down,
+                    reduce: false,
+                    second: false,
+                })
+                .collect(),
             dram,
             local_copy: false,
             steps,
@@ -487,7 +599,9 @@ impl Engine {
     pub fn load(&mut self, name: &str, layout: TensorLayout) -> Result<OpReport, SimError> {
         let t = self.state(name)?;
         let Some(dram) = t.dram.as_ref() else {
-            return err(format!("tensor `{name}` is not in DRAM: give it an `init` or Store it first"));
+            return err(format!(
+                "tensor `{name}` is not in DRAM: give it an `init` or Store it first"
+            ));
         };
         if layout.logical_shape() != t.dims.as_slice() {
             return err(format!(
@@ -512,12 +626,22 @@ impl Engine {
         let eff = self.burst_efficiency(&layout, &xla, &runtime, dtype);
         let route = self.down_route(
             layout.time_span(),
-            Some(DramSpec { dir: Dir::Down, elem_bytes: dtype.bytes(), efficiency: eff, second: false }),
+            Some(DramSpec {
+                dir: Dir::Down,
+                elem_bytes: dtype.bytes(),
+                efficiency: eff,
+                second: false,
+            }),
         );
         let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
         let op = self.finish("Load", name, Some(&layout), &runtime, c);
         let t = self.tensors.get_mut(name).expect("checked");
-        t.lm = Some(Resident { layout, offset, words, partial: Vec::new() });
+        t.lm = Some(Resident {
+            layout,
+            offset,
+            words,
+            partial: Vec::new(),
+        });
         Ok(op)
     }
 
@@ -532,7 +656,10 @@ impl Engine {
         let src = &dram.data;
         let used = Self::used_table(layout);
         let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
-        let mut pes: Vec<(&Pe, &mut Lm)> = q.iter_mut(&mut self.sw.world).map(|(p, l)| (p, l.into_inner())).collect();
+        let mut pes: Vec<(&Pe, &mut Lm)> = q
+            .iter_mut(&mut self.sw.world)
+            .map(|(p, l)| (p, l.into_inner()))
+            .collect();
         let mut facts: Vec<(u64, PeFact)> = pes
             .par_iter_mut()
             .map(|(pe, lm)| {
@@ -555,7 +682,15 @@ impl Engine {
                         lm.data[dst..dst + eb].fill(0);
                     }
                 });
-                (pe.global, PeFact { key, reduced_key: key, bytes: words * wb as u64, valid })
+                (
+                    pe.global,
+                    PeFact {
+                        key,
+                        reduced_key: key,
+                        bytes: words * wb as u64,
+                        valid,
+                    },
+                )
             })
             .collect();
         facts.sort_unstable_by_key(|f| f.0);
@@ -580,8 +715,21 @@ impl Engine {
         let n = self.topo.chain.len();
         let eff = self.burst_efficiency(&r.layout, &xla, &runtime, dtype);
         let route = Route {
-            stages: (0..n - 1).rev().map(|link| StageSpec { link, dir: Dir::Up, reduce: false, second: false }).collect(),
-            dram: Some(DramSpec { dir: Dir::Up, elem_bytes: dtype.bytes(), efficiency: eff, second: false }),
+            stages: (0..n - 1)
+                .rev()
+                .map(|link| StageSpec {
+                    link,
+                    dir: Dir::Up,
+                    reduce: false,
+                    second: false,
+                })
+                .collect(),
+            dram: Some(DramSpec {
+                dir: Dir::Up,
+                elem_bytes: dtype.bytes(),
+                efficiency: eff,
+                second: false,
+            }),
             local_copy: false,
             steps: r.layout.time_span(),
         };
@@ -597,7 +745,10 @@ impl Engine {
         let eb = t.dtype.bytes() as usize;
         let runtime = t.runtime.clone();
         let buf = xla.buffer_elements(&runtime).unwrap_or(0) as usize * eb;
-        let dram = t.dram.get_or_insert_with(|| DramTensor { layout: xla.clone(), data: Vec::new() });
+        let dram = t.dram.get_or_insert_with(|| DramTensor {
+            layout: xla.clone(),
+            data: Vec::new(),
+        });
         dram.layout = xla.clone();
         dram.data.clear();
         dram.data.resize(buf, 0);
@@ -623,17 +774,28 @@ impl Engine {
                         words += 1;
                     }
                     if idx.iter().zip(&runtime).all(|(i, n)| i < n) {
-                        let s = (r.offset as usize + tt as usize * fp + a as usize) * wb + w as usize * eb;
+                        let s = (r.offset as usize + tt as usize * fp + a as usize) * wb
+                            + w as usize * eb;
                         let d = addr.offset(idx) as usize * eb;
                         debug_assert!(d + eb <= buf);
                         // SAFETY: `d` is within the buffer (the XLA index of an in-range
                         // element), and no other PE writes it: the placement map is
                         // injective and only the first replica (the key) writes.
-                        unsafe { std::ptr::copy_nonoverlapping(lm.data.as_ptr().add(s), p.0.add(d), eb) };
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(lm.data.as_ptr().add(s), p.0.add(d), eb)
+                        };
                         valid += 1;
                     }
                 });
-                (pe.global, PeFact { key, reduced_key: key, bytes: words * wb as u64, valid })
+                (
+                    pe.global,
+                    PeFact {
+                        key,
+                        reduced_key: key,
+                        bytes: words * wb as u64,
+                        valid,
+                    },
+                )
             })
             .collect();
         facts.sort_unstable_by_key(|f| f.0);
@@ -668,7 +830,9 @@ impl Engine {
 
     /// Global PE index of a position tuple.
     fn pe_index(addr: &[AddrLevel], pos: &[u64]) -> usize {
-        pos.iter().zip(addr).fold(0u64, |a, (p, l)| a * l.fanout + p) as usize
+        pos.iter()
+            .zip(addr)
+            .fold(0u64, |a, (p, l)| a * l.fanout + p) as usize
     }
 
     /// Copies every PE's bytes of a region out of the LMs (a snapshot for moves that
@@ -677,7 +841,10 @@ impl Engine {
         let wb = self.machine.word_bytes as usize;
         let (a, b) = (offset as usize * wb, (offset + words) as usize * wb);
         let mut q = self.sw.world.query::<(&Pe, &Lm)>();
-        let mut v: Vec<(u64, Vec<u8>)> = q.iter(&self.sw.world).map(|(p, l)| (p.global, l.data[a..b].to_vec())).collect();
+        let mut v: Vec<(u64, Vec<u8>)> = q
+            .iter(&self.sw.world)
+            .map(|(p, l)| (p.global, l.data[a..b].to_vec()))
+            .collect();
         v.sort_unstable_by_key(|x| x.0);
         v.into_iter().map(|x| x.1).collect()
     }
@@ -686,15 +853,36 @@ impl Engine {
         let n = self.topo.chain.len();
         let mut stages: Vec<StageSpec> = (meet..n - 1)
             .rev()
-            .map(|link| StageSpec { link, dir: Dir::Up, reduce: reduce_at_meet && link == meet, second: false })
+            .map(|link| StageSpec {
+                link,
+                dir: Dir::Up,
+                reduce: reduce_at_meet && link == meet,
+                second: false,
+            })
             .collect();
-        stages.extend((meet..n - 1).map(|link| StageSpec { link, dir: Dir::Down, reduce: false, second: true }));
-        Route { stages, dram: None, local_copy: false, steps }
+        stages.extend((meet..n - 1).map(|link| StageSpec {
+            link,
+            dir: Dir::Down,
+            reduce: false,
+            second: true,
+        }));
+        Route {
+            stages,
+            dram: None,
+            local_copy: false,
+            steps,
+        }
     }
 
     /// Relayout (also Broadcast from LM): layout A → layout B through the lowest common
     /// ancestor. `out` names the result (default: the tensor itself, moved).
-    pub fn relayout(&mut self, op: &str, name: &str, layout: TensorLayout, out: Option<&str>) -> Result<OpReport, SimError> {
+    pub fn relayout(
+        &mut self,
+        op: &str,
+        name: &str,
+        layout: TensorLayout,
+        out: Option<&str>,
+    ) -> Result<OpReport, SimError> {
         let src = self.resident(name)?.clone();
         if let Some(&p) = src.partial.first() {
             return err(format!(
@@ -707,17 +895,26 @@ impl Engine {
         let (dtype, dims, runtime) = (t.dtype, t.dims.clone(), t.runtime.clone());
         let d = self.state(&dst_name)?;
         if d.dtype != dtype || d.dims != dims {
-            return err(format!("`{dst_name}` ({} {:?}) cannot hold `{name}` ({dtype} {dims:?})", d.dtype, d.dims));
+            return err(format!(
+                "`{dst_name}` ({} {:?}) cannot hold `{name}` ({dtype} {dims:?})",
+                d.dtype, d.dims
+            ));
         }
         if layout.logical_shape() != dims.as_slice() {
-            return err(format!("layout {} is for shape {:?}, not {dims:?}", layout.canonical(), layout.logical_shape()));
+            return err(format!(
+                "layout {} is for shape {:?}, not {dims:?}",
+                layout.canonical(),
+                layout.logical_shape()
+            ));
         }
         if dst_name != name && d.lm.is_some() {
             self.free(&dst_name)?;
         }
         let (offset, words) = self.allocate(&dst_name, &layout)?;
         let addr = self.machine.addressable_levels();
-        let crossing = (0..addr.len()).filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime)).min();
+        let crossing = (0..addr.len())
+            .filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime))
+            .min();
         let src_facts = self.closed_facts(&src.layout, &[], &runtime, true, None);
         let dst_facts = match self.mode {
             Mode::Timing => self.closed_facts(&layout, &[], &runtime, false, None),
@@ -735,9 +932,23 @@ impl Engine {
                 let facts: Vec<PeFact> = src_facts
                     .iter()
                     .zip(&dst_facts)
-                    .map(|(a, b)| if b.key == net::NONE { PeFact::IDLE } else { PeFact { bytes: a.bytes.max(b.bytes), ..*b } })
+                    .map(|(a, b)| {
+                        if b.key == net::NONE {
+                            PeFact::IDLE
+                        } else {
+                            PeFact {
+                                bytes: a.bytes.max(b.bytes),
+                                ..*b
+                            }
+                        }
+                    })
                     .collect();
-                let route = Route { stages: Vec::new(), dram: None, local_copy: true, steps };
+                let route = Route {
+                    stages: Vec::new(),
+                    dram: None,
+                    local_copy: true,
+                    steps,
+                };
                 net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
             }
         };
@@ -745,19 +956,37 @@ impl Engine {
             self.alloc.free(src.offset);
         }
         let rep = self.finish(op, &dst_name, Some(&layout), &runtime, c);
-        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident { layout, offset, words, partial: Vec::new() });
+        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
+            layout,
+            offset,
+            words,
+            partial: Vec::new(),
+        });
         Ok(rep)
     }
 
-    fn move_relayout(&mut self, src: &Resident, layout: &TensorLayout, offset: u64, runtime: &[u64], dtype: DType) -> Vec<PeFact> {
+    fn move_relayout(
+        &mut self,
+        src: &Resident,
+        layout: &TensorLayout,
+        offset: u64,
+        runtime: &[u64],
+        dtype: DType,
+    ) -> Vec<PeFact> {
         let snap = self.snapshot(src.offset, src.words);
         let addr = self.machine.addressable_levels();
         let eb = dtype.bytes() as usize;
         let wb = self.machine.word_bytes as usize;
-        let (sfp, dfp) = (src.layout.footprint_words() as usize, layout.footprint_words() as usize);
+        let (sfp, dfp) = (
+            src.layout.footprint_words() as usize,
+            layout.footprint_words() as usize,
+        );
         let used = Self::used_table(layout);
         let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
-        let mut pes: Vec<(&Pe, &mut Lm)> = q.iter_mut(&mut self.sw.world).map(|(p, l)| (p, l.into_inner())).collect();
+        let mut pes: Vec<(&Pe, &mut Lm)> = q
+            .iter_mut(&mut self.sw.world)
+            .map(|(p, l)| (p, l.into_inner()))
+            .collect();
         let mut facts: Vec<(u64, PeFact)> = pes
             .par_iter_mut()
             .map(|(pe, lm)| {
@@ -768,7 +997,8 @@ impl Engine {
                 let (mut words, mut valid) = (0u64, 0u64);
                 let mut spos = pe.pos.clone();
                 shard.for_each(|idx, a, w, t| {
-                    let dst = (offset as usize + t as usize * dfp + a as usize) * wb + w as usize * eb;
+                    let dst =
+                        (offset as usize + t as usize * dfp + a as usize) * wb + w as usize * eb;
                     if w == 0 {
                         words += 1;
                     }
@@ -786,7 +1016,15 @@ impl Engine {
                         lm.data[dst..dst + eb].fill(0);
                     }
                 });
-                (pe.global, PeFact { key, reduced_key: key, bytes: words * wb as u64, valid })
+                (
+                    pe.global,
+                    PeFact {
+                        key,
+                        reduced_key: key,
+                        bytes: words * wb as u64,
+                        valid,
+                    },
+                )
             })
             .collect();
         facts.sort_unstable_by_key(|f| f.0);
@@ -796,13 +1034,24 @@ impl Engine {
     /// Reduce: combine the copies of a tensor over a level on which it is partial (or
     /// replicated: the copies are combined as they are). The result is replicated over
     /// that level, in the same layout, under `out` (default: the tensor itself).
-    pub fn reduce(&mut self, name: &str, level: &str, op: Combine, out: Option<&str>) -> Result<OpReport, SimError> {
+    pub fn reduce(
+        &mut self,
+        name: &str,
+        level: &str,
+        op: Combine,
+        out: Option<&str>,
+    ) -> Result<OpReport, SimError> {
         let src = self.resident(name)?.clone();
         let Some(i) = src.layout.levels().iter().position(|l| l.name == level) else {
             return err(format!(
                 "`{level}` is not an addressable level of {} ({})",
                 self.machine.name,
-                src.layout.levels().iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join(", ")
+                src.layout
+                    .levels()
+                    .iter()
+                    .map(|l| l.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         };
         if !src.layout.levels()[i].replicated {
@@ -837,11 +1086,24 @@ impl Engine {
         let route = self.up_down_route(meet, true, layout.time_span());
         let c = net::cost(&self.machine, &self.topo, &route, [&up, &down]);
         let rep = self.finish("Reduce", &dst_name, Some(&layout), &runtime, c);
-        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident { layout, offset, words, partial: rest });
+        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
+            layout,
+            offset,
+            words,
+            partial: rest,
+        });
         Ok(rep)
     }
 
-    fn move_reduce(&mut self, src: &Resident, level: usize, op: Combine, offset: u64, dtype: DType, runtime: &[u64]) -> Vec<PeFact> {
+    fn move_reduce(
+        &mut self,
+        src: &Resident,
+        level: usize,
+        op: Combine,
+        offset: u64,
+        dtype: DType,
+        runtime: &[u64],
+    ) -> Vec<PeFact> {
         let snap = self.snapshot(src.offset, src.words);
         let addr = self.machine.addressable_levels();
         let layout = &src.layout;
@@ -849,10 +1111,18 @@ impl Engine {
         let wb = self.machine.word_bytes as usize;
         let fp = layout.footprint_words() as usize;
         let fan = layout.levels()[level].fanout;
-        let rest: Vec<usize> = src.partial.iter().copied().filter(|&p| p != level).collect();
+        let rest: Vec<usize> = src
+            .partial
+            .iter()
+            .copied()
+            .filter(|&p| p != level)
+            .collect();
         let used = Self::used_table(layout);
         let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
-        let mut pes: Vec<(&Pe, &mut Lm)> = q.iter_mut(&mut self.sw.world).map(|(p, l)| (p, l.into_inner())).collect();
+        let mut pes: Vec<(&Pe, &mut Lm)> = q
+            .iter_mut(&mut self.sw.world)
+            .map(|(p, l)| (p, l.into_inner()))
+            .collect();
         let mut facts: Vec<(u64, PeFact)> = pes
             .par_iter_mut()
             .map(|(pe, lm)| {
@@ -884,7 +1154,15 @@ impl Engine {
                         valid += 1;
                     }
                 });
-                (pe.global, PeFact { key, reduced_key: key, bytes: words * wb as u64, valid })
+                (
+                    pe.global,
+                    PeFact {
+                        key,
+                        reduced_key: key,
+                        bytes: words * wb as u64,
+                        valid,
+                    },
+                )
             })
             .collect();
         facts.sort_unstable_by_key(|f| f.0);

@@ -64,7 +64,11 @@ fn bound<'a>(op: &'a ResolvedOp) -> Result<&'a TensorLayout, SimError> {
             op.index,
             op.op.name()
         ))),
-        None => Err(SimError(format!("op {} ({}) has no layout", op.index, op.op.name()))),
+        None => Err(SimError(format!(
+            "op {} ({}) has no layout",
+            op.index,
+            op.op.name()
+        ))),
     }
 }
 
@@ -81,7 +85,11 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
     let mut reference: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut xla: BTreeMap<String, XlaLayout> = BTreeMap::new();
     for (name, t) in &res.tensors {
-        let layout = t.shape.layout.clone().unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
+        let layout = t
+            .shape
+            .layout
+            .clone()
+            .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
         xla.insert(name.clone(), layout.clone());
         let data = match (&t.init, functional) {
             (Some(init), true) => Some(init_data(init, t.dtype, &t.runtime_dims)),
@@ -90,7 +98,14 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
         if let Some(d) = &data {
             reference.insert(name.clone(), d.clone());
         }
-        eng.declare(name, t.dtype, t.dims_at_bound.clone(), t.runtime_dims.clone(), layout.clone(), data)?;
+        eng.declare(
+            name,
+            t.dtype,
+            t.dims_at_bound.clone(),
+            t.runtime_dims.clone(),
+            layout.clone(),
+            data,
+        )?;
         if t.init.is_some() && !functional {
             eng.set_in_dram(name, layout);
         }
@@ -99,7 +114,8 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
     let mut warnings = res.warnings.clone();
     let mut mismatches: Vec<String> = Vec::new();
     for rop in &res.ops {
-        let at = |e: SimError| SimError(format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0));
+        let at =
+            |e: SimError| SimError(format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0));
         match &rop.op {
             Op::Load { tensor, .. } => {
                 eng.load(tensor, bound(rop)?.clone()).map_err(at)?;
@@ -108,7 +124,8 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
                 let l = bound(rop)?.clone();
                 let resident = eng.tensors.get(tensor).is_some_and(|t| t.lm.is_some());
                 if resident {
-                    eng.relayout("Broadcast", tensor, l, out.as_deref()).map_err(at)?;
+                    eng.relayout("Broadcast", tensor, l, out.as_deref())
+                        .map_err(at)?;
                 } else {
                     eng.load(tensor, l).map_err(at)?;
                     if let Some(o) = eng.ops.last_mut() {
@@ -120,16 +137,29 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
                 }
             }
             Op::Relayout { tensor, out, .. } => {
-                eng.relayout("Relayout", tensor, bound(rop)?.clone(), out.as_deref()).map_err(at)?;
+                eng.relayout("Relayout", tensor, bound(rop)?.clone(), out.as_deref())
+                    .map_err(at)?;
                 if let (Some(o), Some(v)) = (out, reference.get(tensor).cloned()) {
                     reference.insert(o.clone(), v);
                 }
             }
-            Op::Reduce { tensor, level, op, layout, out } => {
-                if layout.is_some() && rop.layout.as_ref().is_some_and(|l| match l {
-                    LayoutRef::Bound(b) => eng.tensors.get(tensor).and_then(|t| t.lm.as_ref()).is_some_and(|r| r.layout != *b),
-                    LayoutRef::Any(_) => true,
-                }) {
+            Op::Reduce {
+                tensor,
+                level,
+                op,
+                layout,
+                out,
+            } => {
+                if layout.is_some()
+                    && rop.layout.as_ref().is_some_and(|l| match l {
+                        LayoutRef::Bound(b) => eng
+                            .tensors
+                            .get(tensor)
+                            .and_then(|t| t.lm.as_ref())
+                            .is_some_and(|r| r.layout != *b),
+                        LayoutRef::Any(_) => true,
+                    })
+                {
                     return Err(at(SimError(
                         "a Reduce keeps the tensor's layout; follow it with a Relayout to change it".into(),
                     )));
@@ -138,9 +168,16 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
                 // once per position; a partial tensor's reference already holds the whole.
                 let r = eng.tensors.get(tensor).and_then(|t| t.lm.as_ref()).cloned();
                 let dtype = eng.tensors.get(tensor).map(|t| t.dtype);
-                eng.reduce(tensor, level, combine_of(*op), out.as_deref()).map_err(at)?;
-                if let (Some(r), Some(dtype), Some(v)) = (r, dtype, reference.get(tensor).cloned()) {
-                    let li = r.layout.levels().iter().position(|l| &l.name == level).unwrap_or(0);
+                eng.reduce(tensor, level, combine_of(*op), out.as_deref())
+                    .map_err(at)?;
+                if let (Some(r), Some(dtype), Some(v)) = (r, dtype, reference.get(tensor).cloned())
+                {
+                    let li = r
+                        .layout
+                        .levels()
+                        .iter()
+                        .position(|l| &l.name == level)
+                        .unwrap_or(0);
                     let folded = if r.partial.contains(&li) {
                         v
                     } else {
@@ -158,7 +195,10 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
                 }
             }
             Op::Store { tensor } => {
-                let layout = xla.get(tensor).cloned().unwrap_or_else(|| XlaLayout::default_for(0));
+                let layout = xla
+                    .get(tensor)
+                    .cloned()
+                    .unwrap_or_else(|| XlaLayout::default_for(0));
                 eng.store(tensor, layout).map_err(at)?;
                 if res.verify && functional {
                     let got = eng.dram_row_major(tensor);
@@ -185,23 +225,41 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
         }
     }
     if res.verify && !functional {
-        warnings.push("verify needs functional mode: run with --mode functional to compare values".into());
+        warnings.push(
+            "verify needs functional mode: run with --mode functional to compare values".into(),
+        );
     }
     if !mismatches.is_empty() {
-        warnings.push(format!("verification failed for: {}", mismatches.join(", ")));
+        warnings.push(format!(
+            "verification failed for: {}",
+            mismatches.join(", ")
+        ));
     }
     let report = build_report(res, &eng, verified, warnings);
-    Ok(RunOutput { report, engine: eng })
+    Ok(RunOutput {
+        report,
+        engine: eng,
+    })
 }
 
-fn build_report(res: &Resolved, eng: &Engine, verified: Option<bool>, warnings: Vec<String>) -> Report {
+fn build_report(
+    res: &Resolved,
+    eng: &Engine,
+    verified: Option<bool>,
+    warnings: Vec<String>,
+) -> Report {
     let mut levels: Vec<LevelTotal> = Vec::new();
     for op in &eng.ops {
         for s in &op.stages {
             let i = match levels.iter().position(|l| l.level == s.level) {
                 Some(i) => i,
                 None => {
-                    levels.push(LevelTotal { level: s.level.clone(), busy_cycles: 0, bytes: 0, bottleneck_ops: 0 });
+                    levels.push(LevelTotal {
+                        level: s.level.clone(),
+                        busy_cycles: 0,
+                        bytes: 0,
+                        bottleneck_ops: 0,
+                    });
                     levels.len() - 1
                 }
             };

@@ -52,7 +52,10 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
                 ModeArg::Functional => Mode::Functional,
             };
         }
-        let label = plan.as_deref().map(|p| format!(" (plan {p})")).unwrap_or_default();
+        let label = plan
+            .as_deref()
+            .map(|p| format!(" (plan {p})"))
+            .unwrap_or_default();
         let r = run_resolved(&res).map_err(|e| miette!("error: {}{label}: {e}", src.path))?;
         out.push(r.report);
     }
@@ -72,7 +75,9 @@ pub fn run(a: RunArgs) -> Result<(), Report> {
         write(dir, &reps)?;
     }
     if reps.iter().any(|r| r.verified == Some(false)) {
-        return Err(miette!("error: verification failed (see the warnings above)"));
+        return Err(miette!(
+            "error: verification failed (see the warnings above)"
+        ));
     }
     Ok(())
 }
@@ -86,12 +91,20 @@ pub fn write(dir: &Path, reps: &[mnsim_reports::Report]) -> Result<(), Report> {
             (Some(p), true) => PathBuf::from(p),
             _ => PathBuf::new(),
         };
-        files.push((base.join("report.json"), mnsim_reports::to_json(r).into_bytes()));
-        files.push((base.join("report.md"), mnsim_reports::markdown(r).into_bytes()));
+        files.push((
+            base.join("report.json"),
+            mnsim_reports::to_json(r).into_bytes(),
+        ));
+        files.push((
+            base.join("report.md"),
+            mnsim_reports::markdown(r).into_bytes(),
+        ));
     }
     if several {
-        let cmp = serde_json::to_string_pretty(&mnsim_reports::compare_json(reps)).unwrap_or_default();
+        let cmp =
+            serde_json::to_string_pretty(&mnsim_reports::compare_json(reps)).unwrap_or_default();
         files.push((PathBuf::from("compare.json"), cmp.into_bytes()));
     }
-    mnsim_reports::write_outputs(dir, &files).map_err(|e| miette!("error: writing {}: {e}", dir.display()))
+    mnsim_reports::write_outputs(dir, &files)
+        .map_err(|e| miette!("error: writing {}: {e}", dir.display()))
 }
