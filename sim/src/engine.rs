@@ -257,13 +257,13 @@ impl Engine {
 
     /// Marks a declared tensor as present in DRAM (timing mode: no data).
     pub fn set_in_dram(&mut self, name: &str, layout: XlaLayout) {
-        if let Some(t) = self.tensors.get_mut(name) {
-            if t.dram.is_none() {
-                t.dram = Some(DramTensor {
-                    layout,
-                    data: Vec::new(),
-                });
-            }
+        if let Some(t) = self.tensors.get_mut(name)
+            && t.dram.is_none()
+        {
+            t.dram = Some(DramTensor {
+                layout,
+                data: Vec::new(),
+            });
         }
     }
 
@@ -529,11 +529,11 @@ impl Engine {
         for (li, (times, bytes)) in c.port_cycles.iter().zip(&c.port_bytes).enumerate() {
             let k = self.topo.chain[li];
             for (n, (&t, &b)) in times.iter().zip(bytes).enumerate() {
-                if let Some(&e) = self.sw.nodes[k].get(n) {
-                    if let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e) {
-                        ps.busy_cycles += t;
-                        ps.bytes_down += b;
-                    }
+                if let Some(&e) = self.sw.nodes[k].get(n)
+                    && let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e)
+                {
+                    ps.busy_cycles += t;
+                    ps.bytes_down += b;
                 }
             }
         }

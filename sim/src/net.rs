@@ -253,13 +253,12 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
             }
         }
         // Chunks: an intermediate buffer smaller than what passes through it.
-        if st.link > 0 {
-            if let Some(mem) = &level.memory {
-                let most = pd.iter().copied().max().unwrap_or(0);
-                if mem.bytes > 0 {
-                    chunks = chunks.max(most.div_ceil(mem.bytes));
-                }
-            }
+        if st.link > 0
+            && let Some(mem) = &level.memory
+            && mem.bytes > 0
+        {
+            let most = pd.iter().copied().max().unwrap_or(0);
+            chunks = chunks.max(most.div_ceil(mem.bytes));
         }
         latency += rate.latency;
         let dir = match st.dir {

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 /// A deterministic generator (splitmix64) for `Random` initial values.
 pub struct SplitMix(pub u64);
 impl SplitMix {
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -56,7 +57,7 @@ fn combine_of(op: ReduceOp) -> Combine {
     }
 }
 
-fn bound<'a>(op: &'a ResolvedOp) -> Result<&'a TensorLayout, SimError> {
+fn bound(op: &ResolvedOp) -> Result<&TensorLayout, SimError> {
     match &op.layout {
         Some(LayoutRef::Bound(l)) => Ok(l),
         Some(LayoutRef::Any(v)) => Err(SimError(format!(
