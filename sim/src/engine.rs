@@ -145,17 +145,21 @@ impl DramAddr {
 
 /// Percentiles of per-PE cycles through an hdrhistogram at 5 significant digits (exact
 /// below 100,000 cycles); min and max are exact, and no percentile exceeds the max.
+/// The histogram reaches only the largest value: its buckets below do not depend on
+/// the upper bound, and one reaching `u64::MAX / 4` would take ~48 MiB per op.
 fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
-    let mut h = Histogram::<u64>::new_with_bounds(1, u64::MAX / 4, 5).ok()?;
-    let (mut n, mut lo, mut hi) = (0u64, u64::MAX, 0u64);
+    let values: Vec<u64> = values.collect();
+    let (n, lo, hi) = (
+        values.len() as u64,
+        values.iter().copied().min()?,
+        values.iter().copied().max()?,
+    );
+    let mut h = Histogram::<u64>::new_with_bounds(1, hi.clamp(2, u64::MAX / 4), 5).ok()?;
     for v in values {
         h.saturating_record(v.max(1));
-        n += 1;
-        lo = lo.min(v);
-        hi = hi.max(v);
     }
     let q = |x: f64| h.value_at_quantile(x).min(hi);
-    (n > 0).then(|| Percentiles {
+    Some(Percentiles {
         p50: q(0.5),
         p90: q(0.9),
         p99: q(0.99),
@@ -1167,5 +1171,44 @@ impl Engine {
             .collect();
         facts.sort_unstable_by_key(|f| f.0);
         facts.into_iter().map(|f| f.1).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_do_not_depend_on_the_histogram_bound() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..25u64 {
+            let n = 1 + round % 97;
+            let scale = [10u64, 1_000, 100_000, 10_000_000, 1 << 40][round as usize % 5];
+            let values: Vec<u64> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x % scale
+                })
+                .collect();
+            let mut wide = Histogram::<u64>::new_with_bounds(1, u64::MAX / 4, 5).unwrap();
+            for &v in &values {
+                wide.saturating_record(v.max(1));
+            }
+            let hi = *values.iter().max().unwrap();
+            let p = percentiles(values.iter().copied()).unwrap();
+            let q = |x: f64| wide.value_at_quantile(x).min(hi);
+            assert_eq!(
+                (p.p50, p.p90, p.p99),
+                (q(0.5), q(0.9), q(0.99)),
+                "{values:?}"
+            );
+            assert_eq!(
+                (p.min, p.max, p.count),
+                (*values.iter().min().unwrap(), hi, n)
+            );
+        }
+        assert_eq!(percentiles(std::iter::empty()), None);
     }
 }
