@@ -169,6 +169,29 @@ fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
     })
 }
 
+/// DRAM bytes of the whole machine: every DRAM node's.
+pub fn dram_capacity(m: &Machine) -> u64 {
+    let nodes = m.dram_level_index().map_or(1, |d| m.nodes_at(d));
+    m.dram.bytes.saturating_mul(nodes)
+}
+
+/// Checks that a tensor of `runtime` elements of `dtype` fits the machine's DRAM;
+/// returns its bytes.
+pub fn check_dram(m: &Machine, name: &str, dtype: DType, runtime: &[u64]) -> Result<u64, SimError> {
+    let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
+    let Some(bytes) = elems.and_then(|e| e.checked_mul(dtype.bytes())) else {
+        return err(format!("tensor `{name}` is too large to address"));
+    };
+    let cap = dram_capacity(m);
+    if bytes > cap {
+        return err(format!(
+            "tensor `{name}` needs {bytes} bytes of DRAM but {} has {cap}",
+            m.name
+        ));
+    }
+    Ok(bytes)
+}
+
 impl Engine {
     pub fn new(machine: Machine, mode: Mode) -> Engine {
         let topo = Topo::new(&machine);
@@ -197,22 +220,7 @@ impl Engine {
         dram_layout: XlaLayout,
         data: Option<Vec<u8>>,
     ) -> Result<(), SimError> {
-        let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
-        let bytes = elems.and_then(|e| e.checked_mul(dtype.bytes()));
-        let Some(bytes) = bytes else {
-            return err(format!("tensor `{name}` is too large to address"));
-        };
-        let cap = self
-            .machine
-            .dram
-            .bytes
-            .saturating_mul(self.topo.pes / self.topo.leaves_under[self.topo.chain[0]]);
-        if bytes > cap {
-            return err(format!(
-                "tensor `{name}` needs {bytes} bytes of DRAM but {} has {cap}",
-                self.machine.name
-            ));
-        }
+        check_dram(&self.machine, name, dtype, &runtime)?;
         let dram = data.map(|d| {
             let addr = DramAddr::new(&dram_layout, &runtime);
             let buf_elems = dram_layout.buffer_elements(&runtime).unwrap_or(0);

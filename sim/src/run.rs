@@ -1,7 +1,7 @@
 //! Running a resolved scenario: the engine op by op, a host reference beside it for
 //! `verify`, and the report.
 
-use crate::engine::{Engine, Mode, SimError};
+use crate::engine::{self, Engine, Mode, SimError};
 use crate::scenario::{Init, LayoutRef, Op, ReduceOp, Resolved, ResolvedOp};
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
@@ -79,8 +79,28 @@ pub struct RunOutput {
     pub engine: Engine,
 }
 
+/// A run that stopped: the message, and the op (index in the program) or the tensor
+/// declaration it stopped at, so that a caller holding the file can point there.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{error}")]
+pub struct RunError {
+    pub error: SimError,
+    pub op: Option<usize>,
+    pub tensor: Option<String>,
+}
+
+impl RunError {
+    fn at_op(op: usize, error: SimError) -> RunError {
+        RunError {
+            error,
+            op: Some(op),
+            tensor: None,
+        }
+    }
+}
+
 /// Runs a resolved scenario (one plan) to its report.
-pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
+pub fn run(res: &Resolved) -> Result<RunOutput, RunError> {
     let mut eng = Engine::new(res.machine.clone(), res.mode);
     let functional = res.mode == Mode::Functional;
     let mut reference: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -92,6 +112,13 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
             .clone()
             .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
         xla.insert(name.clone(), layout.clone());
+        let on_tensor = |error: SimError| RunError {
+            error,
+            op: None,
+            tensor: Some(name.clone()),
+        };
+        // Before making the data: a tensor DRAM cannot hold is an error, not an allocation.
+        engine::check_dram(&res.machine, name, t.dtype, &t.runtime_dims).map_err(on_tensor)?;
         let data = match (&t.init, functional) {
             (Some(init), true) => Some(init_data(init, t.dtype, &t.runtime_dims)),
             _ => None,
@@ -106,7 +133,8 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
             t.runtime_dims.clone(),
             layout.clone(),
             data,
-        )?;
+        )
+        .map_err(on_tensor)?;
         if t.init.is_some() && !functional {
             eng.set_in_dram(name, layout);
         }
@@ -115,14 +143,24 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
     let mut warnings = res.warnings.clone();
     let mut mismatches: Vec<String> = Vec::new();
     for rop in &res.ops {
-        let at =
-            |e: SimError| SimError(format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0));
+        let at = |e: SimError| {
+            let msg = format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0);
+            RunError::at_op(rop.index, SimError(msg))
+        };
         match &rop.op {
             Op::Load { tensor, .. } => {
-                eng.load(tensor, bound(rop)?.clone()).map_err(at)?;
+                eng.load(
+                    tensor,
+                    bound(rop)
+                        .map_err(|e| RunError::at_op(rop.index, e))?
+                        .clone(),
+                )
+                .map_err(at)?;
             }
             Op::Broadcast { tensor, out, .. } => {
-                let l = bound(rop)?.clone();
+                let l = bound(rop)
+                    .map_err(|e| RunError::at_op(rop.index, e))?
+                    .clone();
                 let resident = eng.tensors.get(tensor).is_some_and(|t| t.lm.is_some());
                 if resident {
                     eng.relayout("Broadcast", tensor, l, out.as_deref())
@@ -138,8 +176,15 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
                 }
             }
             Op::Relayout { tensor, out, .. } => {
-                eng.relayout("Relayout", tensor, bound(rop)?.clone(), out.as_deref())
-                    .map_err(at)?;
+                eng.relayout(
+                    "Relayout",
+                    tensor,
+                    bound(rop)
+                        .map_err(|e| RunError::at_op(rop.index, e))?
+                        .clone(),
+                    out.as_deref(),
+                )
+                .map_err(at)?;
                 if let (Some(o), Some(v)) = (out, reference.get(tensor).cloned()) {
                     reference.insert(o.clone(), v);
                 }
@@ -216,12 +261,13 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
             }
             Op::Free { tensor } => eng.free(tensor).map_err(at)?,
             other => {
-                return Err(SimError(format!(
+                let msg = format!(
                     "op {} ({}): the {} kernel is not available in this build",
                     rop.index,
                     other.describe(),
                     other.name()
-                )));
+                );
+                return Err(RunError::at_op(rop.index, SimError(msg)));
             }
         }
     }

@@ -52,11 +52,13 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
                 ModeArg::Functional => Mode::Functional,
             };
         }
-        let label = plan
-            .as_deref()
-            .map(|p| format!(" (plan {p})"))
-            .unwrap_or_default();
-        let r = run_resolved(&res).map_err(|e| miette!("error: {}{label}: {e}", src.path))?;
+        let r = run_resolved(&res).map_err(|e| {
+            let plan = plan
+                .as_deref()
+                .map(|p| format!("plan `{p}`: "))
+                .unwrap_or_default();
+            scenario::run_error(&src, e.op, e.tensor.as_deref(), &format!("{plan}{e}"))
+        })?;
         out.push(r.report);
     }
     Ok(out)
