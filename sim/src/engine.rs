@@ -538,14 +538,17 @@ impl Engine {
         let end = start.saturating_add(c.cycles);
         self.sw.set_clock(end);
         // Port statistics on the chain nodes.
-        for (li, (times, bytes)) in c.port_cycles.iter().zip(&c.port_bytes).enumerate() {
-            let k = self.topo.chain[li];
-            for (n, (&t, &b)) in times.iter().zip(bytes).enumerate() {
+        for port in &c.ports {
+            let k = self.topo.chain[port.link];
+            for (n, (&t, &b)) in port.cycles.iter().zip(&port.bytes).enumerate() {
                 if let Some(&e) = self.sw.nodes[k].get(n)
                     && let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e)
                 {
                     ps.busy_cycles += t;
-                    ps.bytes_down += b;
+                    match port.dir {
+                        Dir::Down => ps.bytes_down += b,
+                        Dir::Up => ps.bytes_up += b,
+                    }
                 }
             }
         }

@@ -14,7 +14,7 @@ use mnsim_reports::{OpReport, Report};
 use mnsim_sim::engine::{Engine, Mode};
 use mnsim_sim::run::{SplitMix, init_data};
 use mnsim_sim::scenario::{self, Init, Source};
-use mnsim_sim::world::{Lm, Pe};
+use mnsim_sim::world::{Lm, Pe, PortStats};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -1537,4 +1537,78 @@ fn spec_public_table_distribute_and_broadcast_from_one_l1bm() {
         (l1b.kind.as_str(), l1b.cycles, l1b.bytes),
         ("broadcast", n, n * 8)
     );
+}
+
+#[test]
+fn port_statistics_add_up_the_stages() {
+    let cases: [(Machine, Vec<u64>, [&str; 3], &str); 2] = [
+        (
+            toy4(),
+            vec![12, 8],
+            [
+                "((4_PE, 3:8), (8:1))",
+                "((2_PE:2, 6:4), (2_PE:1, 4:1))",
+                "((12:8), (8:1); B@[PE])",
+            ],
+            "PE",
+        ),
+        (
+            mncore2_small(),
+            vec![32, 16],
+            [
+                "((8_L2B, 2_L1B, 2), (2_MAB, 4_PE, 2_W))",
+                "((2, 8_L2B, 2_L1B), (2_MAB, 4_PE, 2_W))",
+                "((32), (4_PE, 2_W, 2); B@[L2B,L1B,MAB])",
+            ],
+            "MAB",
+        ),
+    ];
+    for (m, dims, [a, b, c], level) in cases {
+        let parse = |t: &str| TensorLayout::parse(t, &m, Some(&dims), DType::F32).unwrap();
+        let mut e = Engine::new(m.clone(), Mode::Timing);
+        e.declare(
+            "x",
+            DType::F32,
+            dims.clone(),
+            dims.clone(),
+            XlaLayout::default_for(2),
+            None,
+        )
+        .unwrap();
+        e.set_in_dram("x", XlaLayout::default_for(2));
+        e.load("x", parse(a)).unwrap();
+        e.relayout("Relayout", "x", parse(b), None).unwrap();
+        e.relayout("Broadcast", "x", parse(c), None).unwrap();
+        e.reduce("x", level, Combine::Max, None).unwrap();
+        e.store("x", XlaLayout::default_for(2)).unwrap();
+        let (chain, _) = stage_levels(&m);
+        for name in chain {
+            let k = m.level_index(name).unwrap();
+            let (mut down, mut up, mut busy, mut nodes) = (0u64, 0u64, 0u64, 0u64);
+            for &n in &e.sw.nodes[k] {
+                let ps = e.sw.world.get::<PortStats>(n).expect("port stats");
+                down += ps.bytes_down;
+                up += ps.bytes_up;
+                busy += ps.busy_cycles;
+                nodes += 1;
+            }
+            let stages = || {
+                e.ops
+                    .iter()
+                    .flat_map(|o| &o.stages)
+                    .filter(|s| s.level == name)
+            };
+            let sum = |dir: &str| {
+                stages()
+                    .filter(|s| s.direction == dir)
+                    .map(|s| s.bytes)
+                    .sum::<u64>()
+            };
+            assert_eq!((down, up), (sum("down"), sum("up")), "{} {name}", m.name);
+            assert!(up > 0 && down > 0, "{} {name}", m.name);
+            if nodes == 1 {
+                assert_eq!(busy, stages().map(|s| s.cycles).sum::<u64>(), "{name}");
+            }
+        }
+    }
 }
