@@ -176,6 +176,29 @@ fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
     })
 }
 
+/// DRAM bytes of the whole machine: every DRAM node's.
+pub fn dram_capacity(m: &Machine) -> u64 {
+    let nodes = m.dram_level_index().map_or(1, |d| m.nodes_at(d));
+    m.dram.bytes.saturating_mul(nodes)
+}
+
+/// Checks that a tensor of `runtime` elements of `dtype` fits the machine's DRAM;
+/// returns its bytes.
+pub fn check_dram(m: &Machine, name: &str, dtype: DType, runtime: &[u64]) -> Result<u64, SimError> {
+    let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
+    let Some(bytes) = elems.and_then(|e| e.checked_mul(dtype.bytes())) else {
+        return err(format!("tensor `{name}` is too large to address"));
+    };
+    let cap = dram_capacity(m);
+    if bytes > cap {
+        return err(format!(
+            "tensor `{name}` needs {bytes} bytes of DRAM but {} has {cap}",
+            m.name
+        ));
+    }
+    Ok(bytes)
+}
+
 impl Engine {
     pub fn new(machine: Machine, mode: Mode) -> Engine {
         let topo = Topo::new(&machine);
@@ -204,22 +227,7 @@ impl Engine {
         dram_layout: XlaLayout,
         data: Option<Vec<u8>>,
     ) -> Result<(), SimError> {
-        let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
-        let bytes = elems.and_then(|e| e.checked_mul(dtype.bytes()));
-        let Some(bytes) = bytes else {
-            return err(format!("tensor `{name}` is too large to address"));
-        };
-        let cap = self
-            .machine
-            .dram
-            .bytes
-            .saturating_mul(self.topo.pes / self.topo.leaves_under[self.topo.chain[0]]);
-        if bytes > cap {
-            return err(format!(
-                "tensor `{name}` needs {bytes} bytes of DRAM but {} has {cap}",
-                self.machine.name
-            ));
-        }
+        check_dram(&self.machine, name, dtype, &runtime)?;
         let dram = data.map(|d| {
             let addr = DramAddr::new(&dram_layout, &runtime);
             let buf_elems = dram_layout.buffer_elements(&runtime).unwrap_or(0);
@@ -271,12 +279,10 @@ impl Engine {
         if let Some(t) = self.tensors.get_mut(name)
             && t.dram.is_none()
         {
-            {
-                t.dram = Some(DramTensor {
-                    layout,
-                    data: Vec::new(),
-                });
-            }
+            t.dram = Some(DramTensor {
+                layout,
+                data: Vec::new(),
+            });
         }
     }
 
@@ -539,15 +545,16 @@ impl Engine {
         let end = start.saturating_add(c.cycles);
         self.sw.set_clock(end);
         // Port statistics on the chain nodes.
-        for (li, (times, bytes)) in c.port_cycles.iter().zip(&c.port_bytes).enumerate() {
-            let k = self.topo.chain[li];
-            for (n, (&t, &b)) in times.iter().zip(bytes).enumerate() {
+        for port in &c.ports {
+            let k = self.topo.chain[port.link];
+            for (n, (&t, &b)) in port.cycles.iter().zip(&port.bytes).enumerate() {
                 if let Some(&e) = self.sw.nodes[k].get(n)
                     && let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e)
                 {
-                    {
-                        ps.busy_cycles += t;
-                        ps.bytes_down += b;
+                    ps.busy_cycles += t;
+                    match port.dir {
+                        Dir::Down => ps.bytes_down += b,
+                        Dir::Up => ps.bytes_up += b,
                     }
                 }
             }
@@ -1385,8 +1392,7 @@ impl Engine {
                 .map(|(p, _)| (p as u64, cost.cycles))
                 .collect(),
             bottleneck: format!("{unit} local compute"),
-            port_cycles: vec![Vec::new(); self.topo.chain.len()],
-            port_bytes: vec![Vec::new(); self.topo.chain.len()],
+            ports: Vec::new(),
         };
         let mut rep = self.finish(op, out, Some(&layout), &out_rt, c);
         rep.flops = Some(cost.flops);
@@ -1505,5 +1511,44 @@ impl Engine {
             .collect();
         facts.sort_unstable_by_key(|f| f.0);
         facts.into_iter().map(|f| f.1).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_do_not_depend_on_the_histogram_bound() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..25u64 {
+            let n = 1 + round % 97;
+            let scale = [10u64, 1_000, 100_000, 10_000_000, 1 << 40][round as usize % 5];
+            let values: Vec<u64> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x % scale
+                })
+                .collect();
+            let mut wide = Histogram::<u64>::new_with_bounds(1, u64::MAX / 4, 5).unwrap();
+            for &v in &values {
+                wide.saturating_record(v.max(1));
+            }
+            let hi = *values.iter().max().unwrap();
+            let p = percentiles(values.iter().copied()).unwrap();
+            let q = |x: f64| wide.value_at_quantile(x).min(hi);
+            assert_eq!(
+                (p.p50, p.p90, p.p99),
+                (q(0.5), q(0.9), q(0.99)),
+                "{values:?}"
+            );
+            assert_eq!(
+                (p.min, p.max, p.count),
+                (*values.iter().min().unwrap(), hi, n)
+            );
+        }
+        assert_eq!(percentiles(std::iter::empty()), None);
     }
 }

@@ -109,9 +109,18 @@ pub struct Cost {
     pub ready: Vec<(u64, u64)>,
     /// Name of the slowest stage.
     pub bottleneck: String,
-    /// Per chain node (chain index, node index) → port cycles; for port statistics.
-    pub port_cycles: Vec<Vec<u64>>,
-    pub port_bytes: Vec<Vec<u64>>,
+    /// Every stage's use of its link's ports, for port statistics.
+    pub ports: Vec<PortUse>,
+}
+
+/// One stage's use of the ports of link `link` (`chain[link]` → its children): per
+/// node of `chain[link]`, the port's cycles and the distinct bytes it moved.
+#[derive(Clone, Debug)]
+pub struct PortUse {
+    pub link: usize,
+    pub dir: Dir,
+    pub cycles: Vec<u64>,
+    pub bytes: Vec<u64>,
 }
 
 fn rate_of(link: &Link, kind: TransferKind) -> &Rate {
@@ -168,11 +177,7 @@ pub struct Route {
 /// Charges a transfer. `facts[0]` and `facts[1]` are per-PE facts (the second set is
 /// used by stages marked `second`), indexed by PE global index.
 pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> Cost {
-    let mut out = Cost {
-        port_cycles: vec![Vec::new(); topo.chain.len()],
-        port_bytes: vec![Vec::new(); topo.chain.len()],
-        ..Cost::default()
-    };
+    let mut out = Cost::default();
     // Per PE: max port time along its path (per fact set it takes part in).
     let mut pe_time = vec![0u64; topo.pes as usize];
     let mut takes_part = vec![false; topo.pes as usize];
@@ -251,13 +256,10 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         // Chunks: an intermediate buffer smaller than what passes through it.
         if st.link > 0
             && let Some(mem) = &level.memory
+            && mem.bytes > 0
         {
-            {
-                let most = pd.iter().copied().max().unwrap_or(0);
-                if mem.bytes > 0 {
-                    chunks = chunks.max(most.div_ceil(mem.bytes));
-                }
-            }
+            let most = pd.iter().copied().max().unwrap_or(0);
+            chunks = chunks.max(most.div_ceil(mem.bytes));
         }
         latency += rate.latency;
         let dir = match st.dir {
@@ -268,8 +270,12 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         if stage_cycles > best.0 || best.1.is_empty() {
             best = (stage_cycles, name);
         }
-        out.port_cycles[st.link] = node_time;
-        out.port_bytes[st.link] = pd.clone();
+        out.ports.push(PortUse {
+            link: st.link,
+            dir: st.dir,
+            cycles: node_time,
+            bytes: pd.clone(),
+        });
         out.stages.push(StageReport {
             level: level.name.clone(),
             direction: dir.to_string(),

@@ -1,7 +1,7 @@
 //! Running a resolved scenario: the engine op by op, a host reference beside it for
 //! `verify`, and the report.
 
-use crate::engine::{Engine, Mode, SimError};
+use crate::engine::{self, Engine, Mode, SimError};
 use crate::scenario::{Init, LayoutRef, Op, ReduceOp, Resolved, ResolvedOp};
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
@@ -175,8 +175,28 @@ fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
     })
 }
 
+/// A run that stopped: the message, and the op (index in the program) or the tensor
+/// declaration it stopped at, so that a caller holding the file can point there.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{error}")]
+pub struct RunError {
+    pub error: SimError,
+    pub op: Option<usize>,
+    pub tensor: Option<String>,
+}
+
+impl RunError {
+    fn at_op(op: usize, error: SimError) -> RunError {
+        RunError {
+            error,
+            op: Some(op),
+            tensor: None,
+        }
+    }
+}
+
 /// Runs a resolved scenario (one plan) to its report.
-pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
+pub fn run(res: &Resolved) -> Result<RunOutput, RunError> {
     run_with_progress(res, &mut |_, _| {})
 }
 
@@ -184,7 +204,7 @@ pub fn run(res: &Resolved) -> Result<RunOutput, SimError> {
 pub fn run_with_progress(
     res: &Resolved,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<RunOutput, SimError> {
+) -> Result<RunOutput, RunError> {
     let mut eng = Engine::new(res.machine.clone(), res.mode);
     let functional = res.mode == Mode::Functional;
     let mut reference: BTreeMap<String, RefValue> = BTreeMap::new();
@@ -196,6 +216,13 @@ pub fn run_with_progress(
             .clone()
             .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
         xla.insert(name.clone(), layout.clone());
+        let on_tensor = |error: SimError| RunError {
+            error,
+            op: None,
+            tensor: Some(name.clone()),
+        };
+        // Before making the data: a tensor DRAM cannot hold is an error, not an allocation.
+        engine::check_dram(&res.machine, name, t.dtype, &t.runtime_dims).map_err(on_tensor)?;
         let data = match (&t.init, functional) {
             (Some(init), true) => Some(init_data(init, t.dtype, &t.runtime_dims)),
             _ => None,
@@ -217,7 +244,8 @@ pub fn run_with_progress(
             t.runtime_dims.clone(),
             layout.clone(),
             data,
-        )?;
+        )
+        .map_err(on_tensor)?;
         if t.init.is_some() && !functional {
             eng.set_in_dram(name, layout);
         }
@@ -227,8 +255,10 @@ pub fn run_with_progress(
     let mut mismatches: Vec<String> = Vec::new();
     for (done, rop) in res.ops.iter().enumerate() {
         progress(done, res.ops.len());
-        let at =
-            |e: SimError| SimError(format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0));
+        let at = |e: SimError| {
+            let msg = format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0);
+            RunError::at_op(rop.index, SimError(msg))
+        };
         let copy_ref =
             |reference: &mut BTreeMap<String, RefValue>, from: &str, to: &Option<String>| {
                 if let (Some(o), Some(v)) = (to, reference.get(from).cloned()) {
@@ -237,10 +267,18 @@ pub fn run_with_progress(
             };
         match &rop.op {
             Op::Load { tensor, .. } => {
-                eng.load(tensor, bound(rop)?.clone()).map_err(at)?;
+                eng.load(
+                    tensor,
+                    bound(rop)
+                        .map_err(|e| RunError::at_op(rop.index, e))?
+                        .clone(),
+                )
+                .map_err(at)?;
             }
             Op::Broadcast { tensor, out, .. } => {
-                let l = bound(rop)?.clone();
+                let l = bound(rop)
+                    .map_err(|e| RunError::at_op(rop.index, e))?
+                    .clone();
                 let resident = eng.tensors.get(tensor).is_some_and(|t| t.lm.is_some());
                 if resident {
                     eng.relayout("Broadcast", tensor, l, out.as_deref())
@@ -254,8 +292,15 @@ pub fn run_with_progress(
                 copy_ref(&mut reference, tensor, out);
             }
             Op::Relayout { tensor, out, .. } => {
-                eng.relayout("Relayout", tensor, bound(rop)?.clone(), out.as_deref())
-                    .map_err(at)?;
+                eng.relayout(
+                    "Relayout",
+                    tensor,
+                    bound(rop)
+                        .map_err(|e| RunError::at_op(rop.index, e))?
+                        .clone(),
+                    out.as_deref(),
+                )
+                .map_err(at)?;
                 copy_ref(&mut reference, tensor, out);
             }
             Op::Reduce {
@@ -351,7 +396,11 @@ pub fn run_with_progress(
                 };
                 let layout = match &rop.layout {
                     Some(LayoutRef::Bound(l)) => Some(l.clone()),
-                    Some(LayoutRef::Any(_)) => Some(bound(rop)?.clone()),
+                    Some(LayoutRef::Any(_)) => Some(
+                        bound(rop)
+                            .map_err(|e| RunError::at_op(rop.index, e))?
+                            .clone(),
+                    ),
                     None => None,
                 };
                 eng.kernel(other.name(), &k, &inputs, out, layout)

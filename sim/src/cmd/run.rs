@@ -95,16 +95,23 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
                 ModeArg::Functional => Mode::Functional,
             };
         }
-        let label = plan
-            .as_deref()
-            .map(|p| format!(" (plan {p})"))
-            .unwrap_or_default();
-        let bar = Progress::new(&format!("{}{label}", sc.name));
+        let bar = Progress::new(&format!(
+            "{}{}",
+            sc.name,
+            plan.as_deref()
+                .map(|p| format!(" (plan {p})"))
+                .unwrap_or_default()
+        ));
         let mut tick = |done: usize, total: usize| bar.tick(done, total);
-        let r = run_with_progress(&res, &mut tick)
-            .map_err(|e| miette!("error: {}{label}: {e}", src.path));
+        let r = run_with_progress(&res, &mut tick);
         bar.finish();
-        let r = r?;
+        let r = r.map_err(|e| {
+            let plan = plan
+                .as_deref()
+                .map(|p| format!("plan `{p}`: "))
+                .unwrap_or_default();
+            scenario::run_error(&src, e.op, e.tensor.as_deref(), &format!("{plan}{e}"))
+        })?;
         out.push(r.report);
     }
     Ok(out)

@@ -596,6 +596,28 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// An error met while running the scenario in `src`, pointed at the op (index in the
+/// program) or the tensor declaration it concerns: `error: FILE:LINE:COL: message`.
+pub fn run_error(src: &Source, op: Option<usize>, tensor: Option<&str>, message: &str) -> Report {
+    let root = spans::scan(&src.text);
+    let field = |name: &str| root.as_ref().and_then(|r| r.field(name));
+    let (span, label) = match (op, tensor) {
+        (Some(i), _) => (
+            field("program")
+                .and_then(|p| p.item(i))
+                .map(|n| n.span.clone()),
+            "this op",
+        ),
+        (None, Some(t)) => {
+            let decl = field("tensors").and_then(|ts| ts.get(t));
+            let shape = decl.and_then(|d| d.field("shape")).or(decl);
+            (shape.map(|n| n.span.clone()), "this tensor")
+        }
+        (None, None) => (None, "here"),
+    };
+    located(src, span, message, label)
+}
+
 /// A diagnostic located in a scenario file: `error: FILE:LINE:COL: message`, with a
 /// label over `span` (or just `error: FILE: message` without one).
 pub(crate) fn located(

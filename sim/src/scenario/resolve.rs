@@ -197,6 +197,16 @@ pub fn resolve(
     let mut dim_names = BTreeSet::new();
     for (name, decl) in &sc.tensors {
         let t = resolve_tensor(&cx, name, decl, &bind, &from_cli)?;
+        crate::engine::check_dram(&machine, name, t.dtype, &t.runtime_dims).map_err(|e| {
+            let node = cx.tensor(name);
+            cx.err(
+                node.and_then(|n| n.field("shape"))
+                    .or(node)
+                    .map(|n| n.span.clone()),
+                &e.0,
+                "does not fit in DRAM",
+            )
+        })?;
         for d in &t.declared.dims {
             if let Some(n) = d.name() {
                 dim_names.insert(n.to_string());
