@@ -821,6 +821,12 @@ fn shipped_scenarios_give_the_same_report_in_both_modes() {
     for path in files {
         let (sc, src) =
             scenario::load(&path).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        // Scenarios written for timing mode (the rate table, the 8192³ peak matmul) are
+        // sized for counting, not for computing every value on the host: they run in
+        // timing mode in `sim/tests/scenarios.rs`.
+        if sc.mode != Mode::Functional {
+            continue;
+        }
         let reps = both_modes(&sc, &src);
         assert_eq!(reps.len(), scenario::plans_to_run(&sc).len());
     }

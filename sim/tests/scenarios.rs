@@ -1,0 +1,97 @@
+//! Every shipped scenario, every plan, in timing mode: the totals are pinned by snapshot
+//! (a change in cycles is a visible diff in `sim/tests/snapshots/`), and the peak
+//! matmul reaches its machine's peak without ever exceeding it.
+//! (Both modes and `verify` for the functional scenarios: `sim/tests/transfers.rs`.)
+
+use mnsim_reports::Report;
+use mnsim_sim::scenario::{self, Mode};
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn run_timing(file: &str) -> Vec<Report> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(file);
+    let (sc, src) = scenario::load(&path).unwrap_or_else(|e| panic!("{file}: {e:?}"));
+    scenario::plans_to_run(&sc)
+        .into_iter()
+        .map(|plan| {
+            let mut res = scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default())
+                .unwrap_or_else(|e| panic!("{file} {plan:?}: {e:?}"));
+            res.mode = Mode::Timing;
+            mnsim_sim::run::run(&res)
+                .unwrap_or_else(|e| panic!("{file} {plan:?}: {e}"))
+                .report
+        })
+        .collect()
+}
+
+/// The totals a reader of report.json would compare: per plan, total cycles and per op
+/// its cycles, bottleneck and (where it computes) FLOP.
+fn totals(reports: &[Report]) -> String {
+    let mut s = String::new();
+    for r in reports {
+        let _ = writeln!(
+            s,
+            "plan {}: {} cycles",
+            r.plan.as_deref().unwrap_or("-"),
+            r.total_cycles
+        );
+        for o in &r.ops {
+            let flops = o.flops.map(|f| format!(", {f} FLOP")).unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "  {} {} {}: {} cycles ({}){flops}",
+                o.index, o.op, o.tensor, o.cycles, o.bottleneck
+            );
+        }
+    }
+    s
+}
+
+macro_rules! pinned {
+    ($name:ident, $file:expr) => {
+        #[test]
+        fn $name() {
+            insta::assert_snapshot!(totals(&run_timing($file)));
+        }
+    };
+}
+
+pinned!(transfer_blog_1024x512, "transfer_blog_1024x512.ron");
+pinned!(rates_mncore2, "rates_mncore2.ron");
+pinned!(blog_12x8, "blog_12x8.ron");
+pinned!(blog_1024x512, "blog_1024x512.ron");
+pinned!(mlp_block, "mlp_block.ron");
+pinned!(attention_block, "attention_block.ron");
+pinned!(layernorm, "layernorm.ron");
+pinned!(peak_matmul_fp16, "peak_matmul_fp16.ron");
+
+#[test]
+fn every_shipped_scenario_is_pinned() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let src = include_str!("scenarios.rs");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".ron") {
+            assert!(
+                src.contains(&format!("\"{name}\"")),
+                "{name} has no snapshot test here"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_peak_matmul_reaches_but_never_exceeds_the_fp16_peak() {
+    let peak = 524_288.0; // mncore2: 1024 MAB x 512 FP16 FLOP per cycle
+    let r = &run_timing("peak_matmul_fp16.ron")[0];
+    let mm = r.ops.iter().find(|o| o.op == "MatMul").expect("a MatMul");
+    let rate = mm.flops.expect("flops") as f64 / mm.cycles as f64;
+    assert!(
+        rate >= 0.9 * peak,
+        "{rate} FLOP/cycle is below 90% of {peak}"
+    );
+    assert!(rate <= peak, "{rate} FLOP/cycle exceeds the peak {peak}");
+    assert_eq!(mm.flops, Some(2 * 8192u64.pow(3)));
+}
