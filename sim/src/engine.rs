@@ -118,6 +118,23 @@ struct DramAddr {
 }
 
 impl DramAddr {
+    /// Walks a shard, calling `cell(real, dram_element, addr, w, t)` per cell: untiled
+    /// DRAM keeps the offset incrementally, tiled DRAM computes it per element.
+    fn walk(
+        &self,
+        shard: &mnsim_arch::layout::Shard<'_>,
+        runtime: &[u64],
+        mut cell: impl FnMut(bool, u64, u64, u64, u64),
+    ) {
+        match &self.strides {
+            Some(st) => shard.for_each_linear(st, runtime, &mut cell),
+            None => shard.for_each(|idx, a, w, t| {
+                let ok = idx.iter().zip(runtime).all(|(i, n)| i < n);
+                cell(ok, if ok { self.offset(idx) } else { 0 }, a, w, t)
+            }),
+        }
+    }
+
     fn new(layout: &XlaLayout, dims: &[u64]) -> DramAddr {
         let strides = layout.tiles.is_empty().then(|| {
             let mut s = vec![0u64; dims.len()];
@@ -157,6 +174,46 @@ fn copy_elem(dst: &mut [u8], src: &[u8], eb: usize) {
 
 /// Percentiles of per-PE cycles through an hdrhistogram at 3 significant digits (within
 /// 0.1%); min and max are exact, and no percentile exceeds the max.
+/// Runs `f` on the shard of every PE that takes part in a move (in parallel over the
+/// PEs) and returns their facts in PE order. `f` gets the PE, its LM, the key of its
+/// data and its shard, and returns the words it moved and the real elements among them.
+fn walk_shards(
+    world: &mut bevy_ecs::world::World,
+    layout: &TensorLayout,
+    partial: &[usize],
+    one_replica: bool,
+    wb: u64,
+    f: impl Fn(&Pe, &mut Lm, u64, mnsim_arch::layout::Shard<'_>) -> (u64, u64) + Sync,
+) -> Vec<PeFact> {
+    let used = Engine::used_table(layout);
+    let mut q = world.query::<(&Pe, &mut Lm)>();
+    let mut pes: Vec<(&Pe, &mut Lm)> = q
+        .iter_mut(world)
+        .map(|(p, l)| (p, l.into_inner()))
+        .collect();
+    let mut facts: Vec<(u64, PeFact)> = pes
+        .par_iter_mut()
+        .map(|(pe, lm)| {
+            let key = Engine::key(layout, &used, partial, &pe.pos, one_replica, None);
+            let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
+                return (pe.global, PeFact::IDLE);
+            };
+            let (words, valid) = f(pe, lm, key, shard);
+            (
+                pe.global,
+                PeFact {
+                    key,
+                    reduced_key: key,
+                    bytes: words * wb,
+                    valid,
+                },
+            )
+        })
+        .collect();
+    facts.sort_unstable_by_key(|f| f.0);
+    facts.into_iter().map(|f| f.1).collect()
+}
+
 fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
     let values: Vec<u64> = values.collect();
     let (lo, hi) = (values.iter().copied().min()?, values.iter().copied().max()?);
@@ -671,27 +728,18 @@ impl Engine {
         let t = &self.tensors[name];
         let dram = t.dram.as_ref().expect("checked");
         let addr = DramAddr::new(&dram.layout, &t.runtime);
-        let eb = t.dtype.bytes() as usize;
-        let wb = self.machine.word_bytes as usize;
+        let (eb, wb) = (t.dtype.bytes() as usize, self.machine.word_bytes as usize);
         let fp = layout.footprint_words() as usize;
-        let runtime = &t.runtime;
-        let src = &dram.data;
-        let used = Self::used_table(layout);
-        let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
-        let mut pes: Vec<(&Pe, &mut Lm)> = q
-            .iter_mut(&mut self.sw.world)
-            .map(|(p, l)| (p, l.into_inner()))
-            .collect();
-        let mut facts: Vec<(u64, PeFact)> = pes
-            .par_iter_mut()
-            .map(|(pe, lm)| {
-                let key = Self::key(layout, &used, &[], &pe.pos, false, None);
-                let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
-                    return (pe.global, PeFact::IDLE);
-                };
+        let (runtime, src, base) = (&t.runtime, &dram.data, offset as usize);
+        walk_shards(
+            &mut self.sw.world,
+            layout,
+            &[],
+            false,
+            wb as u64,
+            |_, lm, _, shard| {
                 let (mut words, mut valid) = (0u64, 0u64);
-                let base = offset as usize;
-                let mut cell = |ok: bool, elem: u64, a: u64, w: u64, t: u64| {
+                addr.walk(&shard, runtime, |ok, elem, a, w, t| {
                     let dst = (base + t as usize * fp + a as usize) * wb + w as usize * eb;
                     words += (w == 0) as u64;
                     if ok {
@@ -700,28 +748,10 @@ impl Engine {
                     } else {
                         lm.data[dst..dst + eb].fill(0);
                     }
-                };
-                match &addr.strides {
-                    // Untiled DRAM: the walk keeps the DRAM offset incrementally.
-                    Some(st) => shard.for_each_linear(st, runtime, &mut cell),
-                    None => shard.for_each(|idx, a, w, t| {
-                        let ok = idx.iter().zip(runtime).all(|(i, n)| i < n);
-                        cell(ok, if ok { addr.offset(idx) } else { 0 }, a, w, t)
-                    }),
-                }
-                (
-                    pe.global,
-                    PeFact {
-                        key,
-                        reduced_key: key,
-                        bytes: words * wb as u64,
-                        valid,
-                    },
-                )
-            })
-            .collect();
-        facts.sort_unstable_by_key(|f| f.0);
-        facts.into_iter().map(|f| f.1).collect()
+                });
+                (words, valid)
+            },
+        )
     }
 
     /// Store: LM → DRAM (the tensor's XLA layout), reading one replica.
@@ -781,22 +811,18 @@ impl Engine {
         dram.data.resize(buf, 0);
         let ptr = SyncPtr(dram.data.as_mut_ptr());
         let addr = DramAddr::new(xla, &runtime);
-        let layout = &r.layout;
         let wb = self.machine.word_bytes as usize;
-        let fp = layout.footprint_words() as usize;
-        let used = Self::used_table(layout);
-        let mut q = self.sw.world.query::<(&Pe, &Lm)>();
-        let pes: Vec<(&Pe, &Lm)> = q.iter(&self.sw.world).collect();
-        let mut facts: Vec<(u64, PeFact)> = pes
-            .par_iter()
-            .map(|(pe, lm)| {
-                let key = Self::key(layout, &used, &[], &pe.pos, true, None);
-                let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
-                    return (pe.global, PeFact::IDLE);
-                };
+        let fp = r.layout.footprint_words() as usize;
+        walk_shards(
+            &mut self.sw.world,
+            &r.layout,
+            &[],
+            true,
+            wb as u64,
+            |_, lm, _, shard| {
                 let p = ptr;
                 let (mut words, mut valid) = (0u64, 0u64);
-                let mut cell = |ok: bool, elem: u64, a: u64, w: u64, tt: u64| {
+                addr.walk(&shard, &runtime, |ok, elem, a, w, tt| {
                     words += (w == 0) as u64;
                     if ok {
                         let s = (r.offset as usize + tt as usize * fp + a as usize) * wb
@@ -811,28 +837,10 @@ impl Engine {
                         };
                         valid += 1;
                     }
-                };
-                match &addr.strides {
-                    // Untiled DRAM: the walk keeps the DRAM offset incrementally.
-                    Some(st) => shard.for_each_linear(st, &runtime, &mut cell),
-                    None => shard.for_each(|idx, a, w, t| {
-                        let ok = idx.iter().zip(&runtime).all(|(i, n)| i < n);
-                        cell(ok, if ok { addr.offset(idx) } else { 0 }, a, w, t)
-                    }),
-                }
-                (
-                    pe.global,
-                    PeFact {
-                        key,
-                        reduced_key: key,
-                        bytes: words * wb as u64,
-                        valid,
-                    },
-                )
-            })
-            .collect();
-        facts.sort_unstable_by_key(|f| f.0);
-        facts.into_iter().map(|f| f.1).collect()
+                });
+                (words, valid)
+            },
+        )
     }
 
     /// Whether data must cross addressable level `i` to go from `src` to `dst`: the
@@ -1008,33 +1016,24 @@ impl Engine {
     ) -> Vec<PeFact> {
         let snap = self.snapshot(src.offset, src.words);
         let addr = self.machine.addressable_levels();
-        let eb = dtype.bytes() as usize;
-        let wb = self.machine.word_bytes as usize;
+        let (eb, wb) = (dtype.bytes() as usize, self.machine.word_bytes as usize);
         let (sfp, dfp) = (
             src.layout.footprint_words() as usize,
             layout.footprint_words() as usize,
         );
-        let used = Self::used_table(layout);
-        let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
-        let mut pes: Vec<(&Pe, &mut Lm)> = q
-            .iter_mut(&mut self.sw.world)
-            .map(|(p, l)| (p, l.into_inner()))
-            .collect();
-        let mut facts: Vec<(u64, PeFact)> = pes
-            .par_iter_mut()
-            .map(|(pe, lm)| {
-                let key = Self::key(layout, &used, &[], &pe.pos, false, None);
-                let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
-                    return (pe.global, PeFact::IDLE);
-                };
+        walk_shards(
+            &mut self.sw.world,
+            layout,
+            &[],
+            false,
+            wb as u64,
+            |pe, lm, _, shard| {
                 let (mut words, mut valid) = (0u64, 0u64);
                 let mut spos = pe.pos.clone();
                 shard.for_each(|idx, a, w, t| {
                     let dst =
                         (offset as usize + t as usize * dfp + a as usize) * wb + w as usize * eb;
-                    if w == 0 {
-                        words += 1;
-                    }
+                    words += (w == 0) as u64;
                     if idx.iter().zip(runtime).all(|(i, n)| i < n) {
                         let p = src.layout.place(idx).expect("in range");
                         // A replicated source level: read the copy at our own position.
@@ -1043,25 +1042,15 @@ impl Engine {
                         }
                         let from = &snap[Self::pe_index(&addr, &spos)];
                         let s = (p.t as usize * sfp + p.addr as usize) * wb + p.w as usize * eb;
-                        lm.data[dst..dst + eb].copy_from_slice(&from[s..s + eb]);
+                        copy_elem(&mut lm.data[dst..], &from[s..], eb);
                         valid += 1;
                     } else {
                         lm.data[dst..dst + eb].fill(0);
                     }
                 });
-                (
-                    pe.global,
-                    PeFact {
-                        key,
-                        reduced_key: key,
-                        bytes: words * wb as u64,
-                        valid,
-                    },
-                )
-            })
-            .collect();
-        facts.sort_unstable_by_key(|f| f.0);
-        facts.into_iter().map(|f| f.1).collect()
+                (words, valid)
+            },
+        )
     }
 
     /// Reduce: combine the copies of a tensor over a level on which it is partial (or
@@ -1128,6 +1117,7 @@ impl Engine {
         Ok(rep)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn move_reduce(
         &mut self,
         src: &Resident,
@@ -1140,8 +1130,7 @@ impl Engine {
         let snap = self.snapshot(src.offset, src.words);
         let addr = self.machine.addressable_levels();
         let layout = &src.layout;
-        let eb = dtype.bytes() as usize;
-        let wb = self.machine.word_bytes as usize;
+        let (eb, wb) = (dtype.bytes() as usize, self.machine.word_bytes as usize);
         let fp = layout.footprint_words() as usize;
         let fan = layout.levels()[level].fanout;
         let rest: Vec<usize> = src
@@ -1150,27 +1139,19 @@ impl Engine {
             .copied()
             .filter(|&p| p != level)
             .collect();
-        let used = Self::used_table(layout);
-        let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
-        let mut pes: Vec<(&Pe, &mut Lm)> = q
-            .iter_mut(&mut self.sw.world)
-            .map(|(p, l)| (p, l.into_inner()))
-            .collect();
-        let mut facts: Vec<(u64, PeFact)> = pes
-            .par_iter_mut()
-            .map(|(pe, lm)| {
-                let key = Self::key(layout, &used, &rest, &pe.pos, false, None);
-                let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
-                    return (pe.global, PeFact::IDLE);
-                };
+        walk_shards(
+            &mut self.sw.world,
+            layout,
+            &rest,
+            false,
+            wb as u64,
+            |pe, lm, _, shard| {
                 let (mut words, mut valid) = (0u64, 0u64);
                 let mut pos = pe.pos.clone();
                 let mut acc = vec![0u8; eb];
                 shard.for_each(|idx, a, w, t| {
                     let cell = (t as usize * fp + a as usize) * wb + w as usize * eb;
-                    if w == 0 {
-                        words += 1;
-                    }
+                    words += (w == 0) as u64;
                     // Combine the copies in position order: deterministic at any thread count.
                     for p in 0..fan {
                         pos[level] = p;
@@ -1187,19 +1168,9 @@ impl Engine {
                         valid += 1;
                     }
                 });
-                (
-                    pe.global,
-                    PeFact {
-                        key,
-                        reduced_key: key,
-                        bytes: words * wb as u64,
-                        valid,
-                    },
-                )
-            })
-            .collect();
-        facts.sort_unstable_by_key(|f| f.0);
-        facts.into_iter().map(|f| f.1).collect()
+                (words, valid)
+            },
+        )
     }
 }
 
@@ -1481,36 +1452,22 @@ impl Engine {
             .collect();
         let by_key: HashMap<u64, usize> =
             computed.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
-        let mut q = self.sw.world.query::<(&Pe, &mut Lm)>();
-        let mut pes: Vec<(&Pe, &mut Lm)> = q
-            .iter_mut(&mut self.sw.world)
-            .map(|(p, l)| (p, l.into_inner()))
-            .collect();
         let base = offset as usize * wb;
-        let mut facts: Vec<(u64, PeFact)> = pes
-            .par_iter_mut()
-            .map(|(pe, lm)| {
-                let key = Self::key(layout, &used, partial, &pe.pos, false, None);
-                match by_key.get(&key) {
-                    Some(&i) if key != net::NONE => {
-                        let (_, buf, words, valid) = &computed[i];
-                        lm.data[base..base + region].copy_from_slice(buf);
-                        (
-                            pe.global,
-                            PeFact {
-                                key,
-                                reduced_key: key,
-                                bytes: words * wb as u64,
-                                valid: *valid,
-                            },
-                        )
-                    }
-                    _ => (pe.global, PeFact::IDLE),
+        walk_shards(
+            &mut self.sw.world,
+            layout,
+            partial,
+            false,
+            wb as u64,
+            |_, lm, key, _| match by_key.get(&key) {
+                Some(&i) => {
+                    let (_, buf, words, valid) = &computed[i];
+                    lm.data[base..base + region].copy_from_slice(buf);
+                    (*words, *valid)
                 }
-            })
-            .collect();
-        facts.sort_unstable_by_key(|f| f.0);
-        facts.into_iter().map(|f| f.1).collect()
+                None => (0, 0),
+            },
+        )
     }
 }
 
