@@ -1,29 +1,23 @@
 //! `mnsim check S.ron`: load and resolve every plan, run nothing.
 
+use super::run::ScenarioArgs;
 use clap::Args;
 use miette::{Report, miette};
 use mnsim_sim::scenario;
-use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct CheckArgs {
-    /// The scenario file.
-    pub scenario: PathBuf,
+    #[command(flatten)]
+    pub s: ScenarioArgs,
     /// Check only this plan (default: every plan).
     #[arg(long)]
     pub plan: Option<String>,
-    /// Override a machine knob, e.g. --set links.L1B.distribute.parent=128.
-    #[arg(long = "set")]
-    pub sets: Vec<String>,
-    /// Bind a dynamic dimension, e.g. --bind batch=48.
-    #[arg(long = "bind")]
-    pub binds: Vec<String>,
 }
 
 pub fn run(a: CheckArgs) -> Result<(), Report> {
-    let sets = scenario::parse_sets(&a.sets)?;
-    let binds = scenario::parse_binds(&a.binds)?;
-    let (sc, src) = scenario::load(&a.scenario)?;
+    let sets = scenario::parse_sets(&a.s.sets)?;
+    let binds = scenario::parse_binds(&a.s.binds)?;
+    let (sc, src) = scenario::load(&a.s.scenario)?;
     let plans = match &a.plan {
         Some(p) => vec![Some(p.clone())],
         None => scenario::plans_to_run(&sc),

@@ -55,10 +55,23 @@ pub enum ModeArg {
     Functional,
 }
 
-#[derive(Args)]
-pub struct RunArgs {
+/// What every scenario command takes: the file, what-if knobs and bindings.
+#[derive(Args, Clone)]
+pub struct ScenarioArgs {
     /// The scenario file.
     pub scenario: PathBuf,
+    /// Override a machine knob, e.g. --set links.L1B.distribute.parent=128.
+    #[arg(long = "set")]
+    pub sets: Vec<String>,
+    /// Bind a dynamic dimension, e.g. --bind batch=48.
+    #[arg(long = "bind")]
+    pub binds: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub s: ScenarioArgs,
     /// Run only this plan (default: every plan).
     #[arg(long)]
     pub plan: Option<String>,
@@ -66,12 +79,6 @@ pub struct RunArgs {
     /// several run, plus compare.json and compare.html).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Override a machine knob, e.g. --set links.L1B.distribute.parent=128.
-    #[arg(long = "set")]
-    pub sets: Vec<String>,
-    /// Bind a dynamic dimension, e.g. --bind batch=48.
-    #[arg(long = "bind")]
-    pub binds: Vec<String>,
     /// Override the scenario's mode.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
@@ -79,9 +86,9 @@ pub struct RunArgs {
 
 /// Runs the plans of a scenario; returns their reports (nothing printed or written).
 pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
-    let sets = scenario::parse_sets(&a.sets)?;
-    let binds = scenario::parse_binds(&a.binds)?;
-    let (sc, src) = scenario::load(&a.scenario)?;
+    let sets = scenario::parse_sets(&a.s.sets)?;
+    let binds = scenario::parse_binds(&a.s.binds)?;
+    let (sc, src) = scenario::load(&a.s.scenario)?;
     let plans = match &a.plan {
         Some(p) => vec![Some(p.clone())],
         None => scenario::plans_to_run(&sc),

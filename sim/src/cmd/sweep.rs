@@ -1,6 +1,6 @@
 //! `mnsim compare S.ron` and `mnsim sweep S.ron --set K=V1,V2,...`.
 
-use super::run::{ModeArg, RunArgs, reports, write};
+use super::run::{ModeArg, RunArgs, ScenarioArgs, reports, write};
 use clap::Args;
 use miette::{Report, miette};
 use mnsim_reports::SweepPoint;
@@ -8,17 +8,11 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct CompareArgs {
-    /// The scenario file.
-    pub scenario: PathBuf,
+    #[command(flatten)]
+    pub s: ScenarioArgs,
     /// Write every plan's reports and compare.json here.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Override a machine knob, e.g. --set links.L1B.distribute.parent=128.
-    #[arg(long = "set")]
-    pub sets: Vec<String>,
-    /// Bind a dynamic dimension, e.g. --bind batch=48.
-    #[arg(long = "bind")]
-    pub binds: Vec<String>,
     /// Override the scenario's mode.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
@@ -27,11 +21,9 @@ pub struct CompareArgs {
 /// Runs every plan and ranks them.
 pub fn compare(a: CompareArgs) -> Result<(), Report> {
     let args = RunArgs {
-        scenario: a.scenario,
+        s: a.s,
         plan: None,
         out: None,
-        sets: a.sets,
-        binds: a.binds,
         mode: a.mode,
     };
     let reps = reports(&args)?;
@@ -91,11 +83,13 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
         let mut sets = fixed.clone();
         sets.push(format!("{knob}={v}"));
         let args = RunArgs {
-            scenario: a.scenario.clone(),
+            s: ScenarioArgs {
+                scenario: a.scenario.clone(),
+                sets,
+                binds: a.binds.clone(),
+            },
             plan: a.plan.clone(),
             out: None,
-            sets,
-            binds: a.binds.clone(),
             mode: a.mode,
         };
         let reps = reports(&args).map_err(|e| miette!("error: at {knob}={v}: {e}"))?;
