@@ -392,3 +392,136 @@ fn illegal_combinations_say_which_relayout_fixes_them() {
     // Nothing was charged for the failed kernels.
     assert_eq!(e.ops.len(), 3);
 }
+
+/// A random layout of a 2-D tensor on `small()` (fan-outs L2B 2, L1B 2, MAB 2, PE 4):
+/// every level is split along a random axis (when the axis still divides) or replicated;
+/// the rest of each axis is memory, sometimes `Time`, sometimes `4_W` (f16); a pad
+/// prefix trims the logical shape by one sometimes.
+fn random_layout(rng: &mut u64, dims: [u64; 2], f16: bool) -> (String, [u64; 2]) {
+    let mut next = |n: u64| {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng % n
+    };
+    let mut rest = dims;
+    let mut groups: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    let mut bcast = Vec::new();
+    for (name, fan) in [("L2B", 2u64), ("L1B", 2), ("MAB", 2), ("PE", 4)] {
+        let g = next(3) as usize;
+        if g < 2 && rest[g] % fan == 0 {
+            groups[g].push(format!("{fan}_{name}"));
+            rest[g] /= fan;
+        } else {
+            bcast.push(name);
+        }
+    }
+    for g in 0..2 {
+        let mut r = rest[g];
+        if g == 1 && f16 && r % 4 == 0 && next(2) == 0 {
+            r /= 4;
+            groups[g].push("4_W".into());
+            if r > 1 {
+                groups[g].insert(groups[g].len() - 1, format!("{r}"));
+            }
+            continue;
+        }
+        if g == 0 && r % 2 == 0 && next(3) == 0 {
+            groups[g].push("2_Time".into());
+            r /= 2;
+        }
+        if r > 1 || groups[g].is_empty() {
+            groups[g].push(format!("{r}"));
+        }
+    }
+    let logical = [
+        dims[0] - next(2),
+        dims[1] - next(2) * (dims[1] % 4 != 0) as u64,
+    ];
+    let pad = if logical != dims {
+        format!("({},{})/", logical[0], logical[1])
+    } else {
+        String::new()
+    };
+    let b = if bcast.is_empty() {
+        String::new()
+    } else {
+        format!("; B@[{}]", bcast.join(","))
+    };
+    (
+        format!(
+            "{pad}(({}), ({}){b})",
+            groups[0].join(", "),
+            groups[1].join(", ")
+        ),
+        logical,
+    )
+}
+
+#[test]
+fn elementwise_kernels_on_random_layouts_match_the_reference() {
+    let m = small();
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut ran = 0;
+    for case in 0..60u64 {
+        let dims = [[8u64, 16], [16, 8], [12, 8], [8, 12]][(case % 4) as usize];
+        let f16 = case % 2 == 0;
+        let dtype = if f16 { DType::F16 } else { DType::F32 };
+        let (la, logical) = random_layout(&mut rng, dims, f16);
+        // The same layout for both operands keeps every pair legal; b replicated
+        // everywhere sometimes (a legal broadcast operand whatever a is).
+        let lb = if case % 3 == 0 {
+            let pad = if logical != dims {
+                format!("({},{})/", logical[0], logical[1])
+            } else {
+                String::new()
+            };
+            format!("{pad}(({}), ({})) B@[L2B,L1B,MAB,PE]", dims[0], dims[1])
+        } else {
+            la.clone()
+        };
+        if TensorLayout::parse(&la, &m, Some(&logical), dtype).is_err()
+            || TensorLayout::parse(&lb, &m, Some(&logical), dtype).is_err()
+        {
+            continue; // e.g. a footprint that does not fit: not a kernel question
+        }
+        let op = UnaryOp::ALL[(case as usize) % UnaryOp::ALL.len()];
+        check(
+            &m,
+            dtype,
+            &Kernel::Unary(op),
+            &[Input {
+                name: "x",
+                dims: &logical,
+                layout: &la,
+                seed: case,
+            }],
+            &logical,
+            None,
+        );
+        let op = BinaryOp::ALL[(case as usize) % BinaryOp::ALL.len()];
+        check(
+            &m,
+            dtype,
+            &Kernel::Binary(op),
+            &[
+                Input {
+                    name: "a",
+                    dims: &logical,
+                    layout: &la,
+                    seed: case + 100,
+                },
+                Input {
+                    name: "b",
+                    dims: &logical,
+                    layout: &lb,
+                    seed: case + 200,
+                },
+            ],
+            &logical,
+            None,
+        );
+        ran += 1;
+    }
+    assert!(ran >= 40, "only {ran} random layouts were valid");
+}
