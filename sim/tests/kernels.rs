@@ -409,7 +409,7 @@ fn random_layout(rng: &mut u64, dims: [u64; 2], f16: bool) -> (String, [u64; 2])
     let mut bcast = Vec::new();
     for (name, fan) in [("L2B", 2u64), ("L1B", 2), ("MAB", 2), ("PE", 4)] {
         let g = next(3) as usize;
-        if g < 2 && rest[g] % fan == 0 {
+        if g < 2 && rest[g].is_multiple_of(fan) {
             groups[g].push(format!("{fan}_{name}"));
             rest[g] /= fan;
         } else {
@@ -418,7 +418,7 @@ fn random_layout(rng: &mut u64, dims: [u64; 2], f16: bool) -> (String, [u64; 2])
     }
     for g in 0..2 {
         let mut r = rest[g];
-        if g == 1 && f16 && r % 4 == 0 && next(2) == 0 {
+        if g == 1 && f16 && r.is_multiple_of(4) && next(2) == 0 {
             r /= 4;
             groups[g].push("4_W".into());
             if r > 1 {
@@ -426,7 +426,7 @@ fn random_layout(rng: &mut u64, dims: [u64; 2], f16: bool) -> (String, [u64; 2])
             }
             continue;
         }
-        if g == 0 && r % 2 == 0 && next(3) == 0 {
+        if g == 0 && r.is_multiple_of(2) && next(3) == 0 {
             groups[g].push("2_Time".into());
             r /= 2;
         }
@@ -436,7 +436,7 @@ fn random_layout(rng: &mut u64, dims: [u64; 2], f16: bool) -> (String, [u64; 2])
     }
     let logical = [
         dims[0] - next(2),
-        dims[1] - next(2) * (dims[1] % 4 != 0) as u64,
+        dims[1] - next(2) * (!dims[1].is_multiple_of(4)) as u64,
     ];
     let pad = if logical != dims {
         format!("({},{})/", logical[0], logical[1])
