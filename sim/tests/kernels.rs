@@ -525,3 +525,75 @@ fn elementwise_kernels_on_random_layouts_match_the_reference() {
     }
     assert!(ran >= 40, "only {ran} random layouts were valid");
 }
+
+#[test]
+fn a_partial_matmul_result_must_be_reduced_before_use() {
+    let m = small();
+    for mode in [Mode::Timing, Mode::Functional] {
+        let mut e = Engine::new(m.clone(), mode);
+        let lay = |t: &str, d: &[u64]| TensorLayout::parse(t, &m, Some(d), DType::F32).unwrap();
+        for (n, d, l, seed) in [
+            (
+                "a",
+                [8u64, 16],
+                "((2_L2B, 2_MAB, 2:8), (2_L1B, 2:4, 4:1))",
+                1,
+            ),
+            ("b", [16u64, 8], "((2_L1B, 8:8), (8:1)) B@[L2B,MAB,PE]", 2),
+        ] {
+            let data = (mode == Mode::Functional)
+                .then(|| init_data(&Init::Random { seed }, DType::F32, &d));
+            e.declare(
+                n,
+                DType::F32,
+                d.to_vec(),
+                d.to_vec(),
+                XlaLayout::default_for(2),
+                data,
+            )
+            .unwrap();
+            e.set_in_dram(n, XlaLayout::default_for(2));
+            e.load(n, lay(l, &d)).unwrap();
+        }
+        for n in ["c", "r"] {
+            e.declare(
+                n,
+                DType::F32,
+                vec![8, 8],
+                vec![8, 8],
+                XlaLayout::default_for(2),
+                None,
+            )
+            .unwrap();
+        }
+        let c = lay("((2_L2B, 2_MAB, 2:8), (8:1)) B@[L1B,PE]", &[8, 8]);
+        e.kernel("MatMul", &Kernel::MatMul, &["a", "b"], "c", Some(c))
+            .unwrap();
+        let r = e.tensors["c"].lm.as_ref().unwrap();
+        assert_eq!(
+            r.partial
+                .iter()
+                .map(|&p| r.layout.levels()[p].name.as_str())
+                .collect::<Vec<_>>(),
+            ["L1B"]
+        );
+        // Storing it, moving it or computing on it before the Reduce: errors that say so.
+        let err = e.store("c", XlaLayout::default_for(2)).unwrap_err();
+        assert!(
+            err.0.contains("partial") && err.0.contains("L1B") && err.0.contains("Reduce"),
+            "{err}"
+        );
+        let err = e
+            .kernel("Unary", &Kernel::Unary(UnaryOp::Relu), &["c"], "r", None)
+            .unwrap_err();
+        assert!(
+            err.0.contains("partial") && err.0.contains("Reduce"),
+            "{err}"
+        );
+        // After the Reduce, both work.
+        e.reduce("c", "L1B", elem::Combine::Add, None).unwrap();
+        e.kernel("Unary", &Kernel::Unary(UnaryOp::Relu), &["c"], "r", None)
+            .unwrap();
+        e.store("c", XlaLayout::default_for(2)).unwrap();
+    }
+}
