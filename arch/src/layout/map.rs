@@ -577,9 +577,37 @@ impl Shard<'_> {
             .collect();
         let (mut addr, mut w, mut t) = (0u64, 0u64, 0u64);
         let mut digit = vec![0u64; free.len()];
-        loop {
+        // The innermost free sub-axis runs as a tight loop: its validity is a prefix of
+        // the run, known at the run's start. The odometer turns the outer digits only.
+        let Some(inner) = free.last() else {
             f(bad == 0, lin, addr, w, t);
-            let mut d = free.len();
+            return;
+        };
+        let (da, dw, dt) = match inner.class {
+            Class::Mem => (inner.stride, 0, 0),
+            Class::W => (0, inner.stride, 0),
+            Class::Time => (0, 0, inner.stride),
+            Class::Level(_) => (0, 0, 0),
+        };
+        let outer = free.len() - 1;
+        loop {
+            let base = index[inner.g];
+            let limit = lim(inner.g);
+            let others_bad = bad - (base >= limit) as usize;
+            let n_valid = if others_bad > 0 || base >= limit {
+                0
+            } else {
+                inner.size.min((limit - base).div_ceil(inner.radix))
+            };
+            let (mut l, mut a_, mut w_, mut t_) = (lin, addr, w, t);
+            for k in 0..inner.size {
+                f(k < n_valid, l, a_, w_, t_);
+                l = l.wrapping_add(inner.dlin);
+                a_ += da;
+                w_ += dw;
+                t_ += dt;
+            }
+            let mut d = outer;
             loop {
                 if d == 0 {
                     return;
