@@ -7,7 +7,7 @@
 use crate::compare::{ranked, ratio, times};
 use crate::model::{OpReport, Percentiles, Report, StageReport};
 use crate::rows::{self, LEVEL_NOTE, OP_TITLES, plan_name};
-use crate::text::{Nums, human_bytes, share, thousands, truncate};
+use crate::text::{Nums, human_bytes, nice_step, share, thousands, truncate};
 use std::fmt::Write;
 
 /// `write!` into a `String`, which cannot fail.
@@ -454,23 +454,6 @@ fn svg_open(s: &mut String, id: &str, height: f64, title: &str, desc: &str) {
 /// A `<title>` tooltip element.
 fn tip(text: &str) -> String {
     format!("<title>{}</title>", esc(text))
-}
-
-/// A step of 1, 2 or 5 × 10^k that cuts `range` into about `target` intervals (at least 1).
-fn nice_step(range: f64, target: f64) -> f64 {
-    let raw = (range / target).max(1.0);
-    let mag = 10f64.powf(raw.log10().floor());
-    let f = raw / mag;
-    let m = if f <= 1.0 {
-        1.0
-    } else if f <= 2.0 {
-        2.0
-    } else if f <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    m * mag
 }
 
 /// Axis ticks from 0 to `max` (inclusive), about `target` of them.

@@ -1,6 +1,7 @@
 //! Sweeps: total cycles against a knob's value, as CSV and as an SVG line chart.
 
 use crate::model::Report;
+use crate::text::nice_step;
 use std::fmt::Write as _;
 
 /// One point of a sweep: the knob's value and the reports of every plan run at it.
@@ -61,23 +62,6 @@ fn esc(t: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
-}
-
-/// A "nice" step for about `n` ticks over `span`.
-fn nice_step(span: f64, n: f64) -> f64 {
-    let raw = (span / n).max(f64::MIN_POSITIVE);
-    let mag = 10f64.powf(raw.log10().floor());
-    let f = raw / mag;
-    let m = if f <= 1.0 {
-        1.0
-    } else if f <= 2.0 {
-        2.0
-    } else if f <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    m * mag
 }
 
 fn fmt_num(v: f64) -> String {

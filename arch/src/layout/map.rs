@@ -361,71 +361,7 @@ impl Shard<'_> {
     /// where the last free sub-axis varies fastest. `padded_index` may lie in the
     /// padding (compare with [`TensorLayout::logical_shape`]).
     pub fn for_each(&self, mut f: impl FnMut(&[u64], u64, u64, u64)) {
-        let l = self.layout;
-        let mut index = vec![0u64; l.groups.len()];
-        let (mut addr, mut w, mut t) = (0u64, 0u64, 0u64);
-        // Contributions of fixed digits.
-        for (j, &(g, _, radix)) in l.flat.iter().enumerate() {
-            if let Some(k) = self.fixed[j] {
-                index[g] += k * radix;
-            }
-        }
-        // Free sub-axes with their steps.
-        struct Free {
-            g: usize,
-            size: u64,
-            radix: u64,
-            class: Class,
-            stride: u64,
-        }
-        let free: Vec<Free> = l
-            .flat
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| self.fixed[*j].is_none())
-            .map(|(_, &(g, s, radix))| Free {
-                g,
-                size: s.size,
-                radix,
-                class: s.class,
-                stride: s.stride,
-            })
-            .collect();
-        let mut digit = vec![0u64; free.len()];
-        loop {
-            f(&index, addr, w, t);
-            // Odometer, last free axis fastest.
-            let mut d = free.len();
-            loop {
-                if d == 0 {
-                    return;
-                }
-                d -= 1;
-                let a = &free[d];
-                let bump = |v: &mut u64, by: i64| *v = (*v as i64 + by) as u64;
-                if digit[d] + 1 < a.size {
-                    digit[d] += 1;
-                    index[a.g] += a.radix;
-                    match a.class {
-                        Class::Mem => addr += a.stride,
-                        Class::W => w += a.stride,
-                        Class::Time => t += a.stride,
-                        Class::Level(_) => {}
-                    }
-                    break;
-                }
-                let back = ((a.size - 1) * a.radix) as i64;
-                let back_s = ((a.size - 1) * a.stride) as i64;
-                digit[d] = 0;
-                bump(&mut index[a.g], -back);
-                match a.class {
-                    Class::Mem => bump(&mut addr, -back_s),
-                    Class::W => bump(&mut w, -back_s),
-                    Class::Time => bump(&mut t, -back_s),
-                    Class::Level(_) => {}
-                }
-            }
-        }
+        self.walk(&[], &[], |idx, _, _, a, w, t| f(idx, a, w, t));
     }
 }
 
@@ -539,6 +475,18 @@ impl Shard<'_> {
         limits: &[u64],
         mut f: impl FnMut(bool, u64, u64, u64, u64),
     ) {
+        self.walk(weights, limits, |_, ok, lin, a, w, t| f(ok, lin, a, w, t));
+    }
+
+    /// The one walker: `f(index, valid, linear, addr, w, t)` per cell, the innermost free
+    /// sub-axis as a tight loop, the outer ones by an odometer; the linear offset, the
+    /// count of axes out of `limits` and the cell move by additions only.
+    fn walk(
+        &self,
+        weights: &[u64],
+        limits: &[u64],
+        mut f: impl FnMut(&[u64], bool, u64, u64, u64, u64),
+    ) {
         let l = self.layout;
         let ng = l.groups.len();
         let mut index = vec![0u64; ng];
@@ -580,7 +528,7 @@ impl Shard<'_> {
         // The innermost free sub-axis runs as a tight loop: its validity is a prefix of
         // the run, known at the run's start. The odometer turns the outer digits only.
         let Some(inner) = free.last() else {
-            f(bad == 0, lin, addr, w, t);
+            f(&index, bad == 0, lin, addr, w, t);
             return;
         };
         let (da, dw, dt) = match inner.class {
@@ -601,12 +549,14 @@ impl Shard<'_> {
             };
             let (mut l, mut a_, mut w_, mut t_) = (lin, addr, w, t);
             for k in 0..inner.size {
-                f(k < n_valid, l, a_, w_, t_);
+                f(&index, k < n_valid, l, a_, w_, t_);
+                index[inner.g] += inner.radix;
                 l = l.wrapping_add(inner.dlin);
                 a_ += da;
                 w_ += dw;
                 t_ += dt;
             }
+            index[inner.g] = base;
             let mut d = outer;
             loop {
                 if d == 0 {
