@@ -4,6 +4,7 @@
 pub mod diag;
 pub mod engine;
 pub mod net;
+pub mod plan;
 pub mod run;
 pub mod scenario;
 pub mod world;

@@ -32,6 +32,8 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Run a scenario's plans and show where the cycles went.
     Run(cmd::run::RunArgs),
+    /// Choose layouts for plan variables set to `Any`, by simulated cycles.
+    Plan(cmd::plan::PlanArgs),
     /// Run every plan of a scenario and rank them by cycles.
     Compare(cmd::sweep::CompareArgs),
     /// Sweep a what-if knob: cycles against its values (CSV and an SVG chart).
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Check(args) => cmd::check::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Compare(args) => cmd::sweep::compare(args),
+        Command::Plan(args) => cmd::plan::run(args),
         Command::Sweep(args) => cmd::sweep::sweep(args),
     };
     match result {

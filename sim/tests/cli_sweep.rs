@@ -94,3 +94,34 @@ fn compare_ranks_the_plans() {
     assert!(split.trim_start().starts_with('1'), "{text}");
     assert!(gather.trim_start().starts_with('2'), "{text}");
 }
+
+#[test]
+fn plan_fills_any_and_run_skips_the_open_plan() {
+    let out = mnsim(&["plan", "scenarios/plan_layernorm.ron"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("plan auto:") && text.contains("$x = (("),
+        "{text}"
+    );
+    assert!(text.contains("\"auto\": {\"x\": \"(("), "{text}");
+    let out = mnsim(&["run", "scenarios/plan_layernorm.ron"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("plan `auto` sets variables to `Any`: skipped")
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("plan hand"));
+    // Asked for by name, the open plan is an error that names the variable.
+    let out = mnsim(&["run", "scenarios/plan_layernorm.ron", "--plan", "auto"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`x`"));
+    // A scenario without `Any` has nothing to plan.
+    let out = mnsim(&["plan", "scenarios/blog_12x8.ron"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no plan sets a variable"));
+}

@@ -3,6 +3,7 @@
 pub mod check;
 pub mod layout;
 pub mod machines;
+pub mod plan;
 pub mod run;
 pub mod shape;
 pub mod sweep;

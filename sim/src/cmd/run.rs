@@ -89,9 +89,23 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
     let (sc, src) = scenario::load(&a.s.scenario)?;
-    let plans = match &a.plan {
+    let plans: Vec<Option<String>> = match &a.plan {
         Some(p) => vec![Some(p.clone())],
-        None => scenario::plans_to_run(&sc),
+        // A plan that leaves variables to the planner cannot run as it is: say so, run the rest.
+        None => scenario::plans_to_run(&sc)
+            .into_iter()
+            .filter(|p| {
+                let open = p.as_ref().is_some_and(|p| sc.plans[p].values().any(|v| *v == scenario::PlanValue::Any));
+                if open {
+                    eprintln!(
+                        "note: plan `{}` sets variables to `Any`: skipped; `mnsim plan {}` chooses them",
+                        p.as_deref().unwrap_or(""),
+                        a.s.scenario.display()
+                    );
+                }
+                !open
+            })
+            .collect(),
     };
     let mut out = Vec::new();
     for plan in &plans {
