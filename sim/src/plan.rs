@@ -118,8 +118,10 @@ pub fn plan(
     plan: &str,
     sets: &[(String, f64)],
     binds: &BTreeMap<String, u64>,
-) -> Result<Choice, String> {
-    let res = scenario::resolve(sc, src, Some(plan), sets, binds).map_err(|e| format!("{e:?}"))?;
+) -> Result<Choice, miette::Report> {
+    // Errors of the scenario itself come back as they are, pointing into the file.
+    let res = scenario::resolve(sc, src, Some(plan), sets, binds)?;
+    let fail = |msg: String| miette::miette!("error: {}: {msg}", src.path);
     // The variables left to the planner, with the tensor each one lays out.
     let mut vars: Vec<(String, String)> = Vec::new();
     for op in &res.ops {
@@ -131,9 +133,9 @@ pub fn plan(
         }
     }
     if vars.is_empty() {
-        return Err(format!(
+        return Err(fail(format!(
             "plan `{plan}` has no variable set to `Any`: nothing to choose"
-        ));
+        )));
     }
     let mut cands: Vec<Vec<String>> = Vec::new();
     for (v, t) in &vars {
@@ -145,10 +147,10 @@ pub fn plan(
             rt.dims_at_bound != rt.runtime_dims,
         );
         if c.is_empty() {
-            return Err(format!(
+            return Err(fail(format!(
                 "no layout of `{t}` fits {} for `${v}`",
                 res.machine.name
-            ));
+            )));
         }
         cands.push(c);
     }
@@ -188,8 +190,9 @@ pub fn plan(
         }
     }
     if best.1 == u64::MAX {
-        return Err(format!(
-            "no combination of {} candidate layouts runs plan `{plan}` to the end",
+        return Err(miette::miette!(
+            "error: {}: no combination of {} candidate layouts runs plan `{plan}` to the end",
+            src.path,
             cands.iter().map(Vec::len).sum::<usize>()
         ));
     }

@@ -34,8 +34,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
         ));
     }
     for p in plans {
-        let c = mnsim_sim::plan::plan(&sc, &src, &p, &sets, &binds)
-            .map_err(|e| miette!("error: {}: {e}", src.path))?;
+        let c = mnsim_sim::plan::plan(&sc, &src, &p, &sets, &binds)?;
         let counts: Vec<String> = c
             .candidates
             .iter()
