@@ -100,6 +100,8 @@ pub struct Engine {
     /// Peak LM bytes charged per PE.
     pub lm_peak_bytes: u64,
     pub ops: Vec<OpReport>,
+    /// Every PE's position per addressable level, in PE order (fixed by the machine).
+    positions: Vec<Vec<u64>>,
 }
 
 /// Raw pointer that may cross threads: PEs write disjoint DRAM elements (a layout's
@@ -260,6 +262,7 @@ impl Engine {
     pub fn new(machine: Machine, mode: Mode) -> Engine {
         let topo = Topo::new(&machine);
         let sw = SimWorld::build(&machine);
+        let positions = Self::positions_of(&sw);
         Engine {
             machine,
             topo,
@@ -269,6 +272,7 @@ impl Engine {
             alloc: Alloc::default(),
             lm_peak_bytes: 0,
             ops: Vec::new(),
+            positions,
         }
     }
 
@@ -380,12 +384,16 @@ impl Engine {
             .ok_or_else(|| SimError(format!("tensor `{name}` is not in LM: Load it first")))
     }
 
-    fn pe_positions(&self) -> Vec<Vec<u64>> {
-        let w = &self.sw.world;
-        self.sw
-            .pes()
+    /// Every PE's position per addressable level, in PE order (read from the world once).
+    fn positions_of(sw: &SimWorld) -> Vec<Vec<u64>> {
+        sw.pes()
             .iter()
-            .map(|&e| w.get::<Pe>(e).map(|p| p.pos.clone()).unwrap_or_default())
+            .map(|&e| {
+                sw.world
+                    .get::<Pe>(e)
+                    .map(|p| p.pos.clone())
+                    .unwrap_or_default()
+            })
             .collect()
     }
 
@@ -495,7 +503,7 @@ impl Engine {
         let bytes = layout.words_per_pe().saturating_mul(layout.word_bytes());
         let full = runtime == layout.padded_shape();
         let mut valid_cache: HashMap<u64, u64> = HashMap::new();
-        self.pe_positions()
+        self.positions
             .iter()
             .map(|pos| {
                 let key = Self::key(layout, &used, partial, pos, one_replica, None);
@@ -1408,7 +1416,7 @@ impl Engine {
         let used = Self::used_table(layout);
         let width = views.iter().map(|v| v.tables.width()).max().unwrap_or(3);
         // One representative PE per distinct shard.
-        let positions = self.pe_positions();
+        let positions = &self.positions;
         let mut reps: Vec<(u64, usize)> = positions
             .iter()
             .enumerate()
