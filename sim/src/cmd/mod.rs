@@ -54,13 +54,7 @@ pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
     Ok(m)
 }
 
-/// Parses `2,3` into an index.
+/// Parses `2,3` (or `(2,3)`, `[2,3]`) into an index or a shape.
 pub fn parse_list(text: &str) -> Result<Vec<u64>, Report> {
-    text.split(',')
-        .map(|p| {
-            let p = p.trim();
-            p.parse::<u64>()
-                .map_err(|_| miette!("error: `{p}` in `{text}` is not a non-negative integer"))
-        })
-        .collect()
+    mnsim_arch::shape::parse_index(text).map_err(|e| miette!("error: in `{text}`: {e}"))
 }
