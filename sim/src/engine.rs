@@ -1348,19 +1348,8 @@ impl Engine {
         let unit = self.machine.addressable_levels()[legal.unit_level]
             .name
             .clone();
-        let stage = mnsim_reports::StageReport {
-            level: unit.clone(),
-            direction: "local".into(),
-            kind: "compute".into(),
-            bytes: 0,
-            child_bytes: 0,
-            max_port_bytes: 0,
-            max_child_bytes: 0,
-            ports: facts.iter().filter(|f| f.key != net::NONE).count() as u64,
-            cycles: cost.cycles,
-            latency: 0,
-            chunks: 1,
-        };
+        let units = facts.iter().filter(|f| f.key != net::NONE).count() as u64;
+        let stage = net::endpoint_stage(unit.clone(), "local", "compute", 0, 0, units, cost.cycles);
         let c = net::Cost {
             stages: vec![stage],
             cycles: cost.cycles,

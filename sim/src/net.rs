@@ -152,6 +152,32 @@ fn distinct(buf: &mut Vec<(u64, u64)>, items: impl Iterator<Item = (u64, u64)>) 
     (sum, sig)
 }
 
+/// A stage at one end of a transfer (DRAM, a copy inside the LMs, a kernel's compute):
+/// no link, so its parent and child figures are the same and it adds no latency.
+pub fn endpoint_stage(
+    level: String,
+    direction: &str,
+    kind: &str,
+    bytes: u64,
+    most: u64,
+    ports: u64,
+    cycles: u64,
+) -> StageReport {
+    StageReport {
+        level,
+        direction: direction.into(),
+        kind: kind.into(),
+        bytes,
+        child_bytes: bytes,
+        max_port_bytes: most,
+        max_child_bytes: most,
+        ports,
+        cycles,
+        latency: 0,
+        chunks: 1,
+    }
+}
+
 /// A DRAM access of a transfer.
 #[derive(Clone, Copy, Debug)]
 pub struct DramSpec {
@@ -318,19 +344,8 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         if t > best.0 || best.1.is_empty() {
             best = (t, format!("{leaf} local copy"));
         }
-        out.stages.push(StageReport {
-            level: leaf,
-            direction: "local".into(),
-            kind: "copy".into(),
-            bytes: total,
-            child_bytes: total,
-            max_port_bytes: most,
-            max_child_bytes: most,
-            ports,
-            cycles: t,
-            latency: 0,
-            chunks: 1,
-        });
+        out.stages
+            .push(endpoint_stage(leaf, "local", "copy", total, most, ports, t));
     }
 
     if let Some(d) = route.dram {
@@ -371,22 +386,18 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
             } else {
                 out.stages.len()
             },
-            StageReport {
-                level: "DRAM".into(),
-                direction: match d.dir {
-                    Dir::Down => "down".into(),
-                    Dir::Up => "up".into(),
+            endpoint_stage(
+                "DRAM".into(),
+                match d.dir {
+                    Dir::Down => "down",
+                    Dir::Up => "up",
                 },
-                kind: "dram".into(),
-                bytes: total,
-                child_bytes: total,
-                max_port_bytes: most,
-                max_child_bytes: most,
+                "dram",
+                total,
+                most,
                 ports,
-                cycles: t,
-                latency: 0,
-                chunks: 1,
-            },
+                t,
+            ),
         );
     }
 
