@@ -28,7 +28,7 @@ pub use compare::{COMPARE_SCHEMA, compare_json, compare_table};
 pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;
-pub use model::{LevelTotal, OpReport, Percentiles, Report, SCHEMA, StageReport};
+pub use model::{LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport};
 pub use output::write_outputs;
 pub use sweep::{SweepPoint, sweep_csv, sweep_svg};
 pub use terminal::terminal;

@@ -26,6 +26,8 @@ pub struct Resolved {
     pub verify: bool,
     /// Insert a Reduce after every kernel whose output is partial.
     pub auto_reduce: bool,
+    /// How ops are placed in time.
+    pub schedule: super::Schedule,
     /// Every declared tensor, shapes bound.
     pub tensors: BTreeMap<String, ResolvedTensor>,
     /// The program, plan variables substituted, layouts bound.
@@ -534,6 +536,7 @@ pub fn resolve(
         mode: sc.mode,
         verify: sc.verify,
         auto_reduce: sc.auto_reduce,
+        schedule: sc.schedule,
         tensors,
         ops,
         overrides,
