@@ -17,7 +17,7 @@ pub struct PlanArgs {
 pub fn run(a: PlanArgs) -> Result<(), Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
-    let (sc, src) = scenario::load(&a.s.scenario)?;
+    let (sc, src) = a.s.load()?;
     let plans: Vec<String> = match &a.plan {
         Some(p) => vec![p.clone()],
         None => sc

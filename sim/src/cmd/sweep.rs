@@ -1,6 +1,6 @@
 //! `mnsim compare S.ron` and `mnsim sweep S.ron --set K=V1,V2,...`.
 
-use super::run::{ModeArg, RunArgs, ScenarioArgs, reports, write};
+use super::run::{ModeArg, RunArgs, ScenarioArgs, ScheduleArg, reports, write};
 use clap::Args;
 use miette::{Report, miette};
 use mnsim_reports::SweepPoint;
@@ -51,6 +51,9 @@ pub struct SweepArgs {
     /// Override the scenario's mode (timing is the fast choice for sweeps).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
+    /// Override the scenario's schedule (overlapped or sequential).
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
     /// Write sweep.csv and sweep.svg here (default: the CSV on stdout).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -87,6 +90,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
                 scenario: a.scenario.clone(),
                 sets,
                 binds: a.binds.clone(),
+                schedule: a.schedule,
             },
             plan: a.plan.clone(),
             out: None,
