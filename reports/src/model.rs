@@ -145,7 +145,9 @@ fn sequential() -> String {
 /// One resource of the timeline over the whole run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResourceTotal {
-    /// `L1B down`, `Group up`, `DRAM`, `PE LM`, `MAB matrix unit`, `PE vector unit`.
+    /// `L1B down`, `Group up` (a level's ports, one direction), `DRAM`, `PE LM`,
+    /// `MAB compute` (matrix units), `PE compute` (vector units): as stages name theirs
+    /// ([`StageReport::resource`]).
     pub name: String,
     /// `port`, `dram`, `lm`, `matrix` or `vector`.
     pub kind: String,
@@ -169,6 +171,18 @@ pub struct LevelTotal {
 }
 
 impl StageReport {
+    /// The timeline resource the stage holds, named as in [`Report::resources`]: `DRAM`,
+    /// `L1B down` (a level's ports, one direction), `PE LM` (a copy inside LM), `MAB compute`
+    /// (the compute units of a level).
+    pub fn resource(&self) -> String {
+        match self.kind.as_str() {
+            "dram" => "DRAM".to_string(),
+            "copy" => format!("{} LM", self.level),
+            "compute" => format!("{} compute", self.level),
+            _ => format!("{} {}", self.level, self.direction),
+        }
+    }
+
     /// The stage's name as ops refer to it in `bottleneck`: `level direction kind`
     /// (`L1B down distribute`).
     pub fn label(&self) -> String {

@@ -325,3 +325,50 @@ fn a_load_into_space_still_read_waits_for_its_reader() {
     let seq = war_program(Schedule::Sequential, None);
     assert_eq!(seq.ops[3].start, seq.ops[2].end);
 }
+
+#[test]
+fn every_stage_names_a_resource_the_report_counts() {
+    // The report's resources (from the timeline) and the stages' resource names agree,
+    // and a resource's busy cycles are the cycles of the stages that hold it.
+    for file in [
+        "mlp_block.ron",
+        "attention_block.ron",
+        "peak_matmul_fp16.ron",
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios")
+            .join(file);
+        let (sc, src) = mnsim_sim::scenario::load(&path).unwrap();
+        for plan in mnsim_sim::scenario::plans_to_run(&sc) {
+            let mut res =
+                mnsim_sim::scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default())
+                    .unwrap();
+            res.mode = Mode::Timing;
+            let r = mnsim_sim::run::run(&res).unwrap().report;
+            assert_eq!(r.schedule, "overlapped");
+            for u in &r.resources {
+                let held: u64 = r
+                    .ops
+                    .iter()
+                    .flat_map(|o| &o.stages)
+                    .filter(|s| s.resource() == u.name)
+                    .map(|s| s.cycles)
+                    .sum();
+                assert_eq!(held, u.busy_cycles, "{file} {plan:?} {}", u.name);
+                assert!(u.utilisation <= 1.0);
+            }
+            let stages: usize = r.ops.iter().map(|o| o.stages.len()).sum();
+            let named = r
+                .ops
+                .iter()
+                .flat_map(|o| &o.stages)
+                .filter(|s| r.resources.iter().any(|u| u.name == s.resource()))
+                .count();
+            assert_eq!(named, stages, "{file} {plan:?}");
+            if r.ops.iter().any(|o| o.op == "MatMul") {
+                assert!(r.resources.iter().any(|u| u.kind == "matrix"));
+                assert!(r.peak_flops_per_cycle.is_some());
+            }
+        }
+    }
+}

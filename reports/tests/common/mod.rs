@@ -180,7 +180,7 @@ pub fn sample() -> Report {
                 utilisation: 0.5,
             },
             ResourceTotal {
-                name: "MAB matrix unit".into(),
+                name: "MAB compute".into(),
                 kind: "matrix".into(),
                 busy_cycles: 6_983,
                 utilisation: 0.1,

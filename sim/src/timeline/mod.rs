@@ -67,8 +67,9 @@ impl Resource {
     }
 }
 
-/// A resource's name in reports (`L1B down`, `DRAM`, `PE LM`, `MAB matrix unit`,
-/// `PE vector unit`) and its kind (`port`, `dram`, `lm`, `matrix`, `vector`).
+/// A resource's name in reports (`L1B down`, `DRAM`, `PE LM`, `MAB compute`,
+/// `PE compute`: what `StageReport::resource` names a stage's) and its kind (`port`,
+/// `dram`, `lm`, `matrix`, `vector`).
 pub fn describe(r: Resource, m: &mnsim_arch::Machine) -> (String, &'static str) {
     let name = |l: LevelId| {
         m.levels
@@ -83,8 +84,8 @@ pub fn describe(r: Resource, m: &mnsim_arch::Machine) -> (String, &'static str) 
         Resource::Dram { .. } => ("DRAM".to_string(), "dram"),
         Resource::Port { level, dir } => (format!("{} {}", name(level), dir.name()), "port"),
         Resource::LocalMemory => (format!("{leaf} LM"), "lm"),
-        Resource::MatrixUnit { level } => (format!("{} matrix unit", name(level)), "matrix"),
-        Resource::VectorUnit => (format!("{leaf} vector unit"), "vector"),
+        Resource::MatrixUnit { level } => (format!("{} compute", name(level)), "matrix"),
+        Resource::VectorUnit => (format!("{leaf} compute"), "vector"),
     }
 }
 
