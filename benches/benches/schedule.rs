@@ -30,8 +30,8 @@ fn resolved(path: &Path) -> Vec<scenario::Resolved> {
                 .is_none_or(|p| sc.plans[p].values().all(|v| *v != scenario::PlanValue::Any))
         })
         .map(|p| {
-            let mut r = scenario::resolve(&sc, &src, p.as_deref(), &[], &Default::default())
-                .unwrap();
+            let mut r =
+                scenario::resolve(&sc, &src, p.as_deref(), &[], &Default::default()).unwrap();
             r.mode = Mode::Timing;
             r
         })
