@@ -5,6 +5,7 @@ pub mod diag;
 pub mod engine;
 pub mod ids;
 pub mod lowering;
+pub mod limits;
 pub mod net;
 pub mod plan;
 pub mod run;

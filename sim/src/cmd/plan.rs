@@ -40,7 +40,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
             .iter()
             .map(|(v, n)| format!("${v}: {n}"))
             .collect();
-        println!(
+        outln!(
             "plan {}: {} cycles (timing), {} runs over candidates {}",
             c.plan,
             c.cycles,
@@ -48,7 +48,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
             counts.join(", ")
         );
         for (v, l) in &c.layouts {
-            println!("  ${v} = {l}");
+            outln!("  ${v} = {l}");
         }
         // The plan with its choices, ready to paste into the scenario.
         let mut vars: Vec<String> = Vec::new();
@@ -60,7 +60,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
             };
             vars.push(format!("{v:?}: {text:?}"));
         }
-        println!("  \"{}\": {{{}}},", c.plan, vars.join(", "));
+        outln!("  \"{}\": {{{}}},", c.plan, vars.join(", "));
     }
     Ok(())
 }
