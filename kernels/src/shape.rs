@@ -43,7 +43,12 @@ fn arity(k: &Kernel, n: usize) -> Result<(), KernelError> {
 /// Binary shapes that do not broadcast.
 pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
     arity(k, inputs.len())?;
-    let x = inputs[0];
+    let Some(&x) = inputs.first() else {
+        return Err(err(
+            ErrorKind::Arity,
+            format!("{k} needs at least one input"),
+        ));
+    };
     match k {
         Kernel::Unary(_) => Ok(x.to_vec()),
         Kernel::Binary(op) => broadcast(x, inputs[1]).ok_or_else(|| {

@@ -3,6 +3,7 @@
 
 pub mod diag;
 pub mod engine;
+pub mod import;
 pub mod net;
 pub mod plan;
 pub mod run;

@@ -40,6 +40,8 @@ enum Command {
     Sweep(cmd::sweep::SweepArgs),
     /// List the machine presets, or describe one (with --set knobs applied).
     Machines(cmd::machines::MachinesArgs),
+    /// Turn a oneDNN Graph JSON file into a scenario (every layout left to the planner).
+    Import(cmd::import::ImportArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::sweep::compare(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Sweep(args) => cmd::sweep::sweep(args),
+        Command::Import(args) => cmd::import::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod check;
+pub mod import;
 pub mod layout;
 pub mod machines;
 pub mod plan;
