@@ -6,6 +6,7 @@ pub mod engine;
 pub mod ids;
 pub mod lowering;
 pub mod limits;
+pub mod import;
 pub mod net;
 pub mod plan;
 pub mod run;

@@ -112,7 +112,14 @@ pub struct RunArgs {
 pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
-    let (sc, src) = a.s.load()?;
+    let (mut sc, src) = a.s.load()?;
+    // An imported graph leaves every layout to the planner: plan it first, and say so.
+    if mnsim_sim::import::is_imported(&src) {
+        eprintln!(
+            "note: {}",
+            mnsim_sim::import::plan_auto(&mut sc, &src, &sets, &binds)
+        );
+    }
     let plans: Vec<Option<String>> = match &a.plan {
         Some(p) => vec![Some(p.clone())],
         // A plan that leaves variables to the planner cannot run as it is: say so, run the rest.
