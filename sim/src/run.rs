@@ -103,7 +103,7 @@ fn round(dtype: DType, v: f64) -> f64 {
 }
 
 /// The kernel of a program op, its inputs, output and layout text.
-fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
+pub fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
     use mnsim_kernels::{Kernel, ReduceKind};
     Some(match op {
         Op::Unary { op, input, out, .. } => {
