@@ -52,7 +52,10 @@ fn a_tensor_larger_than_lm_gets_time_steps() {
     let c = generate(&m, &[8192, 1024], DType::F32, false, Space::default());
     assert!(!c.is_empty());
     assert!(c.iter().any(|x| x.layout.time_steps() > 1));
-    let replicated = c.iter().find(|x| x.layout.replicas() == 4096).expect("a replicated one");
+    let replicated = c
+        .iter()
+        .find(|x| x.layout.replicas() == 4096)
+        .expect("a replicated one");
     assert!(replicated.layout.time_steps() > 1, "{}", replicated.text);
 }
 
@@ -60,10 +63,15 @@ fn a_tensor_larger_than_lm_gets_time_steps() {
 fn part_of_a_fan_out_is_in_the_space() {
     let m = preset("mncore2").unwrap();
     let c = generate(&m, &[256, 64], DType::F16, false, Space::default());
-    let want = TensorLayout::parse("((8_MAB, 32), (64))", &m, Some(&[256, 64]), DType::F16).unwrap();
+    let want =
+        TensorLayout::parse("((8_MAB, 32), (64))", &m, Some(&[256, 64]), DType::F16).unwrap();
     assert!(c.iter().any(|x| x.layout == want));
     let n = check_space("mncore2", &[256, 64], DType::F16, Space::default());
-    let core = Space { partial_fanout: false, level_orders: false, ..Space::default() };
+    let core = Space {
+        partial_fanout: false,
+        level_orders: false,
+        ..Space::default()
+    };
     assert!(check_space("mncore2", &[256, 64], DType::F16, core) < n);
 }
 
@@ -110,7 +118,10 @@ fn the_hand_layouts_of_shipped_scenarios_are_candidates() {
                     continue;
                 }
                 let rt = &res.tensors[t];
-                let key = format!("{} {:?} {:?} {:?}", res.machine.name, rt.dims_at_bound, rt.runtime_dims, rt.dtype);
+                let key = format!(
+                    "{} {:?} {:?} {:?}",
+                    res.machine.name, rt.dims_at_bound, rt.runtime_dims, rt.dtype
+                );
                 let c = cache.entry(key).or_insert_with(|| {
                     generate(
                         &res.machine,

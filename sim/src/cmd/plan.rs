@@ -49,11 +49,13 @@ fn th(n: u64) -> String {
 fn filled(sc: &Scenario, plan: &str, best: &Planned) -> Vec<(String, String)> {
     sc.plans[plan]
         .iter()
-        .filter_map(|(v, val)| match (val, best.layouts.iter().find(|(x, _)| x == v)) {
-            (_, Some((_, l))) => Some((v.clone(), l.clone())),
-            (PlanValue::Layout(l), None) => Some((v.clone(), l.clone())),
-            (PlanValue::Any, None) => None,
-        })
+        .filter_map(
+            |(v, val)| match (val, best.layouts.iter().find(|(x, _)| x == v)) {
+                (_, Some((_, l))) => Some((v.clone(), l.clone())),
+                (PlanValue::Layout(l), None) => Some((v.clone(), l.clone())),
+                (PlanValue::Any, None) => None,
+            },
+        )
         .collect()
 }
 
@@ -128,7 +130,10 @@ fn print_text(o: &Outcome, sc: &Scenario) {
         Some((c, p)) if c == best.total_cycles => {
             format!(" — as fast as the best hand plan `{p}`")
         }
-        Some((c, p)) => format!(" — the hand plan `{p}` ({}) is faster: it differs in fixed variables", th(c)),
+        Some((c, p)) => format!(
+            " — the hand plan `{p}` ({}) is faster: it differs in fixed variables",
+            th(c)
+        ),
         None => String::new(),
     };
     println!(
@@ -161,7 +166,12 @@ fn print_text(o: &Outcome, sc: &Scenario) {
             .hand_plans
             .iter()
             .map(|h| match h.total_cycles {
-                Some(c) => format!("{} {}{}", h.plan, th(c), if h.seed { " (seed)" } else { "" }),
+                Some(c) => format!(
+                    "{} {}{}",
+                    h.plan,
+                    th(c),
+                    if h.seed { " (seed)" } else { "" }
+                ),
                 None => format!("{} (does not run)", h.plan),
             })
             .collect();
@@ -232,6 +242,14 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
             plans.len()
         ));
     }
+    if let Some(name) = &a.write
+        && sc.plans.contains_key(name)
+    {
+        return Err(miette!(
+            "error: {}: the scenario already has a plan `{name}`: choose another name for --write",
+            src.path
+        ));
+    }
     let mut opts = PlanOptions::default();
     opts.search.time_limit = Some(Duration::from_secs_f64(a.time_limit));
     opts.search.top = a.top.max(1);
@@ -268,7 +286,12 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
             let ops: Vec<String> = best
                 .inserted
                 .iter()
-                .map(|i| format!("before op {}: Relayout(tensor: {:?}, layout: {:?})", i.before, i.tensor, i.layout))
+                .map(|i| {
+                    format!(
+                        "before op {}: Relayout(tensor: {:?}, layout: {:?})",
+                        i.before, i.tensor, i.layout
+                    )
+                })
                 .collect();
             return Err(miette!(
                 "error: the chosen plan needs Relayouts the program does not have; add them to the program first (a plan cannot carry ops): {}",

@@ -132,8 +132,18 @@ pub fn generate(
         }
         if ok {
             emit(
-                &levels, &groups, &rest, slots, lm_words, space, m, dims, dtype, implicit_pad,
-                &mut seen, &mut out,
+                &levels,
+                &groups,
+                &rest,
+                slots,
+                lm_words,
+                space,
+                m,
+                dims,
+                dtype,
+                implicit_pad,
+                &mut seen,
+                &mut out,
             );
         }
         // Next assignment (mixed radix).
@@ -187,7 +197,11 @@ fn emit(
         .collect();
     let total: usize = orders.iter().map(Vec::len).product();
     for code in 0..total {
-        let core = code == 0 && groups.iter().flatten().all(|&(li, p)| p == levels[li].fanout);
+        let core = code == 0
+            && groups
+                .iter()
+                .flatten()
+                .all(|&(li, p)| p == levels[li].fanout);
         let mut c = code;
         let chosen: Vec<&Vec<(usize, u64)>> = orders
             .iter()

@@ -127,7 +127,15 @@ pub fn plan(
     sets: &[(String, f64)],
     binds: &BTreeMap<String, u64>,
 ) -> Result<Choice, miette::Report> {
-    let o = plan_with(sc, src, plan, sets, binds, &PlanOptions::default(), &mut |_, _| {})?;
+    let o = plan_with(
+        sc,
+        src,
+        plan,
+        sets,
+        binds,
+        &PlanOptions::default(),
+        &mut |_, _| {},
+    )?;
     let b = &o.best[0];
     Ok(Choice {
         plan: o.plan.clone(),
@@ -302,9 +310,7 @@ pub fn plan_with(
         if v.candidates.is_empty() {
             return Err(fail(format!(
                 "no layout of `{}` fits {} for `${}`",
-                v.tensor,
-                res.machine.name,
-                v.name
+                v.tensor, res.machine.name, v.name
             )));
         }
     }
@@ -358,7 +364,9 @@ pub fn plan_with(
         return Err(fail(format!(
             "no assignment of {} candidate layouts runs plan `{plan}` to the end{}",
             model.vars.iter().map(|v| v.candidates.len()).sum::<usize>(),
-            last_error.map(|e| format!(" (closest: {e})")).unwrap_or_default()
+            last_error
+                .map(|e| format!(" (closest: {e})"))
+                .unwrap_or_default()
         )));
     }
     Ok(Outcome {

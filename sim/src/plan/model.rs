@@ -271,7 +271,10 @@ impl Model {
             let tensor = m.index[&m.vars[vi].tensor];
             let cands = m.generate(tensor);
             m.vars[vi].core = cands.iter().filter(|c| c.core).count();
-            let ids: Vec<LayoutId> = cands.into_iter().map(|c| m.intern(tensor, c.layout)).collect();
+            let ids: Vec<LayoutId> = cands
+                .into_iter()
+                .map(|c| m.intern(tensor, c.layout))
+                .collect();
             m.vars[vi].candidates = ids;
         }
         Ok(m)
@@ -365,7 +368,9 @@ impl Model {
             let mut core = 0;
             let cands = self.vars[vi].candidates.clone();
             for (k, &c) in cands.iter().enumerate() {
-                let ok = consumers.iter().all(|&k| self.may_be_legal(k, t, c, &machine));
+                let ok = consumers
+                    .iter()
+                    .all(|&k| self.may_be_legal(k, t, c, &machine));
                 if ok {
                     keep.push(c);
                     core += usize::from(k < self.vars[vi].core);
@@ -398,7 +403,13 @@ impl Model {
     /// Whether kernel op `k` can be legal with tensor `t` in layout `c`: every other
     /// operand is its fixed layout if the program gives one (a Load or producer with a
     /// fixed layout right before), else fully replicated; the output must be fixed.
-    fn may_be_legal(&mut self, k: usize, t: usize, c: LayoutId, machine: &mnsim_arch::Machine) -> bool {
+    fn may_be_legal(
+        &mut self,
+        k: usize,
+        t: usize,
+        c: LayoutId,
+        machine: &mnsim_arch::Machine,
+    ) -> bool {
         let op = self.ops[k].clone();
         let Some(out_layout) = op.fixed else {
             return true;
@@ -423,7 +434,14 @@ impl Model {
         let refs: Vec<&TensorLayout> = ins.iter().collect();
         let mut names: Vec<&str> = vec!["in"; refs.len()];
         names.push("out");
-        mnsim_kernels::check(&kern, &refs, &self.layouts[out_layout as usize], machine, &names).is_ok()
+        mnsim_kernels::check(
+            &kern,
+            &refs,
+            &self.layouts[out_layout as usize],
+            machine,
+            &names,
+        )
+        .is_ok()
     }
 
     /// The fixed layout the last writer of `t` before op `k` gives it, if fixed.
@@ -463,7 +481,11 @@ impl Model {
         (e, detail.0, detail.1)
     }
 
-    fn run(&mut self, pick: &[LayoutId], mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>) -> Eval {
+    fn run(
+        &mut self,
+        pick: &[LayoutId],
+        mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
+    ) -> Eval {
         self.evaluated += 1;
         let n = self.tensors.len();
         let mut st: Vec<Option<StateId>> = vec![None; n];
@@ -514,7 +536,8 @@ impl Model {
                     Some(s) => key_states.push(s),
                     None if matches!(self.ops[i].op, Op::Broadcast { .. }) => {}
                     None => {
-                        let msg = format!("tensor `{}` is not in LM: Load it first", self.tensors[r]);
+                        let msg =
+                            format!("tensor `{}` is not in LM: Load it first", self.tensors[r]);
                         return fail(i, &cycles, msg, self.combine.as_ref());
                     }
                 }
@@ -555,7 +578,8 @@ impl Model {
                 let in_place_move = !self.ops[i].is_kernel
                     && reads.first() == Some(&t)
                     && !matches!(self.ops[i].op, Op::Reduce { .. });
-                let before = if effect == Effect::Load || !(self.ops[i].is_kernel || in_place_move) {
+                let before = if effect == Effect::Load || !(self.ops[i].is_kernel || in_place_move)
+                {
                     charged - old
                 } else {
                     charged
@@ -592,7 +616,8 @@ impl Model {
         let names: Vec<String> = op.reads.iter().map(|&r| self.tensors[r].clone()).collect();
         let helds: Vec<Held> = states.iter().map(|&s| self.held(s)).collect();
         let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());
-        let inputs: Vec<(&str, &Held)> = names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
+        let inputs: Vec<(&str, &Held)> =
+            names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
         let first = self.coster.measure(&op.op, &inputs, lay.as_ref());
         let err = match first {
             Ok(m) => return Ok(self.to_out(m, Vec::new())),
@@ -625,7 +650,10 @@ impl Model {
                 let mut moved = helds.clone();
                 for (k, &rr) in op.reads.iter().enumerate() {
                     if rr == r {
-                        moved[k] = Held { layout: to.clone(), partial: Vec::new() };
+                        moved[k] = Held {
+                            layout: to.clone(),
+                            partial: Vec::new(),
+                        };
                     }
                 }
                 let inputs: Vec<(&str, &Held)> =
@@ -652,7 +680,11 @@ impl Model {
         best.map(|(_, o)| o).ok_or(err)
     }
 
-    fn to_out(&mut self, m: super::cost::Measured, moved: Vec<(usize, StateId, Inserted)>) -> OpOut {
+    fn to_out(
+        &mut self,
+        m: super::cost::Measured,
+        moved: Vec<(usize, StateId, Inserted)>,
+    ) -> OpOut {
         let output = m.output.map(|(name, h)| {
             let t = self.index[&name];
             let l = self.intern(t, h.layout);
@@ -667,7 +699,13 @@ impl Model {
 
     /// A few layouts of input `slot` of kernel op `i` that make it legal, fewest words
     /// per PE first.
-    fn relayout_targets(&mut self, i: usize, slot: usize, helds: &[Held], out: Option<&TensorLayout>) -> Vec<LayoutId> {
+    fn relayout_targets(
+        &mut self,
+        i: usize,
+        slot: usize,
+        helds: &[Held],
+        out: Option<&TensorLayout>,
+    ) -> Vec<LayoutId> {
         let t = self.ops[i].reads[slot];
         if !self.targets.contains_key(&t) {
             let c = self.generate(t);
@@ -684,7 +722,13 @@ impl Model {
             let ins: Vec<&TensorLayout> = helds
                 .iter()
                 .enumerate()
-                .map(|(k, h)| if self.ops[i].reads[k] == t { cand } else { &h.layout })
+                .map(|(k, h)| {
+                    if self.ops[i].reads[k] == t {
+                        cand
+                    } else {
+                        &h.layout
+                    }
+                })
                 .collect();
             let o = match out {
                 Some(o) => o,

@@ -64,12 +64,7 @@ impl Top {
         if self.v.iter().any(|f| f.pick == pick) {
             return;
         }
-        if self.v.len() >= self.k
-            && self
-                .v
-                .last()
-                .is_some_and(|w| w.eval.key() <= eval.key())
-        {
+        if self.v.len() >= self.k && self.v.last().is_some_and(|w| w.eval.key() <= eval.key()) {
             return;
         }
         let at = self.v.partition_point(|f| f.eval.key() <= eval.key());
@@ -145,7 +140,12 @@ impl Run<'_> {
 
     /// Coordinate descent from `pick` over the first `width(v)` candidates of each
     /// variable; returns the local optimum.
-    fn descend(&mut self, model: &mut Model, mut pick: Vec<LayoutId>, width: &[usize]) -> Vec<LayoutId> {
+    fn descend(
+        &mut self,
+        model: &mut Model,
+        mut pick: Vec<LayoutId>,
+        width: &[usize],
+    ) -> Vec<LayoutId> {
         let mut cur = model.evaluate(&pick);
         self.top.offer(&pick, &cur);
         loop {
@@ -199,7 +199,11 @@ pub fn search(
     let start = Instant::now();
     let space = model.space_size();
     let all: Vec<usize> = model.vars.iter().map(|v| v.candidates.len()).collect();
-    let core: Vec<usize> = model.vars.iter().map(|v| v.core.clamp(1, v.candidates.len())).collect();
+    let core: Vec<usize> = model
+        .vars
+        .iter()
+        .map(|v| v.core.clamp(1, v.candidates.len()))
+        .collect();
     let core_space = core.iter().fold(1u128, |a, &c| a.saturating_mul(c as u128));
     let per_round: u64 = all.iter().map(|&c| c as u64).sum();
     let exhaustive = space <= opts.exhaustive_limit;

@@ -62,7 +62,10 @@ pub fn add_plan(text: &str, name: &str, vars: &[(String, String)]) -> Result<Str
 
 /// Replaces the file at `path` with `text` atomically.
 pub fn replace_file(path: &Path, text: &str) -> Result<(), String> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let file = path
         .file_name()
         .ok_or_else(|| format!("{} is not a file", path.display()))?;
