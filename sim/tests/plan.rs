@@ -398,7 +398,13 @@ fn cli_plan_json_and_write() {
         .output()
         .unwrap();
     assert!(!again.status.success());
-    assert!(String::from_utf8_lossy(&again.stderr).contains("already has a plan"));
+    // (miette wraps long lines: compare the words only)
+    let err: String = String::from_utf8_lossy(&again.stderr)
+        .replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(err.contains("already has a plan `planned`"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), src2.text);
     let _ = std::fs::remove_dir_all(&dir);
 }
