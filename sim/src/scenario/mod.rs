@@ -10,7 +10,7 @@
 //! The user-facing reference of the format is `docs/scenarios.md`.
 
 mod resolve;
-mod spans;
+pub(crate) mod spans;
 
 pub use resolve::{LayoutRef, Resolved, ResolvedOp, ResolvedTensor, plans_to_run, resolve};
 
