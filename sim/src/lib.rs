@@ -4,6 +4,8 @@
 pub mod diag;
 pub mod engine;
 pub mod ids;
+pub mod import;
+pub mod limits;
 pub mod lowering;
 pub mod net;
 pub mod plan;

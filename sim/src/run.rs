@@ -51,9 +51,10 @@ pub fn init_data(init: &Init, dtype: DType, dims: &[u64]) -> Vec<u8> {
 
 fn combine_of(op: ReduceOp) -> Combine {
     match op {
-        ReduceOp::Add => Combine::Add,
         ReduceOp::Max => Combine::Max,
         ReduceOp::Min => Combine::Min,
+        // Only Add leaves partial results (resolve refuses a tree Reduce of the others).
+        _ => Combine::Add,
     }
 }
 
@@ -80,8 +81,8 @@ pub struct RunOutput {
 }
 
 /// The kernel of a program op, its inputs, output and layout text.
-fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
-    use mnsim_kernels::{Kernel, ReduceKind};
+pub fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
+    use mnsim_kernels::Kernel;
     Some(match op {
         Op::Unary { op, input, out, .. } => {
             (Kernel::Unary(*op), vec![input.as_str()], out.as_str())
@@ -104,22 +105,17 @@ fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
             input,
             axes,
             out,
+            keep_dims,
             ..
-        } => {
-            let op = match op {
-                ReduceOp::Add => ReduceKind::Add,
-                ReduceOp::Max => ReduceKind::Max,
-                ReduceOp::Min => ReduceKind::Min,
-            };
-            (
-                Kernel::ReduceAxes {
-                    op,
-                    axes: axes.clone(),
-                },
-                vec![input.as_str()],
-                out.as_str(),
-            )
-        }
+        } => (
+            Kernel::ReduceAxes {
+                op: op.kind(),
+                axes: axes.clone(),
+                keep_dims: *keep_dims,
+            },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
         Op::Softmax {
             input, axis, out, ..
         } => (
@@ -146,6 +142,79 @@ fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
         } => (
             Kernel::Transpose { perm: perm.clone() },
             vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::Select {
+            cond, a, b, out, ..
+        } => (
+            Kernel::Select,
+            vec![cond.as_str(), a.as_str(), b.as_str()],
+            out.as_str(),
+        ),
+        Op::Clamp {
+            input,
+            min,
+            max,
+            out,
+            ..
+        } => (
+            Kernel::Clamp {
+                min: *min,
+                max: *max,
+            },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::Elu {
+            input, alpha, out, ..
+        } => (
+            Kernel::Elu { alpha: *alpha },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::BiasAdd {
+            input,
+            bias,
+            axis,
+            out,
+            ..
+        } => (
+            Kernel::BiasAdd { axis: *axis },
+            vec![input.as_str(), bias.as_str()],
+            out.as_str(),
+        ),
+        Op::GeneralMatMul {
+            a,
+            b,
+            out,
+            transpose_a,
+            transpose_b,
+            ..
+        } => (
+            Kernel::GeneralMatMul {
+                transpose_a: *transpose_a,
+                transpose_b: *transpose_b,
+            },
+            vec![a.as_str(), b.as_str()],
+            out.as_str(),
+        ),
+        Op::Reshape {
+            input, shape, out, ..
+        } => (
+            Kernel::Reshape {
+                shape: shape.clone(),
+            },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::Concat {
+            inputs, axis, out, ..
+        } => (
+            Kernel::Concat {
+                axis: *axis,
+                inputs: inputs.len(),
+            },
+            inputs.iter().map(String::as_str).collect(),
             out.as_str(),
         ),
         _ => return None,

@@ -110,7 +110,7 @@ impl Reference {
                 .map(|&x| {
                     (1..fan).fold(x, |acc, _| match op {
                         ReduceOp::Add => round(dtype, acc + x),
-                        ReduceOp::Max | ReduceOp::Min => acc,
+                        _ => acc,
                     })
                 })
                 .collect();

@@ -320,7 +320,8 @@ fn a_plan_failing_at_run_time_leaves_an_existing_out_dir_unchanged() {
     std::fs::write(&file, &text).unwrap();
     let out = tmp.path("out");
     std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("keep.txt"), "mine").unwrap();
+    // An earlier run's report.
+    std::fs::write(out.join("report.md"), "earlier").unwrap();
     let before = files(&out);
     let (f, o) = (file.display().to_string(), out.display().to_string());
     let r = mnsim(&["run", &f, "--out", &o], &[]);
@@ -405,4 +406,66 @@ fn schedule_flag_chooses_how_ops_are_placed() {
     let o = mnsim(&["run", &file, "--schedule", "eager"], &[]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("overlapped"));
+}
+
+/// `--out` holds one run: a compare's plan folders and compare page are gone once a single
+/// plan is written there.
+#[test]
+fn out_holds_one_run() {
+    let dir = std::env::temp_dir().join(format!("mnsim-out-one-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "scenarios/mlp_block.ron",
+            "--mode",
+            "timing",
+            "--out",
+            d,
+        ];
+        args.extend(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+            .args(&args)
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[]);
+    assert!(dir.join("compare.html").exists() && dir.join("gather").is_dir());
+    run(&["--plan", "split_k"]);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(!names.contains(&"compare.html".to_string()), "{names:?}");
+    assert!(!names.contains(&"gather".to_string()), "{names:?}");
+    assert!(names.contains(&"report.json".to_string()), "{names:?}");
+    // A folder with someone else's file is refused, untouched.
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args([
+            "run",
+            "scenarios/mlp_block.ron",
+            "--mode",
+            "timing",
+            "--out",
+            d,
+        ])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("notes.txt"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

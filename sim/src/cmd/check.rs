@@ -33,7 +33,7 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
         };
         match scenario::resolve(&sc, &src, plan.as_deref(), &sets, &binds) {
             Ok(r) => {
-                println!(
+                outln!(
                     "ok  {label}: {} ops, {} tensors, machine {}",
                     r.ops.len(),
                     r.tensors.len(),

@@ -36,6 +36,13 @@ impl Alloc {
         self.high_water = self.high_water.max(at + words);
         (at, region)
     }
+    /// A new region id, without allocating.
+    pub(super) fn fresh(&mut self) -> RegionId {
+        let region = RegionId(self.next);
+        self.next = self.next.saturating_add(1);
+        region
+    }
+
     /// Frees the region at `offset`: its id and the words it was charged.
     pub(super) fn free(&mut self, offset: u64) -> Option<(RegionId, u64)> {
         self.used.remove(&offset).map(|(_, c, r)| (r, c))

@@ -331,6 +331,12 @@ impl Engine {
         Ok((off, words, region))
     }
 
+    /// A region id no allocation uses, for a tensor placed in LM from outside the
+    /// allocator (a planner's stand-in).
+    pub fn fresh_region(&mut self) -> RegionId {
+        self.alloc.fresh()
+    }
+
     /// Frees the LM region at `offset`; the timeline learns when its space is free.
     fn release(&mut self, offset: u64) {
         if let Some(f) = self.alloc.free(offset) {
