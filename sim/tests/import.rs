@@ -69,21 +69,36 @@ fn run_plan(text: &str, name: &str, plan: &str, mode: Mode) -> Report {
 
 /// 2·M·N·K·batch of every MatMul of the file, read from the JSON itself.
 fn matmul_flops(path: &Path) -> Vec<u64> {
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut out = Vec::new();
     let mut ops: Vec<&serde_json::Value> = v["graph"].as_array().unwrap().iter().collect();
     // The import orders ops topologically; these files already are.
     ops.retain(|o| o["kind"] == "MatMul");
     for o in ops {
         let shape = |t: &serde_json::Value| -> Vec<u64> {
-            t["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect()
+            t["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .collect()
         };
-        let flag = |n: &str| o["attrs"][n]["value"].as_u64().unwrap_or(0) == 1
-            || o["attrs"][n]["value"].as_bool() == Some(true);
+        let flag = |n: &str| {
+            o["attrs"][n]["value"].as_u64().unwrap_or(0) == 1
+                || o["attrs"][n]["value"].as_bool() == Some(true)
+        };
         let (a, b) = (shape(&o["inputs"][0]), shape(&o["inputs"][1]));
         let out_shape = shape(&o["outputs"][0]);
-        let k = if flag("transpose_a") { a[a.len() - 2] } else { a[a.len() - 1] };
-        let (m, n) = (out_shape[out_shape.len() - 2], out_shape[out_shape.len() - 1]);
+        let k = if flag("transpose_a") {
+            a[a.len() - 2]
+        } else {
+            a[a.len() - 1]
+        };
+        let (m, n) = (
+            out_shape[out_shape.len() - 2],
+            out_shape[out_shape.len() - 1],
+        );
         let batch: u64 = out_shape[..out_shape.len() - 2].iter().product();
         assert_eq!(b.len() >= 2, true);
         out.push(2 * m * n * k * batch);
@@ -100,7 +115,12 @@ fn every_graph_imports_loads_back_runs_and_verifies() {
         let imp = import_file(&path);
         // Round trip: the text is a scenario that loads and resolves in both plans.
         let sc = scenario::parse(&imp.text, &name).unwrap();
-        assert!(sc.plans["auto"].values().all(|v| *v == scenario::PlanValue::Any), "{name}");
+        assert!(
+            sc.plans["auto"]
+                .values()
+                .all(|v| *v == scenario::PlanValue::Any),
+            "{name}"
+        );
         assert_eq!(sc.plans["auto"].len(), sc.plans["default"].len(), "{name}");
         let timing = run_plan(&imp.text, &name, "default", Mode::Timing);
         assert!(timing.total_cycles > 0, "{name}");
@@ -148,7 +168,15 @@ fn the_gpt_attention_block_verifies_under_its_default_plan() {
     let r = run_plan(&imp.text, "gpt", "default", Mode::Functional);
     assert_eq!(r.verified, Some(true), "{:?}", r.warnings);
     let kinds: Vec<&str> = r.ops.iter().map(|o| o.op.as_str()).collect();
-    for k in ["BatchMatMul", "Select", "Binary", "Softmax", "Transpose", "Unary", "Store"] {
+    for k in [
+        "BatchMatMul",
+        "Select",
+        "Binary",
+        "Softmax",
+        "Transpose",
+        "Unary",
+        "Store",
+    ] {
         assert!(kinds.contains(&k), "{k} in {kinds:?}");
     }
 }
@@ -161,7 +189,11 @@ fn a_small_graph_is_planned_by_the_planner() {
     assert!(import::is_imported(&src));
     let msg = import::plan_auto(&mut sc, &src, &[], &Default::default());
     assert!(msg.starts_with("planned "), "{msg}");
-    assert!(sc.plans["auto"].values().all(|v| *v != scenario::PlanValue::Any));
+    assert!(
+        sc.plans["auto"]
+            .values()
+            .all(|v| *v != scenario::PlanValue::Any)
+    );
     let mut res = scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
     res.mode = Mode::Functional;
     let r = mnsim_sim::run::run(&res).unwrap().report;
@@ -184,7 +216,10 @@ fn err_of(text: &str) -> String {
 /// A rendered diagnostic on one line: wrapped lines joined, frame characters dropped.
 fn flat(s: &str) -> String {
     s.lines()
-        .map(|l| l.trim_start_matches([' ', '│', '×', '┬', '·', '╰', '─', '╭', '▶']).trim_end())
+        .map(|l| {
+            l.trim_start_matches([' ', '│', '×', '┬', '·', '╰', '─', '╭', '▶'])
+                .trim_end()
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -220,7 +255,10 @@ fn an_unsupported_kind_names_the_op() {
     let e = err_of(&one("MaxPool", "", "f32", "[2, 3]"));
     assert!(e.contains("`MaxPool` is not supported"), "{e}");
     let e = err_of(&one("Frobnicate", "", "f32", "[2, 3]"));
-    assert!(e.contains("unknown or unsupported op kind `Frobnicate`"), "{e}");
+    assert!(
+        e.contains("unknown or unsupported op kind `Frobnicate`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -250,27 +288,57 @@ fn a_missing_member_names_the_json_path() {
 fn a_wrong_output_shape_names_the_op() {
     let e = err_of(&one("Add", "", "f32", "[3, 2]"));
     assert!(e.contains("graph[0] (op id 7, kind Add)"), "{e}");
-    assert!(e.contains("has shape [3, 2], but the inputs give [2, 3]"), "{e}");
+    assert!(
+        e.contains("has shape [3, 2], but the inputs give [2, 3]"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_bad_attribute_names_it() {
-    let e = err_of(&unary("SoftMax", "\"axis\": {\"type\": \"s64\", \"value\": 5}"));
+    let e = err_of(&unary(
+        "SoftMax",
+        "\"axis\": {\"type\": \"s64\", \"value\": 5}",
+    ));
     assert!(e.contains("axis 5 is out of range for rank 2"), "{e}");
-    let e = err_of(&unary("Clamp", "\"min\": {\"type\": \"f32\", \"value\": \"low\"}"));
-    assert!(e.contains("attribute `min` must be a number, found a string"), "{e}");
+    let e = err_of(&unary(
+        "Clamp",
+        "\"min\": {\"type\": \"f32\", \"value\": \"low\"}",
+    ));
+    assert!(
+        e.contains("attribute `min` must be a number, found a string"),
+        "{e}"
+    );
     let e = err_of(&unary("Elu", ""));
     assert!(e.contains("the attribute `alpha` is required"), "{e}");
-    let e = err_of(&one("Add", "\"auto_broadcast\": {\"type\": \"string\", \"value\": \"none\"}", "f32", "[2, 3]")
-        .replacen("\"shape\": [2, 3], \"stride\": [3, 1]", "\"shape\": [1, 3], \"stride\": [3, 1]", 1));
-    assert!(e.contains("`auto_broadcast: none` but the inputs' shapes differ"), "{e}");
+    let e = err_of(
+        &one(
+            "Add",
+            "\"auto_broadcast\": {\"type\": \"string\", \"value\": \"none\"}",
+            "f32",
+            "[2, 3]",
+        )
+        .replacen(
+            "\"shape\": [2, 3], \"stride\": [3, 1]",
+            "\"shape\": [1, 3], \"stride\": [3, 1]",
+            1,
+        ),
+    );
+    assert!(
+        e.contains("`auto_broadcast: none` but the inputs' shapes differ"),
+        "{e}"
+    );
 }
 
 #[test]
 fn non_dense_input_strides_are_an_error_unless_row_major() {
-    let text = one("Add", "", "f32", "[2, 3]").replacen("\"stride\": [3, 1]", "\"stride\": [2, 1]", 1);
+    let text =
+        one("Add", "", "f32", "[2, 3]").replacen("\"stride\": [3, 1]", "\"stride\": [2, 1]", 1);
     let e = err_of(&text);
-    assert!(e.contains("graph[0].inputs[0] (graph input, tensor id 0)"), "{e}");
+    assert!(
+        e.contains("graph[0].inputs[0] (graph input, tensor id 0)"),
+        "{e}"
+    );
     assert!(e.contains("not a dense layout"), "{e}");
     assert!(e.contains("--strides row-major"), "{e}");
     let src = Source {
@@ -287,14 +355,25 @@ fn non_dense_input_strides_are_an_error_unless_row_major() {
 #[test]
 fn strides_give_the_dram_layout() {
     // A column-major input ([2,3] with strides [1,2]) is `{0,1}` in DRAM.
-    let text = one("Add", "", "f32", "[2, 3]").replacen("\"stride\": [3, 1]", "\"stride\": [1, 2]", 1);
+    let text =
+        one("Add", "", "f32", "[2, 3]").replacen("\"stride\": [3, 1]", "\"stride\": [1, 2]", 1);
     let src = Source {
         path: "g.json".into(),
         text,
     };
     let imp = import::import(&src, &Options::default()).unwrap();
-    assert!(imp.text.contains(r#""t0": (dtype: F32, shape: "f32[2,3]{0,1}", init: Random(seed: 0))"#), "{}", imp.text);
-    assert!(imp.text.contains(r#""t1": (dtype: F32, shape: "f32[2,3]{1,0}", init: Random(seed: 1))"#), "{}", imp.text);
+    assert!(
+        imp.text
+            .contains(r#""t0": (dtype: F32, shape: "f32[2,3]{0,1}", init: Random(seed: 0))"#),
+        "{}",
+        imp.text
+    );
+    assert!(
+        imp.text
+            .contains(r#""t1": (dtype: F32, shape: "f32[2,3]{1,0}", init: Random(seed: 1))"#),
+        "{}",
+        imp.text
+    );
 }
 
 #[test]
@@ -304,14 +383,21 @@ fn a_cycle_a_dynamic_dimension_and_a_second_producer_are_errors() {
  {"id": 2, "kind": "ReLU", "inputs": [{"id": 6, "dtype": "f32", "shape": [2]}], "outputs": [{"id": 5, "dtype": "f32", "shape": [2]}]}]}"#;
     let e = err_of(cyc);
     assert!(e.contains("the graph has a cycle"), "{e}");
-    let dynamic = one("Add", "", "f32", "[2, 3]").replacen("\"shape\": [2, 3]", "\"shape\": [-1, 3]", 1);
+    let dynamic =
+        one("Add", "", "f32", "[2, 3]").replacen("\"shape\": [2, 3]", "\"shape\": [-1, 3]", 1);
     let e = err_of(&dynamic);
-    assert!(e.contains("graph[0].inputs[0].shape[0] (tensor id 0): a dynamic dimension"), "{e}");
+    assert!(
+        e.contains("graph[0].inputs[0].shape[0] (tensor id 0): a dynamic dimension"),
+        "{e}"
+    );
     let two = r#"{"graph": [
  {"id": 1, "kind": "ReLU", "inputs": [{"id": 5, "dtype": "f32", "shape": [2]}], "outputs": [{"id": 6, "dtype": "f32", "shape": [2]}]},
  {"id": 2, "kind": "Exp", "inputs": [{"id": 5, "dtype": "f32", "shape": [2]}], "outputs": [{"id": 6, "dtype": "f32", "shape": [2]}]}]}"#;
     let e = err_of(two);
-    assert!(e.contains("tensor id 6 is also an output of graph[0]"), "{e}");
+    assert!(
+        e.contains("tensor id 6 is also an output of graph[0]"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -325,12 +411,20 @@ fn the_cli_imports_checks_and_fails_cleanly() {
         .args(["import", g.to_str().unwrap(), "-o", out.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let st = std::process::Command::new(bin)
         .args(["check", out.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     // `run` takes the JSON directly, plans it first and says so.
     let st = std::process::Command::new(bin)
         .args(["run", g.to_str().unwrap(), "--mode", "timing"])
@@ -338,13 +432,21 @@ fn the_cli_imports_checks_and_fails_cleanly() {
         .unwrap();
     let err = String::from_utf8_lossy(&st.stderr);
     assert!(st.status.success(), "{err}");
-    assert!(err.contains("note: planned") || err.contains("plan `auto` takes the default layouts"), "{err}");
+    assert!(
+        err.contains("note: planned") || err.contains("plan `auto` takes the default layouts"),
+        "{err}"
+    );
     // A bad file: non-zero exit, the message, nothing written.
     let bad = dir.join("bad.json");
     std::fs::write(&bad, one("Convolution", "", "f32", "[2, 3]")).unwrap();
     let out2 = dir.join("bad.ron");
     let st = std::process::Command::new(bin)
-        .args(["import", bad.to_str().unwrap(), "-o", out2.to_str().unwrap()])
+        .args([
+            "import",
+            bad.to_str().unwrap(),
+            "-o",
+            out2.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(!st.status.success());
