@@ -460,3 +460,29 @@ fn the_cli_imports_checks_and_fails_cleanly() {
     assert!(flat(&String::from_utf8_lossy(&st.stderr)).contains("`Convolution` is not supported"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped examples in `scenarios/graphs/` are what `mnsim import` writes today,
+/// and they run (GPT attention verifies in functional mode).
+#[test]
+fn the_shipped_graph_scenarios_are_current_and_run() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/graphs");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "ron") {
+            continue;
+        }
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let fresh = import_file(&graphs_dir().join(format!("{stem}.json")));
+        assert_eq!(text, fresh.text, "{stem}: re-import with `mnsim import` and commit");
+        let r = run_plan(&text, &stem, "default", Mode::Timing);
+        assert!(r.total_cycles > 0);
+        if text.contains("mode: Functional") {
+            let f = run_plan(&text, &stem, "default", Mode::Functional);
+            assert_eq!(f.verified, Some(true), "{stem}");
+        }
+        n += 1;
+    }
+    assert!(n >= 2, "{n} graph scenarios");
+}
