@@ -10,7 +10,7 @@
 //! The user-facing reference of the format is `docs/scenarios.md`.
 
 mod resolve;
-mod spans;
+pub(crate) mod spans;
 
 pub use resolve::{LayoutRef, Resolved, ResolvedOp, ResolvedTensor, plans_to_run, resolve};
 
@@ -63,7 +63,13 @@ pub struct Scenario {
     /// the program says where it reduces.
     #[serde(default)]
     pub auto_reduce: bool,
+    /// How ops are placed in time: `Overlapped` (the default: transfers overlap compute)
+    /// or `Sequential` (each op starts when the previous one ends).
+    #[serde(default)]
+    pub schedule: Schedule,
 }
+
+pub use crate::timeline::Schedule;
 
 /// Which machine a scenario runs on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
