@@ -100,7 +100,7 @@ fn matmul_flops(path: &Path) -> Vec<u64> {
             out_shape[out_shape.len() - 1],
         );
         let batch: u64 = out_shape[..out_shape.len() - 2].iter().product();
-        assert_eq!(b.len() >= 2, true);
+        assert!(b.len() >= 2);
         out.push(2 * m * n * k * batch);
     }
     out
@@ -475,7 +475,10 @@ fn the_shipped_graph_scenarios_are_current_and_run() {
         let stem = path.file_stem().unwrap().to_string_lossy().to_string();
         let text = std::fs::read_to_string(&path).unwrap();
         let fresh = import_file(&graphs_dir().join(format!("{stem}.json")));
-        assert_eq!(text, fresh.text, "{stem}: re-import with `mnsim import` and commit");
+        assert_eq!(
+            text, fresh.text,
+            "{stem}: re-import with `mnsim import` and commit"
+        );
         let r = run_plan(&text, &stem, "default", Mode::Timing);
         assert!(r.total_cycles > 0);
         if text.contains("mode: Functional") {

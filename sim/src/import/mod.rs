@@ -327,7 +327,11 @@ pub fn plan_auto(
                     "planned the {} layouts of plan `auto` in {secs:.2} s ({} assignments evaluated{}): {} cycles",
                     b.layouts.len(),
                     o.evaluated,
-                    if o.timed_out { ", time limit reached" } else { "" },
+                    if o.timed_out {
+                        ", time limit reached"
+                    } else {
+                        ""
+                    },
                     b.total_cycles
                 )
             }
