@@ -40,7 +40,6 @@ const PLACED_BASE: u64 = 1 << 60;
 
 fn combine_of(op: ReduceOp) -> Combine {
     match op {
-        ReduceOp::Add => Combine::Add,
         ReduceOp::Max => Combine::Max,
         ReduceOp::Min => Combine::Min,
         // Only Add leaves partial results (resolve refuses a tree Reduce of the others).
