@@ -744,6 +744,11 @@ impl Model {
         legal
     }
 
+    /// Forgets every measured op cost (the next evaluations measure again).
+    pub fn clear_memo(&mut self) {
+        self.memo.clear();
+    }
+
     /// Size of the search space (product of candidate counts), saturating.
     pub fn space_size(&self) -> u128 {
         self.vars
