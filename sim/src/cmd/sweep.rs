@@ -28,6 +28,10 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
     };
     let reps = reports(&args)?;
     println!("{}", mnsim_reports::compare_table(&reps));
+    let ops = mnsim_reports::compare_ops(&reps);
+    if !ops.is_empty() {
+        println!("{ops}");
+    }
     if let Some(dir) = &a.out {
         write(dir, &reps)?;
     }
