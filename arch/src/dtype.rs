@@ -69,6 +69,40 @@ impl DType {
         }
     }
 
+    /// The smallest and largest finite values an element holds (`pred`: 0 and 1).
+    pub fn range(self) -> (f64, f64) {
+        match self {
+            DType::Pred => (0.0, 1.0),
+            DType::S8 => (i8::MIN as f64, i8::MAX as f64),
+            DType::S16 => (i16::MIN as f64, i16::MAX as f64),
+            DType::S32 => (i32::MIN as f64, i32::MAX as f64),
+            DType::S64 => (i64::MIN as f64, i64::MAX as f64),
+            DType::U8 => (0.0, u8::MAX as f64),
+            DType::U16 => (0.0, u16::MAX as f64),
+            DType::U32 => (0.0, u32::MAX as f64),
+            DType::U64 => (0.0, u64::MAX as f64),
+            DType::F16 => (-65504.0, 65504.0),
+            DType::BF16 => (-3.389_531_389_251_535e38, 3.389_531_389_251_535e38),
+            DType::F32 => (f32::MIN as f64, f32::MAX as f64),
+            DType::F64 => (f64::MIN, f64::MAX),
+        }
+    }
+
+    /// Why `v` is not a value of this dtype (out of range, not whole for an integer,
+    /// not finite), or `None` when it is.
+    pub fn check_value(self, v: f64) -> Option<String> {
+        let (lo, hi) = self.range();
+        if !v.is_finite() {
+            Some(format!("{v} is not a finite number"))
+        } else if v < lo || v > hi {
+            Some(format!("{v} is outside the range of {self} ({lo} to {hi})"))
+        } else if !self.is_float() && v.fract() != 0.0 {
+            Some(format!("{v} is not a whole number, as {self} elements are"))
+        } else {
+            None
+        }
+    }
+
     pub fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
@@ -113,6 +147,22 @@ impl FromStr for DType {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn values_per_dtype() {
+        assert!(DType::S8.check_value(127.0).is_none());
+        assert!(
+            DType::S8
+                .check_value(1000.0)
+                .unwrap()
+                .contains("outside the range of s8")
+        );
+        assert!(DType::S8.check_value(1.5).unwrap().contains("whole"));
+        assert!(DType::F16.check_value(70000.0).is_some());
+        assert!(DType::F32.check_value(f64::NAN).unwrap().contains("finite"));
+        assert!(DType::Pred.check_value(2.0).is_some());
+        assert!(DType::F64.check_value(-1e300).is_none());
+    }
+
     #[test]
     fn names_round_trip() {
         for d in DType::ALL {

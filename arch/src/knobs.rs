@@ -5,10 +5,12 @@
 //! `dram.bytes|bytes_per_cycle|burst_bytes`, `clock_ghz`, `word_bytes`,
 //! `compute.vector.<DTYPE>`, `compute.matrix.flops.<DTYPE>`,
 //! `compute.matrix.tile.<DTYPE>.m|n|k`. Elements of `levels` are addressed by name
-//! (case-sensitive). Integer fields take non-negative whole numbers; float fields take
-//! any finite number. A change that leaves the machine invalid is refused.
+//! (case-sensitive). Integer fields take non-negative whole numbers; float fields (rates
+//! and the clock) take positive finite numbers. A change that leaves the machine invalid
+//! is refused (see [`Machine::validate`](crate::Machine::validate): counts and sizes of
+//! at least 1, memories of at least one word, bounded latencies and PE counts).
 
-use crate::machine::{Machine, MachineError};
+use crate::machine::{Machine, MachineError, Num};
 use serde_json::{Number, Value};
 
 /// A knob that cannot be read, parsed or set.
@@ -25,7 +27,7 @@ pub enum KnobError {
     #[error("knob '{path}' {message}")]
     BadValue { path: String, message: String },
     /// The value fits the field but the resulting machine is inconsistent.
-    #[error("setting '{path}' to {value} makes the machine invalid: {source}")]
+    #[error("setting '{path}' to {} makes the machine invalid: {source}", Num(*.value))]
     Invalid {
         path: String,
         value: f64,
@@ -197,11 +199,20 @@ pub fn set_knob(m: &mut Machine, path: &str, value: f64) -> Result<(), KnobError
             && value < 18_446_744_073_709_551_616.0)
         {
             return Err(bad(format!(
-                "takes a non-negative whole number, got {value}"
+                "takes a non-negative whole number, got {}",
+                Num(value)
             )));
         }
         Value::Number(Number::from(value as u64))
     } else {
+        // Every float knob is a rate or a clock (bytes or FLOP per cycle, GHz): zero,
+        // negatives, NaN and infinities describe no machine.
+        if !(value.is_finite() && value > 0.0) {
+            return Err(bad(format!(
+                "takes a positive finite number (a rate or a clock), got {}",
+                Num(value)
+            )));
+        }
         Value::Number(
             Number::from_f64(value)
                 .ok_or_else(|| bad(format!("takes a finite number, got {value}")))?,

@@ -15,6 +15,6 @@ pub use describe::{describe, peak_flops_per_cycle};
 pub use dtype::DType;
 pub use knobs::{KnobError, get_knob, knob_paths, parse_assignment, parse_sweep, set_knob};
 pub use layout::{LayoutError, LayoutExpr, TensorLayout};
-pub use machine::{Machine, MachineError, TransferKind};
+pub use machine::{Machine, MachineError, Num, TransferKind};
 pub use presets::{PRESETS, from_ron, preset, preset_source};
 pub use shape::{Dim, Shape, ShapeError, XlaLayout};

@@ -288,8 +288,36 @@ fn err(path: impl Into<String>, message: impl Into<String>) -> MachineError {
     MachineError::at_path(path, message)
 }
 
+/// The most PEs a machine may have: per-PE state of larger machines does not fit a
+/// workstation's memory.
+pub const MAX_PES: u64 = 1 << 24;
+
+/// The largest link latency, in cycles: latencies are summed over levels and multiplied
+/// by chunk counts, which must not overflow.
+pub const MAX_LATENCY: u64 = 1 << 32;
+
+/// A number as messages show it: plain when readable (`128`, `0.75`), in exponent form
+/// when tiny or huge (`1e-300`).
+#[derive(Clone, Copy, Debug)]
+pub struct Num(pub f64);
+
+impl std::fmt::Display for Num {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = self.0;
+        if v == 0.0 || !v.is_finite() || (1e-4..1e16).contains(&v.abs()) {
+            write!(f, "{v}")
+        } else {
+            write!(f, "{v:e}")
+        }
+    }
+}
+
+/// The smallest rate or clock a machine may have: below it, cycle counts of ordinary
+/// tensors overflow what a report can hold exactly.
+pub const MIN_RATE: f64 = 1e-6;
+
 fn positive(x: f64) -> bool {
-    x.is_finite() && x > 0.0
+    x.is_finite() && x >= MIN_RATE
 }
 
 impl Machine {
@@ -359,6 +387,25 @@ impl Machine {
                         format!("memory '{}' of level '{}' has 0 bytes", m.name, l.name),
                     ));
                 }
+                if m.bytes < self.word_bytes {
+                    return Err(err(
+                        format!("levels.{}.memory.bytes", l.name),
+                        format!(
+                            "memory '{}' of level '{}' has {} byte(s), less than one {}-byte word",
+                            m.name, l.name, m.bytes, self.word_bytes
+                        ),
+                    ));
+                }
+                if !(m.bytes_per_cycle == 0.0 || positive(m.bytes_per_cycle)) {
+                    return Err(err(
+                        format!("levels.{}.memory.bytes_per_cycle", l.name),
+                        format!(
+                            "memory '{}' bytes_per_cycle must be at least 1e-6 bytes per cycle (or 0 for two words per cycle), got {}",
+                            m.name,
+                            Num(m.bytes_per_cycle)
+                        ),
+                    ));
+                }
                 if m.name.trim().is_empty() {
                     return Err(err(
                         format!("levels.{}.memory", l.name),
@@ -388,6 +435,13 @@ impl Machine {
                     ),
                 )
             })?;
+        }
+        if total > MAX_PES {
+            let l = &self.levels[self.levels.len() - 1];
+            return Err(err(
+                format!("levels.{}.count", l.name),
+                format!("the machine has {total} PEs; mnsim simulates at most {MAX_PES} (2^24)"),
+            ));
         }
         let leaf = &self.levels[self.levels.len() - 1];
         if leaf.memory.is_none() {
@@ -420,8 +474,8 @@ impl Machine {
             return Err(err(
                 "clock_ghz",
                 format!(
-                    "clock_ghz must be a positive number, got {}",
-                    self.clock_ghz
+                    "clock_ghz must be a positive number (at least 1e-6), got {}",
+                    Num(self.clock_ghz)
                 ),
             ));
         }
@@ -458,8 +512,8 @@ impl Machine {
             return Err(err(
                 "dram.bytes_per_cycle",
                 format!(
-                    "dram.bytes_per_cycle must be a positive number, got {}",
-                    d.bytes_per_cycle
+                    "dram.bytes_per_cycle must be a positive number (at least 1e-6), got {}",
+                    Num(d.bytes_per_cycle)
                 ),
             ));
         }
@@ -495,13 +549,24 @@ impl Machine {
             }
             for kind in TransferKind::ALL {
                 let r = link.rate(kind);
+                if r.latency > MAX_LATENCY {
+                    return Err(err(
+                        format!("links.{name}.{}.latency", kind.name()),
+                        format!(
+                            "link '{name}' {} latency {} is above the limit of {MAX_LATENCY} (2^32) cycles",
+                            kind.name(),
+                            r.latency
+                        ),
+                    ));
+                }
                 for (side, v) in [("parent", r.parent), ("child", r.child)] {
                     if !positive(v) {
                         return Err(err(
                             format!("links.{name}.{}.{side}", kind.name()),
                             format!(
-                                "link '{name}' {} {side} rate must be a positive number of bytes per cycle, got {v}",
-                                kind.name()
+                                "link '{name}' {} {side} rate must be a positive number of bytes per cycle (at least 1e-6), got {}",
+                                kind.name(),
+                                Num(v)
                             ),
                         ));
                     }
@@ -534,7 +599,10 @@ impl Machine {
             if !positive(v) {
                 return Err(err(
                     format!("compute.vector.{d:?}"),
-                    format!("compute.vector.{d:?} must be a positive FLOP/cycle figure, got {v}"),
+                    format!(
+                        "compute.vector.{d:?} must be a positive FLOP/cycle figure (at least 1e-6), got {}",
+                        Num(v)
+                    ),
                 ));
             }
         }
@@ -554,7 +622,8 @@ impl Machine {
                 return Err(err(
                     format!("compute.matrix.flops.{d:?}"),
                     format!(
-                        "compute.matrix.flops.{d:?} must be a positive FLOP/cycle figure, got {v}"
+                        "compute.matrix.flops.{d:?} must be a positive FLOP/cycle figure (at least 1e-6), got {}",
+                        Num(v)
                     ),
                 ));
             }

@@ -227,11 +227,11 @@ fn validation_messages() {
         ),
         (
             Box::new(|m| m.links.get_mut("L1B").unwrap().distribute.parent = 0.0),
-            "link 'L1B' distribute parent rate must be a positive number of bytes per cycle, got 0",
+            "link 'L1B' distribute parent rate must be a positive number of bytes per cycle (at least 1e-6), got 0",
         ),
         (
             Box::new(|m| m.links.get_mut("L2B").unwrap().reduce.child = f64::NAN),
-            "link 'L2B' reduce child rate must be a positive number of bytes per cycle, got NaN",
+            "link 'L2B' reduce child rate must be a positive number of bytes per cycle (at least 1e-6), got NaN",
         ),
         (
             Box::new(|m| m.links.get_mut("Group").unwrap().gather.parent = -1.0),
@@ -240,11 +240,11 @@ fn validation_messages() {
         (Box::new(|m| m.word_bytes = 0), "word_bytes is 0"),
         (
             Box::new(|m| m.clock_ghz = 0.0),
-            "clock_ghz must be a positive number, got 0",
+            "clock_ghz must be a positive number (at least 1e-6), got 0",
         ),
         (
             Box::new(|m| m.clock_ghz = -0.5),
-            "clock_ghz must be a positive number, got -0.5",
+            "clock_ghz must be a positive number (at least 1e-6), got -0.5",
         ),
         (
             Box::new(|m| m.dram.level = "Chip".into()),
@@ -256,7 +256,7 @@ fn validation_messages() {
         ),
         (
             Box::new(|m| m.dram.bytes_per_cycle = f64::INFINITY),
-            "dram.bytes_per_cycle must be a positive number, got inf",
+            "dram.bytes_per_cycle must be a positive number (at least 1e-6), got inf",
         ),
         (
             Box::new(|m| m.dram.burst_bytes = 0),
@@ -271,13 +271,13 @@ fn validation_messages() {
             Box::new(|m| {
                 m.compute.vector.insert(DType::F32, 0.0);
             }),
-            "compute.vector.F32 must be a positive FLOP/cycle figure, got 0",
+            "compute.vector.F32 must be a positive FLOP/cycle figure (at least 1e-6), got 0",
         ),
         (
             Box::new(|m| {
                 m.compute.matrix.flops.insert(DType::F16, f64::NAN);
             }),
-            "compute.matrix.flops.F16 must be a positive FLOP/cycle figure, got NaN",
+            "compute.matrix.flops.F16 must be a positive FLOP/cycle figure (at least 1e-6), got NaN",
         ),
         (
             Box::new(|m| {
@@ -579,7 +579,10 @@ fn integer_knob_rejects_fractions_and_bad_values() {
     assert!(set_knob(&mut m, "levels.PE.count", -4.0).is_err());
     assert!(set_knob(&mut m, "dram.bytes", 1e30).is_err());
     let e = set_knob(&mut m, "clock_ghz", f64::NAN).unwrap_err();
-    assert!(e.to_string().contains("takes a finite number"), "{e}");
+    assert!(
+        e.to_string().contains("takes a positive finite number"),
+        "{e}"
+    );
     assert_eq!(m, before);
 }
 
@@ -641,4 +644,63 @@ fn description_mentions_everything() {
     ] {
         assert!(s.contains(want), "missing '{want}' in:\n{s}");
     }
+}
+
+/// Every rate and size knob refuses zero, negatives, NaN, infinities and rates too small
+/// to count; memories refuse less than one word; the message names the knob.
+#[test]
+fn rate_and_size_knobs_refuse_unusable_values() {
+    let m0 = mncore2();
+    let rates = [
+        "links.L1B.distribute.parent",
+        "links.L2B.broadcast.child",
+        "dram.bytes_per_cycle",
+        "levels.PE.memory.bytes_per_cycle",
+        "clock_ghz",
+        "compute.vector.F32",
+        "compute.matrix.flops.F16",
+    ];
+    for k in rates {
+        for v in [
+            0.0,
+            -5.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-300,
+        ] {
+            let mut m = m0.clone();
+            let e = set_knob(&mut m, k, v).unwrap_err().to_string();
+            assert!(e.contains(k), "{k}={v}: {e}");
+            assert_eq!(m, m0);
+        }
+    }
+    for k in [
+        "levels.PE.memory.bytes",
+        "levels.L1B.memory.bytes",
+        "dram.bytes",
+        "dram.burst_bytes",
+        "levels.MAB.count",
+        "word_bytes",
+        "compute.matrix.tile.F16.m",
+    ] {
+        for v in [0.0, -1.0, 0.5, f64::NAN, f64::INFINITY] {
+            let mut m = m0.clone();
+            let e = set_knob(&mut m, k, v).unwrap_err().to_string();
+            assert!(e.contains(k), "{k}={v}: {e}");
+        }
+    }
+    let mut m = m0.clone();
+    let e = set_knob(&mut m, "levels.L1B.memory.bytes", 7.0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("less than one 8-byte word"), "{e}");
+    let e = set_knob(&mut m, "links.L1B.distribute.latency", 1e12)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("above the limit"), "{e}");
+    let e = set_knob(&mut m, "levels.PE.count", 1e6)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at most 16777216"), "{e}");
 }

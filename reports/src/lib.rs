@@ -6,7 +6,8 @@
 //! - [`markdown`]: the same as Markdown tables;
 //! - [`to_json`]: `report.json` (schema `mnsim.report/1`, see `docs/report-schema.md`);
 //! - [`compare_table`], [`compare_json`]: plans of a scenario ranked by cycles;
-//! - [`sweep_csv`], [`sweep_svg`]: cycles against a what-if knob;
+//! - [`sweep_csv`], [`sweep_json`], [`sweep_svg`], [`sweep_html`], [`merge_sweeps`]: cycles
+//!   over the cartesian product of what-if knobs and bindings, sharded and merged;
 //! - [`html`], [`compare_html`]: `report.html` and `compare.html`, self-contained pages with SVG
 //!   charts;
 //! - [`trace`]: `trace.json` (Chrome Trace Event Format, opens in Perfetto);
@@ -20,6 +21,7 @@ pub mod model;
 mod output;
 mod rows;
 mod sweep;
+mod sweep_chart;
 mod terminal;
 mod text;
 mod trace;
@@ -31,9 +33,13 @@ pub use compare::{
 pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;
-pub use model::{LevelTotal, OpReport, Percentiles, Report, SCHEMA, StageReport};
+pub use model::{LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport};
 pub use output::write_outputs;
-pub use sweep::{SweepPoint, sweep_csv, sweep_svg};
+pub use sweep::{
+    AxisKind, RowResult, SWEEP_SCHEMA, Sweep, SweepAxis, SweepRow, merge as merge_sweeps,
+    parse_sweep_json, point_count, point_values, shard_points, sweep_csv, sweep_json,
+};
+pub use sweep_chart::{sweep_html, sweep_svg, x_axis};
 pub use terminal::terminal;
 pub use text::{MAX_WIDTH, human_bytes};
 pub use trace::trace;

@@ -1,23 +1,46 @@
-//! Writing a run's files into an output directory all at once or not at all.
+//! Writing a run's files into an output directory all at once or not at all, replacing
+//! whatever an earlier run left there.
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::{self, ErrorKind, Write};
 use std::path::{Component, Path, PathBuf};
 
-/// Writes `files` (paths relative to `dir`, contents) into `dir`, so that an error leaves `dir`
-/// as it was.
+/// Names of the files mnsim writes into an output directory (at its top or in a plan's
+/// folder). A directory holding only these (and folders of them) is an earlier run's and
+/// may be replaced.
+pub const OUTPUT_NAMES: [&str; 11] = [
+    "report.json",
+    "report.md",
+    "report.html",
+    "trace.json",
+    "ops.csv",
+    "compare.json",
+    "compare.html",
+    "sweep.csv",
+    "sweep.json",
+    "sweep.svg",
+    "sweep.html",
+];
+
+/// Writes `files` (paths relative to `dir`, contents) as the whole content of `dir`, so that
+/// `dir` holds one run: no file of an earlier run survives beside the new ones, and an error
+/// leaves `dir` as it was.
 ///
-/// Every file is first written into a temporary sibling directory, `.<dir-name>.tmp-<pid>`; only
-/// when all are written are they moved into `dir` (created, with its parents, if missing). A file
-/// of the same name in `dir` is replaced; other files in `dir` are left alone. Should a move fail,
-/// the files already moved are put back as they were. The temporary directory is removed in every
-/// case.
+/// Every file is first written into a temporary sibling directory, `.<dir-name>.tmp-<pid>`;
+/// only when all are written is the new folder swapped in: the old `dir` (if any) is moved
+/// aside, the new one renamed into its place, and the old one removed. Should the swap fail,
+/// the old folder is put back. The temporary directory is removed in every case.
+///
+/// An existing `dir` is replaced only if it holds nothing but files mnsim writes
+/// ([`OUTPUT_NAMES`] and the names being written) and folders of them; a directory with
+/// other files (`--out .`, a folder of notes) is refused with [`ErrorKind::AlreadyExists`]
+/// before anything is written.
 ///
 /// Before anything is written, these are rejected with [`ErrorKind::InvalidInput`]: an absolute or
 /// empty path, a path with `..`, the same path twice, and a path inside another file's path (`a`
-/// and `a/b`). A target that is an existing directory, or lies under an existing non-directory,
-/// is rejected too, also before anything is written.
+/// and `a/b`). A `dir` that exists and is not a directory is rejected with
+/// [`ErrorKind::NotADirectory`].
 ///
 /// One process should not write the same `dir` from two threads at once (they would share the
 /// temporary directory).
@@ -40,16 +63,32 @@ pub fn write_outputs(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> io::Result<()>
             dir.display()
         )));
     };
-    if let Ok(m) = fs::metadata(&dir)
-        && !m.is_dir()
-    {
-        return Err(io::Error::new(
-            ErrorKind::NotADirectory,
-            format!("output directory {} is not a directory", dir.display()),
-        ));
-    }
-    for rel in &rels {
-        check_target(&dir, rel)?;
+    let exists = match fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => true,
+        Ok(_) => {
+            return Err(io::Error::new(
+                ErrorKind::NotADirectory,
+                format!("output directory {} is not a directory", dir.display()),
+            ));
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => false,
+        Err(e) => return Err(e),
+    };
+    if exists {
+        let mut allowed: BTreeSet<&std::ffi::OsStr> =
+            OUTPUT_NAMES.iter().map(std::ffi::OsStr::new).collect();
+        allowed.extend(rels.iter().filter_map(|r| r.file_name()));
+        if let Some(foreign) = foreign_file(&dir, &allowed, 0)? {
+            return Err(io::Error::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "{} holds {}, which mnsim did not write; --out replaces the whole folder, \
+                     so give a new or empty folder",
+                    dir.display(),
+                    foreign.display()
+                ),
+            ));
+        }
     }
 
     fs::create_dir_all(parent)?;
@@ -60,9 +99,32 @@ pub fn write_outputs(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> io::Result<()>
     ));
     remove_any(&tmp)?; // left over from an earlier run that died with our pid
     fs::create_dir(&tmp)?;
-    let result = stage(&tmp, &rels, files).and_then(|()| commit(&tmp, &dir, &rels));
+    let result = stage(&tmp, &rels, files).and_then(|()| swap(&tmp, &dir, exists));
     let cleanup = fs::remove_dir_all(&tmp);
     result.and(cleanup)
+}
+
+/// The first file under `d` whose name is not in `allowed` (or a symlink, or more than two
+/// folders deep), relative to `d`.
+fn foreign_file(
+    d: &Path,
+    allowed: &BTreeSet<&std::ffi::OsStr>,
+    depth: usize,
+) -> io::Result<Option<PathBuf>> {
+    let mut entries: Vec<fs::DirEntry> = fs::read_dir(d)?.collect::<io::Result<_>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let t = e.file_type()?;
+        let name = PathBuf::from(e.file_name());
+        if t.is_dir() && depth < 2 {
+            if let Some(inner) = foreign_file(&e.path(), allowed, depth + 1)? {
+                return Ok(Some(name.join(inner)));
+            }
+        } else if !(t.is_file() && allowed.contains(e.file_name().as_os_str())) {
+            return Ok(Some(name));
+        }
+    }
+    Ok(None)
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -117,38 +179,6 @@ fn check_distinct(rels: &[PathBuf]) -> io::Result<()> {
     Ok(())
 }
 
-/// The file can be moved to `dir/rel`: the target is not a directory, and what exists of its
-/// parents are directories.
-fn check_target(dir: &Path, rel: &Path) -> io::Result<()> {
-    let target = dir.join(rel);
-    if fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
-        return Err(io::Error::new(
-            ErrorKind::IsADirectory,
-            format!("cannot replace directory {} with a file", target.display()),
-        ));
-    }
-    for a in rel
-        .ancestors()
-        .skip(1)
-        .filter(|a| !a.as_os_str().is_empty())
-    {
-        let p = dir.join(a);
-        if let Ok(m) = fs::metadata(&p)
-            && !m.is_dir()
-        {
-            return Err(io::Error::new(
-                ErrorKind::NotADirectory,
-                format!(
-                    "cannot write {}: {} is not a directory",
-                    target.display(),
-                    p.display()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Removes a file or directory tree at `p`, if there is one.
 fn remove_any(p: &Path) -> io::Result<()> {
     match fs::symlink_metadata(p) {
@@ -161,6 +191,7 @@ fn remove_any(p: &Path) -> io::Result<()> {
 
 /// Writes every file under `tmp/new`, flushed to disk.
 fn stage(tmp: &Path, rels: &[PathBuf], files: &[(PathBuf, Vec<u8>)]) -> io::Result<()> {
+    fs::create_dir(tmp.join("new"))?;
     for (rel, (_, bytes)) in rels.iter().zip(files) {
         let path = tmp.join("new").join(rel);
         if let Some(p) = path.parent() {
@@ -173,69 +204,18 @@ fn stage(tmp: &Path, rels: &[PathBuf], files: &[(PathBuf, Vec<u8>)]) -> io::Resu
     Ok(())
 }
 
-/// A move into the output directory, to undo on a later failure.
-struct Moved {
-    target: PathBuf,
-    /// Where the file it replaced was put.
-    backup: Option<PathBuf>,
-}
-
-/// Moves the staged files from `tmp/new` into `dir`, the files they replace to `tmp/old`; on an
-/// error puts everything back.
-fn commit(tmp: &Path, dir: &Path, rels: &[PathBuf]) -> io::Result<()> {
+/// Swaps the staged folder `tmp/new` in as `dir`: the old `dir` (when `exists`) goes to
+/// `tmp/old` first and comes back if the new one cannot take its place.
+fn swap(tmp: &Path, dir: &Path, exists: bool) -> io::Result<()> {
     let old = tmp.join("old");
-    fs::create_dir(&old)?;
-    let mut created = Vec::new();
-    let mut moved = Vec::new();
-    let result = (|| {
-        create_dirs(dir, &mut created)?;
-        for (i, rel) in rels.iter().enumerate() {
-            let target = dir.join(rel);
-            if let Some(parent) = target.parent() {
-                create_dirs(parent, &mut created)?;
-            }
-            let backup = match fs::symlink_metadata(&target) {
-                Ok(_) => {
-                    let b = old.join(i.to_string());
-                    fs::rename(&target, &b)?;
-                    Some(b)
-                }
-                Err(e) if e.kind() == ErrorKind::NotFound => None,
-                Err(e) => return Err(e),
-            };
-            if let Err(e) = fs::rename(tmp.join("new").join(rel), &target) {
-                if let Some(b) = &backup {
-                    let _ = fs::rename(b, &target);
-                }
-                return Err(e);
-            }
-            moved.push(Moved { target, backup });
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        for m in moved.iter().rev() {
-            let _ = fs::remove_file(&m.target);
-            if let Some(b) = &m.backup {
-                let _ = fs::rename(b, &m.target);
-            }
-        }
-        for d in created.iter().rev() {
-            let _ = fs::remove_dir(d);
-        }
+    if exists {
+        fs::rename(dir, &old)?;
     }
-    result
-}
-
-/// `create_dir_all`, recording the directories it created (outermost first).
-fn create_dirs(path: &Path, created: &mut Vec<PathBuf>) -> io::Result<()> {
-    let missing: Vec<&Path> = path.ancestors().take_while(|a| !a.exists()).collect();
-    for d in missing.into_iter().rev() {
-        match fs::create_dir(d) {
-            Ok(()) => created.push(d.to_path_buf()),
-            Err(e) if e.kind() == ErrorKind::AlreadyExists && d.is_dir() => {}
-            Err(e) => return Err(e),
+    if let Err(e) = fs::rename(tmp.join("new"), dir) {
+        if exists {
+            let _ = fs::rename(&old, dir);
         }
+        return Err(e);
     }
     Ok(())
 }
@@ -251,28 +231,18 @@ mod tests {
         d
     }
 
-    /// A failing move (the second staged file has vanished) puts back the file the first move
-    /// replaced and removes the directories it created.
+    /// A swap whose new folder has vanished puts the old folder back.
     #[test]
-    fn a_failed_move_is_undone() {
+    fn a_failed_swap_is_undone() {
         let base = scratch("undo");
         let dir = base.join("out");
         fs::create_dir(&dir).unwrap();
         fs::write(dir.join("report.json"), "old").unwrap();
         let tmp = base.join(".out.tmp");
-        let rels = [
-            PathBuf::from("report.json"),
-            PathBuf::from("rows/report.md"),
-        ];
-        let files: Vec<(PathBuf, Vec<u8>)> =
-            rels.iter().map(|r| (r.clone(), b"new".to_vec())).collect();
         fs::create_dir(&tmp).unwrap();
-        stage(&tmp, &rels, &files).unwrap();
-        fs::remove_file(tmp.join("new/rows/report.md")).unwrap();
-        let err = commit(&tmp, &dir, &rels).unwrap_err();
+        let err = swap(&tmp, &dir, true).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotFound);
         assert_eq!(fs::read_to_string(dir.join("report.json")).unwrap(), "old");
-        assert!(!dir.join("rows").exists());
         fs::remove_dir_all(&base).unwrap();
     }
 

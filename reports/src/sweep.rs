@@ -1,281 +1,364 @@
-//! Sweeps: total cycles against a knob's value, as CSV and as an SVG line chart.
+//! Sweeps: the cartesian product of what-if knobs and bindings, one row per point and
+//! plan, as `sweep.json` (everything, what `mnsim merge` reads), `sweep.csv`, and charts
+//! (`sweep_chart`).
+//!
+//! Points are numbered in row-major order over the axes as given (the last axis varies
+//! fastest). A shard `I/N` holds the points whose number is `I` modulo `N`; merging every
+//! shard of a sweep gives exactly the unsharded sweep, byte for byte, because every file is
+//! rendered from the rows sorted by point and plan.
 
 use crate::model::Report;
-use crate::text::nice_step;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
-/// One point of a sweep: the knob's value and the reports of every plan run at it.
-#[derive(Clone, Debug)]
-pub struct SweepPoint {
-    pub value: f64,
-    pub reports: Vec<Report>,
+/// The value of [`Sweep::schema`].
+pub const SWEEP_SCHEMA: &str = "mnsim.sweep/1";
+
+/// What an axis of a sweep changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AxisKind {
+    /// A machine knob (`--set`).
+    Knob,
+    /// A dynamic dimension's binding (`--bind`).
+    Bind,
 }
 
-fn plan_name(r: &Report) -> String {
-    r.plan.clone().unwrap_or_else(|| "-".to_string())
+/// One swept quantity and its values, in the order given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepAxis {
+    /// The knob path or the dimension's name.
+    pub name: String,
+    pub kind: AxisKind,
+    pub values: Vec<f64>,
 }
 
-/// CSV: `knob,value,plan,total_cycles,bottleneck,<level>_busy_cycles...` (one row per
-/// value and plan; level columns are the union over the sweep, in first-seen order).
-pub fn sweep_csv(knob: &str, points: &[SweepPoint]) -> String {
-    let mut levels: Vec<String> = Vec::new();
-    for p in points {
-        for r in &p.reports {
-            for l in &r.levels {
-                if !levels.contains(&l.level) {
-                    levels.push(l.level.clone());
-                }
-            }
+/// The figures of one point and plan that ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RowResult {
+    pub total_cycles: u64,
+    /// `total_cycles` at the machine's clock, in microseconds.
+    pub time_us: f64,
+    /// Busy cycles per stage level, in the report's order.
+    pub levels: Vec<(String, u64)>,
+    /// The level that bounded the most cycles (`-` when none).
+    pub bottleneck: String,
+}
+
+/// One point of the sweep and one plan: its figures or why it failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    /// Number of the point in the whole (unsharded) sweep.
+    pub point: usize,
+    /// The plan (`null` for a scenario without plans).
+    pub plan: Option<String>,
+    /// The run's figures; `null` when the point failed.
+    pub result: Option<RowResult>,
+    /// Why the point failed; `null` when it ran.
+    pub error: Option<String>,
+}
+
+/// A sweep, or one shard of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    /// Always [`SWEEP_SCHEMA`].
+    pub schema: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The plans run at every point, in order (`[null]` for a scenario without plans).
+    pub plans: Vec<Option<String>>,
+    pub axes: Vec<SweepAxis>,
+    /// `[I, N]` for shard I of N; `null` for a whole sweep.
+    pub shard: Option<(usize, usize)>,
+    /// Rows sorted by point, then by plan in `plans` order.
+    pub rows: Vec<SweepRow>,
+}
+
+impl RowResult {
+    /// The figures of a run.
+    pub fn of(r: &Report) -> RowResult {
+        RowResult {
+            total_cycles: r.total_cycles,
+            time_us: r.total_cycles as f64 / (r.clock_ghz * 1e3),
+            levels: r
+                .levels
+                .iter()
+                .map(|l| (l.level.clone(), l.busy_cycles))
+                .collect(),
+            bottleneck: r.bottleneck_level().unwrap_or("-").to_string(),
         }
     }
-    let mut s = String::from("knob,value,plan,total_cycles,bottleneck");
-    for l in &levels {
-        let _ = write!(s, ",{l}_busy_cycles");
-    }
-    s.push('\n');
-    for p in points {
-        for r in &p.reports {
-            let bottleneck = r.bottleneck_level().unwrap_or("-");
-            let _ = write!(
-                s,
-                "{knob},{},{},{},{bottleneck}",
-                p.value,
-                plan_name(r),
-                r.total_cycles
-            );
-            for l in &levels {
-                let v = r
-                    .levels
-                    .iter()
-                    .find(|x| &x.level == l)
-                    .map_or(0, |x| x.busy_cycles);
-                let _ = write!(s, ",{v}");
-            }
-            s.push('\n');
-        }
-    }
-    s
 }
 
-fn esc(t: &str) -> String {
-    t.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// Number of points of the cartesian product of `axes` (`None` on overflow).
+pub fn point_count(axes: &[SweepAxis]) -> Option<usize> {
+    axes.iter()
+        .try_fold(1usize, |a, x| a.checked_mul(x.values.len()))
 }
 
-fn fmt_num(v: f64) -> String {
-    if v.abs() >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v.abs() >= 1e4 {
-        format!("{:.0}k", v / 1e3)
-    } else if v.fract() == 0.0 {
+/// The value of every axis at point `p` (row-major: the last axis varies fastest).
+pub fn point_values(axes: &[SweepAxis], mut p: usize) -> Vec<f64> {
+    let mut out = vec![0.0; axes.len()];
+    for (i, a) in axes.iter().enumerate().rev() {
+        let n = a.values.len().max(1);
+        out[i] = a.values[p % n];
+        p /= n;
+    }
+    out
+}
+
+/// The points of shard `i` of `n` (all points when `shard` is `None`).
+pub fn shard_points(total: usize, shard: Option<(usize, usize)>) -> Vec<usize> {
+    match shard {
+        None => (0..total).collect(),
+        Some((i, n)) => (0..total).filter(|p| p % n.max(1) == i).collect(),
+    }
+}
+
+/// A number as the CSV and charts write it: whole numbers without a fraction, others with
+/// up to 6 decimals.
+pub fn fmt_value(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
     } else {
-        format!("{v:.3}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
+        let s = format!("{v:.6}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
-const COLORS: [&str; 8] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-];
+fn csv_field(s: &str) -> String {
+    let flat = s.replace(['\n', '\r'], " ");
+    if flat.contains([',', '"']) {
+        format!("\"{}\"", flat.replace('"', "\"\""))
+    } else {
+        flat
+    }
+}
 
-/// An SVG line chart of total cycles against the knob's value, one line per plan.
-pub fn sweep_svg(title: &str, knob: &str, points: &[SweepPoint]) -> String {
-    let (w, h) = (720.0, 420.0);
-    let (l, r, t, b) = (80.0, 160.0, 40.0, 60.0);
-    let mut plans: Vec<String> = Vec::new();
-    for p in points {
-        for rep in &p.reports {
-            let n = plan_name(rep);
-            if !plans.contains(&n) {
-                plans.push(n);
+/// Level columns: every level any row reports, in first-seen order over the rows.
+pub fn level_columns(s: &Sweep) -> Vec<String> {
+    let mut levels: Vec<String> = Vec::new();
+    for r in s.rows.iter().filter_map(|r| r.result.as_ref()) {
+        for (l, _) in &r.levels {
+            if !levels.contains(l) {
+                levels.push(l.clone());
             }
         }
     }
-    let xs: Vec<f64> = points.iter().map(|p| p.value).collect();
-    let ys: Vec<f64> = points
-        .iter()
-        .flat_map(|p| p.reports.iter().map(|r| r.total_cycles as f64))
-        .collect();
-    let (x0, x1) = (
-        xs.iter().copied().fold(f64::INFINITY, f64::min),
-        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    );
-    let y1 = ys.iter().copied().fold(0.0, f64::max).max(1.0);
-    let (x0, x1) = if x1 > x0 {
-        (x0, x1)
-    } else {
-        (x0 - 1.0, x0 + 1.0)
-    };
-    let ystep = nice_step(y1, 5.0);
-    let ytop = (y1 / ystep).ceil() * ystep;
-    let px = |x: f64| l + (x - x0) / (x1 - x0) * (w - l - r);
-    let py = |y: f64| h - b - y / ytop * (h - t - b);
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}" font-family="sans-serif" font-size="12"><title>{}</title>"#,
-        esc(&format!("{title}: total cycles against {knob}"))
-    );
-    let _ = write!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = write!(
-        s,
-        r#"<text x="{}" y="24" font-size="15" font-weight="bold">{}</text>"#,
-        l,
-        esc(title)
-    );
-    // Grid and axes.
-    let mut y = 0.0;
-    while y <= ytop + 1e-9 {
-        let yy = py(y);
-        let _ = write!(
-            s,
-            r##"<line x1="{l}" x2="{}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
-            w - r,
-            l - 6.0,
-            yy + 4.0,
-            fmt_num(y)
-        );
-        y += ystep;
+    levels
+}
+
+/// `sweep.csv`: `point,plan,<axis>...,total_cycles,time_us,<level>_busy_cycles...,bottleneck,error`,
+/// one row per point and plan. A failed point has empty figures and its `error`.
+pub fn sweep_csv(s: &Sweep) -> String {
+    let levels = level_columns(s);
+    let mut out = String::from("point,plan");
+    for a in &s.axes {
+        let _ = write!(out, ",{}", csv_field(&a.name));
     }
-    for &x in &xs {
-        let xx = px(x);
-        let _ = write!(
-            s,
-            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{}" y2="{}" stroke="#999"/><text x="{xx:.1}" y="{}" text-anchor="middle">{}</text>"##,
-            h - b,
-            h - b + 5.0,
-            h - b + 20.0,
-            fmt_num(x)
-        );
+    out.push_str(",total_cycles,time_us");
+    for l in &levels {
+        let _ = write!(out, ",{}", csv_field(&format!("{l}_busy_cycles")));
     }
-    let _ = write!(
-        s,
-        r##"<line x1="{l}" x2="{}" y1="{}" y2="{}" stroke="#333"/><line x1="{l}" x2="{l}" y1="{t}" y2="{}" stroke="#333"/>"##,
-        w - r,
-        h - b,
-        h - b,
-        h - b
-    );
-    let _ = write!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-        (l + w - r) / 2.0,
-        h - 18.0,
-        esc(knob)
-    );
-    let _ = write!(
-        s,
-        r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">total cycles</text>"#,
-        (t + h - b) / 2.0
-    );
-    for (i, plan) in plans.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
-        let pts: Vec<(f64, f64)> = points
-            .iter()
-            .filter_map(|p| {
-                p.reports
-                    .iter()
-                    .find(|r| &plan_name(r) == plan)
-                    .map(|r| (p.value, r.total_cycles as f64))
-            })
-            .collect();
-        let path: Vec<String> = pts
-            .iter()
-            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-            .collect();
-        // Dashes differ per plan, so plans with equal cycles stay visible on top of each other.
-        let dash = ["none", "8 4", "2 3", "12 3 2 3"][i % 4];
+    out.push_str(",bottleneck,error\n");
+    for row in &s.rows {
         let _ = write!(
-            s,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#,
-            path.join(" ")
+            out,
+            "{},{}",
+            row.point,
+            csv_field(row.plan.as_deref().unwrap_or("-"))
         );
-        for &(x, y) in &pts {
-            let _ = write!(
-                s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{c}"><title>{} = {}: {} cycles ({})</title></circle>"#,
-                px(x),
-                py(y),
-                esc(knob),
-                fmt_num(x),
-                y as u64,
-                esc(plan)
-            );
+        for v in point_values(&s.axes, row.point) {
+            let _ = write!(out, ",{}", fmt_value(v));
         }
-        let ly = t + 10.0 + i as f64 * 18.0;
-        let _ = write!(
-            s,
-            r#"<rect x="{}" y="{}" width="12" height="12" fill="{c}"/><text x="{}" y="{}">{}</text>"#,
-            w - r + 14.0,
-            ly - 10.0,
-            w - r + 32.0,
-            ly,
-            esc(plan)
-        );
+        match &row.result {
+            Some(r) => {
+                let _ = write!(out, ",{},{}", r.total_cycles, fmt_value(r.time_us));
+                for l in &levels {
+                    let v = r.levels.iter().find(|(x, _)| x == l).map_or(0, |x| x.1);
+                    let _ = write!(out, ",{v}");
+                }
+                let _ = write!(out, ",{},", csv_field(&r.bottleneck));
+            }
+            None => {
+                out.push_str(",,");
+                for _ in &levels {
+                    out.push(',');
+                }
+                // The empty bottleneck, then the separator before the error.
+                out.push_str(",,");
+            }
+        }
+        out.push_str(&csv_field(row.error.as_deref().unwrap_or("")));
+        out.push('\n');
     }
-    s.push_str("</svg>\n");
-    s
+    out
+}
+
+/// `sweep.json`: the whole sweep (or shard), what `mnsim merge` reads.
+pub fn sweep_json(s: &Sweep) -> String {
+    let mut t = serde_json::to_string_pretty(s).unwrap_or_default();
+    t.push('\n');
+    t
+}
+
+/// Parses a `sweep.json`.
+pub fn parse_sweep_json(text: &str) -> Result<Sweep, String> {
+    let s: Sweep = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if s.schema != SWEEP_SCHEMA {
+        return Err(format!(
+            "schema `{}` is not `{SWEEP_SCHEMA}`; it is not a sweep of this version",
+            s.schema
+        ));
+    }
+    Ok(s)
+}
+
+/// Joins the shards of one sweep into the whole sweep. Every shard must come from the same
+/// scenario, plans and axes, the same shard count, and together they must hold every
+/// point exactly once.
+pub fn merge(parts: &[(String, Sweep)]) -> Result<Sweep, String> {
+    let Some((first_name, first)) = parts.first() else {
+        return Err("nothing to merge: give the shards' folders".to_string());
+    };
+    let mut seen_shards: Vec<usize> = Vec::new();
+    let mut n_shards = None;
+    for (name, p) in parts {
+        if p.scenario != first.scenario || p.plans != first.plans || p.axes != first.axes {
+            return Err(format!(
+                "{name} is a different sweep from {first_name} (scenario, plans or swept values differ)"
+            ));
+        }
+        let (i, n) = p.shard.unwrap_or((0, 1));
+        if *n_shards.get_or_insert(n) != n {
+            return Err(format!(
+                "{name} is shard {i}/{n} but {first_name} is from a sweep cut into {} shards",
+                n_shards.unwrap_or(1)
+            ));
+        }
+        if seen_shards.contains(&i) {
+            return Err(format!("shard {i}/{n} is given twice ({name})"));
+        }
+        seen_shards.push(i);
+    }
+    let n = n_shards.unwrap_or(1);
+    let missing: Vec<String> = (0..n)
+        .filter(|i| !seen_shards.contains(i))
+        .map(|i| format!("{i}/{n}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("missing shard(s) {}", missing.join(", ")));
+    }
+    let mut rows: Vec<SweepRow> = parts.iter().flat_map(|(_, p)| p.rows.clone()).collect();
+    let plan_rank = |p: &Option<String>| first.plans.iter().position(|x| x == p);
+    rows.sort_by_key(|r| (r.point, plan_rank(&r.plan)));
+    let total = point_count(&first.axes).unwrap_or(0);
+    let expected = total.saturating_mul(first.plans.len());
+    if rows.len() != expected {
+        return Err(format!(
+            "the shards hold {} rows, but the sweep has {total} points × {} plan(s) = {expected}",
+            rows.len(),
+            first.plans.len()
+        ));
+    }
+    Ok(Sweep {
+        schema: SWEEP_SCHEMA.to_string(),
+        scenario: first.scenario.clone(),
+        plans: first.plans.clone(),
+        axes: first.axes.clone(),
+        shard: None,
+        rows,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{LevelTotal, SCHEMA};
 
-    fn rep(plan: &str, cycles: u64) -> Report {
-        Report {
-            schema: SCHEMA.into(),
+    fn axes() -> Vec<SweepAxis> {
+        vec![
+            SweepAxis {
+                name: "a".into(),
+                kind: AxisKind::Knob,
+                values: vec![1.0, 2.0],
+            },
+            SweepAxis {
+                name: "b".into(),
+                kind: AxisKind::Bind,
+                values: vec![10.0, 20.0, 30.0],
+            },
+        ]
+    }
+
+    fn sweep(shard: Option<(usize, usize)>) -> Sweep {
+        let ax = axes();
+        let total = point_count(&ax).unwrap();
+        let rows = shard_points(total, shard)
+            .into_iter()
+            .map(|p| {
+                let v = point_values(&ax, p);
+                SweepRow {
+                    point: p,
+                    plan: None,
+                    result: (v[1] != 20.0).then(|| RowResult {
+                        total_cycles: (v[0] * v[1]) as u64,
+                        time_us: v[0] * v[1] / 1e3,
+                        levels: vec![("L1B".into(), 5)],
+                        bottleneck: "L1B".into(),
+                    }),
+                    error: (v[1] == 20.0).then(|| "bad, \"very\"".to_string()),
+                }
+            })
+            .collect();
+        Sweep {
+            schema: SWEEP_SCHEMA.into(),
             scenario: "s".into(),
-            plan: Some(plan.into()),
-            machine: "m".into(),
-            mode: "timing".into(),
-            total_cycles: cycles,
-            clock_ghz: 1.0,
-            ops: vec![],
-            levels: vec![LevelTotal {
-                level: "L1B".into(),
-                busy_cycles: cycles / 2,
-                bytes: 8,
-                bottleneck_ops: 1,
-            }],
-            verified: None,
-            lm_peak_bytes: 0,
-            lm_bytes: 1,
-            overrides: vec![],
-            bind: vec![],
-            warnings: vec![],
+            plans: vec![None],
+            axes: ax,
+            shard,
+            rows,
         }
     }
 
     #[test]
-    fn csv_has_a_row_per_value_and_plan() {
-        let pts = vec![
-            SweepPoint {
-                value: 64.0,
-                reports: vec![rep("a", 100), rep("b", 300)],
-            },
-            SweepPoint {
-                value: 128.0,
-                reports: vec![rep("a", 50), rep("b", 200)],
-            },
-        ];
-        let csv = sweep_csv("links.L1B.distribute.parent", &pts);
+    fn points_are_row_major() {
+        let ax = axes();
+        assert_eq!(point_count(&ax), Some(6));
+        assert_eq!(point_values(&ax, 0), [1.0, 10.0]);
+        assert_eq!(point_values(&ax, 2), [1.0, 30.0]);
+        assert_eq!(point_values(&ax, 3), [2.0, 10.0]);
+        assert_eq!(shard_points(6, Some((1, 4))), [1, 5]);
+    }
+
+    #[test]
+    fn csv_rows_and_failed_points() {
+        let csv = sweep_csv(&sweep(None));
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "knob,value,plan,total_cycles,bottleneck,L1B_busy_cycles"
+            "point,plan,a,b,total_cycles,time_us,L1B_busy_cycles,bottleneck,error"
         );
-        assert_eq!(lines.len(), 5);
-        // No ops in these reports, so no bottleneck level.
-        assert_eq!(lines[3], "links.L1B.distribute.parent,128,a,50,-,25");
-        let svg = sweep_svg("t <x>", "k", &pts);
-        assert_eq!(svg.matches("<polyline").count(), 2);
-        assert_eq!(svg.matches("<circle").count(), 4);
-        assert!(svg.contains("t &lt;x&gt;"));
+        assert_eq!(lines.len(), 7);
+        assert_eq!(lines[1], "0,-,1,10,10,0.01,5,L1B,");
+        assert_eq!(lines[2], "1,-,1,20,,,,,\"bad, \"\"very\"\"\"");
+    }
+
+    #[test]
+    fn shards_merge_into_the_whole() {
+        let whole = sweep(None);
+        let parts: Vec<(String, Sweep)> = [2, 0, 1]
+            .iter()
+            .map(|&i| (format!("s{i}"), sweep(Some((i, 3)))))
+            .collect();
+        let merged = merge(&parts).unwrap();
+        assert_eq!(merged, whole);
+        assert_eq!(sweep_csv(&merged), sweep_csv(&whole));
+        assert_eq!(sweep_json(&merged), sweep_json(&whole));
+        let err = merge(&parts[..2]).unwrap_err();
+        assert!(err.contains("missing shard(s) 1/3"), "{err}");
+        let twice = [parts[0].clone(), parts[0].clone()];
+        assert!(merge(&twice).unwrap_err().contains("given twice"));
+        let back = parse_sweep_json(&sweep_json(&whole)).unwrap();
+        assert_eq!(back, whole);
     }
 }

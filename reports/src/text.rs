@@ -425,6 +425,23 @@ impl Table {
     }
 }
 
+/// A step of 1, 2 or 5 × 10^k that cuts `range` into about `target` intervals (at least 1).
+pub(crate) fn nice_step(range: f64, target: f64) -> f64 {
+    let raw = (range / target).max(1.0);
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let m = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,21 +505,4 @@ mod tests {
         assert_eq!(t.row(0, &w, false), "a-ver…  12");
         assert!(!paint("x", Style::Bold, false).contains('\x1b'));
     }
-}
-
-/// A step of 1, 2 or 5 × 10^k that cuts `range` into about `target` intervals (at least 1).
-pub(crate) fn nice_step(range: f64, target: f64) -> f64 {
-    let raw = (range / target).max(1.0);
-    let mag = 10f64.powf(raw.log10().floor());
-    let f = raw / mag;
-    let m = if f <= 1.0 {
-        1.0
-    } else if f <= 2.0 {
-        2.0
-    } else if f <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    m * mag
 }

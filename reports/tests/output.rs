@@ -66,27 +66,22 @@ fn writes_files_and_subdirectories_into_a_new_directory() {
 }
 
 #[test]
-fn replaces_files_of_the_same_name_and_leaves_others_alone() {
+fn the_folder_holds_one_run_no_file_of_an_earlier_run_survives() {
     let dir = scratch("replace");
+    // An earlier compare: two plans and a compare page.
     fs::create_dir(dir.join("rows")).unwrap();
-    fs::write(dir.join("report.json"), "old").unwrap();
-    fs::write(dir.join("notes.txt"), "mine").unwrap();
-    fs::write(dir.join("rows/trace.json"), "old trace").unwrap();
+    fs::create_dir(dir.join("cols")).unwrap();
+    fs::write(dir.join("compare.html"), "old").unwrap();
+    fs::write(dir.join("rows/report.json"), "old rows").unwrap();
+    fs::write(dir.join("cols/trace.json"), "old cols").unwrap();
+    // Now one plan.
     write_outputs(
         &dir,
-        &files(&[("report.json", "new"), ("rows/report.json", "rows")]),
+        &files(&[("report.json", "new"), ("rows/report.md", "rows")]),
     )
     .unwrap();
+    assert_eq!(tree(&dir), ["report.json", "rows/", "rows/report.md"]);
     assert_eq!(fs::read_to_string(dir.join("report.json")).unwrap(), "new");
-    assert_eq!(fs::read_to_string(dir.join("notes.txt")).unwrap(), "mine");
-    assert_eq!(
-        fs::read_to_string(dir.join("rows/trace.json")).unwrap(),
-        "old trace"
-    );
-    assert_eq!(
-        fs::read_to_string(dir.join("rows/report.json")).unwrap(),
-        "rows"
-    );
     // No temporary directory is left beside it.
     assert_eq!(
         tree(dir.parent().unwrap())
@@ -95,6 +90,20 @@ fn replaces_files_of_the_same_name_and_leaves_others_alone() {
             .count(),
         0
     );
+}
+
+#[test]
+fn a_folder_with_files_mnsim_did_not_write_is_refused_untouched() {
+    let dir = scratch("foreign");
+    fs::create_dir(dir.join("rows")).unwrap();
+    fs::write(dir.join("report.json"), "old").unwrap();
+    fs::write(dir.join("rows/notes.txt"), "mine").unwrap();
+    let before = tree(&dir);
+    let err = write_outputs(&dir, &files(&[("report.json", "new")])).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+    assert!(err.to_string().contains("rows/notes.txt"), "{err}");
+    assert_eq!(tree(&dir), before);
+    assert_eq!(fs::read_to_string(dir.join("report.json")).unwrap(), "old");
 }
 
 #[test]
@@ -145,24 +154,13 @@ fn a_failure_midway_leaves_the_directory_as_it_was() {
 }
 
 #[test]
-fn an_existing_directory_in_the_way_is_an_error_before_writing() {
+fn the_output_directory_must_be_a_directory() {
     let dir = scratch("in-the-way");
-    fs::create_dir(dir.join("report.md")).unwrap();
     fs::write(dir.join("rows"), "a file").unwrap();
-    let err =
-        write_outputs(&dir, &files(&[("report.json", "new"), ("report.md", "md")])).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::IsADirectory);
-    let err = write_outputs(
-        &dir,
-        &files(&[("report.json", "new"), ("rows/report.json", "r")]),
-    )
-    .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotADirectory);
-    assert_eq!(tree(&dir), ["report.md/", "rows"]);
-    // The output directory itself must be a directory.
     let file = dir.join("rows");
     let err = write_outputs(&file, &files(&[("report.json", "{}")])).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotADirectory);
+    assert_eq!(fs::read_to_string(&file).unwrap(), "a file");
 }
 
 #[test]

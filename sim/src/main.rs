@@ -1,6 +1,7 @@
 //! The `mnsim` command line.
 
 use clap::{Parser, Subcommand};
+use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cmd;
@@ -36,10 +37,14 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Run every plan of a scenario and rank them by cycles.
     Compare(cmd::sweep::CompareArgs),
-    /// Sweep a what-if knob: cycles against its values (CSV and an SVG chart).
+    /// Sweep what-if knobs and bindings: every combination, in parallel (CSV, JSON, charts).
     Sweep(cmd::sweep::SweepArgs),
+    /// Join the folders of a sharded sweep (`sweep --shard I/N`) into the whole sweep.
+    Merge(cmd::sweep::MergeArgs),
     /// List the machine presets, or describe one (with --set knobs applied).
     Machines(cmd::machines::MachinesArgs),
+    /// Turn a oneDNN Graph JSON file into a scenario (every layout left to the planner).
+    Import(cmd::import::ImportArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,11 +58,14 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::sweep::compare(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Sweep(args) => cmd::sweep::sweep(args),
+        Command::Merge(args) => cmd::sweep::merge(args),
+        Command::Import(args) => cmd::import::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(report) => {
-            eprintln!("{report:?}");
+            // A closed stderr must not turn an error into a panic.
+            let _ = writeln!(std::io::stderr(), "{report:?}");
             ExitCode::FAILURE
         }
     }

@@ -320,7 +320,8 @@ fn a_plan_failing_at_run_time_leaves_an_existing_out_dir_unchanged() {
     std::fs::write(&file, &text).unwrap();
     let out = tmp.path("out");
     std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("keep.txt"), "mine").unwrap();
+    // An earlier run's report.
+    std::fs::write(out.join("report.md"), "earlier").unwrap();
     let before = files(&out);
     let (f, o) = (file.display().to_string(), out.display().to_string());
     let r = mnsim(&["run", &f, "--out", &o], &[]);
@@ -354,4 +355,115 @@ fn run_errors_name_the_op_they_stopped_at() {
     };
     assert_eq!((e.op, e.tensor.as_deref()), (Some(1), None));
     assert!(e.to_string().contains("split over PE"), "{e}");
+}
+
+#[test]
+fn schedule_flag_chooses_how_ops_are_placed() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/mlp_block.ron")
+        .display()
+        .to_string();
+    let out = TempDir::new("schedule");
+    let total = |schedule: &str| -> serde_json::Value {
+        let dir = out.path(schedule);
+        let o = mnsim(
+            &[
+                "run",
+                &file,
+                "--plan",
+                "gather",
+                "--mode",
+                "timing",
+                "--schedule",
+                schedule,
+                "--out",
+                dir.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+    };
+    let (seq, ovl) = (total("sequential"), total("overlapped"));
+    assert_eq!(seq["schedule"], "sequential");
+    assert_eq!(ovl["schedule"], "overlapped");
+    let cycles = |r: &serde_json::Value| r["total_cycles"].as_u64().unwrap();
+    // The pre-timeline total (pinned in sim/tests/snapshots), and less with overlap.
+    assert_eq!(cycles(&seq), 7408);
+    assert!(cycles(&ovl) < cycles(&seq));
+    // Exposed cycles: all of them op after op; the run's length either way.
+    let exposed = |r: &serde_json::Value| -> u64 {
+        r["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["exposed_cycles"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(exposed(&seq), cycles(&seq));
+    assert_eq!(exposed(&ovl), cycles(&ovl));
+    // An unknown schedule is refused by name.
+    let o = mnsim(&["run", &file, "--schedule", "eager"], &[]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("overlapped"));
+/// `--out` holds one run: a compare's plan folders and compare page are gone once a single
+/// plan is written there.
+#[test]
+fn out_holds_one_run() {
+    let dir = std::env::temp_dir().join(format!("mnsim-out-one-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "scenarios/mlp_block.ron",
+            "--mode",
+            "timing",
+            "--out",
+            d,
+        ];
+        args.extend(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+            .args(&args)
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[]);
+    assert!(dir.join("compare.html").exists() && dir.join("gather").is_dir());
+    run(&["--plan", "split_k"]);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(!names.contains(&"compare.html".to_string()), "{names:?}");
+    assert!(!names.contains(&"gather".to_string()), "{names:?}");
+    assert!(names.contains(&"report.json".to_string()), "{names:?}");
+    // A folder with someone else's file is refused, untouched.
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args([
+            "run",
+            "scenarios/mlp_block.ron",
+            "--mode",
+            "timing",
+            "--out",
+            d,
+        ])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("notes.txt"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

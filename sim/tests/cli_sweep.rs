@@ -11,66 +11,207 @@ fn mnsim(args: &[&str]) -> std::process::Output {
         .expect("runs")
 }
 
-#[test]
-fn sweeping_a_bandwidth_writes_csv_and_a_chart_and_cycles_follow_the_knob() {
-    let dir = std::env::temp_dir().join(format!("mnsim-sweep-{}", std::process::id()));
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mnsim-sweep-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = mnsim(&[
-        "sweep",
-        "scenarios/transfer_blog_1024x512.ron",
-        "--mode",
-        "timing",
-        "--set",
-        "links.Board.distribute.parent=64,128,256,512",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    dir
+}
+
+fn ok(out: &std::process::Output) {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+const TWO_KNOBS: [&str; 8] = [
+    "sweep",
+    "scenarios/transfer_blog_1024x512.ron",
+    "--mode",
+    "timing",
+    "--set",
+    "links.Board.distribute.parent=64,128,256,512",
+    "--set",
+    "links.L1B.distribute.parent=32,128",
+];
+
+#[test]
+fn a_two_knob_sweep_has_every_point_and_cycles_follow_the_knobs() {
+    let dir = scratch("two");
+    let mut args = TWO_KNOBS.to_vec();
+    args.extend(["--out", dir.to_str().unwrap()]);
+    ok(&mnsim(&args));
     let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
     let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
-    let rows: Vec<Vec<&str>> = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
-    assert_eq!(rows.len(), 4 * 3, "4 values x 3 plans:\n{csv}");
-    let cycles = |plan: &str| -> Vec<u64> {
+    let html = std::fs::read_to_string(dir.join("sweep.html")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        header[..6],
+        [
+            "point",
+            "plan",
+            "links.Board.distribute.parent",
+            "links.L1B.distribute.parent",
+            "total_cycles",
+            "time_us"
+        ]
+    );
+    assert_eq!(header[header.len() - 2..], ["bottleneck", "error"]);
+    assert!(header.contains(&"L1B_busy_cycles"), "{header:?}");
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4 * 2 * 3, "4 x 2 values x 3 plans:\n{csv}");
+    // Every combination once.
+    let mut combos: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[1], r[2], r[3])).collect();
+    combos.sort();
+    combos.dedup();
+    assert_eq!(combos.len(), 24);
+    // mncore1 runs at 1 GHz: time_us = cycles / 1000.
+    for r in &rows {
+        let c: f64 = r[4].parse().unwrap();
+        let t: f64 = r[5].parse().unwrap();
+        assert!((t - c / 1e3).abs() < 1e-3, "{r:?}");
+        assert_eq!(r[r.len() - 1], "", "no error: {r:?}");
+    }
+    let cycles = |plan: &str, l1b: &str| -> Vec<u64> {
         rows.iter()
-            .filter(|r| r[2] == plan)
-            .map(|r| r[3].parse().unwrap())
+            .filter(|r| r[1] == plan && r[3] == l1b)
+            .map(|r| r[4].parse().unwrap())
             .collect()
     };
-    // More distribute bandwidth never slows the distributing plan, and helps it here.
-    let blog = cycles("blog");
+    // More Board distribute bandwidth never slows the distributing plan, and helps it here.
+    let blog = cycles("blog", "32");
+    assert_eq!(blog.len(), 4);
     assert!(blog.windows(2).all(|w| w[1] <= w[0]), "{blog:?}");
     assert!(blog[3] < blog[0], "{blog:?}");
-    // The broadcast plan's Load broadcasts over L2B: the distribute rate does not touch it.
-    let bcast = cycles("bcast");
+    // The broadcast plan does not distribute over the board: the knob does not touch it.
+    let bcast = cycles("bcast", "32");
     assert!(bcast.windows(2).all(|w| w[0] == w[1]), "{bcast:?}");
-    assert_eq!(svg.matches("<polyline").count(), 3);
-    assert!(svg.contains("links.Board.distribute.parent"));
+    // One line per (plan, L1B rate), but the Board port bounds every plan here, so the L1B
+    // rate changes nothing: equal series are drawn once and labelled together.
+    assert!(
+        svg.contains("log₂ scale"),
+        "power-of-two knob on a log₂ axis"
+    );
+    assert!(svg.contains("(bytes/cycle)"));
+    assert!(
+        svg.contains(
+            "plan blog, links.L1B.distribute.parent=32 = plan cols, links.L1B.distribute.parent=32"
+        ),
+        "equal series labelled together"
+    );
+    assert_eq!(svg.matches("<polyline").count(), 2);
+    assert!(html.contains("<svg") && html.contains("<table>"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
-fn a_sweep_needs_exactly_one_knob_with_several_values() {
-    let out = mnsim(&["sweep", "scenarios/blog_12x8.ron", "--set", "clock_ghz=1"]);
+fn merged_shards_equal_the_unsharded_sweep_byte_for_byte() {
+    let whole = scratch("whole");
+    let mut args = TWO_KNOBS.to_vec();
+    args.extend(["--out", whole.to_str().unwrap()]);
+    ok(&mnsim(&args));
+    let shards: Vec<std::path::PathBuf> = (0..3).map(|i| scratch(&format!("shard{i}"))).collect();
+    for (i, d) in shards.iter().enumerate() {
+        let mut args = TWO_KNOBS.to_vec();
+        let shard = format!("{i}/3");
+        args.extend(["--shard", &shard, "--out", d.to_str().unwrap()]);
+        ok(&mnsim(&args));
+    }
+    let merged = scratch("merged");
+    // Shards given in any order.
+    let out = mnsim(&[
+        "merge",
+        "--out",
+        merged.to_str().unwrap(),
+        shards[2].to_str().unwrap(),
+        shards[0].to_str().unwrap(),
+        shards[1].to_str().unwrap(),
+    ]);
+    ok(&out);
+    for f in ["sweep.csv", "sweep.json", "sweep.svg", "sweep.html"] {
+        assert_eq!(
+            std::fs::read(whole.join(f)).unwrap(),
+            std::fs::read(merged.join(f)).unwrap(),
+            "{f} differs"
+        );
+    }
+    // A shard short: refused, naming it.
+    let out = mnsim(&[
+        "merge",
+        "--out",
+        scratch("short").to_str().unwrap(),
+        shards[0].to_str().unwrap(),
+        shards[2].to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("several values"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("missing shard(s) 1/3"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for d in shards.iter().chain([&whole, &merged]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn a_failing_point_is_a_row_with_its_error() {
+    let out = mnsim(&[
+        "sweep",
+        "scenarios/mlp_block.ron",
+        "--mode",
+        "timing",
+        "--plan",
+        "split_k",
+        "--bind",
+        "batch=0,16,96",
+    ]);
+    ok(&out);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(rows[0].starts_with("0,split_k,0,,,"), "{}", rows[0]);
+    assert!(
+        rows[0].contains("batch"),
+        "the error names the dimension: {}",
+        rows[0]
+    );
+    assert!(
+        rows[1].starts_with("1,split_k,16,") && rows[1].ends_with(','),
+        "{}",
+        rows[1]
+    );
+    assert!(rows[2].contains("above the bound 64"), "{}", rows[2]);
+}
+
+#[test]
+fn sweep_arguments_are_checked() {
+    let out = mnsim(&["sweep", "scenarios/blog_12x8.ron"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to sweep"));
+    for bad in ["3/3", "1", "a/2", "0/0"] {
+        let out = mnsim(&[
+            "sweep",
+            "scenarios/blog_12x8.ron",
+            "--set",
+            "clock_ghz=1,2",
+            "--shard",
+            bad,
+        ]);
+        assert!(!out.status.success(), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--shard"));
+    }
     let out = mnsim(&[
         "sweep",
         "scenarios/blog_12x8.ron",
         "--set",
         "clock_ghz=1,2",
         "--set",
-        "word_bytes=4,8",
+        "clock_ghz=3",
     ]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("one knob at a time"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("swept twice"));
 }
 
 #[test]

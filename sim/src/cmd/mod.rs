@@ -1,6 +1,15 @@
 //! One module per subcommand.
 
+/// `println!` that never panics: a reader that went away ends the output quietly, any
+/// other write error (a full disk) is returned from the enclosing function.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cmd::emit(&format!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 pub mod check;
+pub mod import;
 pub mod layout;
 pub mod machines;
 pub mod plan;

@@ -66,6 +66,30 @@ pub struct ScenarioArgs {
     /// Bind a dynamic dimension, e.g. --bind batch=48.
     #[arg(long = "bind")]
     pub binds: Vec<String>,
+    /// Override the scenario's schedule: overlapped (transfers overlap compute, the
+    /// default) or sequential (each op starts when the previous one ends).
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ScheduleArg {
+    Overlapped,
+    Sequential,
+}
+
+impl ScenarioArgs {
+    /// Loads the scenario file, with `--schedule` applied.
+    pub fn load(&self) -> Result<(scenario::Scenario, scenario::Source), Report> {
+        let (mut sc, src) = scenario::load(&self.scenario)?;
+        if let Some(s) = self.schedule {
+            sc.schedule = match s {
+                ScheduleArg::Overlapped => scenario::Schedule::Overlapped,
+                ScheduleArg::Sequential => scenario::Schedule::Sequential,
+            };
+        }
+        Ok((sc, src))
+    }
 }
 
 #[derive(Args)]
@@ -88,7 +112,14 @@ pub struct RunArgs {
 pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
-    let (sc, src) = scenario::load(&a.s.scenario)?;
+    let (mut sc, src) = a.s.load()?;
+    // An imported graph leaves every layout to the planner: plan it first, and say so.
+    if mnsim_sim::import::is_imported(&src) {
+        eprintln!(
+            "note: {}",
+            mnsim_sim::import::plan_auto(&mut sc, &src, &sets, &binds)
+        );
+    }
     let plans: Vec<Option<String>> = match &a.plan {
         Some(p) => vec![Some(p.clone())],
         // A plan that leaves variables to the planner cannot run as it is: say so, run the rest.
@@ -107,45 +138,72 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
             })
             .collect(),
     };
+    let mode = a.mode.map(|m| match m {
+        ModeArg::Timing => Mode::Timing,
+        ModeArg::Functional => Mode::Functional,
+    });
     let mut out = Vec::new();
     for plan in &plans {
-        let mut res = scenario::resolve(&sc, &src, plan.as_deref(), &sets, &binds)?;
-        if let Some(m) = a.mode {
-            res.mode = match m {
-                ModeArg::Timing => Mode::Timing,
-                ModeArg::Functional => Mode::Functional,
-            };
-        }
-        let bar = Progress::new(&format!(
-            "{}{}",
-            sc.name,
-            plan.as_deref()
-                .map(|p| format!(" (plan {p})"))
-                .unwrap_or_default()
-        ));
+        out.push(run_plan(
+            &sc,
+            &src,
+            plan.as_deref(),
+            &sets,
+            &binds,
+            mode,
+            true,
+        )?);
+    }
+    Ok(out)
+}
+
+/// Resolves and runs one plan; the report is refused when a count in it overflowed.
+/// `progress`: show a progress bar on a terminal when the run takes a while.
+pub fn run_plan(
+    sc: &scenario::Scenario,
+    src: &scenario::Source,
+    plan: Option<&str>,
+    sets: &[(String, f64)],
+    binds: &std::collections::BTreeMap<String, u64>,
+    mode: Option<Mode>,
+    progress: bool,
+) -> Result<mnsim_reports::Report, Report> {
+    let mut res = scenario::resolve(sc, src, plan, sets, binds)?;
+    if let Some(m) = mode {
+        res.mode = m;
+    }
+    let label = format!(
+        "{}{}",
+        sc.name,
+        plan.map(|p| format!(" (plan {p})")).unwrap_or_default()
+    );
+    let r = if progress {
+        let bar = Progress::new(&label);
         let mut tick = |done: usize, total: usize| bar.tick(done, total);
         let r = run_with_progress(&res, &mut tick);
         bar.finish();
-        let r = r.map_err(|e| {
-            let plan = plan
-                .as_deref()
-                .map(|p| format!("plan `{p}`: "))
-                .unwrap_or_default();
-            scenario::run_error(&src, e.op, e.tensor.as_deref(), &format!("{plan}{e}"))
-        })?;
-        out.push(r.report);
-    }
-    Ok(out)
+        r
+    } else {
+        run_with_progress(&res, &mut |_, _| {})
+    };
+    let plan_note = plan.map(|p| format!("plan `{p}`: ")).unwrap_or_default();
+    let r = r.map_err(|e| {
+        scenario::run_error(src, e.op, e.tensor.as_deref(), &format!("{plan_note}{e}"))
+    })?;
+    let leaf = res.machine.levels.last().map_or("PE", |l| l.name.as_str());
+    mnsim_sim::limits::check_report(&r.report, leaf)
+        .map_err(|e| miette!("error: {}: {plan_note}{e}", src.path))?;
+    Ok(r.report)
 }
 
 pub fn run(a: RunArgs) -> Result<(), Report> {
     let reps = reports(&a)?;
     let color = std::io::stdout().is_terminal();
     for r in &reps {
-        println!("{}", mnsim_reports::terminal(r, color));
+        outln!("{}", mnsim_reports::terminal(r, color));
     }
     if reps.len() > 1 {
-        println!("{}", mnsim_reports::compare_table(&reps));
+        outln!("{}", mnsim_reports::compare_table(&reps));
     }
     if let Some(dir) = &a.out {
         write(dir, &reps)?;

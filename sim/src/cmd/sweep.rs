@@ -1,9 +1,14 @@
-//! `mnsim compare S.ron` and `mnsim sweep S.ron --set K=V1,V2,...`.
+//! `mnsim compare S.ron`, `mnsim sweep S.ron --set K=V1,V2 [--bind N=V1,V2]...` (the
+//! cartesian product, in parallel, optionally one shard of it) and `mnsim merge`.
 
-use super::run::{ModeArg, RunArgs, ScenarioArgs, reports, write};
+use super::run::{ModeArg, RunArgs, ScenarioArgs, ScheduleArg, reports, run_plan, write};
 use clap::Args;
 use miette::{Report, miette};
-use mnsim_reports::SweepPoint;
+use mnsim_reports::{AxisKind, RowResult, Sweep, SweepAxis, SweepRow};
+use mnsim_sim::scenario::{self, Mode};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -27,10 +32,10 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
         mode: a.mode,
     };
     let reps = reports(&args)?;
-    println!("{}", mnsim_reports::compare_table(&reps));
+    outln!("{}", mnsim_reports::compare_table(&reps));
     let ops = mnsim_reports::compare_ops(&reps);
     if !ops.is_empty() {
-        println!("{ops}");
+        outln!("{ops}");
     }
     if let Some(dir) = &a.out {
         write(dir, &reps)?;
@@ -42,100 +47,274 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
 pub struct SweepArgs {
     /// The scenario file.
     pub scenario: PathBuf,
-    /// Knobs: exactly one with several comma-separated values (the swept knob),
-    /// e.g. --set links.L1B.distribute.parent=64,128,256,512; others fixed.
-    #[arg(long = "set", required = true)]
+    /// A knob and its values, e.g. --set links.L1B.distribute.parent=64,128,256. Repeat for
+    /// more knobs: every combination runs (the cartesian product).
+    #[arg(long = "set")]
     pub sets: Vec<String>,
+    /// A dynamic dimension and its values, e.g. --bind batch=16,32,64 (part of the product).
+    #[arg(long = "bind")]
+    pub binds: Vec<String>,
     /// Only this plan (default: every plan).
     #[arg(long)]
     pub plan: Option<String>,
-    /// Bind a dynamic dimension, e.g. --bind batch=48.
-    #[arg(long = "bind")]
-    pub binds: Vec<String>,
     /// Override the scenario's mode (timing is the fast choice for sweeps).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
-    /// Write sweep.csv and sweep.svg here (default: the CSV on stdout).
+    /// Override the scenario's schedule (overlapped or sequential).
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
+    /// Run only shard I of N (0 ≤ I < N): the points whose number is I modulo N.
+    /// `mnsim merge` joins the shards' folders into the whole sweep.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// The axis to chart cycles against (default: the first with several values).
+    #[arg(long = "x", value_name = "KNOB")]
+    pub x: Option<String>,
+    /// Write sweep.csv, sweep.json, sweep.svg and sweep.html here (default: the CSV on
+    /// stdout).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
 
-pub fn sweep(a: SweepArgs) -> Result<(), Report> {
-    let mut swept: Option<(String, Vec<f64>)> = None;
-    let mut fixed: Vec<String> = Vec::new();
+#[derive(Args)]
+pub struct MergeArgs {
+    /// Where to write the whole sweep (sweep.csv, sweep.json, sweep.svg, sweep.html).
+    #[arg(long, required = true)]
+    pub out: PathBuf,
+    /// The shards' output folders (each holds a sweep.json).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The axis to chart cycles against (default: the first with several values).
+    #[arg(long = "x", value_name = "KNOB")]
+    pub x: Option<String>,
+}
+
+/// `I/N` with N ≥ 1 and I < N.
+fn parse_shard(text: &str) -> Result<(usize, usize), Report> {
+    let bad = || miette!("error: --shard {text}: expected I/N with 0 ≤ I < N, e.g. --shard 0/4");
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let i: usize = i.trim().parse().map_err(|_| bad())?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// The swept axes, in the order given: every `--set` then every `--bind`.
+fn axes(a: &SweepArgs) -> Result<Vec<SweepAxis>, Report> {
+    let mut out: Vec<SweepAxis> = Vec::new();
     for s in &a.sets {
         let (k, vs) = mnsim_arch::parse_sweep(s).map_err(|e| miette!("error: --set {s}: {e}"))?;
-        if vs.len() > 1 {
-            if let Some((other, _)) = &swept {
-                return Err(miette!(
-                    "error: sweep one knob at a time: both `{other}` and `{k}` have several values"
-                ));
-            }
-            swept = Some((k, vs));
-        } else {
-            fixed.push(s.clone());
-        }
-    }
-    let Some((knob, values)) = swept else {
-        return Err(miette!(
-            "error: give the swept knob several values, e.g. --set {}=64,128,256",
-            "links.L1B.distribute.parent"
-        ));
-    };
-    let mut points = Vec::new();
-    for v in &values {
-        let mut sets = fixed.clone();
-        sets.push(format!("{knob}={v}"));
-        let args = RunArgs {
-            s: ScenarioArgs {
-                scenario: a.scenario.clone(),
-                sets,
-                binds: a.binds.clone(),
-            },
-            plan: a.plan.clone(),
-            out: None,
-            mode: a.mode,
-        };
-        let reps = reports(&args).map_err(|e| miette!("error: at {knob}={v}: {e}"))?;
-        eprintln!(
-            "{knob} = {v}: {}",
-            reps.iter()
-                .map(|r| format!(
-                    "{} {} cycles",
-                    r.plan.as_deref().unwrap_or("-"),
-                    r.total_cycles
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        points.push(SweepPoint {
-            value: *v,
-            reports: reps,
+        out.push(SweepAxis {
+            name: k,
+            kind: AxisKind::Knob,
+            values: vs,
         });
     }
-    let csv = mnsim_reports::sweep_csv(&knob, &points);
+    for b in &a.binds {
+        let (k, vs) = b.split_once('=').ok_or_else(|| {
+            miette!("error: --bind {b}: expected NAME=SIZE[,SIZE...], e.g. batch=16,32")
+        })?;
+        let mut values = Vec::new();
+        for v in vs.split(',') {
+            let one = scenario::parse_binds(&[format!("{k}={v}")])?;
+            values.extend(one.values().map(|&x| x as f64));
+        }
+        out.push(SweepAxis {
+            name: k.trim().to_string(),
+            kind: AxisKind::Bind,
+            values,
+        });
+    }
+    if out.is_empty() {
+        return Err(miette!(
+            "error: nothing to sweep: give a knob's values, e.g. --set links.L1B.distribute.parent=64,128,256"
+        ));
+    }
+    for (i, x) in out.iter().enumerate() {
+        if out[..i].iter().any(|y| y.name == x.name) {
+            return Err(miette!("error: `{}` is swept twice", x.name));
+        }
+    }
+    Ok(out)
+}
+
+/// A progress bar with an ETA on a terminal's stderr; hidden otherwise.
+fn progress_bar(len: usize) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "sweep [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+pub fn sweep(a: SweepArgs) -> Result<(), Report> {
+    let axes = axes(&a)?;
+    let shard = a.shard.as_deref().map(parse_shard).transpose()?;
+    let total = mnsim_reports::point_count(&axes)
+        .filter(|&n| n <= 1 << 24)
+        .ok_or_else(|| miette!("error: the sweep has more than 2^24 points"))?;
+    let (mut sc, src) = scenario::load(&a.scenario)?;
+    if let Some(s) = a.schedule {
+        sc.schedule = match s {
+            ScheduleArg::Overlapped => scenario::Schedule::Overlapped,
+            ScheduleArg::Sequential => scenario::Schedule::Sequential,
+        };
+    }
+    let plans: Vec<Option<String>> = match &a.plan {
+        Some(p) => vec![Some(p.clone())],
+        None => scenario::plans_to_run(&sc)
+            .into_iter()
+            .filter(|p| {
+                !p.as_ref()
+                    .is_some_and(|p| sc.plans[p].values().any(|v| *v == scenario::PlanValue::Any))
+            })
+            .collect(),
+    };
+    if plans.is_empty() {
+        return Err(miette!(
+            "error: {}: every plan leaves variables to the planner; `mnsim plan` chooses them",
+            src.path
+        ));
+    }
+    let mode = a.mode.map(|m| match m {
+        ModeArg::Timing => Mode::Timing,
+        ModeArg::Functional => Mode::Functional,
+    });
+    let x = mnsim_reports::x_axis(
+        &Sweep {
+            schema: String::new(),
+            scenario: String::new(),
+            plans: Vec::new(),
+            axes: axes.clone(),
+            shard: None,
+            rows: Vec::new(),
+        },
+        a.x.as_deref(),
+    )
+    .map_err(|e| miette!("error: {e}"))?;
+    let jobs: Vec<(usize, &Option<String>)> = mnsim_reports::shard_points(total, shard)
+        .into_iter()
+        .flat_map(|p| plans.iter().map(move |plan| (p, plan)))
+        .collect();
+    let bar = progress_bar(jobs.len());
+    let rows: Vec<SweepRow> = jobs
+        .par_iter()
+        .map(|&(p, plan)| {
+            let values = mnsim_reports::point_values(&axes, p);
+            let mut sets = Vec::new();
+            let mut binds = BTreeMap::new();
+            for (ax, &v) in axes.iter().zip(&values) {
+                match ax.kind {
+                    AxisKind::Knob => sets.push((ax.name.clone(), v)),
+                    AxisKind::Bind => {
+                        binds.insert(ax.name.clone(), v as u64);
+                    }
+                }
+            }
+            let r = run_plan(&sc, &src, plan.as_deref(), &sets, &binds, mode, false);
+            bar.inc(1);
+            match r {
+                Ok(rep) => SweepRow {
+                    point: p,
+                    plan: plan.clone(),
+                    result: Some(RowResult::of(&rep)),
+                    error: None,
+                },
+                Err(e) => SweepRow {
+                    point: p,
+                    plan: plan.clone(),
+                    result: None,
+                    error: Some(e.to_string().trim_start_matches("error: ").to_string()),
+                },
+            }
+        })
+        .collect();
+    bar.finish_and_clear();
+    let failed = rows.iter().filter(|r| r.error.is_some()).count();
+    let n = rows.len();
+    let sw = Sweep {
+        schema: mnsim_reports::SWEEP_SCHEMA.to_string(),
+        scenario: sc.name.clone(),
+        plans,
+        axes,
+        shard,
+        rows,
+    };
     match &a.out {
         Some(dir) => {
-            let title = points
-                .first()
-                .and_then(|p| p.reports.first())
-                .map_or(String::new(), |r| r.scenario.clone());
-            let svg = mnsim_reports::sweep_svg(&title, &knob, &points);
-            mnsim_reports::write_outputs(
-                dir,
-                &[
-                    (PathBuf::from("sweep.csv"), csv.into_bytes()),
-                    (PathBuf::from("sweep.svg"), svg.into_bytes()),
-                ],
-            )
-            .map_err(|e| miette!("error: writing {}: {e}", dir.display()))?;
-            println!(
-                "wrote {}/sweep.csv and {}/sweep.svg",
+            write_sweep(dir, &sw, x)?;
+            outln!(
+                "wrote {}: {n} run(s){}",
                 dir.display(),
-                dir.display()
+                if failed > 0 {
+                    format!(", {failed} failed (see the error column of sweep.csv)")
+                } else {
+                    String::new()
+                }
             );
         }
-        None => print!("{csv}"),
+        None => super::emit(&mnsim_reports::sweep_csv(&sw))?,
     }
+    if failed == n && n > 0 {
+        return Err(miette!(
+            "error: every run of the sweep failed; the first: {}",
+            sw.rows[0].error.as_deref().unwrap_or("")
+        ));
+    }
+    Ok(())
+}
+
+fn write_sweep(dir: &std::path::Path, sw: &Sweep, x: usize) -> Result<(), Report> {
+    mnsim_reports::write_outputs(
+        dir,
+        &[
+            (
+                PathBuf::from("sweep.csv"),
+                mnsim_reports::sweep_csv(sw).into_bytes(),
+            ),
+            (
+                PathBuf::from("sweep.json"),
+                mnsim_reports::sweep_json(sw).into_bytes(),
+            ),
+            (
+                PathBuf::from("sweep.svg"),
+                mnsim_reports::sweep_svg(sw, x).into_bytes(),
+            ),
+            (
+                PathBuf::from("sweep.html"),
+                mnsim_reports::sweep_html(sw, x).into_bytes(),
+            ),
+        ],
+    )
+    .map_err(|e| miette!("error: writing {}: {e}", dir.display()))
+}
+
+/// `mnsim merge --out DIR DIR1 DIR2 ...`: the shards of a sweep joined into the whole.
+pub fn merge(a: MergeArgs) -> Result<(), Report> {
+    let mut parts = Vec::new();
+    for d in &a.dirs {
+        let path = d.join("sweep.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| miette!("error: cannot read {}: {e}", path.display()))?;
+        let s = mnsim_reports::parse_sweep_json(&text)
+            .map_err(|e| miette!("error: {}: {e}", path.display()))?;
+        parts.push((d.display().to_string(), s));
+    }
+    let whole = mnsim_reports::merge_sweeps(&parts).map_err(|e| miette!("error: {e}"))?;
+    let x = mnsim_reports::x_axis(&whole, a.x.as_deref()).map_err(|e| miette!("error: {e}"))?;
+    write_sweep(&a.out, &whole, x)?;
+    outln!(
+        "wrote {}: {} run(s) from {} shard(s)",
+        a.out.display(),
+        whole.rows.len(),
+        parts.len()
+    );
     Ok(())
 }

@@ -26,6 +26,8 @@ pub struct Resolved {
     pub verify: bool,
     /// Insert a Reduce after every kernel whose output is partial.
     pub auto_reduce: bool,
+    /// How ops are placed in time.
+    pub schedule: super::Schedule,
     /// Every declared tensor, shapes bound.
     pub tensors: BTreeMap<String, ResolvedTensor>,
     /// The program, plan variables substituted, layouts bound.
@@ -181,7 +183,7 @@ pub fn resolve(
     }
     for (k, v) in sets {
         mnsim_arch::set_knob(&mut machine, k, *v)
-            .map_err(|e| miette!("error: --set {k}={v}: {e}"))?;
+            .map_err(|e| miette!("error: --set {k}={}: {e}", mnsim_arch::Num(*v)))?;
         overrides.push((k.clone(), *v));
     }
 
@@ -319,8 +321,20 @@ pub fn resolve(
                     ));
                 }
             }
-            Op::Reduce { tensor, level, .. } => {
+            Op::Reduce {
+                tensor, level, op, ..
+            } => {
                 need_resident(tensor, "tensor", &resident)?;
+                if !op.combines_over_levels() {
+                    return Err(cx.err(
+                        cx.op_span(i, "op"),
+                        &format!(
+                            "{what}: a tree Reduce combines with Add, Max or Min, not {op:?} \
+                             ({op:?} is a ReduceAxes reduction)"
+                        ),
+                        "not a tree combination",
+                    ));
+                }
                 let levels: Vec<String> = machine
                     .addressable_levels()
                     .into_iter()
@@ -347,6 +361,7 @@ pub fn resolve(
 
         // Axis arguments.
         check_axes(&cx, i, &what, op, &tensors)?;
+        check_numbers(&cx, i, &what, op, &tensors)?;
 
         // A moved copy keeps dtype and shape.
         if let Op::Relayout {
@@ -534,6 +549,7 @@ pub fn resolve(
         mode: sc.mode,
         verify: sc.verify,
         auto_reduce: sc.auto_reduce,
+        schedule: sc.schedule,
         tensors,
         ops,
         overrides,
@@ -723,8 +739,58 @@ fn resolve_tensor(
                 ));
             }
         };
+        if runtime == 0 || at_bound == 0 {
+            // An empty tensor has nothing to lay out or move: the same error in both modes.
+            let how = match binding {
+                Some((n, _)) if from_cli(n) => format!(" (--bind {n}=0)"),
+                Some((n, _)) => format!(" (`bind: {{\"{n}\": 0}}`)"),
+                None => String::new(),
+            };
+            let fix = match d.name() {
+                Some(n) => format!("bind `{n}` to at least 1"),
+                None => "give it at least 1 element".to_string(),
+            };
+            return Err(cx.err(
+                dim_span(),
+                &format!(
+                    "tensor `{name}`: dimension {i} (`{d}`) of `{}` has size 0{how}, so the \
+                     tensor has no elements; {fix}",
+                    decl.shape
+                ),
+                "size 0",
+            ));
+        }
         dims_at_bound.push(at_bound);
         runtime_dims.push(runtime);
+    }
+    if let Some(init) = &decl.init {
+        let elems = runtime_dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        let problem = match init {
+            super::Init::Fill { value } => decl
+                .dtype
+                .check_value(*value)
+                .map(|why| format!("Fill value {why}")),
+            super::Init::Iota => elems.and_then(|n| {
+                let last = n.saturating_sub(1) as f64;
+                decl.dtype.check_value(last).map(|_| {
+                    format!(
+                        "Iota counts up to {last}, beyond the largest {} ({})",
+                        decl.dtype,
+                        decl.dtype.range().1
+                    )
+                })
+            }),
+            _ => None,
+        };
+        if let Some(p) = problem {
+            return Err(cx.err(
+                node.and_then(|n| n.field("init"))
+                    .or(node)
+                    .map(|n| n.span.clone()),
+                &format!("tensor `{name}`: {p}"),
+                "this value",
+            ));
+        }
     }
     let shape = declared.bind(bind).map_err(|e| {
         cx.err(
@@ -744,6 +810,59 @@ fn resolve_tensor(
     })
 }
 
+/// Numeric fields of ops are usable numbers, and a kernel's operands share one dtype
+/// (mixed dtypes are rejected; see docs/kernels.md).
+fn check_numbers(
+    cx: &Ctx,
+    i: usize,
+    what: &str,
+    op: &Op,
+    tensors: &BTreeMap<String, ResolvedTensor>,
+) -> Result<(), Report> {
+    if let Op::LayerNorm { eps, .. } = op
+        && !(eps.is_finite() && *eps >= 0.0)
+    {
+        return Err(cx.err(
+            cx.op_span(i, "eps"),
+            &format!("{what}: eps must be a finite number ≥ 0, got {eps}"),
+            "this value",
+        ));
+    }
+    let operands: Vec<(&str, &str)> = match op {
+        Op::Unary { input, out, .. }
+        | Op::ReduceAxes { input, out, .. }
+        | Op::Softmax { input, out, .. }
+        | Op::LayerNorm { input, out, .. }
+        | Op::Transpose { input, out, .. } => vec![("input", input), ("out", out)],
+        Op::Binary { a, b, out, .. }
+        | Op::MatMul { a, b, out, .. }
+        | Op::BatchMatMul { a, b, out, .. } => vec![("a", a), ("b", b), ("out", out)],
+        _ => return Ok(()),
+    };
+    let Some(&(_, first)) = operands.first() else {
+        return Ok(());
+    };
+    let Some(d0) = tensors.get(first).map(|t| t.dtype) else {
+        return Ok(());
+    };
+    for &(field, name) in &operands[1..] {
+        if let Some(t) = tensors.get(name)
+            && t.dtype != d0
+        {
+            return Err(cx.err(
+                cx.op_span(i, field),
+                &format!(
+                    "{what}: `{name}` is {} but `{first}` is {d0}: the operands and result of \
+                     a kernel share one dtype; mnsim never converts implicitly",
+                    t.dtype
+                ),
+                "another dtype",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Axis numbers are within the input's rank; a permutation is a permutation.
 fn check_axes(
     cx: &Ctx,
@@ -758,6 +877,10 @@ fn check_axes(
             (input, vec![*axis], "axis", false)
         }
         Op::Transpose { input, perm, .. } => (input, perm.clone(), "perm", true),
+        Op::BiasAdd { input, axis, .. } => (input, vec![*axis], "axis", false),
+        Op::Concat { inputs, axis, .. } if !inputs.is_empty() => {
+            (&inputs[0], vec![*axis], "axis", false)
+        }
         _ => return Ok(()),
     };
     let rank = tensors[input].dims_at_bound.len();

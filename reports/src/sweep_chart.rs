@@ -1,0 +1,446 @@
+//! Charts of a sweep: total cycles against one swept axis, one line per combination of
+//! the other axes (and plan), as SVG (`sweep.svg`) and as an HTML page (`sweep.html`).
+//!
+//! An axis whose values are all powers of two is drawn on a log₂ scale; the cycle axis is
+//! logarithmic when the cycles span more than a factor of 20. Series with the same cycles
+//! at every point are drawn once and labelled together, so no line hides another. The
+//! legend draws each series' line with its own colour and dashes.
+
+use crate::sweep::{AxisKind, Sweep, SweepAxis, fmt_value, point_values, sweep_csv};
+use std::fmt::Write as _;
+
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+const DASHES: [&str; 4] = ["none", "8 4", "2 3", "12 3 2 3"];
+
+fn esc(t: &str) -> String {
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The unit of a knob or binding, for axis labels.
+pub fn axis_unit(a: &SweepAxis) -> &'static str {
+    if a.kind == AxisKind::Bind {
+        return "elements";
+    }
+    let last = a.name.rsplit('.').next().unwrap_or("");
+    match last {
+        "parent" | "child" | "bytes_per_cycle" => "bytes/cycle",
+        "bytes" | "burst_bytes" | "word_bytes" => "bytes",
+        "latency" => "cycles",
+        "count" => "nodes per parent",
+        "clock_ghz" => "GHz",
+        "m" | "n" | "k" => "elements",
+        _ if a.name.starts_with("compute.") => "FLOP/cycle",
+        _ => "",
+    }
+}
+
+fn axis_label(a: &SweepAxis) -> String {
+    match axis_unit(a) {
+        "" => a.name.clone(),
+        u => format!("{} ({u})", a.name),
+    }
+}
+
+/// A cycle count for an axis: `750`, `1.5k`, `20k`, `1.2M`.
+fn short_count(v: f64) -> String {
+    for (scale, unit) in [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")] {
+        if v >= scale {
+            let t = format!("{:.1}", v / scale);
+            return format!("{}{unit}", t.strip_suffix(".0").unwrap_or(&t));
+        }
+    }
+    format!("{v:.0}")
+}
+
+/// Whether every value is a positive power of two (at least two distinct values).
+fn powers_of_two(v: &[f64]) -> bool {
+    v.len() > 1
+        && v.iter()
+            .all(|&x| x > 0.0 && x.fract() == 0.0 && (x as u64).is_power_of_two())
+}
+
+/// The axis charted along x: `wanted` by name, else the first with several values.
+pub fn x_axis(s: &Sweep, wanted: Option<&str>) -> Result<usize, String> {
+    if let Some(w) = wanted {
+        return s.axes.iter().position(|a| a.name == w).ok_or_else(|| {
+            let names: Vec<&str> = s.axes.iter().map(|a| a.name.as_str()).collect();
+            format!("--x {w} is not a swept axis (axes: {})", names.join(", "))
+        });
+    }
+    Ok(s.axes.iter().position(|a| a.values.len() > 1).unwrap_or(0))
+}
+
+/// One line: a label and its (x, cycles) points (failed points left out).
+struct Series {
+    label: String,
+    points: Vec<(f64, Option<u64>)>,
+}
+
+fn series(s: &Sweep, x: usize) -> Vec<Series> {
+    let mut out: Vec<(String, Series)> = Vec::new();
+    for row in &s.rows {
+        let vals = point_values(&s.axes, row.point);
+        let mut parts: Vec<String> = s
+            .axes
+            .iter()
+            .enumerate()
+            .filter(|&(i, a)| i != x && a.values.len() > 1)
+            .map(|(i, a)| format!("{}={}", a.name, fmt_value(vals[i])))
+            .collect();
+        if s.plans.len() > 1 {
+            parts.insert(0, format!("plan {}", row.plan.as_deref().unwrap_or("-")));
+        }
+        let key = parts.join(", ");
+        let y = row.result.as_ref().map(|r| r.total_cycles);
+        let xv = vals.get(x).copied().unwrap_or(0.0);
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, se)) => se.points.push((xv, y)),
+            None => out.push((
+                key.clone(),
+                Series {
+                    label: if key.is_empty() {
+                        s.plans
+                            .first()
+                            .and_then(|p| p.clone())
+                            .map_or("total cycles".to_string(), |p| format!("plan {p}"))
+                    } else {
+                        key
+                    },
+                    points: vec![(xv, y)],
+                },
+            )),
+        }
+    }
+    // Equal series: drawn once, labelled together.
+    let mut merged: Vec<Series> = Vec::new();
+    for (_, se) in out {
+        match merged.iter_mut().find(|m| m.points == se.points) {
+            Some(m) => m.label = format!("{} = {}", m.label, se.label),
+            None => merged.push(se),
+        }
+    }
+    merged
+}
+
+/// An SVG line chart of total cycles against axis `x` of the sweep.
+pub fn sweep_svg(s: &Sweep, x: usize) -> String {
+    let Some(ax) = s.axes.get(x) else {
+        return "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n".to_string();
+    };
+    let all = series(s, x);
+    let (w, l, r, t, b) = (760.0, 90.0, 30.0, 44.0, 64.0);
+    let legend_h = 18.0 * all.len() as f64 + 10.0;
+    let plot_h = 320.0;
+    let h = t + plot_h + b + legend_h;
+    let log_x = powers_of_two(&ax.values);
+    let ys: Vec<f64> = all
+        .iter()
+        .flat_map(|se| se.points.iter().filter_map(|p| p.1.map(|c| c as f64)))
+        .collect();
+    let ymax = ys.iter().copied().fold(1.0, f64::max);
+    let ymin = ys.iter().copied().fold(f64::INFINITY, f64::min).max(1.0);
+    let log_y = ymax / ymin > 20.0;
+    let xs = &ax.values;
+    let fx = |v: f64| if log_x { v.log2() } else { v };
+    let (x0, x1) = xs
+        .iter()
+        .map(|&v| fx(v))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+    let (x0, x1) = if x1 > x0 {
+        (x0, x1)
+    } else {
+        (x0 - 1.0, x0 + 1.0)
+    };
+    let px = |v: f64| l + (fx(v) - x0) / (x1 - x0) * (w - l - r);
+    // y: linear from 0, or log10 between decades.
+    let (ylo, yhi) = if log_y {
+        (ymin.log10().floor(), ymax.log10().ceil())
+    } else {
+        (0.0, {
+            let step = crate::text::nice_step(ymax, 5.0);
+            (ymax / step).ceil() * step
+        })
+    };
+    let fy = |c: f64| if log_y { c.max(1.0).log10() } else { c };
+    let py = |c: f64| t + plot_h - (fy(c) - ylo) / (yhi - ylo).max(1e-9) * plot_h;
+    let title = format!("{}: total cycles against {}", s.scenario, ax.name);
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}" font-family="sans-serif" font-size="12"><title>{}</title><rect width="{w}" height="{h}" fill="white"/><text x="{l}" y="26" font-size="15" font-weight="bold">{}</text>"#,
+        esc(&title),
+        esc(&title)
+    );
+    // y grid.
+    let yticks: Vec<f64> = if log_y {
+        (ylo as i32..=yhi as i32).map(|e| 10f64.powi(e)).collect()
+    } else {
+        let step = crate::text::nice_step(yhi, 5.0);
+        (0..)
+            .map(|i| i as f64 * step)
+            .take_while(|&v| v <= yhi + 1e-9)
+            .collect()
+    };
+    for yt in yticks {
+        let yy = py(yt);
+        let _ = write!(
+            o,
+            r##"<line x1="{l}" x2="{}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            w - r,
+            l - 6.0,
+            yy + 4.0,
+            short_count(yt)
+        );
+    }
+    for &xv in xs {
+        let xx = px(xv);
+        let _ = write!(
+            o,
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{t}" y2="{}" stroke="#eee"/><text x="{xx:.1}" y="{}" text-anchor="middle">{}</text>"##,
+            t + plot_h,
+            t + plot_h + 18.0,
+            fmt_value(xv)
+        );
+    }
+    let _ = write!(
+        o,
+        r##"<line x1="{l}" x2="{}" y1="{}" y2="{}" stroke="#333"/><line x1="{l}" x2="{l}" y1="{t}" y2="{}" stroke="#333"/>"##,
+        w - r,
+        t + plot_h,
+        t + plot_h,
+        t + plot_h
+    );
+    let scale_note = |log: bool, base: &str| {
+        if log {
+            format!(", {base} scale")
+        } else {
+            String::new()
+        }
+    };
+    let _ = write!(
+        o,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}{}</text><text transform="translate(18 {}) rotate(-90)" text-anchor="middle">total cycles{}</text>"#,
+        (l + w - r) / 2.0,
+        t + plot_h + 40.0,
+        esc(&axis_label(ax)),
+        scale_note(log_x, "log₂"),
+        t + plot_h / 2.0,
+        scale_note(log_y, "log")
+    );
+    for (i, se) in all.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let dash = DASHES[(i / COLORS.len() + i) % DASHES.len()];
+        // A failed point breaks the line.
+        let mut runs: Vec<Vec<String>> = vec![Vec::new()];
+        for &(xv, y) in &se.points {
+            match y {
+                Some(y) => {
+                    if let Some(last) = runs.last_mut() {
+                        last.push(format!("{:.1},{:.1}", px(xv), py(y as f64)));
+                    }
+                }
+                None => runs.push(Vec::new()),
+            }
+        }
+        for run in runs.iter().filter(|r| !r.is_empty()) {
+            let _ = write!(
+                o,
+                r#"<polyline fill="none" stroke="{c}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#,
+                run.join(" ")
+            );
+        }
+        for &(xv, y) in &se.points {
+            if let Some(y) = y {
+                let _ = write!(
+                    o,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{c}"><title>{} = {}: {} cycles ({})</title></circle>"#,
+                    px(xv),
+                    py(y as f64),
+                    esc(&ax.name),
+                    fmt_value(xv),
+                    y,
+                    esc(&se.label)
+                );
+            }
+        }
+        let ly = t + plot_h + b + 10.0 + i as f64 * 18.0;
+        let _ = write!(
+            o,
+            r#"<line x1="{l}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{}" y="{:.1}">{}</text>"#,
+            l + 36.0,
+            ly - 4.0,
+            ly - 4.0,
+            l + 44.0,
+            ly,
+            esc(&se.label)
+        );
+    }
+    let failed = s.rows.iter().filter(|r| r.error.is_some()).count();
+    if failed > 0 {
+        let _ = write!(
+            o,
+            r##"<text x="{}" y="26" text-anchor="end" fill="#b91c1c">{failed} point(s) failed: see sweep.csv</text>"##,
+            w - r
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+/// `sweep.html`: the chart and every row, self-contained.
+pub fn sweep_html(s: &Sweep, x: usize) -> String {
+    let mut o = String::new();
+    let title = format!("{}: sweep", s.scenario);
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
+         <title>{}</title>\n<style>body{{font-family:sans-serif;margin:24px}}table{{border-collapse:collapse;font-size:13px}}\
+         td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td.l,th.l{{text-align:left}}.err{{color:#b91c1c}}</style>\n\
+         </head>\n<body>\n<h1>{}</h1>\n",
+        esc(&title),
+        esc(&title)
+    );
+    let axes: Vec<String> = s
+        .axes
+        .iter()
+        .map(|a| {
+            let vals: Vec<String> = a.values.iter().map(|&v| fmt_value(v)).collect();
+            format!("<code>{}</code> = {}", esc(&a.name), vals.join(", "))
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "<p>{} point(s) × {} plan(s); swept: {}.</p>",
+        crate::sweep::point_count(&s.axes).unwrap_or(0),
+        s.plans.len(),
+        axes.join("; ")
+    );
+    o.push_str(&sweep_svg(s, x));
+    o.push_str("<h2>Points</h2>\n<table>\n");
+    let csv = sweep_csv(s);
+    for (i, line) in csv.lines().enumerate() {
+        o.push_str("<tr>");
+        for (j, cell) in split_csv(line).iter().enumerate() {
+            let tag = if i == 0 { "th" } else { "td" };
+            let class = if j == 1 || cell.contains(' ') {
+                " class=\"l\""
+            } else {
+                ""
+            };
+            let err = if i > 0 && j + 1 == split_csv(line).len() && !cell.is_empty() {
+                " class=\"l err\""
+            } else {
+                class
+            };
+            let _ = write!(o, "<{tag}{err}>{}</{tag}>", esc(cell));
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n</body>\n</html>\n");
+    o
+}
+
+/// Splits one CSV line as `sweep_csv` writes it (quoted fields with doubled quotes).
+fn split_csv(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::{RowResult, SWEEP_SCHEMA, SweepRow};
+
+    fn sweep() -> Sweep {
+        let axes = vec![
+            SweepAxis {
+                name: "dram.bytes_per_cycle".into(),
+                kind: AxisKind::Knob,
+                values: vec![64.0, 128.0, 256.0],
+            },
+            SweepAxis {
+                name: "levels.PE.memory.bytes".into(),
+                kind: AxisKind::Knob,
+                values: vec![1024.0, 2048.0],
+            },
+        ];
+        let rows = (0..6)
+            .map(|p| {
+                let v = point_values(&axes, p);
+                SweepRow {
+                    point: p,
+                    plan: None,
+                    // Memory size does not change cycles: the two series are equal.
+                    result: Some(RowResult {
+                        total_cycles: (1e6 / v[0]) as u64,
+                        time_us: 1.0,
+                        levels: vec![],
+                        bottleneck: "DRAM".into(),
+                    }),
+                    error: None,
+                }
+            })
+            .collect();
+        Sweep {
+            schema: SWEEP_SCHEMA.into(),
+            scenario: "s".into(),
+            plans: vec![None],
+            axes,
+            shard: None,
+            rows,
+        }
+    }
+
+    #[test]
+    fn equal_series_are_drawn_once_and_labelled_together() {
+        let svg = sweep_svg(&sweep(), 0);
+        assert_eq!(svg.matches("<polyline").count(), 1);
+        assert!(svg.contains("levels.PE.memory.bytes=1024 = levels.PE.memory.bytes=2048"));
+        assert!(svg.contains("dram.bytes_per_cycle (bytes/cycle), log₂ scale"));
+    }
+
+    #[test]
+    fn legend_lines_carry_the_series_dashes() {
+        let mut s = sweep();
+        for r in &mut s.rows {
+            if let Some(x) = &mut r.result {
+                x.total_cycles += r.point as u64 % 2 * 1000;
+            }
+        }
+        let svg = sweep_svg(&s, 0);
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        // Each dash pattern appears once on the line and once in the legend.
+        assert_eq!(svg.matches("stroke-dasharray=\"8 4\"").count(), 2);
+        assert_eq!(svg.matches("stroke-dasharray=\"none\"").count(), 2);
+        let html = sweep_html(&s, 0);
+        assert!(html.contains("<svg") && html.contains("<th>total_cycles</th>"));
+    }
+
+    #[test]
+    fn csv_lines_split_back() {
+        assert_eq!(split_csv("a,\"b, \"\"c\"\"\",d"), ["a", "b, \"c\"", "d"]);
+    }
+}
