@@ -4,9 +4,9 @@
 pub mod diag;
 pub mod engine;
 pub mod ids;
-pub mod import;
-pub mod limits;
 pub mod lowering;
+pub mod limits;
+pub mod import;
 pub mod net;
 pub mod plan;
 pub mod run;
