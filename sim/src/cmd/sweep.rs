@@ -33,6 +33,10 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
     };
     let reps = reports(&args)?;
     outln!("{}", mnsim_reports::compare_table(&reps));
+    let ops = mnsim_reports::compare_ops(&reps);
+    if !ops.is_empty() {
+        outln!("{ops}");
+    }
     if let Some(dir) = &a.out {
         write(dir, &reps)?;
     }
