@@ -2,7 +2,7 @@
 
 use crate::model::Report;
 use crate::rows::plan_name;
-use crate::text::{Col, MAX_WIDTH, Nums, Table, num, thousands, truncate, verified_mark};
+use crate::text::{Col, Nums, Table, num, thousands, verified_mark};
 use serde_json::{Value, json};
 
 /// The value of `schema` in [`compare_json`]'s output.
@@ -64,11 +64,11 @@ pub fn compare_table(reports: &[Report]) -> String {
     let mut table = Table::new(
         vec![
             Col::right("rank"),
-            Col::left("plan").shrink(8),
+            Col::left("plan"),
             Col::right("cycles"),
             Col::right("× fastest"),
             Col::right("speedup"),
-            Col::left("bottleneck").shrink(10),
+            Col::left("bottleneck"),
             Col::left("verified"),
         ],
         2,
@@ -85,18 +85,15 @@ pub fn compare_table(reports: &[Report]) -> String {
             verified_mark(r.verified).into(),
         ]);
     }
-    let w = table.widths(MAX_WIDTH);
+    let w = table.widths();
     let count = match reports.len() {
         1 => "1 plan".to_string(),
         n => format!("{n} plans"),
     };
-    let mut lines = vec![truncate(
-        &format!(
-            "{} on {}: {count} by total cycles",
-            distinct(reports, |r| &r.scenario),
-            distinct(reports, |r| &r.machine),
-        ),
-        MAX_WIDTH,
+    let mut lines = vec![format!(
+        "{} on {}: {count} by total cycles",
+        distinct(reports, |r| &r.scenario),
+        distinct(reports, |r| &r.machine),
     )];
     lines.push(table.header(&w, false));
     lines.extend((0..order.len()).map(|i| table.row(i, &w, false)));
