@@ -94,6 +94,7 @@ pub fn cost(
     runtime: Option<&[&[u64]]>,
 ) -> Result<KernelCost, KernelError> {
     let logical: Vec<&[u64]> = inputs.iter().map(|l| l.logical_shape()).collect();
+    let logical_in = logical.clone();
     let want = output_shape(k, &logical)?;
     if want != out.logical_shape() {
         return Err(KernelError::new(
@@ -112,7 +113,19 @@ pub fn cost(
     if k.is_matmul() {
         let r = out.logical_shape().len();
         let (a, b) = (inputs[0], inputs[1]);
-        let kk = *rt[0].last().unwrap_or(&0);
+        // The contraction's axis in each operand.
+        let (ka, kb) = match k {
+            Kernel::GeneralMatMul {
+                transpose_a,
+                transpose_b,
+            } => {
+                let g =
+                    crate::shape::gemm(*transpose_a, *transpose_b, logical_in[0], logical_in[1])?;
+                (g.k_axis_a, g.k_axis_b)
+            }
+            _ => (r - 1, r - 2),
+        };
+        let kk = rt[0].get(ka).copied().unwrap_or(0);
         let useful = 2u128 * numel(&out_rt) as u128 * kk as u128;
         let matrix = (legality.unit == Unit::Mab)
             .then(|| {
@@ -130,7 +143,7 @@ pub fn cost(
             .product();
         let mu = per_unit_extent(out, r - 2, u) as u128;
         let nu = per_unit_extent(out, r - 1, u) as u128;
-        let ku = per_unit_extent(a, r - 1, u).min(per_unit_extent(b, r - 2, u)) as u128;
+        let ku = per_unit_extent(a, ka, u).min(per_unit_extent(b, kb, u)) as u128;
         if let Some((f, t)) = matrix {
             let per_tile = ((2 * t.m * t.n * t.k) as f64 / f).ceil() as u128;
             let tiles = batch

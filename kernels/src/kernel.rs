@@ -29,11 +29,17 @@ pub enum UnaryOp {
     Square,
     /// x.
     Copy,
+    /// x · min(max(x + 3, 0), 6) / 6.
+    HardSwish,
+    /// The nearest integer, halves to even.
+    Round,
+    /// ln x.
+    Log,
 }
 
 impl UnaryOp {
     /// Every unary op.
-    pub const ALL: [UnaryOp; 12] = [
+    pub const ALL: [UnaryOp; 15] = [
         UnaryOp::Relu,
         UnaryOp::Gelu,
         UnaryOp::Exp,
@@ -46,6 +52,9 @@ impl UnaryOp {
         UnaryOp::Recip,
         UnaryOp::Square,
         UnaryOp::Copy,
+        UnaryOp::HardSwish,
+        UnaryOp::Round,
+        UnaryOp::Log,
     ];
 
     /// The variant name (`"Relu"`).
@@ -63,6 +72,9 @@ impl UnaryOp {
             UnaryOp::Recip => "Recip",
             UnaryOp::Square => "Square",
             UnaryOp::Copy => "Copy",
+            UnaryOp::HardSwish => "HardSwish",
+            UnaryOp::Round => "Round",
+            UnaryOp::Log => "Log",
         }
     }
 
@@ -81,18 +93,27 @@ impl UnaryOp {
             UnaryOp::Recip => 1.0 / x,
             UnaryOp::Square => x * x,
             UnaryOp::Copy => x,
+            UnaryOp::HardSwish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
+            UnaryOp::Round => x.round_ties_even(),
+            UnaryOp::Log => x.ln(),
         }
     }
 
     /// Vector-unit FLOP charged per element (assumed; see `docs/kernels.md`):
-    /// 1 for Relu, Neg, Abs, Square, Copy; 4 for Sqrt, Rsqrt, Recip (an iterative
-    /// reciprocal or root); 8 for Exp, Tanh, Sigmoid (a polynomial or table
-    /// evaluation); 10 for Gelu (a tanh plus the cubic around it).
+    /// 1 for Relu, Neg, Abs, Square, Copy, Round; 4 for Sqrt, Rsqrt, Recip (an
+    /// iterative reciprocal or root) and HardSwish (an add, a clamp, two multiplies);
+    /// 8 for Exp, Log, Tanh, Sigmoid (a polynomial or table evaluation); 10 for Gelu
+    /// (a tanh plus the cubic around it).
     pub fn flops_per_element(self) -> u64 {
         match self {
-            UnaryOp::Relu | UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Copy => 1,
-            UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip => 4,
-            UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid => 8,
+            UnaryOp::Relu
+            | UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Square
+            | UnaryOp::Copy
+            | UnaryOp::Round => 1,
+            UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip | UnaryOp::HardSwish => 4,
+            UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid => 8,
             UnaryOp::Gelu => 10,
         }
     }
@@ -175,11 +196,27 @@ pub enum ReduceKind {
     Max,
     /// Minimum.
     Min,
+    /// Product.
+    Prod,
+    /// Arithmetic mean (the sum divided by the number of reduced elements).
+    Mean,
+    /// Sum of absolute values.
+    L1,
+    /// Square root of the sum of squares.
+    L2,
 }
 
 impl ReduceKind {
     /// Every reduction kind.
-    pub const ALL: [ReduceKind; 3] = [ReduceKind::Add, ReduceKind::Max, ReduceKind::Min];
+    pub const ALL: [ReduceKind; 7] = [
+        ReduceKind::Add,
+        ReduceKind::Max,
+        ReduceKind::Min,
+        ReduceKind::Prod,
+        ReduceKind::Mean,
+        ReduceKind::L1,
+        ReduceKind::L2,
+    ];
 
     /// The variant name (`"Add"`).
     pub fn name(self) -> &'static str {
@@ -187,24 +224,54 @@ impl ReduceKind {
             ReduceKind::Add => "Add",
             ReduceKind::Max => "Max",
             ReduceKind::Min => "Min",
+            ReduceKind::Prod => "Prod",
+            ReduceKind::Mean => "Mean",
+            ReduceKind::L1 => "L1",
+            ReduceKind::L2 => "L2",
         }
     }
 
-    /// The value that combines with nothing: 0, −∞, +∞.
+    /// The value that combines with nothing: 0 (sums), 1 (product), −∞, +∞.
     pub fn identity(self) -> f64 {
         match self {
-            ReduceKind::Add => 0.0,
+            ReduceKind::Add | ReduceKind::Mean | ReduceKind::L1 | ReduceKind::L2 => 0.0,
+            ReduceKind::Prod => 1.0,
             ReduceKind::Max => f64::NEG_INFINITY,
             ReduceKind::Min => f64::INFINITY,
         }
     }
 
-    /// `acc ⊕ x`.
+    /// `acc ⊕ x`: L1 adds |x|, L2 adds x².
     pub fn combine(self, acc: f64, x: f64) -> f64 {
         match self {
-            ReduceKind::Add => acc + x,
+            ReduceKind::Add | ReduceKind::Mean => acc + x,
             ReduceKind::Max => acc.max(x),
             ReduceKind::Min => acc.min(x),
+            ReduceKind::Prod => acc * x,
+            ReduceKind::L1 => acc + x.abs(),
+            ReduceKind::L2 => acc + x * x,
+        }
+    }
+
+    /// The result from the combined value of `n` elements: Mean divides by `n`, L2
+    /// takes the square root, the others keep it.
+    pub fn finish(self, acc: f64, n: u64) -> f64 {
+        match self {
+            ReduceKind::Mean => acc / n.max(1) as f64,
+            ReduceKind::L2 => acc.sqrt(),
+            _ => acc,
+        }
+    }
+
+    /// Vector-unit FLOP per input element (1 to combine; 2 for L1 and L2, which map
+    /// the element first) and per output element (1 for Mean's division, 4 for L2's
+    /// root, 0 otherwise).
+    pub fn flops(self) -> (u64, u64) {
+        match self {
+            ReduceKind::Add | ReduceKind::Max | ReduceKind::Min | ReduceKind::Prod => (1, 0),
+            ReduceKind::Mean => (1, 1),
+            ReduceKind::L1 => (2, 0),
+            ReduceKind::L2 => (2, 4),
         }
     }
 }
@@ -221,12 +288,15 @@ pub enum Kernel {
     MatMul,
     /// `[B..,M,K] × [B..,K,N] → [B..,M,N]`, the batch axes equal on both sides.
     BatchMatMul,
-    /// Combines `x` along `axes`; the output drops them.
+    /// Combines `x` along `axes`; the output drops them, or keeps them with size 1
+    /// when `keep_dims`.
     ReduceAxes {
         /// How elements combine.
         op: ReduceKind,
         /// The reduced axes of the input (reduced variable `r` is `axes[r]`).
         axes: Vec<usize>,
+        /// Keep the reduced axes in the output, with size 1.
+        keep_dims: bool,
     },
     /// `exp(x − max) / Σ exp(x − max)` along `axis`.
     Softmax {
@@ -246,20 +316,81 @@ pub enum Kernel {
         /// A permutation of the input's axes.
         perm: Vec<usize>,
     },
+    /// `out = cond ? a : b` elementwise: inputs `cond` (any dtype, nonzero is true),
+    /// `a`, `b`, with numpy broadcasting of all three.
+    Select,
+    /// `min(max(x, min), max)`.
+    Clamp {
+        /// Lower bound.
+        min: f64,
+        /// Upper bound.
+        max: f64,
+    },
+    /// `x` for `x > 0`, else `alpha · (eˣ − 1)`.
+    Elu {
+        /// The scale of the negative part.
+        alpha: f64,
+    },
+    /// `x + bias`, where the rank-1 `bias` runs along `axis` of `x` (the channel axis).
+    BiasAdd {
+        /// The axis of `x` that `bias` runs along.
+        axis: usize,
+    },
+    /// MatMul as graphs define it: `a` `[B..,M,K]` (`[B..,K,M]` with `transpose_a`) ×
+    /// `b` `[B..,K,N]` (`[B..,N,K]` with `transpose_b`) → `[B..,M,N]`, both of rank
+    /// 2 or more, the batch axes broadcast numpy-style (a missing or size-1 batch axis
+    /// repeats).
+    GeneralMatMul {
+        /// `a` holds its last two axes swapped.
+        transpose_a: bool,
+        /// `b` holds its last two axes swapped.
+        transpose_b: bool,
+    },
+    /// The same elements, row-major, in a new shape (the element count must not change).
+    Reshape {
+        /// The output shape.
+        shape: Vec<u64>,
+    },
+    /// `inputs` tensors joined along `axis` (all other axes equal).
+    Concat {
+        /// The joined axis.
+        axis: usize,
+        /// The number of inputs.
+        inputs: usize,
+    },
 }
 
 impl Kernel {
     /// Number of inputs.
     pub fn arity(&self) -> usize {
         match self {
-            Kernel::Binary(_) | Kernel::MatMul | Kernel::BatchMatMul => 2,
+            Kernel::Binary(_)
+            | Kernel::MatMul
+            | Kernel::BatchMatMul
+            | Kernel::GeneralMatMul { .. }
+            | Kernel::BiasAdd { .. } => 2,
+            Kernel::Select => 3,
+            Kernel::Concat { inputs, .. } => *inputs,
             _ => 1,
         }
     }
 
     /// Whether the kernel runs on the matrix unit when the dtype has a matrix rate.
     pub fn is_matmul(&self) -> bool {
-        matches!(self, Kernel::MatMul | Kernel::BatchMatMul)
+        matches!(
+            self,
+            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. }
+        )
+    }
+
+    /// Whether each output element reads its inputs at the same position through
+    /// numpy broadcasting (Binary, Select, BiasAdd): an input axis of size 1 against
+    /// a larger output axis broadcasts.
+    pub fn broadcasts(&self) -> bool {
+        matches!(
+            self,
+            Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
+        )
     }
 
     /// Whether partial results over a split reduced variable combine by addition, so
@@ -269,6 +400,7 @@ impl Kernel {
             self,
             Kernel::MatMul
                 | Kernel::BatchMatMul
+                | Kernel::GeneralMatMul { .. }
                 | Kernel::ReduceAxes {
                     op: ReduceKind::Add,
                     ..
@@ -280,7 +412,10 @@ impl Kernel {
     /// per output element)`. See `docs/kernels.md` for the table.
     ///
     /// - Unary, Binary: `(0, op)`; Transpose: `(0, 1)` (one move per element);
-    /// - ReduceAxes: `(1, 0)` (every input element is combined once);
+    /// - ReduceAxes: [`ReduceKind::flops`] (`(1, 0)` for a sum: every input element
+    ///   is combined once);
+    /// - Select, BiasAdd, Reshape, Concat: `(0, 1)`; Clamp `(0, 2)`; Elu `(0, 9)` (an
+    ///   exp, a subtract, a multiply, a select);
     /// - Softmax: `(2, 13)`: a max and a sum per input element; a subtraction, an exp (8)
     ///   and a division (4) per output element;
     /// - LayerNorm: `(4, 2)`: a sum for the mean, a subtraction, a square and a sum for
@@ -291,11 +426,17 @@ impl Kernel {
         match self {
             Kernel::Unary(op) => (0, op.flops_per_element()),
             Kernel::Binary(op) => (0, op.flops_per_element()),
-            Kernel::Transpose { .. } => (0, 1),
-            Kernel::ReduceAxes { .. } => (1, 0),
+            Kernel::Transpose { .. }
+            | Kernel::Select
+            | Kernel::BiasAdd { .. }
+            | Kernel::Reshape { .. }
+            | Kernel::Concat { .. } => (0, 1),
+            Kernel::Clamp { .. } => (0, 2),
+            Kernel::Elu { .. } => (0, 9),
+            Kernel::ReduceAxes { op, .. } => op.flops(),
             Kernel::Softmax { .. } => (2, 13),
             Kernel::LayerNorm { .. } => (4, 2),
-            Kernel::MatMul | Kernel::BatchMatMul => (0, 2),
+            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => (0, 2),
         }
     }
 
@@ -303,7 +444,9 @@ impl Kernel {
     /// `a reduced axis`.
     pub fn reduced_role(&self) -> &'static str {
         match self {
-            Kernel::MatMul | Kernel::BatchMatMul => "the contraction",
+            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => {
+                "the contraction"
+            }
             Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => "the normalised axis",
             _ => "a reduced axis",
         }
@@ -322,6 +465,13 @@ impl fmt::Display for Kernel {
             Kernel::Softmax { .. } => f.write_str("Softmax"),
             Kernel::LayerNorm { .. } => f.write_str("LayerNorm"),
             Kernel::Transpose { .. } => f.write_str("Transpose"),
+            Kernel::Select => f.write_str("Select"),
+            Kernel::Clamp { .. } => f.write_str("Clamp"),
+            Kernel::Elu { .. } => f.write_str("Elu"),
+            Kernel::BiasAdd { .. } => f.write_str("BiasAdd"),
+            Kernel::GeneralMatMul { .. } => f.write_str("MatMul"),
+            Kernel::Reshape { .. } => f.write_str("Reshape"),
+            Kernel::Concat { .. } => f.write_str("Concat"),
         }
     }
 }

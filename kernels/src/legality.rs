@@ -535,8 +535,8 @@ impl Ctx<'_> {
         let out_g = group_text(self.out, h);
         match self.axis_of(j, v) {
             None => {
-                let broadcasts = self.maps[j].axes.contains(&AxisSource::Broadcast)
-                    && matches!(k, Kernel::Binary(_));
+                let broadcasts =
+                    self.maps[j].axes.contains(&AxisSource::Broadcast) && k.broadcasts();
                 let how = if broadcasts {
                     "broadcasts"
                 } else {
@@ -586,7 +586,12 @@ fn default_name(k: &Kernel, i: usize) -> String {
     } else if k.arity() == 1 {
         "x".into()
     } else {
-        ["a", "b"][i.min(1)].into()
+        match k {
+            Kernel::Select => ["cond", "a", "b"][i.min(2)].into(),
+            Kernel::BiasAdd { .. } => ["x", "bias"][i.min(1)].into(),
+            Kernel::Concat { .. } => format!("x{i}"),
+            _ => ["a", "b"][i.min(1)].into(),
+        }
     }
 }
 
@@ -650,6 +655,22 @@ pub fn check(
         }
     }
     let (unit, unit_level) = unit_of(k, out, m);
+    if let Kernel::Reshape { .. } | Kernel::Concat { .. } = k {
+        let leaf = addr.len().saturating_sub(1);
+        if !addr.is_empty() {
+            for x in 0..=leaf {
+                match k {
+                    Kernel::Concat { axis, .. } => concat_level(k, *axis, inputs, out, &names, x)?,
+                    _ => reshape_level(k, inputs[0], out, &names, x)?,
+                }
+            }
+        }
+        return Ok(Legality {
+            partial: Vec::new(),
+            unit,
+            unit_level,
+        });
+    }
     let maps = index_map(k, &in_shapes, &want)?;
     let mut ext = want.clone();
     ext.extend(reduced_extents(k, &in_shapes)?);
@@ -677,6 +698,191 @@ pub fn check(
     })
 }
 
+/// The position of element `idx` of `l` at addressable level `x` (the sum of the
+/// per-axis contributions), given each axis's function.
+fn position(fns: &[AxisFn], idx: &[u64]) -> u64 {
+    fns.iter().zip(idx).map(|(f, &i)| f.at(i)).sum()
+}
+
+/// Per-axis functions of `l` at level `x`.
+fn axis_fns(l: &TensorLayout, x: usize) -> Vec<AxisFn> {
+    let shape = l.logical_shape();
+    (0..shape.len())
+        .map(|a| AxisFn::of(l, a, x, shape[a].max(1)))
+        .collect()
+}
+
+/// The common error when the output is replicated over `x` but an input is not.
+fn needs_replica(
+    k: &Kernel,
+    l: &TensorLayout,
+    name: &str,
+    out: &str,
+    j: usize,
+    x: usize,
+) -> KernelError {
+    let lv = &l.levels()[x].name;
+    KernelError::new(
+        ErrorKind::Illegal {
+            operand: j,
+            level: x,
+        },
+        format!(
+            "{k}: the output `{out}` is replicated over {lv} but input `{name}` is not: only some {lv} \
+             positions hold it. Relayout `{name}` to replicate over {lv} ({})",
+            bcast_with(l, x)
+        ),
+    )
+}
+
+/// Reshape at level `x`: every element must keep its position. The row-major index
+/// splits into groups of axes where the two shapes' suffix products meet; the
+/// position is a sum of per-group parts, each zero at index 0, so the rule holds
+/// when it holds within every group, checked element by element.
+fn reshape_level(
+    k: &Kernel,
+    input: &TensorLayout,
+    out: &TensorLayout,
+    names: &[String],
+    x: usize,
+) -> Result<(), KernelError> {
+    if input.levels()[x].replicated {
+        return Ok(());
+    }
+    if out.levels()[x].replicated {
+        return Err(needs_replica(k, input, &names[0], &names[1], 0, x));
+    }
+    let (a, b) = (input.logical_shape(), out.logical_shape());
+    let (fa, fb) = (axis_fns(input, x), axis_fns(out, x));
+    // Cut points: (i, j) with prod(a[i..]) == prod(b[j..]).
+    let suffix = |s: &[u64]| -> Vec<u64> {
+        let mut v = vec![1u64; s.len() + 1];
+        for i in (0..s.len()).rev() {
+            v[i] = v[i + 1].saturating_mul(s[i]);
+        }
+        v
+    };
+    let (sa, sb) = (suffix(a), suffix(b));
+    let mut cuts = vec![(a.len(), b.len())];
+    let (mut i, mut j) = (a.len(), b.len());
+    while i > 0 || j > 0 {
+        // Extend the group leftwards until the suffix products meet again.
+        let (mut ni, mut nj) = (i, j);
+        loop {
+            if ni > 0 && (sa[ni] <= sb[nj] || nj == 0) {
+                ni -= 1;
+            } else if nj > 0 {
+                nj -= 1;
+            } else {
+                break;
+            }
+            if sa[ni] == sb[nj] {
+                break;
+            }
+        }
+        cuts.push((ni, nj));
+        (i, j) = (ni, nj);
+    }
+    let lv = &out.levels()[x].name;
+    let mut ia = vec![0u64; a.len()];
+    let mut ib = vec![0u64; b.len()];
+    for w in cuts.windows(2) {
+        let ((hi_a, hi_b), (lo_a, lo_b)) = (w[0], w[1]);
+        let n = sa[lo_a] / sa[hi_a].max(1);
+        for t in 0..n {
+            let (mut ra, mut rb) = (t, t);
+            for ax in (lo_a..hi_a).rev() {
+                ia[ax] = ra % a[ax].max(1);
+                ra /= a[ax].max(1);
+            }
+            for ax in (lo_b..hi_b).rev() {
+                ib[ax] = rb % b[ax].max(1);
+                rb /= b[ax].max(1);
+            }
+            let pa = position(&fa[lo_a..hi_a], &ia[lo_a..hi_a]);
+            let pb = position(&fb[lo_b..hi_b], &ib[lo_b..hi_b]);
+            if pa != pb {
+                let (na, nb) = (&names[0], &names[1]);
+                return Err(KernelError::new(
+                    ErrorKind::Illegal {
+                        operand: 0,
+                        level: x,
+                    },
+                    format!(
+                        "{k}: element {} of `{na}` is at {lv} position {pa} but the output `{nb}` puts it (as {}) at {lv} \
+                         position {pb}; every element must stay where it is. Relayout `{na}` to split over {lv} only \
+                         along axes the reshape keeps whole, as the output does, or replicate it over {lv} ({})",
+                        fmt_dims(&ia),
+                        fmt_dims(&ib),
+                        bcast_with(input, x)
+                    ),
+                ));
+            }
+        }
+        for v in ia[lo_a..hi_a].iter_mut().chain(ib[lo_b..hi_b].iter_mut()) {
+            *v = 0;
+        }
+    }
+    Ok(())
+}
+
+/// Concat at level `x`: input `j`'s element `i` on the joined axis is the output's
+/// element `i + offset_j`; both must be at the same position, and every other axis
+/// split alike.
+fn concat_level(
+    k: &Kernel,
+    axis: usize,
+    inputs: &[&TensorLayout],
+    out: &TensorLayout,
+    names: &[String],
+    x: usize,
+) -> Result<(), KernelError> {
+    let oname = &names[inputs.len()];
+    let fo = axis_fns(out, x);
+    let lv = &out.levels()[x].name;
+    let mut offset = 0u64;
+    for (j, l) in inputs.iter().enumerate() {
+        let shape = l.logical_shape();
+        let n = shape[axis];
+        let base = offset;
+        offset += n;
+        if l.levels()[x].replicated {
+            continue;
+        }
+        if out.levels()[x].replicated {
+            return Err(needs_replica(k, l, &names[j], oname, j, x));
+        }
+        let fi = axis_fns(l, x);
+        for (a, f) in fi.iter().enumerate() {
+            let ok = if a == axis {
+                (0..n).all(|i| f.at(i) == fo[a].at(i + base))
+            } else {
+                same(f, &fo[a], shape[a].max(1))
+            };
+            if !ok {
+                return Err(KernelError::new(
+                    ErrorKind::Illegal {
+                        operand: j,
+                        level: x,
+                    },
+                    format!(
+                        "{k}: input `{}` is laid out over {lv} along its axis {a} = {} unlike its part of the output \
+                         `{oname}` (axis {a} = {}, from index {}); Relayout `{}` to split over {lv} like that part, \
+                         or replicate it over {lv} ({})",
+                        names[j],
+                        group_text(l, a),
+                        group_text(out, a),
+                        if a == axis { base } else { 0 },
+                        names[j],
+                        bcast_with(l, x)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The values of each reduced variable (see [`crate::reduced_extents`]) that the unit at
 /// `pos` works on, where the output is partial: on every level of `legality.partial`,
 /// the values whose contribution to the position of the splitting input (the first
@@ -694,8 +900,11 @@ pub fn reduced_share(
 ) -> Result<Vec<Vec<u64>>, KernelError> {
     let in_shapes: Vec<&[u64]> = inputs.iter().map(|l| l.logical_shape()).collect();
     let out_shape = output_shape(k, &in_shapes)?;
-    let maps = index_map(k, &in_shapes, &out_shape)?;
     let ext = reduced_extents(k, &in_shapes)?;
+    if legality.partial.is_empty() {
+        return Ok(ext.iter().map(|&n| (0..n).collect()).collect());
+    }
+    let maps = index_map(k, &in_shapes, &out_shape)?;
     let mut shares: Vec<Vec<u64>> = ext.iter().map(|&n| (0..n).collect()).collect();
     for &x in &legality.partial {
         let Some(&p) = pos.get(x) else {

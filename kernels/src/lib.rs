@@ -22,5 +22,7 @@ pub use cost::{KernelCost, cost, per_unit_extent};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{Legality, Unit, check, reduced_share};
 pub use reference::{eval, eval_share, reference};
-pub use shape::{AxisSource, InputMap, broadcast, index_map, output_shape, reduced_extents};
+pub use shape::{
+    AxisSource, Gemm, InputMap, broadcast, gemm, index_map, output_shape, reduced_extents,
+};
 pub use tolerance::{tolerance, within};

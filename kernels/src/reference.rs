@@ -100,18 +100,24 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
             }
             debug_assert_eq!(bs[r - 2], kk);
         }
-        Kernel::ReduceAxes { op, axes } => {
+        Kernel::ReduceAxes {
+            op,
+            axes,
+            keep_dims,
+        } => {
             out.iter_mut().for_each(|o| *o = op.identity());
             let mut xi = vec![0u64; xs.len()];
             for (l, &v) in x.iter().enumerate() {
                 unravel(xs, l as u64, &mut xi);
                 let kept: Vec<u64> = (0..xs.len())
-                    .filter(|a| !axes.contains(a))
-                    .map(|a| xi[a])
+                    .filter(|a| *keep_dims || !axes.contains(a))
+                    .map(|a| if axes.contains(&a) { 0 } else { xi[a] })
                     .collect();
                 let o = &mut out[linear(out_shape, &kept)];
                 *o = op.combine(*o, v);
             }
+            let count: u64 = axes.iter().map(|&a| xs[a]).product();
+            out.iter_mut().for_each(|o| *o = op.finish(*o, count));
         }
         Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => {
             let len = xs[*axis];
@@ -151,6 +157,101 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
                     xi[p] = idx[i];
                 }
                 *o = x[linear(xs, &xi)];
+            }
+        }
+        Kernel::Select => {
+            let (bs, b) = inputs[1];
+            let (cs, c) = inputs[2];
+            let r = out_shape.len();
+            let pick = |s: &[u64], idx: &[u64]| -> Vec<u64> {
+                let off = r - s.len();
+                s.iter()
+                    .enumerate()
+                    .map(|(a, &d)| if d == 1 { 0 } else { idx[off + a] })
+                    .collect()
+            };
+            for (l, o) in out.iter_mut().enumerate() {
+                unravel(out_shape, l as u64, &mut idx);
+                let cond = x[linear(xs, &pick(xs, &idx))];
+                *o = if cond != 0.0 {
+                    b[linear(bs, &pick(bs, &idx))]
+                } else {
+                    c[linear(cs, &pick(cs, &idx))]
+                };
+            }
+        }
+        Kernel::Clamp { min, max } => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = v.max(*min).min(*max);
+            }
+        }
+        Kernel::Elu { alpha } => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = if v > 0.0 { v } else { alpha * (v.exp() - 1.0) };
+            }
+        }
+        Kernel::BiasAdd { axis } => {
+            let (_, bias) = inputs[1];
+            for (l, o) in out.iter_mut().enumerate() {
+                unravel(out_shape, l as u64, &mut idx);
+                *o = x[l] + bias[idx[*axis] as usize];
+            }
+        }
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        } => {
+            let (bs, b) = inputs[1];
+            let r = out_shape.len();
+            let (ra, rb) = (xs.len(), bs.len());
+            let kk = if *transpose_a { xs[ra - 2] } else { xs[ra - 1] };
+            // An operand's index: its batch axes align to the trailing output batch
+            // axes (size 1 reads 0), then its two matrix axes.
+            let at = |s: &[u64], idx: &[u64], row: u64, col: u64| -> usize {
+                let rs = s.len();
+                let off = (r - 2) - (rs - 2);
+                let mut v: Vec<u64> = (0..rs - 2)
+                    .map(|a| if s[a] == 1 { 0 } else { idx[off + a] })
+                    .collect();
+                v.extend([row, col]);
+                linear(s, &v)
+            };
+            for (l, o) in out.iter_mut().enumerate() {
+                unravel(out_shape, l as u64, &mut idx);
+                let (i, j) = (idx[r - 2], idx[r - 1]);
+                let mut acc = 0.0;
+                for t in 0..kk {
+                    let va = if *transpose_a {
+                        x[at(xs, &idx, t, i)]
+                    } else {
+                        x[at(xs, &idx, i, t)]
+                    };
+                    let vb = if *transpose_b {
+                        b[at(bs, &idx, j, t)]
+                    } else {
+                        b[at(bs, &idx, t, j)]
+                    };
+                    acc += va * vb;
+                }
+                *o = acc;
+            }
+            debug_assert_eq!(rb, bs.len());
+        }
+        Kernel::Reshape { .. } => out.copy_from_slice(x),
+        Kernel::Concat { axis, .. } => {
+            let mut xi = vec![0u64; out_shape.len()];
+            for (l, o) in out.iter_mut().enumerate() {
+                unravel(out_shape, l as u64, &mut idx);
+                let mut i = idx[*axis];
+                for (s, v) in inputs {
+                    if i < s[*axis] {
+                        xi.copy_from_slice(&idx);
+                        xi[*axis] = i;
+                        *o = v[linear(s, &xi)];
+                        break;
+                    }
+                    i -= s[*axis];
+                }
             }
         }
     }
@@ -225,11 +326,11 @@ fn eval_core(
     };
     match k {
         Kernel::Unary(op) => op.apply(fetch(0, out_idx)),
-        Kernel::Binary(op) => {
+        Kernel::Binary(_) | Kernel::Select => {
             let r = out_idx.len();
             let mut idx = Vec::with_capacity(r);
-            let mut val = [0.0; 2];
-            for (j, s) in in_shapes.iter().take(2).enumerate() {
+            let mut val = [0.0; 3];
+            for (j, s) in in_shapes.iter().take(3).enumerate() {
                 let off = r - s.len();
                 idx.clear();
                 idx.extend(
@@ -239,7 +340,75 @@ fn eval_core(
                 );
                 val[j] = fetch(j, &idx);
             }
-            op.apply(val[0], val[1])
+            match k {
+                Kernel::Binary(op) => op.apply(val[0], val[1]),
+                _ if val[0] != 0.0 => val[1],
+                _ => val[2],
+            }
+        }
+        Kernel::Clamp { min, max } => fetch(0, out_idx).max(*min).min(*max),
+        Kernel::Elu { alpha } => {
+            let v = fetch(0, out_idx);
+            if v > 0.0 { v } else { alpha * (v.exp() - 1.0) }
+        }
+        Kernel::BiasAdd { axis } => fetch(0, out_idx) + fetch(1, &[out_idx[*axis]]),
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        } => {
+            let r = out_idx.len();
+            let side = |s: &[u64]| -> Vec<u64> {
+                let rs = s.len();
+                let off = (r - 2) - (rs - 2);
+                let mut v: Vec<u64> = (0..rs - 2)
+                    .map(|a| if s[a] == 1 { 0 } else { out_idx[off + a] })
+                    .collect();
+                v.extend([0, 0]);
+                v
+            };
+            let (mut ia, mut ib) = (side(in_shapes[0]), side(in_shapes[1]));
+            let (na, nb) = (ia.len(), ib.len());
+            // Positions of (row, contraction) in a and (contraction, col) in b.
+            let (am, ak) = if *transpose_a {
+                (na - 1, na - 2)
+            } else {
+                (na - 2, na - 1)
+            };
+            let (bk, bn) = if *transpose_b {
+                (nb - 1, nb - 2)
+            } else {
+                (nb - 2, nb - 1)
+            };
+            ia[am] = out_idx[r - 2];
+            ib[bn] = out_idx[r - 1];
+            let mut acc = 0.0;
+            visit(0, &mut |t| {
+                ia[ak] = t;
+                ib[bk] = t;
+                acc += fetch(0, &ia) * fetch(1, &ib);
+            });
+            acc
+        }
+        Kernel::Reshape { shape } => {
+            let mut l = 0u64;
+            for (i, d) in out_idx.iter().zip(shape) {
+                l = l * d + i;
+            }
+            let mut idx = vec![0u64; in_shapes[0].len()];
+            unravel(in_shapes[0], l, &mut idx);
+            fetch(0, &idx)
+        }
+        Kernel::Concat { axis, .. } => {
+            let mut idx = out_idx.to_vec();
+            let mut i = idx[*axis];
+            for (j, s) in in_shapes.iter().enumerate() {
+                if i < s[*axis] {
+                    idx[*axis] = i;
+                    return fetch(j, &idx);
+                }
+                i -= s[*axis];
+            }
+            f64::NAN
         }
         Kernel::MatMul | Kernel::BatchMatMul => {
             let r = out_idx.len();
@@ -253,12 +422,18 @@ fn eval_core(
             });
             acc
         }
-        Kernel::ReduceAxes { op, axes } => {
+        Kernel::ReduceAxes {
+            op,
+            axes,
+            keep_dims,
+        } => {
             let rank = in_shapes[0].len();
             let mut idx = vec![0u64; rank];
             let mut h = 0;
             for (a, slot) in idx.iter_mut().enumerate() {
-                if !axes.contains(&a) {
+                if *keep_dims {
+                    *slot = out_idx[a];
+                } else if !axes.contains(&a) {
                     *slot = out_idx[h];
                     h += 1;
                 }
@@ -268,6 +443,7 @@ fn eval_core(
             if lists.iter().any(Vec::is_empty) {
                 return acc;
             }
+            let count: u64 = lists.iter().map(|l| l.len() as u64).product();
             // Odometer over the reduced variables, the last one fastest.
             let mut at = vec![0usize; axes.len()];
             loop {
@@ -278,7 +454,7 @@ fn eval_core(
                 let mut j = axes.len();
                 loop {
                     if j == 0 {
-                        return acc;
+                        return op.finish(acc, count);
                     }
                     j -= 1;
                     at[j] += 1;

@@ -43,7 +43,12 @@ fn arity(k: &Kernel, n: usize) -> Result<(), KernelError> {
 /// Binary shapes that do not broadcast.
 pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
     arity(k, inputs.len())?;
-    let x = inputs[0];
+    let Some(&x) = inputs.first() else {
+        return Err(err(
+            ErrorKind::Arity,
+            format!("{k} needs at least one input"),
+        ));
+    };
     match k {
         Kernel::Unary(_) => Ok(x.to_vec()),
         Kernel::Binary(op) => broadcast(x, inputs[1]).ok_or_else(|| {
@@ -138,7 +143,11 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
             o.push(b[r - 1]);
             Ok(o)
         }
-        Kernel::ReduceAxes { op, axes } => {
+        Kernel::ReduceAxes {
+            op,
+            axes,
+            keep_dims,
+        } => {
             let mut seen = vec![false; x.len()];
             for &a in axes {
                 if a >= x.len() {
@@ -159,6 +168,13 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
                     ));
                 }
                 seen[a] = true;
+            }
+            if *keep_dims {
+                return Ok(x
+                    .iter()
+                    .zip(&seen)
+                    .map(|(d, s)| if *s { 1 } else { *d })
+                    .collect());
             }
             Ok(x.iter()
                 .zip(&seen)
@@ -198,7 +214,183 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
             }
             Ok(perm.iter().map(|&p| x[p]).collect())
         }
+        Kernel::Select => select_shape(inputs[0], inputs[1], inputs[2]),
+        Kernel::Clamp { .. } | Kernel::Elu { .. } => Ok(x.to_vec()),
+        Kernel::BiasAdd { axis } => {
+            let b = inputs[1];
+            if *axis >= x.len() {
+                return Err(err(
+                    ErrorKind::Axis,
+                    format!(
+                        "BiasAdd: the channel axis {axis} is out of range for `x` {} (axes 0..{})",
+                        fmt_dims(x),
+                        x.len()
+                    ),
+                ));
+            }
+            if b.len() != 1 || b[0] != x[*axis] {
+                return Err(err(
+                    ErrorKind::Broadcast,
+                    format!(
+                        "BiasAdd: `bias` must be a vector of the channel axis {axis} of `x` {} ({} elements), got shape {}",
+                        fmt_dims(x),
+                        x[*axis],
+                        fmt_dims(b)
+                    ),
+                ));
+            }
+            Ok(x.to_vec())
+        }
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        } => gemm(*transpose_a, *transpose_b, x, inputs[1]).map(|g| g.out),
+        Kernel::Reshape { shape } => {
+            let (n_in, n_out) = (checked_numel(x), checked_numel(shape));
+            if n_in.is_none() || n_in != n_out {
+                return Err(err(
+                    ErrorKind::Layout,
+                    format!(
+                        "Reshape: {} and {} do not hold the same number of elements",
+                        fmt_dims(x),
+                        fmt_dims(shape)
+                    ),
+                ));
+            }
+            Ok(shape.clone())
+        }
+        Kernel::Concat { axis, .. } => {
+            if *axis >= x.len() {
+                return Err(err(
+                    ErrorKind::Axis,
+                    format!(
+                        "Concat: axis {axis} is out of range for {} (axes 0..{})",
+                        fmt_dims(x),
+                        x.len()
+                    ),
+                ));
+            }
+            let mut out = x.to_vec();
+            for (j, s) in inputs.iter().enumerate().skip(1) {
+                let fits = s.len() == x.len()
+                    && s.iter().zip(x).enumerate().all(|(a, (p, q))| a == *axis || p == q);
+                if !fits {
+                    return Err(err(
+                        ErrorKind::Broadcast,
+                        format!(
+                            "Concat: input {j} {} does not match input 0 {} on every axis but the joined axis {axis}",
+                            fmt_dims(s),
+                            fmt_dims(x)
+                        ),
+                    ));
+                }
+                out[*axis] = out[*axis].checked_add(s[*axis]).ok_or_else(|| {
+                    err(ErrorKind::Layout, "Concat: the joined axis overflows")
+                })?;
+            }
+            Ok(out)
+        }
     }
+}
+
+/// Product of the dimensions, `None` on overflow.
+pub(crate) fn checked_numel(d: &[u64]) -> Option<u64> {
+    d.iter().try_fold(1u64, |a, &b| a.checked_mul(b))
+}
+
+/// Select's output: `a` and `b` broadcast numpy-style; `cond` broadcasts one way to
+/// that shape (it may not enlarge it).
+fn select_shape(c: &[u64], a: &[u64], b: &[u64]) -> Result<Vec<u64>, KernelError> {
+    let ab = broadcast(a, b).ok_or_else(|| {
+        err(
+            ErrorKind::Broadcast,
+            format!(
+                "Select: `a` {} and `b` {} do not broadcast (aligned to the trailing axes, each pair of sizes must be equal or one of them 1)",
+                fmt_dims(a),
+                fmt_dims(b)
+            ),
+        )
+    })?;
+    match broadcast(&ab, c) {
+        Some(o) if o == ab => Ok(o),
+        _ => Err(err(
+            ErrorKind::Broadcast,
+            format!(
+                "Select: the condition {} does not broadcast to the shape {} of `a` and `b` (aligned to the trailing axes, each of its sizes must be 1 or equal)",
+                fmt_dims(c),
+                fmt_dims(&ab)
+            ),
+        )),
+    }
+}
+
+/// The dimensions of a [`Kernel::GeneralMatMul`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gemm {
+    /// The output shape `[B..,M,N]`.
+    pub out: Vec<u64>,
+    /// The contraction length.
+    pub k: u64,
+    /// The axis of `a` that runs over the contraction.
+    pub k_axis_a: usize,
+    /// The axis of `b` that runs over the contraction.
+    pub k_axis_b: usize,
+}
+
+/// Shapes of a general matmul: `a` `[B..,M,K]` (or `[B..,K,M]` transposed), `b`
+/// `[B..,K,N]` (or `[B..,N,K]`), batch axes broadcast.
+pub fn gemm(ta: bool, tb: bool, a: &[u64], b: &[u64]) -> Result<Gemm, KernelError> {
+    for (name, s) in [("a", a), ("b", b)] {
+        if s.len() < 2 {
+            return Err(err(
+                ErrorKind::Rank,
+                format!(
+                    "MatMul: `{name}` needs rank 2 or more ([batch.., M, K] × [batch.., K, N]), got shape {}",
+                    fmt_dims(s)
+                ),
+            ));
+        }
+    }
+    let (ra, rb) = (a.len(), b.len());
+    let (m, ka, kaa) = if ta {
+        (a[ra - 1], a[ra - 2], ra - 2)
+    } else {
+        (a[ra - 2], a[ra - 1], ra - 1)
+    };
+    let (kb, n, kab) = if tb {
+        (b[rb - 1], b[rb - 2], rb - 1)
+    } else {
+        (b[rb - 2], b[rb - 1], rb - 2)
+    };
+    if ka != kb {
+        return Err(err(
+            ErrorKind::Contraction,
+            format!(
+                "MatMul: the contraction lengths differ: `a` {}{} has {ka}, `b` {}{} has {kb}",
+                fmt_dims(a),
+                if ta { " (transposed)" } else { "" },
+                fmt_dims(b),
+                if tb { " (transposed)" } else { "" },
+            ),
+        ));
+    }
+    let mut out = broadcast(&a[..ra - 2], &b[..rb - 2]).ok_or_else(|| {
+        err(
+            ErrorKind::Contraction,
+            format!(
+                "MatMul: the batch axes {} of `a` and {} of `b` do not broadcast",
+                fmt_dims(&a[..ra - 2]),
+                fmt_dims(&b[..rb - 2])
+            ),
+        )
+    })?;
+    out.extend([m, n]);
+    Ok(Gemm {
+        out,
+        k: ka,
+        k_axis_a: kaa,
+        k_axis_b: kab,
+    })
 }
 
 /// Numpy broadcasting of two shapes, `None` if they do not broadcast.
@@ -231,6 +423,10 @@ pub fn reduced_extents(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Vec<u64>, Ker
     let x = in_shapes[0];
     Ok(match k {
         Kernel::MatMul | Kernel::BatchMatMul => vec![x[x.len() - 1]],
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        } => vec![gemm(*transpose_a, *transpose_b, x, in_shapes[1])?.k],
         Kernel::ReduceAxes { axes, .. } => axes.iter().map(|&a| x[a]).collect(),
         Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => vec![x[*axis]],
         _ => Vec::new(),
@@ -263,7 +459,11 @@ pub fn index_map(
     let out_rank = out_shape.len();
     let map = |axes: Vec<AxisSource>| InputMap { axes };
     Ok(match k {
-        Kernel::Unary(_) | Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => {
+        Kernel::Unary(_)
+        | Kernel::Clamp { .. }
+        | Kernel::Elu { .. }
+        | Kernel::Softmax { .. }
+        | Kernel::LayerNorm { .. } => {
             let axes = (0..out_rank)
                 .map(|h| match k {
                     Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } if *axis == h => {
@@ -274,7 +474,7 @@ pub fn index_map(
                 .collect();
             vec![map(axes)]
         }
-        Kernel::Binary(_) => in_shapes
+        Kernel::Binary(_) | Kernel::Select => in_shapes
             .iter()
             .map(|s| {
                 let off = out_rank - s.len();
@@ -299,11 +499,16 @@ pub fn index_map(
             b.extend([Reduced(0), Out(out_rank - 1)]);
             vec![map(a), map(b)]
         }
-        Kernel::ReduceAxes { axes, .. } => {
+        Kernel::ReduceAxes {
+            axes, keep_dims, ..
+        } => {
             let mut h = 0;
             let m = (0..in_shapes[0].len())
                 .map(|a| match axes.iter().position(|&x| x == a) {
-                    Some(r) => Reduced(r),
+                    Some(r) => {
+                        h += usize::from(*keep_dims);
+                        Reduced(r)
+                    }
                     None => {
                         h += 1;
                         Out(h - 1)
@@ -311,6 +516,47 @@ pub fn index_map(
                 })
                 .collect();
             vec![map(m)]
+        }
+        Kernel::BiasAdd { axis } => {
+            vec![map((0..out_rank).map(Out).collect()), map(vec![Out(*axis)])]
+        }
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        } => {
+            let nb = out_rank - 2;
+            let side = |s: &[u64], t: bool, first: AxisSource, second: AxisSource| {
+                let off = nb - (s.len() - 2);
+                let mut m: Vec<AxisSource> = s[..s.len() - 2]
+                    .iter()
+                    .enumerate()
+                    .map(|(a, &d)| {
+                        if d == 1 && out_shape[off + a] != 1 {
+                            Broadcast
+                        } else {
+                            Out(off + a)
+                        }
+                    })
+                    .collect();
+                if t {
+                    m.extend([second, first]);
+                } else {
+                    m.extend([first, second]);
+                }
+                map(m)
+            };
+            vec![
+                side(in_shapes[0], *transpose_a, Out(nb), Reduced(0)),
+                side(in_shapes[1], *transpose_b, Reduced(0), Out(nb + 1)),
+            ]
+        }
+        Kernel::Reshape { .. } | Kernel::Concat { .. } => {
+            return Err(err(
+                ErrorKind::Layout,
+                format!(
+                    "{k}: an output element does not read its input along fixed axes (no per-axis index map)"
+                ),
+            ));
         }
         Kernel::Transpose { perm } => {
             let mut m = vec![Broadcast; perm.len()];

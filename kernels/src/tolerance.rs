@@ -31,8 +31,9 @@ pub fn tolerance(dtype: DType, k: &Kernel, reduction_len: u64) -> (f64, f64) {
         | Kernel::BatchMatMul
         | Kernel::Softmax { .. }
         | Kernel::LayerNorm { .. }
+        | Kernel::GeneralMatMul { .. }
         | Kernel::ReduceAxes {
-            op: ReduceKind::Add,
+            op: ReduceKind::Add | ReduceKind::Mean | ReduceKind::L1 | ReduceKind::L2,
             ..
         } => reduction_len.max(1),
         _ => 1,

@@ -237,6 +237,7 @@ fn vector_kernels_by_hand() {
     let red = Kernel::ReduceAxes {
         op: ReduceKind::Max,
         axes: vec![1],
+        keep_dims: false,
     };
     let (_, c) = legal_cost(&red, &[&rows], &y, &m, f32_);
     assert_eq!((c.cycles, c.flops), (8, 64));

@@ -215,6 +215,7 @@ fn contraction_split_identically_leaves_partial_sums() {
     let red = Kernel::ReduceAxes {
         op: ReduceKind::Add,
         axes: vec![0],
+        keep_dims: false,
     };
     let t = machine("toy4");
     let x = lay("((4_PE, 2), (4))", &t, &[8, 4], F32);
@@ -281,6 +282,7 @@ fn reductions_partial_only_for_add() {
     let max = Kernel::ReduceAxes {
         op: ReduceKind::Max,
         axes: vec![0],
+        keep_dims: false,
     };
     let e = illegal(&max, &[&x], &y, &m, &["x", "y"]);
     assert_eq!(
@@ -293,6 +295,7 @@ fn reductions_partial_only_for_add() {
     let add = Kernel::ReduceAxes {
         op: ReduceKind::Add,
         axes: vec![0],
+        keep_dims: false,
     };
     let y_split = lay("((4_PE))", &m, &[4], F32);
     let e = illegal(&add, &[&x], &y_split, &m, &["x", "y"]);

@@ -101,6 +101,7 @@ fn reduction_partials_over_two_split_axes_and_an_idle_pe() {
     let k = Kernel::ReduceAxes {
         op: ReduceKind::Add,
         axes: vec![0, 2],
+        keep_dims: false,
     };
     let s = partials_add_up(&k, &[&x], &y, &m, &[0]);
     assert_eq!(
@@ -118,6 +119,7 @@ fn reduction_partials_over_two_split_axes_and_an_idle_pe() {
     let k = Kernel::ReduceAxes {
         op: ReduceKind::Add,
         axes: vec![0],
+        keep_dims: false,
     };
     let s = partials_add_up(&k, &[&x], &y, &m, &[0]);
     assert_eq!(s[3], vec![Vec::<u64>::new()]);

@@ -67,6 +67,7 @@ fn reduction_softmax_transpose_shapes() {
     let r = |axes: Vec<usize>| Kernel::ReduceAxes {
         op: ReduceKind::Add,
         axes,
+        keep_dims: false,
     };
     assert_eq!(shape(&r(vec![0, 2]), &[&[2, 3, 4]]), vec![3]);
     assert_eq!(shape(&r(vec![2, 0]), &[&[2, 3, 4]]), vec![3]);
@@ -137,6 +138,7 @@ fn index_maps() {
     let red = Kernel::ReduceAxes {
         op: ReduceKind::Max,
         axes: vec![2, 0],
+        keep_dims: false,
     };
     assert_eq!(
         im(&red, &[&[2, 3, 4, 5]]),

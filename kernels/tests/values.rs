@@ -130,7 +130,11 @@ fn matmuls_by_hand() {
 #[test]
 fn reductions_by_hand() {
     let x = [1.0, -2.0, 3.0, 4.0, 5.0, -6.0]; // [[1,-2,3],[4,5,-6]]
-    let red = |op, axes| Kernel::ReduceAxes { op, axes };
+    let red = |op, axes| Kernel::ReduceAxes {
+        op,
+        axes,
+        keep_dims: false,
+    };
     let (s, got) = run(&red(ReduceKind::Add, vec![1]), &[(&[2, 3], &x)]);
     assert_eq!(s, vec![2]);
     close(&got, &[2.0, 3.0]);
@@ -251,10 +255,18 @@ fn kernels_for(rng: &mut Rng) -> Vec<(Kernel, Vec<Vec<u64>>)> {
             Kernel::ReduceAxes {
                 op,
                 axes: vec![2, 0],
+                keep_dims: false,
             },
             vec![s3.clone()],
         ));
-        v.push((Kernel::ReduceAxes { op, axes: vec![1] }, vec![s3.clone()]));
+        v.push((
+            Kernel::ReduceAxes {
+                op,
+                axes: vec![1],
+                keep_dims: false,
+            },
+            vec![s3.clone()],
+        ));
     }
     for axis in 0..3 {
         v.push((Kernel::Softmax { axis }, vec![s3.clone()]));
@@ -337,6 +349,7 @@ fn eval_partial_ranges_sum_to_the_whole() {
     let k = Kernel::ReduceAxes {
         op: ReduceKind::Add,
         axes: vec![0, 2],
+        keep_dims: false,
     };
     let want = reference(&k, &[(shp, &x)], &[3]);
     for j in 0..3u64 {
@@ -349,6 +362,7 @@ fn eval_partial_ranges_sum_to_the_whole() {
     let mx = Kernel::ReduceAxes {
         op: ReduceKind::Max,
         axes: vec![1],
+        keep_dims: false,
     };
     let mut fetch = |_: usize, i: &[u64]| x[linear(shp, i)];
     assert_eq!(

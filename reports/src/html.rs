@@ -46,6 +46,11 @@ const PALETTE: [&str; 10] = [
 /// - **Where the cycles went**: a horizontal bar per level of its busy cycles against the run's
 ///   cycles, labelled with cycles, share, bytes and the ops it bounded; the bottleneck level
 ///   outlined;
+/// - **What ran together**: a lane per resource of the timeline (a level's ports per direction,
+///   the DRAMs, the LM, a level's compute units) over the run's cycles, every stage drawn on
+///   the lane of the resource it holds (class `hold`) and labelled with its op, so ops that
+///   overlap sit side by side; a first lane marks the critical path: each op's exposed cycles
+///   (class `critical`);
 /// - **Op timeline**: a Gantt chart over the run's cycles, a bar per op from `start` to `end`
 ///   (class `op-bar`), and under it a thinner bar per stage from the op's start (stages are
 ///   pipelined), the bottleneck stage outlined and labelled;
@@ -61,6 +66,7 @@ pub fn html(r: &Report) -> String {
     page_start(&mut s, &title);
     header(&mut s, r);
     levels_section(&mut s, r);
+    resources_section(&mut s, r);
     timeline_section(&mut s, r);
     if rows::ready_differs(r) {
         ready_section(&mut s, r);
@@ -725,17 +731,38 @@ fn timeline_section(s: &mut String, r: &Report) {
         if let Some(layout) = &op.layout {
             w!(tooltip, "\nlayout: {layout}");
         }
+        let critical = op.exposed_cycles > 0 && r.schedule == "overlapped";
+        if r.schedule == "overlapped" {
+            w!(
+                tooltip,
+                "\n{}",
+                if critical {
+                    format!(
+                        "on the critical path: {} cycles exposed",
+                        thousands(op.exposed_cycles)
+                    )
+                } else {
+                    "hidden behind other ops".to_string()
+                }
+            );
+        }
         w!(
             s,
-            "<g class=\"op\">\
+            "<g class=\"op{}\">\
              <text x=\"8\" y=\"{:.1}\" font-weight=\"600\">{}{}</text>\
              <rect class=\"op-bar\" x=\"{bx0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" \
-             rx=\"2\" fill=\"{OP_FILL}\">{}</rect>",
+             rx=\"2\" fill=\"{OP_FILL}\"{}>{}</rect>",
+            if critical { " critical" } else { "" },
             y + 17.0,
             tip(&name),
             esc(&fit(&name, label_w - 8.0, FONT)),
             y + 4.0,
             bx1 - bx0,
+            if critical {
+                format!(" stroke=\"{HOT}\" stroke-width=\"2\"")
+            } else {
+                String::new()
+            },
             tip(&tooltip)
         );
         let text = format!(
@@ -784,6 +811,149 @@ fn timeline_section(s: &mut String, r: &Report) {
         (x0 + x1) / 2.0,
         bottom + 32.0,
         esc(&clock)
+    );
+    s.push_str("</svg>\n</section>\n");
+}
+
+/// The resources of the run in display order: the report's, then any only stages name.
+fn resource_lanes(r: &Report) -> Vec<String> {
+    let mut names: Vec<String> = r.resources.iter().map(|u| u.name.clone()).collect();
+    for st in r.ops.iter().flat_map(|op| &op.stages) {
+        let name = st.resource();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+fn resources_section(s: &mut String, r: &Report) {
+    s.push_str("<section id=\"resources\">\n<h2>What ran together</h2>\n");
+    let lanes = resource_lanes(r);
+    if lanes.is_empty() {
+        s.push_str("<p>No resource was busy.</p>\n</section>\n");
+        return;
+    }
+    let hidden = r.hidden_cycles();
+    w!(
+        s,
+        "<p class=\"lead\">A lane per resource ({} schedule): every stage on the lane of the \
+         resource it holds, from its op's start, labelled with the op; stages of different ops \
+         side by side ran at the same time. The first lane is the critical path: the cycles of \
+         each op that no other op hides. {} cycles of the ops' {} were hidden behind others.</p>\n",
+        esc(&r.schedule),
+        thousands(hidden),
+        thousands(r.ops.iter().map(|o| o.cycles).sum::<u64>())
+    );
+    let colours = Colours::of_report(r);
+    let label_w = 150.0;
+    let x0 = label_w + 12.0;
+    let x1 = W - 14.0;
+    let max = r
+        .ops
+        .iter()
+        .flat_map(|op| {
+            std::iter::once(op.end.max(op.start))
+                .chain(op.stages.iter().map(|st| op.start + st.cycles))
+        })
+        .fold(r.total_cycles, u64::max)
+        .max(1) as f64;
+    let x = |c: f64| x0 + (x1 - x0) * c / max;
+    let row = 22.0;
+    let top = 24.0;
+    let bottom = top + row * (lanes.len() + 1) as f64;
+    svg_open(
+        s,
+        "resources-chart",
+        bottom + 40.0,
+        "What ran together",
+        &format!(
+            "{} resource lanes and the critical path over {} cycles",
+            lanes.len(),
+            thousands(r.total_cycles)
+        ),
+    );
+    for i in 0..=lanes.len() {
+        if i % 2 == 0 {
+            w!(
+                s,
+                "<rect x=\"0\" y=\"{:.1}\" width=\"{W}\" height=\"{row}\" fill=\"#f8fafc\"/>\n",
+                top + row * i as f64
+            );
+        }
+    }
+    grid(s, x, &ticks(max, 10.0), top, bottom);
+    // The critical path.
+    w!(
+        s,
+        "<text x=\"8\" y=\"{:.1}\" font-weight=\"600\" fill=\"{HOT}\">critical path</text>\n",
+        top + 15.0
+    );
+    for op in r.ops.iter().filter(|o| o.exposed_cycles > 0) {
+        let (a, b) = (x(op.start as f64), x((op.start + op.exposed_cycles) as f64));
+        w!(
+            s,
+            "<rect class=\"critical\" x=\"{a:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"12\" \
+             fill=\"{HOT}\" fill-opacity=\"0.8\">{}</rect>\n",
+            top + 5.0,
+            (b - a).max(1.0),
+            tip(&format!(
+                "{}: {} of its {} cycles on the critical path",
+                op_name(op),
+                thousands(op.exposed_cycles),
+                thousands(op.cycles)
+            ))
+        );
+    }
+    for (i, lane) in lanes.iter().enumerate() {
+        let y = top + row * (i + 1) as f64;
+        w!(
+            s,
+            "<text x=\"8\" y=\"{:.1}\">{}</text>\n",
+            y + 15.0,
+            esc(&fit(lane, label_w - 8.0, FONT))
+        );
+        for op in &r.ops {
+            for st in op.stages.iter().filter(|st| &st.resource() == lane) {
+                let (a, b) = (x(op.start as f64), x((op.start + st.cycles) as f64));
+                let b = b.max(a + 1.5);
+                let tooltip = format!(
+                    "{} · {}: cycles {} to {} ({} cycles, {})",
+                    op_name(op),
+                    st.label(),
+                    thousands(op.start),
+                    thousands(op.start + st.cycles),
+                    thousands(st.cycles),
+                    human_bytes(st.bytes)
+                );
+                w!(
+                    s,
+                    "<g class=\"hold\"><rect x=\"{a:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"14\" \
+                     rx=\"2\" fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.5\">{}</rect>",
+                    y + 4.0,
+                    b - a,
+                    colours.of(&st.level),
+                    tip(&tooltip)
+                );
+                let label = format!("#{}", op.index);
+                if b - a >= text_w(&label, 10.0) + 4.0 {
+                    w!(
+                        s,
+                        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#fff\">{}</text>",
+                        a + 2.0,
+                        y + 15.0,
+                        esc(&label)
+                    );
+                }
+                s.push_str("</g>\n");
+            }
+        }
+    }
+    w!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"{MUTED}\">cycles</text>\n",
+        (x0 + x1) / 2.0,
+        bottom + 32.0
     );
     s.push_str("</svg>\n</section>\n");
 }
@@ -1339,10 +1509,13 @@ mod tests {
             plan: Some("a b&c/d".into()),
             machine: String::new(),
             mode: String::new(),
+            schedule: "sequential".into(),
             total_cycles: 0,
             clock_ghz: 1.0,
             ops: vec![],
             levels: vec![],
+            resources: vec![],
+            peak_flops_per_cycle: None,
             verified: None,
             lm_peak_bytes: 0,
             lm_bytes: 0,

@@ -32,7 +32,7 @@ pub use compare::{COMPARE_SCHEMA, compare_json, compare_table};
 pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;
-pub use model::{LevelTotal, OpReport, Percentiles, Report, SCHEMA, StageReport};
+pub use model::{LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport};
 pub use ops_csv::{OPS_CSV_COLUMNS, ops_csv};
 pub use output::{OUTPUT_NAMES, write_outputs};
 pub use sweep::{

@@ -42,6 +42,12 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
         rows::duration(r),
         rows::clock(r)
     )?;
+    if let Some(o) = rows::overlap(r) {
+        writeln!(s, "- **schedule:** {}", inline(&o))?;
+    }
+    if let Some(c) = rows::run_compute(r) {
+        writeln!(s, "- **compute:** {}", inline(&c))?;
+    }
     writeln!(s, "- **verified:** {}", verified_mark(r.verified))?;
     writeln!(s, "- **LM peak:** {} per PE", rows::lm_use(r))?;
     for (name, items) in [

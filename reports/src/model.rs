@@ -1,17 +1,19 @@
 //! The report model: what a run produced, independent of how it is shown.
 //!
-//! `report.json` is this model serialised (schema `mnsim.report/1`, documented in
+//! `report.json` is this model serialised (schema `mnsim.report/2`, documented in
 //! `docs/report-schema.md`). Keys are only ever added; existing keys never change meaning.
+//! Version 2 added the schedule (`schedule`, per-op `exposed_cycles`, `resources`,
+//! `peak_flops_per_cycle`); a version-1 report still reads (the new keys take defaults).
 
 use serde::{Deserialize, Serialize};
 
 /// The value of [`Report::schema`] for this version of the model.
-pub const SCHEMA: &str = "mnsim.report/1";
+pub const SCHEMA: &str = "mnsim.report/2";
 
 /// One run of one plan of a scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    /// Always [`SCHEMA`] (`mnsim.report/1`).
+    /// Always [`SCHEMA`] (`mnsim.report/2`).
     pub schema: String,
     /// The scenario's name.
     pub scenario: String,
@@ -21,6 +23,10 @@ pub struct Report {
     pub machine: String,
     /// `timing` or `functional`.
     pub mode: String,
+    /// How ops were placed in time: `overlapped` (transfers overlap compute) or
+    /// `sequential` (each op starts when the previous one ends).
+    #[serde(default = "sequential")]
+    pub schedule: String,
     /// Cycles of the whole run.
     pub total_cycles: u64,
     /// Machine clock, to turn cycles into time.
@@ -29,6 +35,14 @@ pub struct Report {
     pub ops: Vec<OpReport>,
     /// Per stage level: cycles summed over ops (where the time went).
     pub levels: Vec<LevelTotal>,
+    /// Per resource of the timeline (a level's ports per direction, the DRAMs, the LM
+    /// bandwidth, the compute units): busy cycles and share of the run.
+    #[serde(default)]
+    pub resources: Vec<ResourceTotal>,
+    /// The machine's peak FLOP per cycle for the dtype the run computes in (the
+    /// largest over its kernels), `null` when nothing computes.
+    #[serde(default)]
+    pub peak_flops_per_cycle: Option<f64>,
     /// `true`/`false` when verification ran, `null` when it did not.
     pub verified: Option<bool>,
     /// Peak LM use per PE over the run, in bytes, and the PE's LM size.
@@ -60,6 +74,10 @@ pub struct OpReport {
     pub end: u64,
     /// Cycles the op takes.
     pub cycles: u64,
+    /// The op's cycles on the run's critical path (not hidden behind another op). Under
+    /// the sequential schedule, equal to `cycles`; the sum over ops is the run's length.
+    #[serde(default)]
+    pub exposed_cycles: u64,
     /// The stage that set the op's time (`L1B down distribute`, `DRAM`, `compute`).
     pub bottleneck: String,
     /// The op's pipelined stages.
@@ -120,6 +138,25 @@ pub struct Percentiles {
     pub count: u64,
 }
 
+fn sequential() -> String {
+    "sequential".to_string()
+}
+
+/// One resource of the timeline over the whole run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceTotal {
+    /// `L1B down`, `Group up` (a level's ports, one direction), `DRAM`, `PE LM`,
+    /// `MAB compute` (matrix units), `PE compute` (vector units): as stages name theirs
+    /// ([`StageReport::resource`]).
+    pub name: String,
+    /// `port`, `dram`, `lm`, `matrix` or `vector`.
+    pub kind: String,
+    /// Cycles the resource was held, summed over ops.
+    pub busy_cycles: u64,
+    /// `busy_cycles` / the run's total cycles, 0..1.
+    pub utilisation: f64,
+}
+
 /// Cycles attributed to one stage level over the whole run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LevelTotal {
@@ -134,6 +171,18 @@ pub struct LevelTotal {
 }
 
 impl StageReport {
+    /// The timeline resource the stage holds, named as in [`Report::resources`]: `DRAM`,
+    /// `L1B down` (a level's ports, one direction), `PE LM` (a copy inside LM), `MAB compute`
+    /// (the compute units of a level).
+    pub fn resource(&self) -> String {
+        match self.kind.as_str() {
+            "dram" => "DRAM".to_string(),
+            "copy" => format!("{} LM", self.level),
+            "compute" => format!("{} compute", self.level),
+            _ => format!("{} {}", self.level, self.direction),
+        }
+    }
+
     /// The stage's name as ops refer to it in `bottleneck`: `level direction kind`
     /// (`L1B down distribute`).
     pub fn label(&self) -> String {
@@ -174,6 +223,24 @@ impl OpReport {
 }
 
 impl Report {
+    /// Cycles hidden behind other ops: the ops' cycles summed, less the run's length
+    /// (0 under the sequential schedule).
+    pub fn hidden_cycles(&self) -> u64 {
+        let sum: u64 = self.ops.iter().map(|o| o.cycles).sum();
+        sum.saturating_sub(self.total_cycles)
+    }
+
+    /// FLOP of the whole run.
+    pub fn flops(&self) -> u64 {
+        self.ops.iter().filter_map(|o| o.flops).sum()
+    }
+
+    /// The run's FLOP per cycle (over its whole length), `None` when nothing computes.
+    pub fn flops_per_cycle(&self) -> Option<f64> {
+        let f = self.flops();
+        (f > 0 && self.total_cycles > 0).then(|| f as f64 / self.total_cycles as f64)
+    }
+
     /// The level that bounded the most cycles: op cycles summed by
     /// [`OpReport::bottleneck_level`], the largest sum (the level met first on a tie).
     pub fn bottleneck_level(&self) -> Option<&str> {

@@ -194,3 +194,40 @@ pub(crate) fn compute(r: &Report, op: &OpReport) -> Option<[String; 3]> {
     };
     Some([format!("{}FLOP", si(flops as f64)), per_cycle, rate])
 }
+
+/// The schedule line: how many of the ops' cycles were hidden behind other ops, or that
+/// ops ran one after another. `None` for a report without ops.
+pub(crate) fn overlap(r: &Report) -> Option<String> {
+    if r.ops.is_empty() {
+        return None;
+    }
+    let sum: u64 = r.ops.iter().map(|o| o.cycles).sum();
+    Some(match r.schedule.as_str() {
+        "overlapped" => format!(
+            "overlapped schedule: {} cycles hidden behind other ops ({} of the ops' {} cycles)",
+            thousands(r.hidden_cycles()),
+            share(r.hidden_cycles(), sum),
+            thousands(sum)
+        ),
+        other => format!("{other} schedule: ops run one after another"),
+    })
+}
+
+/// The compute line: the run's FLOP per cycle over its whole length against the machine's
+/// peak. `None` when nothing computes.
+pub(crate) fn run_compute(r: &Report) -> Option<String> {
+    let rate = r.flops_per_cycle()?;
+    let mut s = format!(
+        "compute {}FLOP · {} FLOP/cycle over the run",
+        si(r.flops() as f64),
+        thousands(rate.round() as u64)
+    );
+    if let Some(peak) = r.peak_flops_per_cycle.filter(|p| *p > 0.0) {
+        s.push_str(&format!(
+            " = {} of the {} peak",
+            percent(rate / peak),
+            thousands(peak.round() as u64)
+        ));
+    }
+    Some(s)
+}

@@ -76,6 +76,12 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
         Some(false) => Style::Red,
         None => Style::Plain,
     };
+    for line in [rows::overlap(r), rows::run_compute(r)]
+        .into_iter()
+        .flatten()
+    {
+        out.push(truncate(&line, MAX_WIDTH));
+    }
     out.push(format!(
         "verified {} · LM peak {} per PE",
         paint(verified_mark(r.verified), style, color),

@@ -17,14 +17,16 @@ const FALLBACK_GHZ: f64 = 1.0;
 /// {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}
 /// ```
 ///
-/// - metadata events (`"ph": "M"`) name the process `mnsim <scenario>` and its threads: `ops`
-///   first, then one thread per stage level in the order of the report's `levels` (levels that
-///   appear only in stages follow, in order of first appearance);
-/// - a complete event (`"ph": "X"`) per op on `ops`, from its `start` to its `end`;
-/// - a complete event per stage on its level's thread, starting with its op (stages are
-///   pipelined) and lasting the stage's cycles. When one op has several stages of the same level
-///   (a reduce up and the result back down), the second goes on a thread `LEVEL #2` right below
-///   the level's, and so on, so that events of one thread never overlap within an op.
+/// - metadata events (`"ph": "M"`) name the process `mnsim <scenario>` and its threads: the op
+///   tracks first (`ops`, then `ops #2`, ... when ops run at the same time under the overlapped
+///   schedule: an op goes on the first track free at its start), then one track per resource
+///   (a level's ports per direction, `DRAM`, `PE LM`, a level's compute units) in the order of
+///   the report's `resources` (resources that appear only in stages follow, in order of first
+///   appearance);
+/// - a complete event (`"ph": "X"`) per op on its op track, from its `start` to its `end`;
+/// - a complete event per stage on its resource's track, starting with its op (stages are
+///   pipelined) and lasting the stage's cycles. The timeline never gives one resource to two
+///   ops at once, so Perfetto shows side by side exactly what ran together.
 ///
 /// `ts` and `dur` are microseconds at the report's `clock_ghz` (1 GHz when the report has no
 /// valid clock), rounded to whole nanoseconds, the resolution trace viewers keep; every event's
@@ -33,23 +35,6 @@ pub fn trace(r: &Report) -> String {
     let mut s = serde_json::to_string_pretty(&trace_json(r)).expect("a trace always serialises");
     s.push('\n');
     s
-}
-
-/// A stage thread: a level's own (`lane` 0) or an extra lane for stages of the same level
-/// within one op.
-struct Thread {
-    level: String,
-    lane: usize,
-}
-
-impl Thread {
-    fn name(&self) -> String {
-        if self.lane == 0 {
-            self.level.clone()
-        } else {
-            format!("{} #{}", self.level, self.lane + 1)
-        }
-    }
 }
 
 /// The clock the trace uses, in GHz.
@@ -61,37 +46,46 @@ fn clock(r: &Report) -> f64 {
     }
 }
 
-/// For each op, the lane of each of its stages: the number of earlier stages of the same level
-/// in that op.
-fn lanes(op: &OpReport) -> Vec<usize> {
-    op.stages
+/// Per op, its op track: the first whose last op has ended by the op's start.
+fn op_lanes(r: &Report) -> Vec<usize> {
+    let mut ends: Vec<u64> = Vec::new();
+    r.ops
         .iter()
-        .enumerate()
-        .map(|(i, s)| op.stages[..i].iter().filter(|t| t.level == s.level).count())
+        .map(|op| match ends.iter().position(|&e| e <= op.start) {
+            Some(i) => {
+                ends[i] = op.end.max(op.start);
+                i
+            }
+            None => {
+                ends.push(op.end.max(op.start));
+                ends.len() - 1
+            }
+        })
         .collect()
 }
 
-/// The stage threads in display order: levels in report order (then unlisted levels in order of
-/// appearance), each followed by its extra lanes.
-fn threads(r: &Report) -> Vec<Thread> {
-    let mut levels: Vec<(String, usize)> = r.levels.iter().map(|l| (l.level.clone(), 1)).collect();
-    for op in &r.ops {
-        for (s, lane) in op.stages.iter().zip(lanes(op)) {
-            match levels.iter_mut().find(|(l, _)| *l == s.level) {
-                Some((_, n)) => *n = (*n).max(lane + 1),
-                None => levels.push((s.level.clone(), lane + 1)),
+/// The names of the tracks in display order: op tracks, then resources.
+fn threads(r: &Report, op_tracks: usize) -> Vec<String> {
+    let mut names: Vec<String> = (0..op_tracks.max(1))
+        .map(|i| {
+            if i == 0 {
+                "ops".to_string()
+            } else {
+                format!("ops #{}", i + 1)
             }
+        })
+        .collect();
+    let resources = r.resources.iter().map(|u| u.name.clone()).chain(
+        r.ops
+            .iter()
+            .flat_map(|op| op.stages.iter().map(|s| s.resource())),
+    );
+    for name in resources {
+        if !names[op_tracks.max(1)..].contains(&name) {
+            names.push(name);
         }
     }
-    levels
-        .into_iter()
-        .flat_map(|(level, n)| {
-            (0..n).map(move |lane| Thread {
-                level: level.clone(),
-                lane,
-            })
-        })
-        .collect()
+    names
 }
 
 /// The trace as a JSON value (see [`trace`]).
@@ -101,13 +95,15 @@ fn trace_json(r: &Report) -> Value {
     // exactly in the trace too.
     let ns = |cycles: u64| (cycles as f64 / ghz).round() as u64;
     let us = |ns: u64| ns as f64 / 1000.0;
-    let threads = threads(r);
-    let tid = |level: &str, lane: usize| {
-        let i = threads
+    let lanes = op_lanes(r);
+    let op_tracks = lanes.iter().max().map_or(1, |m| m + 1);
+    let threads = threads(r, op_tracks);
+    let tid = |name: &str| {
+        let i = threads[op_tracks..]
             .iter()
-            .position(|t| t.level == level && t.lane == lane)
-            .expect("every stage has a thread");
-        OPS_TID + 1 + i as u64
+            .position(|t| t == name)
+            .expect("every stage has a track");
+        OPS_TID + (op_tracks + i) as u64
     };
 
     let mut events = vec![
@@ -115,24 +111,20 @@ fn trace_json(r: &Report) -> Value {
                "args": {"name": format!("mnsim {}", r.scenario)}}),
         json!({"name": "process_labels", "ph": "M", "ts": 0, "pid": PID, "tid": OPS_TID,
                "args": {"labels": labels(r)}}),
-        json!({"name": "thread_name", "ph": "M", "ts": 0, "pid": PID, "tid": OPS_TID,
-               "args": {"name": "ops"}}),
-        json!({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": PID, "tid": OPS_TID,
-               "args": {"sort_index": 0}}),
     ];
     for (i, t) in threads.iter().enumerate() {
-        let tid = OPS_TID + 1 + i as u64;
+        let tid = OPS_TID + i as u64;
         events.push(
             json!({"name": "thread_name", "ph": "M", "ts": 0, "pid": PID, "tid": tid,
-                           "args": {"name": t.name()}}),
+                           "args": {"name": t}}),
         );
         events.push(
             json!({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": PID,
-                           "tid": tid, "args": {"sort_index": i + 1}}),
+                           "tid": tid, "args": {"sort_index": i}}),
         );
     }
 
-    for op in &r.ops {
+    for (op, lane) in r.ops.iter().zip(&lanes) {
         let (start, end) = (ns(op.start), ns(op.end.max(op.start)));
         events.push(json!({
             "name": format!("{} {}", op.op, op.tensor),
@@ -141,11 +133,11 @@ fn trace_json(r: &Report) -> Value {
             "ts": us(start),
             "dur": us(end - start),
             "pid": PID,
-            "tid": OPS_TID,
+            "tid": OPS_TID + *lane as u64,
             "args": op_args(op, ghz),
         }));
         let bottleneck = op.bottleneck_stage();
-        for (i, (s, lane)) in op.stages.iter().zip(lanes(op)).enumerate() {
+        for (i, s) in op.stages.iter().enumerate() {
             let end = ns(op.start + s.cycles);
             events.push(json!({
                 "name": s.label(),
@@ -154,7 +146,7 @@ fn trace_json(r: &Report) -> Value {
                 "ts": us(start),
                 "dur": us(end - start),
                 "pid": PID,
-                "tid": tid(&s.level, lane),
+                "tid": tid(&s.resource()),
                 "args": stage_args(op, s, bottleneck == Some(i), ghz),
             }));
         }
@@ -169,6 +161,7 @@ fn trace_json(r: &Report) -> Value {
             "plan": r.plan,
             "machine": r.machine,
             "mode": r.mode,
+            "schedule": r.schedule,
             "total_cycles": r.total_cycles,
             "clock_ghz": ghz,
             "verified": r.verified,
@@ -194,6 +187,7 @@ fn op_args(op: &OpReport, ghz: f64) -> Value {
         "tensor": op.tensor,
         "layout": op.layout,
         "cycles": op.cycles,
+        "exposed_cycles": op.exposed_cycles,
         "start_cycle": op.start,
         "end_cycle": op.end,
         "bottleneck": op.bottleneck,
@@ -210,6 +204,7 @@ fn stage_args(op: &OpReport, s: &StageReport, bottleneck: bool, ghz: f64) -> Val
         "op_index": op.index,
         "op": format!("{} {}", op.op, op.tensor),
         "level": s.level,
+        "resource": s.resource(),
         "direction": s.direction,
         "kind": s.kind,
         "cycles": s.cycles,

@@ -80,9 +80,14 @@ fn report_page_has_every_chart() {
             .filter_map(|op| op.ready_cycles.as_ref())
             .any(|p| p.min != p.max);
         let want: &[&str] = if differ {
-            &["level-chart", "timeline-chart", "ready-chart"]
+            &[
+                "level-chart",
+                "resources-chart",
+                "timeline-chart",
+                "ready-chart",
+            ]
         } else {
-            &["level-chart", "timeline-chart"]
+            &["level-chart", "resources-chart", "timeline-chart"]
         };
         assert_eq!(ids, want, "{}", r.scenario);
         for tag in svg_tags(&page) {
@@ -90,7 +95,7 @@ fn report_page_has_every_chart() {
             let title = format!("<title id=\"{}-title\">", id(tag));
             assert!(page.contains(&title), "{title}");
         }
-        for section in ["levels", "timeline", "ready", "ops"] {
+        for section in ["levels", "resources", "timeline", "ready", "ops"] {
             assert_eq!(
                 page.contains(&format!("<section id=\"{section}\">")),
                 section != "ready" || differ,
@@ -100,6 +105,28 @@ fn report_page_has_every_chart() {
         assert_self_contained(&page);
         assert_balanced(&page);
     }
+}
+
+#[test]
+fn resource_lanes_hold_every_stage_and_the_critical_path_its_exposed_ops() {
+    for r in reports() {
+        let page = html(&r);
+        let stages: usize = r.ops.iter().map(|op| op.stages.len()).sum();
+        assert_eq!(count(&page, "<g class=\"hold\">"), stages);
+        let exposed = r.ops.iter().filter(|o| o.exposed_cycles > 0).count();
+        assert_eq!(count(&page, "<rect class=\"critical\""), exposed);
+    }
+    // Overlapped: the op hidden behind another is not on the critical path, and says so.
+    let mut r = rates();
+    r.schedule = "overlapped".into();
+    for (i, o) in r.ops.iter_mut().enumerate() {
+        o.exposed_cycles = if i == 1 { 0 } else { o.cycles };
+    }
+    let page = html(&r);
+    assert_eq!(count(&page, "<rect class=\"critical\""), r.ops.len() - 1);
+    assert_eq!(count(&page, "class=\"op-bar\" x="), r.ops.len());
+    assert_eq!(count(&page, "hidden behind other ops"), 1);
+    assert_eq!(count(&page, " critical\">"), r.ops.len() - 1);
 }
 
 #[test]
@@ -268,7 +295,7 @@ fn thread_names(events: &[Value]) -> BTreeMap<u64, String> {
 }
 
 #[test]
-fn trace_names_the_process_and_a_thread_per_level() {
+fn trace_names_the_process_and_a_track_per_resource() {
     for r in reports() {
         let events = events(&r);
         let process: Vec<&Value> = events
@@ -283,10 +310,10 @@ fn trace_names_the_process_and_a_thread_per_level() {
         let names = thread_names(&events);
         let name_list: Vec<&String> = names.values().collect();
         assert!(name_list.contains(&&"ops".to_string()));
-        for l in &r.levels {
-            assert!(name_list.contains(&&l.level), "no thread for {}", l.level);
+        for u in &r.resources {
+            assert!(name_list.contains(&&u.name), "no track for {}", u.name);
         }
-        // Sort indices follow the report's level order, ops first.
+        // Sort indices: ops first, then the report's resource order.
         let sort: BTreeMap<u64, u64> = events
             .iter()
             .filter(|e| e["ph"] == "M" && e["name"] == "thread_sort_index")
@@ -302,21 +329,42 @@ fn trace_names_the_process_and_a_thread_per_level() {
             sort[tid]
         };
         assert_eq!(by_name("ops"), 0);
-        let order: Vec<u64> = r.levels.iter().map(|l| by_name(&l.level)).collect();
+        let order: Vec<u64> = r.resources.iter().map(|u| by_name(&u.name)).collect();
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
-        // Every stage sits on a thread named after its level.
+        // Every stage sits on the track of the resource it holds.
         for e in events
             .iter()
             .filter(|e| e["ph"] == "X" && e["cat"] == "stage")
         {
             let thread = &names[&e["tid"].as_u64().unwrap()];
+            assert_eq!(thread, e["args"]["resource"].as_str().unwrap());
             let level = e["args"]["level"].as_str().unwrap();
             assert!(
-                thread == level || thread.starts_with(&format!("{level} #")),
+                thread == "DRAM" || thread.starts_with(level),
                 "{thread} for {level}"
             );
         }
     }
+}
+
+#[test]
+fn trace_puts_ops_that_run_together_on_tracks_side_by_side() {
+    // Two ops overlap under the overlapped schedule: the second gets a second op track.
+    let mut r = rates();
+    r.schedule = "overlapped".into();
+    let (s0, e0) = (r.ops[0].start, r.ops[0].end);
+    r.ops[1].start = s0 + (e0 - s0) / 2;
+    let events = events(&r);
+    let names = thread_names(&events);
+    let op_track = |i: u64| -> String {
+        let e = events
+            .iter()
+            .find(|e| e["cat"] == "op" && e["args"]["index"] == i)
+            .unwrap();
+        names[&e["tid"].as_u64().unwrap()].clone()
+    };
+    assert_eq!(op_track(0), "ops");
+    assert_eq!(op_track(1), "ops #2");
 }
 
 #[test]

@@ -352,13 +352,31 @@ fn compare_handles_no_plans_and_zero_cycles() {
 }
 
 #[test]
+fn a_version_1_report_still_reads() {
+    // The keys version 2 added take their defaults.
+    let mut v: serde_json::Value = serde_json::from_str(&to_json(&sample())).unwrap();
+    let o = v.as_object_mut().unwrap();
+    for k in ["schedule", "resources", "peak_flops_per_cycle"] {
+        o.remove(k);
+    }
+    o["schema"] = "mnsim.report/1".into();
+    for op in o["ops"].as_array_mut().unwrap() {
+        op.as_object_mut().unwrap().remove("exposed_cycles");
+    }
+    let r: Report = serde_json::from_value(v).unwrap();
+    assert_eq!(r.schedule, "sequential");
+    assert!(r.resources.is_empty());
+    assert_eq!(r.ops[0].exposed_cycles, 0);
+}
+
+#[test]
 fn json_round_trips_and_keeps_the_field_order() {
     let r = sample();
     let s = to_json(&r);
     let back: Report = serde_json::from_str(&s).unwrap();
     assert_eq!(back, r);
     assert!(
-        s.starts_with("{\n  \"schema\": \"mnsim.report/1\",\n  \"scenario\": \"mlp block\","),
+        s.starts_with("{\n  \"schema\": \"mnsim.report/2\",\n  \"scenario\": \"mlp block\","),
         "{s}"
     );
     let keys = [
@@ -367,10 +385,13 @@ fn json_round_trips_and_keeps_the_field_order() {
         "\"plan\"",
         "\"machine\"",
         "\"mode\"",
+        "\"schedule\"",
         "\"total_cycles\"",
         "\"clock_ghz\"",
         "\"ops\"",
         "\"levels\"",
+        "\"resources\"",
+        "\"peak_flops_per_cycle\"",
         "\"verified\"",
         "\"lm_peak_bytes\"",
         "\"lm_bytes\"",

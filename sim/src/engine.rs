@@ -6,8 +6,11 @@
 //! PEs (rayon), and counts the same facts from what it moved; both feed one cost model
 //! ([`crate::net::cost`]), so both modes give the same cycles.
 
+use crate::ids::RegionId;
+use crate::lowering;
 use crate::net::{self, Dir, DramSpec, PeFact, Route, StageSpec, Topo};
-use crate::world::{Lm, Pe, PortStats, Ready, SimWorld};
+use crate::timeline::{Schedule, Task, Timeline};
+use crate::world::{Lm, Pe, PortStats, Ready, SimWorld, WorldBusy};
 use hdrhistogram::Histogram;
 use mnsim_arch::layout::Class;
 use mnsim_arch::machine::AddrLevel;
@@ -46,6 +49,8 @@ pub struct Resident {
     pub words: u64,
     /// Addressable levels (indices) over which copies hold different partial values.
     pub partial: Vec<usize>,
+    /// This allocation, for the timeline's data dependencies.
+    pub region: RegionId,
 }
 
 /// A declared tensor.
@@ -63,30 +68,46 @@ pub struct TensorState {
 /// LM regions in use: first fit over word ranges (the same on every PE: SIMD).
 #[derive(Clone, Debug, Default)]
 struct Alloc {
-    /// (offset, words, resident footprint charged against LM).
-    used: BTreeMap<u64, (u64, u64)>,
+    /// offset → (words, resident footprint charged against LM, region id).
+    used: BTreeMap<u64, (u64, u64, RegionId)>,
     high_water: u64,
+    next: u32,
 }
 
 impl Alloc {
     fn charged(&self) -> u64 {
-        self.used.values().map(|&(_, c)| c).sum()
+        self.used.values().map(|&(_, c, _)| c).sum()
     }
-    fn alloc(&mut self, words: u64, charge: u64) -> u64 {
+    fn alloc(&mut self, words: u64, charge: u64) -> (u64, RegionId) {
         let mut at = 0u64;
-        for (&o, &(w, _)) in &self.used {
+        for (&o, &(w, _, _)) in &self.used {
             if o >= at + words {
                 break;
             }
             at = at.max(o + w);
         }
-        self.used.insert(at, (words, charge));
+        let region = RegionId(self.next);
+        self.next = self.next.saturating_add(1);
+        self.used.insert(at, (words, charge, region));
         self.high_water = self.high_water.max(at + words);
-        at
+        (at, region)
     }
-    fn free(&mut self, offset: u64) {
-        self.used.remove(&offset);
+    /// Frees the region at `offset`: its id and the words it was charged.
+    fn free(&mut self, offset: u64) -> Option<(RegionId, u64)> {
+        self.used.remove(&offset).map(|(_, c, r)| (r, c))
     }
+}
+
+/// Regions freed while an op runs, for its task: before its own allocation (their space
+/// is not charged to it) or after (charged to it, released when it ends).
+#[derive(Clone, Debug, Default)]
+struct Frees {
+    before: Vec<(RegionId, u64)>,
+    after: Vec<(RegionId, u64)>,
+    /// The op has allocated its output: later frees come after it.
+    allocated: bool,
+    /// LM words charged while the op runs.
+    lm_words: u64,
 }
 
 /// The simulator for one run.
@@ -100,6 +121,13 @@ pub struct Engine {
     /// Peak LM bytes charged per PE.
     pub lm_peak_bytes: u64,
     pub ops: Vec<OpReport>,
+    /// Every op's stages, typed (the report holds them converted), and its slowest stage.
+    pub records: Vec<(Vec<net::Stage>, Option<usize>)>,
+    /// Every op lowered, in program order (the timeline's input).
+    pub tasks: Vec<Task>,
+    /// Where every op sits in time.
+    pub timeline: Timeline,
+    frees: Frees,
     /// Every PE's position per addressable level, in PE order (fixed by the machine).
     positions: Vec<Vec<u64>>,
 }
@@ -260,10 +288,20 @@ pub fn check_dram(m: &Machine, name: &str, dtype: DType, runtime: &[u64]) -> Res
 
 impl Engine {
     pub fn new(machine: Machine, mode: Mode) -> Engine {
+        Self::with_schedule(machine, mode, Schedule::Sequential)
+    }
+
+    /// An engine whose ops are placed by `schedule`.
+    pub fn with_schedule(machine: Machine, mode: Mode, schedule: Schedule) -> Engine {
         let topo = Topo::new(&machine);
         let sw = SimWorld::build(&machine);
         let positions = Self::positions_of(&sw);
+        let lm_words = machine.leaf_memory_bytes() / machine.word_bytes.max(1);
         Engine {
+            records: Vec::new(),
+            tasks: Vec::new(),
+            timeline: Timeline::new(schedule, lm_words),
+            frees: Frees::default(),
             machine,
             topo,
             sw,
@@ -398,7 +436,11 @@ impl Engine {
     }
 
     /// Allocates an LM region for a layout; checks the capacity.
-    fn allocate(&mut self, name: &str, layout: &TensorLayout) -> Result<(u64, u64), SimError> {
+    fn allocate(
+        &mut self,
+        name: &str,
+        layout: &TensorLayout,
+    ) -> Result<(u64, u64, RegionId), SimError> {
         let fp = layout.footprint_words();
         let words = fp.saturating_mul(layout.time_span());
         let lm_words = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
@@ -417,7 +459,9 @@ impl Engine {
                     .join(", ")
             ));
         }
-        let off = self.alloc.alloc(words, fp);
+        let (off, region) = self.alloc.alloc(words, fp);
+        self.frees.allocated = true;
+        self.frees.lm_words = self.frees.lm_words.max(self.alloc.charged());
         let wb = self.machine.word_bytes;
         self.lm_peak_bytes = self.lm_peak_bytes.max(self.alloc.charged() * wb);
         if self.mode == Mode::Functional {
@@ -433,7 +477,18 @@ impl Engine {
                 }
             });
         }
-        Ok((off, words))
+        Ok((off, words, region))
+    }
+
+    /// Frees the LM region at `offset`; the timeline learns when its space is free.
+    fn release(&mut self, offset: u64) {
+        if let Some(f) = self.alloc.free(offset) {
+            if self.frees.allocated {
+                self.frees.after.push(f);
+            } else {
+                self.frees.before.push(f);
+            }
+        }
     }
 
     /// Frees a tensor's LM region.
@@ -443,7 +498,7 @@ impl Engine {
             .get_mut(name)
             .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
         if let Some(r) = t.lm.take() {
-            self.alloc.free(r.offset);
+            self.release(r.offset);
         }
         Ok(())
     }
@@ -597,7 +652,9 @@ impl Engine {
         run_bytes as f64 / (run_bytes.div_ceil(burst) * burst) as f64
     }
 
-    /// Records an op: advances the clock, updates port statistics and ready cycles.
+    /// Records an op: lowers it to a task, places it on the timeline (resource state on
+    /// the world's entities), updates port statistics and ready cycles.
+    #[allow(clippy::too_many_arguments)]
     fn finish(
         &mut self,
         op: &str,
@@ -605,10 +662,25 @@ impl Engine {
         layout: Option<&TensorLayout>,
         runtime: &[u64],
         c: net::Cost,
+        reads: &[RegionId],
+        writes: &[RegionId],
     ) -> OpReport {
-        let start = self.sw.clock();
-        let end = start.saturating_add(c.cycles);
-        self.sw.set_clock(end);
+        let frees = std::mem::take(&mut self.frees);
+        let task = lowering::task(
+            &c,
+            reads,
+            writes,
+            frees.lm_words.max(self.alloc.charged()),
+            frees.before,
+            frees.after,
+        );
+        let placed = self
+            .timeline
+            .push_on(&task, &mut WorldBusy::new(&mut self.sw));
+        self.tasks.push(task);
+        let (start, end) = (placed.start, placed.end);
+        let clock = self.sw.clock().max(end);
+        self.sw.set_clock(clock);
         // Port statistics on the chain nodes.
         for port in &c.ports {
             let k = self.topo.chain[port.link];
@@ -653,8 +725,12 @@ impl Engine {
             start,
             end,
             cycles: c.cycles,
-            bottleneck: c.bottleneck,
-            stages: c.stages,
+            bottleneck: c
+                .bottleneck
+                .map(|b| c.stages[b].bottleneck_name(&self.machine))
+                .unwrap_or_default(),
+            stages: c.stages.iter().map(|s| s.report(&self.machine)).collect(),
+            exposed_cycles: c.cycles,
             ready_cycles: ready,
             flops: None,
             utilisation: util,
@@ -662,6 +738,7 @@ impl Engine {
             padded_elems: padded,
         };
         self.ops.push(r.clone());
+        self.records.push((c.stages, c.bottleneck));
         r
     }
 
@@ -705,7 +782,7 @@ impl Engine {
         if t.lm.is_some() {
             self.free(name)?;
         }
-        let (offset, words) = self.allocate(name, &layout)?;
+        let (offset, words, region) = self.allocate(name, &layout)?;
         let facts = match self.mode {
             Mode::Timing => self.closed_facts(&layout, &[], &runtime, false, None),
             Mode::Functional => self.move_load(name, &layout, offset),
@@ -721,13 +798,14 @@ impl Engine {
             }),
         );
         let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
-        let op = self.finish("Load", name, Some(&layout), &runtime, c);
+        let op = self.finish("Load", name, Some(&layout), &runtime, c, &[], &[region]);
         let t = self.tensors.get_mut(name).expect("checked");
         t.lm = Some(Resident {
             layout,
             offset,
             words,
             partial: Vec::new(),
+            region,
         });
         Ok(op)
     }
@@ -802,7 +880,15 @@ impl Engine {
         if self.mode == Mode::Timing {
             self.set_in_dram(name, xla);
         }
-        Ok(self.finish("Store", name, Some(&r.layout), &runtime, c))
+        Ok(self.finish(
+            "Store",
+            name,
+            Some(&r.layout),
+            &runtime,
+            c,
+            &[r.region],
+            &[],
+        ))
     }
 
     fn move_store(&mut self, name: &str, r: &Resident, xla: &XlaLayout) -> Vec<PeFact> {
@@ -959,7 +1045,7 @@ impl Engine {
         if dst_name != name && d.lm.is_some() {
             self.free(&dst_name)?;
         }
-        let (offset, words) = self.allocate(&dst_name, &layout)?;
+        let (offset, words, region) = self.allocate(&dst_name, &layout)?;
         let addr = self.machine.addressable_levels();
         let crossing = (0..addr.len())
             .filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime))
@@ -1002,14 +1088,23 @@ impl Engine {
             }
         };
         if dst_name == name {
-            self.alloc.free(src.offset);
+            self.release(src.offset);
         }
-        let rep = self.finish(op, &dst_name, Some(&layout), &runtime, c);
+        let rep = self.finish(
+            op,
+            &dst_name,
+            Some(&layout),
+            &runtime,
+            c,
+            &[src.region],
+            &[region],
+        );
         self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
             layout,
             offset,
             words,
             partial: Vec::new(),
+            region,
         });
         Ok(rep)
     }
@@ -1093,8 +1188,8 @@ impl Engine {
         let (dtype, runtime) = (t.dtype, t.runtime.clone());
         let dst_name = out.unwrap_or(name).to_string();
         let layout = src.layout.clone();
-        let (offset, words) = if dst_name == name {
-            (src.offset, src.words)
+        let (offset, words, region) = if dst_name == name {
+            (src.offset, src.words, src.region)
         } else {
             if self.state(&dst_name)?.lm.is_some() {
                 self.free(&dst_name)?;
@@ -1115,12 +1210,21 @@ impl Engine {
         let meet = self.topo.meet_above(addr[i].level_index);
         let route = self.up_down_route(meet, true, layout.time_span());
         let c = net::cost(&self.machine, &self.topo, &route, [&up, &down]);
-        let rep = self.finish("Reduce", &dst_name, Some(&layout), &runtime, c);
+        let rep = self.finish(
+            "Reduce",
+            &dst_name,
+            Some(&layout),
+            &runtime,
+            c,
+            &[src.region],
+            &[region],
+        );
         self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
             layout,
             offset,
             words,
             partial: rest,
+            region,
         });
         Ok(rep)
     }
@@ -1320,7 +1424,7 @@ impl Engine {
             .get(out)
             .and_then(|t| t.lm.as_ref())
             .map(|r| r.offset);
-        let (offset, words) = self.allocate(out, &layout)?;
+        let (offset, words, region) = self.allocate(out, &layout)?;
         let facts = match self.mode {
             Mode::Timing => self.closed_facts(&layout, &legal.partial, &out_rt, false, None),
             Mode::Functional => {
@@ -1343,13 +1447,15 @@ impl Engine {
             }
         };
         if let Some(o) = old {
-            self.alloc.free(o);
+            self.release(o);
         }
-        let unit = self.machine.addressable_levels()[legal.unit_level]
-            .name
-            .clone();
+        let unit = self.machine.addressable_levels()[legal.unit_level].level_index;
         let units = facts.iter().filter(|f| f.key != net::NONE).count() as u64;
-        let stage = net::endpoint_stage(unit.clone(), "local", "compute", 0, 0, units, cost.cycles);
+        let place = net::Place::Compute {
+            level: crate::ids::LevelId::of(unit),
+            leaf: unit + 1 == self.machine.levels.len(),
+        };
+        let stage = net::endpoint_stage(place, net::StageKind::Compute, 0, 0, units, cost.cycles);
         let c = net::Cost {
             stages: vec![stage],
             cycles: cost.cycles,
@@ -1359,10 +1465,11 @@ impl Engine {
                 .filter(|(_, f)| f.key != net::NONE)
                 .map(|(p, _)| (p as u64, cost.cycles))
                 .collect(),
-            bottleneck: format!("{unit} local compute"),
+            bottleneck: Some(0),
             ports: Vec::new(),
         };
-        let mut rep = self.finish(op, out, Some(&layout), &out_rt, c);
+        let reads: Vec<RegionId> = res.iter().map(|r| r.region).collect();
+        let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region]);
         rep.flops = Some(cost.flops);
         rep.utilisation = cost.utilisation();
         if let Some(last) = self.ops.last_mut() {
@@ -1374,6 +1481,7 @@ impl Engine {
             offset,
             words,
             partial: legal.partial.clone(),
+            region,
         });
         Ok(rep)
     }

@@ -3,9 +3,13 @@
 
 pub mod diag;
 pub mod engine;
+pub mod ids;
+pub mod import;
 pub mod limits;
+pub mod lowering;
 pub mod net;
 pub mod plan;
 pub mod run;
 pub mod scenario;
+pub mod timeline;
 pub mod world;

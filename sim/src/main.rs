@@ -43,6 +43,8 @@ enum Command {
     Merge(cmd::sweep::MergeArgs),
     /// List the machine presets, or describe one (with --set knobs applied).
     Machines(cmd::machines::MachinesArgs),
+    /// Turn a oneDNN Graph JSON file into a scenario (every layout left to the planner).
+    Import(cmd::import::ImportArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => cmd::plan::run(args),
         Command::Sweep(args) => cmd::sweep::sweep(args),
         Command::Merge(args) => cmd::sweep::merge(args),
+        Command::Import(args) => cmd::import::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

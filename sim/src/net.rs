@@ -15,6 +15,8 @@
 //! - a node whose buffer is smaller than what passes through it, or a layout with
 //!   `Time` steps, cuts the transfer into chunks; each chunk pays the path latency.
 
+use crate::ids::LevelId;
+use crate::timeline::Resource;
 use mnsim_arch::machine::{Link, Rate};
 use mnsim_arch::{Machine, TransferKind};
 use mnsim_reports::StageReport;
@@ -44,12 +46,7 @@ impl PeFact {
     };
 }
 
-/// Direction of a stage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dir {
-    Down,
-    Up,
-}
+pub use crate::ids::Dir;
 
 /// The memory chain of a machine: the levels data passes through, from the DRAM
 /// level down to the PEs, and what each link connects.
@@ -100,15 +97,115 @@ pub struct StageSpec {
     pub second: bool,
 }
 
+/// Where a stage runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Place {
+    /// The ports of `level`'s nodes to their children.
+    Link { level: LevelId, dir: Dir },
+    /// The DRAMs of `level` (read: `Down`, written: `Up`).
+    Dram { level: LevelId, dir: Dir },
+    /// A copy inside the LMs of the PEs (`level` is the leaf).
+    LocalCopy { level: LevelId },
+    /// A kernel on the compute units of `level` (the PE: vector unit; above: matrix unit).
+    Compute { level: LevelId, leaf: bool },
+}
+
+impl Place {
+    /// The resource a stage here occupies.
+    pub fn resource(self) -> Resource {
+        match self {
+            Place::Link { level, dir } => Resource::Port { level, dir },
+            Place::Dram { level, .. } => Resource::Dram { level },
+            Place::LocalCopy { .. } => Resource::LocalMemory,
+            Place::Compute { leaf: true, .. } => Resource::VectorUnit,
+            Place::Compute { level, .. } => Resource::MatrixUnit { level },
+        }
+    }
+}
+
+/// What a stage does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StageKind {
+    Transfer(TransferKind),
+    Dram,
+    Copy,
+    Compute,
+}
+
+/// One pipelined stage of an op, typed; [`Stage::report`] turns it into the report model once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Stage {
+    pub place: Place,
+    pub kind: StageKind,
+    pub bytes: u64,
+    pub child_bytes: u64,
+    pub max_port_bytes: u64,
+    pub max_child_bytes: u64,
+    pub ports: u64,
+    pub cycles: u64,
+    pub latency: u64,
+    pub chunks: u64,
+}
+
+impl Stage {
+    /// The level's name as reports write it (`L1B`, `DRAM`, `PE`, `MAB`).
+    pub fn level_name(&self, m: &Machine) -> String {
+        let name = |l: LevelId| {
+            m.levels
+                .get(l.index())
+                .map_or_else(|| "?".to_string(), |x| x.name.clone())
+        };
+        match self.place {
+            Place::Link { level, .. } => name(level),
+            Place::Dram { .. } => "DRAM".to_string(),
+            Place::LocalCopy { level } | Place::Compute { level, .. } => name(level),
+        }
+    }
+
+    /// The stage in the report model.
+    pub fn report(&self, m: &Machine) -> StageReport {
+        let (direction, kind) = match (self.place, self.kind) {
+            (Place::Link { dir, .. } | Place::Dram { dir, .. }, StageKind::Transfer(k)) => {
+                (dir.name(), k.name())
+            }
+            (Place::Link { dir, .. } | Place::Dram { dir, .. }, _) => (dir.name(), "dram"),
+            (_, StageKind::Copy) => ("local", "copy"),
+            (_, _) => ("local", "compute"),
+        };
+        StageReport {
+            level: self.level_name(m),
+            direction: direction.to_string(),
+            kind: kind.to_string(),
+            bytes: self.bytes,
+            child_bytes: self.child_bytes,
+            max_port_bytes: self.max_port_bytes,
+            max_child_bytes: self.max_child_bytes,
+            ports: self.ports,
+            cycles: self.cycles,
+            latency: self.latency,
+            chunks: self.chunks,
+        }
+    }
+
+    /// How ops name the stage that set their time (`L1B down distribute`, `DRAM`,
+    /// `PE local copy`, `MAB local compute`).
+    pub fn bottleneck_name(&self, m: &Machine) -> String {
+        match self.place {
+            Place::Dram { .. } => "DRAM".to_string(),
+            _ => self.report(m).label(),
+        }
+    }
+}
+
 /// The result of charging a transfer.
 #[derive(Clone, Debug, Default)]
 pub struct Cost {
-    pub stages: Vec<StageReport>,
+    pub stages: Vec<Stage>,
     pub cycles: u64,
     /// (PE global index, cycle its data was ready) for every PE that took part.
     pub ready: Vec<(u64, u64)>,
-    /// Name of the slowest stage.
-    pub bottleneck: String,
+    /// Index in `stages` of the slowest stage.
+    pub bottleneck: Option<usize>,
     /// Every stage's use of its link's ports, for port statistics.
     pub ports: Vec<PortUse>,
 }
@@ -155,18 +252,16 @@ fn distinct(buf: &mut Vec<(u64, u64)>, items: impl Iterator<Item = (u64, u64)>) 
 /// A stage at one end of a transfer (DRAM, a copy inside the LMs, a kernel's compute):
 /// no link, so its parent and child figures are the same and it adds no latency.
 pub fn endpoint_stage(
-    level: String,
-    direction: &str,
-    kind: &str,
+    place: Place,
+    kind: StageKind,
     bytes: u64,
     most: u64,
     ports: u64,
     cycles: u64,
-) -> StageReport {
-    StageReport {
-        level,
-        direction: direction.into(),
-        kind: kind.into(),
+) -> Stage {
+    Stage {
+        place,
+        kind,
         bytes,
         child_bytes: bytes,
         max_port_bytes: most,
@@ -209,7 +304,7 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
     let mut takes_part = vec![false; topo.pes as usize];
     let mut latency = 0u64;
     let mut chunks = route.steps.max(1);
-    let mut best = (0u64, String::new());
+    let mut best: (u64, Option<Place>) = (0, None);
     let mut buf: Vec<(u64, u64)> = Vec::new();
     let mut child_sig: Vec<(u64, u64)> = Vec::new();
 
@@ -288,13 +383,12 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
             chunks = chunks.max(most.div_ceil(mem.bytes));
         }
         latency += rate.latency;
-        let dir = match st.dir {
-            Dir::Down => "down",
-            Dir::Up => "up",
+        let place = Place::Link {
+            level: LevelId::of(k),
+            dir: st.dir,
         };
-        let name = format!("{} {dir} {}", level.name, kind.name());
-        if stage_cycles > best.0 || best.1.is_empty() {
-            best = (stage_cycles, name);
+        if stage_cycles > best.0 || best.1.is_none() {
+            best = (stage_cycles, Some(place));
         }
         out.ports.push(PortUse {
             link: st.link,
@@ -302,10 +396,9 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
             cycles: node_time,
             bytes: pd.clone(),
         });
-        out.stages.push(StageReport {
-            level: level.name.clone(),
-            direction: dir.to_string(),
-            kind: kind.name().to_string(),
+        out.stages.push(Stage {
+            place,
+            kind: StageKind::Transfer(kind),
             bytes: pd.iter().sum(),
             child_bytes: total_child,
             max_port_bytes: pd.iter().copied().max().unwrap_or(0),
@@ -340,12 +433,20 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
             }
         }
         let t = cycles(most, bw);
-        let leaf = m.levels.last().map_or("PE".to_string(), |l| l.name.clone());
-        if t > best.0 || best.1.is_empty() {
-            best = (t, format!("{leaf} local copy"));
+        let place = Place::LocalCopy {
+            level: LevelId::of(m.levels.len().saturating_sub(1)),
+        };
+        if t > best.0 || best.1.is_none() {
+            best = (t, Some(place));
         }
-        out.stages
-            .push(endpoint_stage(leaf, "local", "copy", total, most, ports, t));
+        out.stages.push(endpoint_stage(
+            place,
+            StageKind::Copy,
+            total,
+            most,
+            ports,
+            t,
+        ));
     }
 
     if let Some(d) = route.dram {
@@ -377,8 +478,12 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
             }
         }
         let t = node_time.iter().copied().max().unwrap_or(0);
-        if t > best.0 || best.1.is_empty() {
-            best = (t, "DRAM".to_string());
+        let place = Place::Dram {
+            level: LevelId::of(k),
+            dir: d.dir,
+        };
+        if t > best.0 || best.1.is_none() {
+            best = (t, Some(place));
         }
         out.stages.insert(
             if d.dir == Dir::Down {
@@ -386,18 +491,7 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
             } else {
                 out.stages.len()
             },
-            endpoint_stage(
-                "DRAM".into(),
-                match d.dir {
-                    Dir::Down => "down",
-                    Dir::Up => "up",
-                },
-                "dram",
-                total,
-                most,
-                ports,
-                t,
-            ),
+            endpoint_stage(place, StageKind::Dram, total, most, ports, t),
         );
     }
 
@@ -406,7 +500,9 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
     }
     let lat = latency.saturating_mul(chunks);
     out.cycles = best.0.saturating_add(lat);
-    out.bottleneck = best.1;
+    out.bottleneck = best
+        .1
+        .and_then(|b| out.stages.iter().position(|s| s.place == b));
     out.ready = (0..topo.pes)
         .filter(|&p| takes_part[p as usize])
         .map(|p| (p, pe_time[p as usize].saturating_add(lat)))

@@ -5,7 +5,7 @@ use crate::engine::{self, Engine, Mode, SimError};
 use crate::scenario::{Init, LayoutRef, Op, ReduceOp, Resolved, ResolvedOp};
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
-use mnsim_reports::{LevelTotal, Report, SCHEMA};
+use mnsim_reports::{LevelTotal, Report, ResourceTotal, SCHEMA};
 use std::collections::BTreeMap;
 
 /// A deterministic generator (splitmix64) for `Random` initial values.
@@ -50,9 +50,10 @@ pub fn init_data(init: &Init, dtype: DType, dims: &[u64]) -> Vec<u8> {
 
 fn combine_of(op: ReduceOp) -> Combine {
     match op {
-        ReduceOp::Add => Combine::Add,
         ReduceOp::Max => Combine::Max,
         ReduceOp::Min => Combine::Min,
+        // Only Add leaves partial results (resolve refuses a tree Reduce of the others).
+        _ => Combine::Add,
     }
 }
 
@@ -103,7 +104,7 @@ fn round(dtype: DType, v: f64) -> f64 {
 }
 
 /// The kernel of a program op, its inputs, output and layout text.
-fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
+pub fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
     use mnsim_kernels::{Kernel, ReduceKind};
     Some(match op {
         Op::Unary { op, input, out, .. } => {
@@ -127,22 +128,17 @@ fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
             input,
             axes,
             out,
+            keep_dims,
             ..
-        } => {
-            let op = match op {
-                ReduceOp::Add => ReduceKind::Add,
-                ReduceOp::Max => ReduceKind::Max,
-                ReduceOp::Min => ReduceKind::Min,
-            };
-            (
-                Kernel::ReduceAxes {
-                    op,
-                    axes: axes.clone(),
-                },
-                vec![input.as_str()],
-                out.as_str(),
-            )
-        }
+        } => (
+            Kernel::ReduceAxes {
+                op: op.kind(),
+                axes: axes.clone(),
+                keep_dims: *keep_dims,
+            },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
         Op::Softmax {
             input, axis, out, ..
         } => (
@@ -169,6 +165,79 @@ fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
         } => (
             Kernel::Transpose { perm: perm.clone() },
             vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::Select {
+            cond, a, b, out, ..
+        } => (
+            Kernel::Select,
+            vec![cond.as_str(), a.as_str(), b.as_str()],
+            out.as_str(),
+        ),
+        Op::Clamp {
+            input,
+            min,
+            max,
+            out,
+            ..
+        } => (
+            Kernel::Clamp {
+                min: *min,
+                max: *max,
+            },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::Elu {
+            input, alpha, out, ..
+        } => (
+            Kernel::Elu { alpha: *alpha },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::BiasAdd {
+            input,
+            bias,
+            axis,
+            out,
+            ..
+        } => (
+            Kernel::BiasAdd { axis: *axis },
+            vec![input.as_str(), bias.as_str()],
+            out.as_str(),
+        ),
+        Op::GeneralMatMul {
+            a,
+            b,
+            out,
+            transpose_a,
+            transpose_b,
+            ..
+        } => (
+            Kernel::GeneralMatMul {
+                transpose_a: *transpose_a,
+                transpose_b: *transpose_b,
+            },
+            vec![a.as_str(), b.as_str()],
+            out.as_str(),
+        ),
+        Op::Reshape {
+            input, shape, out, ..
+        } => (
+            Kernel::Reshape {
+                shape: shape.clone(),
+            },
+            vec![input.as_str()],
+            out.as_str(),
+        ),
+        Op::Concat {
+            inputs, axis, out, ..
+        } => (
+            Kernel::Concat {
+                axis: *axis,
+                inputs: inputs.len(),
+            },
+            inputs.iter().map(String::as_str).collect(),
             out.as_str(),
         ),
         _ => return None,
@@ -205,7 +274,9 @@ pub fn run_with_progress(
     res: &Resolved,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<RunOutput, RunError> {
-    let mut eng = Engine::new(res.machine.clone(), res.mode);
+    let mut eng = Engine::with_schedule(res.machine.clone(), res.mode, res.schedule);
+    // The machine's peak in the dtypes the program computes in.
+    let mut peak: Option<f64> = None;
     let functional = res.mode == Mode::Functional;
     let mut reference: BTreeMap<String, RefValue> = BTreeMap::new();
     let mut xla: BTreeMap<String, XlaLayout> = BTreeMap::new();
@@ -350,7 +421,7 @@ pub fn run_with_progress(
                             .map(|&x| {
                                 (1..fan).fold(x, |acc, _| match op {
                                     ReduceOp::Add => round(dtype, acc + x),
-                                    ReduceOp::Max | ReduceOp::Min => acc,
+                                    _ => acc,
                                 })
                             })
                             .collect();
@@ -406,6 +477,10 @@ pub fn run_with_progress(
                 };
                 eng.kernel(other.name(), &k, &inputs, out, layout)
                     .map_err(at)?;
+                if let Some(t) = eng.tensors.get(out) {
+                    let p = mnsim_arch::peak_flops_per_cycle(&res.machine, t.dtype);
+                    peak = Some(peak.map_or(p, |q: f64| q.max(p)));
+                }
                 // Reference on the host.
                 let ins: Option<Vec<RefValue>> =
                     inputs.iter().map(|n| reference.get(*n).cloned()).collect();
@@ -482,7 +557,7 @@ pub fn run_with_progress(
             mismatches.join(", ")
         ));
     }
-    let report = build_report(res, &eng, verified, warnings);
+    let report = build_report(res, &eng, verified, warnings, peak);
     Ok(RunOutput {
         report,
         engine: eng,
@@ -494,15 +569,18 @@ fn build_report(
     eng: &Engine,
     verified: Option<bool>,
     warnings: Vec<String>,
+    peak: Option<f64>,
 ) -> Report {
+    let m = &res.machine;
     let mut levels: Vec<LevelTotal> = Vec::new();
-    for op in &eng.ops {
-        for s in &op.stages {
-            let i = match levels.iter().position(|l| l.level == s.level) {
+    for (stages, bottleneck) in &eng.records {
+        for s in stages {
+            let name = s.level_name(m);
+            let i = match levels.iter().position(|l| l.level == name) {
                 Some(i) => i,
                 None => {
                     levels.push(LevelTotal {
-                        level: s.level.clone(),
+                        level: name,
                         busy_cycles: 0,
                         bytes: 0,
                         bottleneck_ops: 0,
@@ -513,24 +591,53 @@ fn build_report(
             levels[i].busy_cycles += s.cycles;
             levels[i].bytes += s.bytes;
         }
-        let first = op.bottleneck.split(' ').next().unwrap_or("");
-        if let Some(l) = levels.iter_mut().find(|l| l.level == first) {
-            l.bottleneck_ops += 1;
+        if let Some(b) = bottleneck.and_then(|b| stages.get(b)) {
+            let name = b.level_name(m);
+            if let Some(l) = levels.iter_mut().find(|l| l.level == name) {
+                l.bottleneck_ops += 1;
+            }
         }
     }
+    let total = eng.sw.clock();
+    let exposed = eng.timeline.exposed();
+    let mut ops = eng.ops.clone();
+    for (o, e) in ops.iter_mut().zip(&exposed) {
+        o.exposed_cycles = *e;
+    }
+    let resources = eng
+        .timeline
+        .resources
+        .iter()
+        .map(|u| {
+            let (name, kind) = crate::timeline::describe(u.resource, m);
+            ResourceTotal {
+                name,
+                kind: kind.to_string(),
+                busy_cycles: u.busy_cycles,
+                utilisation: if total > 0 {
+                    u.busy_cycles as f64 / total as f64
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect();
     Report {
         schema: SCHEMA.to_string(),
         scenario: res.scenario.clone(),
         plan: res.plan.clone(),
-        machine: res.machine.name.clone(),
+        machine: m.name.clone(),
         mode: res.mode.name().to_string(),
-        total_cycles: eng.sw.clock(),
-        clock_ghz: res.machine.clock_ghz,
-        ops: eng.ops.clone(),
+        schedule: res.schedule.name().to_string(),
+        total_cycles: total,
+        clock_ghz: m.clock_ghz,
+        ops,
         levels,
+        resources,
+        peak_flops_per_cycle: peak,
         verified,
         lm_peak_bytes: eng.lm_peak_bytes,
-        lm_bytes: res.machine.leaf_memory_bytes(),
+        lm_bytes: m.leaf_memory_bytes(),
         overrides: res.overrides.clone(),
         bind: res.bind.clone(),
         warnings,

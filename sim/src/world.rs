@@ -5,7 +5,14 @@
 //! their addressable position ([`Pe`]), their local memory ([`Lm`], a real byte buffer
 //! in functional mode) and their data-ready cycle ([`Ready`]). Nodes on the network
 //! chain carry [`PortStats`]. The clock is a resource.
+//!
+//! The timeline's resources keep their busy state here: every node with a link carries
+//! its ports' [`PortDown`] and [`PortUp`], the DRAM nodes a [`DramPort`], the nodes of
+//! a matrix unit's level a [`MatrixUnit`], every PE a [`VectorUnit`] and an [`LmPort`].
+//! [`WorldBusy`] reads and writes them through queries when a run places an op.
 
+use crate::ids::Dir;
+use crate::timeline::{Busy, Resource};
 use bevy_ecs::prelude::*;
 use mnsim_arch::Machine;
 
@@ -49,6 +56,126 @@ pub struct PortStats {
     pub bytes_down: u64,
     pub bytes_up: u64,
     pub busy_cycles: u64,
+}
+
+/// When a resource of a node is free again, how long it was busy, and the op that held it last.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Occupancy {
+    pub free_at: u64,
+    pub busy_cycles: u64,
+    pub holder: Option<usize>,
+}
+
+macro_rules! occupancy {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {$(
+        $(#[$doc])*
+        #[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $name(pub Occupancy);
+        impl AsMut<Occupancy> for $name {
+            fn as_mut(&mut self) -> &mut Occupancy {
+                &mut self.0
+            }
+        }
+        impl AsRef<Occupancy> for $name {
+            fn as_ref(&self) -> &Occupancy {
+                &self.0
+            }
+        }
+    )*};
+}
+
+occupancy!(
+    /// A node's ports to its children, downwards.
+    PortDown,
+    /// A node's ports to its children, upwards.
+    PortUp,
+    /// A DRAM node's DRAM.
+    DramPort,
+    /// A node's matrix unit.
+    MatrixUnit,
+    /// A PE's vector unit.
+    VectorUnit,
+    /// A PE's LM bandwidth (copies inside LM).
+    LmPort,
+);
+
+/// The timeline's view of the world: resource state on the nodes' components.
+pub struct WorldBusy<'w> {
+    sw: &'w mut SimWorld,
+}
+
+impl<'w> WorldBusy<'w> {
+    pub fn new(sw: &'w mut SimWorld) -> WorldBusy<'w> {
+        WorldBusy { sw }
+    }
+
+    fn entities(&self, r: Resource) -> &[Entity] {
+        let level = match r {
+            Resource::Dram { level }
+            | Resource::Port { level, .. }
+            | Resource::MatrixUnit { level } => level.index(),
+            Resource::LocalMemory | Resource::VectorUnit => self.sw.nodes.len().saturating_sub(1),
+        };
+        self.sw.nodes.get(level).map_or(&[], |v| v.as_slice())
+    }
+
+    fn latest<C: Component + AsRef<Occupancy>>(&mut self, r: Resource) -> (u64, Option<usize>) {
+        let ids = self.entities(r);
+        let w = &self.sw.world;
+        ids.iter()
+            .filter_map(|&e| w.get::<C>(e).map(|c| *c.as_ref()))
+            .max_by_key(|o| o.free_at)
+            .map_or((0, None), |o| (o.free_at, o.holder))
+    }
+
+    fn occupy<C>(&mut self, r: Resource, task: usize, start: u64, cycles: u64)
+    where
+        C: Component<Mutability = bevy_ecs::component::Mutable> + AsMut<Occupancy> + Default,
+    {
+        let ids = self.entities(r).to_vec();
+        let until = start.saturating_add(cycles);
+        for e in ids {
+            // A node meets the resource the first time it is used.
+            let mut ent = self.sw.world.entity_mut(e);
+            if !ent.contains::<C>() {
+                ent.insert(C::default());
+            }
+            if let Some(mut c) = ent.get_mut::<C>() {
+                let o = c.as_mut().as_mut();
+                o.busy_cycles = o.busy_cycles.saturating_add(cycles);
+                if until >= o.free_at {
+                    o.free_at = until;
+                    o.holder = Some(task);
+                }
+            }
+        }
+    }
+}
+
+impl Busy for WorldBusy<'_> {
+    fn free_at(&mut self, r: Resource) -> (u64, Option<usize>) {
+        match r {
+            Resource::Dram { .. } => self.latest::<DramPort>(r),
+            Resource::Port { dir: Dir::Down, .. } => self.latest::<PortDown>(r),
+            Resource::Port { dir: Dir::Up, .. } => self.latest::<PortUp>(r),
+            Resource::LocalMemory => self.latest::<LmPort>(r),
+            Resource::MatrixUnit { .. } => self.latest::<MatrixUnit>(r),
+            Resource::VectorUnit => self.latest::<VectorUnit>(r),
+        }
+    }
+
+    fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) {
+        match r {
+            Resource::Dram { .. } => self.occupy::<DramPort>(r, task, start, cycles),
+            Resource::Port { dir: Dir::Down, .. } => {
+                self.occupy::<PortDown>(r, task, start, cycles)
+            }
+            Resource::Port { dir: Dir::Up, .. } => self.occupy::<PortUp>(r, task, start, cycles),
+            Resource::LocalMemory => self.occupy::<LmPort>(r, task, start, cycles),
+            Resource::MatrixUnit { .. } => self.occupy::<MatrixUnit>(r, task, start, cycles),
+            Resource::VectorUnit => self.occupy::<VectorUnit>(r, task, start, cycles),
+        }
+    }
 }
 
 /// The simulated clock, in cycles.

@@ -357,6 +357,55 @@ fn run_errors_name_the_op_they_stopped_at() {
     assert!(e.to_string().contains("split over PE"), "{e}");
 }
 
+#[test]
+fn schedule_flag_chooses_how_ops_are_placed() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/mlp_block.ron")
+        .display()
+        .to_string();
+    let out = TempDir::new("schedule");
+    let total = |schedule: &str| -> serde_json::Value {
+        let dir = out.path(schedule);
+        let o = mnsim(
+            &[
+                "run",
+                &file,
+                "--plan",
+                "gather",
+                "--mode",
+                "timing",
+                "--schedule",
+                schedule,
+                "--out",
+                dir.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+    };
+    let (seq, ovl) = (total("sequential"), total("overlapped"));
+    assert_eq!(seq["schedule"], "sequential");
+    assert_eq!(ovl["schedule"], "overlapped");
+    let cycles = |r: &serde_json::Value| r["total_cycles"].as_u64().unwrap();
+    // The pre-timeline total (pinned in sim/tests/snapshots), and less with overlap.
+    assert_eq!(cycles(&seq), 7408);
+    assert!(cycles(&ovl) < cycles(&seq));
+    // Exposed cycles: all of them op after op; the run's length either way.
+    let exposed = |r: &serde_json::Value| -> u64 {
+        r["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["exposed_cycles"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(exposed(&seq), cycles(&seq));
+    assert_eq!(exposed(&ovl), cycles(&ovl));
+    // An unknown schedule is refused by name.
+    let o = mnsim(&["run", &file, "--schedule", "eager"], &[]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("overlapped"));
 /// `--out` holds one run: a compare's plan folders and compare page are gone once a single
 /// plan is written there.
 #[test]

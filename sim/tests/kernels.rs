@@ -299,7 +299,11 @@ fn reductions_softmax_layernorm_transpose() {
             check(
                 &m,
                 DType::F32,
-                &Kernel::ReduceAxes { op, axes: vec![0] },
+                &Kernel::ReduceAxes {
+                    op,
+                    axes: vec![0],
+                    keep_dims: false,
+                },
                 &[x],
                 &[16],
                 Some("((16:1)) B@[L2B,L1B,MAB,PE]"),
@@ -309,7 +313,11 @@ fn reductions_softmax_layernorm_transpose() {
             check(
                 &m,
                 DType::F32,
-                &Kernel::ReduceAxes { op, axes: vec![1] },
+                &Kernel::ReduceAxes {
+                    op,
+                    axes: vec![1],
+                    keep_dims: false,
+                },
                 &[x],
                 &[8],
                 Some("((2_L2B, 2_L1B, 2_MAB, 1:1)) B@[PE]"),

@@ -1,7 +1,9 @@
 //! A hand-built report of a small MLP block on mncore2, shared by the tests.
 #![allow(dead_code)]
 
-use mnsim_reports::{LevelTotal, OpReport, Percentiles, Report, SCHEMA, StageReport};
+use mnsim_reports::{
+    LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport,
+};
 
 /// A stage with the usual derived fields filled in.
 pub fn stage(
@@ -52,6 +54,7 @@ pub fn op(
         start,
         end,
         cycles,
+        exposed_cycles: cycles,
         bottleneck: bottleneck.into(),
         stages,
         ready_cycles: ready.then(|| Percentiles {
@@ -164,10 +167,26 @@ pub fn sample() -> Report {
         plan: Some("rows".into()),
         machine: "mncore2".into(),
         mode: "functional".into(),
+        schedule: "sequential".into(),
         total_cycles: 69_828,
         clock_ghz: 0.75,
         ops,
         levels,
+        resources: vec![
+            ResourceTotal {
+                name: "L1B down".into(),
+                kind: "port".into(),
+                busy_cycles: 34_914,
+                utilisation: 0.5,
+            },
+            ResourceTotal {
+                name: "MAB compute".into(),
+                kind: "matrix".into(),
+                busy_cycles: 6_983,
+                utilisation: 0.1,
+            },
+        ],
+        peak_flops_per_cycle: Some(524_288.0),
         verified: Some(true),
         lm_peak_bytes: 12_288,
         lm_bytes: 32_768,

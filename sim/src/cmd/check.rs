@@ -21,7 +21,7 @@ pub struct CheckArgs {
 pub fn run(a: CheckArgs) -> Result<(), Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
-    let (sc, src) = scenario::load(&a.s.scenario)?;
+    let (sc, src) = a.s.load()?;
     let plans = match &a.plan {
         Some(p) => vec![Some(p.clone())],
         None => scenario::plans_to_run(&sc),

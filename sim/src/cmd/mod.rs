@@ -9,6 +9,7 @@ macro_rules! outln {
 }
 
 pub mod check;
+pub mod import;
 pub mod layout;
 pub mod machines;
 pub mod plan;

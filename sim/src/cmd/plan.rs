@@ -1,9 +1,15 @@
-//! `mnsim plan S.ron`: choose layouts for the plan variables set to `Any`.
+//! `mnsim plan S.ron [--json] [--top K] [--time-limit S] [--write NAME]`: choose layouts
+//! for the plan variables set to `Any`, beside the file's hand plans.
 
 use super::run::ScenarioArgs;
 use clap::Args;
 use miette::{Report, miette};
-use mnsim_sim::scenario::{self, PlanValue};
+use mnsim_sim::plan::{self, Outcome, PlanOptions, Planned};
+use mnsim_sim::scenario::{self, PlanValue, Scenario};
+use serde_json::{Map, Value, json};
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Duration;
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -12,12 +18,209 @@ pub struct PlanArgs {
     /// Plan only this plan (default: every plan with an `Any` variable).
     #[arg(long)]
     pub plan: Option<String>,
+    /// Print the result as JSON (one object; an array when several plans are planned).
+    #[arg(long)]
+    pub json: bool,
+    /// Show the K best plans found (each confirmed by a timing run).
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    pub top: usize,
+    /// Stop searching after this many seconds and keep the best found.
+    #[arg(long, default_value_t = 20.0, value_name = "SECONDS")]
+    pub time_limit: f64,
+    /// Add the chosen plan to the scenario file under this name.
+    #[arg(long, value_name = "NAME")]
+    pub write: Option<String>,
+}
+
+/// Thousands separators.
+fn th(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The plan's variables in the file's order, `Any` ones replaced by the choice.
+fn filled(sc: &Scenario, plan: &str, best: &Planned) -> Vec<(String, String)> {
+    sc.plans[plan]
+        .iter()
+        .filter_map(
+            |(v, val)| match (val, best.layouts.iter().find(|(x, _)| x == v)) {
+                (_, Some((_, l))) => Some((v.clone(), l.clone())),
+                (PlanValue::Layout(l), None) => Some((v.clone(), l.clone())),
+                (PlanValue::Any, None) => None,
+            },
+        )
+        .collect()
+}
+
+fn coverage(o: &Outcome) -> String {
+    if o.complete {
+        return "100% of the space".into();
+    }
+    let pct = o.evaluated as f64 / o.space.max(1) as f64 * 100.0;
+    let why = if o.timed_out {
+        "time limit reached"
+    } else {
+        "local optimum"
+    };
+    format!("{pct:.3}% of the space ({why})")
+}
+
+fn to_json(o: &Outcome, sc: &Scenario) -> Value {
+    let best = &o.best[0];
+    let layouts: Map<String, Value> = best
+        .layouts
+        .iter()
+        .map(|(v, l)| (v.clone(), Value::String(l.clone())))
+        .collect();
+    let ins = |p: &Planned| -> Vec<Value> {
+        p.inserted
+            .iter()
+            .map(|i| json!({"before_op": i.before, "op": "Relayout", "tensor": i.tensor, "layout": i.layout, "cycles": i.cycles}))
+            .collect()
+    };
+    json!({
+        "plan": o.plan,
+        "best": {
+            "total_cycles": best.total_cycles,
+            "layouts": layouts,
+            "plan": filled(sc, &o.plan, best).into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<String, Value>>(),
+            "inserted": ins(best),
+        },
+        "top": o.best.iter().map(|p| json!({
+            "total_cycles": p.total_cycles,
+            "layouts": p.layouts.iter().map(|(v, l)| (v.clone(), Value::String(l.clone()))).collect::<Map<String, Value>>(),
+            "inserted": ins(p),
+        })).collect::<Vec<_>>(),
+        "hand_plans": o.hand_plans.iter().map(|h| json!({
+            "plan": h.plan, "total_cycles": h.total_cycles, "error": h.error, "seed": h.seed,
+        })).collect::<Vec<_>>(),
+        "candidates": o.candidates.iter().map(|(v, n)| (v.clone(), json!(n))).collect::<Map<String, Value>>(),
+        "pruned": o.pruned,
+        "method": o.method,
+        "space": o.space.to_string(),
+        "complete": o.complete,
+        "timed_out": o.timed_out,
+        "evaluated": o.evaluated,
+        "measured_ops": o.measured,
+        "seconds": o.seconds,
+        "evaluations_per_second": o.rate(),
+    })
+}
+
+fn print_text(o: &Outcome, sc: &Scenario) {
+    let best = &o.best[0];
+    let hand_best = o
+        .hand_plans
+        .iter()
+        .filter_map(|h| h.total_cycles.map(|c| (c, &h.plan)))
+        .min();
+    let versus = match hand_best {
+        Some((c, p)) if c > best.total_cycles => format!(
+            " — {:.2}× faster than the best hand plan `{p}` ({})",
+            c as f64 / best.total_cycles.max(1) as f64,
+            th(c)
+        ),
+        Some((c, p)) if c == best.total_cycles => {
+            format!(" — as fast as the best hand plan `{p}`")
+        }
+        Some((c, p)) => format!(
+            " — the hand plan `{p}` ({}) is faster: it differs in fixed variables",
+            th(c)
+        ),
+        None => String::new(),
+    };
+    println!(
+        "plan {}: {} cycles (timing run){versus}",
+        o.plan,
+        th(best.total_cycles)
+    );
+    let counts: Vec<String> = o
+        .candidates
+        .iter()
+        .map(|(v, n)| format!("${v} {}", th(*n as u64)))
+        .collect();
+    println!(
+        "  search: {} over {} assignments (candidates {}; {} pruned as illegal)",
+        o.method,
+        o.space,
+        counts.join(", "),
+        th(o.pruned as u64)
+    );
+    println!(
+        "  {} evaluated in {:.2} s ({}/s, {} ops measured): {}",
+        th(o.evaluated),
+        o.seconds,
+        th(o.rate() as u64),
+        th(o.measured),
+        coverage(o)
+    );
+    if !o.hand_plans.is_empty() {
+        let hs: Vec<String> = o
+            .hand_plans
+            .iter()
+            .map(|h| match h.total_cycles {
+                Some(c) => format!(
+                    "{} {}{}",
+                    h.plan,
+                    th(c),
+                    if h.seed { " (seed)" } else { "" }
+                ),
+                None => format!("{} (does not run)", h.plan),
+            })
+            .collect();
+        println!("  hand plans: {}", hs.join(" · "));
+    }
+    if o.best.len() > 1 {
+        let t: Vec<String> = o
+            .best
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{}. {}", i + 1, th(p.total_cycles)))
+            .collect();
+        println!("  best found: {}", t.join("  "));
+    }
+    for (v, l) in &best.layouts {
+        println!("  ${v} = {l}");
+    }
+    for i in &best.inserted {
+        println!(
+            "  inserted before op {}: Relayout(tensor: {:?}, layout: {:?}),  // {} cycles",
+            i.before,
+            i.tensor,
+            i.layout,
+            th(i.cycles)
+        );
+    }
+    // The plan with its choices, ready to paste into the scenario.
+    let vars: Vec<String> = filled(sc, &o.plan, best)
+        .iter()
+        .map(|(v, l)| format!("{v:?}: {l:?}"))
+        .collect();
+    println!("  \"{}\": {{{}}},", o.plan, vars.join(", "));
 }
 
 pub fn run(a: PlanArgs) -> Result<(), Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
-    let (sc, src) = scenario::load(&a.s.scenario)?;
+    let (sc, src) = a.s.load()?;
+    if !(a.time_limit.is_finite() && a.time_limit > 0.0) {
+        return Err(miette!(
+            "error: --time-limit must be a positive number of seconds, not {}",
+            a.time_limit
+        ));
+    }
+    if let Some(p) = &a.plan
+        && !sc.plans.contains_key(p)
+    {
+        return Err(miette!("error: {}: no plan `{p}`", src.path));
+    }
     let plans: Vec<String> = match &a.plan {
         Some(p) => vec![p.clone()],
         None => sc
@@ -33,34 +236,99 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
             src.path
         ));
     }
-    for p in plans {
-        let c = mnsim_sim::plan::plan(&sc, &src, &p, &sets, &binds)?;
-        let counts: Vec<String> = c
-            .candidates
-            .iter()
-            .map(|(v, n)| format!("${v}: {n}"))
-            .collect();
-        outln!(
-            "plan {}: {} cycles (timing), {} runs over candidates {}",
-            c.plan,
-            c.cycles,
-            c.evaluated,
-            counts.join(", ")
+    if a.write.is_some() && plans.len() != 1 {
+        return Err(miette!(
+            "error: --write adds one plan; the file has {} plans with `Any` variables: choose one with --plan",
+            plans.len()
+        ));
+    }
+    if let Some(name) = &a.write
+        && sc.plans.contains_key(name)
+    {
+        return Err(miette!(
+            "error: {}: the scenario already has a plan `{name}`: choose another name for --write",
+            src.path
+        ));
+    }
+    let mut opts = PlanOptions::default();
+    opts.search.time_limit = Some(Duration::from_secs_f64(a.time_limit));
+    opts.search.top = a.top.max(1);
+    let mut outs: Vec<Outcome> = Vec::new();
+    for p in &plans {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new(0);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {human_pos}/{human_len} assignments {per_sec} {elapsed}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            b.set_message(format!("planning {p}"));
+            b
+        });
+        let mut progress = |done: u64, total: u64| {
+            if let Some(b) = &bar {
+                b.set_length(total.max(done));
+                b.set_position(done);
+            }
+        };
+        let o = plan::plan_with(&sc, &src, p, &sets, &binds, &opts, &mut progress);
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        outs.push(o?);
+    }
+    if let Some(name) = &a.write {
+        let o = &outs[0];
+        let best = &o.best[0];
+        if !best.inserted.is_empty() {
+            let ops: Vec<String> = best
+                .inserted
+                .iter()
+                .map(|i| {
+                    format!(
+                        "before op {}: Relayout(tensor: {:?}, layout: {:?})",
+                        i.before, i.tensor, i.layout
+                    )
+                })
+                .collect();
+            return Err(miette!(
+                "error: the chosen plan needs Relayouts the program does not have; add them to the program first (a plan cannot carry ops): {}",
+                ops.join("; ")
+            ));
+        }
+        let vars = filled(&sc, &o.plan, best);
+        let text = plan::write::add_plan(&src.text, name, &vars)
+            .map_err(|e| miette!("error: {}: {e}", src.path))?;
+        // The new file must load and the new plan resolve before it replaces the old.
+        let sc2 = scenario::parse(&text, &src.path)?;
+        let src2 = scenario::Source {
+            path: src.path.clone(),
+            text: text.clone(),
+        };
+        scenario::resolve(&sc2, &src2, Some(name), &sets, &binds)?;
+        plan::write::replace_file(Path::new(&a.s.scenario), &text)
+            .map_err(|e| miette!("error: {e}"))?;
+        if !a.json {
+            eprintln!("wrote plan `{name}` to {}", src.path);
+        }
+    }
+    if a.json {
+        let v: Vec<Value> = outs.iter().map(|o| to_json(o, &sc)).collect();
+        let v = if v.len() == 1 {
+            v.into_iter().next().unwrap_or(Value::Null)
+        } else {
+            Value::Array(v)
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| miette!("error: {e}"))?
         );
-        for (v, l) in &c.layouts {
-            outln!("  ${v} = {l}");
+    } else {
+        for o in &outs {
+            print_text(o, &sc);
         }
-        // The plan with its choices, ready to paste into the scenario.
-        let mut vars: Vec<String> = Vec::new();
-        for (v, val) in &sc.plans[&p] {
-            let text = match (val, c.layouts.iter().find(|(x, _)| x == v)) {
-                (_, Some((_, l))) => l.clone(),
-                (PlanValue::Layout(l), None) => l.clone(),
-                (PlanValue::Any, None) => continue,
-            };
-            vars.push(format!("{v:?}: {text:?}"));
-        }
-        outln!("  \"{}\": {{{}}},", c.plan, vars.join(", "));
     }
     Ok(())
 }

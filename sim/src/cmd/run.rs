@@ -66,6 +66,30 @@ pub struct ScenarioArgs {
     /// Bind a dynamic dimension, e.g. --bind batch=48.
     #[arg(long = "bind")]
     pub binds: Vec<String>,
+    /// Override the scenario's schedule: overlapped (transfers overlap compute, the
+    /// default) or sequential (each op starts when the previous one ends).
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ScheduleArg {
+    Overlapped,
+    Sequential,
+}
+
+impl ScenarioArgs {
+    /// Loads the scenario file, with `--schedule` applied.
+    pub fn load(&self) -> Result<(scenario::Scenario, scenario::Source), Report> {
+        let (mut sc, src) = scenario::load(&self.scenario)?;
+        if let Some(s) = self.schedule {
+            sc.schedule = match s {
+                ScheduleArg::Overlapped => scenario::Schedule::Overlapped,
+                ScheduleArg::Sequential => scenario::Schedule::Sequential,
+            };
+        }
+        Ok((sc, src))
+    }
 }
 
 #[derive(Args)]
@@ -92,7 +116,14 @@ pub struct RunArgs {
 pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
-    let (sc, src) = scenario::load(&a.s.scenario)?;
+    let (mut sc, src) = a.s.load()?;
+    // An imported graph leaves every layout to the planner: plan it first, and say so.
+    if mnsim_sim::import::is_imported(&src) {
+        eprintln!(
+            "note: {}",
+            mnsim_sim::import::plan_auto(&mut sc, &src, &sets, &binds)
+        );
+    }
     let plans: Vec<Option<String>> = match &a.plan {
         Some(p) => vec![Some(p.clone())],
         // A plan that leaves variables to the planner cannot run as it is: say so, run the rest.

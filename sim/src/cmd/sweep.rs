@@ -1,7 +1,7 @@
 //! `mnsim compare S.ron`, `mnsim sweep S.ron --set K=V1,V2 [--bind N=V1,V2]...` (the
 //! cartesian product, in parallel, optionally one shard of it) and `mnsim merge`.
 
-use super::run::{ModeArg, RunArgs, ScenarioArgs, reports, run_plan, write};
+use super::run::{ModeArg, RunArgs, ScenarioArgs, ScheduleArg, reports, run_plan, write};
 use clap::Args;
 use miette::{Report, miette};
 use mnsim_reports::{AxisKind, RowResult, Sweep, SweepAxis, SweepRow};
@@ -67,6 +67,9 @@ pub struct SweepArgs {
     /// Override the scenario's mode (timing is the fast choice for sweeps).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
+    /// Override the scenario's schedule (overlapped or sequential).
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
     /// Run only shard I of N (0 ≤ I < N): the points whose number is I modulo N.
     /// `mnsim merge` joins the shards' folders into the whole sweep.
     #[arg(long, value_name = "I/N")]
@@ -164,7 +167,13 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
     let total = mnsim_reports::point_count(&axes)
         .filter(|&n| n <= 1 << 24)
         .ok_or_else(|| miette!("error: the sweep has more than 2^24 points"))?;
-    let (sc, src) = scenario::load(&a.scenario)?;
+    let (mut sc, src) = scenario::load(&a.scenario)?;
+    if let Some(s) = a.schedule {
+        sc.schedule = match s {
+            ScheduleArg::Overlapped => scenario::Schedule::Overlapped,
+            ScheduleArg::Sequential => scenario::Schedule::Sequential,
+        };
+    }
     let plans: Vec<Option<String>> = match &a.plan {
         Some(p) => vec![Some(p.clone())],
         None => scenario::plans_to_run(&sc)

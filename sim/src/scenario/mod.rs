@@ -10,7 +10,7 @@
 //! The user-facing reference of the format is `docs/scenarios.md`.
 
 mod resolve;
-mod spans;
+pub(crate) mod spans;
 
 pub use resolve::{LayoutRef, Resolved, ResolvedOp, ResolvedTensor, plans_to_run, resolve};
 
@@ -63,7 +63,13 @@ pub struct Scenario {
     /// the program says where it reduces.
     #[serde(default)]
     pub auto_reduce: bool,
+    /// How ops are placed in time: `Overlapped` (the default: transfers overlap compute)
+    /// or `Sequential` (each op starts when the previous one ends).
+    #[serde(default)]
+    pub schedule: Schedule,
 }
+
+pub use crate::timeline::Schedule;
 
 /// Which machine a scenario runs on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -243,7 +249,7 @@ pub enum Op {
         #[serde(default)]
         layout: Option<String>,
     },
-    /// Reduces `input` along `axes`.
+    /// Reduces `input` along `axes` (kept with size 1 when `keep_dims`).
     ReduceAxes {
         op: ReduceOp,
         input: String,
@@ -251,6 +257,8 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        #[serde(default)]
+        keep_dims: bool,
     },
     /// Softmax along `axis`.
     Softmax {
@@ -278,6 +286,74 @@ pub enum Op {
         #[serde(default)]
         layout: Option<String>,
     },
+    /// `out = cond ? a : b` elementwise, numpy broadcasting (`cond` nonzero is true).
+    Select {
+        cond: String,
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// `min(max(input, min), max)`.
+    Clamp {
+        input: String,
+        min: f64,
+        max: f64,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// `input` where positive, else `alpha · (e^input − 1)`.
+    Elu {
+        input: String,
+        #[serde(default = "default_alpha")]
+        alpha: f64,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// `input + bias`, the vector `bias` along `axis` of `input`.
+    BiasAdd {
+        input: String,
+        bias: String,
+        axis: usize,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// MatMul with transposed operands and broadcast batch axes.
+    GeneralMatMul {
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        transpose_a: bool,
+        #[serde(default)]
+        transpose_b: bool,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// The same elements (row-major) in the shape `shape`.
+    Reshape {
+        input: String,
+        shape: Vec<u64>,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+    /// `inputs` joined along `axis`.
+    Concat {
+        inputs: Vec<String>,
+        axis: usize,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
+}
+
+fn default_alpha() -> f64 {
+    1.0
 }
 
 fn default_eps() -> f64 {
@@ -294,6 +370,35 @@ pub enum ReduceOp {
     Max,
     /// Minimum.
     Min,
+    /// Product (`ReduceAxes` only).
+    Prod,
+    /// Mean (`ReduceAxes` only).
+    Mean,
+    /// Sum of absolute values (`ReduceAxes` only).
+    L1,
+    /// Square root of the sum of squares (`ReduceAxes` only).
+    L2,
+}
+
+impl ReduceOp {
+    /// The kernels' reduction.
+    pub fn kind(self) -> mnsim_kernels::ReduceKind {
+        use mnsim_kernels::ReduceKind as K;
+        match self {
+            ReduceOp::Add => K::Add,
+            ReduceOp::Max => K::Max,
+            ReduceOp::Min => K::Min,
+            ReduceOp::Prod => K::Prod,
+            ReduceOp::Mean => K::Mean,
+            ReduceOp::L1 => K::L1,
+            ReduceOp::L2 => K::L2,
+        }
+    }
+
+    /// Whether a tree `Reduce` can combine with it (Add, Max, Min).
+    pub fn combines_over_levels(self) -> bool {
+        matches!(self, ReduceOp::Add | ReduceOp::Max | ReduceOp::Min)
+    }
 }
 
 /// Elementwise functions: the kernels' own enums (`Relu`, `Gelu`, ... and `Add`,
@@ -318,6 +423,13 @@ impl Op {
             Op::Softmax { .. } => "Softmax",
             Op::LayerNorm { .. } => "LayerNorm",
             Op::Transpose { .. } => "Transpose",
+            Op::Select { .. } => "Select",
+            Op::Clamp { .. } => "Clamp",
+            Op::Elu { .. } => "Elu",
+            Op::BiasAdd { .. } => "BiasAdd",
+            Op::GeneralMatMul { .. } => "GeneralMatMul",
+            Op::Reshape { .. } => "Reshape",
+            Op::Concat { .. } => "Concat",
         }
     }
 
@@ -348,10 +460,19 @@ impl Op {
             | Op::ReduceAxes { input, .. }
             | Op::Softmax { input, .. }
             | Op::LayerNorm { input, .. }
-            | Op::Transpose { input, .. } => vec![("input", input)],
-            Op::Binary { a, b, .. } | Op::MatMul { a, b, .. } | Op::BatchMatMul { a, b, .. } => {
+            | Op::Transpose { input, .. }
+            | Op::Clamp { input, .. }
+            | Op::Elu { input, .. }
+            | Op::Reshape { input, .. } => vec![("input", input)],
+            Op::Binary { a, b, .. }
+            | Op::MatMul { a, b, .. }
+            | Op::BatchMatMul { a, b, .. }
+            | Op::GeneralMatMul { a, b, .. } => {
                 vec![("a", a), ("b", b)]
             }
+            Op::Select { cond, a, b, .. } => vec![("cond", cond), ("a", a), ("b", b)],
+            Op::BiasAdd { input, bias, .. } => vec![("input", input), ("bias", bias)],
+            Op::Concat { inputs, .. } => inputs.iter().map(|t| ("inputs", t.as_str())).collect(),
         }
     }
 
@@ -374,7 +495,14 @@ impl Op {
             | Op::ReduceAxes { out, .. }
             | Op::Softmax { out, .. }
             | Op::LayerNorm { out, .. }
-            | Op::Transpose { out, .. } => Some(("out", out)),
+            | Op::Transpose { out, .. }
+            | Op::Select { out, .. }
+            | Op::Clamp { out, .. }
+            | Op::Elu { out, .. }
+            | Op::BiasAdd { out, .. }
+            | Op::GeneralMatMul { out, .. }
+            | Op::Reshape { out, .. }
+            | Op::Concat { out, .. } => Some(("out", out)),
         }
     }
 
@@ -393,7 +521,14 @@ impl Op {
             | Op::ReduceAxes { layout, .. }
             | Op::Softmax { layout, .. }
             | Op::LayerNorm { layout, .. }
-            | Op::Transpose { layout, .. } => layout.as_deref(),
+            | Op::Transpose { layout, .. }
+            | Op::Select { layout, .. }
+            | Op::Clamp { layout, .. }
+            | Op::Elu { layout, .. }
+            | Op::BiasAdd { layout, .. }
+            | Op::GeneralMatMul { layout, .. }
+            | Op::Reshape { layout, .. }
+            | Op::Concat { layout, .. } => layout.as_deref(),
         }
     }
 
@@ -412,7 +547,14 @@ impl Op {
             | Op::ReduceAxes { layout, .. }
             | Op::Softmax { layout, .. }
             | Op::LayerNorm { layout, .. }
-            | Op::Transpose { layout, .. } => *layout = Some(text),
+            | Op::Transpose { layout, .. }
+            | Op::Select { layout, .. }
+            | Op::Clamp { layout, .. }
+            | Op::Elu { layout, .. }
+            | Op::BiasAdd { layout, .. }
+            | Op::GeneralMatMul { layout, .. }
+            | Op::Reshape { layout, .. }
+            | Op::Concat { layout, .. } => *layout = Some(text),
         }
     }
 
@@ -456,6 +598,10 @@ pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| miette!("error: cannot read scenario {name}: {e}"))?;
+    // A oneDNN Graph JSON file is imported (for mncore2) and loaded as its scenario.
+    if crate::import::is_graph(path, &text) {
+        return crate::import::load(path, &text);
+    }
     let sc = parse(&text, &name)?;
     Ok((sc, Source { path: name, text }))
 }

@@ -26,6 +26,8 @@ pub struct Resolved {
     pub verify: bool,
     /// Insert a Reduce after every kernel whose output is partial.
     pub auto_reduce: bool,
+    /// How ops are placed in time.
+    pub schedule: super::Schedule,
     /// Every declared tensor, shapes bound.
     pub tensors: BTreeMap<String, ResolvedTensor>,
     /// The program, plan variables substituted, layouts bound.
@@ -319,8 +321,20 @@ pub fn resolve(
                     ));
                 }
             }
-            Op::Reduce { tensor, level, .. } => {
+            Op::Reduce {
+                tensor, level, op, ..
+            } => {
                 need_resident(tensor, "tensor", &resident)?;
+                if !op.combines_over_levels() {
+                    return Err(cx.err(
+                        cx.op_span(i, "op"),
+                        &format!(
+                            "{what}: a tree Reduce combines with Add, Max or Min, not {op:?} \
+                             ({op:?} is a ReduceAxes reduction)"
+                        ),
+                        "not a tree combination",
+                    ));
+                }
                 let levels: Vec<String> = machine
                     .addressable_levels()
                     .into_iter()
@@ -535,6 +549,7 @@ pub fn resolve(
         mode: sc.mode,
         verify: sc.verify,
         auto_reduce: sc.auto_reduce,
+        schedule: sc.schedule,
         tensors,
         ops,
         overrides,
@@ -862,6 +877,10 @@ fn check_axes(
             (input, vec![*axis], "axis", false)
         }
         Op::Transpose { input, perm, .. } => (input, perm.clone(), "perm", true),
+        Op::BiasAdd { input, axis, .. } => (input, vec![*axis], "axis", false),
+        Op::Concat { inputs, axis, .. } if !inputs.is_empty() => {
+            (&inputs[0], vec![*axis], "axis", false)
+        }
         _ => return Ok(()),
     };
     let rank = tensors[input].dims_at_bound.len();

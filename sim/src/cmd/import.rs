@@ -1,0 +1,65 @@
+//! `mnsim import G.json [-o S.ron] [--machine M]`: a oneDNN Graph as a scenario.
+
+use clap::{Args, ValueEnum};
+use miette::{Report, miette};
+use mnsim_sim::import::{self, Options, Strides};
+use mnsim_sim::scenario::{self, Source};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum StridesArg {
+    /// The file's strides give the DRAM layouts; strides that are not dense are an error.
+    File,
+    /// Every graph input and output is row-major in DRAM, whatever the file says.
+    RowMajor,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The oneDNN Graph JSON file.
+    pub graph: PathBuf,
+    /// Write the scenario here (default: print it).
+    #[arg(short = 'o', long = "out")]
+    pub out: Option<PathBuf>,
+    /// The machine: a preset name or a machine RON file.
+    #[arg(long, default_value = "mncore2")]
+    pub machine: String,
+    /// Where the DRAM layouts of graph inputs and outputs come from.
+    #[arg(long, value_enum, default_value = "file")]
+    pub strides: StridesArg,
+}
+
+pub fn run(a: ImportArgs) -> Result<(), Report> {
+    let path = a.graph.display().to_string();
+    let text = std::fs::read_to_string(&a.graph)
+        .map_err(|e| miette!("error: cannot read graph {path}: {e}"))?;
+    let src = Source { path, text };
+    let opts = Options {
+        machine: a.machine.clone(),
+        strides: match a.strides {
+            StridesArg::File => Strides::File,
+            StridesArg::RowMajor => Strides::RowMajor,
+        },
+    };
+    let imp = import::import(&src, &opts)?;
+    // The scenario must load back as written.
+    scenario::parse(&imp.text, "the imported scenario")?;
+    match &a.out {
+        Some(o) => {
+            let tmp = o.with_extension("ron.partial");
+            std::fs::write(&tmp, &imp.text)
+                .and_then(|()| std::fs::rename(&tmp, o))
+                .map_err(|e| miette!("error: writing {}: {e}", o.display()))?;
+            eprintln!(
+                "imported {}: {} ops ({}) as {} kernels; wrote {}",
+                src.path,
+                imp.graph_ops,
+                imp.kinds.join(", "),
+                imp.kernels,
+                o.display()
+            );
+            Ok(())
+        }
+        None => super::emit(&imp.text),
+    }
+}

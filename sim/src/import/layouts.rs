@@ -1,0 +1,279 @@
+//! A default layout for every tensor of an imported graph: legal for every kernel of
+//! the graph by construction, fitting LM, and spreading the work over the machine.
+//!
+//! Axes that must line up (an elementwise output axis and the input axis it reads, a
+//! matmul's batch and row axes, the axes a transpose moves, the major axes of a
+//! reshape group) form **classes** (union-find). A class is never split when one of
+//! its axes is reduced by a kernel (a contraction, a reduced or normalised axis), is a
+//! reshape axis that is not its group's major axis, or is a concat axis, or when one
+//! tensor has two axes in it. Each addressable level, root first, goes to the class
+//! that can use most of its fan-out (its largest common divisor with what is left of
+//! the class's length; ties to the class in the most data); every axis of that class
+//! splits over the level, major-most, and tensors without it are replicated there.
+//! What is left of an axis stays in memory, the innermost axis that divides packed
+//! into words (`W`); a
+//! tensor whose per-PE share exceeds a quarter of LM takes `Time` steps on its
+//! most major memory axes.
+
+use super::lower::{Decl, Step};
+use mnsim_arch::Machine;
+use mnsim_kernels::{AxisSource, Kernel};
+use std::collections::BTreeMap;
+
+struct Uf(Vec<usize>);
+impl Uf {
+    fn find(&mut self, x: usize) -> usize {
+        let mut r = x;
+        while self.0[r] != r {
+            r = self.0[r];
+        }
+        let mut y = x;
+        while self.0[y] != r {
+            let n = self.0[y];
+            self.0[y] = r;
+            y = n;
+        }
+        r
+    }
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            self.0[ra.max(rb)] = ra.min(rb);
+        }
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// `(in_lo, in_hi, out_lo, out_hi)` axis ranges of a reshape's groups, where the
+/// row-major suffix products of the two shapes meet.
+pub fn reshape_groups(a: &[u64], b: &[u64]) -> Vec<(usize, usize, usize, usize)> {
+    let suffix = |s: &[u64]| -> Vec<u64> {
+        let mut v = vec![1u64; s.len() + 1];
+        for i in (0..s.len()).rev() {
+            v[i] = v[i + 1].saturating_mul(s[i]);
+        }
+        v
+    };
+    let (sa, sb) = (suffix(a), suffix(b));
+    let mut out = Vec::new();
+    let (mut i, mut j) = (a.len(), b.len());
+    while i > 0 || j > 0 {
+        let (mut ni, mut nj) = (i, j);
+        loop {
+            if ni > 0 && (sa[ni] <= sb[nj] || nj == 0) {
+                ni -= 1;
+            } else if nj > 0 {
+                nj -= 1;
+            } else {
+                break;
+            }
+            if sa[ni] == sb[nj] {
+                break;
+            }
+        }
+        out.push((ni, i, nj, j));
+        (i, j) = (ni, nj);
+    }
+    out
+}
+
+/// The default layout text of every tensor the steps name.
+pub fn default_layouts(m: &Machine, decls: &[Decl], steps: &[Step]) -> BTreeMap<String, String> {
+    let index: BTreeMap<&str, usize> = decls
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.name.as_str(), i))
+        .collect();
+    let mut offset = Vec::with_capacity(decls.len());
+    let mut n = 0;
+    for d in decls {
+        offset.push(n);
+        n += d.dims.len();
+    }
+    let node = |t: usize, a: usize| offset[t] + a;
+    let mut uf = Uf((0..n).collect());
+    let mut nosplit = vec![false; n];
+    for s in steps {
+        let ins: Vec<usize> = s
+            .inputs
+            .iter()
+            .filter_map(|x| index.get(x.as_str()).copied())
+            .collect();
+        let Some(&o) = index.get(s.out.as_str()) else {
+            continue;
+        };
+        if ins.len() != s.inputs.len() {
+            continue;
+        }
+        match &s.kernel {
+            Kernel::Reshape { .. } => {
+                let (a, b) = (&decls[ins[0]].dims, &decls[o].dims);
+                for (al, ah, bl, bh) in reshape_groups(a, b) {
+                    if ah > al && bh > bl {
+                        uf.union(node(ins[0], al), node(o, bl));
+                    }
+                    for x in al + 1..ah {
+                        nosplit[node(ins[0], x)] = true;
+                    }
+                    for x in bl + 1..bh {
+                        nosplit[node(o, x)] = true;
+                    }
+                }
+            }
+            Kernel::Concat { axis, .. } => {
+                for &t in &ins {
+                    for x in 0..decls[t].dims.len() {
+                        if x == *axis {
+                            nosplit[node(t, x)] = true;
+                        } else {
+                            uf.union(node(t, x), node(o, x));
+                        }
+                    }
+                }
+                nosplit[node(o, *axis)] = true;
+            }
+            k => {
+                let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
+                let Ok(maps) = mnsim_kernels::index_map(k, &shapes, &decls[o].dims) else {
+                    continue;
+                };
+                for (j, map) in maps.iter().enumerate() {
+                    for (p, src) in map.axes.iter().enumerate() {
+                        match src {
+                            AxisSource::Out(h) => uf.union(node(ins[j], p), node(o, *h)),
+                            AxisSource::Reduced(_) => nosplit[node(ins[j], p)] = true,
+                            AxisSource::Broadcast => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Classes: length (gcd of members), weight (elements of the tensors in it), and
+    // whether they may split.
+    let mut class_len: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut weight: BTreeMap<usize, u128> = BTreeMap::new();
+    let mut blocked: BTreeMap<usize, bool> = BTreeMap::new();
+    for (t, d) in decls.iter().enumerate() {
+        let elems: u128 = d.dims.iter().map(|&x| x as u128).product();
+        let mut seen = Vec::new();
+        for (a, &len) in d.dims.iter().enumerate() {
+            let r = uf.find(node(t, a));
+            let g = class_len.entry(r).or_insert(0);
+            *g = gcd(*g, len);
+            *weight.entry(r).or_insert(0) += elems;
+            let b = blocked.entry(r).or_insert(false);
+            *b |= nosplit[node(t, a)] || seen.contains(&r);
+            seen.push(r);
+        }
+    }
+    // Levels to classes, root first.
+    let levels = m.addressable_levels();
+    let mut left: BTreeMap<usize, u64> = class_len.clone();
+    let mut assigned: Vec<Option<(usize, u64)>> = Vec::new();
+    for l in &levels {
+        let best = left
+            .iter()
+            .filter(|(r, _)| !blocked[r])
+            .map(|(&r, &len)| (gcd(len, l.fanout), weight[&r], std::cmp::Reverse(r)))
+            .filter(|c| c.0 > 1)
+            .max();
+        match best {
+            Some((f, _, std::cmp::Reverse(r))) => {
+                *left.get_mut(&r).expect("class") /= f;
+                assigned.push(Some((r, f)));
+            }
+            None => assigned.push(None),
+        }
+    }
+    let lm_words = m.leaf_memory_bytes() / m.word_bytes.max(1);
+    let budget = (lm_words / 4).max(1);
+    let mut out = BTreeMap::new();
+    for (t, d) in decls.iter().enumerate() {
+        let classes: Vec<usize> = (0..d.dims.len()).map(|a| uf.find(node(t, a))).collect();
+        let text = layout_for(m, d, &classes, &assigned, &levels, budget);
+        out.insert(d.name.clone(), text);
+    }
+    out
+}
+
+fn layout_for(
+    m: &Machine,
+    d: &Decl,
+    classes: &[usize],
+    assigned: &[Option<(usize, u64)>],
+    levels: &[mnsim_arch::machine::AddrLevel],
+    budget: u64,
+) -> String {
+    let rank = d.dims.len();
+    let slots = (m.word_bytes / d.dtype.bytes()).max(1);
+    // Level sub-axes and the memory remainder of every axis.
+    let mut subs: Vec<Vec<String>> = vec![Vec::new(); rank];
+    let mut rest = d.dims.clone();
+    for (li, a) in assigned.iter().enumerate() {
+        let Some((class, f)) = a else { continue };
+        if let Some(ax) = classes.iter().position(|c| c == class)
+            && rest[ax] % f == 0
+            && *f > 1
+        {
+            subs[ax].push(format!("{f}_{}", levels[li].name));
+            rest[ax] /= f;
+        }
+    }
+    // Words hold `slots` elements: pack the innermost axis whose memory part divides.
+    let w_axis = (0..rank)
+        .rev()
+        .find(|&a| slots > 1 && rest[a] % slots == 0 && rest[a] > 1);
+    let build = |time: &[u64]| -> String {
+        let groups: Vec<String> = (0..rank)
+            .map(|a| {
+                let mut g = subs[a].clone();
+                let mut r = rest[a];
+                if time[a] > 1 {
+                    g.push(format!("{}_Time", time[a]));
+                    r /= time[a];
+                }
+                let packed = Some(a) == w_axis && r % slots == 0;
+                if packed {
+                    if r / slots > 1 {
+                        g.push((r / slots).to_string());
+                    }
+                    g.push(format!("{slots}_W"));
+                } else if r > 1 || g.is_empty() {
+                    g.push(r.to_string());
+                }
+                format!("({})", g.join(", "))
+            })
+            .collect();
+        format!("({})", groups.join(", "))
+    };
+    // Words one PE holds per step: the memory parts, the packed axis divided by slots.
+    let footprint = |time: &[u64]| -> u64 {
+        (0..rank)
+            .map(|a| {
+                let r = rest[a] / time[a].max(1);
+                if Some(a) == w_axis { r / slots } else { r }
+            })
+            .fold(1u64, |x, y| x.saturating_mul(y.max(1)))
+    };
+    let mut time = vec![1u64; rank];
+    // Time steps, most major memory axis first, until one step fits the budget.
+    for a in 0..rank {
+        let fp = footprint(&time);
+        if fp <= budget {
+            break;
+        }
+        let r = rest[a];
+        let cap = if Some(a) == w_axis { r / slots } else { r };
+        let want = fp.div_ceil(budget);
+        let t = (2..=cap)
+            .find(|&t| cap % t == 0 && t >= want)
+            .unwrap_or_else(|| (2..=cap).rev().find(|&t| cap % t == 0).unwrap_or(1));
+        time[a] = t;
+    }
+    let text = build(&time);
+    text
+}

@@ -1,0 +1,325 @@
+//! Import of oneDNN Graph JSON files (`mnsim import G.json`): the graph becomes a
+//! scenario whose inputs are DRAM tensors with seeded random values, whose outputs are
+//! stored, and whose every layout is a plan variable — `Any` in plan `auto`, the
+//! import's default layout in plan `default`. See `docs/import.md`.
+//!
+//! `json` reads the text keeping spans, `graph` checks the document and orders the
+//! ops, `lower` turns each op into kernels, `layouts` chooses the default layouts,
+//! and this module writes the scenario text.
+
+pub mod graph;
+pub mod json;
+pub mod layouts;
+pub mod lower;
+
+pub use lower::Strides;
+
+use crate::scenario::{self, Scenario, Source};
+use miette::{Report, miette};
+use mnsim_arch::Machine;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+/// Import options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// A preset name or a machine RON file.
+    pub machine: String,
+    /// Where graph inputs' DRAM layouts come from.
+    pub strides: Strides,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            machine: "mncore2".into(),
+            strides: Strides::File,
+        }
+    }
+}
+
+/// Tensors up to this many elements are small enough to verify in functional mode by
+/// default (SPEC §9's tests use the same bound).
+pub const FUNCTIONAL_ELEMS: u64 = 1 << 21;
+
+/// An imported graph.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    /// The scenario in RON, with comments.
+    pub text: String,
+    /// The op kinds of the graph, in order of first appearance.
+    pub kinds: Vec<String>,
+    /// Graph ops and the kernel ops they became.
+    pub graph_ops: usize,
+    pub kernels: usize,
+    /// The largest tensor's element count.
+    pub max_elems: u64,
+}
+
+/// Whether `path`/`text` hold a JSON graph rather than a RON scenario: a `.json`
+/// extension, or text that starts with `{`.
+pub fn is_graph(path: &std::path::Path, text: &str) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        || text.trim_start().starts_with('{')
+}
+
+fn machine_of(name: &str) -> Result<(Machine, String), Report> {
+    if name.ends_with(".ron") || name.contains('/') {
+        let text = std::fs::read_to_string(name)
+            .map_err(|e| miette!("error: cannot read machine file {name}: {e}"))?;
+        let m = mnsim_arch::from_ron(&text).map_err(|e| miette!("error: {name}: {e}"))?;
+        let path = std::fs::canonicalize(name)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| name.to_string());
+        Ok((m, format!("File({path:?})")))
+    } else {
+        let m = mnsim_arch::preset(name).map_err(|e| miette!("error: --machine: {e}"))?;
+        Ok((m, format!("Preset({name:?})")))
+    }
+}
+
+fn located(src: &Source, e: graph::At) -> Report {
+    scenario::located(src, e.span, &e.message, "here")
+}
+
+/// Imports the graph in `src` (its path names the file in messages and comments).
+pub fn import(src: &Source, opts: &Options) -> Result<Imported, Report> {
+    let doc = json::parse(&src.text).map_err(|e| {
+        scenario::located(
+            src,
+            Some(e.offset..e.offset),
+            &format!("malformed JSON: {}", e.message),
+            "here",
+        )
+    })?;
+    let g = graph::read(&doc).map_err(|e| located(src, e))?;
+    let low = lower::lower(&g, opts.strides).map_err(|e| located(src, e))?;
+    let (machine, machine_text) = machine_of(&opts.machine)?;
+    Ok(write(src, &g, &low, &machine, &machine_text))
+}
+
+fn stem(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_stem()
+        .map_or_else(|| path.to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+fn write(
+    src: &Source,
+    g: &graph::Graph,
+    low: &lower::Lowered,
+    m: &Machine,
+    machine_text: &str,
+) -> Imported {
+    // Tensors the program touches; outputs that no kernel produces (unused statistics
+    // of a LayerNorm, say) and are not inputs are dropped.
+    let produced: BTreeSet<&str> = low.steps.iter().map(|s| s.out.as_str()).collect();
+    let used: BTreeSet<&str> = low
+        .steps
+        .iter()
+        .flat_map(|s| s.inputs.iter().map(String::as_str).chain([s.out.as_str()]))
+        .collect();
+    let outputs: Vec<&str> = low
+        .outputs
+        .iter()
+        .map(String::as_str)
+        .filter(|o| produced.contains(o) || low.inputs.iter().any(|i| i == o))
+        .collect();
+    let keep = |n: &str| used.contains(n) || outputs.contains(&n);
+    let decls: Vec<&lower::Decl> = low.decls.iter().filter(|d| keep(&d.name)).collect();
+    let owned: Vec<lower::Decl> = decls.iter().map(|d| (*d).clone()).collect();
+    let defaults = layouts::default_layouts(m, &owned, &low.steps);
+    let max_elems = decls
+        .iter()
+        .map(|d| d.dims.iter().fold(1u64, |a, &b| a.saturating_mul(b)))
+        .max()
+        .unwrap_or(0);
+    let functional = max_elems <= FUNCTIONAL_ELEMS;
+    let mut kinds: Vec<String> = Vec::new();
+    for op in &g.ops {
+        if !kinds.contains(&op.kind) {
+            kinds.push(op.kind.clone());
+        }
+    }
+    let file = stem(&src.path);
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "// {file}: a oneDNN Graph{} imported by `mnsim import`: {} ops ({}).",
+        g.version
+            .as_deref()
+            .map(|v| format!(" (version {v})"))
+            .unwrap_or_default(),
+        g.ops.len(),
+        kinds.join(", ")
+    );
+    t.push_str(
+        "// Graph inputs are DRAM tensors (their strides give the DRAM layout) with seeded random\n\
+         // values; graph outputs are stored; every other tensor stays in LM and is freed after its\n\
+         // last use. Every layout is a plan variable named after its tensor: plan `auto` leaves\n\
+         // them to the planner (`Any`), plan `default` holds the import's default layouts.\n",
+    );
+    let _ = writeln!(
+        t,
+        "// Mode: {} (functional when every tensor has at most 2^21 elements).",
+        if functional { "Functional" } else { "Timing" }
+    );
+    let _ = writeln!(
+        t,
+        "Scenario(\n    name: {file:?},\n    machine: {machine_text},"
+    );
+    let _ = writeln!(
+        t,
+        "    mode: {},\n    tensors: {{",
+        if functional { "Functional" } else { "Timing" }
+    );
+    for d in &decls {
+        let dims: Vec<String> = d.dims.iter().map(u64::to_string).collect();
+        let m2m: Vec<String> = d.minor_to_major.iter().map(usize::to_string).collect();
+        let shape = format!("{}[{}]{{{}}}", d.dtype, dims.join(","), m2m.join(","));
+        let init = d
+            .seed
+            .map(|s| format!(", init: Random(seed: {s})"))
+            .unwrap_or_default();
+        let mut note = Vec::new();
+        if d.seed.is_some() {
+            note.push("graph input");
+        }
+        if d.constant {
+            note.push("constant");
+        }
+        if outputs.contains(&d.name.as_str()) {
+            note.push("graph output");
+        }
+        let note = if note.is_empty() {
+            String::new()
+        } else {
+            format!(" // {}", note.join(", "))
+        };
+        let _ = writeln!(
+            t,
+            "        {:?}: (dtype: {:?}, shape: {shape:?}{init}),{note}",
+            d.name, d.dtype
+        );
+    }
+    t.push_str("    },\n    program: [\n");
+    // Last use of every tensor, by step.
+    let mut last: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, s) in low.steps.iter().enumerate() {
+        for n in s.inputs.iter().chain([&s.out]) {
+            last.insert(n.as_str(), i);
+        }
+    }
+    let mut loaded: BTreeSet<&str> = BTreeSet::new();
+    for (i, s) in low.steps.iter().enumerate() {
+        if let Some(o) = &s.origin {
+            let _ = writeln!(t, "        // {o}");
+        }
+        for n in &s.inputs {
+            if low.inputs.contains(n) && loaded.insert(n.as_str()) {
+                let _ = writeln!(t, "        Load(tensor: {n:?}, layout: \"${n}\"),");
+            }
+        }
+        let _ = writeln!(t, "        {}, layout: \"${}\"),", s.text, s.out);
+        let mut freed: BTreeSet<&str> = BTreeSet::new();
+        for n in s.inputs.iter().chain([&s.out]) {
+            if last.get(n.as_str()) == Some(&i) && !outputs.contains(&n.as_str()) && freed.insert(n)
+            {
+                let _ = writeln!(t, "        Free(tensor: {n:?}),");
+            }
+        }
+    }
+    for o in &outputs {
+        if !produced.contains(o) && loaded.insert(o) {
+            let _ = writeln!(t, "        Load(tensor: {o:?}, layout: \"${o}\"),");
+        }
+        let _ = writeln!(t, "        Store(tensor: {o:?}),");
+    }
+    t.push_str("    ],\n    plans: {\n        \"auto\": {\n");
+    let vars: Vec<&str> = decls
+        .iter()
+        .map(|d| d.name.as_str())
+        .filter(|n| produced.contains(n) || loaded.contains(n))
+        .collect();
+    for v in &vars {
+        let _ = writeln!(t, "            {v:?}: Any,");
+    }
+    t.push_str("        },\n        \"default\": {\n");
+    for v in &vars {
+        let _ = writeln!(t, "            {v:?}: {:?},", defaults[*v]);
+    }
+    t.push_str("        },\n    },\n    verify: true,\n)\n");
+    Imported {
+        text: t,
+        kinds,
+        graph_ops: g.ops.len(),
+        kernels: low.steps.len(),
+        max_elems,
+    }
+}
+
+/// Loads a graph file as a scenario (for `run`, `plan`, `compare`, `check`): imports it
+/// for mncore2 with the file's strides. The source names the file `G.json (imported)`
+/// and holds the scenario text, so later errors point into the imported scenario.
+pub fn load(path: &std::path::Path, text: &str) -> Result<(Scenario, Source), Report> {
+    let name = path.display().to_string();
+    let src = Source {
+        path: name.clone(),
+        text: text.to_string(),
+    };
+    let imp = import(&src, &Options::default())?;
+    let path = format!("{name} (imported)");
+    let sc = scenario::parse(&imp.text, &path)?;
+    Ok((
+        sc,
+        Source {
+            path,
+            text: imp.text,
+        },
+    ))
+}
+
+/// Whether a loaded source is an imported graph.
+pub fn is_imported(src: &Source) -> bool {
+    src.path.ends_with(" (imported)")
+}
+
+/// Plans plan `auto` of an imported graph with the planner (`crate::plan::plan`) and
+/// writes its choices into the scenario. When the planner finds no runnable plan,
+/// `auto` takes the default layouts instead. Returns a line saying what happened.
+pub fn plan_auto(
+    sc: &mut Scenario,
+    src: &Source,
+    sets: &[(String, f64)],
+    binds: &BTreeMap<String, u64>,
+) -> String {
+    let start = std::time::Instant::now();
+    let result = crate::plan::plan(sc, src, "auto", sets, binds);
+    let secs = start.elapsed().as_secs_f64();
+    match result {
+        Ok(c) => {
+            if let Some(p) = sc.plans.get_mut("auto") {
+                for (v, text) in &c.layouts {
+                    p.insert(v.clone(), scenario::PlanValue::Layout(text.clone()));
+                }
+            }
+            format!(
+                "planned {} layouts of plan `auto` in {secs:.2} s ({} runs evaluated): {} cycles",
+                c.layouts.len(),
+                c.evaluated,
+                c.cycles
+            )
+        }
+        Err(e) => {
+            let default = sc.plans.get("default").cloned().unwrap_or_default();
+            if let Some(p) = sc.plans.get_mut("auto") {
+                *p = default;
+            }
+            let first = e.to_string().lines().next().unwrap_or("").to_string();
+            format!(
+                "the planner found no runnable plan in {secs:.2} s ({first}); plan `auto` takes the default layouts"
+            )
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! Candidate layouts of one tensor: the space the planner searches for a plan variable.
+//!
+//! A candidate says, for every addressable level of the machine, whether the tensor is
+//! replicated over it or which logical axis is split over it and over how many of its
+//! positions (all of them, or a power-of-two part: `8_MAB` of 16 leaves the other 8
+//! idle). An axis may take several levels, in any order (the order decides which
+//! elements share a node: root-most first is the usual block distribution). What is
+//! left of each axis stays in memory, after its levels; the last axis may be packed into
+//! the words' slots (`W`). When a shard does not fit the PE's memory, the first axis
+//! that can take them gets `Time` steps (the fewest that fit). Every candidate is bound
+//! with the arch crate (so it is legal for the tensor's shape, dtype and the machine's
+//! LM) and candidates are unique in canonical form.
+
+use mnsim_arch::{DType, LayoutExpr, Machine, TensorLayout};
+use std::collections::HashSet;
+
+/// Which layouts to generate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Space {
+    /// Split over a power-of-two part of a level's fan-out, not only all of it.
+    pub partial_fanout: bool,
+    /// Several levels on one axis in every order (otherwise root-most first only).
+    pub level_orders: bool,
+    /// Pack the last axis into words (`W`) as well as not.
+    pub packing: bool,
+    /// Stop after this many distinct candidates.
+    pub max: usize,
+}
+
+impl Default for Space {
+    fn default() -> Self {
+        Space {
+            partial_fanout: true,
+            level_orders: true,
+            packing: true,
+            max: 200_000,
+        }
+    }
+}
+
+/// One candidate: its canonical text and the bound layout.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub text: String,
+    pub layout: TensorLayout,
+    /// Whole fan-outs only, levels root-most first: the core of the space, which the
+    /// search covers first.
+    pub core: bool,
+}
+
+/// Power-of-two parts of a fan-out a split may use (> 1), smallest first.
+fn parts(fanout: u64, partial: bool) -> Vec<u64> {
+    if !partial {
+        return vec![fanout];
+    }
+    let mut v: Vec<u64> = (1..64)
+        .map(|k| 1u64 << k)
+        .take_while(|&p| p < fanout)
+        .filter(|p| fanout.is_multiple_of(*p))
+        .collect();
+    v.push(fanout);
+    v
+}
+
+/// Every permutation of `v` (v is short: the levels of one axis).
+fn permutations<T: Clone>(v: &[T]) -> Vec<Vec<T>> {
+    if v.len() <= 1 {
+        return vec![v.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..v.len() {
+        let mut rest = v.to_vec();
+        let x = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, x.clone());
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The candidates of a tensor of `dims` (at its bound) and `dtype` on `m`, in a fixed
+/// order: level assignments in mixed radix over the levels root-most first, then level
+/// orders, then unpacked before packed.
+pub fn generate(
+    m: &Machine,
+    dims: &[u64],
+    dtype: DType,
+    implicit_pad: bool,
+    space: Space,
+) -> Vec<Candidate> {
+    let levels = m.addressable_levels();
+    let rank = dims.len();
+    if rank == 0 || dims.contains(&0) {
+        return Vec::new();
+    }
+    let slots = (m.word_bytes / dtype.bytes().max(1)).max(1);
+    let lm_words = m.leaf_memory_bytes() / m.word_bytes.max(1);
+    // Per level: None (replicated) or (axis, part).
+    let choices: Vec<Vec<Option<(usize, u64)>>> = levels
+        .iter()
+        .map(|l| {
+            let mut c = vec![None];
+            for a in 0..rank {
+                for p in parts(l.fanout, space.partial_fanout) {
+                    c.push(Some((a, p)));
+                }
+            }
+            c
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut pick = vec![0usize; levels.len()];
+    'assign: loop {
+        if out.len() >= space.max {
+            break;
+        }
+        // One assignment of levels to axes.
+        let mut groups: Vec<Vec<(usize, u64)>> = vec![Vec::new(); rank];
+        let mut rest = dims.to_vec();
+        let mut ok = true;
+        for (li, &k) in pick.iter().enumerate() {
+            if let Some((a, p)) = choices[li][k] {
+                if !rest[a].is_multiple_of(p) {
+                    ok = false;
+                    break;
+                }
+                rest[a] /= p;
+                groups[a].push((li, p));
+            }
+        }
+        if ok {
+            emit(
+                &levels,
+                &groups,
+                &rest,
+                slots,
+                lm_words,
+                space,
+                m,
+                dims,
+                dtype,
+                implicit_pad,
+                &mut seen,
+                &mut out,
+            );
+        }
+        // Next assignment (mixed radix).
+        for li in (0..pick.len()).rev() {
+            pick[li] += 1;
+            if pick[li] < choices[li].len() {
+                continue 'assign;
+            }
+            pick[li] = 0;
+        }
+        break;
+    }
+    // The core first (stable: otherwise in generation order).
+    out.sort_by_key(|c| !c.core);
+    out
+}
+
+/// Emits the layouts of one level assignment: every order of each axis's levels, with
+/// and without packing, with `Time` steps where a shard does not fit.
+#[allow(clippy::too_many_arguments)]
+fn emit(
+    levels: &[mnsim_arch::machine::AddrLevel],
+    groups: &[Vec<(usize, u64)>],
+    rest: &[u64],
+    slots: u64,
+    lm_words: u64,
+    space: Space,
+    m: &Machine,
+    dims: &[u64],
+    dtype: DType,
+    implicit_pad: bool,
+    seen: &mut HashSet<String>,
+    out: &mut Vec<Candidate>,
+) {
+    let rank = dims.len();
+    // The order of each axis's sub-axes: its levels and its memory part (`MEM`), which
+    // goes last in the core order (block distribution) and anywhere otherwise (a
+    // memory part before a level distributes cyclically over it).
+    const MEM: usize = usize::MAX;
+    let orders: Vec<Vec<Vec<(usize, u64)>>> = groups
+        .iter()
+        .map(|g| {
+            let mut items = g.clone();
+            items.push((MEM, 0));
+            if space.level_orders {
+                permutations(&items)
+            } else {
+                vec![items]
+            }
+        })
+        .collect();
+    let total: usize = orders.iter().map(Vec::len).product();
+    for code in 0..total {
+        let core = code == 0
+            && groups
+                .iter()
+                .flatten()
+                .all(|&(li, p)| p == levels[li].fanout);
+        let mut c = code;
+        let chosen: Vec<&Vec<(usize, u64)>> = orders
+            .iter()
+            .map(|o| {
+                let x = &o[c % o.len()];
+                c /= o.len();
+                x
+            })
+            .collect();
+        for packed in [false, true] {
+            if packed && (!space.packing || slots == 1 || !rest[rank - 1].is_multiple_of(slots)) {
+                continue;
+            }
+            let mut mem = rest.to_vec();
+            if packed {
+                mem[rank - 1] /= slots;
+            }
+            // Words per PE; Time steps on the first axis that can take enough of them.
+            let words = mem.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
+            let Some(words) = words else { continue };
+            let mut time: Option<(usize, u64)> = None;
+            if words > lm_words {
+                let need = words.div_ceil(lm_words.max(1));
+                let found = (0..rank).find_map(|a| {
+                    (0..64)
+                        .map(|k| 1u64 << k)
+                        .take_while(|&t| t <= mem[a])
+                        .find(|&t| t >= need && mem[a].is_multiple_of(t))
+                        .map(|t| (a, t))
+                });
+                let Some((a, t)) = found else { continue };
+                mem[a] /= t;
+                time = Some((a, t));
+            }
+            let mut body: Vec<String> = Vec::with_capacity(rank);
+            let mut skip = false;
+            for a in 0..rank {
+                let mut subs: Vec<String> = Vec::new();
+                if let Some((ta, t)) = time
+                    && ta == a
+                {
+                    subs.push(format!("{t}_Time"));
+                }
+                let last_packed = packed && a == rank - 1;
+                for &(li, p) in chosen[a] {
+                    if li == MEM {
+                        if mem[a] > 1 {
+                            subs.push(mem[a].to_string());
+                        } else if chosen[a].last() != Some(&(MEM, 0)) {
+                            // A memory part of 1 has no place: only one order counts.
+                            skip = true;
+                        }
+                    } else {
+                        subs.push(format!("{p}_{}", levels[li].name));
+                    }
+                }
+                if subs.is_empty() && !last_packed {
+                    subs.push("1".to_string());
+                }
+                if last_packed {
+                    subs.push(format!("{slots}_W"));
+                }
+                body.push(format!("({})", subs.join(", ")));
+            }
+            if skip {
+                continue;
+            }
+            let text = format!("({})", body.join(", "));
+            let Ok(expr) = LayoutExpr::parse(&text) else {
+                continue;
+            };
+            if let Ok(layout) = TensorLayout::bind(&expr, m, Some(dims), dtype, implicit_pad) {
+                let canon = layout.canonical();
+                if seen.insert(canon.clone()) {
+                    out.push(Candidate {
+                        text: canon,
+                        layout,
+                        core,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Binds a layout text (canonical or not) for a tensor, as the planner's seeds need.
+pub fn bind_text(
+    m: &Machine,
+    text: &str,
+    dims: &[u64],
+    dtype: DType,
+    implicit_pad: bool,
+) -> Option<Candidate> {
+    let expr = LayoutExpr::parse(text).ok()?;
+    let layout = TensorLayout::bind(&expr, m, Some(dims), dtype, implicit_pad).ok()?;
+    Some(Candidate {
+        text: layout.canonical(),
+        layout,
+        core: true,
+    })
+}

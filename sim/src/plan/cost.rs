@@ -1,0 +1,244 @@
+//! The cost of one op given the layouts of the tensors it touches, measured by the
+//! engine in timing mode on a world built once.
+//!
+//! Before each measurement the engine's LM is emptied and the op's inputs are loaded in
+//! the layouts asked for (their own cost is not counted); then the op runs as `run`
+//! would run it — kernels followed by the tree Reduces that complete a partial output
+//! (always after `ReduceAxes`, after any kernel with `auto_reduce`) — and the cycles of
+//! every op the engine recorded are summed. Nothing here parses or resolves a scenario.
+
+use crate::engine::{Engine, Mode, Resident, SimError};
+use crate::scenario::{Op, ReduceOp, Resolved};
+use mnsim_arch::{TensorLayout, XlaLayout};
+use mnsim_kernels::elem::Combine;
+
+/// The layout and partial levels of a tensor in LM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub layout: TensorLayout,
+    pub partial: Vec<usize>,
+}
+
+/// What one measured op did.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// Cycles of the op and of the Reduces it needed.
+    pub cycles: u64,
+    /// The op's output as it ends up in LM (tensor, layout, partial levels).
+    pub output: Option<(String, Held)>,
+}
+
+/// An engine kept for measuring ops one at a time.
+pub struct Coster {
+    eng: Engine,
+    auto_reduce: bool,
+    placed: u64,
+}
+
+/// Offsets of placed inputs: far above any LM.
+const PLACED_BASE: u64 = 1 << 60;
+
+fn combine_of(op: ReduceOp) -> Combine {
+    match op {
+        ReduceOp::Add => Combine::Add,
+        ReduceOp::Max => Combine::Max,
+        ReduceOp::Min => Combine::Min,
+    }
+}
+
+impl Coster {
+    /// Builds the machine once and declares every tensor of `res` (timing mode: no data;
+    /// every tensor counts as present in DRAM in its declared layout).
+    pub fn new(res: &Resolved) -> Result<Coster, SimError> {
+        let mut eng = Engine::new(res.machine.clone(), Mode::Timing);
+        for (name, t) in &res.tensors {
+            let layout = t
+                .shape
+                .layout
+                .clone()
+                .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
+            eng.declare(
+                name,
+                t.dtype,
+                t.dims_at_bound.clone(),
+                t.runtime_dims.clone(),
+                layout.clone(),
+                None,
+            )?;
+            eng.set_in_dram(name, layout);
+        }
+        Ok(Coster {
+            eng,
+            auto_reduce: res.auto_reduce,
+            placed: 0,
+        })
+    }
+
+    /// Empties LM and the op log.
+    fn reset(&mut self) {
+        let names: Vec<String> = self
+            .eng
+            .tensors
+            .iter()
+            .filter(|(_, t)| t.lm.is_some())
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in names {
+            let _ = self.eng.free(&n);
+        }
+        self.eng.ops.clear();
+    }
+
+    /// Places `name` in LM as `held`, without moving anything. The region lies outside
+    /// the engine's allocator (the planner's own walk charges LM), at an offset no
+    /// allocation reaches, so freeing it is a no-op for the allocator.
+    fn place(&mut self, name: &str, held: &Held) -> Result<(), SimError> {
+        let t = self
+            .eng
+            .tensors
+            .get_mut(name)
+            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
+        let words = held
+            .layout
+            .footprint_words()
+            .saturating_mul(held.layout.time_span());
+        self.placed += 1;
+        t.lm = Some(Resident {
+            layout: held.layout.clone(),
+            offset: PLACED_BASE + self.placed,
+            words,
+            partial: held.partial.clone(),
+        });
+        Ok(())
+    }
+
+    /// Cycles of moving `name` from `from` into `to` in place (an inserted Relayout).
+    pub fn relayout(
+        &mut self,
+        name: &str,
+        from: &Held,
+        to: &TensorLayout,
+    ) -> Result<u64, SimError> {
+        self.reset();
+        self.place(name, from)?;
+        self.eng.ops.clear();
+        let r = self.eng.relayout("Relayout", name, to.clone(), None)?;
+        Ok(r.cycles)
+    }
+
+    /// Measures `op` with its inputs in LM as `inputs` and `layout` as its own layout.
+    pub fn measure(
+        &mut self,
+        op: &Op,
+        inputs: &[(&str, &Held)],
+        layout: Option<&TensorLayout>,
+    ) -> Result<Measured, SimError> {
+        self.reset();
+        for (n, h) in inputs {
+            self.place(n, h)?;
+        }
+        self.eng.ops.clear();
+        let need = || SimError(format!("{} needs a layout", op.name()));
+        match op {
+            Op::Load { tensor, .. } => {
+                self.eng.load(tensor, layout.ok_or_else(need)?.clone())?;
+            }
+            Op::Broadcast { tensor, out, .. } => {
+                let l = layout.ok_or_else(need)?.clone();
+                if inputs.is_empty() {
+                    self.eng.load(tensor, l)?;
+                } else {
+                    self.eng.relayout("Broadcast", tensor, l, out.as_deref())?;
+                }
+            }
+            Op::Relayout { tensor, out, .. } => {
+                self.eng.relayout(
+                    "Relayout",
+                    tensor,
+                    layout.ok_or_else(need)?.clone(),
+                    out.as_deref(),
+                )?;
+            }
+            Op::Reduce {
+                tensor,
+                level,
+                op: rop,
+                out,
+                ..
+            } => {
+                self.eng
+                    .reduce(tensor, level, combine_of(*rop), out.as_deref())?;
+            }
+            Op::Store { tensor } => {
+                let xla = self
+                    .eng
+                    .tensors
+                    .get(tensor)
+                    .and_then(|t| t.dram.as_ref())
+                    .map(|d| d.layout.clone())
+                    .unwrap_or_else(|| XlaLayout::default_for(0));
+                self.eng.store(tensor, xla)?;
+            }
+            Op::Free { .. } => {}
+            other => {
+                let Some((k, ins, out)) = crate::run::kernel_of(other) else {
+                    return Err(SimError(format!(
+                        "{} is not an op this build runs",
+                        other.name()
+                    )));
+                };
+                self.eng
+                    .kernel(other.name(), &k, &ins, out, layout.cloned())?;
+                if matches!(other, Op::ReduceAxes { .. }) || self.auto_reduce {
+                    let partial: Vec<String> = self
+                        .eng
+                        .tensors
+                        .get(out)
+                        .and_then(|t| t.lm.as_ref())
+                        .map(|r| {
+                            r.partial
+                                .iter()
+                                .rev()
+                                .map(|&p| r.layout.levels()[p].name.clone())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let comb = match other {
+                        Op::ReduceAxes { op, .. } => combine_of(*op),
+                        _ => Combine::Add,
+                    };
+                    for level in partial {
+                        self.eng.reduce(out, &level, comb, None)?;
+                    }
+                }
+            }
+        }
+        let cycles = self.eng.ops.iter().map(|o| o.cycles).sum();
+        let output = op.output().and_then(|(_, name)| {
+            let name = match op {
+                // A Broadcast from DRAM lands in the tensor itself.
+                Op::Broadcast { tensor, .. } if inputs.is_empty() => tensor.as_str(),
+                _ => name,
+            };
+            self.eng
+                .tensors
+                .get(name)
+                .and_then(|t| t.lm.as_ref())
+                .map(|r| {
+                    (
+                        name.to_string(),
+                        Held {
+                            layout: r.layout.clone(),
+                            partial: r.partial.clone(),
+                        },
+                    )
+                })
+        });
+        Ok(Measured { cycles, output })
+    }
+
+    /// The machine being measured.
+    pub fn machine(&self) -> &mnsim_arch::Machine {
+        &self.eng.machine
+    }
+}

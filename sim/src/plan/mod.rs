@@ -1,0 +1,390 @@
+//! The planner (`mnsim plan`): chooses layouts for the plan variables a plan leaves to
+//! it (`Any`). See `docs/planner.md`.
+//!
+//! - [`candidates`]: the layouts a variable may take;
+//! - [`model`]: the program resolved once, evaluated for an assignment of layouts with
+//!   per-op costs memoised by (op, operand layouts), relayouts inserted where a kernel
+//!   needs them;
+//! - [`search`]: seeds (the file's hand plans), exhaustive on small spaces, coordinate
+//!   descent with restarts on large ones, under a time limit;
+//! - this module: the whole (resolve, seed, search, then confirm the best assignments
+//!   with real timing runs and compare them with the hand plans);
+//! - [`write`]: adding the chosen plan to the scenario file.
+
+pub mod candidates;
+pub mod cost;
+pub mod model;
+pub mod search;
+pub mod write;
+
+use crate::engine::Mode;
+use crate::scenario::{self, LayoutRef, Op, PlanValue, Resolved, ResolvedOp, Scenario, Source};
+use candidates::Space;
+use mnsim_arch::{DType, Machine};
+use model::{LayoutId, Model};
+pub use search::Options;
+use std::collections::BTreeMap;
+
+/// What the planner chose for one plan (the result of [`plan`]).
+#[derive(Clone, Debug)]
+pub struct Choice {
+    pub plan: String,
+    /// Plan variable → chosen layout (canonical), in program order.
+    pub layouts: Vec<(String, String)>,
+    /// Total cycles of the plan with these layouts (a timing run).
+    pub cycles: u64,
+    /// Candidates per variable, and assignments evaluated.
+    pub candidates: Vec<(String, usize)>,
+    pub evaluated: usize,
+    /// Relayouts the plan needs that the program does not have.
+    pub inserted: Vec<InsertedOp>,
+}
+
+/// A Relayout to insert into the program before op `before` (program index).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InsertedOp {
+    pub before: usize,
+    pub tensor: String,
+    pub layout: String,
+    pub cycles: u64,
+}
+
+/// One planned assignment, confirmed by a timing run.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub layouts: Vec<(String, String)>,
+    pub inserted: Vec<InsertedOp>,
+    /// Total cycles of the timing run.
+    pub total_cycles: u64,
+    /// Cycles per program op (kernels with their Reduces and inserted Relayouts).
+    pub op_cycles: Vec<u64>,
+}
+
+/// A hand plan of the file and its cycles (or why it does not run).
+#[derive(Clone, Debug)]
+pub struct HandPlan {
+    pub plan: String,
+    pub total_cycles: Option<u64>,
+    pub error: Option<String>,
+    /// Whether it agrees with the planned plan on every fixed variable (then it is a
+    /// seed, and the planned plan is never slower).
+    pub seed: bool,
+}
+
+/// Everything a planning run found.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub plan: String,
+    /// Best first; `best[0]` is the choice.
+    pub best: Vec<Planned>,
+    pub hand_plans: Vec<HandPlan>,
+    /// Candidates per variable after pruning, and how many pruning dropped.
+    pub candidates: Vec<(String, usize)>,
+    pub pruned: usize,
+    pub method: &'static str,
+    pub evaluated: u64,
+    /// Ops measured by the engine (memo misses).
+    pub measured: u64,
+    pub space: u128,
+    pub complete: bool,
+    pub timed_out: bool,
+    pub seconds: f64,
+}
+
+impl Outcome {
+    /// Assignments evaluated per second of search.
+    pub fn rate(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.evaluated as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Planner options: the candidate space and the search.
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    pub space: Space,
+    pub search: Options,
+}
+
+/// Candidate layouts (canonical text) of a tensor of `dims` and `dtype` on `m`, in the
+/// default space.
+pub fn candidates(m: &Machine, dims: &[u64], dtype: DType, implicit_pad: bool) -> Vec<String> {
+    candidates::generate(m, dims, dtype, implicit_pad, Space::default())
+        .into_iter()
+        .map(|c| c.text)
+        .collect()
+}
+
+/// Plans `plan` with the default options: fills every `Any` variable. Errors if the plan
+/// has none, or if no assignment runs. (Kept for callers; [`plan_with`] says more.)
+pub fn plan(
+    sc: &Scenario,
+    src: &Source,
+    plan: &str,
+    sets: &[(String, f64)],
+    binds: &BTreeMap<String, u64>,
+) -> Result<Choice, miette::Report> {
+    let o = plan_with(
+        sc,
+        src,
+        plan,
+        sets,
+        binds,
+        &PlanOptions::default(),
+        &mut |_, _| {},
+    )?;
+    let b = &o.best[0];
+    Ok(Choice {
+        plan: o.plan.clone(),
+        layouts: b.layouts.clone(),
+        cycles: b.total_cycles,
+        candidates: o.candidates.clone(),
+        evaluated: o.evaluated as usize,
+        inserted: b.inserted.clone(),
+    })
+}
+
+/// The plans of `sc` that set no variable to `Any`.
+fn hand_plan_names(sc: &Scenario) -> Vec<String> {
+    sc.plans
+        .iter()
+        .filter(|(_, v)| v.values().all(|x| *x != PlanValue::Any))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// Timing run of a resolved program; total cycles or the error.
+fn time(res: &Resolved) -> Result<crate::run::RunOutput, String> {
+    let mut r = res.clone();
+    r.mode = Mode::Timing;
+    crate::run::run(&r).map_err(|e| e.to_string())
+}
+
+/// `res` (resolved with `Any` variables) with `layouts` (variable → canonical text)
+/// substituted and `inserted` Relayouts added before their ops.
+pub fn apply(
+    res: &Resolved,
+    layouts: &[(String, String)],
+    inserted: &[InsertedOp],
+) -> Result<Resolved, String> {
+    let mut out = res.clone();
+    let mut ops: Vec<ResolvedOp> = Vec::new();
+    for rop in &res.ops {
+        for ins in inserted.iter().filter(|i| i.before == rop.index) {
+            let t = res
+                .tensors
+                .get(&ins.tensor)
+                .ok_or_else(|| format!("unknown tensor `{}`", ins.tensor))?;
+            let l = candidates::bind_text(
+                &res.machine,
+                &ins.layout,
+                &t.dims_at_bound,
+                t.dtype,
+                t.dims_at_bound != t.runtime_dims,
+            )
+            .ok_or_else(|| format!("layout {} does not bind for `{}`", ins.layout, ins.tensor))?;
+            ops.push(ResolvedOp {
+                index: rop.index,
+                op: Op::Relayout {
+                    tensor: ins.tensor.clone(),
+                    layout: ins.layout.clone(),
+                    out: None,
+                },
+                layout: Some(LayoutRef::Bound(l.layout)),
+                span: None,
+            });
+        }
+        let mut op = rop.clone();
+        if let Some(LayoutRef::Any(v)) = &rop.layout {
+            let text = layouts
+                .iter()
+                .find(|(x, _)| x == v)
+                .map(|(_, t)| t.clone())
+                .ok_or_else(|| format!("no layout for `${v}`"))?;
+            let tensor = rop
+                .op
+                .output()
+                .map(|(_, t)| t.to_string())
+                .ok_or_else(|| format!("op {} has no output", rop.index))?;
+            let t = &res.tensors[&tensor];
+            let l = candidates::bind_text(
+                &res.machine,
+                &text,
+                &t.dims_at_bound,
+                t.dtype,
+                t.dims_at_bound != t.runtime_dims,
+            )
+            .ok_or_else(|| format!("layout {text} does not bind for `{tensor}`"))?;
+            op.op.set_layout(text);
+            op.layout = Some(LayoutRef::Bound(l.layout));
+        }
+        ops.push(op);
+    }
+    out.ops = ops;
+    Ok(out)
+}
+
+/// Plans `plan` of `sc`: resolves it once, seeds the search with every hand plan that
+/// agrees with it on its fixed variables, searches, and confirms the best assignments
+/// (and the seeds) with timing runs. `progress(evaluated, planned)` is called during the
+/// search.
+pub fn plan_with(
+    sc: &Scenario,
+    src: &Source,
+    plan: &str,
+    sets: &[(String, f64)],
+    binds: &BTreeMap<String, u64>,
+    opts: &PlanOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Outcome, miette::Report> {
+    // Errors of the scenario itself come back as they are, pointing into the file.
+    let res = scenario::resolve(sc, src, Some(plan), sets, binds)?;
+    let fail = |msg: String| miette::miette!("error: {}: {msg}", src.path);
+    let mut model = Model::new(&res, opts.space).map_err(|e| fail(e.to_string()))?;
+    if model.vars.is_empty() {
+        return Err(fail(format!(
+            "plan `{plan}` has no variable set to `Any`: nothing to choose"
+        )));
+    }
+    // Hand plans: their cycles, and as seeds when they agree on the fixed variables.
+    let fixed: BTreeMap<&String, &PlanValue> = sc.plans[plan]
+        .iter()
+        .filter(|(_, v)| **v != PlanValue::Any)
+        .collect();
+    let mut hand_plans = Vec::new();
+    let mut seeds: Vec<Vec<LayoutId>> = Vec::new();
+    for name in hand_plan_names(sc) {
+        let hp = &sc.plans[&name];
+        let agrees = fixed.iter().all(|(k, v)| hp.get(*k) == Some(*v))
+            && model.vars.iter().all(|v| hp.contains_key(&v.name));
+        let hres = match scenario::resolve(sc, src, Some(&name), sets, binds) {
+            Ok(r) => r,
+            Err(e) => {
+                hand_plans.push(HandPlan {
+                    plan: name,
+                    total_cycles: None,
+                    error: Some(format!("{e}")),
+                    seed: false,
+                });
+                continue;
+            }
+        };
+        let run = time(&hres);
+        let mut seed = false;
+        if agrees {
+            let mut pick = Vec::new();
+            for vi in 0..model.vars.len() {
+                let op = model.vars[vi].ops[0];
+                match hres.ops.get(op).and_then(|o| o.layout.as_ref()) {
+                    Some(LayoutRef::Bound(l)) => pick.push(model.seed(vi, l)),
+                    _ => break,
+                }
+            }
+            if pick.len() == model.vars.len() {
+                seeds.push(pick);
+                seed = true;
+            }
+        }
+        hand_plans.push(HandPlan {
+            plan: name,
+            total_cycles: run.as_ref().ok().map(|o| o.report.total_cycles),
+            error: run.err(),
+            seed,
+        });
+    }
+    let pruned = model.prune();
+    // Seeds stay even if pruning would drop them (pruning keeps nothing it cannot
+    // prove illegal, but a seed is kept whatever).
+    for s in &seeds {
+        for (vi, &id) in s.iter().enumerate() {
+            if !model.vars[vi].candidates.contains(&id) {
+                model.vars[vi].candidates.insert(0, id);
+                model.vars[vi].core += 1;
+            }
+        }
+    }
+    for v in &model.vars {
+        if v.candidates.is_empty() {
+            return Err(fail(format!(
+                "no layout of `{}` fits {} for `${}`",
+                v.tensor, res.machine.name, v.name
+            )));
+        }
+    }
+    let mut sopts = opts.search.clone();
+    sopts.top = sopts.top.max(1) + seeds.len();
+    let found = search::search(&mut model, &seeds, &sopts, progress);
+    // Confirm with timing runs, best first; keep those that run.
+    let mut best: Vec<Planned> = Vec::new();
+    let mut last_error = None;
+    for f in &found.best {
+        if f.eval.failure.is_some() {
+            if let Some((i, m)) = &f.eval.failure {
+                last_error.get_or_insert_with(|| format!("op {i}: {m}"));
+            }
+            continue;
+        }
+        let (_, op_cycles, ins) = model.explain(&f.pick);
+        let layouts: Vec<(String, String)> = model
+            .vars
+            .iter()
+            .zip(&f.pick)
+            .map(|(v, &id)| (v.name.clone(), model.text(id).to_string()))
+            .collect();
+        let inserted: Vec<InsertedOp> = ins
+            .iter()
+            .map(|i| InsertedOp {
+                before: i.before,
+                tensor: i.tensor.clone(),
+                layout: model.text(i.layout).to_string(),
+                cycles: i.cycles,
+            })
+            .collect();
+        let Ok(applied) = apply(&res, &layouts, &inserted) else {
+            continue;
+        };
+        match time(&applied) {
+            Ok(o) => best.push(Planned {
+                layouts,
+                inserted,
+                total_cycles: o.report.total_cycles,
+                op_cycles,
+            }),
+            Err(e) => {
+                last_error.get_or_insert(e);
+            }
+        }
+    }
+    best.sort_by_key(|p| p.total_cycles);
+    best.truncate(opts.search.top.max(1));
+    if best.is_empty() {
+        return Err(fail(format!(
+            "no assignment of {} candidate layouts runs plan `{plan}` to the end{}",
+            model.vars.iter().map(|v| v.candidates.len()).sum::<usize>(),
+            last_error
+                .map(|e| format!(" (closest: {e})"))
+                .unwrap_or_default()
+        )));
+    }
+    Ok(Outcome {
+        plan: plan.to_string(),
+        best,
+        hand_plans,
+        candidates: model
+            .vars
+            .iter()
+            .map(|v| (v.name.clone(), v.candidates.len()))
+            .collect(),
+        pruned,
+        method: found.method,
+        evaluated: found.evaluated,
+        measured: model.measured,
+        space: found.space,
+        complete: found.complete,
+        timed_out: found.timed_out,
+        seconds: found.seconds,
+    })
+}

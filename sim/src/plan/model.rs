@@ -1,0 +1,753 @@
+//! The planner's model of a program: resolved once, then evaluated for many layout
+//! assignments without parsing or resolving anything.
+//!
+//! Layouts and (layout, partial levels) states are interned to small ids. Evaluating an
+//! assignment walks the program once, tracking each tensor's state, what DRAM holds and
+//! the LM words charged, and asks each op's cost from a memo keyed by (op, the states of
+//! the tensors it reads, its own layout). Only a key never seen before is measured (by
+//! [`Coster`]), so changing one variable re-measures only the ops whose operands it
+//! changed. Where a kernel is illegal for the layouts its inputs arrive in, the model
+//! inserts a Relayout of one input into the cheapest of a few legal layouts of it, and
+//! counts it. The op costs are combined by a [`Combine`] (today: one after another).
+
+use super::candidates::{self, Candidate, Space};
+use super::cost::{Coster, Held};
+use crate::scenario::{LayoutRef, Op, Resolved};
+use mnsim_arch::TensorLayout;
+use std::collections::HashMap;
+
+/// How per-op cycles make a total. The sequential sum is exact for `schedule:
+/// Sequential`; an overlapped timeline plugs in here.
+pub trait Combine {
+    fn total(&self, ops: &[u64]) -> u64;
+}
+
+/// Ops one after another: the total is the sum.
+pub struct Sequential;
+
+impl Combine for Sequential {
+    fn total(&self, ops: &[u64]) -> u64 {
+        ops.iter().fold(0u64, |a, &c| a.saturating_add(c))
+    }
+}
+
+/// An interned bound layout.
+pub type LayoutId = u32;
+type StateId = u32;
+
+/// A plan variable: its name, the tensor it lays out, its candidates (bound layouts of
+/// that tensor) and the ops whose layout it is.
+#[derive(Clone, Debug)]
+pub struct Var {
+    pub name: String,
+    pub tensor: String,
+    pub candidates: Vec<LayoutId>,
+    /// The first `core` candidates are the core of the space (whole fan-outs, levels
+    /// root-most first, seeds).
+    pub core: usize,
+    pub ops: Vec<usize>,
+}
+
+/// A Relayout the model inserted before a kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inserted {
+    /// Program index of the kernel it precedes.
+    pub before: usize,
+    pub tensor: String,
+    pub layout: LayoutId,
+    pub cycles: u64,
+}
+
+/// The result of evaluating one assignment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Eval {
+    /// Ops that ran (all of them when `failure` is `None`).
+    pub completed: usize,
+    pub total_cycles: u64,
+    /// Why and where the program stopped.
+    pub failure: Option<(usize, String)>,
+}
+
+impl Eval {
+    /// Ordering key: runnable first, then further, then fewer cycles.
+    pub fn key(&self) -> (bool, std::cmp::Reverse<usize>, u64) {
+        (
+            self.failure.is_some(),
+            std::cmp::Reverse(self.completed),
+            self.total_cycles,
+        )
+    }
+}
+
+#[derive(Clone, Debug)]
+struct OpOut {
+    cycles: u64,
+    /// The state the op leaves its output in.
+    output: Option<(usize, StateId)>,
+    /// Inputs moved by inserted relayouts: (tensor, new state, the insert).
+    moved: Vec<(usize, StateId, Inserted)>,
+}
+
+/// What kind of LM effect an op has (for the walk's bookkeeping).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Effect {
+    /// Load: from DRAM (needs it there).
+    Load,
+    /// Reads its inputs from LM and writes its output.
+    Compute,
+    Store,
+    Free,
+}
+
+#[derive(Clone, Debug)]
+struct ModelOp {
+    op: Op,
+    effect: Effect,
+    /// Tensors read from LM (indices).
+    reads: Vec<usize>,
+    /// Tensor written (index) and whether it replaces a read one in place.
+    writes: Option<usize>,
+    /// Fixed layout, or the variable that gives it.
+    fixed: Option<LayoutId>,
+    var: Option<usize>,
+    is_kernel: bool,
+    /// Per read: whether a Relayout may be inserted before this op for it. Not when
+    /// the input comes straight from a variable's op and this is its first reader:
+    /// the search chooses that layout directly.
+    insert_ok: Vec<bool>,
+}
+
+/// The program, its variables and the memo.
+pub struct Model {
+    pub tensors: Vec<String>,
+    index: HashMap<String, usize>,
+    ops: Vec<ModelOp>,
+    pub vars: Vec<Var>,
+    layouts: Vec<TensorLayout>,
+    layout_text: Vec<String>,
+    layout_ids: HashMap<(usize, String), LayoutId>,
+    footprint: Vec<u64>,
+    states: Vec<(LayoutId, Vec<usize>)>,
+    state_ids: HashMap<(LayoutId, Vec<usize>), StateId>,
+    memo: HashMap<(u32, Vec<StateId>, LayoutId), Result<OpOut, String>>,
+    coster: Coster,
+    res: Resolved,
+    initial_dram: Vec<bool>,
+    lm_words: u64,
+    /// Relayout targets per tensor, generated on first need.
+    targets: HashMap<usize, Vec<LayoutId>>,
+    /// Legal targets per (op, slot, the other inputs' states, output layout).
+    legal_targets: HashMap<(usize, usize, Vec<StateId>, LayoutId), Vec<LayoutId>>,
+    /// Ops measured (memo misses) and evaluations done.
+    pub measured: u64,
+    pub evaluated: u64,
+    space: Space,
+    combine: Box<dyn Combine>,
+}
+
+const NO_LAYOUT: LayoutId = LayoutId::MAX;
+/// Legal relayout targets measured per inserted relayout.
+const TARGETS_MEASURED: usize = 12;
+
+impl Model {
+    /// Builds the model of `res` (a resolved plan whose variables are `Any`), with the
+    /// candidates of every variable from `space`.
+    pub fn new(res: &Resolved, space: Space) -> Result<Model, String> {
+        let mut res = res.clone();
+        res.mode = crate::engine::Mode::Timing;
+        let coster = Coster::new(&res).map_err(|e| e.0)?;
+        let tensors: Vec<String> = res.tensors.keys().cloned().collect();
+        let index: HashMap<String, usize> = tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i))
+            .collect();
+        let lm_words = res.machine.leaf_memory_bytes() / res.machine.word_bytes.max(1);
+        let initial_dram = tensors
+            .iter()
+            .map(|t| res.tensors[t].init.is_some())
+            .collect();
+        let mut m = Model {
+            tensors,
+            index,
+            ops: Vec::new(),
+            vars: Vec::new(),
+            layouts: Vec::new(),
+            layout_text: Vec::new(),
+            layout_ids: HashMap::new(),
+            footprint: Vec::new(),
+            states: Vec::new(),
+            state_ids: HashMap::new(),
+            memo: HashMap::new(),
+            coster,
+            res: res.clone(),
+            initial_dram,
+            lm_words,
+            targets: HashMap::new(),
+            legal_targets: HashMap::new(),
+            measured: 0,
+            evaluated: 0,
+            space,
+            combine: Box::new(Sequential),
+        };
+        let t = |m: &Model, n: &str| -> Result<usize, String> {
+            m.index
+                .get(n)
+                .copied()
+                .ok_or_else(|| format!("unknown tensor `{n}`"))
+        };
+        for rop in &res.ops {
+            let op = rop.op.clone();
+            let (effect, reads, writes) = match &op {
+                Op::Load { tensor, .. } => (Effect::Load, vec![], Some(t(&m, tensor)?)),
+                Op::Store { tensor } => (Effect::Store, vec![t(&m, tensor)?], None),
+                Op::Free { tensor } => (Effect::Free, vec![], Some(t(&m, tensor)?)),
+                _ => {
+                    let reads = op
+                        .inputs()
+                        .iter()
+                        .map(|(_, n)| t(&m, n))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let writes = match op.output() {
+                        Some((_, n)) => Some(t(&m, n)?),
+                        None => None,
+                    };
+                    (Effect::Compute, reads, writes)
+                }
+            };
+            let is_kernel = !op.is_transfer();
+            let (fixed, var) = match &rop.layout {
+                Some(LayoutRef::Bound(l)) => {
+                    let w = writes.unwrap_or(0);
+                    (Some(m.intern(w, l.clone())), None)
+                }
+                Some(LayoutRef::Any(v)) => {
+                    let Some(w) = writes else {
+                        return Err(format!("op {} has no tensor for `${v}`", rop.index));
+                    };
+                    let vi = match m.vars.iter().position(|x| &x.name == v) {
+                        Some(i) => i,
+                        None => {
+                            m.vars.push(Var {
+                                name: v.clone(),
+                                tensor: m.tensors[w].clone(),
+                                candidates: Vec::new(),
+                                core: 0,
+                                ops: Vec::new(),
+                            });
+                            m.vars.len() - 1
+                        }
+                    };
+                    m.vars[vi].ops.push(m.ops.len());
+                    (None, Some(vi))
+                }
+                None => (None, None),
+            };
+            let insert_ok = reads
+                .iter()
+                .map(|&r| {
+                    let w = m.ops.iter().rposition(|o| o.writes == Some(r));
+                    match w {
+                        Some(w) => {
+                            m.ops[w].var.is_none()
+                                || m.ops[w + 1..].iter().any(|o| o.reads.contains(&r))
+                        }
+                        None => true,
+                    }
+                })
+                .collect();
+            m.ops.push(ModelOp {
+                op,
+                effect,
+                reads,
+                writes,
+                fixed,
+                var,
+                is_kernel,
+                insert_ok,
+            });
+        }
+        for vi in 0..m.vars.len() {
+            let tensor = m.index[&m.vars[vi].tensor];
+            let cands = m.generate(tensor);
+            m.vars[vi].core = cands.iter().filter(|c| c.core).count();
+            let ids: Vec<LayoutId> = cands
+                .into_iter()
+                .map(|c| m.intern(tensor, c.layout))
+                .collect();
+            m.vars[vi].candidates = ids;
+        }
+        Ok(m)
+    }
+
+    /// Candidates of tensor `t` (before pruning).
+    fn generate(&self, t: usize) -> Vec<Candidate> {
+        let rt = &self.res.tensors[&self.tensors[t]];
+        candidates::generate(
+            &self.res.machine,
+            &rt.dims_at_bound,
+            rt.dtype,
+            rt.dims_at_bound != rt.runtime_dims,
+            self.space,
+        )
+    }
+
+    /// Interns a bound layout of tensor `t`.
+    pub fn intern(&mut self, t: usize, l: TensorLayout) -> LayoutId {
+        let text = l.canonical();
+        if let Some(&id) = self.layout_ids.get(&(t, text.clone())) {
+            return id;
+        }
+        let id = self.layouts.len() as LayoutId;
+        self.footprint.push(l.footprint_words());
+        self.layouts.push(l);
+        self.layout_text.push(text.clone());
+        self.layout_ids.insert((t, text), id);
+        id
+    }
+
+    /// Binds `text` for the tensor of variable `v` and adds it to its candidates (first)
+    /// if it is not there. `None` if it does not bind.
+    pub fn seed(&mut self, v: usize, layout: &TensorLayout) -> LayoutId {
+        let t = self.index[&self.vars[v].tensor];
+        let id = self.intern(t, layout.clone());
+        if !self.vars[v].candidates.contains(&id) {
+            self.vars[v].candidates.insert(0, id);
+            self.vars[v].core += 1;
+        }
+        id
+    }
+
+    pub fn layout(&self, id: LayoutId) -> &TensorLayout {
+        &self.layouts[id as usize]
+    }
+
+    pub fn text(&self, id: LayoutId) -> &str {
+        &self.layout_text[id as usize]
+    }
+
+    /// The resolved program the model was built from.
+    pub fn resolved(&self) -> &Resolved {
+        &self.res
+    }
+
+    fn state(&mut self, l: LayoutId, partial: Vec<usize>) -> StateId {
+        if let Some(&s) = self.state_ids.get(&(l, partial.clone())) {
+            return s;
+        }
+        let s = self.states.len() as StateId;
+        self.states.push((l, partial.clone()));
+        self.state_ids.insert((l, partial), s);
+        s
+    }
+
+    fn held(&self, s: StateId) -> Held {
+        let (l, p) = &self.states[s as usize];
+        Held {
+            layout: self.layouts[*l as usize].clone(),
+            partial: p.clone(),
+        }
+    }
+
+    /// Drops candidates of every variable that cannot be legal for a consumer kernel
+    /// whose other operands and output are fixed layouts: the other variable operands are
+    /// taken fully replicated (available everywhere), so a candidate dropped here is
+    /// illegal whatever they become. Returns how many were dropped.
+    pub fn prune(&mut self) -> usize {
+        let mut dropped = 0;
+        let machine = self.res.machine.clone();
+        for vi in 0..self.vars.len() {
+            let t = self.index[&self.vars[vi].tensor];
+            // The kernels that read this variable's value directly after its op(s).
+            let consumers: Vec<usize> = self.vars[vi]
+                .ops
+                .iter()
+                .filter_map(|&o| self.next_reader(o, t))
+                .collect();
+            let mut keep: Vec<LayoutId> = Vec::new();
+            let mut core = 0;
+            let cands = self.vars[vi].candidates.clone();
+            for (k, &c) in cands.iter().enumerate() {
+                let ok = consumers
+                    .iter()
+                    .all(|&k| self.may_be_legal(k, t, c, &machine));
+                if ok {
+                    keep.push(c);
+                    core += usize::from(k < self.vars[vi].core);
+                } else {
+                    dropped += 1;
+                }
+            }
+            if !keep.is_empty() {
+                self.vars[vi].candidates = keep;
+                self.vars[vi].core = core;
+            }
+        }
+        dropped
+    }
+
+    /// The first op after `from` that reads tensor `t` (before it is written again), if
+    /// it is a kernel.
+    fn next_reader(&self, from: usize, t: usize) -> Option<usize> {
+        for (i, op) in self.ops.iter().enumerate().skip(from + 1) {
+            if op.reads.contains(&t) {
+                return op.is_kernel.then_some(i);
+            }
+            if op.writes == Some(t) {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Whether kernel op `k` can be legal with tensor `t` in layout `c`: every other
+    /// operand is its fixed layout if the program gives one (a Load or producer with a
+    /// fixed layout right before), else fully replicated; the output must be fixed.
+    fn may_be_legal(
+        &mut self,
+        k: usize,
+        t: usize,
+        c: LayoutId,
+        machine: &mnsim_arch::Machine,
+    ) -> bool {
+        let op = self.ops[k].clone();
+        let Some(out_layout) = op.fixed else {
+            return true;
+        };
+        let Some((kern, _, _)) = crate::run::kernel_of(&op.op) else {
+            return true;
+        };
+        let mut ins: Vec<TensorLayout> = Vec::new();
+        for &r in &op.reads {
+            if r == t {
+                ins.push(self.layouts[c as usize].clone());
+            } else {
+                match self.fixed_producer(k, r) {
+                    Some(l) => ins.push(self.layouts[l as usize].clone()),
+                    None => match self.replicated(r) {
+                        Some(l) => ins.push(l),
+                        None => return true,
+                    },
+                }
+            }
+        }
+        let refs: Vec<&TensorLayout> = ins.iter().collect();
+        let mut names: Vec<&str> = vec!["in"; refs.len()];
+        names.push("out");
+        mnsim_kernels::check(
+            &kern,
+            &refs,
+            &self.layouts[out_layout as usize],
+            machine,
+            &names,
+        )
+        .is_ok()
+    }
+
+    /// The fixed layout the last writer of `t` before op `k` gives it, if fixed.
+    fn fixed_producer(&self, k: usize, t: usize) -> Option<LayoutId> {
+        let w = (0..k).rev().find(|&i| self.ops[i].writes == Some(t))?;
+        self.ops[w].fixed
+    }
+
+    /// Tensor `t` replicated over every level, all in memory.
+    fn replicated(&self, t: usize) -> Option<TensorLayout> {
+        let rt = &self.res.tensors[&self.tensors[t]];
+        let groups: Vec<String> = rt.dims_at_bound.iter().map(|d| format!("({d})")).collect();
+        candidates::bind_text(
+            &self.res.machine,
+            &format!("({})", groups.join(", ")),
+            &rt.dims_at_bound,
+            rt.dtype,
+            rt.dims_at_bound != rt.runtime_dims,
+        )
+        .map(|c| c.layout)
+        .or_else(|| {
+            // Too big for LM: legality does not look at LM, bind without checking it
+            // by asking for a smaller stand-in is not possible; give up on pruning.
+            None
+        })
+    }
+
+    /// Evaluates the assignment `pick` (a layout id per variable).
+    pub fn evaluate(&mut self, pick: &[LayoutId]) -> Eval {
+        self.run(pick, None)
+    }
+
+    /// Evaluates `pick`, also listing per op cycles and the inserted relayouts.
+    pub fn explain(&mut self, pick: &[LayoutId]) -> (Eval, Vec<u64>, Vec<Inserted>) {
+        let mut detail = (Vec::new(), Vec::new());
+        let e = self.run(pick, Some(&mut detail));
+        (e, detail.0, detail.1)
+    }
+
+    fn run(
+        &mut self,
+        pick: &[LayoutId],
+        mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
+    ) -> Eval {
+        self.evaluated += 1;
+        let n = self.tensors.len();
+        let mut st: Vec<Option<StateId>> = vec![None; n];
+        let mut dram = self.initial_dram.clone();
+        let mut charged = 0u64;
+        let mut cycles: Vec<u64> = Vec::with_capacity(self.ops.len());
+        let fail = |i: usize, cycles: &[u64], msg: String, comb: &dyn Combine| Eval {
+            completed: i,
+            total_cycles: comb.total(cycles),
+            failure: Some((i, msg)),
+        };
+        for i in 0..self.ops.len() {
+            let (effect, writes, var, fixed) = {
+                let o = &self.ops[i];
+                (o.effect, o.writes, o.var, o.fixed)
+            };
+            let layout = match (var, fixed) {
+                (Some(v), _) => pick[v],
+                (None, Some(l)) => l,
+                (None, None) => NO_LAYOUT,
+            };
+            match effect {
+                Effect::Free => {
+                    if let Some(w) = writes
+                        && let Some(s) = st[w].take()
+                    {
+                        charged -= self.footprint[self.states[s as usize].0 as usize];
+                    }
+                    cycles.push(0);
+                    continue;
+                }
+                Effect::Load => {
+                    let w = writes.unwrap_or(0);
+                    if !dram[w] {
+                        let msg = format!(
+                            "tensor `{}` is not in DRAM: give it an `init` or Store it first",
+                            self.tensors[w]
+                        );
+                        return fail(i, &cycles, msg, self.combine.as_ref());
+                    }
+                }
+                _ => {}
+            }
+            let reads: Vec<usize> = self.ops[i].reads.clone();
+            let mut key_states = Vec::with_capacity(reads.len());
+            for &r in &reads {
+                match st[r] {
+                    Some(s) => key_states.push(s),
+                    None if matches!(self.ops[i].op, Op::Broadcast { .. }) => {}
+                    None => {
+                        let msg =
+                            format!("tensor `{}` is not in LM: Load it first", self.tensors[r]);
+                        return fail(i, &cycles, msg, self.combine.as_ref());
+                    }
+                }
+            }
+            let key = (i as u32, key_states, layout);
+            if !self.memo.contains_key(&key) {
+                let out = self.measure(i, &key.1, layout);
+                self.memo.insert(key.clone(), out);
+            }
+            let out = match &self.memo[&key] {
+                Ok(o) => o.clone(),
+                Err(msg) => return fail(i, &cycles, msg.clone(), self.combine.as_ref()),
+            };
+            // LM bookkeeping: inserted relayouts (in place), then the output.
+            for (t, s, ins) in &out.moved {
+                let old = st[*t].map_or(0, |o| self.footprint[self.states[o as usize].0 as usize]);
+                let new = self.footprint[self.states[*s as usize].0 as usize];
+                if charged + new > self.lm_words {
+                    let msg = format!("LM overflow relayouting `{}`", self.tensors[*t]);
+                    return fail(i, &cycles, msg, self.combine.as_ref());
+                }
+                charged = charged + new - old;
+                st[*t] = Some(*s);
+                if let Some(d) = detail.as_deref_mut() {
+                    d.1.push(ins.clone());
+                }
+            }
+            if effect == Effect::Store {
+                if let Some(&r) = reads.first() {
+                    dram[r] = true;
+                }
+            } else if let Some((t, s)) = out.output {
+                let new = self.footprint[self.states[s as usize].0 as usize];
+                let old = st[t].map_or(0, |o| self.footprint[self.states[o as usize].0 as usize]);
+                // As the engine allocates: a Load, a move into another tensor and a
+                // Reduce free the old region first; a move in place and a kernel
+                // allocate beside it.
+                let in_place_move = !self.ops[i].is_kernel
+                    && reads.first() == Some(&t)
+                    && !matches!(self.ops[i].op, Op::Reduce { .. });
+                let before = if effect == Effect::Load || !(self.ops[i].is_kernel || in_place_move)
+                {
+                    charged - old
+                } else {
+                    charged
+                };
+                if before + new > self.lm_words {
+                    let msg = format!(
+                        "tensor `{}` needs {new} LM words per PE but only {} of {} are free",
+                        self.tensors[t],
+                        self.lm_words - before.min(self.lm_words),
+                        self.lm_words
+                    );
+                    return fail(i, &cycles, msg, self.combine.as_ref());
+                }
+                charged = charged - old + new;
+                st[t] = Some(s);
+            }
+            cycles.push(out.cycles);
+        }
+        let total = self.combine.total(&cycles);
+        if let Some(d) = detail {
+            d.0 = cycles;
+        }
+        Eval {
+            completed: self.ops.len(),
+            total_cycles: total,
+            failure: None,
+        }
+    }
+
+    /// Measures op `i` (a memo miss).
+    fn measure(&mut self, i: usize, states: &[StateId], layout: LayoutId) -> Result<OpOut, String> {
+        self.measured += 1;
+        let op = self.ops[i].clone();
+        let names: Vec<String> = op.reads.iter().map(|&r| self.tensors[r].clone()).collect();
+        let helds: Vec<Held> = states.iter().map(|&s| self.held(s)).collect();
+        let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());
+        let inputs: Vec<(&str, &Held)> =
+            names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
+        let first = self.coster.measure(&op.op, &inputs, lay.as_ref());
+        let err = match first {
+            Ok(m) => return Ok(self.to_out(m, Vec::new())),
+            Err(e) => e.0,
+        };
+        // A kernel that its inputs' layouts make illegal: relayout one input.
+        if !op.is_kernel || err.contains("LM words") {
+            return Err(err);
+        }
+        let mut best: Option<(u64, OpOut)> = None;
+        for (slot, &r) in op.reads.iter().enumerate() {
+            if op.reads[..slot].contains(&r) || !op.insert_ok[slot] {
+                continue;
+            }
+            let others: Vec<StateId> = states
+                .iter()
+                .enumerate()
+                .map(|(k, &st)| if op.reads[k] == r { StateId::MAX } else { st })
+                .collect();
+            let tkey = (i, slot, others, layout);
+            if !self.legal_targets.contains_key(&tkey) {
+                let t = self.relayout_targets(i, slot, &helds, lay.as_ref());
+                self.legal_targets.insert(tkey.clone(), t);
+            }
+            for target in self.legal_targets[&tkey].clone() {
+                let to = self.layouts[target as usize].clone();
+                let Ok(rc) = self.coster.relayout(&names[slot], &helds[slot], &to) else {
+                    continue;
+                };
+                let mut moved = helds.clone();
+                for (k, &rr) in op.reads.iter().enumerate() {
+                    if rr == r {
+                        moved[k] = Held {
+                            layout: to.clone(),
+                            partial: Vec::new(),
+                        };
+                    }
+                }
+                let inputs: Vec<(&str, &Held)> =
+                    names.iter().map(|n| n.as_str()).zip(moved.iter()).collect();
+                let Ok(m) = self.coster.measure(&op.op, &inputs, lay.as_ref()) else {
+                    continue;
+                };
+                let total = m.cycles.saturating_add(rc);
+                if best.as_ref().is_some_and(|(b, _)| *b <= total) {
+                    continue;
+                }
+                let s = self.state(target, Vec::new());
+                let ins = Inserted {
+                    before: self.res.ops[i].index,
+                    tensor: names[slot].clone(),
+                    layout: target,
+                    cycles: rc,
+                };
+                let mut out = self.to_out(m, vec![(r, s, ins)]);
+                out.cycles = total;
+                best = Some((total, out));
+            }
+        }
+        best.map(|(_, o)| o).ok_or(err)
+    }
+
+    fn to_out(
+        &mut self,
+        m: super::cost::Measured,
+        moved: Vec<(usize, StateId, Inserted)>,
+    ) -> OpOut {
+        let output = m.output.map(|(name, h)| {
+            let t = self.index[&name];
+            let l = self.intern(t, h.layout);
+            (t, self.state(l, h.partial))
+        });
+        OpOut {
+            cycles: m.cycles,
+            output,
+            moved,
+        }
+    }
+
+    /// A few layouts of input `slot` of kernel op `i` that make it legal, fewest words
+    /// per PE first.
+    fn relayout_targets(
+        &mut self,
+        i: usize,
+        slot: usize,
+        helds: &[Held],
+        out: Option<&TensorLayout>,
+    ) -> Vec<LayoutId> {
+        let t = self.ops[i].reads[slot];
+        if !self.targets.contains_key(&t) {
+            let c = self.generate(t);
+            let ids: Vec<LayoutId> = c.into_iter().map(|c| self.intern(t, c.layout)).collect();
+            self.targets.insert(t, ids);
+        }
+        let Some((kern, _, _)) = crate::run::kernel_of(&self.ops[i].op) else {
+            return Vec::new();
+        };
+        let machine = self.coster.machine().clone();
+        let mut legal: Vec<LayoutId> = Vec::new();
+        for &c in &self.targets[&t] {
+            let cand = &self.layouts[c as usize];
+            let ins: Vec<&TensorLayout> = helds
+                .iter()
+                .enumerate()
+                .map(|(k, h)| {
+                    if self.ops[i].reads[k] == t {
+                        cand
+                    } else {
+                        &h.layout
+                    }
+                })
+                .collect();
+            let o = match out {
+                Some(o) => o,
+                None => ins[0],
+            };
+            let names = vec!["x"; ins.len() + 1];
+            if mnsim_kernels::check(&kern, &ins, o, &machine, &names).is_ok() {
+                legal.push(c);
+            }
+        }
+        legal.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
+        legal.truncate(TARGETS_MEASURED);
+        legal
+    }
+
+    /// Size of the search space (product of candidate counts), saturating.
+    pub fn space_size(&self) -> u128 {
+        self.vars
+            .iter()
+            .fold(1u128, |a, v| a.saturating_mul(v.candidates.len() as u128))
+    }
+}

@@ -1,0 +1,284 @@
+//! The search over the model: every seed (hand plan) first; then, when the space is
+//! small enough, every assignment (exact); otherwise coordinate descent from every seed
+//! and from seeded random starts (each variable in turn takes its best candidate with
+//! the others fixed, in rounds until nothing improves). A time limit stops either.
+
+use super::model::{Eval, LayoutId, Model};
+use std::time::{Duration, Instant};
+
+/// How to search.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Stop evaluating after this long (the best found so far is kept).
+    pub time_limit: Option<Duration>,
+    /// Keep this many best distinct assignments.
+    pub top: usize,
+    /// Enumerate every assignment when there are at most this many.
+    pub exhaustive_limit: u128,
+    /// Random starts after the seeds (local search only).
+    pub restarts: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            time_limit: Some(Duration::from_secs(20)),
+            top: 5,
+            exhaustive_limit: 200_000,
+            restarts: 8,
+        }
+    }
+}
+
+/// An assignment (a candidate id per variable) and its evaluation.
+#[derive(Clone, Debug)]
+pub struct Found {
+    pub pick: Vec<LayoutId>,
+    pub eval: Eval,
+}
+
+/// What a search did.
+#[derive(Clone, Debug)]
+pub struct Searched {
+    /// Best first, at most `top`, distinct.
+    pub best: Vec<Found>,
+    /// `exhaustive` or `coordinate descent`.
+    pub method: &'static str,
+    /// Assignments evaluated (seeds included).
+    pub evaluated: u64,
+    /// Assignments in the space.
+    pub space: u128,
+    /// Whether every assignment of the space was evaluated.
+    pub complete: bool,
+    pub timed_out: bool,
+    pub seconds: f64,
+}
+
+struct Top {
+    k: usize,
+    v: Vec<Found>,
+}
+
+impl Top {
+    fn offer(&mut self, pick: &[LayoutId], eval: &Eval) {
+        if self.v.iter().any(|f| f.pick == pick) {
+            return;
+        }
+        if self.v.len() >= self.k && self.v.last().is_some_and(|w| w.eval.key() <= eval.key()) {
+            return;
+        }
+        let at = self.v.partition_point(|f| f.eval.key() <= eval.key());
+        self.v.insert(
+            at,
+            Found {
+                pick: pick.to_vec(),
+                eval: eval.clone(),
+            },
+        );
+        self.v.truncate(self.k);
+    }
+}
+
+/// splitmix64, for reproducible random starts.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// State shared by the phases of one search.
+struct Run<'a> {
+    top: Top,
+    deadline: Option<Instant>,
+    timed_out: bool,
+    before: u64,
+    planned: u64,
+    progress: &'a mut dyn FnMut(u64, u64),
+}
+
+impl Run<'_> {
+    fn over(&mut self) -> bool {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.timed_out = true;
+        }
+        self.timed_out
+    }
+
+    /// Every assignment of the first `width(v)` candidates of each variable. Returns
+    /// whether it finished.
+    fn exhaustive(&mut self, model: &mut Model, width: &[usize]) -> bool {
+        let nvars = width.len();
+        let mut idx = vec![0usize; nvars];
+        let mut pick: Vec<LayoutId> = model.vars.iter().map(|v| v.candidates[0]).collect();
+        let mut n = 0u64;
+        'all: loop {
+            let e = model.evaluate(&pick);
+            self.top.offer(&pick, &e);
+            n += 1;
+            if n.is_multiple_of(256) {
+                (self.progress)(model.evaluated - self.before, self.planned);
+                if self.over() {
+                    return false;
+                }
+            }
+            // Next assignment, last variable fastest: consecutive assignments differ in
+            // few variables, so most ops hit the memo.
+            for v in (0..nvars).rev() {
+                idx[v] += 1;
+                if idx[v] < width[v] {
+                    pick[v] = model.vars[v].candidates[idx[v]];
+                    continue 'all;
+                }
+                idx[v] = 0;
+                pick[v] = model.vars[v].candidates[0];
+            }
+            return true;
+        }
+    }
+
+    /// Coordinate descent from `pick` over the first `width(v)` candidates of each
+    /// variable; returns the local optimum.
+    fn descend(
+        &mut self,
+        model: &mut Model,
+        mut pick: Vec<LayoutId>,
+        width: &[usize],
+    ) -> Vec<LayoutId> {
+        let mut cur = model.evaluate(&pick);
+        self.top.offer(&pick, &cur);
+        loop {
+            let mut improved = false;
+            for v in 0..width.len() {
+                let cands: Vec<LayoutId> = model.vars[v].candidates[..width[v]].to_vec();
+                let mut best = pick[v];
+                for (k, &c) in cands.iter().enumerate() {
+                    if c == best {
+                        continue;
+                    }
+                    pick[v] = c;
+                    let e = model.evaluate(&pick);
+                    self.top.offer(&pick, &e);
+                    if e.key() < cur.key() {
+                        cur = e;
+                        best = c;
+                        improved = true;
+                    }
+                    if k % 256 == 0 {
+                        (self.progress)(model.evaluated - self.before, self.planned);
+                        if self.over() {
+                            pick[v] = best;
+                            return pick;
+                        }
+                    }
+                }
+                pick[v] = best;
+            }
+            if !improved {
+                return pick;
+            }
+        }
+    }
+}
+
+/// Searches `model` from `seeds` (assignments, e.g. the hand plans). `progress` is
+/// called now and then with (evaluated, the space or the evaluations planned).
+///
+/// Phases: the seeds; then, if the whole space has at most `exhaustive_limit`
+/// assignments, all of them (exact). Otherwise the core of the space (whole fan-outs,
+/// levels root-most first) exhaustively if it is small enough, else by coordinate
+/// descent from every seed and from `restarts` random starts; then coordinate descent
+/// over the whole space from the best assignments found.
+pub fn search(
+    model: &mut Model,
+    seeds: &[Vec<LayoutId>],
+    opts: &Options,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Searched {
+    let start = Instant::now();
+    let space = model.space_size();
+    let all: Vec<usize> = model.vars.iter().map(|v| v.candidates.len()).collect();
+    let core: Vec<usize> = model
+        .vars
+        .iter()
+        .map(|v| v.core.clamp(1, v.candidates.len()))
+        .collect();
+    let core_space = core.iter().fold(1u128, |a, &c| a.saturating_mul(c as u128));
+    let per_round: u64 = all.iter().map(|&c| c as u64).sum();
+    let exhaustive = space <= opts.exhaustive_limit;
+    let planned = if exhaustive {
+        space as u64
+    } else {
+        let first = if core_space <= opts.exhaustive_limit {
+            core_space as u64
+        } else {
+            core.iter().map(|&c| c as u64).sum::<u64>() * (seeds.len() + opts.restarts) as u64 * 2
+        };
+        first.saturating_add(per_round.saturating_mul(2 * opts.top.max(1) as u64))
+    };
+    let mut run = Run {
+        top: Top {
+            k: opts.top.max(1),
+            v: Vec::new(),
+        },
+        deadline: opts.time_limit.map(|d| start + d),
+        timed_out: false,
+        before: model.evaluated,
+        planned,
+        progress,
+    };
+    for s in seeds {
+        let e = model.evaluate(s);
+        run.top.offer(s, &e);
+    }
+    let mut complete = false;
+    let method;
+    if exhaustive {
+        method = "exhaustive";
+        complete = run.exhaustive(model, &all);
+    } else {
+        method = "coordinate descent";
+        if core_space <= opts.exhaustive_limit {
+            run.exhaustive(model, &core);
+        } else {
+            let mut starts: Vec<Vec<LayoutId>> = seeds.to_vec();
+            let mut rng = 0x5eed_u64;
+            for _ in 0..opts.restarts {
+                starts.push(
+                    model
+                        .vars
+                        .iter()
+                        .zip(&core)
+                        .map(|(v, &w)| v.candidates[(next(&mut rng) % w as u64) as usize])
+                        .collect(),
+                );
+            }
+            for s in starts {
+                if run.over() {
+                    break;
+                }
+                run.descend(model, s, &core);
+            }
+        }
+        // The whole space, from the best found so far.
+        let from: Vec<Vec<LayoutId>> = run.top.v.iter().map(|f| f.pick.clone()).collect();
+        for s in from {
+            if run.over() {
+                break;
+            }
+            run.descend(model, s, &all);
+        }
+    }
+    let evaluated = model.evaluated - run.before;
+    (run.progress)(evaluated, planned);
+    Searched {
+        best: run.top.v,
+        method,
+        evaluated,
+        space,
+        complete,
+        timed_out: run.timed_out,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}

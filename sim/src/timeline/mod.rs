@@ -1,0 +1,390 @@
+//! The timeline (the schedule of SPEC §4a): where every op's task sits in time.
+//!
+//! An op is lowered ([`crate::lowering`]) to a [`Task`]: how long it takes, the resources
+//! it holds and for how long each, the LM regions it reads and writes, and the LM it
+//! keeps charged. [`schedule`] places a program's tasks; it is pure (no ECS, no engine),
+//! so a planner can combine memoised per-op tasks without running anything.
+//!
+//! - [`Schedule::Sequential`]: each task starts when the previous one ends.
+//! - [`Schedule::Overlapped`]: tasks issue in program order; a task starts at the
+//!   earliest cycle at which (1) the previous task has issued, (2) every region it reads
+//!   has been written, (3) every resource it holds is free, and (4) the LM it needs is
+//!   free: space freed by an earlier op counts as free only once the region's last user
+//!   has ended (write-after-read). It holds each resource for that stage's cycles from
+//!   its start.
+//!
+//! Both schedules place a resource's holds one after another (no back-filling of gaps),
+//! so every overlapped start is at most the sequential one: Overlapped ≤ Sequential.
+//! The busy state of resources is kept behind the [`Busy`] trait: [`DenseBusy`] for the
+//! pure function, the machine's ECS entities (`world::WorldBusy`) for a run.
+
+use crate::ids::{Dir, LevelId, RegionId};
+use serde::{Deserialize, Serialize};
+
+#[cfg(test)]
+mod tests;
+
+/// How ops are placed in time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Schedule {
+    /// Each op starts when the previous one ends (SPEC §4, op after op).
+    Sequential,
+    /// Transfers overlap compute (SPEC §4a).
+    #[default]
+    Overlapped,
+}
+
+impl Schedule {
+    /// `sequential` or `overlapped`, as reports and the command line write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::Sequential => "sequential",
+            Schedule::Overlapped => "overlapped",
+        }
+    }
+}
+
+/// Something a task occupies. Transfers of the SIMD machine use every node of a level
+/// together, so a resource is a level's ports (per direction), not one node's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Resource {
+    /// The DRAMs (every node of the DRAM level); reads and writes share them.
+    Dram { level: LevelId },
+    /// The ports of every node of `level` to its children, in one direction.
+    Port { level: LevelId, dir: Dir },
+    /// The PEs' LM bandwidth (a copy inside each LM).
+    LocalMemory,
+    /// The matrix units (one per node of `level`: MAB on MN-Core).
+    MatrixUnit { level: LevelId },
+    /// The vector units (ALUs, one per PE).
+    VectorUnit,
+}
+
+impl Resource {
+    /// Whether the resource computes (as opposed to moving data).
+    pub fn is_compute(self) -> bool {
+        matches!(self, Resource::MatrixUnit { .. } | Resource::VectorUnit)
+    }
+}
+
+/// A resource's name in reports (`L1B down`, `DRAM`, `PE LM`, `MAB compute`,
+/// `PE compute`: what `StageReport::resource` names a stage's) and its kind (`port`,
+/// `dram`, `lm`, `matrix`, `vector`).
+pub fn describe(r: Resource, m: &mnsim_arch::Machine) -> (String, &'static str) {
+    let name = |l: LevelId| {
+        m.levels
+            .get(l.index())
+            .map_or_else(|| "?".to_string(), |x| x.name.clone())
+    };
+    let leaf = m
+        .levels
+        .last()
+        .map_or_else(|| "PE".to_string(), |l| l.name.clone());
+    match r {
+        Resource::Dram { .. } => ("DRAM".to_string(), "dram"),
+        Resource::Port { level, dir } => (format!("{} {}", name(level), dir.name()), "port"),
+        Resource::LocalMemory => (format!("{leaf} LM"), "lm"),
+        Resource::MatrixUnit { level } => (format!("{} compute", name(level)), "matrix"),
+        Resource::VectorUnit => (format!("{leaf} compute"), "vector"),
+    }
+}
+
+/// A resource held for `cycles` from the task's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Hold {
+    pub resource: Resource,
+    pub cycles: u64,
+}
+
+/// One op, lowered: what the schedule needs to know of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Task {
+    /// Cycles from start to end (SPEC §4: the slowest stage plus latencies).
+    pub cycles: u64,
+    /// Resources held, each for its stage's cycles (at most one hold per resource).
+    pub holds: Vec<Hold>,
+    /// LM regions read: the task starts after their writers end.
+    pub reads: Vec<RegionId>,
+    /// LM regions written.
+    pub writes: Vec<RegionId>,
+    /// LM words per PE charged while the task runs (every live region, its own included).
+    pub lm_words: u64,
+    /// Regions freed since the previous task (a `Free`), with their words: their space
+    /// is free for this task once their last user has ended.
+    pub frees_before: Vec<(RegionId, u64)>,
+    /// Regions this task replaces (freed after it), with their words.
+    pub frees_after: Vec<(RegionId, u64)>,
+}
+
+/// What set a task's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Cause {
+    /// Nothing: the run's first cycle.
+    Origin,
+    /// The previous task ended (sequential).
+    Previous,
+    /// Program order: the previous task issued then.
+    Issue,
+    /// A region it reads was written then.
+    Data,
+    /// A resource it holds became free then.
+    Resource(Resource),
+    /// LM space it needs was released then.
+    Memory,
+}
+
+/// Where a task was placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub start: u64,
+    pub end: u64,
+    /// What set `start`, and the task whose end (or start, for `Issue`, or hold for a
+    /// resource) it was.
+    pub cause: Cause,
+    pub after: Option<usize>,
+}
+
+/// Busy cycles of one resource over a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceUse {
+    pub resource: Resource,
+    /// Sum of the holds' cycles.
+    pub busy_cycles: u64,
+}
+
+/// The busy state of resources: when each is free again, and which task held it last.
+pub trait Busy {
+    /// The cycle at which `r` is free, and the task that holds it until then.
+    fn free_at(&mut self, r: Resource) -> (u64, Option<usize>);
+    /// Task `task` holds `r` from `start` for `cycles`.
+    fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64);
+}
+
+/// Busy state in a small dense table (the pure schedule).
+#[derive(Clone, Debug, Default)]
+pub struct DenseBusy {
+    /// (resource, free at, last holder)
+    slots: Vec<(Resource, u64, usize)>,
+}
+
+impl Busy for DenseBusy {
+    fn free_at(&mut self, r: Resource) -> (u64, Option<usize>) {
+        self.slots
+            .iter()
+            .find(|s| s.0 == r)
+            .map_or((0, None), |s| (s.1, Some(s.2)))
+    }
+    fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) {
+        let until = start.saturating_add(cycles);
+        match self.slots.iter_mut().find(|s| s.0 == r) {
+            Some(s) => {
+                if until >= s.1 {
+                    *s = (r, until, task);
+                }
+            }
+            None => self.slots.push((r, until, task)),
+        }
+    }
+}
+
+/// Per region: the end of its latest writer and of its latest user, with those tasks.
+#[derive(Clone, Copy, Debug, Default)]
+struct RegionUse {
+    written: Option<(u64, usize)>,
+    used: Option<(u64, usize)>,
+}
+
+/// A program being placed, task by task.
+#[derive(Clone, Debug)]
+pub struct Timeline {
+    pub schedule: Schedule,
+    /// LM words per PE (the capacity the memory rule checks against).
+    pub lm_capacity: u64,
+    pub placed: Vec<Placement>,
+    /// Busy cycles per resource, in order of first use.
+    pub resources: Vec<ResourceUse>,
+    regions: Vec<RegionUse>,
+    /// Freed space not yet free: (words, cycle it becomes free, task using it last).
+    pending: Vec<(u64, u64, Option<usize>)>,
+    own: DenseBusy,
+}
+
+impl Timeline {
+    /// An empty timeline; `lm_capacity` is the LM words of one PE.
+    pub fn new(schedule: Schedule, lm_capacity: u64) -> Timeline {
+        Timeline {
+            schedule,
+            lm_capacity,
+            placed: Vec::new(),
+            resources: Vec::new(),
+            regions: Vec::new(),
+            pending: Vec::new(),
+            own: DenseBusy::default(),
+        }
+    }
+
+    /// The run's length: the latest end.
+    pub fn total(&self) -> u64 {
+        self.placed.iter().map(|p| p.end).max().unwrap_or(0)
+    }
+
+    fn region(&mut self, r: RegionId) -> &mut RegionUse {
+        let i = r.0 as usize;
+        if self.regions.len() <= i {
+            self.regions.resize(i + 1, RegionUse::default());
+        }
+        &mut self.regions[i]
+    }
+
+    fn release(&mut self, frees: &[(RegionId, u64)]) {
+        for &(r, words) in frees {
+            let used = self.region(r).used;
+            self.pending
+                .push((words, used.map_or(0, |u| u.0), used.map(|u| u.1)));
+        }
+    }
+
+    /// Places the next task with the timeline's own busy table.
+    pub fn push(&mut self, task: &Task) -> Placement {
+        let mut own = std::mem::take(&mut self.own);
+        let p = self.push_on(task, &mut own);
+        self.own = own;
+        p
+    }
+
+    /// Places the next task, reading and writing resource state in `busy`.
+    pub fn push_on(&mut self, task: &Task, busy: &mut dyn Busy) -> Placement {
+        let index = self.placed.len();
+        self.release(&task.frees_before);
+        let prev = self.placed.last().copied();
+        // The latest of the constraints wins; on a tie, the first listed.
+        let mut at = (0u64, Cause::Origin, None::<usize>);
+        let mut bound = |t: u64, c: Cause, after: Option<usize>| {
+            if t > at.0 {
+                at = (t, c, after);
+            }
+        };
+        match self.schedule {
+            Schedule::Sequential => {
+                if let Some(p) = prev {
+                    bound(p.end, Cause::Previous, Some(index - 1));
+                }
+            }
+            Schedule::Overlapped => {
+                if let Some(p) = prev {
+                    bound(p.start, Cause::Issue, Some(index - 1));
+                }
+                // Read after write; a region written again waits for its earlier users.
+                for &r in &task.reads {
+                    if let Some((t, w)) = self.region(r).written {
+                        bound(t, Cause::Data, Some(w));
+                    }
+                }
+                for &r in &task.writes {
+                    if let Some((t, w)) = self.region(r).used {
+                        bound(t, Cause::Data, Some(w));
+                    }
+                }
+                for h in &task.holds {
+                    let (t, by) = busy.free_at(h.resource);
+                    bound(t, Cause::Resource(h.resource), by);
+                }
+                // LM: the space the task needs beyond what is free now must have been
+                // released by the regions' last users.
+                let free_now = self.lm_capacity.saturating_sub(task.lm_words);
+                let held: u64 = self.pending.iter().map(|p| p.0).sum();
+                if held > free_now {
+                    self.pending.sort_by_key(|p| p.1);
+                    let mut left = held;
+                    for &(words, t, by) in &self.pending {
+                        left = left.saturating_sub(words);
+                        if left <= free_now {
+                            bound(t, Cause::Memory, by);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let (start, cause, after) = at;
+        let end = start.saturating_add(task.cycles);
+        // Space released by the time this task starts is free for good.
+        self.pending.retain(|p| p.1 > start);
+        for h in &task.holds {
+            busy.hold(h.resource, index, start, h.cycles);
+            match self.resources.iter_mut().find(|u| u.resource == h.resource) {
+                Some(u) => u.busy_cycles = u.busy_cycles.saturating_add(h.cycles),
+                None => self.resources.push(ResourceUse {
+                    resource: h.resource,
+                    busy_cycles: h.cycles,
+                }),
+            }
+        }
+        for &r in &task.reads {
+            let u = self.region(r);
+            if u.used.is_none_or(|x| x.0 <= end) {
+                u.used = Some((end, index));
+            }
+        }
+        for &r in &task.writes {
+            let u = self.region(r);
+            u.written = Some((end, index));
+            if u.used.is_none_or(|x| x.0 <= end) {
+                u.used = Some((end, index));
+            }
+        }
+        self.release(&task.frees_after);
+        let p = Placement {
+            start,
+            end,
+            cause,
+            after,
+        };
+        self.placed.push(p);
+        p
+    }
+
+    /// The tasks on the critical path, last first: from the task that ends last, each
+    /// task's predecessor is the one that set its start.
+    pub fn critical_path(&self) -> Vec<usize> {
+        let Some(last) = (0..self.placed.len()).max_by_key(|&i| (self.placed[i].end, i)) else {
+            return Vec::new();
+        };
+        let mut path = vec![last];
+        let mut i = last;
+        while let Some(a) = self.placed[i].after {
+            if a >= i {
+                break;
+            }
+            path.push(a);
+            i = a;
+        }
+        path
+    }
+
+    /// Per task, its cycles that lie on the critical path: for a task on it, from its
+    /// start to the start of the next task on the path (or its end, for the last); 0
+    /// for a task off the path (hidden behind others). They sum to the run's length
+    /// when the first task starts at 0.
+    pub fn exposed(&self) -> Vec<u64> {
+        let mut out = vec![0u64; self.placed.len()];
+        let path = self.critical_path();
+        let mut next_start: Option<u64> = None;
+        for &i in &path {
+            let p = self.placed[i];
+            let until = next_start.map_or(p.end, |s| s.min(p.end));
+            out[i] = until.saturating_sub(p.start);
+            next_start = Some(p.start);
+        }
+        out
+    }
+}
+
+/// Places a program's tasks (pure: the planner's entry point).
+pub fn schedule(tasks: &[Task], schedule: Schedule, lm_capacity: u64) -> Timeline {
+    let mut t = Timeline::new(schedule, lm_capacity);
+    for task in tasks {
+        t.push(task);
+    }
+    t
+}

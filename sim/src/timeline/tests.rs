@@ -1,0 +1,189 @@
+//! Worked examples of the schedule, by hand.
+
+use super::*;
+
+const L: LevelId = LevelId(1);
+
+fn port(cycles: u64) -> Hold {
+    Hold {
+        resource: Resource::Port {
+            level: L,
+            dir: Dir::Down,
+        },
+        cycles,
+    }
+}
+
+fn vector(cycles: u64) -> Hold {
+    Hold {
+        resource: Resource::VectorUnit,
+        cycles,
+    }
+}
+
+fn matrix(cycles: u64) -> Hold {
+    Hold {
+        resource: Resource::MatrixUnit { level: L },
+        cycles,
+    }
+}
+
+/// A load of `cycles` (its port busy `busy` of them) into region `to`.
+fn load(cycles: u64, busy: u64, to: u32, lm: u64) -> Task {
+    Task {
+        cycles,
+        holds: vec![port(busy)],
+        writes: vec![RegionId(to)],
+        lm_words: lm,
+        ..Task::default()
+    }
+}
+
+fn kernel(h: Hold, from: &[u32], to: u32, lm: u64) -> Task {
+    Task {
+        cycles: h.cycles,
+        holds: vec![h],
+        reads: from.iter().map(|&r| RegionId(r)).collect(),
+        writes: vec![RegionId(to)],
+        lm_words: lm,
+        ..Task::default()
+    }
+}
+
+fn spans(t: &Timeline) -> Vec<(u64, u64)> {
+    t.placed.iter().map(|p| (p.start, p.end)).collect()
+}
+
+#[test]
+fn sequential_places_each_task_after_the_previous_one() {
+    let tasks = [
+        load(110, 100, 0, 10),
+        kernel(vector(50), &[0], 1, 20),
+        load(110, 100, 2, 30),
+    ];
+    let t = schedule(&tasks, Schedule::Sequential, 1000);
+    assert_eq!(spans(&t), [(0, 110), (110, 160), (160, 270)]);
+    assert_eq!(t.total(), 270);
+    assert_eq!(t.exposed(), [110, 50, 110]);
+}
+
+#[test]
+fn a_load_streams_behind_an_independent_kernel() {
+    // Load a; kernel on a; load b (independent of the kernel); kernel on b.
+    let tasks = [
+        load(110, 100, 0, 10),
+        kernel(vector(50), &[0], 1, 20),
+        load(110, 100, 2, 30),
+        kernel(vector(50), &[2], 3, 40),
+    ];
+    let t = schedule(&tasks, Schedule::Overlapped, 1000);
+    // b's load needs the port a's load holds until 100, not a's end at 110; it issues
+    // after the first kernel issued (110), and runs beside it.
+    assert_eq!(spans(&t), [(0, 110), (110, 160), (110, 220), (220, 270)]);
+    assert_eq!(t.placed[2].cause, Cause::Issue);
+    assert_eq!(t.placed[3].cause, Cause::Data);
+    // Critical path: load a → kernel a (issued at once) → load b → kernel b; the
+    // first kernel runs beside load b, so none of its cycles are exposed.
+    assert_eq!(t.critical_path(), [3, 2, 1, 0]);
+    assert_eq!(t.exposed(), [110, 0, 110, 50]);
+    assert_eq!(t.exposed().iter().sum::<u64>(), t.total());
+    let seq = schedule(&tasks, Schedule::Sequential, 1000);
+    assert_eq!(seq.total(), 320);
+}
+
+#[test]
+fn transfers_on_one_port_queue_behind_each_other() {
+    let tasks = [load(110, 100, 0, 10), load(110, 100, 1, 20)];
+    let t = schedule(&tasks, Schedule::Overlapped, 1000);
+    // The second waits for the port (100), not for the first's latency (110).
+    assert_eq!(spans(&t), [(0, 110), (100, 210)]);
+    assert_eq!(
+        t.placed[1].cause,
+        Cause::Resource(Resource::Port {
+            level: L,
+            dir: Dir::Down
+        })
+    );
+}
+
+#[test]
+fn a_matrix_kernel_and_an_independent_vector_kernel_co_issue() {
+    let tasks = [
+        load(10, 10, 0, 10),
+        kernel(matrix(100), &[0], 1, 20),
+        kernel(vector(40), &[0], 2, 30),
+        kernel(vector(40), &[0], 3, 40),
+    ];
+    let t = schedule(&tasks, Schedule::Overlapped, 1000);
+    // Both vector kernels share the vector unit: one after the other, beside the matmul.
+    assert_eq!(spans(&t), [(0, 10), (10, 110), (10, 50), (50, 90)]);
+    let busy: Vec<(Resource, u64)> = t
+        .resources
+        .iter()
+        .map(|u| (u.resource, u.busy_cycles))
+        .collect();
+    assert!(busy.contains(&(Resource::VectorUnit, 80)));
+    assert!(busy.contains(&(Resource::MatrixUnit { level: L }, 100)));
+}
+
+#[test]
+fn a_load_waits_until_the_space_it_reuses_is_no_longer_read() {
+    // LM of 100 words. w1 (60 words) is read by a matmul until 10 + 500; it is freed,
+    // and w2 (60 words) can only fit once the matmul no longer reads w1 (WAR).
+    let mut free_w1 = load(110, 100, 3, 90);
+    free_w1.frees_before = vec![(RegionId(1), 60)];
+    let tasks = [
+        load(10, 10, 0, 10),                 // x: 10 words
+        load(110, 100, 1, 70),               // w1: 60 words
+        kernel(matrix(500), &[0, 1], 2, 90), // y: 20 words
+        free_w1,                             // w2 in w1's space
+    ];
+    let t = schedule(&tasks, Schedule::Overlapped, 100);
+    assert_eq!(t.placed[2].end, 120 + 500);
+    assert_eq!(t.placed[3].start, 620, "{:?}", t.placed[3]);
+    assert_eq!(t.placed[3].cause, Cause::Memory);
+    assert_eq!(t.placed[3].after, Some(2));
+    // With room for both, it streams beside the matmul.
+    let mut roomy = tasks.clone();
+    roomy[3].lm_words = 90;
+    let t = schedule(&roomy, Schedule::Overlapped, 200);
+    assert_eq!(t.placed[3].start, 120);
+}
+
+#[test]
+fn a_region_written_again_waits_for_its_readers() {
+    // A reduce in place writes the region a kernel still reads.
+    let reduce = Task {
+        cycles: 30,
+        holds: vec![port(30)],
+        reads: vec![RegionId(0)],
+        writes: vec![RegionId(0)],
+        lm_words: 20,
+        ..Task::default()
+    };
+    let tasks = [
+        load(10, 10, 0, 10),
+        kernel(matrix(100), &[0], 1, 20),
+        reduce,
+    ];
+    let t = schedule(&tasks, Schedule::Overlapped, 1000);
+    assert_eq!(t.placed[2].start, 110);
+}
+
+#[test]
+fn the_busy_table_and_a_timeline_agree_with_any_busy_state() {
+    // push_on with a fresh DenseBusy is push.
+    let tasks = [
+        load(110, 100, 0, 10),
+        kernel(vector(50), &[0], 1, 20),
+        load(110, 100, 2, 30),
+    ];
+    let a = schedule(&tasks, Schedule::Overlapped, 1000);
+    let mut b = Timeline::new(Schedule::Overlapped, 1000);
+    let mut busy = DenseBusy::default();
+    for t in &tasks {
+        b.push_on(t, &mut busy);
+    }
+    assert_eq!(a.placed, b.placed);
+    assert_eq!(busy.free_at(Resource::VectorUnit), (160, Some(1)));
+}

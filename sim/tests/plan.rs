@@ -1,0 +1,410 @@
+//! The planner on real scenarios: runnable plans where the old search found none, never
+//! slower than a hand plan, equal to exhaustive search on small cases, write-back that
+//! keeps the file as written, and the command line's JSON.
+
+use mnsim_sim::plan::{self, PlanOptions, candidates::Space};
+use mnsim_sim::scenario::{self, Mode, PlanValue, Scenario, Source};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+fn load(file: &str) -> (Scenario, Source) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(file);
+    scenario::load(&path).unwrap()
+}
+
+fn opts(seconds: u64) -> PlanOptions {
+    let mut o = PlanOptions::default();
+    o.search.time_limit = Some(Duration::from_secs(seconds));
+    o
+}
+
+/// Cycles of plan `plan` of `sc` with `layouts` substituted, by an independent timing
+/// run through the scenario file's own path (resolve, run).
+fn cycles_with(sc: &Scenario, src: &Source, plan: &str, layouts: &[(String, String)]) -> u64 {
+    let mut s = sc.clone();
+    for (v, l) in layouts {
+        s.plans
+            .get_mut(plan)
+            .unwrap()
+            .insert(v.clone(), PlanValue::Layout(l.clone()));
+    }
+    let mut res = scenario::resolve(&s, src, Some(plan), &[], &BTreeMap::new()).unwrap();
+    res.mode = Mode::Timing;
+    mnsim_sim::run::run(&res).unwrap().report.total_cycles
+}
+
+/// Timing cycles of every plan without `Any`.
+fn hand_cycles(sc: &Scenario, src: &Source) -> Vec<(String, u64)> {
+    sc.plans
+        .iter()
+        .filter(|(_, v)| v.values().all(|x| *x != PlanValue::Any))
+        .map(|(p, _)| (p.clone(), cycles_with(sc, src, p, &[])))
+        .collect()
+}
+
+/// `sc` with a plan `auto` that leaves `vars` to the planner (the others as in `like`).
+fn with_auto(sc: &Scenario, like: &str, vars: &[&str]) -> Scenario {
+    let mut s = sc.clone();
+    let mut p = s.plans[like].clone();
+    for v in vars {
+        p.insert(v.to_string(), PlanValue::Any);
+    }
+    s.plans.insert("auto".into(), p);
+    s
+}
+
+#[test]
+fn attention_with_q_and_kt_left_to_the_planner_runs_no_slower_than_the_hand_plan() {
+    let (sc, src) = load("attention_block.ron");
+    let hand = hand_cycles(&sc, &src);
+    let rows = hand.iter().find(|(p, _)| p == "rows").unwrap().1;
+    assert_eq!(rows, 3888);
+    let s = with_auto(&sc, "rows", &["q", "kt"]);
+    let o = plan::plan_with(
+        &s,
+        &src,
+        "auto",
+        &[],
+        &BTreeMap::new(),
+        &opts(10),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let best = &o.best[0];
+    assert!(best.total_cycles <= 3888, "{}", best.total_cycles);
+    assert!(best.inserted.is_empty());
+    // The layouts, pasted back into the file's plan, run at the cycles reported.
+    assert_eq!(
+        cycles_with(&s, &src, "auto", &best.layouts),
+        best.total_cycles
+    );
+    // Both hand plans were seeds and are reported with their cycles.
+    assert_eq!(o.hand_plans.len(), 2);
+    assert!(
+        o.hand_plans
+            .iter()
+            .all(|h| h.seed && h.total_cycles.is_some())
+    );
+}
+
+#[test]
+fn attention_without_hand_plans_still_finds_a_runnable_plan() {
+    // No seeds: the search alone must find layouts of q and kᵀ that run, as fast as
+    // the slower hand plan at least.
+    let (sc, src) = load("attention_block.ron");
+    let mut s = with_auto(&sc, "rows", &["q", "kt"]);
+    s.plans.retain(|p, _| p == "auto");
+    let o = plan::plan_with(
+        &s,
+        &src,
+        "auto",
+        &[],
+        &BTreeMap::new(),
+        &opts(20),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(o.hand_plans.is_empty());
+    let best = &o.best[0];
+    assert!(best.total_cycles <= 3888, "{}", best.total_cycles);
+    assert_eq!(
+        cycles_with(&s, &src, "auto", &best.layouts),
+        best.total_cycles
+    );
+}
+
+#[test]
+fn mlp_with_all_six_layouts_left_to_the_planner_finds_a_runnable_plan() {
+    let (sc, src) = load("mlp_block.ron");
+    let vars = ["x", "w1", "h", "ga", "w2", "y"];
+    // Without seeds (in the space without level orders, to keep the test short).
+    let mut s = with_auto(&sc, "gather", &vars);
+    s.plans.retain(|p, _| p == "auto");
+    let mut o = opts(20);
+    o.space = Space {
+        level_orders: false,
+        ..Space::default()
+    };
+    let o = plan::plan_with(&s, &src, "auto", &[], &BTreeMap::new(), &o, &mut |_, _| {}).unwrap();
+    let best = &o.best[0];
+    assert_eq!(best.layouts.len(), 6);
+    assert_eq!(
+        cycles_with(&s, &src, "auto", &best.layouts),
+        best.total_cycles
+    );
+    // With the hand plans as seeds: no slower than either.
+    let s = with_auto(&sc, "gather", &vars);
+    let hand = hand_cycles(&sc, &src);
+    let o = plan::plan_with(
+        &s,
+        &src,
+        "auto",
+        &[],
+        &BTreeMap::new(),
+        &opts(5),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let min = hand.iter().map(|(_, c)| *c).min().unwrap();
+    assert!(
+        o.best[0].total_cycles <= min,
+        "{} vs {hand:?}",
+        o.best[0].total_cycles
+    );
+}
+
+#[test]
+fn never_slower_than_any_hand_plan_of_a_shipped_scenario() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut planned = 0;
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+        .collect();
+    names.sort();
+    for path in names {
+        let (sc, src) = scenario::load(&path).unwrap();
+        let hand = hand_cycles(&sc, &src);
+        let Some(min) = hand.iter().map(|(_, c)| *c).min() else {
+            continue;
+        };
+        // Every variable of every plan left to the planner.
+        let mut auto: BTreeMap<String, PlanValue> = BTreeMap::new();
+        for p in sc.plans.values() {
+            for v in p.keys() {
+                auto.insert(v.clone(), PlanValue::Any);
+            }
+        }
+        let mut s = sc.clone();
+        s.plans.insert("auto".into(), auto);
+        let o = plan::plan_with(
+            &s,
+            &src,
+            "auto",
+            &[],
+            &BTreeMap::new(),
+            &opts(3),
+            &mut |_, _| {},
+        )
+        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        let best = o.best[0].total_cycles;
+        assert!(
+            best <= min,
+            "{}: planned {best}, hand {hand:?}",
+            path.display()
+        );
+        assert_eq!(cycles_with(&s, &src, "auto", &o.best[0].layouts), best);
+        planned += 1;
+    }
+    assert!(planned >= 6, "{planned}");
+}
+
+const SMALL: &str = r#"Scenario(
+    name: "small",
+    machine: Preset("toy4"),
+    mode: Timing,
+    tensors: {
+        "a": (dtype: F32, shape: "f32[8,4]", init: Random(seed: 1)),
+        "b": (dtype: F32, shape: "f32[8,4]", init: Random(seed: 2)),
+        "c": (dtype: F32, shape: "f32[8,4]"),
+    },
+    program: [
+        Load(tensor: "a", layout: "$a"),
+        Load(tensor: "b", layout: "$b"),
+        Binary(op: Add, a: "a", b: "b", out: "c", layout: "((4_PE, 2), (4))"),
+        Store(tensor: "c"),
+    ],
+    plans: {
+        "auto": {"a": Any, "b": Any},
+    },
+)"#;
+
+#[test]
+fn equal_to_exhaustive_search_on_a_small_case() {
+    let sc = scenario::parse(SMALL, "small.ron").unwrap();
+    let src = Source {
+        path: "small.ron".into(),
+        text: SMALL.into(),
+    };
+    // Force the local search, then compare with every pair run for real.
+    let mut o = opts(30);
+    o.search.exhaustive_limit = 0;
+    let local =
+        plan::plan_with(&sc, &src, "auto", &[], &BTreeMap::new(), &o, &mut |_, _| {}).unwrap();
+    let exact = plan::plan_with(
+        &sc,
+        &src,
+        "auto",
+        &[],
+        &BTreeMap::new(),
+        &opts(30),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(exact.method, "exhaustive");
+    assert!(exact.complete);
+    let m = mnsim_arch::preset("toy4").unwrap();
+    let cands = plan::candidates(&m, &[8, 4], mnsim_arch::DType::F32, false);
+    assert!(cands.len() > 5);
+    let mut brute = u64::MAX;
+    for a in &cands {
+        for b in &cands {
+            let mut s = sc.clone();
+            let p = s.plans.get_mut("auto").unwrap();
+            p.insert("a".into(), PlanValue::Layout(a.clone()));
+            p.insert("b".into(), PlanValue::Layout(b.clone()));
+            let mut res = scenario::resolve(&s, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+            res.mode = Mode::Timing;
+            if let Ok(r) = mnsim_sim::run::run(&res) {
+                brute = brute.min(r.report.total_cycles);
+            }
+        }
+    }
+    assert_eq!(exact.best[0].total_cycles, brute);
+    assert_eq!(local.best[0].total_cycles, brute);
+    // Pruning (the output's layout is fixed) leaves part of the space; the brute force
+    // above ran all of it.
+    assert!(exact.space <= (cands.len() * cands.len()) as u128);
+}
+
+#[test]
+fn a_relayout_is_inserted_where_a_kernel_needs_one() {
+    // y's layout is fixed and splits the softmax axis: the program cannot run as
+    // written; the planner inserts a Relayout of y before the Softmax and counts it.
+    let text = r#"Scenario(
+    name: "needs a relayout",
+    machine: Preset("toy4"),
+    mode: Timing,
+    tensors: {
+        "x": (dtype: F32, shape: "f32[8,4]", init: Random(seed: 1)),
+        "y": (dtype: F32, shape: "f32[8,4]"),
+        "p": (dtype: F32, shape: "f32[8,4]"),
+    },
+    program: [
+        Load(tensor: "x", layout: "$x"),
+        Unary(op: Relu, input: "x", out: "y", layout: "((8), (4_PE))"),
+        Softmax(input: "y", axis: 1, out: "p", layout: "((4_PE, 2), (4))"),
+        Store(tensor: "p"),
+    ],
+    plans: {"auto": {"x": Any}},
+)"#;
+    let sc = scenario::parse(text, "r.ron").unwrap();
+    let src = Source {
+        path: "r.ron".into(),
+        text: text.into(),
+    };
+    let o = plan::plan_with(
+        &sc,
+        &src,
+        "auto",
+        &[],
+        &BTreeMap::new(),
+        &opts(30),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let best = &o.best[0];
+    assert_eq!(best.inserted.len(), 1, "{:?}", best.inserted);
+    let ins = &best.inserted[0];
+    assert_eq!((ins.before, ins.tensor.as_str()), (2, "y"));
+    assert!(ins.cycles > 0);
+    // The inserted op is costed: the per-op cycles (Softmax with its Relayout) add up
+    // to the confirmed total.
+    assert_eq!(best.op_cycles.iter().sum::<u64>(), best.total_cycles);
+}
+
+#[test]
+fn write_back_inserts_the_plan_and_keeps_the_file_as_written() {
+    let (_, src) = load("attention_block.ron");
+    let vars = vec![
+        ("kt".to_string(), "((4_PE, 16:64), (64:1, 4_W))".to_string()),
+        (
+            "q".to_string(),
+            "((8_L2B, 16_MAB, 2:16), (16:1, 4_W))".to_string(),
+        ),
+    ];
+    let out = plan::write::add_plan(&src.text, "planned", &vars).unwrap();
+    let sc = scenario::parse(&out, "x.ron").unwrap();
+    assert_eq!(
+        sc.plans["planned"]["q"],
+        PlanValue::Layout(vars[1].1.clone())
+    );
+    // Only an insertion: every comment and line of the original is still there, in order.
+    let added = out.len() - src.text.len();
+    let at = src
+        .text
+        .bytes()
+        .zip(out.bytes())
+        .position(|(a, b)| a != b)
+        .unwrap();
+    assert_eq!(&out[..at], &src.text[..at]);
+    assert_eq!(&out[at + added..], &src.text[at..]);
+    // A second plan of the same name is refused.
+    assert!(plan::write::add_plan(&out, "planned", &vars).is_err());
+}
+
+#[test]
+fn cli_plan_json_and_write() {
+    let dir = std::env::temp_dir().join(format!("mnsim-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("plan_layernorm.ron");
+    let (_, src) = load("plan_layernorm.ron");
+    std::fs::write(&file, &src.text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args([
+            "plan",
+            file.to_str().unwrap(),
+            "--json",
+            "--time-limit",
+            "3",
+            "--write",
+            "planned",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let best = v["best"]["total_cycles"].as_u64().unwrap();
+    let hand = v["hand_plans"][0]["total_cycles"].as_u64().unwrap();
+    assert_eq!(v["hand_plans"][0]["plan"], "hand");
+    assert!(best <= hand);
+    assert!(v["evaluated"].as_u64().unwrap() > 0);
+    assert!(v["seconds"].as_f64().unwrap() > 0.0);
+    let x = v["best"]["layouts"]["x"].as_str().unwrap().to_string();
+    // The file now holds the plan, and it runs at the reported cycles.
+    let (sc, src2) = scenario::load(&file).unwrap();
+    assert_eq!(sc.plans["planned"]["x"], PlanValue::Layout(x));
+    assert_eq!(cycles_with(&sc, &src2, "planned", &[]), best);
+    assert!(src2.text.contains("// The planner at work"));
+    // Writing the same name again fails and leaves the file alone.
+    let again = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args([
+            "plan",
+            file.to_str().unwrap(),
+            "--time-limit",
+            "1",
+            "--write",
+            "planned",
+        ])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    // (miette wraps long lines: compare the words only)
+    let err: String = String::from_utf8_lossy(&again.stderr)
+        .replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(err.contains("already has a plan `planned`"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), src2.text);
+    let _ = std::fs::remove_dir_all(&dir);
+}

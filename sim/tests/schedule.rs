@@ -1,0 +1,374 @@
+//! The two schedules on random programs (SPEC §4a invariants), and write-after-read on
+//! LM worked by hand.
+//!
+//! Programs are drawn from a seeded generator (the seed is the proptest input) over a
+//! small MN-Core 2 (128 PEs): loads in random layouts, element-wise kernels, relayouts,
+//! stores and frees of six tensors.
+
+use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
+use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
+use mnsim_sim::engine::{Engine, Mode};
+use mnsim_sim::run::{SplitMix, init_data};
+use mnsim_sim::scenario::{Init, Schedule};
+use mnsim_sim::timeline::{self, Cause};
+use proptest::prelude::*;
+
+/// mncore2 with 2 L1B per L2B and 2 MAB per L1B: 128 PEs.
+fn machine() -> Machine {
+    let mut m = mnsim_arch::preset("mncore2").expect("preset");
+    mnsim_arch::set_knob(&mut m, "levels.L1B.count", 2.0).unwrap();
+    mnsim_arch::set_knob(&mut m, "levels.MAB.count", 2.0).unwrap();
+    m
+}
+
+const DIMS: [u64; 2] = [32, 64];
+const TENSORS: usize = 6;
+
+/// Layouts of a 32×64 tensor: split, replicated, mixed, and (with `time`) stepped.
+fn layouts(time: bool) -> Vec<&'static str> {
+    let mut v = vec![
+        "((8_L2B, 4), (2_L1B, 2_MAB, 4_PE, 4))",
+        "((32), (4_PE, 16))",
+        "((8_L2B, 2_L1B, 2), (2_MAB, 4_PE, 8))",
+        "((2_MAB, 16), (4_PE, 16))",
+    ];
+    if time {
+        v.push("((8_L2B, 4_Time), (2_L1B, 2_MAB, 4_PE, 4))");
+        v.push("((4_Time, 8), (4_PE, 16))");
+    }
+    v
+}
+
+fn bind(m: &Machine, text: &str) -> TensorLayout {
+    TensorLayout::parse(text, m, Some(&DIMS), DType::F32)
+        .unwrap_or_else(|e| panic!("{text}: {e:?}"))
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Load(usize, usize),
+    Unary(usize, usize),
+    Binary(usize, usize, usize),
+    Relayout(usize, usize),
+    Store(usize),
+    Free(usize),
+}
+
+fn name(i: usize) -> String {
+    format!("t{i}")
+}
+
+/// A random program: every step reads only tensors that are resident (with the same
+/// layout, for a binary kernel).
+fn program(seed: u64, time: bool) -> Vec<Step> {
+    let mut rng = SplitMix(seed);
+    let mut below = |n: usize| (rng.next_u64() % n as u64) as usize;
+    let nl = layouts(time).len();
+    // Resident tensors and their layout.
+    let mut lm: Vec<Option<usize>> = vec![None; TENSORS];
+    let mut steps = Vec::new();
+    let len = 3 + below(12);
+    while steps.len() < len {
+        let resident: Vec<usize> = (0..TENSORS).filter(|&i| lm[i].is_some()).collect();
+        let pick = if resident.is_empty() { 0 } else { below(6) };
+        let step = match pick {
+            0 => {
+                let (t, l) = (below(TENSORS), below(nl));
+                lm[t] = Some(l);
+                Step::Load(t, l)
+            }
+            1 => {
+                let (a, o) = (resident[below(resident.len())], below(TENSORS));
+                lm[o] = lm[a];
+                Step::Unary(a, o)
+            }
+            2 => {
+                let a = resident[below(resident.len())];
+                let same: Vec<usize> = resident
+                    .iter()
+                    .copied()
+                    .filter(|&b| lm[b] == lm[a])
+                    .collect();
+                let (b, o) = (same[below(same.len())], below(TENSORS));
+                lm[o] = lm[a];
+                Step::Binary(a, b, o)
+            }
+            3 => {
+                let (a, l) = (resident[below(resident.len())], below(nl));
+                lm[a] = Some(l);
+                Step::Relayout(a, l)
+            }
+            4 => Step::Store(resident[below(resident.len())]),
+            _ => {
+                let a = resident[below(resident.len())];
+                lm[a] = None;
+                Step::Free(a)
+            }
+        };
+        steps.push(step);
+    }
+    steps
+}
+
+/// Runs a program; `None` when an op is refused (a kernel's legality, LM).
+fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Engine> {
+    let m = machine();
+    let ls: Vec<TensorLayout> = layouts(time).iter().map(|t| bind(&m, t)).collect();
+    let mut e = Engine::with_schedule(m, mode, schedule);
+    for i in 0..TENSORS {
+        let xla = XlaLayout::default_for(2);
+        let data = (mode == Mode::Functional)
+            .then(|| init_data(&Init::Random { seed: i as u64 }, DType::F32, &DIMS));
+        e.declare(
+            &name(i),
+            DType::F32,
+            DIMS.to_vec(),
+            DIMS.to_vec(),
+            xla.clone(),
+            data,
+        )
+        .ok()?;
+        e.set_in_dram(&name(i), xla);
+    }
+    for s in steps {
+        let ok = match s {
+            Step::Load(t, l) => e.load(&name(*t), ls[*l].clone()).is_ok(),
+            Step::Unary(a, o) => e
+                .kernel(
+                    "Unary",
+                    &Kernel::Unary(UnaryOp::Relu),
+                    &[&name(*a)],
+                    &name(*o),
+                    None,
+                )
+                .is_ok(),
+            Step::Binary(a, b, o) => e
+                .kernel(
+                    "Binary",
+                    &Kernel::Binary(BinaryOp::Add),
+                    &[&name(*a), &name(*b)],
+                    &name(*o),
+                    None,
+                )
+                .is_ok(),
+            Step::Relayout(a, l) => e
+                .relayout("Relayout", &name(*a), ls[*l].clone(), None)
+                .is_ok(),
+            Step::Store(a) => e.store(&name(*a), XlaLayout::default_for(2)).is_ok(),
+            Step::Free(a) => e.free(&name(*a)).is_ok(),
+        };
+        if !ok {
+            return None;
+        }
+    }
+    Some(e)
+}
+
+fn spans(e: &Engine) -> Vec<(u64, u64)> {
+    e.ops.iter().map(|o| (o.start, o.end)).collect()
+}
+
+fn config() -> ProptestConfig {
+    let env = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    ProptestConfig {
+        cases: env.unwrap_or(48),
+        max_global_rejects: 1 << 16,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn overlapped_is_within_sequential_and_above_every_resource(seed in any::<u64>(), time in any::<bool>()) {
+        let steps = program(seed, time);
+        let seq = run(&steps, time, Mode::Timing, Schedule::Sequential);
+        prop_assume!(seq.is_some());
+        let seq = seq.unwrap();
+        let ovl = run(&steps, time, Mode::Timing, Schedule::Overlapped).expect("runs as sequential did");
+        let what = format!("{steps:?}");
+        let sum: u64 = seq.ops.iter().map(|o| o.cycles).sum();
+        prop_assert_eq!(seq.sw.clock(), sum, "{}", what);
+        prop_assert!(ovl.sw.clock() <= seq.sw.clock(), "{}: {} > {}", what, ovl.sw.clock(), seq.sw.clock());
+        // Every op costs the same under both; only where it sits differs.
+        for (a, b) in seq.ops.iter().zip(&ovl.ops) {
+            prop_assert_eq!(a.cycles, b.cycles);
+            prop_assert_eq!(&a.stages, &b.stages);
+        }
+        // No resource is held for longer than the run (compute units included), and
+        // the compute of any one unit is serial.
+        for u in &ovl.timeline.resources {
+            prop_assert!(u.busy_cycles <= ovl.sw.clock(), "{}: {:?}", what, u);
+        }
+        let vector: u64 = ovl.ops.iter().filter(|o| o.flops.is_some()).map(|o| o.cycles).sum();
+        prop_assert!(ovl.sw.clock() >= vector);
+        // The exposed cycles sum to the run's length.
+        prop_assert_eq!(ovl.timeline.exposed().iter().sum::<u64>(), ovl.sw.clock());
+        // The pure schedule over the recorded tasks places them as the run did (with
+        // its busy state on the world's entities).
+        let lm = ovl.timeline.lm_capacity;
+        for (e, s) in [(&seq, Schedule::Sequential), (&ovl, Schedule::Overlapped)] {
+            let pure = timeline::schedule(&e.tasks, s, lm);
+            prop_assert_eq!(&pure.placed, &e.timeline.placed, "{}", what);
+        }
+    }
+
+    #[test]
+    fn a_chain_without_time_steps_gains_nothing(seed in any::<u64>()) {
+        // Every op consumes the previous op's output.
+        let mut rng = SplitMix(seed);
+        let nl = layouts(false).len();
+        let mut steps = vec![Step::Load(0, (rng.next_u64() % nl as u64) as usize)];
+        let mut cur = 0usize;
+        for _ in 0..(1 + rng.next_u64() % 6) {
+            let next = (cur + 1 + (rng.next_u64() % 5) as usize) % TENSORS;
+            steps.push(match rng.next_u64() % 2 {
+                0 => Step::Unary(cur, next),
+                _ => Step::Binary(cur, cur, next),
+            });
+            if rng.next_u64().is_multiple_of(3) {
+                steps.push(Step::Relayout(next, (rng.next_u64() % nl as u64) as usize));
+            }
+            cur = next;
+        }
+        steps.push(Step::Store(cur));
+        let seq = run(&steps, false, Mode::Timing, Schedule::Sequential);
+        prop_assume!(seq.is_some());
+        let ovl = run(&steps, false, Mode::Timing, Schedule::Overlapped).expect("runs");
+        prop_assert_eq!(spans(&ovl), spans(&seq.unwrap()), "{:?}", steps);
+    }
+
+    #[test]
+    fn both_modes_and_thread_counts_place_ops_alike(seed in any::<u64>(), time in any::<bool>()) {
+        let steps = program(seed, time);
+        for s in [Schedule::Sequential, Schedule::Overlapped] {
+            let t = run(&steps, time, Mode::Timing, s);
+            prop_assume!(t.is_some());
+            let t = t.unwrap();
+            let f = run(&steps, time, Mode::Functional, s).expect("runs in timing mode");
+            prop_assert_eq!(spans(&t), spans(&f), "{:?} {:?}", s, steps);
+            let pool = |n: usize| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+            let one = pool(1).install(|| run(&steps, time, Mode::Functional, s)).expect("runs");
+            let two = pool(2).install(|| run(&steps, time, Mode::Functional, s)).expect("runs");
+            prop_assert_eq!(&one.ops, &two.ops);
+            prop_assert_eq!(spans(&one), spans(&f));
+        }
+    }
+}
+
+/// One tensor of `words` LM words on every PE of the small machine.
+fn big(m: &Machine, words: u64) -> TensorLayout {
+    TensorLayout::parse(
+        &format!("((8_L2B, 2_L1B, 2_MAB, 4_PE, {words}))"),
+        m,
+        Some(&[128 * words]),
+        DType::F32,
+    )
+    .unwrap()
+}
+
+/// x, w1, w2 of 1200 words per PE each, y = x + w1; w1 freed before w2 loads.
+fn war_program(schedule: Schedule, lm_knob: Option<f64>) -> Engine {
+    let mut m = machine();
+    if let Some(b) = lm_knob {
+        mnsim_arch::set_knob(&mut m, "levels.PE.memory.bytes", b).unwrap();
+    }
+    let l = big(&m, 1200);
+    let mut e = Engine::with_schedule(m, Mode::Timing, schedule);
+    for t in ["x", "w1", "w2", "y"] {
+        let xla = XlaLayout::default_for(1);
+        e.declare(
+            t,
+            DType::F32,
+            vec![128 * 1200],
+            vec![128 * 1200],
+            xla.clone(),
+            None,
+        )
+        .unwrap();
+        e.set_in_dram(t, xla);
+    }
+    e.load("x", l.clone()).unwrap();
+    e.load("w1", l.clone()).unwrap();
+    e.kernel(
+        "Binary",
+        &Kernel::Binary(BinaryOp::Mul),
+        &["x", "w1"],
+        "y",
+        None,
+    )
+    .unwrap();
+    e.free("w1").unwrap();
+    e.load("w2", l).unwrap();
+    e
+}
+
+#[test]
+fn a_load_into_space_still_read_waits_for_its_reader() {
+    // 4096 words per PE: x, y and w2 fit (3600), w1 beside them would not (4800).
+    let e = war_program(Schedule::Overlapped, None);
+    let (kernel, load) = (&e.ops[2], &e.ops[3]);
+    assert_eq!(
+        load.start, kernel.end,
+        "w2 reuses w1's space once y's kernel read it"
+    );
+    assert_eq!(e.timeline.placed[3].cause, Cause::Memory);
+    assert_eq!(e.timeline.placed[3].after, Some(2));
+    // With LM for all four, w2 loads while the kernel runs.
+    let roomy = war_program(Schedule::Overlapped, Some(65536.0));
+    assert!(roomy.ops[3].start < roomy.ops[2].end, "{:?}", spans(&roomy));
+    // Sequential: after the kernel either way.
+    let seq = war_program(Schedule::Sequential, None);
+    assert_eq!(seq.ops[3].start, seq.ops[2].end);
+}
+
+#[test]
+fn every_stage_names_a_resource_the_report_counts() {
+    // The report's resources (from the timeline) and the stages' resource names agree,
+    // and a resource's busy cycles are the cycles of the stages that hold it.
+    for file in [
+        "mlp_block.ron",
+        "attention_block.ron",
+        "peak_matmul_fp16.ron",
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios")
+            .join(file);
+        let (sc, src) = mnsim_sim::scenario::load(&path).unwrap();
+        for plan in mnsim_sim::scenario::plans_to_run(&sc) {
+            let mut res =
+                mnsim_sim::scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default())
+                    .unwrap();
+            res.mode = Mode::Timing;
+            let r = mnsim_sim::run::run(&res).unwrap().report;
+            assert_eq!(r.schedule, "overlapped");
+            for u in &r.resources {
+                let held: u64 = r
+                    .ops
+                    .iter()
+                    .flat_map(|o| &o.stages)
+                    .filter(|s| s.resource() == u.name)
+                    .map(|s| s.cycles)
+                    .sum();
+                assert_eq!(held, u.busy_cycles, "{file} {plan:?} {}", u.name);
+                assert!(u.utilisation <= 1.0);
+            }
+            let stages: usize = r.ops.iter().map(|o| o.stages.len()).sum();
+            let named = r
+                .ops
+                .iter()
+                .flat_map(|o| &o.stages)
+                .filter(|s| r.resources.iter().any(|u| u.name == s.resource()))
+                .count();
+            assert_eq!(named, stages, "{file} {plan:?}");
+            if r.ops.iter().any(|o| o.op == "MatMul") {
+                assert!(r.resources.iter().any(|u| u.kind == "matrix"));
+                assert!(r.peak_flops_per_cycle.is_some());
+            }
+        }
+    }
+}
