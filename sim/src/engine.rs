@@ -92,6 +92,12 @@ impl Alloc {
         self.high_water = self.high_water.max(at + words);
         (at, region)
     }
+    /// A region id for data placed without an allocation (the planner's fixed inputs).
+    fn fresh(&mut self) -> RegionId {
+        let region = RegionId(self.next);
+        self.next = self.next.saturating_add(1);
+        region
+    }
     /// Frees the region at `offset`: its id and the words it was charged.
     fn free(&mut self, offset: u64) -> Option<(RegionId, u64)> {
         self.used.remove(&offset).map(|(_, c, r)| (r, c))
@@ -489,6 +495,12 @@ impl Engine {
                 self.frees.before.push(f);
             }
         }
+    }
+
+    /// A fresh region id that holds no LM space: for data put in place from outside a
+    /// run (the planner measures ops on inputs placed this way).
+    pub fn fresh_region(&mut self) -> RegionId {
+        self.alloc.fresh()
     }
 
     /// Frees a tensor's LM region.

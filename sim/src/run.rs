@@ -105,7 +105,7 @@ fn round(dtype: DType, v: f64) -> f64 {
 
 /// The kernel of a program op, its inputs, output and layout text.
 pub fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
-    use mnsim_kernels::{Kernel, ReduceKind};
+    use mnsim_kernels::Kernel;
     Some(match op {
         Op::Unary { op, input, out, .. } => {
             (Kernel::Unary(*op), vec![input.as_str()], out.as_str())

@@ -406,6 +406,8 @@ fn schedule_flag_chooses_how_ops_are_placed() {
     let o = mnsim(&["run", &file, "--schedule", "eager"], &[]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("overlapped"));
+}
+
 /// `--out` holds one run: a compare's plan folders and compare page are gone once a single
 /// plan is written there.
 #[test]

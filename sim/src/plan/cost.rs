@@ -43,6 +43,8 @@ fn combine_of(op: ReduceOp) -> Combine {
         ReduceOp::Add => Combine::Add,
         ReduceOp::Max => Combine::Max,
         ReduceOp::Min => Combine::Min,
+        // Only Add leaves partial results (resolve refuses a tree Reduce of the others).
+        _ => Combine::Add,
     }
 }
 
@@ -93,21 +95,23 @@ impl Coster {
     /// the engine's allocator (the planner's own walk charges LM), at an offset no
     /// allocation reaches, so freeing it is a no-op for the allocator.
     fn place(&mut self, name: &str, held: &Held) -> Result<(), SimError> {
-        let t = self
-            .eng
-            .tensors
-            .get_mut(name)
-            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
         let words = held
             .layout
             .footprint_words()
             .saturating_mul(held.layout.time_span());
         self.placed += 1;
+        let region = self.eng.fresh_region();
+        let t = self
+            .eng
+            .tensors
+            .get_mut(name)
+            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
         t.lm = Some(Resident {
             layout: held.layout.clone(),
             offset: PLACED_BASE + self.placed,
             words,
             partial: held.partial.clone(),
+            region,
         });
         Ok(())
     }
