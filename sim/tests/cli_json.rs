@@ -30,7 +30,7 @@ fn run_json_is_the_reports() {
     let reps = v.as_array().unwrap();
     assert_eq!(reps.len(), 5, "one report per plan");
     for r in reps {
-        assert_eq!(r["schema"], "mnsim.report/1");
+        assert_eq!(r["schema"], mnsim_reports::SCHEMA);
         assert!(r["total_cycles"].as_u64().unwrap() > 0);
         assert_eq!(r["verified"], true);
     }

@@ -643,4 +643,4 @@ fn fmt_dims(d: &[u64]) -> String {
 mod map;
 #[cfg(test)]
 mod tests;
-pub use map::{AxisTables, LevelStat, Shard};
+pub use map::{AxisTables, LevelStat, Run, RunStep, Shard};

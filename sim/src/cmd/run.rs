@@ -107,7 +107,7 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// Print the reports as JSON (an array of `report.json` objects, schema
-    /// mnsim.report/1) instead of the summary.
+    /// see docs/report-schema.md) instead of the summary.
     #[arg(long)]
     pub json: bool,
 }
