@@ -106,8 +106,8 @@ pub struct RunArgs {
     /// Override the scenario's mode.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
-    /// Print the reports as JSON (an array of `report.json` objects, schema
-    /// see docs/report-schema.md) instead of the summary.
+    /// Print the reports as JSON (an array of `report.json` objects, see
+    /// docs/report-schema.md) instead of the summary.
     #[arg(long)]
     pub json: bool,
 }
@@ -176,6 +176,9 @@ pub fn run_plan(
     if let Some(m) = mode {
         res.mode = m;
     }
+    // Refuse a functional run too large for this machine before anything is allocated.
+    mnsim_sim::memory::check(&res, mnsim_sim::memory::available())
+        .map_err(|e| miette!("error: {}: {e}", src.path))?;
     let label = format!(
         "{}{}",
         sc.name,
