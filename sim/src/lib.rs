@@ -7,6 +7,7 @@ pub mod ids;
 pub mod import;
 pub mod limits;
 pub mod lowering;
+pub mod memory;
 pub mod net;
 pub mod plan;
 pub mod run;

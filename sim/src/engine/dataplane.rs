@@ -48,6 +48,24 @@ impl DramAddr {
         }
     }
 
+    /// Walks a shard by runs (see [`mnsim_arch::layout::Run`]; the run's `lin` is the DRAM
+    /// element of its first cell) when DRAM is untiled; `false` when it is tiled and the
+    /// caller must walk per cell.
+    pub(super) fn runs(
+        &self,
+        shard: &mnsim_arch::layout::Shard<'_>,
+        runtime: &[u64],
+        f: impl FnMut(&mnsim_arch::layout::Run),
+    ) -> bool {
+        match &self.strides {
+            Some(st) => {
+                shard.for_each_run(st, runtime, f);
+                true
+            }
+            None => false,
+        }
+    }
+
     pub(super) fn new(layout: &XlaLayout, dims: &[u64]) -> DramAddr {
         let strides = layout.tiles.is_empty().then(|| {
             let mut s = vec![0u64; dims.len()];
@@ -70,6 +88,33 @@ impl DramAddr {
             Some(s) => idx.iter().zip(s).map(|(i, s)| i * s).sum(),
             None => self.layout.linear_index(&self.dims, idx).unwrap_or(0),
         }
+    }
+}
+
+/// The LM byte of a run's first cell (region at word `base`, `fp` words per time step)
+/// and the bytes between its cells.
+#[inline]
+fn run_bytes(
+    r: &mnsim_arch::layout::Run,
+    base: usize,
+    fp: usize,
+    wb: usize,
+    eb: usize,
+) -> (usize, usize) {
+    let at = |t: u64, a: u64, w: u64| (t as usize * fp + a as usize) * wb + w as usize * eb;
+    (
+        base * wb + at(r.t, r.addr, r.w),
+        at(r.step.t, r.step.addr, r.step.w),
+    )
+}
+
+/// Cells of a run that start a word (slot 0): the words the run touches.
+#[inline]
+fn run_words(r: &mnsim_arch::layout::Run) -> u64 {
+    match (r.w, r.step.w) {
+        (0, 0) => r.len,
+        (0, _) => 1,
+        _ => 0,
     }
 }
 
@@ -184,16 +229,42 @@ impl Engine {
             wb as u64,
             |_, lm, _, shard| {
                 let (mut words, mut valid) = (0u64, 0u64);
-                addr.walk(&shard, runtime, |ok, elem, a, w, t| {
-                    let dst = (base + t as usize * fp + a as usize) * wb + w as usize * eb;
-                    words += (w == 0) as u64;
-                    if ok {
-                        copy_elem(&mut lm.data[dst..], &src[elem as usize * eb..], eb);
-                        valid += 1;
-                    } else {
-                        lm.data[dst..dst + eb].fill(0);
+                // By runs: a run contiguous in DRAM and in LM is one copy.
+                let by_runs = addr.runs(&shard, runtime, |r| {
+                    let (lm0, lm_step) = run_bytes(r, base, fp, wb, eb);
+                    words += run_words(r);
+                    let n = r.valid as usize;
+                    let src0 = r.lin as usize * eb;
+                    if n > 0 && lm_step == eb && r.step.lin == 1 {
+                        lm.data[lm0..lm0 + n * eb].copy_from_slice(&src[src0..src0 + n * eb]);
+                    } else if n > 0 {
+                        let src_step = r.step.lin as usize * eb;
+                        for k in 0..n {
+                            copy_elem(
+                                &mut lm.data[lm0 + k * lm_step..],
+                                &src[src0 + k * src_step..],
+                                eb,
+                            );
+                        }
                     }
+                    for k in n..r.len as usize {
+                        let p = lm0 + k * lm_step;
+                        lm.data[p..p + eb].fill(0);
+                    }
+                    valid += r.valid;
                 });
+                if !by_runs {
+                    addr.walk(&shard, runtime, |ok, elem, a, w, t| {
+                        let dst = (base + t as usize * fp + a as usize) * wb + w as usize * eb;
+                        words += (w == 0) as u64;
+                        if ok {
+                            copy_elem(&mut lm.data[dst..], &src[elem as usize * eb..], eb);
+                            valid += 1;
+                        } else {
+                            lm.data[dst..dst + eb].fill(0);
+                        }
+                    });
+                }
                 (words, valid)
             },
         )
@@ -224,6 +295,44 @@ impl Engine {
             |_, lm, _, shard| {
                 let p = ptr;
                 let (mut words, mut valid) = (0u64, 0u64);
+                let base = r.offset as usize;
+                let by_runs = addr.runs(&shard, &runtime, |run| {
+                    let (lm0, lm_step) = run_bytes(run, base, fp, wb, eb);
+                    words += run_words(run);
+                    let n = run.valid as usize;
+                    if n == 0 {
+                        return;
+                    }
+                    let d0 = run.lin as usize * eb;
+                    let d_step = run.step.lin as usize * eb;
+                    let (d_last, s_last) = (d0 + (n - 1) * d_step, lm0 + (n - 1) * lm_step);
+                    assert!(d_last + eb <= buf && s_last + eb <= lm.data.len());
+                    // SAFETY: every cell of the run lies within the buffer (its last one is
+                    // checked above, and the steps are non-negative), and no other PE writes
+                    // it: the placement map is injective and only the first replica (the
+                    // key) writes.
+                    unsafe {
+                        if lm_step == eb && d_step == eb {
+                            std::ptr::copy_nonoverlapping(
+                                lm.data.as_ptr().add(lm0),
+                                p.0.add(d0),
+                                n * eb,
+                            );
+                        } else {
+                            for k in 0..n {
+                                std::ptr::copy_nonoverlapping(
+                                    lm.data.as_ptr().add(lm0 + k * lm_step),
+                                    p.0.add(d0 + k * d_step),
+                                    eb,
+                                );
+                            }
+                        }
+                    }
+                    valid += run.valid;
+                });
+                if by_runs {
+                    return (words, valid);
+                }
                 addr.walk(&shard, &runtime, |ok, elem, a, w, tt| {
                     words += (w == 0) as u64;
                     if ok {

@@ -142,6 +142,22 @@ impl Engine {
         Self::with_schedule(machine, mode, Schedule::Sequential)
     }
 
+    /// Forgets what LM holds and every op recorded, keeping the machine, the world and
+    /// the declared tensors: the planner measures ops one at a time on one engine.
+    pub fn clear(&mut self) {
+        for t in self.tensors.values_mut() {
+            t.lm = None;
+        }
+        self.alloc = Alloc::default();
+        self.frees = Frees::default();
+        self.ops.clear();
+        self.records.clear();
+        self.tasks.clear();
+        self.timeline = Timeline::new(self.timeline.schedule, self.timeline.lm_capacity);
+        self.sw.clear_busy();
+        self.lm_peak_bytes = 0;
+    }
+
     /// An engine whose ops are placed by `schedule`.
     pub fn with_schedule(machine: Machine, mode: Mode, schedule: Schedule) -> Engine {
         let topo = Topo::new(&machine);
