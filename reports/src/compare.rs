@@ -2,7 +2,7 @@
 
 use crate::model::{OpReport, Report};
 use crate::rows::plan_name;
-use crate::text::{Col, MAX_WIDTH, Nums, Table, num, thousands, truncate, verified_mark};
+use crate::text::{Col, Nums, Table, num, thousands, verified_mark};
 use serde_json::{Value, json};
 
 /// The value of `schema` in [`compare_json`]'s output.
@@ -64,11 +64,11 @@ pub fn compare_table(reports: &[Report]) -> String {
     let mut table = Table::new(
         vec![
             Col::right("rank"),
-            Col::left("plan").shrink(8),
+            Col::left("plan"),
             Col::right("cycles"),
             Col::right("× fastest"),
             Col::right("speedup"),
-            Col::left("bottleneck").shrink(10),
+            Col::left("bottleneck"),
             Col::left("verified"),
         ],
         2,
@@ -85,18 +85,15 @@ pub fn compare_table(reports: &[Report]) -> String {
             verified_mark(r.verified).into(),
         ]);
     }
-    let w = table.widths(MAX_WIDTH);
+    let w = table.widths();
     let count = match reports.len() {
         1 => "1 plan".to_string(),
         n => format!("{n} plans"),
     };
-    let mut lines = vec![truncate(
-        &format!(
-            "{} on {}: {count} by total cycles",
-            distinct(reports, |r| &r.scenario),
-            distinct(reports, |r| &r.machine),
-        ),
-        MAX_WIDTH,
+    let mut lines = vec![format!(
+        "{} on {}: {count} by total cycles",
+        distinct(reports, |r| &r.scenario),
+        distinct(reports, |r| &r.machine),
     )];
     lines.push(table.header(&w, false));
     lines.extend((0..order.len()).map(|i| table.row(i, &w, false)));
@@ -261,12 +258,12 @@ pub fn op_diff_table(a: &Report, b: &Report) -> String {
     let (pa, pb) = (plan_name(a), plan_name(b));
     let mut table = Table::new(
         vec![
-            Col::left("op").shrink(10),
+            Col::left("op"),
             Col::right("A cycles"),
             Col::right("B cycles"),
             Col::right("Δ"),
-            Col::left("bottleneck").shrink(12),
-            Col::left("differs in").shrink(8),
+            Col::left("bottleneck"),
+            Col::left("differs in"),
         ],
         2,
         2,
@@ -300,17 +297,15 @@ pub fn op_diff_table(a: &Report, b: &Report) -> String {
                 .into(),
         ]);
     }
-    let mut lines = vec![truncate(
-        &format!(
-            "op by op, B = {pb} against A = {pa}: {} → {} cycles ({})",
-            thousands(a.total_cycles),
-            thousands(b.total_cycles),
-            delta(a.total_cycles, b.total_cycles)
-        ),
-        MAX_WIDTH,
+    // No name is cut: the table is as wide as its contents.
+    let mut lines = vec![format!(
+        "op by op, B = {pb} against A = {pa}: {} → {} cycles ({})",
+        thousands(a.total_cycles),
+        thousands(b.total_cycles),
+        delta(a.total_cycles, b.total_cycles)
     )];
     if !table.rows.is_empty() {
-        let w = table.widths(MAX_WIDTH);
+        let w = table.widths();
         lines.push(table.header(&w, false));
         lines.extend((0..table.rows.len()).map(|i| table.row(i, &w, false)));
     }

@@ -6,7 +6,7 @@
 
 use crate::compare::{ranked, ratio, times};
 use crate::model::{OpReport, Percentiles, Report, StageReport};
-use crate::rows::{self, LEVEL_NOTE, OP_TITLES, plan_name};
+use crate::rows::{self, LEVEL_NOTE, USEFUL_NOTE, plan_name};
 use crate::text::{Nums, human_bytes, nice_step, share, thousands, truncate};
 use std::fmt::Write;
 
@@ -68,7 +68,9 @@ pub fn html(r: &Report) -> String {
     levels_section(&mut s, r);
     resources_section(&mut s, r);
     timeline_section(&mut s, r);
-    ready_section(&mut s, r);
+    if rows::ready_differs(r) {
+        ready_section(&mut s, r);
+    }
     tables_section(&mut s, r);
     w!(
         s,
@@ -1227,7 +1229,7 @@ fn tables_section(s: &mut String, r: &Report) {
     }
     let computes = r.ops.iter().any(|op| op.flops.is_some());
     s.push_str("<table class=\"ops\">\n<thead><tr>");
-    for (i, t) in OP_TITLES.iter().enumerate() {
+    for (i, t) in rows::op_titles(r).iter().enumerate() {
         th(s, t, [1, 2, 5].contains(&i));
     }
     if computes {
@@ -1261,9 +1263,14 @@ fn tables_section(s: &mut String, r: &Report) {
         s.push_str("</tr>\n");
     }
     s.push_str("</tbody>\n</table>\n");
-    s.push_str(
-        "<p class=\"note\">share = op cycles / total cycles · util = useful share of the op's PE \
-         work · p50…max = cycle at which the PEs' data was ready</p>\n",
+    w!(
+        s,
+        "<p class=\"note\">share = op cycles / total cycles · {USEFUL_NOTE}{}</p>\n",
+        if rows::ready_differs(r) {
+            " · p50…max = cycle at which the PEs' data was ready"
+        } else {
+            ""
+        }
     );
 
     let staged: Vec<&OpReport> = r.ops.iter().filter(|op| rows::shows_stages(op)).collect();

@@ -4,12 +4,14 @@
 pub mod diag;
 pub mod engine;
 pub mod ids;
-pub mod lowering;
-pub mod limits;
 pub mod import;
+pub mod limits;
+pub mod lowering;
+pub mod memory;
 pub mod net;
 pub mod plan;
 pub mod run;
 pub mod scenario;
 pub mod timeline;
+pub mod verify;
 pub mod world;

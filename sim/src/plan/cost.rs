@@ -88,16 +88,16 @@ impl Coster {
     /// the engine's allocator (the planner's own walk charges LM), at an offset no
     /// allocation reaches, so freeing it is a no-op for the allocator.
     fn place(&mut self, name: &str, held: &Held) -> Result<(), SimError> {
-        let t = self
-            .eng
-            .tensors
-            .get_mut(name)
-            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
         let words = held
             .layout
             .footprint_words()
             .saturating_mul(held.layout.time_span());
         self.placed += 1;
+        let t = self
+            .eng
+            .tensors
+            .get_mut(name)
+            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
         t.lm = Some(Resident {
             layout: held.layout.clone(),
             offset: PLACED_BASE + self.placed,
