@@ -62,6 +62,8 @@ fn the_terminal_table_shows_where_the_plans_differ() {
     // Names are never cut.
     assert!(!t.contains('…'), "{t}");
     assert!(line("Load q").contains("Group down distribute"), "{t}");
+    // Names are kept whole: the bottleneck change is there in full.
+    assert!(line("Load kt").contains("Group down broadcast → L1B down distribute"));
     // The same reports in the other order: signs flip, the Reduce is B's.
     let u = op_diff_table(&rows, &split_k);
     assert!(

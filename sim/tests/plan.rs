@@ -150,23 +150,6 @@ fn attention_without_hand_plans_still_finds_a_runnable_plan() {
 fn mlp_with_all_six_layouts_left_to_the_planner_finds_a_runnable_plan() {
     let (sc, src) = load("mlp_block.ron");
     let vars = ["x", "w1", "h", "ga", "w2", "y"];
-    // Without seeds, in the core of the space (whole fan-outs, levels root-most first),
-    // to keep the test short.
-    let mut s = with_auto(&sc, "gather", &vars);
-    s.plans.retain(|p, _| p == "auto");
-    let mut o = opts(30);
-    o.space = Space {
-        level_orders: false,
-        partial_fanout: false,
-        ..Space::default()
-    };
-    let o = plan::plan_with(&s, &src, "auto", &[], &BTreeMap::new(), &o, &mut |_, _| {}).unwrap();
-    let best = &o.best[0];
-    assert_eq!(best.layouts.len(), 6);
-    assert_eq!(
-        cycles_with(&s, &src, "auto", &best.layouts),
-        best.total_cycles
-    );
     // With the hand plans as seeds: no slower than either.
     let s = with_auto(&sc, "gather", &vars);
     let hand = hand_cycles(&sc, &src);
@@ -185,6 +168,30 @@ fn mlp_with_all_six_layouts_left_to_the_planner_finds_a_runnable_plan() {
         o.best[0].total_cycles <= min,
         "{} vs {hand:?}",
         o.best[0].total_cycles
+    );
+}
+
+#[test]
+#[ignore = "a search of about 30 s that a loaded machine may not finish: run with --ignored"]
+fn mlp_with_all_six_layouts_left_to_the_planner_and_no_hand_plan_finds_a_runnable_plan() {
+    let (sc, src) = load("mlp_block.ron");
+    let vars = ["x", "w1", "h", "ga", "w2", "y"];
+    // Without seeds, in the core of the space (whole fan-outs, levels root-most first),
+    // to keep the test short.
+    let mut s = with_auto(&sc, "gather", &vars);
+    s.plans.retain(|p, _| p == "auto");
+    let mut o = opts(30);
+    o.space = Space {
+        level_orders: false,
+        partial_fanout: false,
+        ..Space::default()
+    };
+    let o = plan::plan_with(&s, &src, "auto", &[], &BTreeMap::new(), &o, &mut |_, _| {}).unwrap();
+    let best = &o.best[0];
+    assert_eq!(best.layouts.len(), 6);
+    assert_eq!(
+        cycles_with(&s, &src, "auto", &best.layouts),
+        best.total_cycles
     );
 }
 

@@ -118,8 +118,13 @@ pub fn candidates(m: &Machine, dims: &[u64], dtype: DType, implicit_pad: bool) -
         .collect()
 }
 
-/// Plans `plan` with the default options: fills every `Any` variable. Errors if the plan
-/// has none, or if no assignment runs. (Kept for callers; [`plan_with`] says more.)
+/// Search time of [`plan`].
+pub const PLAN_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Plans `plan` with the default space and a search of at most [`PLAN_TIME_LIMIT`]: fills
+/// every `Any` variable. Errors if the plan has none, or if no assignment runs. The choice
+/// is the fastest confirmed plan that needs no inserted Relayout (its layouts alone make
+/// the program run), else the fastest. (Kept for callers; [`plan_with`] says more.)
 pub fn plan(
     sc: &Scenario,
     src: &Source,
@@ -127,16 +132,14 @@ pub fn plan(
     sets: &[(String, f64)],
     binds: &BTreeMap<String, u64>,
 ) -> Result<Choice, miette::Report> {
-    let o = plan_with(
-        sc,
-        src,
-        plan,
-        sets,
-        binds,
-        &PlanOptions::default(),
-        &mut |_, _| {},
-    )?;
-    let b = &o.best[0];
+    let mut opts = PlanOptions::default();
+    opts.search.time_limit = Some(PLAN_TIME_LIMIT);
+    let o = plan_with(sc, src, plan, sets, binds, &opts, &mut |_, _| {})?;
+    let b = o
+        .best
+        .iter()
+        .find(|p| p.inserted.is_empty())
+        .unwrap_or(&o.best[0]);
     Ok(Choice {
         plan: o.plan.clone(),
         layouts: b.layouts.clone(),
