@@ -1,5 +1,5 @@
 //! TensorLayouts on the shipped machine presets, through the public API: the worked
-//! examples of SPEC §2, the real mncore2 layouts, and a sweep of layout families on
+//! examples of docs/layout.md, the real mncore2 layouts, and a sweep of layout families on
 //! every preset where the placement map, its inverse and the closed-form counts are
 //! checked against brute force.
 
@@ -51,7 +51,7 @@ fn assert_round_trip(l: &TensorLayout, m: &Machine, dtype: DType) {
     assert_eq!(&bare, l, "{text} without --shape");
 }
 
-// ---- SPEC §2 worked examples -------------------------------------------------------
+// ---- docs/layout.md worked examples -------------------------------------------------------
 
 #[test]
 fn spec_worked_examples_on_toy4() {
@@ -656,4 +656,59 @@ fn family_closed_forms_by_hand() {
     let p = l.place(&[127, 1023]).unwrap();
     assert_eq!(p.pos, vec![Some(7), Some(7), Some(15), Some(3)]);
     assert_eq!((p.addr, p.w), (7, 3));
+}
+
+/// `B@[8_L2B:1]`, as MN-Core programmers write it: size and stride inside `B@`. At the
+/// level's fan-out it is `B@[L2B]`; above it, an error; below it (mncore1's 16 L2B),
+/// replicating over part of a level is refused with a message saying how to write it.
+#[test]
+fn broadcast_with_size_and_stride() {
+    let text = "((16:1),(8_MAB:2,8_L1B:1,2_MAB:1,4_PE:1,2_W:1); B@[8_L2B:1])";
+    let m2 = machine("mncore2");
+    let l = bind(text, &m2, &[16, 1024], DType::F32);
+    let plain = bind(
+        "((16:1),(8_MAB:2,8_L1B:1,2_MAB:1,4_PE:1,2_W:1); B@[L2B])",
+        &m2,
+        &[16, 1024],
+        DType::F32,
+    );
+    assert_eq!(l, plain);
+    assert!(l.levels()[0].replicated);
+    assert_round_trip(&l, &m2, DType::F32);
+    let e =
+        TensorLayout::parse(&text.replace("8_L2B", "9_L2B"), &m2, None, DType::F32).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("replicates over 9 L2B positions, but L2B has only 8"),
+        "{e}"
+    );
+    assert_eq!(e.span, 51..58, "points at `9_L2B:1`");
+    let m1 = machine("mncore1");
+    let e = TensorLayout::parse(text, &m1, None, DType::F32).unwrap_err();
+    assert!(e.to_string().contains("8 of the 16 L2B positions"), "{e}");
+    assert!(e.to_string().contains("B@[16_L2B:1]"), "{e}");
+    // On mncore1 the whole level written with its size is accepted.
+    let l1 = bind(
+        &text.replace("8_L2B", "16_L2B"),
+        &m1,
+        &[16, 1024],
+        DType::F32,
+    );
+    assert!(l1.levels()[0].replicated);
+    for bad in ["((4):B@[0_PE])", "((4); B@[4PE])", "((4); B@[4_PE:])"] {
+        assert!(TensorLayout::parse(bad, &machine("toy4"), None, DType::F32).is_err());
+    }
+}
+
+#[test]
+fn a_level_name_in_the_wrong_case_gets_a_suggestion() {
+    let toy = machine("toy4");
+    for (text, want) in [
+        ("((4_time, 3:8), (8:1))", "did you mean `Time`?"),
+        ("((4_pe, 3:8), (8:1))", "did you mean `PE`?"),
+        ("((3:8), (8:1), (2_w))", "did you mean `W`?"),
+    ] {
+        let e = TensorLayout::parse(text, &toy, None, DType::F32).unwrap_err();
+        assert!(e.to_string().contains(want), "{text}: {e}");
+    }
 }

@@ -33,7 +33,7 @@ fn long<M: criterion::measurement::Measurement>(g: &mut BenchmarkGroup<'_, M>) {
 fn mncore1() -> (Machine, TensorLayout) {
     let m = preset("mncore1").expect("mncore1 preset");
     let l = TensorLayout::parse(MNCORE1_EXAMPLE, &m, Some(&MNCORE1_SHAPE), DType::F32)
-        .expect("the SPEC example binds");
+        .expect("the worked example of docs/layout.md binds");
     (m, l)
 }
 

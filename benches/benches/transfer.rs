@@ -1,5 +1,6 @@
 //! Load and Store on mncore1: functional throughput (bytes of real data per second) and
-//! timing-mode cost per call, at two tensor sizes.
+//! timing-mode cost per call, at two tensor sizes, beside a memcpy of the same bytes on
+//! the same machine (the ceiling of a functional move).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mnsim_arch::{DType, TensorLayout, XlaLayout, preset};
@@ -9,28 +10,39 @@ use mnsim_sim::scenario::Init;
 use std::hint::black_box;
 use std::time::Duration;
 
-/// (name, shape, layout): the blog's 1024x512, and a 4096x2048 tensor (32 MiB).
-const CASES: &[(&str, [u64; 2], &str)] = &[
+/// (name, dtype, shape, layout): the blog's 1024x512, a 4096x2048 f32 tensor (32 MiB) in
+/// the same pattern (every PE's elements 4 apart in DRAM, one per 8-byte word), and a
+/// 2048x2048 f64 tensor (32 MiB) whose PEs hold runs of 32 elements contiguous in DRAM
+/// and in LM.
+const CASES: &[(&str, DType, [u64; 2], &str)] = &[
     (
         "1024x512",
+        DType::F32,
         [1024, 512],
         "((16_L2B, 8_L1B, 8:8), (16_MAB, 8:1, 4_PE))",
     ),
     (
         "4096x2048",
+        DType::F32,
         [4096, 2048],
         "((16_L2B, 8_L1B, 32:32), (16_MAB, 32:1, 4_PE))",
     ),
+    (
+        "2048x2048 f64 runs",
+        DType::F64,
+        [2048, 2048],
+        "((16_L2B, 8_L1B, 16:32), (16_MAB, 4_PE, 32:1))",
+    ),
 ];
 
-fn engine(mode: Mode, shape: [u64; 2]) -> Engine {
+fn engine(mode: Mode, dtype: DType, shape: [u64; 2]) -> Engine {
     let m = preset("mncore1").unwrap();
     let mut e = Engine::new(m, mode);
-    let data = (mode == Mode::Functional)
-        .then(|| init_data(&Init::Random { seed: 1 }, DType::F32, &shape));
+    let data =
+        (mode == Mode::Functional).then(|| init_data(&Init::Random { seed: 1 }, dtype, &shape));
     e.declare(
         "x",
-        DType::F32,
+        dtype,
         shape.to_vec(),
         shape.to_vec(),
         XlaLayout::default_for(2),
@@ -49,11 +61,20 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10)
         .measurement_time(Duration::from_secs(4))
         .warm_up_time(Duration::from_secs(1));
-    for &(name, shape, text) in CASES {
-        let layout = TensorLayout::parse(text, &m, Some(&shape), DType::F32).unwrap();
-        let bytes = shape[0] * shape[1] * 4;
+    for &(name, dtype, shape, text) in CASES {
+        let layout = TensorLayout::parse(text, &m, Some(&shape), dtype).unwrap();
+        let bytes = shape[0] * shape[1] * dtype.bytes();
         g.throughput(Throughput::Bytes(bytes));
-        let mut e = engine(Mode::Functional, shape);
+        // The ceiling: one memcpy of the same bytes into a buffer already allocated.
+        let src = vec![1u8; bytes as usize];
+        let mut dst = vec![0u8; bytes as usize];
+        g.bench_function(BenchmarkId::new("memcpy", name), |b| {
+            b.iter(|| {
+                dst.copy_from_slice(black_box(&src));
+                black_box(dst[dst.len() / 2])
+            })
+        });
+        let mut e = engine(Mode::Functional, dtype, shape);
         g.bench_with_input(
             BenchmarkId::new("functional_load", name),
             &layout,
@@ -70,7 +91,7 @@ fn bench(c: &mut Criterion) {
             |b, _| b.iter(|| black_box(e.store("x", XlaLayout::default_for(2)).unwrap().cycles)),
         );
         g.throughput(Throughput::Elements(1));
-        let mut e = engine(Mode::Timing, shape);
+        let mut e = engine(Mode::Timing, dtype, shape);
         g.bench_with_input(BenchmarkId::new("timing_load", name), &layout, |b, l| {
             b.iter(|| {
                 e.free("x").unwrap();

@@ -10,6 +10,7 @@
 //!   over the cartesian product of what-if knobs and bindings, sharded and merged;
 //! - [`html`], [`compare_html`]: `report.html` and `compare.html`, self-contained pages with SVG
 //!   charts;
+//! - [`ops_csv`]: `ops.csv`, one row per op;
 //! - [`trace`]: `trace.json` (Chrome Trace Event Format, opens in Perfetto);
 //! - [`write_outputs`]: writing a set of files into a directory all at once or not at all.
 
@@ -18,6 +19,7 @@ mod html;
 mod json;
 mod markdown;
 pub mod model;
+mod ops_csv;
 mod output;
 mod rows;
 mod sweep;
@@ -26,12 +28,16 @@ mod terminal;
 mod text;
 mod trace;
 
-pub use compare::{COMPARE_SCHEMA, compare_json, compare_table};
+pub use compare::{
+    COMPARE_SCHEMA, OpChange, OpPair, compare_json, compare_ops, compare_table, op_diff_table,
+    op_pairs,
+};
 pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;
 pub use model::{LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport};
-pub use output::write_outputs;
+pub use ops_csv::{OPS_CSV_COLUMNS, ops_csv};
+pub use output::{OUTPUT_NAMES, write_outputs};
 pub use sweep::{
     AxisKind, RowResult, SWEEP_SCHEMA, Sweep, SweepAxis, SweepRow, merge as merge_sweeps,
     parse_sweep_json, point_count, point_values, shard_points, sweep_csv, sweep_json,

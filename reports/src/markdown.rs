@@ -1,7 +1,7 @@
 //! `report.md`: the terminal summary as Markdown, for pasting into reviews.
 
 use crate::model::Report;
-use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES, OP_TITLES};
+use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES, USEFUL_NOTE};
 use crate::text::{Nums, bar, thousands, verified_mark};
 use std::fmt::Write;
 
@@ -64,10 +64,11 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
     if r.ops.is_empty() {
         writeln!(s, "(no ops)")?;
     } else {
-        header(s, &OP_TITLES, &[1, 2, 5])?;
+        header(s, rows::op_titles(r), &[1, 2, 5])?;
         for op in &r.ops {
             row(s, &rows::op_cells(r, op, Nums::Grouped))?;
         }
+        writeln!(s, "\n{USEFUL_NOTE}")?;
     }
 
     let staged: Vec<_> = r.ops.iter().filter(|op| rows::shows_stages(op)).collect();

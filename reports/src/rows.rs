@@ -55,7 +55,8 @@ pub(crate) fn shows_stages(op: &OpReport) -> bool {
     op.stages.len() > 1 || op.stages.iter().any(|s| s.kind != "compute")
 }
 
-/// Titles of the op table.
+/// Titles of the op table; the ready-cycle columns (p50, p90, p99, max) only when
+/// [`ready_differs`].
 pub(crate) const OP_TITLES: [&str; 11] = [
     "#",
     "op",
@@ -63,22 +64,45 @@ pub(crate) const OP_TITLES: [&str; 11] = [
     "cycles",
     "share",
     "bottleneck",
-    "util",
+    "useful work",
     "p50",
     "p90",
     "p99",
     "max",
 ];
 
+/// What `useful work` means, for the notes under op tables.
+pub(crate) const USEFUL_NOTE: &str =
+    "useful work = share of the op's PE work on real data (neither idle PEs nor padding)";
+
+/// Whether the PEs of some op became ready at different cycles: only then are ready-cycle
+/// columns and charts worth showing.
+pub(crate) fn ready_differs(r: &Report) -> bool {
+    r.ops
+        .iter()
+        .filter_map(|op| op.ready_cycles.as_ref())
+        .any(|p| p.min != p.max)
+}
+
+/// The op table's titles for `r` (see [`OP_TITLES`]).
+pub(crate) fn op_titles(r: &Report) -> &'static [&'static str] {
+    if ready_differs(r) {
+        &OP_TITLES
+    } else {
+        &OP_TITLES[..7]
+    }
+}
+
 /// The op table's cells for `op`: index, op, tensor, cycles, share of the run, bottleneck,
-/// utilisation and ready-cycle p50/p90/p99/max (`–` when the op has none).
-pub(crate) fn op_cells(r: &Report, op: &OpReport, nums: Nums) -> [String; 11] {
+/// useful work and, when [`ready_differs`], ready-cycle p50/p90/p99/max (`–` when the op
+/// has none).
+pub(crate) fn op_cells(r: &Report, op: &OpReport, nums: Nums) -> Vec<String> {
     let ready = |f: fn(&crate::model::Percentiles) -> u64| {
         op.ready_cycles
             .as_ref()
             .map_or("–".to_string(), |p| num(f(p), nums))
     };
-    [
+    let mut cells = vec![
         op.index.to_string(),
         op.op.clone(),
         op.tensor.clone(),
@@ -90,11 +114,16 @@ pub(crate) fn op_cells(r: &Report, op: &OpReport, nums: Nums) -> [String; 11] {
             op.bottleneck.clone()
         },
         percent(op.utilisation),
-        ready(|p| p.p50),
-        ready(|p| p.p90),
-        ready(|p| p.p99),
-        ready(|p| p.max),
-    ]
+    ];
+    if ready_differs(r) {
+        cells.extend([
+            ready(|p| p.p50),
+            ready(|p| p.p90),
+            ready(|p| p.p99),
+            ready(|p| p.max),
+        ]);
+    }
+    cells
 }
 
 /// A stage's cells: level, direction, kind, bytes, cycles, chunks.

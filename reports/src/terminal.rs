@@ -1,7 +1,7 @@
 //! The terminal summary: what a run prints.
 
 use crate::model::Report;
-use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES, OP_TITLES};
+use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES};
 use crate::text::{
     Cell, Col, MAX_WIDTH, Nums, Style, Table, bar, paint, thousands, truncate, verified_mark, wrap,
 };
@@ -9,15 +9,15 @@ use crate::text::{
 /// Columns of the per-level bars.
 const BAR_CELLS: usize = 24;
 
-/// The terminal summary of a run, at most 100 columns wide: names too long for their column are
-/// cut with `…`, and counts lose their `,` separators, then are written with SI prefixes
-/// (`12.35M`), only when the tables would not fit otherwise.
+/// The terminal summary of a run. Counts carry `,` thousands separators and names are
+/// never cut; the op table's ready-cycle columns appear only when some op's PEs became
+/// ready at different cycles.
 ///
 /// - a header: scenario, plan, machine, mode, total cycles and µs at the machine clock,
 ///   verification (`✓` passed, `✗` failed, `–` not run), LM peak against LM size, knob
 ///   overrides and bindings;
 /// - `ops`: one row per op (index, op, tensor, cycles, share of the run, bottleneck,
-///   utilisation, ready-cycle p50/p90/p99/max) and, under each op that moves data, its stages
+///   useful work, ready-cycle p50/p90/p99/max when they differ) and, under each op that moves data, its stages
 ///   (level, direction, kind, bytes, cycles, chunks), the bottleneck stage marked
 ///   `◀ bottleneck`; under each op that computes, its FLOP, FLOP per cycle and FLOP/s;
 /// - `where the cycles went`: per level, busy cycles, share of the run, bytes, the number of
@@ -54,16 +54,13 @@ pub fn terminal(r: &Report, color: bool) -> String {
 }
 
 fn header(r: &Report, color: bool, out: &mut Vec<String>) {
-    let title = truncate(&format!("mnsim report · {}", r.scenario), MAX_WIDTH);
+    let title = format!("mnsim report · {}", r.scenario);
     out.push(paint(&title, Style::Bold, color));
-    out.push(truncate(
-        &format!(
-            "plan {} · machine {} · {} mode",
-            rows::plan_name(r),
-            r.machine,
-            r.mode
-        ),
-        MAX_WIDTH,
+    out.push(format!(
+        "plan {} · machine {} · {} mode",
+        rows::plan_name(r),
+        r.machine,
+        r.mode
     ));
     out.push(truncate(
         &format!(
@@ -106,14 +103,11 @@ fn ops(r: &Report, color: bool, out: &mut Vec<String>) {
         out.push("  (no ops)".to_string());
         return;
     }
-    // The most exact way of writing counts that lets the tables fit.
-    let (op_table, stage_table) = [Nums::Grouped, Nums::Bare]
-        .into_iter()
-        .map(|nums| tables(r, nums))
-        .find(|(o, s)| o.fits(MAX_WIDTH) && s.fits(MAX_WIDTH))
-        .unwrap_or_else(|| tables(r, Nums::Compact));
-    let ow = op_table.widths(MAX_WIDTH);
-    let sw = stage_table.widths(MAX_WIDTH);
+    // Counts keep their separators and names are never cut: a table wider than the
+    // terminal is better than a number or a name that cannot be read back.
+    let (op_table, stage_table) = tables(r, Nums::Grouped);
+    let ow = op_table.widths();
+    let sw = stage_table.widths();
     out.push(op_table.header(&ow, color));
     let mut stage_row = 0;
     for (i, op) in r.ops.iter().enumerate() {
@@ -133,20 +127,19 @@ fn ops(r: &Report, color: bool, out: &mut Vec<String>) {
 
 /// The op table and the table of all listed stages (rendered under their ops).
 fn tables(r: &Report, nums: Nums) -> (Table, Table) {
-    let cols = OP_TITLES
+    let cols = rows::op_titles(r)
         .iter()
         .map(|&t| match t {
-            "op" | "tensor" => Col::left(t).shrink(6),
-            "bottleneck" => Col::left(t).shrink(10),
+            "op" | "tensor" | "bottleneck" => Col::left(t),
             _ => Col::right(t),
         })
         .collect();
     let mut op_table = Table::new(cols, 2, 2);
     let stage_cols = vec![
         Col::left(""),
-        Col::left("level").shrink(4),
+        Col::left("level"),
         Col::left("dir"),
-        Col::left("kind").shrink(6),
+        Col::left("kind"),
         Col::right("bytes"),
         Col::right("cycles"),
         Col::right("chunks"),
@@ -197,7 +190,7 @@ fn levels(r: &Report, color: bool, out: &mut Vec<String>) {
         .iter()
         .map(|&t| {
             if t == "level" {
-                Col::left(t).shrink(4)
+                Col::left(t)
             } else {
                 Col::right(t)
             }
@@ -214,7 +207,7 @@ fn levels(r: &Report, color: bool, out: &mut Vec<String>) {
         cells.push(bar(rows::level_fraction(r, l), BAR_CELLS).into());
         table.push(cells);
     }
-    let w = table.widths(MAX_WIDTH);
+    let w = table.widths();
     out.push(table.header(&w, color));
     out.extend((0..r.levels.len()).map(|i| table.row(i, &w, color)));
     out.push(paint(

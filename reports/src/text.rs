@@ -43,8 +43,6 @@ pub(crate) fn thousands(n: u64) -> String {
 pub(crate) enum Nums {
     /// `1,234,567`.
     Grouped,
-    /// `1234567`.
-    Bare,
     /// Up to 99,999 bare, beyond with an SI prefix and four significant digits (`1.235M`).
     Compact,
 }
@@ -53,7 +51,6 @@ pub(crate) enum Nums {
 pub(crate) fn num(n: u64, style: Nums) -> String {
     match style {
         Nums::Grouped => thousands(n),
-        Nums::Bare => n.to_string(),
         Nums::Compact if n < 100_000 => n.to_string(),
         Nums::Compact => {
             const PREFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
@@ -260,8 +257,6 @@ pub(crate) enum Align {
 pub(crate) struct Col {
     pub title: &'static str,
     pub align: Align,
-    /// Narrowest width the column may be cut to when the table is too wide; `None`: never cut.
-    pub min: Option<usize>,
 }
 
 impl Col {
@@ -269,20 +264,13 @@ impl Col {
         Col {
             title,
             align: Align::Left,
-            min: None,
         }
     }
     pub fn right(title: &'static str) -> Col {
         Col {
             title,
             align: Align::Right,
-            min: None,
         }
-    }
-    /// Lets the column be cut (with `…`) down to `min` columns.
-    pub fn shrink(mut self, min: usize) -> Col {
-        self.min = Some(min);
-        self
     }
 }
 
@@ -344,11 +332,9 @@ impl Table {
         self.rows.push(row);
     }
 
-    /// Column widths: the widest cell or title of each column, then shrinkable columns cut
-    /// (widest slack first) until the table fits `max` columns or cannot shrink further.
-    pub fn widths(&self, max: usize) -> Vec<usize> {
-        let mut w: Vec<usize> = self
-            .cols
+    /// Column widths: the widest cell or title of each column (nothing is ever cut).
+    pub fn widths(&self) -> Vec<usize> {
+        self.cols
             .iter()
             .enumerate()
             .map(|(i, c)| {
@@ -359,31 +345,7 @@ impl Table {
                     .max()
                     .unwrap_or(0)
             })
-            .collect();
-        while self.total(&w) > max {
-            let slack = self
-                .cols
-                .iter()
-                .enumerate()
-                .filter_map(|(i, c)| c.min.map(|m| (i, w[i].saturating_sub(m))))
-                .filter(|&(_, s)| s > 0)
-                .max_by_key(|&(i, s)| (s, std::cmp::Reverse(i)));
-            match slack {
-                Some((i, _)) => w[i] -= 1,
-                None => break,
-            }
-        }
-        w
-    }
-
-    /// Width of a line with these column widths.
-    pub fn total(&self, w: &[usize]) -> usize {
-        self.indent + w.iter().sum::<usize>() + self.gap * w.len().saturating_sub(1)
-    }
-
-    /// Whether the table fits `max` columns once shrunk.
-    pub fn fits(&self, max: usize) -> bool {
-        self.total(&self.widths(max)) <= max
+            .collect()
     }
 
     /// The header line (titles, bold when `color`).
@@ -459,7 +421,6 @@ mod tests {
         assert_eq!(num(999_960, Nums::Compact), "1.000M");
         assert_eq!(num(123_456, Nums::Compact), "123.5k");
         assert_eq!(num(u64::MAX, Nums::Compact), "18.45E");
-        assert_eq!(num(1_234_567, Nums::Bare), "1234567");
         assert_eq!(si(536_870_912.0), "536.9 M");
         assert_eq!(si(999.96), "1.0 k");
         assert_eq!(si(7.0), "7.0 ");
@@ -497,12 +458,12 @@ mod tests {
     }
 
     #[test]
-    fn table_shrinks_flexible_columns() {
-        let mut t = Table::new(vec![Col::left("name").shrink(4), Col::right("n")], 0, 2);
+    fn tables_never_cut_cells() {
+        let mut t = Table::new(vec![Col::left("name"), Col::right("n")], 0, 2);
         t.push(vec!["a-very-long-name".into(), "12".into()]);
-        let w = t.widths(10);
-        assert_eq!(w, [6, 2]);
-        assert_eq!(t.row(0, &w, false), "a-ver…  12");
+        let w = t.widths();
+        assert_eq!(w, [16, 2]);
+        assert_eq!(t.row(0, &w, false), "a-very-long-name  12");
         assert!(!paint("x", Style::Bold, false).contains('\x1b'));
     }
 }

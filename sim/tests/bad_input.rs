@@ -292,3 +292,46 @@ fn mixed_dtypes_are_rejected_by_one_rule() {
         &[":11:", "`y` is f16 but `x` is f32", "share one dtype"],
     );
 }
+
+/// A functional run larger than the memory it may use is refused before it allocates, with
+/// the estimate and the way out; the same run in timing mode goes ahead.
+#[test]
+fn a_functional_run_too_large_for_memory_is_refused_before_allocating() {
+    let dir = std::env::temp_dir().join(format!("mnsim-mem-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |mode: &str| {
+        Command::new(env!("CARGO_BIN_EXE_mnsim"))
+            .args([
+                "run",
+                "scenarios/transfer_blog_1024x512.ron",
+                "--plan",
+                "blog",
+                "--mode",
+                mode,
+                "--out",
+                dir.to_str().unwrap(),
+            ])
+            .current_dir(root())
+            .env("MNSIM_MEMORY_LIMIT", "1000000")
+            .output()
+            .unwrap()
+    };
+    // 2 MiB of f32 in DRAM, 4 MiB of f64 reference, 8192 PEs × 512 B of layout = 4 MiB of LM.
+    let err = fails_with(
+        &run("functional"),
+        &[
+            "a functional run needs about 10.0 MiB of memory",
+            "tensors in DRAM 2.0 MiB, PE local memories 4.0 MiB, verification 4.0 MiB",
+            "more than the 976.6 KiB available",
+            "run it in timing mode (--mode timing)",
+        ],
+    );
+    assert!(!dir.exists(), "nothing written: {err}");
+    let out = run("timing");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -665,3 +665,34 @@ fn closed_stdout_is_not_a_crash() {
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
 }
+
+/// A PE the layout reaches that holds nothing but padding is not said to hold data, and
+/// the picture shows the padding.
+#[test]
+fn explain_tells_padding_only_pes_apart() {
+    let out = ok(&[
+        "layout",
+        "explain",
+        "(1,8)/((4_PE),(8:1))",
+        "--shape",
+        "1,8",
+    ]);
+    assert!(
+        out.contains("PEs       1 of 4 hold data (25.0%), 3 more hold only padding"),
+        "{out}"
+    );
+    assert!(out.contains("`.` = padding"), "{out}");
+    assert!(out.contains("  00000000\n  ........\n"), "{out}");
+    let out = ok(&[
+        "layout",
+        "explain",
+        "((4_PE, 3:8), (8:1))",
+        "--shape",
+        "12,8",
+    ]);
+    assert!(
+        out.contains("PEs       4 of 4 hold data (100.0%);"),
+        "{out}"
+    );
+    assert!(!out.contains("padding;") && !out.contains("`.`"), "{out}");
+}

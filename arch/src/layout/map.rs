@@ -464,6 +464,33 @@ impl TensorLayout {
     }
 }
 
+/// What every cell of a [`Run`] advances by over the one before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStep {
+    /// The logical axis the run walks, and the index step along it.
+    pub g: usize,
+    pub radix: u64,
+    /// Linear offset (`Σ index · weight`, wrapping), LM word, slot and time step.
+    pub lin: u64,
+    pub addr: u64,
+    pub w: u64,
+    pub t: u64,
+}
+
+/// Cells of a shard along its innermost free sub-axis: the first at `lin`, `addr`, `w`,
+/// `t`, each next one `step` further; the first `valid` lie within the limits walked
+/// against (the real elements), the rest are padding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub valid: u64,
+    pub len: u64,
+    pub lin: u64,
+    pub addr: u64,
+    pub w: u64,
+    pub t: u64,
+    pub step: RunStep,
+}
+
 impl Shard<'_> {
     /// Walks the shard like [`Shard::for_each`], keeping incrementally a linear offset
     /// `Σ index[g] · weights[g]` and whether the index lies below `limits` on every axis.
@@ -478,15 +505,43 @@ impl Shard<'_> {
         self.walk(weights, limits, |_, ok, lin, a, w, t| f(ok, lin, a, w, t));
     }
 
-    /// The one walker: `f(index, valid, linear, addr, w, t)` per cell, the innermost free
-    /// sub-axis as a tight loop, the outer ones by an odometer; the linear offset, the
-    /// count of axes out of `limits` and the cell move by additions only.
+    /// Walks the shard by runs: one call per step of the outer sub-axes, covering the
+    /// whole innermost free sub-axis (`len` cells, the first `valid` of them below
+    /// `limits`), with the steps every cell of the run advances by in `step`. A mover
+    /// copies a run whose cells are contiguous in both source and destination in one go.
+    pub fn for_each_run(&self, weights: &[u64], limits: &[u64], mut f: impl FnMut(&Run)) {
+        self.walk_runs(weights, limits, |_, r| f(r));
+    }
+
+    /// Per cell: `f(index, valid, linear, addr, w, t)`, expanded from the runs.
     fn walk(
         &self,
         weights: &[u64],
         limits: &[u64],
         mut f: impl FnMut(&[u64], bool, u64, u64, u64, u64),
     ) {
+        let mut idx: Vec<u64> = Vec::new();
+        self.walk_runs(weights, limits, |index, r| {
+            idx.clear();
+            idx.extend_from_slice(index);
+            let (mut l, mut a, mut w, mut t) = (r.lin, r.addr, r.w, r.t);
+            for k in 0..r.len {
+                f(&idx, k < r.valid, l, a, w, t);
+                if let Some(x) = idx.get_mut(r.step.g) {
+                    *x += r.step.radix;
+                }
+                l = l.wrapping_add(r.step.lin);
+                a += r.step.addr;
+                w += r.step.w;
+                t += r.step.t;
+            }
+        });
+    }
+
+    /// The one walker: `f(index, run)` per run of the innermost free sub-axis, the outer
+    /// ones by an odometer; the linear offset, the count of axes out of `limits` and the
+    /// cell move by additions only. `index` is the run's first cell.
+    fn walk_runs(&self, weights: &[u64], limits: &[u64], mut f: impl FnMut(&[u64], &Run)) {
         let l = self.layout;
         let ng = l.groups.len();
         let mut index = vec![0u64; ng];
@@ -528,7 +583,18 @@ impl Shard<'_> {
         // The innermost free sub-axis runs as a tight loop: its validity is a prefix of
         // the run, known at the run's start. The odometer turns the outer digits only.
         let Some(inner) = free.last() else {
-            f(&index, bad == 0, lin, addr, w, t);
+            f(
+                &index,
+                &Run {
+                    valid: (bad == 0) as u64,
+                    len: 1,
+                    lin,
+                    addr,
+                    w,
+                    t,
+                    step: RunStep::default(),
+                },
+            );
             return;
         };
         let (da, dw, dt) = match inner.class {
@@ -536,6 +602,14 @@ impl Shard<'_> {
             Class::W => (0, inner.stride, 0),
             Class::Time => (0, 0, inner.stride),
             Class::Level(_) => (0, 0, 0),
+        };
+        let step = RunStep {
+            g: inner.g,
+            radix: inner.radix,
+            lin: inner.dlin,
+            addr: da,
+            w: dw,
+            t: dt,
         };
         let outer = free.len() - 1;
         loop {
@@ -547,16 +621,18 @@ impl Shard<'_> {
             } else {
                 inner.size.min((limit - base).div_ceil(inner.radix))
             };
-            let (mut l, mut a_, mut w_, mut t_) = (lin, addr, w, t);
-            for k in 0..inner.size {
-                f(&index, k < n_valid, l, a_, w_, t_);
-                index[inner.g] += inner.radix;
-                l = l.wrapping_add(inner.dlin);
-                a_ += da;
-                w_ += dw;
-                t_ += dt;
-            }
-            index[inner.g] = base;
+            f(
+                &index,
+                &Run {
+                    valid: n_valid,
+                    len: inner.size,
+                    lin,
+                    addr,
+                    w,
+                    t,
+                    step,
+                },
+            );
             let mut d = outer;
             loop {
                 if d == 0 {

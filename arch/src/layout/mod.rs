@@ -1,14 +1,14 @@
-//! TensorLayout (SPEC §2): how a tensor is spread over the machine tree.
+//! TensorLayout (docs/layout.md): how a tensor is spread over the machine tree.
 //!
 //! [`LayoutExpr`] is the parsed text; [`TensorLayout`] is a layout bound to a machine,
 //! a logical shape and an element type, with every stride resolved and every rule of
-//! SPEC §2 checked. A bound layout maps logical indices to cells (a position per
+//! docs/layout.md checked. A bound layout maps logical indices to cells (a position per
 //! addressable level, an LM word, a slot in the word, a time step) and back, and
 //! counts in closed form what timing mode needs.
 
 mod parse;
 
-pub use parse::{AxisName, LayoutExpr, SubAxisExpr};
+pub use parse::{AxisName, BcastExpr, LayoutExpr, SubAxisExpr};
 
 use crate::dtype::DType;
 use crate::machine::Machine;
@@ -256,6 +256,8 @@ impl TensorLayout {
             }
             let hint = level_names
                 .iter()
+                .copied()
+                .chain(["W", "Time"])
                 .find(|n| n.eq_ignore_ascii_case(name))
                 .map(|n| format!("; did you mean `{n}`?"))
                 .unwrap_or_default();
@@ -356,7 +358,8 @@ impl TensorLayout {
 
         // Broadcast list.
         let mut explicit_bcast = vec![false; addr.len()];
-        for (n, sp) in &expr.bcast {
+        for b in &expr.bcast {
+            let (n, sp) = (&b.name, &b.span);
             if n == "W" || n == "Time" {
                 return Err(LayoutError::new(
                     format!("`{n}` cannot be broadcast: only machine levels can"),
@@ -381,6 +384,26 @@ impl TensorLayout {
                 ));
             }
             explicit_bcast[i] = true;
+            // `8_L2B:1`: replicated over the first `size` positions, stepping by `stride`.
+            // The whole level (size = fan-out, stride 1) is `B@[L2B]`.
+            let fan = addr[i].fanout;
+            let size = b.size.unwrap_or(fan);
+            if size > fan {
+                return Err(LayoutError::new(
+                    format!("B@[{b}] replicates over {size} {n} positions, but {n} has only {fan}"),
+                    sp.clone(),
+                ));
+            }
+            let stride = b.stride.unwrap_or(1);
+            if size < fan || (stride != 1 && size > 1) {
+                return Err(LayoutError::new(
+                    format!(
+                        "B@[{b}] replicates over {size} of the {fan} {n} positions (stride {stride}); \
+                         only the whole level is supported: write B@[{n}] or B@[{fan}_{n}:1]"
+                    ),
+                    sp.clone(),
+                ));
+            }
         }
 
         // Resolved groups.
@@ -620,4 +643,4 @@ fn fmt_dims(d: &[u64]) -> String {
 mod map;
 #[cfg(test)]
 mod tests;
-pub use map::{AxisTables, LevelStat, Shard};
+pub use map::{AxisTables, LevelStat, Run, RunStep, Shard};

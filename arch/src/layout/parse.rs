@@ -1,11 +1,12 @@
-//! The TensorLayout grammar (SPEC §2), machine-independent.
+//! The TensorLayout grammar (docs/layout.md), machine-independent.
 //!
 //! ```text
 //! layout   := [ pad "/" ] "(" group ("," group)* [ ";" bcast ] ")" [ bcast ]
 //! pad      := "(" INT ("," INT)* ")"
 //! group    := "(" sub ("," sub)* ")"
 //! sub      := INT [ "_" NAME ] [ ":" INT ]
-//! bcast    := "B@[" NAME ("," NAME)* "]"
+//! bcast    := "B@[" bsub ("," bsub)* "]"
+//! bsub     := [ INT "_" ] NAME [ ":" INT ]
 //! ```
 //! Whitespace is free. The parser never panics: every problem is a [`LayoutError`]
 //! with the byte offset of the offending text.
@@ -47,7 +48,32 @@ pub struct LayoutExpr {
     /// Spans of the groups (for errors about a whole group).
     pub group_spans: Vec<Range<usize>>,
     /// Levels named in `B@[...]` (inside after `;` or after the closing parenthesis).
-    pub bcast: Vec<(String, Range<usize>)>,
+    pub bcast: Vec<BcastExpr>,
+}
+
+/// One entry of `B@[...]` as written: `[size_]NAME[:stride]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BcastExpr {
+    pub name: String,
+    /// `8` in `8_L2B:1`: the positions replicated over (the level's fan-out when omitted).
+    pub size: Option<u64>,
+    /// `1` in `8_L2B:1`.
+    pub stride: Option<u64>,
+    /// Byte range of the entry in the source text.
+    pub span: Range<usize>,
+}
+
+impl fmt::Display for BcastExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(n) = self.size {
+            write!(f, "{n}_")?;
+        }
+        f.write_str(&self.name)?;
+        if let Some(s) = self.stride {
+            write!(f, ":{s}")?;
+        }
+        Ok(())
+    }
 }
 
 struct Parser<'a> {
@@ -192,7 +218,42 @@ impl<'a> Parser<'a> {
         Ok((subs, start..self.i))
     }
 
-    fn bcast(&mut self, out: &mut Vec<(String, Range<usize>)>) -> Result<(), LayoutError> {
+    /// `[INT "_"] NAME [":" INT]` inside `B@[...]`.
+    fn bsub(&mut self) -> Result<BcastExpr, LayoutError> {
+        self.ws();
+        let start = self.i;
+        let mut size = None;
+        if matches!(self.s.get(self.i), Some(c) if c.is_ascii_digit()) {
+            let (n, sp) = self.int("a broadcast size")?;
+            if n == 0 {
+                return Err(err("broadcast size must be at least 1", sp));
+            }
+            if self.s.get(self.i) != Some(&b'_') {
+                return Err(err(
+                    format!(
+                        "expected `_` and a level after the size in B@, found {}",
+                        self.found()
+                    ),
+                    self.here(),
+                ));
+            }
+            self.i += 1;
+            size = Some(n);
+        }
+        let (name, _) = self.name()?;
+        let mut stride = None;
+        if self.eat(b':') {
+            stride = Some(self.int("a stride")?.0);
+        }
+        Ok(BcastExpr {
+            name,
+            size,
+            stride,
+            span: start..self.i,
+        })
+    }
+
+    fn bcast(&mut self, out: &mut Vec<BcastExpr>) -> Result<(), LayoutError> {
         self.ws();
         if !self.text[self.i..].starts_with("B@") {
             return Err(err(
@@ -202,9 +263,9 @@ impl<'a> Parser<'a> {
         }
         self.i += 2;
         self.expect(b'[')?;
-        out.push(self.name()?);
+        out.push(self.bsub()?);
         while self.eat(b',') {
-            out.push(self.name()?);
+            out.push(self.bsub()?);
         }
         self.expect(b']')
     }
@@ -306,7 +367,7 @@ impl fmt::Display for LayoutExpr {
             write!(f, "({})", subs.join(", "))?;
         }
         if !self.bcast.is_empty() {
-            let names: Vec<&str> = self.bcast.iter().map(|(n, _)| n.as_str()).collect();
+            let names: Vec<String> = self.bcast.iter().map(ToString::to_string).collect();
             write!(f, "; B@[{}]", names.join(","))?;
         }
         f.write_str(")")

@@ -12,6 +12,10 @@ pub struct CheckArgs {
     /// Check only this plan (default: every plan).
     #[arg(long)]
     pub plan: Option<String>,
+    /// Print the result as one JSON object: {"scenario", "ok", "plans": [{"plan", "ok",
+    /// "ops", "tensors", "machine", "warnings"} or {"plan", "ok": false, "error"}]}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: CheckArgs) -> Result<(), Report> {
@@ -22,6 +26,9 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
         Some(p) => vec![Some(p.clone())],
         None => scenario::plans_to_run(&sc),
     };
+    if a.json {
+        return json(&sc, &src, &plans, &sets, &binds);
+    }
     let mut failed = 0usize;
     let mut warned: Vec<String> = Vec::new();
     // An error outside the plans (a shape, a knob) is the same for every plan: shown once.
@@ -62,6 +69,46 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
             }
         }
     }
+    if failed > 0 {
+        return Err(miette!(
+            "error: {failed} of {} plans of {} have errors",
+            plans.len(),
+            src.path
+        ));
+    }
+    Ok(())
+}
+
+/// `check --json`: every plan's outcome in one object; exit non-zero when one failed.
+fn json(
+    sc: &scenario::Scenario,
+    src: &scenario::Source,
+    plans: &[Option<String>],
+    sets: &[(String, f64)],
+    binds: &std::collections::BTreeMap<String, u64>,
+) -> Result<(), Report> {
+    let mut out = Vec::new();
+    let mut failed = 0usize;
+    for plan in plans {
+        out.push(
+            match scenario::resolve(sc, src, plan.as_deref(), sets, binds) {
+                Ok(r) => serde_json::json!({
+                    "plan": plan,
+                    "ok": true,
+                    "ops": r.ops.len(),
+                    "tensors": r.tensors.len(),
+                    "machine": r.machine.name,
+                    "warnings": r.warnings,
+                }),
+                Err(e) => {
+                    failed += 1;
+                    serde_json::json!({"plan": plan, "ok": false, "error": e.to_string()})
+                }
+            },
+        );
+    }
+    let v = serde_json::json!({"scenario": src.path, "ok": failed == 0, "plans": out});
+    outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     if failed > 0 {
         return Err(miette!(
             "error: {failed} of {} plans of {} have errors",

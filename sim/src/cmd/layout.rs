@@ -9,7 +9,8 @@ use std::io::{BufWriter, Write};
 
 #[derive(Subcommand)]
 pub enum LayoutCmd {
-    /// Print where every element lives (JSON with --json; the contract of SPEC §2).
+    /// Print where every element lives (JSON with --json: the machine-readable contract,
+    /// described with the layout grammar in docs/layout.md).
     Map(MapArgs),
     /// Explain a layout for people: fan-out, replication, footprint, padding, a picture.
     Explain(Common),
@@ -17,7 +18,7 @@ pub enum LayoutCmd {
 
 #[derive(Args)]
 pub struct Common {
-    /// The layout, e.g. "((4_PE, 3:8), (8:1))".
+    /// The layout, e.g. "((4_PE, 3:8), (8:1))" (grammar and meaning: docs/layout.md).
     pub layout: String,
     /// Logical shape, e.g. 12,8 (default: the pad prefix or the group products).
     #[arg(long)]
@@ -233,6 +234,49 @@ fn bytes(b: u64) -> String {
 const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 /// The text of `mnsim layout explain`.
+/// The picture's mark for a padding cell (no position is this large).
+const PAD: u64 = u64::MAX;
+
+/// Number of PEs whose shard holds at least one real element: per split level the
+/// positions that do, times the fan-out of replicated levels. `None` when there are too
+/// many PEs to look at one by one (more than 2^20).
+fn pes_with_data(l: &TensorLayout) -> Option<u64> {
+    let levels = l.levels();
+    let total: u64 = levels
+        .iter()
+        .map(|x| if x.replicated { 1 } else { x.fanout })
+        .try_fold(1u64, |a, f| a.checked_mul(f))?;
+    if total > 1 << 20 {
+        return None;
+    }
+    let copies: u64 = levels
+        .iter()
+        .filter(|x| x.replicated)
+        .map(|x| x.fanout)
+        .product();
+    let mut pos = vec![0u64; levels.len()];
+    let mut n = 0u64;
+    for _ in 0..total {
+        if l.shard(&pos)
+            .is_some_and(|sh| sh.valid_elems(l.logical_shape()) > 0)
+        {
+            n += 1;
+        }
+        // Next position: odometer over the split levels, the last fastest.
+        for (i, lv) in levels.iter().enumerate().rev() {
+            if lv.replicated {
+                continue;
+            }
+            pos[i] += 1;
+            if pos[i] < lv.fanout {
+                break;
+            }
+            pos[i] = 0;
+        }
+    }
+    Some(n.saturating_mul(copies))
+}
+
 pub fn explain(m: &Machine, l: &TensorLayout) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -311,18 +355,29 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
         w_used
     );
     let total_pes: u64 = l.levels().iter().map(|x| x.fanout).product();
+    // PEs whose shard holds at least one real (unpadded) element; the others that the
+    // layout reaches hold padding only.
+    let with_data = pes_with_data(l);
+    let only_padding = with_data.map_or(0, |n| l.pes_used().saturating_sub(n));
     let _ = writeln!(
         s,
-        "PEs       {} of {} hold data ({:.1}%); {} distinct shard(s); every element stored {} time(s)",
-        l.pes_used(),
+        "PEs       {} of {} hold data ({:.1}%){}; {} distinct shard(s); every element stored {} time(s)",
+        with_data.unwrap_or(l.pes_used()),
         total_pes,
-        pct(l.pes_used(), total_pes),
+        pct(with_data.unwrap_or(l.pes_used()), total_pes),
+        if only_padding > 0 {
+            format!(", {only_padding} more hold only padding")
+        } else {
+            String::new()
+        },
         l.distinct_shards(),
         l.replicas()
     );
     // Pictures: for each split level, which position holds each element: the top-left
     // corner element by element, and (for larger tensors) a coarse map of blocks.
-    let shape = l.logical_shape();
+    let shape = l.padded_shape();
+    let logical = l.logical_shape();
+    let padded = l.padding_elems() > 0;
     let (rows, cols) = match shape.len() {
         0 => (1, 1),
         1 => (1, shape[0]),
@@ -340,7 +395,12 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
         }
         idx
     };
-    let sym = |pos: u64| -> char { DIGITS.get(pos as usize).map_or('+', |&b| b as char) };
+    let sym = |pos: u64| -> char {
+        if pos == PAD {
+            return '.';
+        }
+        DIGITS.get(pos as usize).map_or('+', |&b| b as char)
+    };
     let (wr, wc) = (rows.min(16), cols.min(64));
     let (br, bc) = (rows.div_ceil(16), cols.div_ceil(64));
     let coarse = br > 1 || bc > 1;
@@ -348,13 +408,20 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
         if lv.replicated {
             continue;
         }
-        let pos_of =
-            |r: u64, c: u64| l.place(&to_index(r, c)).expect("in range").pos[i].unwrap_or(0);
+        // A padding cell shows as PAD.
+        let pos_of = |r: u64, c: u64| {
+            let idx = to_index(r, c);
+            if idx.iter().zip(logical).any(|(&k, &n)| k >= n) {
+                return PAD;
+            }
+            l.place_padded(&idx).pos[i].unwrap_or(0)
+        };
         let _ = writeln!(s);
-        let what = if shape.len() > 2 {
-            "rows = leading axes flattened"
-        } else {
-            "rows = axis 0"
+        let what = match (shape.len() > 2, padded) {
+            (true, false) => "rows = leading axes flattened",
+            (false, false) => "rows = axis 0",
+            (true, true) => "rows = leading axes flattened, padded shape, `.` = padding",
+            (false, true) => "rows = axis 0, padded shape, `.` = padding",
         };
         if coarse {
             let _ = writeln!(

@@ -114,7 +114,7 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
     })
 }
 
-fn print_text(o: &Outcome, sc: &Scenario) {
+fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
     let best = &o.best[0];
     let hand_best = o
         .hand_plans
@@ -136,7 +136,7 @@ fn print_text(o: &Outcome, sc: &Scenario) {
         ),
         None => String::new(),
     };
-    println!(
+    outln!(
         "plan {}: {} cycles (timing run){versus}",
         o.plan,
         th(best.total_cycles)
@@ -146,14 +146,14 @@ fn print_text(o: &Outcome, sc: &Scenario) {
         .iter()
         .map(|(v, n)| format!("${v} {}", th(*n as u64)))
         .collect();
-    println!(
+    outln!(
         "  search: {} over {} assignments (candidates {}; {} pruned as illegal)",
         o.method,
         o.space,
         counts.join(", "),
         th(o.pruned as u64)
     );
-    println!(
+    outln!(
         "  {} evaluated in {:.2} s ({}/s, {} ops measured): {}",
         th(o.evaluated),
         o.seconds,
@@ -175,7 +175,7 @@ fn print_text(o: &Outcome, sc: &Scenario) {
                 None => format!("{} (does not run)", h.plan),
             })
             .collect();
-        println!("  hand plans: {}", hs.join(" · "));
+        outln!("  hand plans: {}", hs.join(" · "));
     }
     if o.best.len() > 1 {
         let t: Vec<String> = o
@@ -184,13 +184,13 @@ fn print_text(o: &Outcome, sc: &Scenario) {
             .enumerate()
             .map(|(i, p)| format!("{}. {}", i + 1, th(p.total_cycles)))
             .collect();
-        println!("  best found: {}", t.join("  "));
+        outln!("  best found: {}", t.join("  "));
     }
     for (v, l) in &best.layouts {
-        println!("  ${v} = {l}");
+        outln!("  ${v} = {l}");
     }
     for i in &best.inserted {
-        println!(
+        outln!(
             "  inserted before op {}: Relayout(tensor: {:?}, layout: {:?}),  // {} cycles",
             i.before,
             i.tensor,
@@ -203,7 +203,8 @@ fn print_text(o: &Outcome, sc: &Scenario) {
         .iter()
         .map(|(v, l)| format!("{v:?}: {l:?}"))
         .collect();
-    println!("  \"{}\": {{{}}},", o.plan, vars.join(", "));
+    outln!("  \"{}\": {{{}}},", o.plan, vars.join(", "));
+    Ok(())
 }
 
 pub fn run(a: PlanArgs) -> Result<(), Report> {
@@ -321,13 +322,13 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
         } else {
             Value::Array(v)
         };
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| miette!("error: {e}"))?
         );
     } else {
         for o in &outs {
-            print_text(o, &sc);
+            print_text(o, &sc)?;
         }
     }
     Ok(())

@@ -106,6 +106,10 @@ pub struct RunArgs {
     /// Override the scenario's mode.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
+    /// Print the reports as JSON (an array of `report.json` objects, see
+    /// docs/report-schema.md) instead of the summary.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Runs the plans of a scenario; returns their reports (nothing printed or written).
@@ -172,6 +176,9 @@ pub fn run_plan(
     if let Some(m) = mode {
         res.mode = m;
     }
+    // Refuse a functional run too large for this machine before anything is allocated.
+    mnsim_sim::memory::check(&res, mnsim_sim::memory::available())
+        .map_err(|e| miette!("error: {}: {e}", src.path))?;
     let label = format!(
         "{}{}",
         sc.name,
@@ -193,17 +200,52 @@ pub fn run_plan(
     let leaf = res.machine.levels.last().map_or("PE", |l| l.name.as_str());
     mnsim_sim::limits::check_report(&r.report, leaf)
         .map_err(|e| miette!("error: {}: {plan_note}{e}", src.path))?;
-    Ok(r.report)
+    let mut report = r.report;
+    if let Some(h) = bottleneck_hint(&res.machine, &report) {
+        report.warnings.push(h);
+    }
+    Ok(report)
+}
+
+/// A hint when the level that bounds the run is one layouts cannot name (mncore2's
+/// Group): the user cannot split data over it directly.
+pub fn bottleneck_hint(m: &mnsim_arch::Machine, r: &mnsim_reports::Report) -> Option<String> {
+    let b = r.bottleneck_level()?;
+    let level = m.levels.iter().find(|l| l.name == b)?;
+    // A root of one node (toy4's Board) has no fan-out to name.
+    if level.addressable || level.count < 2 {
+        return None;
+    }
+    let into = m
+        .addressable_levels()
+        .into_iter()
+        .find(|a| a.folded.iter().any(|&i| m.levels[i].name == b))?;
+    let per = m.levels[into.folded[into.folded.len() - 1]].count;
+    Some(format!(
+        "{b} bounds the most cycles, but layouts cannot name {b}: it folds into {} \
+         ({} positions, {per} per {b}), so a layout's {} sub-axes decide what each {b} port \
+         carries. To relieve it, move less data across {b}s (replicate less over {}) or \
+         raise the links.{b}.* rates (--set)",
+        into.name, into.fanout, into.name, into.name
+    ))
 }
 
 pub fn run(a: RunArgs) -> Result<(), Report> {
     let reps = reports(&a)?;
-    let color = std::io::stdout().is_terminal();
-    for r in &reps {
-        outln!("{}", mnsim_reports::terminal(r, color));
-    }
-    if reps.len() > 1 {
-        outln!("{}", mnsim_reports::compare_table(&reps));
+    if a.json {
+        let all: Vec<serde_json::Value> = reps
+            .iter()
+            .map(|r| serde_json::from_str(&mnsim_reports::to_json(r)).unwrap_or_default())
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+    } else {
+        let color = std::io::stdout().is_terminal();
+        for r in &reps {
+            outln!("{}", mnsim_reports::terminal(r, color));
+        }
+        if reps.len() > 1 {
+            outln!("{}", mnsim_reports::compare_table(&reps));
+        }
     }
     if let Some(dir) = &a.out {
         write(dir, &reps)?;
@@ -241,6 +283,7 @@ pub fn write(dir: &Path, reps: &[mnsim_reports::Report]) -> Result<(), Report> {
             base.join("trace.json"),
             mnsim_reports::trace(r).into_bytes(),
         ));
+        files.push((base.join("ops.csv"), mnsim_reports::ops_csv(r).into_bytes()));
     }
     if several {
         let cmp =

@@ -21,6 +21,9 @@ pub struct CompareArgs {
     /// Override the scenario's mode.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
+    /// Print the ranking as JSON (what compare.json holds) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Runs every plan and ranks them.
@@ -30,9 +33,21 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
         plan: None,
         out: None,
         mode: a.mode,
+        json: false,
     };
     let reps = reports(&args)?;
-    outln!("{}", mnsim_reports::compare_table(&reps));
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&mnsim_reports::compare_json(&reps)).unwrap_or_default()
+        );
+    } else {
+        outln!("{}", mnsim_reports::compare_table(&reps));
+        let ops = mnsim_reports::compare_ops(&reps);
+        if !ops.is_empty() {
+            outln!("{ops}");
+        }
+    }
     if let Some(dir) = &a.out {
         write(dir, &reps)?;
     }

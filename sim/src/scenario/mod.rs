@@ -1,4 +1,4 @@
-//! Scenario files (SPEC §6): a machine, tensors, a program of ops and layout plans,
+//! Scenario files (docs/scenarios.md): a machine, tensors, a program of ops and layout plans,
 //! written in RON.
 //!
 //! [`load`] / [`parse`] read a file into a [`Scenario`] (syntax and type errors point at

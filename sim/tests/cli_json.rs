@@ -1,0 +1,172 @@
+//! Numbers people look for: `--json` on run, check, compare and machines; `ops.csv` beside
+//! `report.json`; the hint when the bottleneck is a level layouts cannot name.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mnsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .expect("runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = mnsim(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn run_json_is_the_reports() {
+    let v = json(&["run", "scenarios/blog_12x8.ron", "--json"]);
+    let reps = v.as_array().unwrap();
+    assert_eq!(reps.len(), 5, "one report per plan");
+    for r in reps {
+        assert_eq!(r["schema"], mnsim_reports::SCHEMA);
+        assert!(r["total_cycles"].as_u64().unwrap() > 0);
+        assert_eq!(r["verified"], true);
+    }
+    let v = json(&["run", "scenarios/blog_12x8.ron", "--plan", "rows", "--json"]);
+    assert_eq!(v.as_array().unwrap()[0]["plan"], "rows");
+}
+
+#[test]
+fn compare_json_ranks_the_plans() {
+    let v = json(&[
+        "compare",
+        "scenarios/mlp_block.ron",
+        "--mode",
+        "timing",
+        "--json",
+    ]);
+    let plans = v["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 2);
+    let cycles: Vec<u64> = plans
+        .iter()
+        .map(|p| p["total_cycles"].as_u64().unwrap())
+        .collect();
+    assert!(cycles[0] <= cycles[1], "{cycles:?}");
+}
+
+#[test]
+fn check_json_says_per_plan_and_fails_when_one_does() {
+    let v = json(&["check", "scenarios/blog_12x8.ron", "--json"]);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["plans"].as_array().unwrap().len(), 5);
+    assert_eq!(v["plans"][0]["machine"], "toy4");
+    let out = mnsim(&[
+        "check",
+        "scenarios/blog_12x8.ron",
+        "--json",
+        "--set",
+        "levels.PE.memory.bytes=64",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert!(
+        v["plans"][0]["error"].as_str().unwrap().contains("LM"),
+        "{v}"
+    );
+}
+
+#[test]
+fn machines_json_lists_presets_and_describes_one() {
+    let v = json(&["machines", "--json"]);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["mncore2", "mncore1", "toy4"]);
+    let v = json(&[
+        "machines",
+        "mncore2",
+        "--json",
+        "--set",
+        "dram.bytes_per_cycle=256",
+    ]);
+    assert_eq!(v["pes"], 4096);
+    assert_eq!(v["peak_flops_per_cycle"]["f16"], 524288.0);
+    assert_eq!(v["knobs"]["dram.bytes_per_cycle"], 256.0);
+    assert_eq!(v["machine"]["dram"]["bytes_per_cycle"], 256.0);
+}
+
+#[test]
+fn ops_csv_sits_beside_report_json() {
+    let dir = std::env::temp_dir().join(format!("mnsim-ops-csv-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = mnsim(&[
+        "run",
+        "scenarios/blog_12x8.ron",
+        "--plan",
+        "rows",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let csv = std::fs::read_to_string(dir.join("ops.csv")).unwrap();
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let ops = report["ops"].as_array().unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("index,op,tensor,layout,start,end,cycles,bottleneck,"));
+    assert_eq!(lines.len(), ops.len() + 1);
+    // The cycles column agrees with report.json (the layout column is quoted: count from
+    // the end of the quoted field).
+    for (line, op) in lines[1..].iter().zip(ops) {
+        let after_layout = line.rsplit_once("\",").map_or(*line, |x| x.1);
+        let after_layout = if line.contains('"') {
+            after_layout
+        } else {
+            line.splitn(5, ',').nth(4).unwrap()
+        };
+        let fields: Vec<&str> = after_layout.split(',').collect();
+        assert_eq!(
+            fields[2],
+            op["cycles"].as_u64().unwrap().to_string(),
+            "{line}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bottleneck_on_a_level_layouts_cannot_name_gets_a_hint() {
+    let out = mnsim(&["run", "scenarios/peak_matmul_fp16.ron"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("Group bounds the most cycles, but layouts cannot name Group: it folds into L2B (8 positions, 2 per Group)"),
+        "{text}"
+    );
+    // A run bound by a level layouts name gets no such hint.
+    let out = mnsim(&["run", "scenarios/blog_12x8.ron", "--plan", "rows"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("cannot name"));
+}
+
+/// No shipped scenario readies its PEs at different cycles (the report views' tests cover
+/// the case where they differ): the columns stay away, and nothing is cut.
+#[test]
+fn terminal_leaves_out_ready_columns_when_pes_agree() {
+    for (file, plan) in [
+        ("scenarios/blog_12x8.ron", "rows"),
+        ("scenarios/mlp_block.ron", "split_k"),
+    ] {
+        let out = mnsim(&["run", file, "--mode", "timing", "--plan", plan]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let header = text.lines().find(|l| l.contains("useful work")).unwrap();
+        assert!(!header.contains("p50") && !header.contains("max"), "{text}");
+        assert!(!text.contains('…'), "{text}");
+    }
+}
