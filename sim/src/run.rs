@@ -207,6 +207,11 @@ pub fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
             vec![input.as_str()],
             out.as_str(),
         ),
+        Op::Cast { input, out, .. } => (
+            Kernel::Unary(mnsim_kernels::UnaryOp::Copy),
+            vec![input.as_str()],
+            out.as_str(),
+        ),
         Op::Concat {
             inputs, axis, out, ..
         } => (

@@ -338,12 +338,16 @@ fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
         {
             return Err(op.attr_error("mode", "unknown GELU mode (gelu_erf or gelu_tanh)".into()));
         }
-        let text = format!(
-            "Unary(op: {}, input: {}, out: {}",
-            u.name(),
-            q(&ins[0]),
-            q(&out)
-        );
+        let text = if k == "TypeCast" {
+            format!("Cast(input: {}, out: {}", q(&ins[0]), q(&out))
+        } else {
+            format!(
+                "Unary(op: {}, input: {}, out: {}",
+                u.name(),
+                q(&ins[0]),
+                q(&out)
+            )
+        };
         return cx.step(op, text, Kernel::Unary(u), ins, out);
     }
     if let Some(b) = binary_of(k) {

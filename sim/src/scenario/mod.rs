@@ -350,6 +350,14 @@ pub enum Op {
         #[serde(default)]
         layout: Option<String>,
     },
+    /// `input` converted to the dtype of `out` (the one kernel whose operands' dtypes
+    /// differ).
+    Cast {
+        input: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+    },
 }
 
 fn default_alpha() -> f64 {
@@ -430,6 +438,7 @@ impl Op {
             Op::GeneralMatMul { .. } => "GeneralMatMul",
             Op::Reshape { .. } => "Reshape",
             Op::Concat { .. } => "Concat",
+            Op::Cast { .. } => "Cast",
         }
     }
 
@@ -463,7 +472,8 @@ impl Op {
             | Op::Transpose { input, .. }
             | Op::Clamp { input, .. }
             | Op::Elu { input, .. }
-            | Op::Reshape { input, .. } => vec![("input", input)],
+            | Op::Reshape { input, .. }
+            | Op::Cast { input, .. } => vec![("input", input)],
             Op::Binary { a, b, .. }
             | Op::MatMul { a, b, .. }
             | Op::BatchMatMul { a, b, .. }
@@ -502,7 +512,8 @@ impl Op {
             | Op::BiasAdd { out, .. }
             | Op::GeneralMatMul { out, .. }
             | Op::Reshape { out, .. }
-            | Op::Concat { out, .. } => Some(("out", out)),
+            | Op::Concat { out, .. }
+            | Op::Cast { out, .. } => Some(("out", out)),
         }
     }
 
@@ -528,7 +539,8 @@ impl Op {
             | Op::BiasAdd { layout, .. }
             | Op::GeneralMatMul { layout, .. }
             | Op::Reshape { layout, .. }
-            | Op::Concat { layout, .. } => layout.as_deref(),
+            | Op::Concat { layout, .. }
+            | Op::Cast { layout, .. } => layout.as_deref(),
         }
     }
 
@@ -554,7 +566,8 @@ impl Op {
             | Op::BiasAdd { layout, .. }
             | Op::GeneralMatMul { layout, .. }
             | Op::Reshape { layout, .. }
-            | Op::Concat { layout, .. } => *layout = Some(text),
+            | Op::Concat { layout, .. }
+            | Op::Cast { layout, .. } => *layout = Some(text),
         }
     }
 
