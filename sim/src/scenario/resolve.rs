@@ -829,12 +829,6 @@ fn check_numbers(
         ));
     }
     let operands: Vec<(&str, &str)> = match op {
-        // `Copy` is the explicit conversion: its result may have another dtype (an
-        // imported `TypeCast` is a `Copy` into a tensor of the new dtype).
-        Op::Unary {
-            op: mnsim_kernels::UnaryOp::Copy,
-            ..
-        } => return Ok(()),
         Op::Unary { input, out, .. }
         | Op::ReduceAxes { input, out, .. }
         | Op::Softmax { input, out, .. }
