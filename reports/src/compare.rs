@@ -1,6 +1,6 @@
 //! Plans of a scenario side by side, ranked by simulated cycles.
 
-use crate::model::Report;
+use crate::model::{OpReport, Report};
 use crate::rows::plan_name;
 use crate::text::{Col, Nums, Table, num, thousands, verified_mark};
 use serde_json::{Value, json};
@@ -142,4 +142,192 @@ pub fn compare_json(reports: &[Report]) -> Value {
         "machine": reports.first().map(|r| r.machine.as_str()),
         "plans": plans,
     })
+}
+
+/// How one op of a plan compares with the same op of another plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpChange {
+    /// Same cycles, bottleneck and layout.
+    Same,
+    /// In both plans, with different cycles, bottleneck or layout.
+    Changed,
+    /// Only in the first plan (an op its layouts needed: a Reduce of partial sums, an
+    /// inserted Relayout).
+    OnlyA,
+    /// Only in the second plan.
+    OnlyB,
+}
+
+/// One row of an op-by-op comparison.
+#[derive(Clone, Copy, Debug)]
+pub struct OpPair<'a> {
+    pub a: Option<&'a OpReport>,
+    pub b: Option<&'a OpReport>,
+    pub change: OpChange,
+}
+
+/// The ops of two reports of one program, aligned: ops are matched by (op, tensor) in
+/// program order (a longest common subsequence), so the ops one plan has and the other
+/// does not (Reduces of partial sums, inserted Relayouts) stand out.
+pub fn op_pairs<'a>(a: &'a Report, b: &'a Report) -> Vec<OpPair<'a>> {
+    let key = |o: &OpReport| (o.op.clone(), o.tensor.clone());
+    let (n, m) = (a.ops.len(), b.ops.len());
+    // lcs[i][j]: longest common subsequence of a.ops[i..] and b.ops[j..].
+    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if key(&a.ops[i]) == key(&b.ops[j]) {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut out = Vec::with_capacity(n.max(m));
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        if i < n && j < m && key(&a.ops[i]) == key(&b.ops[j]) {
+            let (x, y) = (&a.ops[i], &b.ops[j]);
+            let same = x.cycles == y.cycles && x.bottleneck == y.bottleneck && x.layout == y.layout;
+            out.push(OpPair {
+                a: Some(x),
+                b: Some(y),
+                change: if same {
+                    OpChange::Same
+                } else {
+                    OpChange::Changed
+                },
+            });
+            i += 1;
+            j += 1;
+        } else if j >= m || (i < n && lcs[i + 1][j] >= lcs[i][j + 1]) {
+            out.push(OpPair {
+                a: Some(&a.ops[i]),
+                b: None,
+                change: OpChange::OnlyA,
+            });
+            i += 1;
+        } else {
+            out.push(OpPair {
+                a: None,
+                b: Some(&b.ops[j]),
+                change: OpChange::OnlyB,
+            });
+            j += 1;
+        }
+    }
+    out
+}
+
+/// Signed difference `b − a` with thousands separators (`+1,024`, `−512`, `0`).
+pub(crate) fn delta(a: u64, b: u64) -> String {
+    match b.cmp(&a) {
+        std::cmp::Ordering::Greater => format!("+{}", thousands(b - a)),
+        std::cmp::Ordering::Less => format!("−{}", thousands(a - b)),
+        std::cmp::Ordering::Equal => "0".into(),
+    }
+}
+
+/// What differs in a row, in words.
+pub(crate) fn what_differs(p: &OpPair) -> String {
+    match (p.change, p.a, p.b) {
+        (OpChange::OnlyA, Some(_), _) => "only in the first plan".into(),
+        (OpChange::OnlyB, _, Some(_)) => "only in the second plan".into(),
+        (_, Some(x), Some(y)) => {
+            let mut v = Vec::new();
+            if x.layout != y.layout {
+                v.push("layout");
+            }
+            if x.bottleneck != y.bottleneck {
+                v.push("bottleneck");
+            }
+            if x.cycles != y.cycles {
+                v.push("cycles");
+            }
+            v.join(", ")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Where plan `b` differs from plan `a`, op by op, as a terminal table: the ops that
+/// differ (cycles of each, the difference, each bottleneck) and the ops only one plan has;
+/// then how many ops are the same.
+pub fn op_diff_table(a: &Report, b: &Report) -> String {
+    let pairs = op_pairs(a, b);
+    let (pa, pb) = (plan_name(a), plan_name(b));
+    let mut table = Table::new(
+        vec![
+            Col::left("op"),
+            Col::right("A cycles"),
+            Col::right("B cycles"),
+            Col::right("Δ"),
+            Col::left("bottleneck"),
+            Col::left("differs in"),
+        ],
+        2,
+        2,
+    );
+    let mut same = 0usize;
+    let mut same_cycles = 0u64;
+    for p in &pairs {
+        if p.change == OpChange::Same {
+            same += 1;
+            same_cycles += p.a.map_or(0, |o| o.cycles);
+            continue;
+        }
+        let o = p.a.or(p.b).expect("one side");
+        let ca = p.a.map_or(0, |x| x.cycles);
+        let cb = p.b.map_or(0, |x| x.cycles);
+        let bott = match (p.a, p.b) {
+            (Some(x), Some(y)) if x.bottleneck != y.bottleneck => {
+                format!("{} → {}", x.bottleneck, y.bottleneck)
+            }
+            _ => o.bottleneck.clone(),
+        };
+        table.push(vec![
+            format!("{} {}", o.op, o.tensor).into(),
+            p.a.map_or("–".into(), |x| thousands(x.cycles)).into(),
+            p.b.map_or("–".into(), |x| thousands(x.cycles)).into(),
+            delta(ca, cb).into(),
+            bott.into(),
+            what_differs(p)
+                .replace("the first plan", "A")
+                .replace("the second plan", "B")
+                .into(),
+        ]);
+    }
+    // No name is cut: the table is as wide as its contents.
+    let mut lines = vec![format!(
+        "op by op, B = {pb} against A = {pa}: {} → {} cycles ({})",
+        thousands(a.total_cycles),
+        thousands(b.total_cycles),
+        delta(a.total_cycles, b.total_cycles)
+    )];
+    if !table.rows.is_empty() {
+        let w = table.widths();
+        lines.push(table.header(&w, false));
+        lines.extend((0..table.rows.len()).map(|i| table.row(i, &w, false)));
+    }
+    lines.push(format!(
+        "  {same} op{} the same ({} cycles)",
+        if same == 1 { "" } else { "s" },
+        thousands(same_cycles)
+    ));
+    let mut s = lines.join("\n");
+    s.push('\n');
+    s
+}
+
+/// Every plan against the fastest, op by op (see [`op_diff_table`]); empty with fewer
+/// than two plans.
+pub fn compare_ops(reports: &[Report]) -> String {
+    let order = ranked(reports);
+    let Some((first, rest)) = order.split_first() else {
+        return String::new();
+    };
+    rest.iter()
+        .map(|r| op_diff_table(first, r))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -182,8 +182,80 @@ pub fn compare_html(reports: &[Report]) -> String {
          cycles / cycles · the bottleneck is the level that bounded the most cycles</p>\n",
     );
     s.push_str("</section>\n");
+    if order.len() > 1 {
+        op_by_op(&mut s, &order);
+    }
     page_end(&mut s);
     s
+}
+
+/// Every plan against the fastest, op by op: the ops that differ (cycles, bottleneck,
+/// layout) and those only one plan has (Reduces of partial sums, inserted Relayouts).
+fn op_by_op(s: &mut String, order: &[&Report]) {
+    use crate::compare::{OpChange, delta, op_pairs, what_differs};
+    s.push_str("<section id=\"op-by-op\">\n<h2>Op by op</h2>\n");
+    let a = order[0];
+    for b in &order[1..] {
+        let pairs = op_pairs(a, b);
+        w!(
+            s,
+            "<h3>{} against {} (A, the fastest): {} → {} cycles ({})</h3>\n",
+            plan_link(b),
+            plan_link(a),
+            thousands(a.total_cycles),
+            thousands(b.total_cycles),
+            esc(&delta(a.total_cycles, b.total_cycles))
+        );
+        s.push_str("<table class=\"op-diff\">\n<thead><tr>");
+        for (t, left) in [
+            ("op", true),
+            ("A cycles", false),
+            ("B cycles", false),
+            ("Δ", false),
+            ("A bottleneck", true),
+            ("B bottleneck", true),
+            ("differs in", true),
+        ] {
+            th(s, t, left);
+        }
+        s.push_str("</tr></thead>\n<tbody>\n");
+        let mut same = 0usize;
+        for p in &pairs {
+            if p.change == OpChange::Same {
+                same += 1;
+                continue;
+            }
+            let o = p.a.or(p.b).expect("one side");
+            let class = match p.change {
+                OpChange::OnlyA | OpChange::OnlyB => "only",
+                _ => "changed",
+            };
+            w!(s, "<tr class=\"{class}\">");
+            td(s, &format!("{} {}", o.op, o.tensor), true);
+            td(s, &p.a.map_or("–".into(), |x| thousands(x.cycles)), false);
+            td(s, &p.b.map_or("–".into(), |x| thousands(x.cycles)), false);
+            td(
+                s,
+                &delta(p.a.map_or(0, |x| x.cycles), p.b.map_or(0, |x| x.cycles)),
+                false,
+            );
+            td(s, p.a.map_or("–", |x| x.bottleneck.as_str()), true);
+            td(s, p.b.map_or("–", |x| x.bottleneck.as_str()), true);
+            let what = what_differs(p)
+                .replace("the first plan", "A")
+                .replace("the second plan", "B");
+            td(s, &what, true);
+            s.push_str("</tr>\n");
+        }
+        s.push_str("</tbody>\n</table>\n");
+        w!(
+            s,
+            "<p class=\"note\">{same} op{} the same in both plans · ops only one plan has are the \
+             Reduces of partial sums and the Relayouts its layouts need</p>\n",
+            if same == 1 { "" } else { "s" }
+        );
+    }
+    s.push_str("</section>\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -206,6 +278,7 @@ h3{font-size:15px;margin:20px 0 6px}
 .card .v{font-size:20px;font-weight:650;font-variant-numeric:tabular-nums;overflow-wrap:anywhere}
 .card .n{font-size:12px;color:var(--muted);font-variant-numeric:tabular-nums}
 .ok{color:#15803d}.bad{color:var(--hot)}.none{color:var(--muted)}
+.op-diff tr.only td{background:#fff7ed}
 .meter{height:6px;background:#e3e7ec;border-radius:3px;margin-top:4px;overflow:hidden}
 .meter>span{display:block;height:100%;background:#4e79a7}
 .meter>span.full{background:var(--hot)}

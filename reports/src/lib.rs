@@ -28,7 +28,10 @@ mod terminal;
 mod text;
 mod trace;
 
-pub use compare::{COMPARE_SCHEMA, compare_json, compare_table};
+pub use compare::{
+    COMPARE_SCHEMA, OpChange, OpPair, compare_json, compare_ops, compare_table, op_diff_table,
+    op_pairs,
+};
 pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;

@@ -13,4 +13,5 @@ pub mod plan;
 pub mod run;
 pub mod scenario;
 pub mod timeline;
+pub mod verify;
 pub mod world;

@@ -3,6 +3,7 @@
 
 use crate::engine::{self, Engine, Mode, SimError};
 use crate::scenario::{Init, LayoutRef, Op, ReduceOp, Resolved, ResolvedOp};
+use crate::verify::Reference;
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
 use mnsim_reports::{LevelTotal, Report, ResourceTotal, SCHEMA};
@@ -77,30 +78,6 @@ fn bound(op: &ResolvedOp) -> Result<&TensorLayout, SimError> {
 pub struct RunOutput {
     pub report: Report,
     pub engine: Engine,
-}
-
-/// A tensor's reference value on the host: row-major over its run-time shape, and the
-/// tolerance (absolute, relative) its simulated value must meet (0 for pure moves:
-/// bit-exact).
-#[derive(Clone, Debug)]
-struct RefValue {
-    dims: Vec<u64>,
-    vals: Vec<f64>,
-    tol: (f64, f64),
-}
-
-fn to_f64(dtype: DType, bytes: &[u8]) -> Vec<f64> {
-    bytes
-        .chunks_exact(dtype.bytes() as usize)
-        .map(|c| elem::read(dtype, c))
-        .collect()
-}
-
-/// Rounds through the dtype (the reference of a value the machine stores).
-fn round(dtype: DType, v: f64) -> f64 {
-    let mut b = [0u8; 8];
-    elem::write(dtype, v, &mut b[..dtype.bytes() as usize]);
-    elem::read(dtype, &b[..dtype.bytes() as usize])
 }
 
 /// The kernel of a program op, its inputs, output and layout text.
@@ -278,7 +255,8 @@ pub fn run_with_progress(
     // The machine's peak in the dtypes the program computes in.
     let mut peak: Option<f64> = None;
     let functional = res.mode == Mode::Functional;
-    let mut reference: BTreeMap<String, RefValue> = BTreeMap::new();
+    // The host reference is kept only when it will be compared.
+    let mut reference = Reference::new(res.verify && functional);
     let mut xla: BTreeMap<String, XlaLayout> = BTreeMap::new();
     for (name, t) in &res.tensors {
         let layout = t
@@ -298,16 +276,8 @@ pub fn run_with_progress(
             (Some(init), true) => Some(init_data(init, t.dtype, &t.runtime_dims)),
             _ => None,
         };
-        // The host reference is kept only when it will be compared.
-        if let Some(d) = data.as_ref().filter(|_| res.verify) {
-            reference.insert(
-                name.clone(),
-                RefValue {
-                    dims: t.runtime_dims.clone(),
-                    vals: to_f64(t.dtype, d),
-                    tol: (0.0, 0.0),
-                },
-            );
+        if let Some(d) = &data {
+            reference.declare(name, t.dtype, &t.runtime_dims, d);
         }
         eng.declare(
             name,
@@ -322,21 +292,13 @@ pub fn run_with_progress(
             eng.set_in_dram(name, layout);
         }
     }
-    let mut verified: Option<bool> = None;
     let mut warnings = res.warnings.clone();
-    let mut mismatches: Vec<String> = Vec::new();
     for (done, rop) in res.ops.iter().enumerate() {
         progress(done, res.ops.len());
         let at = |e: SimError| {
             let msg = format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0);
             RunError::at_op(rop.index, SimError(msg))
         };
-        let copy_ref =
-            |reference: &mut BTreeMap<String, RefValue>, from: &str, to: &Option<String>| {
-                if let (Some(o), Some(v)) = (to, reference.get(from).cloned()) {
-                    reference.insert(o.clone(), v);
-                }
-            };
         match &rop.op {
             Op::Load { tensor, .. } => {
                 eng.load(
@@ -361,7 +323,7 @@ pub fn run_with_progress(
                         o.op = "Broadcast".into();
                     }
                 }
-                copy_ref(&mut reference, tensor, out);
+                reference.copy(tensor, out.as_deref());
             }
             Op::Relayout { tensor, out, .. } => {
                 eng.relayout(
@@ -373,7 +335,7 @@ pub fn run_with_progress(
                     out.as_deref(),
                 )
                 .map_err(at)?;
-                copy_ref(&mut reference, tensor, out);
+                reference.copy(tensor, out.as_deref());
             }
             Op::Reduce {
                 tensor,
@@ -400,34 +362,8 @@ pub fn run_with_progress(
                 let dtype = eng.tensors.get(tensor).map(|t| t.dtype);
                 eng.reduce(tensor, level, combine_of(*op), out.as_deref())
                     .map_err(at)?;
-                // Reference: a partial tensor's reference already holds the whole sum;
-                // combining the copies of a replicated tensor folds it with itself once
-                // per position, rounding in the dtype like the machine.
-                if let (Some(r), Some(dtype), Some(v)) = (r, dtype, reference.get(tensor).cloned())
-                {
-                    let li = r
-                        .layout
-                        .levels()
-                        .iter()
-                        .position(|l| &l.name == level)
-                        .unwrap_or(0);
-                    let folded = if r.partial.contains(&li) {
-                        v
-                    } else {
-                        let fan = r.layout.levels()[li].fanout;
-                        let vals = v
-                            .vals
-                            .iter()
-                            .map(|&x| {
-                                (1..fan).fold(x, |acc, _| match op {
-                                    ReduceOp::Add => round(dtype, acc + x),
-                                    _ => acc,
-                                })
-                            })
-                            .collect();
-                        RefValue { vals, ..v }
-                    };
-                    reference.insert(out.clone().unwrap_or_else(|| tensor.clone()), folded);
+                if let (Some(r), Some(dtype)) = (r, dtype) {
+                    reference.reduce(&r, dtype, tensor, level, *op, out.as_deref());
                 }
             }
             Op::Store { tensor } => {
@@ -436,26 +372,9 @@ pub fn run_with_progress(
                     .cloned()
                     .unwrap_or_else(|| XlaLayout::default_for(0));
                 eng.store(tensor, layout).map_err(at)?;
-                if res.verify && functional {
+                if reference.is_on() {
                     let dtype = eng.tensors.get(tensor).map_or(DType::F32, |t| t.dtype);
-                    let got = eng.dram_row_major(tensor).map(|b| to_f64(dtype, &b));
-                    let ok = match (got, reference.get(tensor)) {
-                        (Some(g), Some(w)) => {
-                            g.len() == w.vals.len()
-                                && g.iter().zip(&w.vals).all(|(&g, &x)| {
-                                    if w.tol == (0.0, 0.0) {
-                                        g == x || (g.is_nan() && x.is_nan())
-                                    } else {
-                                        mnsim_kernels::within(g, x, w.tol)
-                                    }
-                                })
-                        }
-                        _ => false,
-                    };
-                    if !ok {
-                        mismatches.push(tensor.clone());
-                    }
-                    verified = Some(verified.unwrap_or(true) && ok);
+                    reference.store(tensor, dtype, eng.dram_row_major(tensor));
                 }
             }
             Op::Free { tensor } => eng.free(tensor).map_err(at)?,
@@ -481,41 +400,8 @@ pub fn run_with_progress(
                     let p = mnsim_arch::peak_flops_per_cycle(&res.machine, t.dtype);
                     peak = Some(peak.map_or(p, |q: f64| q.max(p)));
                 }
-                // Reference on the host.
-                let ins: Option<Vec<RefValue>> =
-                    inputs.iter().map(|n| reference.get(*n).cloned()).collect();
-                if let Some(ins) = ins {
-                    let shapes: Vec<&[u64]> = ins.iter().map(|v| v.dims.as_slice()).collect();
-                    let dtype = eng.tensors.get(out).map_or(DType::F32, |t| t.dtype);
-                    if let Ok(out_dims) = mnsim_kernels::output_shape(&k, &shapes) {
-                        let args: Vec<(&[u64], &[f64])> = ins
-                            .iter()
-                            .map(|v| (v.dims.as_slice(), v.vals.as_slice()))
-                            .collect();
-                        let vals: Vec<f64> = mnsim_kernels::reference(&k, &args, &out_dims)
-                            .into_iter()
-                            .map(|x| round(dtype, x))
-                            .collect();
-                        let n = mnsim_kernels::reduced_extents(&k, &shapes)
-                            .unwrap_or_default()
-                            .iter()
-                            .product::<u64>()
-                            .max(1);
-                        let own = mnsim_kernels::tolerance(dtype, &k, n);
-                        // Errors of the inputs carry through (scaled loosely by the op).
-                        let inherited = ins.iter().fold((0.0f64, 0.0f64), |a, v| {
-                            (a.0.max(v.tol.0), a.1.max(v.tol.1))
-                        });
-                        let tol = (own.0 + inherited.0 * 2.0, own.1 + inherited.1 * 2.0);
-                        reference.insert(
-                            out.to_string(),
-                            RefValue {
-                                dims: out_dims,
-                                vals,
-                                tol,
-                            },
-                        );
-                    }
+                if let Some(t) = eng.tensors.get(out) {
+                    reference.kernel(&k, &inputs, out, t.dtype);
                 }
                 // A reduction whose axis spans a level leaves partial sums: finish them
                 // with tree Reduces, one per level (shown as ops of their own). A split
@@ -551,6 +437,7 @@ pub fn run_with_progress(
             "verify needs functional mode: run with --mode functional to compare values".into(),
         );
     }
+    let (verified, mismatches) = reference.outcome();
     if !mismatches.is_empty() {
         warnings.push(format!(
             "verification failed for: {}",

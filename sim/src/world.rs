@@ -190,6 +190,15 @@ pub struct SimWorld {
 }
 
 impl SimWorld {
+    /// Forgets every resource's busy state: the next op meets an idle machine.
+    pub fn clear_busy(&mut self) {
+        for e in self.nodes.iter().flatten().copied().collect::<Vec<_>>() {
+            self.world
+                .entity_mut(e)
+                .remove::<(PortDown, PortUp, DramPort, MatrixUnit, VectorUnit, LmPort)>();
+        }
+    }
+
     /// Builds the world for a machine. Nodes are spawned level by level in tree order,
     /// so the node of level `k` above PE `p` is `p / (leaves under one level-k node)`.
     pub fn build(m: &Machine) -> SimWorld {

@@ -4,6 +4,7 @@
 
 use mnsim_sim::plan::{self, PlanOptions, candidates::Space};
 use mnsim_sim::scenario::{self, Mode, PlanValue, Scenario, Source};
+use mnsim_sim::timeline::Schedule;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -59,7 +60,10 @@ fn with_auto(sc: &Scenario, like: &str, vars: &[&str]) -> Scenario {
 
 #[test]
 fn attention_with_q_and_kt_left_to_the_planner_runs_no_slower_than_the_hand_plan() {
-    let (sc, src) = load("attention_block.ron");
+    let (mut sc, src) = load("attention_block.ron");
+    // The 3,888 cycles of `rows` are op after op (the sequential schedule); the
+    // overlapped schedule is checked below.
+    sc.schedule = Schedule::Sequential;
     let hand = hand_cycles(&sc, &src);
     let rows = hand.iter().find(|(p, _)| p == "rows").unwrap().1;
     assert_eq!(rows, 3888);
@@ -89,6 +93,26 @@ fn attention_with_q_and_kt_left_to_the_planner_runs_no_slower_than_the_hand_plan
             .iter()
             .all(|h| h.seed && h.total_cycles.is_some())
     );
+    // Overlapped (the default schedule): no slower than the hand plans either.
+    sc.schedule = Schedule::Overlapped;
+    let hand = hand_cycles(&sc, &src);
+    let s = with_auto(&sc, "rows", &["q", "kt"]);
+    let o = plan::plan_with(
+        &s,
+        &src,
+        "auto",
+        &[],
+        &BTreeMap::new(),
+        &opts(5),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let min = hand.iter().map(|(_, c)| *c).min().unwrap();
+    assert!(
+        o.best[0].total_cycles <= min,
+        "{} vs {hand:?}",
+        o.best[0].total_cycles
+    );
 }
 
 #[test]
@@ -97,6 +121,7 @@ fn attention_without_hand_plans_still_finds_a_runnable_plan() {
     // the slower hand plan at least.
     let (sc, src) = load("attention_block.ron");
     let mut s = with_auto(&sc, "rows", &["q", "kt"]);
+    s.schedule = Schedule::Sequential;
     s.plans.retain(|p, _| p == "auto");
     let o = plan::plan_with(
         &s,
@@ -121,12 +146,14 @@ fn attention_without_hand_plans_still_finds_a_runnable_plan() {
 fn mlp_with_all_six_layouts_left_to_the_planner_finds_a_runnable_plan() {
     let (sc, src) = load("mlp_block.ron");
     let vars = ["x", "w1", "h", "ga", "w2", "y"];
-    // Without seeds (in the space without level orders, to keep the test short).
+    // Without seeds, in the core of the space (whole fan-outs, levels root-most first),
+    // to keep the test short.
     let mut s = with_auto(&sc, "gather", &vars);
     s.plans.retain(|p, _| p == "auto");
-    let mut o = opts(20);
+    let mut o = opts(30);
     o.space = Space {
         level_orders: false,
+        partial_fanout: false,
         ..Space::default()
     };
     let o = plan::plan_with(&s, &src, "auto", &[], &BTreeMap::new(), &o, &mut |_, _| {}).unwrap();

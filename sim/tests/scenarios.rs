@@ -122,6 +122,41 @@ pinned!(
     plan_layernorm_overlapped,
     "plan_layernorm.ron"
 );
+pinned!(prefetch, prefetch_overlapped, "prefetch.ron");
+
+#[test]
+fn the_next_weights_load_behind_the_matmul_only_where_lm_has_room() {
+    let seq = run_under("prefetch.ron", Schedule::Sequential);
+    let ovl = run_under("prefetch.ron", Schedule::Overlapped);
+    let plan = |rs: &[Report], p: &str| -> Report {
+        rs.iter()
+            .find(|r| r.plan.as_deref() == Some(p))
+            .cloned()
+            .unwrap()
+    };
+    let op = |r: &Report, name: &str, t: &str| -> (u64, u64) {
+        let o = r
+            .ops
+            .iter()
+            .find(|o| o.op == name && o.tensor == t)
+            .unwrap();
+        (o.start, o.end)
+    };
+    // Op after op, the two plans cost the same.
+    assert_eq!(
+        plan(&seq, "room").total_cycles,
+        plan(&seq, "no_room").total_cycles
+    );
+    let (room, tight) = (plan(&ovl, "room"), plan(&ovl, "no_room"));
+    // With room, W2 loads while the first matmul runs.
+    let (mm_start, mm_end) = op(&room, "MatMul", "h1");
+    let (w2_start, _) = op(&room, "Load", "w2");
+    assert!(w2_start < mm_end && w2_start >= mm_start, "{room:#?}");
+    // Without, it waits for the matmul to stop reading W1's space.
+    assert_eq!(op(&tight, "Load", "w2").0, op(&tight, "MatMul", "h1").1);
+    assert!(room.total_cycles < tight.total_cycles);
+    assert!(tight.total_cycles < plan(&seq, "no_room").total_cycles);
+}
 
 #[test]
 fn every_shipped_scenario_is_pinned() {

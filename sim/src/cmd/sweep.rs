@@ -43,6 +43,10 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
         );
     } else {
         outln!("{}", mnsim_reports::compare_table(&reps));
+        let ops = mnsim_reports::compare_ops(&reps);
+        if !ops.is_empty() {
+            outln!("{ops}");
+        }
     }
     if let Some(dir) = &a.out {
         write(dir, &reps)?;

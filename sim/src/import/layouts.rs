@@ -216,7 +216,7 @@ fn layout_for(
     for (li, a) in assigned.iter().enumerate() {
         let Some((class, f)) = a else { continue };
         if let Some(ax) = classes.iter().position(|c| c == class)
-            && rest[ax] % f == 0
+            && rest[ax].is_multiple_of(*f)
             && *f > 1
         {
             subs[ax].push(format!("{f}_{}", levels[li].name));
@@ -226,7 +226,7 @@ fn layout_for(
     // Words hold `slots` elements: pack the innermost axis whose memory part divides.
     let w_axis = (0..rank)
         .rev()
-        .find(|&a| slots > 1 && rest[a] % slots == 0 && rest[a] > 1);
+        .find(|&a| slots > 1 && rest[a].is_multiple_of(slots) && rest[a] > 1);
     let build = |time: &[u64]| -> String {
         let groups: Vec<String> = (0..rank)
             .map(|a| {
@@ -236,7 +236,7 @@ fn layout_for(
                     g.push(format!("{}_Time", time[a]));
                     r /= time[a];
                 }
-                let packed = Some(a) == w_axis && r % slots == 0;
+                let packed = Some(a) == w_axis && r.is_multiple_of(slots);
                 if packed {
                     if r / slots > 1 {
                         g.push((r / slots).to_string());
@@ -274,6 +274,5 @@ fn layout_for(
             .unwrap_or_else(|| (2..=cap).rev().find(|&t| cap % t == 0).unwrap_or(1));
         time[a] = t;
     }
-    let text = build(&time);
-    text
+    build(&time)
 }

@@ -707,15 +707,23 @@ pub fn lower(g: &Graph, strides: Strides) -> Result<Lowered, At> {
     for &id in g.outputs.iter().chain(&g.inputs) {
         let name = name_of(id);
         let t = &g.tensors[&id];
-        let m2m = match (&t.stride, strides) {
-            (Some(s), Strides::File) if !t.shape.is_empty() => minor_to_major(&t.shape, s)
-                .map_err(|m| At {
-                    span: Some(t.span.clone()),
-                    message: format!("{} (tensor id {id}): {m}", t.path),
-                })?,
-            _ => (0..dims_of(t).len()).rev().collect(),
-        };
         let is_input = g.inputs.contains(&id);
+        let row_major: Vec<usize> = (0..dims_of(t).len()).rev().collect();
+        let m2m = match (&t.stride, strides) {
+            (Some(s), Strides::File) if !t.shape.is_empty() => match minor_to_major(&t.shape, s) {
+                Ok(m) => m,
+                // An output's strides only say where results go: row-major when they
+                // describe no dense layout.
+                Err(_) if !is_input => row_major,
+                Err(m) => {
+                    return Err(At {
+                        span: Some(t.span.clone()),
+                        message: format!("{} (graph input, tensor id {id}): {m}", t.path),
+                    });
+                }
+            },
+            _ => row_major,
+        };
         if let Some(d) = cx.decls.iter_mut().find(|d| d.name == name) {
             d.minor_to_major = m2m;
             if is_input {

@@ -285,37 +285,65 @@ pub fn is_imported(src: &Source) -> bool {
     src.path.ends_with(" (imported)")
 }
 
-/// Plans plan `auto` of an imported graph with the planner (`crate::plan::plan`) and
-/// writes its choices into the scenario. When the planner finds no runnable plan,
-/// `auto` takes the default layouts instead. Returns a line saying what happened.
+/// How long `run` lets the planner search an imported graph.
+pub const PLAN_SECONDS: u64 = 5;
+
+/// Plans plan `auto` of an imported graph with the planner (`crate::plan`, seeded by
+/// plan `default`, within [`PLAN_SECONDS`]) and writes its choice into the scenario.
+/// A choice that needs Relayouts the program lacks cannot be written into a plan: the
+/// best one that needs none is taken. When there is none, `auto` takes the default
+/// layouts. Returns a line saying what happened.
 pub fn plan_auto(
     sc: &mut Scenario,
     src: &Source,
     sets: &[(String, f64)],
     binds: &BTreeMap<String, u64>,
 ) -> String {
+    let opts = crate::plan::PlanOptions {
+        search: crate::plan::search::Options {
+            time_limit: Some(std::time::Duration::from_secs(PLAN_SECONDS)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let start = std::time::Instant::now();
-    let result = crate::plan::plan(sc, src, "auto", sets, binds);
+    let result = crate::plan::plan_with(sc, src, "auto", sets, binds, &opts, &mut |_, _| {});
     let secs = start.elapsed().as_secs_f64();
-    match result {
-        Ok(c) => {
-            if let Some(p) = sc.plans.get_mut("auto") {
-                for (v, text) in &c.layouts {
-                    p.insert(v.clone(), scenario::PlanValue::Layout(text.clone()));
-                }
-            }
-            format!(
-                "planned {} layouts of plan `auto` in {secs:.2} s ({} runs evaluated): {} cycles",
-                c.layouts.len(),
-                c.evaluated,
-                c.cycles
-            )
+    let fallback = |sc: &mut Scenario| {
+        let default = sc.plans.get("default").cloned().unwrap_or_default();
+        if let Some(p) = sc.plans.get_mut("auto") {
+            *p = default;
         }
-        Err(e) => {
-            let default = sc.plans.get("default").cloned().unwrap_or_default();
-            if let Some(p) = sc.plans.get_mut("auto") {
-                *p = default;
+    };
+    match result {
+        Ok(o) => match o.best.iter().find(|b| b.inserted.is_empty()) {
+            Some(b) => {
+                if let Some(p) = sc.plans.get_mut("auto") {
+                    for (v, text) in &b.layouts {
+                        p.insert(v.clone(), scenario::PlanValue::Layout(text.clone()));
+                    }
+                }
+                format!(
+                    "planned the {} layouts of plan `auto` in {secs:.2} s ({} assignments evaluated{}): {} cycles",
+                    b.layouts.len(),
+                    o.evaluated,
+                    if o.timed_out {
+                        ", time limit reached"
+                    } else {
+                        ""
+                    },
+                    b.total_cycles
+                )
             }
+            None => {
+                fallback(sc);
+                format!(
+                    "the planner's plans need Relayouts the program does not have (searched {secs:.2} s); plan `auto` takes the default layouts"
+                )
+            }
+        },
+        Err(e) => {
+            fallback(sc);
             let first = e.to_string().lines().next().unwrap_or("").to_string();
             format!(
                 "the planner found no runnable plan in {secs:.2} s ({first}); plan `auto` takes the default layouts"

@@ -8,6 +8,7 @@
 //! every op the engine recorded are summed. Nothing here parses or resolves a scenario.
 
 use crate::engine::{Engine, Mode, Resident, SimError};
+use crate::ids::RegionId;
 use crate::scenario::{Op, ReduceOp, Resolved};
 use mnsim_arch::{TensorLayout, XlaLayout};
 use mnsim_kernels::elem::Combine;
@@ -37,13 +38,14 @@ pub struct Coster {
 
 /// Offsets of placed inputs: far above any LM.
 const PLACED_BASE: u64 = 1 << 60;
+/// Region ids of placed inputs (an op allocates a few regions at most).
+const PLACED_REGION: u32 = 64;
 
 fn combine_of(op: ReduceOp) -> Combine {
     match op {
-        ReduceOp::Add => Combine::Add,
         ReduceOp::Max => Combine::Max,
         ReduceOp::Min => Combine::Min,
-        // Only Add leaves partial results (resolve refuses a tree Reduce of the others).
+        // Only Add leaves partial results (as `run`).
         _ => Combine::Add,
     }
 }
@@ -78,17 +80,8 @@ impl Coster {
 
     /// Empties LM and the op log.
     fn reset(&mut self) {
-        let names: Vec<String> = self
-            .eng
-            .tensors
-            .iter()
-            .filter(|(_, t)| t.lm.is_some())
-            .map(|(n, _)| n.clone())
-            .collect();
-        for n in names {
-            let _ = self.eng.free(&n);
-        }
-        self.eng.ops.clear();
+        self.eng.clear();
+        self.placed = 0;
     }
 
     /// Places `name` in LM as `held`, without moving anything. The region lies outside
@@ -100,7 +93,6 @@ impl Coster {
             .footprint_words()
             .saturating_mul(held.layout.time_span());
         self.placed += 1;
-        let region = self.eng.fresh_region();
         let t = self
             .eng
             .tensors
@@ -111,7 +103,8 @@ impl Coster {
             offset: PLACED_BASE + self.placed,
             words,
             partial: held.partial.clone(),
-            region,
+            // Ids the engine's allocator (restarted by `reset`) does not reach.
+            region: RegionId(PLACED_REGION + self.placed as u32),
         });
         Ok(())
     }

@@ -317,10 +317,22 @@ pub fn plan_with(
     let mut sopts = opts.search.clone();
     sopts.top = sopts.top.max(1) + seeds.len();
     let found = search::search(&mut model, &seeds, &sopts, progress);
-    // Confirm with timing runs, best first; keep those that run.
+    // Confirm with timing runs (under the scenario's schedule), the best found first,
+    // then the seeds: the choice is the fastest confirmed, so it is never slower than
+    // a seed even where the model's ranking and the run's schedule disagree.
+    let mut confirm: Vec<search::Found> = found.best.clone();
+    for s in &seeds {
+        if !confirm.iter().any(|f| &f.pick == s) {
+            let eval = model.evaluate(s);
+            confirm.push(search::Found {
+                pick: s.clone(),
+                eval,
+            });
+        }
+    }
     let mut best: Vec<Planned> = Vec::new();
     let mut last_error = None;
-    for f in &found.best {
+    for f in &confirm {
         if f.eval.failure.is_some() {
             if let Some((i, m)) = &f.eval.failure {
                 last_error.get_or_insert_with(|| format!("op {i}: {m}"));

@@ -461,12 +461,8 @@ impl Model {
             rt.dtype,
             rt.dims_at_bound != rt.runtime_dims,
         )
+        // `None` when it does not fit LM: then nothing is pruned for this kernel.
         .map(|c| c.layout)
-        .or_else(|| {
-            // Too big for LM: legality does not look at LM, bind without checking it
-            // by asking for a smaller stand-in is not possible; give up on pruning.
-            None
-        })
     }
 
     /// Evaluates the assignment `pick` (a layout id per variable).
@@ -620,7 +616,7 @@ impl Model {
             names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
         let first = self.coster.measure(&op.op, &inputs, lay.as_ref());
         let err = match first {
-            Ok(m) => return Ok(self.to_out(m, Vec::new())),
+            Ok(m) => return Ok(self.out_of(m, Vec::new())),
             Err(e) => e.0,
         };
         // A kernel that its inputs' layouts make illegal: relayout one input.
@@ -672,7 +668,7 @@ impl Model {
                     layout: target,
                     cycles: rc,
                 };
-                let mut out = self.to_out(m, vec![(r, s, ins)]);
+                let mut out = self.out_of(m, vec![(r, s, ins)]);
                 out.cycles = total;
                 best = Some((total, out));
             }
@@ -680,7 +676,7 @@ impl Model {
         best.map(|(_, o)| o).ok_or(err)
     }
 
-    fn to_out(
+    fn out_of(
         &mut self,
         m: super::cost::Measured,
         moved: Vec<(usize, StateId, Inserted)>,
@@ -742,6 +738,11 @@ impl Model {
         legal.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
         legal.truncate(TARGETS_MEASURED);
         legal
+    }
+
+    /// Forgets every measured op cost (the next evaluations measure again).
+    pub fn clear_memo(&mut self) {
+        self.memo.clear();
     }
 
     /// Size of the search space (product of candidate counts), saturating.

@@ -20,6 +20,7 @@
 
 use crate::ids::{Dir, LevelId, RegionId};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 #[cfg(test)]
 mod tests;
@@ -203,7 +204,7 @@ pub struct Timeline {
     pub placed: Vec<Placement>,
     /// Busy cycles per resource, in order of first use.
     pub resources: Vec<ResourceUse>,
-    regions: Vec<RegionUse>,
+    regions: HashMap<RegionId, RegionUse>,
     /// Freed space not yet free: (words, cycle it becomes free, task using it last).
     pending: Vec<(u64, u64, Option<usize>)>,
     own: DenseBusy,
@@ -217,7 +218,7 @@ impl Timeline {
             lm_capacity,
             placed: Vec::new(),
             resources: Vec::new(),
-            regions: Vec::new(),
+            regions: HashMap::new(),
             pending: Vec::new(),
             own: DenseBusy::default(),
         }
@@ -229,11 +230,7 @@ impl Timeline {
     }
 
     fn region(&mut self, r: RegionId) -> &mut RegionUse {
-        let i = r.0 as usize;
-        if self.regions.len() <= i {
-            self.regions.resize(i + 1, RegionUse::default());
-        }
-        &mut self.regions[i]
+        self.regions.entry(r).or_default()
     }
 
     fn release(&mut self, frees: &[(RegionId, u64)]) {

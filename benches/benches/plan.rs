@@ -1,0 +1,69 @@
+//! The planner's model: assignments of layouts evaluated per second on the attention
+//! block with `q` and `kT` left to the planner (the scenario is resolved once, outside
+//! the measurement).
+//!
+//! - `plan/evaluate/warm`: 1,000 assignments whose op costs are all in the memo (the
+//!   search's steady state: a changed variable re-costs only the ops it touches, and
+//!   those were measured before);
+//! - `plan/evaluate/cold`: 64 assignments that each change one variable to a candidate
+//!   never seen, with the memo emptied first: every changed op is measured by the
+//!   engine.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use mnsim_sim::plan::candidates::Space;
+use mnsim_sim::plan::model::{LayoutId, Model};
+use mnsim_sim::scenario::{self, PlanValue};
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+fn model() -> Model {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/attention_block.ron");
+    let (mut sc, src) = scenario::load(&path).unwrap();
+    let mut auto = sc.plans["rows"].clone();
+    auto.insert("q".into(), PlanValue::Any);
+    auto.insert("kt".into(), PlanValue::Any);
+    sc.plans.insert("auto".into(), auto);
+    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
+    Model::new(&res, Space::default()).unwrap()
+}
+
+/// `n` assignments: q walks its candidates, kT its own at a different pace.
+fn picks(m: &Model, n: usize) -> Vec<Vec<LayoutId>> {
+    let (q, k) = (&m.vars[0].candidates, &m.vars[1].candidates);
+    (0..n)
+        .map(|i| vec![q[i % q.len()], k[(i / 32) % k.len()]])
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("plan/evaluate");
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    let mut m = model();
+    let warm = picks(&m, 1000);
+    for p in &warm {
+        m.evaluate(p);
+    }
+    g.throughput(Throughput::Elements(warm.len() as u64));
+    g.bench_function("warm", |b| {
+        b.iter(|| {
+            for p in &warm {
+                black_box(m.evaluate(black_box(p)));
+            }
+        })
+    });
+    let cold = picks(&m, 64);
+    g.throughput(Throughput::Elements(cold.len() as u64));
+    g.bench_function("cold", |b| {
+        b.iter(|| {
+            m.clear_memo();
+            for p in &cold {
+                black_box(m.evaluate(black_box(p)));
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

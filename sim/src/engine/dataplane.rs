@@ -1,0 +1,576 @@
+//! The functional data plane: real bytes moved between DRAM buffers and the PEs' LMs
+//! (Load, Store, Relayout, Reduce) and the kernels' values, in parallel over the PEs
+//! (rayon). Each move returns the per-PE facts it counted, which the cost model charges.
+//!
+//! Invariant: only functional mode calls into this module (timing mode takes its facts
+//! from `facts.rs`), so timing never touches element data. Parallel work is per PE and
+//! its results are sorted by PE index: the bytes do not depend on the thread count.
+//! A faster data plane (copies by contiguous runs, ...) belongs here.
+
+use super::{DramTensor, Engine, Resident};
+use crate::net::{self, PeFact};
+use crate::world::{Lm, Pe};
+use mnsim_arch::{DType, TensorLayout, XlaLayout};
+use mnsim_kernels::elem::{self, Combine};
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+/// Raw pointer that may cross threads: PEs write disjoint DRAM elements (a layout's
+/// placement map is injective, and only one replica writes).
+#[derive(Clone, Copy)]
+pub(super) struct SyncPtr(*mut u8);
+unsafe impl Send for SyncPtr {}
+unsafe impl Sync for SyncPtr {}
+
+/// Offsets of logical elements in a DRAM buffer.
+pub(super) struct DramAddr {
+    dims: Vec<u64>,
+    /// Untiled: element stride per logical axis.
+    strides: Option<Vec<u64>>,
+    layout: XlaLayout,
+}
+
+impl DramAddr {
+    /// Walks a shard, calling `cell(real, dram_element, addr, w, t)` per cell: untiled
+    /// DRAM keeps the offset incrementally, tiled DRAM computes it per element.
+    pub(super) fn walk(
+        &self,
+        shard: &mnsim_arch::layout::Shard<'_>,
+        runtime: &[u64],
+        mut cell: impl FnMut(bool, u64, u64, u64, u64),
+    ) {
+        match &self.strides {
+            Some(st) => shard.for_each_linear(st, runtime, &mut cell),
+            None => shard.for_each(|idx, a, w, t| {
+                let ok = idx.iter().zip(runtime).all(|(i, n)| i < n);
+                cell(ok, if ok { self.offset(idx) } else { 0 }, a, w, t)
+            }),
+        }
+    }
+
+    /// Walks a shard by runs (see [`mnsim_arch::layout::Run`]; the run's `lin` is the DRAM
+    /// element of its first cell) when DRAM is untiled; `false` when it is tiled and the
+    /// caller must walk per cell.
+    pub(super) fn runs(
+        &self,
+        shard: &mnsim_arch::layout::Shard<'_>,
+        runtime: &[u64],
+        f: impl FnMut(&mnsim_arch::layout::Run),
+    ) -> bool {
+        match &self.strides {
+            Some(st) => {
+                shard.for_each_run(st, runtime, f);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(super) fn new(layout: &XlaLayout, dims: &[u64]) -> DramAddr {
+        let strides = layout.tiles.is_empty().then(|| {
+            let mut s = vec![0u64; dims.len()];
+            let mut acc = 1u64;
+            for &d in &layout.minor_to_major {
+                s[d] = acc;
+                acc = acc.saturating_mul(dims[d]);
+            }
+            s
+        });
+        DramAddr {
+            dims: dims.to_vec(),
+            strides,
+            layout: layout.clone(),
+        }
+    }
+    #[inline]
+    pub(super) fn offset(&self, idx: &[u64]) -> u64 {
+        match &self.strides {
+            Some(s) => idx.iter().zip(s).map(|(i, s)| i * s).sum(),
+            None => self.layout.linear_index(&self.dims, idx).unwrap_or(0),
+        }
+    }
+}
+
+/// The LM byte of a run's first cell (region at word `base`, `fp` words per time step)
+/// and the bytes between its cells.
+#[inline]
+fn run_bytes(
+    r: &mnsim_arch::layout::Run,
+    base: usize,
+    fp: usize,
+    wb: usize,
+    eb: usize,
+) -> (usize, usize) {
+    let at = |t: u64, a: u64, w: u64| (t as usize * fp + a as usize) * wb + w as usize * eb;
+    (
+        base * wb + at(r.t, r.addr, r.w),
+        at(r.step.t, r.step.addr, r.step.w),
+    )
+}
+
+/// Cells of a run that start a word (slot 0): the words the run touches.
+#[inline]
+fn run_words(r: &mnsim_arch::layout::Run) -> u64 {
+    match (r.w, r.step.w) {
+        (0, 0) => r.len,
+        (0, _) => 1,
+        _ => 0,
+    }
+}
+
+/// Copies one element of `eb` bytes; fixed sizes compile to single moves.
+#[inline(always)]
+pub(super) fn copy_elem(dst: &mut [u8], src: &[u8], eb: usize) {
+    match eb {
+        1 => dst[0] = src[0],
+        2 => dst[..2].copy_from_slice(&src[..2]),
+        4 => dst[..4].copy_from_slice(&src[..4]),
+        8 => dst[..8].copy_from_slice(&src[..8]),
+        _ => dst[..eb].copy_from_slice(&src[..eb]),
+    }
+}
+
+/// Runs `f` on the shard of every PE that takes part in a move (in parallel over the
+/// PEs) and returns their facts in PE order. `f` gets the PE, its LM, the key of its
+/// data and its shard, and returns the words it moved and the real elements among them.
+pub(super) fn walk_shards(
+    world: &mut bevy_ecs::world::World,
+    layout: &TensorLayout,
+    partial: &[usize],
+    one_replica: bool,
+    wb: u64,
+    f: impl Fn(&Pe, &mut Lm, u64, mnsim_arch::layout::Shard<'_>) -> (u64, u64) + Sync,
+) -> Vec<PeFact> {
+    let used = Engine::used_table(layout);
+    let mut q = world.query::<(&Pe, &mut Lm)>();
+    let mut pes: Vec<(&Pe, &mut Lm)> = q
+        .iter_mut(world)
+        .map(|(p, l)| (p, l.into_inner()))
+        .collect();
+    let mut facts: Vec<(u64, PeFact)> = pes
+        .par_iter_mut()
+        .map(|(pe, lm)| {
+            let key = Engine::key(layout, &used, partial, &pe.pos, one_replica, None);
+            let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
+                return (pe.global, PeFact::IDLE);
+            };
+            let (words, valid) = f(pe, lm, key, shard);
+            (
+                pe.global,
+                PeFact {
+                    key,
+                    reduced_key: key,
+                    bytes: words * wb,
+                    valid,
+                },
+            )
+        })
+        .collect();
+    facts.sort_unstable_by_key(|f| f.0);
+    facts.into_iter().map(|f| f.1).collect()
+}
+
+/// One input of a kernel, snapshotted for reading by logical index from any PE.
+pub(super) struct InputView {
+    snap: Vec<Vec<u8>>,
+    tables: mnsim_arch::layout::AxisTables,
+    replicated: Vec<bool>,
+    fanout: Vec<u64>,
+    dtype: DType,
+    eb: usize,
+    wb: usize,
+    fp: usize,
+}
+
+impl InputView {
+    /// Reads element `idx`: from where it lives on split levels, from the copy at
+    /// `own` on replicated ones.
+    #[inline]
+    pub(super) fn read(&self, idx: &[u64], own: &[u64], scratch: &mut [u64]) -> f64 {
+        self.tables.locate(idx, scratch);
+        let nl = self.fanout.len();
+        let mut pe = 0u64;
+        for i in 0..nl {
+            let p = if self.replicated[i] {
+                own[i]
+            } else {
+                scratch[i]
+            };
+            pe = pe * self.fanout[i] + p;
+        }
+        let (a, w, t) = (
+            scratch[nl] as usize,
+            scratch[nl + 1] as usize,
+            scratch[nl + 2] as usize,
+        );
+        let off = (t * self.fp + a) * self.wb + w * self.eb;
+        elem::read(self.dtype, &self.snap[pe as usize][off..off + self.eb])
+    }
+}
+
+impl Engine {
+    pub(super) fn move_load(
+        &mut self,
+        name: &str,
+        layout: &TensorLayout,
+        offset: u64,
+    ) -> Vec<PeFact> {
+        let t = &self.tensors[name];
+        let dram = t.dram.as_ref().expect("checked");
+        let addr = DramAddr::new(&dram.layout, &t.runtime);
+        let (eb, wb) = (t.dtype.bytes() as usize, self.machine.word_bytes as usize);
+        let fp = layout.footprint_words() as usize;
+        let (runtime, src, base) = (&t.runtime, &dram.data, offset as usize);
+        walk_shards(
+            &mut self.sw.world,
+            layout,
+            &[],
+            false,
+            wb as u64,
+            |_, lm, _, shard| {
+                let (mut words, mut valid) = (0u64, 0u64);
+                // By runs: a run contiguous in DRAM and in LM is one copy.
+                let by_runs = addr.runs(&shard, runtime, |r| {
+                    let (lm0, lm_step) = run_bytes(r, base, fp, wb, eb);
+                    words += run_words(r);
+                    let n = r.valid as usize;
+                    let src0 = r.lin as usize * eb;
+                    if n > 0 && lm_step == eb && r.step.lin == 1 {
+                        lm.data[lm0..lm0 + n * eb].copy_from_slice(&src[src0..src0 + n * eb]);
+                    } else if n > 0 {
+                        let src_step = r.step.lin as usize * eb;
+                        for k in 0..n {
+                            copy_elem(
+                                &mut lm.data[lm0 + k * lm_step..],
+                                &src[src0 + k * src_step..],
+                                eb,
+                            );
+                        }
+                    }
+                    for k in n..r.len as usize {
+                        let p = lm0 + k * lm_step;
+                        lm.data[p..p + eb].fill(0);
+                    }
+                    valid += r.valid;
+                });
+                if !by_runs {
+                    addr.walk(&shard, runtime, |ok, elem, a, w, t| {
+                        let dst = (base + t as usize * fp + a as usize) * wb + w as usize * eb;
+                        words += (w == 0) as u64;
+                        if ok {
+                            copy_elem(&mut lm.data[dst..], &src[elem as usize * eb..], eb);
+                            valid += 1;
+                        } else {
+                            lm.data[dst..dst + eb].fill(0);
+                        }
+                    });
+                }
+                (words, valid)
+            },
+        )
+    }
+
+    pub(super) fn move_store(&mut self, name: &str, r: &Resident, xla: &XlaLayout) -> Vec<PeFact> {
+        let t = self.tensors.get_mut(name).expect("checked");
+        let eb = t.dtype.bytes() as usize;
+        let runtime = t.runtime.clone();
+        let buf = xla.buffer_elements(&runtime).unwrap_or(0) as usize * eb;
+        let dram = t.dram.get_or_insert_with(|| DramTensor {
+            layout: xla.clone(),
+            data: Vec::new(),
+        });
+        dram.layout = xla.clone();
+        dram.data.clear();
+        dram.data.resize(buf, 0);
+        let ptr = SyncPtr(dram.data.as_mut_ptr());
+        let addr = DramAddr::new(xla, &runtime);
+        let wb = self.machine.word_bytes as usize;
+        let fp = r.layout.footprint_words() as usize;
+        walk_shards(
+            &mut self.sw.world,
+            &r.layout,
+            &[],
+            true,
+            wb as u64,
+            |_, lm, _, shard| {
+                let p = ptr;
+                let (mut words, mut valid) = (0u64, 0u64);
+                let base = r.offset as usize;
+                let by_runs = addr.runs(&shard, &runtime, |run| {
+                    let (lm0, lm_step) = run_bytes(run, base, fp, wb, eb);
+                    words += run_words(run);
+                    let n = run.valid as usize;
+                    if n == 0 {
+                        return;
+                    }
+                    let d0 = run.lin as usize * eb;
+                    let d_step = run.step.lin as usize * eb;
+                    let (d_last, s_last) = (d0 + (n - 1) * d_step, lm0 + (n - 1) * lm_step);
+                    assert!(d_last + eb <= buf && s_last + eb <= lm.data.len());
+                    // SAFETY: every cell of the run lies within the buffer (its last one is
+                    // checked above, and the steps are non-negative), and no other PE writes
+                    // it: the placement map is injective and only the first replica (the
+                    // key) writes.
+                    unsafe {
+                        if lm_step == eb && d_step == eb {
+                            std::ptr::copy_nonoverlapping(
+                                lm.data.as_ptr().add(lm0),
+                                p.0.add(d0),
+                                n * eb,
+                            );
+                        } else {
+                            for k in 0..n {
+                                std::ptr::copy_nonoverlapping(
+                                    lm.data.as_ptr().add(lm0 + k * lm_step),
+                                    p.0.add(d0 + k * d_step),
+                                    eb,
+                                );
+                            }
+                        }
+                    }
+                    valid += run.valid;
+                });
+                if by_runs {
+                    return (words, valid);
+                }
+                addr.walk(&shard, &runtime, |ok, elem, a, w, tt| {
+                    words += (w == 0) as u64;
+                    if ok {
+                        let s = (r.offset as usize + tt as usize * fp + a as usize) * wb
+                            + w as usize * eb;
+                        let d = elem as usize * eb;
+                        assert!(d + eb <= buf && s + eb <= lm.data.len());
+                        // SAFETY: `d` is within the buffer (checked above), and no other PE
+                        // writes it: the placement map is injective and only the first
+                        // replica (the key) writes.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(lm.data.as_ptr().add(s), p.0.add(d), eb)
+                        };
+                        valid += 1;
+                    }
+                });
+                (words, valid)
+            },
+        )
+    }
+
+    /// Copies every PE's bytes of a region out of the LMs (a snapshot for moves that
+    /// read one PE and write another).
+    pub(super) fn snapshot(&mut self, offset: u64, words: u64) -> Vec<Vec<u8>> {
+        let wb = self.machine.word_bytes as usize;
+        let (a, b) = (offset as usize * wb, (offset + words) as usize * wb);
+        let mut q = self.sw.world.query::<(&Pe, &Lm)>();
+        let mut v: Vec<(u64, Vec<u8>)> = q
+            .iter(&self.sw.world)
+            .map(|(p, l)| (p.global, l.data[a..b].to_vec()))
+            .collect();
+        v.sort_unstable_by_key(|x| x.0);
+        v.into_iter().map(|x| x.1).collect()
+    }
+
+    pub(super) fn move_relayout(
+        &mut self,
+        src: &Resident,
+        layout: &TensorLayout,
+        offset: u64,
+        runtime: &[u64],
+        dtype: DType,
+    ) -> Vec<PeFact> {
+        let snap = self.snapshot(src.offset, src.words);
+        let addr = self.machine.addressable_levels();
+        let (eb, wb) = (dtype.bytes() as usize, self.machine.word_bytes as usize);
+        let (sfp, dfp) = (
+            src.layout.footprint_words() as usize,
+            layout.footprint_words() as usize,
+        );
+        walk_shards(
+            &mut self.sw.world,
+            layout,
+            &[],
+            false,
+            wb as u64,
+            |pe, lm, _, shard| {
+                let (mut words, mut valid) = (0u64, 0u64);
+                let mut spos = pe.pos.clone();
+                shard.for_each(|idx, a, w, t| {
+                    let dst =
+                        (offset as usize + t as usize * dfp + a as usize) * wb + w as usize * eb;
+                    words += (w == 0) as u64;
+                    if idx.iter().zip(runtime).all(|(i, n)| i < n) {
+                        let p = src.layout.place(idx).expect("in range");
+                        // A replicated source level: read the copy at our own position.
+                        for (k, x) in p.pos.iter().enumerate() {
+                            spos[k] = x.unwrap_or(pe.pos[k]);
+                        }
+                        let from = &snap[Self::pe_index(&addr, &spos)];
+                        let s = (p.t as usize * sfp + p.addr as usize) * wb + p.w as usize * eb;
+                        copy_elem(&mut lm.data[dst..], &from[s..], eb);
+                        valid += 1;
+                    } else {
+                        lm.data[dst..dst + eb].fill(0);
+                    }
+                });
+                (words, valid)
+            },
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn move_reduce(
+        &mut self,
+        src: &Resident,
+        level: usize,
+        op: Combine,
+        offset: u64,
+        dtype: DType,
+        runtime: &[u64],
+    ) -> Vec<PeFact> {
+        let snap = self.snapshot(src.offset, src.words);
+        let addr = self.machine.addressable_levels();
+        let layout = &src.layout;
+        let (eb, wb) = (dtype.bytes() as usize, self.machine.word_bytes as usize);
+        let fp = layout.footprint_words() as usize;
+        let fan = layout.levels()[level].fanout;
+        let rest: Vec<usize> = src
+            .partial
+            .iter()
+            .copied()
+            .filter(|&p| p != level)
+            .collect();
+        walk_shards(
+            &mut self.sw.world,
+            layout,
+            &rest,
+            false,
+            wb as u64,
+            |pe, lm, _, shard| {
+                let (mut words, mut valid) = (0u64, 0u64);
+                let mut pos = pe.pos.clone();
+                let mut acc = vec![0u8; eb];
+                shard.for_each(|idx, a, w, t| {
+                    let cell = (t as usize * fp + a as usize) * wb + w as usize * eb;
+                    words += (w == 0) as u64;
+                    // Combine the copies in position order: deterministic at any thread count.
+                    for p in 0..fan {
+                        pos[level] = p;
+                        let from = &snap[Self::pe_index(&addr, &pos)];
+                        if p == 0 {
+                            acc.copy_from_slice(&from[cell..cell + eb]);
+                        } else {
+                            elem::combine(dtype, op, &mut acc, &from[cell..cell + eb]);
+                        }
+                    }
+                    let dst = offset as usize * wb + cell;
+                    lm.data[dst..dst + eb].copy_from_slice(&acc);
+                    if idx.iter().zip(runtime).all(|(i, n)| i < n) {
+                        valid += 1;
+                    }
+                });
+                (words, valid)
+            },
+        )
+    }
+
+    pub(super) fn input_view(&mut self, r: &Resident, dtype: DType) -> InputView {
+        let l = &r.layout;
+        InputView {
+            snap: self.snapshot(r.offset, r.words),
+            tables: l.axis_tables(),
+            replicated: l.levels().iter().map(|x| x.replicated).collect(),
+            fanout: l.levels().iter().map(|x| x.fanout).collect(),
+            dtype,
+            eb: dtype.bytes() as usize,
+            wb: self.machine.word_bytes as usize,
+            fp: l.footprint_words() as usize,
+        }
+    }
+
+    /// Functional kernel: every distinct output shard is computed once (replicas are
+    /// copies: SIMD repeats the work, the simulator need not), then copied to every PE
+    /// that holds it. Where the output is partial, each reduced variable runs only over
+    /// the indices this shard's position holds.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn move_kernel(
+        &mut self,
+        k: &mnsim_kernels::Kernel,
+        views: &[InputView],
+        in_rt: &[&[u64]],
+        layout: &TensorLayout,
+        offset: u64,
+        out_rt: &[u64],
+        dtype: DType,
+        legal: &mnsim_kernels::Legality,
+        in_layouts: &[&TensorLayout],
+    ) -> Vec<PeFact> {
+        let partial = legal.partial.as_slice();
+        // Reduced variables run over their real (run-time) extents.
+        let extents = mnsim_kernels::reduced_extents(k, in_rt).unwrap_or_default();
+        let eb = dtype.bytes() as usize;
+        let wb = self.machine.word_bytes as usize;
+        let fp = layout.footprint_words() as usize;
+        let region = (layout.footprint_words() * layout.time_span()) as usize * wb;
+        let used = Self::used_table(layout);
+        let width = views.iter().map(|v| v.tables.width()).max().unwrap_or(3);
+        // One representative PE per distinct shard.
+        let positions = &self.positions;
+        let mut reps: Vec<(u64, usize)> = positions
+            .iter()
+            .enumerate()
+            .map(|(p, pos)| (Self::key(layout, &used, partial, pos, false, None), p))
+            .filter(|(key, _)| *key != net::NONE)
+            .collect();
+        reps.sort_unstable();
+        reps.dedup_by_key(|x| x.0);
+        let computed: Vec<(u64, Vec<u8>, u64, u64)> = reps
+            .par_iter()
+            .map(|&(key, p)| {
+                let pos = &positions[p];
+                let mut buf = vec![0u8; region];
+                let (mut words, mut valid) = (0u64, 0u64);
+                let Some(shard) = layout.shard(pos) else {
+                    return (key, buf, 0, 0);
+                };
+                // The values of each reduced variable this shard works on: all of them,
+                // or this position's share where the output is partial.
+                let share = match mnsim_kernels::reduced_share(k, in_layouts, legal, pos) {
+                    Ok(sh) => sh
+                        .into_iter()
+                        .zip(&extents)
+                        .map(|(v, &n)| v.into_iter().filter(|&x| x < n).collect::<Vec<u64>>())
+                        .collect::<Vec<_>>(),
+                    Err(_) => extents.iter().map(|&n| (0..n).collect()).collect(),
+                };
+                let mut scratch = vec![0u64; width];
+                shard.for_each(|idx, a, w, t| {
+                    let dst = (t as usize * fp + a as usize) * wb + w as usize * eb;
+                    words += (w == 0) as u64;
+                    if idx.iter().zip(out_rt).all(|(i, n)| i < n) {
+                        let mut fetch = |i: usize, at: &[u64]| views[i].read(at, pos, &mut scratch);
+                        let v = mnsim_kernels::eval_share(k, idx, &mut fetch, &share, in_rt);
+                        elem::write(dtype, v, &mut buf[dst..dst + eb]);
+                        valid += 1;
+                    }
+                });
+                (key, buf, words, valid)
+            })
+            .collect();
+        let by_key: HashMap<u64, usize> =
+            computed.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
+        let base = offset as usize * wb;
+        walk_shards(
+            &mut self.sw.world,
+            layout,
+            partial,
+            false,
+            wb as u64,
+            |_, lm, key, _| match by_key.get(&key) {
+                Some(&i) => {
+                    let (_, buf, words, valid) = &computed[i];
+                    lm.data[base..base + region].copy_from_slice(buf);
+                    (*words, *valid)
+                }
+                None => (0, 0),
+            },
+        )
+    }
+}

@@ -1,0 +1,163 @@
+//! Closed-form facts: per-PE facts of a layout (which data a PE holds, its bytes and
+//! real elements) and a DRAM access's burst efficiency, from the layout alone.
+//!
+//! Invariant: pure functions of layouts and the machine; no element data is read. Timing
+//! mode charges every op from these facts; functional mode counts the same facts while it
+//! moves bytes, and a test asserts both agree.
+
+use super::Engine;
+use crate::net::{self, PeFact};
+use mnsim_arch::layout::Class;
+use mnsim_arch::{DType, TensorLayout, XlaLayout};
+use std::collections::HashMap;
+
+impl Engine {
+    /// The key of the data a PE holds under `layout`: positions at split and partial
+    /// levels (mixed radix); `NONE` if the PE holds nothing, or (with `one_replica`)
+    /// if it is not the first replica. `skip` drops one level from the key (reduced key).
+    pub(super) fn key(
+        layout: &TensorLayout,
+        used: &[Vec<bool>],
+        partial: &[usize],
+        pos: &[u64],
+        one_replica: bool,
+        skip: Option<usize>,
+    ) -> u64 {
+        let mut key = 0u64;
+        for (i, lv) in layout.levels().iter().enumerate() {
+            let p = pos[i];
+            let include = if lv.replicated {
+                if one_replica && p != 0 && !partial.contains(&i) {
+                    return net::NONE;
+                }
+                partial.contains(&i)
+            } else {
+                if !used[i][p as usize] {
+                    return net::NONE;
+                }
+                true
+            };
+            key = key * lv.fanout + if include && skip != Some(i) { p } else { 0 };
+        }
+        key
+    }
+
+    pub(super) fn used_table(layout: &TensorLayout) -> Vec<Vec<bool>> {
+        (0..layout.levels().len())
+            .map(|i| {
+                let mut v = vec![false; layout.levels()[i].fanout as usize];
+                for p in layout.used_positions(i) {
+                    v[p as usize] = true;
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// Per-PE facts in closed form (timing mode, and the source side of moves).
+    pub(super) fn closed_facts(
+        &self,
+        layout: &TensorLayout,
+        partial: &[usize],
+        runtime: &[u64],
+        one_replica: bool,
+        skip: Option<usize>,
+    ) -> Vec<PeFact> {
+        let used = Self::used_table(layout);
+        let bytes = layout.words_per_pe().saturating_mul(layout.word_bytes());
+        let full = runtime == layout.padded_shape();
+        let mut valid_cache: HashMap<u64, u64> = HashMap::new();
+        self.positions
+            .iter()
+            .map(|pos| {
+                let key = Self::key(layout, &used, partial, pos, one_replica, None);
+                if key == net::NONE {
+                    return PeFact::IDLE;
+                }
+                let reduced_key = if skip.is_some() {
+                    Self::key(layout, &used, partial, pos, one_replica, skip)
+                } else {
+                    key
+                };
+                let valid = if full {
+                    layout.elems_per_pe()
+                } else {
+                    *valid_cache
+                        .entry(key)
+                        .or_insert_with(|| layout.shard(pos).map_or(0, |s| s.valid_elems(runtime)))
+                };
+                PeFact {
+                    key,
+                    reduced_key,
+                    bytes,
+                    valid,
+                }
+            })
+            .collect()
+    }
+
+    /// Burst efficiency of reading (or writing) `layout`'s data from a DRAM in
+    /// `xla`: contiguous runs of one DRAM node's portion along the DRAM's minor-most
+    /// dimensions, in whole bursts.
+    pub(super) fn burst_efficiency(
+        &self,
+        layout: &TensorLayout,
+        xla: &XlaLayout,
+        runtime: &[u64],
+        dtype: DType,
+    ) -> f64 {
+        let burst = self.machine.dram.burst_bytes.max(1);
+        let addr = self.machine.addressable_levels();
+        let d = self.topo.chain[0];
+        // A level sub-axis distinguishes DRAM nodes when it can reach another node's range.
+        let distinguishing = |class: Class, size: u64, stride: u64| -> bool {
+            let Class::Level(i) = class else { return false };
+            let a = &addr[i];
+            let r: u64 = a
+                .folded
+                .iter()
+                .filter(|&&k| k > d)
+                .map(|&k| self.machine.levels[k].count)
+                .product();
+            r < a.fanout && (size - 1) * stride >= r
+        };
+        let mut run = 1u64;
+        let mut stopped = false;
+        for &g in &xla.minor_to_major {
+            let subs = &layout.groups()[g];
+            let mut inner = 1u64;
+            let mut cut = false;
+            for s in subs.iter().rev() {
+                if distinguishing(s.class, s.size, s.stride) {
+                    cut = true;
+                    break;
+                }
+                inner = inner.saturating_mul(s.size);
+            }
+            let extent = runtime.get(g).copied().unwrap_or(1);
+            if cut {
+                run = run.saturating_mul(inner.min(extent));
+                stopped = true;
+                break;
+            }
+            run = run.saturating_mul(extent);
+        }
+        if stopped {
+            if let Some(t) = xla.tiles.first() {
+                let tile: u64 = t
+                    .dims
+                    .iter()
+                    .map(|x| match x {
+                        mnsim_arch::shape::TileDim::Size(n) => *n,
+                        mnsim_arch::shape::TileDim::Combine => 1,
+                    })
+                    .product();
+                run = run.min(tile.max(1));
+            }
+        } else {
+            return 1.0;
+        }
+        let run_bytes = run.saturating_mul(dtype.bytes()).max(1);
+        run_bytes as f64 / (run_bytes.div_ceil(burst) * burst) as f64
+    }
+}

@@ -1,0 +1,162 @@
+//! Kernels on the engine: legality and cost from `mnsim_kernels`, the output's region,
+//! values from the data plane in functional mode, and the compute stage charged on the
+//! unit the kernel runs on (the PE's vector unit, or a level's matrix unit).
+//!
+//! Invariant: the output gets a fresh region (it may replace an input); a split
+//! contraction leaves the output partial over the levels `Legality::partial` names.
+
+use super::dataplane::InputView;
+use super::{Engine, Mode, Resident, SimError, err};
+use crate::ids::RegionId;
+use crate::net;
+use mnsim_arch::{DType, TensorLayout};
+use mnsim_reports::OpReport;
+
+impl Engine {
+    /// Runs a SIMD kernel: checks legality (SPEC §5), computes (functional mode),
+    /// charges the compute unit. The output is partial over the levels where a split
+    /// contraction leaves partial sums; a Reduce completes it.
+    pub fn kernel(
+        &mut self,
+        op: &str,
+        k: &mnsim_kernels::Kernel,
+        inputs: &[&str],
+        out: &str,
+        layout: Option<TensorLayout>,
+    ) -> Result<OpReport, SimError> {
+        let mut res: Vec<Resident> = Vec::new();
+        let mut in_dims: Vec<Vec<u64>> = Vec::new();
+        let mut in_rt: Vec<Vec<u64>> = Vec::new();
+        let mut in_dtypes: Vec<DType> = Vec::new();
+        for name in inputs {
+            let r = self.resident(name)?.clone();
+            if let Some(&p) = r.partial.first() {
+                return err(format!(
+                    "`{name}` holds partial sums over {}: Reduce it over {} first",
+                    r.layout.levels()[p].name,
+                    r.layout.levels()[p].name
+                ));
+            }
+            let t = self.state(name)?;
+            in_dims.push(t.dims.clone());
+            in_rt.push(t.runtime.clone());
+            in_dtypes.push(t.dtype);
+            res.push(r);
+        }
+        let dims_ref: Vec<&[u64]> = in_dims.iter().map(|d| d.as_slice()).collect();
+        let rt_ref: Vec<&[u64]> = in_rt.iter().map(|d| d.as_slice()).collect();
+        let want = mnsim_kernels::output_shape(k, &dims_ref).map_err(|e| SimError(e.message))?;
+        let want_rt = mnsim_kernels::output_shape(k, &rt_ref).map_err(|e| SimError(e.message))?;
+        let o = self.state(out)?;
+        let (out_dtype, out_dims, out_rt) = (o.dtype, o.dims.clone(), o.runtime.clone());
+        if out_dims != want {
+            return err(format!(
+                "{op} of {} gives shape {want:?}, but `{out}` is declared with shape {out_dims:?}",
+                inputs.join(", ")
+            ));
+        }
+        if out_rt != want_rt {
+            return err(format!(
+                "{op} of {} gives run-time shape {want_rt:?}, but `{out}` has run-time shape {out_rt:?}",
+                inputs.join(", ")
+            ));
+        }
+        let layout = match layout {
+            Some(l) => l,
+            None => match res.first() {
+                Some(r)
+                    if r.layout.logical_shape() == out_dims.as_slice()
+                        && in_dtypes[0] == out_dtype =>
+                {
+                    r.layout.clone()
+                }
+                _ => {
+                    return err(format!(
+                        "{op} needs an output layout for `{out}` (its shape or type differs from its input's): give `layout:`"
+                    ));
+                }
+            },
+        };
+        let in_layouts: Vec<&TensorLayout> = res.iter().map(|r| &r.layout).collect();
+        let mut names: Vec<&str> = inputs.to_vec();
+        names.push(out);
+        let legal = mnsim_kernels::check(k, &in_layouts, &layout, &self.machine, &names)
+            .map_err(|e| SimError(format!("{op}: {}", e.message)))?;
+        let cost = mnsim_kernels::cost(
+            k,
+            &in_layouts,
+            &layout,
+            &legal,
+            &self.machine,
+            out_dtype,
+            Some(&rt_ref),
+        )
+        .map_err(|e| SimError(format!("{op}: {}", e.message)))?;
+        // The output gets a fresh region (it may replace one of the inputs).
+        let old = self
+            .tensors
+            .get(out)
+            .and_then(|t| t.lm.as_ref())
+            .map(|r| r.offset);
+        let (offset, words, region) = self.allocate(out, &layout)?;
+        let facts = match self.mode {
+            Mode::Timing => self.closed_facts(&layout, &legal.partial, &out_rt, false, None),
+            Mode::Functional => {
+                let views: Vec<InputView> = res
+                    .iter()
+                    .zip(&in_dtypes)
+                    .map(|(r, &d)| self.input_view(r, d))
+                    .collect();
+                self.move_kernel(
+                    k,
+                    &views,
+                    &rt_ref,
+                    &layout,
+                    offset,
+                    &out_rt,
+                    out_dtype,
+                    &legal,
+                    &in_layouts,
+                )
+            }
+        };
+        if let Some(o) = old {
+            self.release(o);
+        }
+        let unit = self.machine.addressable_levels()[legal.unit_level].level_index;
+        let units = facts.iter().filter(|f| f.key != net::NONE).count() as u64;
+        let place = net::Place::Compute {
+            level: crate::ids::LevelId::of(unit),
+            leaf: unit + 1 == self.machine.levels.len(),
+        };
+        let stage = net::endpoint_stage(place, net::StageKind::Compute, 0, 0, units, cost.cycles);
+        let c = net::Cost {
+            stages: vec![stage],
+            cycles: cost.cycles,
+            ready: facts
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.key != net::NONE)
+                .map(|(p, _)| (p as u64, cost.cycles))
+                .collect(),
+            bottleneck: Some(0),
+            ports: Vec::new(),
+        };
+        let reads: Vec<RegionId> = res.iter().map(|r| r.region).collect();
+        let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region]);
+        rep.flops = Some(cost.flops);
+        rep.utilisation = cost.utilisation();
+        if let Some(last) = self.ops.last_mut() {
+            last.flops = rep.flops;
+            last.utilisation = rep.utilisation;
+        }
+        self.tensors.get_mut(out).expect("checked").lm = Some(Resident {
+            layout,
+            offset,
+            words,
+            partial: legal.partial.clone(),
+            region,
+        });
+        Ok(rep)
+    }
+}

@@ -1,0 +1,507 @@
+//! The engine: tensors in DRAM and LM, the transfers (Load, Store, Relayout, Reduce)
+//! in timing and functional mode, and the report of every op.
+//!
+//! Timing mode never touches element data: per-PE facts come from the layout's closed
+//! forms. Functional mode moves real bytes between real buffers, in parallel over the
+//! PEs (rayon), and counts the same facts from what it moved; both feed one cost model
+//! ([`crate::net::cost`]), so both modes give the same cycles.
+
+use crate::ids::RegionId;
+use crate::lowering;
+use crate::net::{self, Dir, Topo};
+use crate::timeline::{Schedule, Task, Timeline};
+use crate::world::{Lm, Pe, PortStats, Ready, SimWorld, WorldBusy};
+use hdrhistogram::Histogram;
+use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
+use mnsim_reports::{OpReport, Percentiles};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+
+pub use crate::scenario::Mode;
+
+mod alloc;
+mod dataplane;
+mod facts;
+mod kernel;
+mod transfers;
+
+use alloc::{Alloc, Frees};
+use dataplane::DramAddr;
+
+/// A simulation error: a message for the user (the op and tensor named in it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SimError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, SimError> {
+    Err(SimError(msg.into()))
+}
+
+/// A tensor in DRAM.
+#[derive(Clone, Debug)]
+pub struct DramTensor {
+    pub layout: XlaLayout,
+    /// Element bytes in the XLA layout's order (functional mode only).
+    pub data: Vec<u8>,
+}
+
+/// A tensor resident in every PE's LM.
+#[derive(Clone, Debug)]
+pub struct Resident {
+    pub layout: TensorLayout,
+    /// First LM word of the tensor's region (the same on every PE).
+    pub offset: u64,
+    /// Words of the region: footprint × time span (every step is kept).
+    pub words: u64,
+    /// Addressable levels (indices) over which copies hold different partial values.
+    pub partial: Vec<usize>,
+    /// This allocation, for the timeline's data dependencies.
+    pub region: RegionId,
+}
+
+/// A declared tensor.
+#[derive(Clone, Debug)]
+pub struct TensorState {
+    pub dtype: DType,
+    /// Shape as laid out in LM (bounded dynamic dimensions at their bound).
+    pub dims: Vec<u64>,
+    /// Shape of the real data (bound dynamic dimensions at their binding).
+    pub runtime: Vec<u64>,
+    pub dram: Option<DramTensor>,
+    pub lm: Option<Resident>,
+}
+
+/// The simulator for one run.
+pub struct Engine {
+    pub machine: Machine,
+    pub topo: Topo,
+    pub sw: SimWorld,
+    pub mode: Mode,
+    pub tensors: BTreeMap<String, TensorState>,
+    alloc: Alloc,
+    /// Peak LM bytes charged per PE.
+    pub lm_peak_bytes: u64,
+    pub ops: Vec<OpReport>,
+    /// Every op's stages, typed (the report holds them converted), and its slowest stage.
+    pub records: Vec<(Vec<net::Stage>, Option<usize>)>,
+    /// Every op lowered, in program order (the timeline's input).
+    pub tasks: Vec<Task>,
+    /// Where every op sits in time.
+    pub timeline: Timeline,
+    frees: Frees,
+    /// Every PE's position per addressable level, in PE order (fixed by the machine).
+    positions: Vec<Vec<u64>>,
+}
+
+/// Percentiles of per-PE cycles through an hdrhistogram at 3 significant digits (within
+/// 0.1%); min and max are exact, and no percentile exceeds the max.
+fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
+    let values: Vec<u64> = values.collect();
+    let (lo, hi) = (values.iter().copied().min()?, values.iter().copied().max()?);
+    // Bounds from the data: a histogram over the whole u64 range would allocate tens of MB.
+    let mut h = Histogram::<u64>::new_with_bounds(1, hi.max(2), 3).ok()?;
+    for &v in &values {
+        h.saturating_record(v.max(1));
+    }
+    let q = |x: f64| h.value_at_quantile(x).min(hi);
+    Some(Percentiles {
+        p50: q(0.5),
+        p90: q(0.9),
+        p99: q(0.99),
+        max: hi,
+        min: lo,
+        count: values.len() as u64,
+    })
+}
+
+/// DRAM bytes of the whole machine: every DRAM node's.
+pub fn dram_capacity(m: &Machine) -> u64 {
+    let nodes = m.dram_level_index().map_or(1, |d| m.nodes_at(d));
+    m.dram.bytes.saturating_mul(nodes)
+}
+
+/// Checks that a tensor of `runtime` elements of `dtype` fits the machine's DRAM;
+/// returns its bytes.
+pub fn check_dram(m: &Machine, name: &str, dtype: DType, runtime: &[u64]) -> Result<u64, SimError> {
+    let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
+    let Some(bytes) = elems.and_then(|e| e.checked_mul(dtype.bytes())) else {
+        return err(format!("tensor `{name}` is too large to address"));
+    };
+    let cap = dram_capacity(m);
+    if bytes > cap {
+        return err(format!(
+            "tensor `{name}` needs {bytes} bytes of DRAM but {} has {cap}",
+            m.name
+        ));
+    }
+    Ok(bytes)
+}
+
+impl Engine {
+    pub fn new(machine: Machine, mode: Mode) -> Engine {
+        Self::with_schedule(machine, mode, Schedule::Sequential)
+    }
+
+    /// Forgets what LM holds and every op recorded, keeping the machine, the world and
+    /// the declared tensors: the planner measures ops one at a time on one engine.
+    pub fn clear(&mut self) {
+        for t in self.tensors.values_mut() {
+            t.lm = None;
+        }
+        self.alloc = Alloc::default();
+        self.frees = Frees::default();
+        self.ops.clear();
+        self.records.clear();
+        self.tasks.clear();
+        self.timeline = Timeline::new(self.timeline.schedule, self.timeline.lm_capacity);
+        self.sw.clear_busy();
+        self.lm_peak_bytes = 0;
+    }
+
+    /// An engine whose ops are placed by `schedule`.
+    pub fn with_schedule(machine: Machine, mode: Mode, schedule: Schedule) -> Engine {
+        let topo = Topo::new(&machine);
+        let sw = SimWorld::build(&machine);
+        let positions = Self::positions_of(&sw);
+        let lm_words = machine.leaf_memory_bytes() / machine.word_bytes.max(1);
+        Engine {
+            records: Vec::new(),
+            tasks: Vec::new(),
+            timeline: Timeline::new(schedule, lm_words),
+            frees: Frees::default(),
+            machine,
+            topo,
+            sw,
+            mode,
+            tensors: BTreeMap::new(),
+            alloc: Alloc::default(),
+            lm_peak_bytes: 0,
+            ops: Vec::new(),
+            positions,
+        }
+    }
+
+    /// Declares a tensor. `data` (functional mode) is its initial content in row-major
+    /// order over `runtime`, `dtype.bytes()` per element; it is written to DRAM in
+    /// `dram_layout`. A tensor without data has no DRAM copy until it is stored.
+    pub fn declare(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        dims: Vec<u64>,
+        runtime: Vec<u64>,
+        dram_layout: XlaLayout,
+        data: Option<Vec<u8>>,
+    ) -> Result<(), SimError> {
+        check_dram(&self.machine, name, dtype, &runtime)?;
+        let dram = data.map(|d| {
+            let addr = DramAddr::new(&dram_layout, &runtime);
+            let buf_elems = dram_layout.buffer_elements(&runtime).unwrap_or(0);
+            let eb = dtype.bytes() as usize;
+            if dram_layout.tiles.is_empty()
+                && dram_layout
+                    .minor_to_major
+                    .iter()
+                    .rev()
+                    .copied()
+                    .eq(0..runtime.len())
+            {
+                return DramTensor {
+                    layout: dram_layout,
+                    data: d,
+                };
+            }
+            let mut out = vec![0u8; buf_elems as usize * eb];
+            let mut idx = vec![0u64; runtime.len()];
+            for k in 0..(d.len() / eb.max(1)) {
+                let mut r = k as u64;
+                for a in (0..runtime.len()).rev() {
+                    idx[a] = r % runtime[a];
+                    r /= runtime[a];
+                }
+                let o = addr.offset(&idx) as usize * eb;
+                out[o..o + eb].copy_from_slice(&d[k * eb..(k + 1) * eb]);
+            }
+            DramTensor {
+                layout: dram_layout,
+                data: out,
+            }
+        });
+        self.tensors.insert(
+            name.to_string(),
+            TensorState {
+                dtype,
+                dims,
+                runtime,
+                dram,
+                lm: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Marks a declared tensor as present in DRAM (timing mode: no data).
+    pub fn set_in_dram(&mut self, name: &str, layout: XlaLayout) {
+        if let Some(t) = self.tensors.get_mut(name)
+            && t.dram.is_none()
+        {
+            t.dram = Some(DramTensor {
+                layout,
+                data: Vec::new(),
+            });
+        }
+    }
+
+    /// The tensor's DRAM content in row-major order over its runtime shape.
+    pub fn dram_row_major(&self, name: &str) -> Option<Vec<u8>> {
+        let t = self.tensors.get(name)?;
+        let d = t.dram.as_ref()?;
+        if d.data.is_empty() {
+            return None;
+        }
+        let eb = t.dtype.bytes() as usize;
+        let addr = DramAddr::new(&d.layout, &t.runtime);
+        let n: u64 = t.runtime.iter().product();
+        let mut out = vec![0u8; n as usize * eb];
+        let mut idx = vec![0u64; t.runtime.len()];
+        for k in 0..n as usize {
+            let mut r = k as u64;
+            for a in (0..t.runtime.len()).rev() {
+                idx[a] = r % t.runtime[a];
+                r /= t.runtime[a];
+            }
+            let o = addr.offset(&idx) as usize * eb;
+            out[k * eb..(k + 1) * eb].copy_from_slice(&d.data[o..o + eb]);
+        }
+        Some(out)
+    }
+
+    fn state(&self, name: &str) -> Result<&TensorState, SimError> {
+        self.tensors
+            .get(name)
+            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))
+    }
+
+    fn resident(&self, name: &str) -> Result<&Resident, SimError> {
+        self.state(name)?
+            .lm
+            .as_ref()
+            .ok_or_else(|| SimError(format!("tensor `{name}` is not in LM: Load it first")))
+    }
+
+    /// Every PE's position per addressable level, in PE order (read from the world once).
+    fn positions_of(sw: &SimWorld) -> Vec<Vec<u64>> {
+        sw.pes()
+            .iter()
+            .map(|&e| {
+                sw.world
+                    .get::<Pe>(e)
+                    .map(|p| p.pos.clone())
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// Allocates an LM region for a layout; checks the capacity.
+    fn allocate(
+        &mut self,
+        name: &str,
+        layout: &TensorLayout,
+    ) -> Result<(u64, u64, RegionId), SimError> {
+        let fp = layout.footprint_words();
+        let words = fp.saturating_mul(layout.time_span());
+        let lm_words = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
+        let charged = self.alloc.charged();
+        if charged.saturating_add(fp) > lm_words {
+            return err(format!(
+                "tensor `{name}` needs {fp} LM words per PE but only {} of {lm_words} are free (resident: {})",
+                lm_words - charged.min(lm_words),
+                self.tensors
+                    .iter()
+                    .filter_map(|(n, t)| t
+                        .lm
+                        .as_ref()
+                        .map(|r| format!("{n} {}", r.layout.footprint_words())))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let (off, region) = self.alloc.alloc(words, fp);
+        self.frees.allocated = true;
+        self.frees.lm_words = self.frees.lm_words.max(self.alloc.charged());
+        let wb = self.machine.word_bytes;
+        self.lm_peak_bytes = self.lm_peak_bytes.max(self.alloc.charged() * wb);
+        if self.mode == Mode::Functional {
+            let need = (self.alloc.high_water * wb) as usize;
+            let mut q = self.sw.world.query::<&mut Lm>();
+            let mut lms: Vec<&mut Lm> = q
+                .iter_mut(&mut self.sw.world)
+                .map(|m| m.into_inner())
+                .collect();
+            lms.par_iter_mut().for_each(|lm| {
+                if lm.data.len() < need {
+                    lm.data.resize(need, 0);
+                }
+            });
+        }
+        Ok((off, words, region))
+    }
+
+    /// A region id no allocation uses, for a tensor placed in LM from outside the
+    /// allocator (a planner's stand-in).
+    pub fn fresh_region(&mut self) -> RegionId {
+        self.alloc.fresh()
+    }
+
+    /// Frees the LM region at `offset`; the timeline learns when its space is free.
+    fn release(&mut self, offset: u64) {
+        if let Some(f) = self.alloc.free(offset) {
+            if self.frees.allocated {
+                self.frees.after.push(f);
+            } else {
+                self.frees.before.push(f);
+            }
+        }
+    }
+
+    /// Frees a tensor's LM region.
+    pub fn free(&mut self, name: &str) -> Result<(), SimError> {
+        let t = self
+            .tensors
+            .get_mut(name)
+            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
+        if let Some(r) = t.lm.take() {
+            self.release(r.offset);
+        }
+        Ok(())
+    }
+
+    /// Records an op: lowers it to a task, places it on the timeline (resource state on
+    /// the world's entities), updates port statistics and ready cycles.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        op: &str,
+        tensor: &str,
+        layout: Option<&TensorLayout>,
+        runtime: &[u64],
+        c: net::Cost,
+        reads: &[RegionId],
+        writes: &[RegionId],
+    ) -> OpReport {
+        let frees = std::mem::take(&mut self.frees);
+        let task = lowering::task(
+            &c,
+            reads,
+            writes,
+            frees.lm_words.max(self.alloc.charged()),
+            frees.before,
+            frees.after,
+        );
+        let placed = self
+            .timeline
+            .push_on(&task, &mut WorldBusy::new(&mut self.sw));
+        self.tasks.push(task);
+        let (start, end) = (placed.start, placed.end);
+        let clock = self.sw.clock().max(end);
+        self.sw.set_clock(clock);
+        // Port statistics on the chain nodes.
+        for port in &c.ports {
+            let k = self.topo.chain[port.link];
+            for (n, (&t, &b)) in port.cycles.iter().zip(&port.bytes).enumerate() {
+                if let Some(&e) = self.sw.nodes[k].get(n)
+                    && let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e)
+                {
+                    ps.busy_cycles += t;
+                    match port.dir {
+                        Dir::Down => ps.bytes_down += b,
+                        Dir::Up => ps.bytes_up += b,
+                    }
+                }
+            }
+        }
+        for &(p, r) in &c.ready {
+            let e = self.sw.pes()[p as usize];
+            if let Some(mut rd) = self.sw.world.get_mut::<Ready>(e) {
+                rd.0 = start + r;
+            }
+        }
+        let ready = percentiles(c.ready.iter().map(|&(_, r)| start + r));
+        let (util, pad, padded) = match layout {
+            Some(l) => {
+                let total: u64 = l.levels().iter().map(|x| x.fanout).product();
+                let real: u64 = runtime.iter().product();
+                let u = l.pes_used() as f64 / total.max(1) as f64 * real as f64
+                    / l.padded_elems().max(1) as f64;
+                (
+                    u,
+                    l.padded_elems() - real.min(l.padded_elems()),
+                    l.padded_elems(),
+                )
+            }
+            None => (0.0, 0, 0),
+        };
+        let r = OpReport {
+            index: self.ops.len(),
+            op: op.to_string(),
+            tensor: tensor.to_string(),
+            layout: layout.map(|l| l.canonical()),
+            start,
+            end,
+            cycles: c.cycles,
+            bottleneck: c
+                .bottleneck
+                .map(|b| c.stages[b].bottleneck_name(&self.machine))
+                .unwrap_or_default(),
+            stages: c.stages.iter().map(|s| s.report(&self.machine)).collect(),
+            exposed_cycles: c.cycles,
+            ready_cycles: ready,
+            flops: None,
+            utilisation: util,
+            padding_elems: pad,
+            padded_elems: padded,
+        };
+        self.ops.push(r.clone());
+        self.records.push((c.stages, c.bottleneck));
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_do_not_depend_on_the_histogram_bound() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..25u64 {
+            let n = 1 + round % 97;
+            let scale = [10u64, 1_000, 100_000, 10_000_000, 1 << 40][round as usize % 5];
+            let values: Vec<u64> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x % scale
+                })
+                .collect();
+            let mut wide = Histogram::<u64>::new_with_bounds(1, u64::MAX / 4, 3).unwrap();
+            for &v in &values {
+                wide.saturating_record(v.max(1));
+            }
+            let hi = *values.iter().max().unwrap();
+            let p = percentiles(values.iter().copied()).unwrap();
+            let q = |x: f64| wide.value_at_quantile(x).min(hi);
+            assert_eq!(
+                (p.p50, p.p90, p.p99),
+                (q(0.5), q(0.9), q(0.99)),
+                "{values:?}"
+            );
+            assert_eq!(
+                (p.min, p.max, p.count),
+                (*values.iter().min().unwrap(), hi, n)
+            );
+        }
+        assert_eq!(percentiles(std::iter::empty()), None);
+    }
+}

@@ -1,0 +1,366 @@
+//! The transfers: Load, Store, Relayout and Reduce (SPEC §4). Each checks its operands,
+//! allocates its result, takes its per-PE facts (closed form in timing mode, counted by
+//! the data plane in functional mode), charges them with `net::cost` and records the op.
+//!
+//! Invariant: both modes build the same route and the same facts, so they charge the
+//! same cycles.
+
+use super::{Engine, Mode, Resident, SimError, err};
+use crate::net::{self, Dir, DramSpec, PeFact, Route, StageSpec};
+use mnsim_arch::layout::Class;
+use mnsim_arch::machine::AddrLevel;
+use mnsim_arch::{TensorLayout, XlaLayout};
+use mnsim_kernels::elem::Combine;
+use mnsim_reports::OpReport;
+
+impl Engine {
+    pub(super) fn down_route(&self, steps: u64, dram: Option<DramSpec>) -> Route {
+        let n = self.topo.chain.len();
+        Route {
+            stages: (0..n - 1)
+                .map(|link| StageSpec {
+                    link,
+                    dir: Dir::Down,
+                    reduce: false,
+                    second: false,
+                })
+                .collect(),
+            dram,
+            local_copy: false,
+            steps,
+        }
+    }
+
+    /// Load: DRAM (the tensor's XLA layout) → LM in `layout`.
+    pub fn load(&mut self, name: &str, layout: TensorLayout) -> Result<OpReport, SimError> {
+        let t = self.state(name)?;
+        let Some(dram) = t.dram.as_ref() else {
+            return err(format!(
+                "tensor `{name}` is not in DRAM: give it an `init` or Store it first"
+            ));
+        };
+        if layout.logical_shape() != t.dims.as_slice() {
+            return err(format!(
+                "layout {} is for shape {:?} but tensor `{name}` has shape {:?}",
+                layout.canonical(),
+                layout.logical_shape(),
+                t.dims
+            ));
+        }
+        let (dtype, runtime, xla) = (t.dtype, t.runtime.clone(), dram.layout.clone());
+        if self.mode == Mode::Functional && dram.data.is_empty() {
+            return err(format!("tensor `{name}` has no data in DRAM"));
+        }
+        if t.lm.is_some() {
+            self.free(name)?;
+        }
+        let (offset, words, region) = self.allocate(name, &layout)?;
+        let facts = match self.mode {
+            Mode::Timing => self.closed_facts(&layout, &[], &runtime, false, None),
+            Mode::Functional => self.move_load(name, &layout, offset),
+        };
+        let eff = self.burst_efficiency(&layout, &xla, &runtime, dtype);
+        let route = self.down_route(
+            layout.time_span(),
+            Some(DramSpec {
+                dir: Dir::Down,
+                elem_bytes: dtype.bytes(),
+                efficiency: eff,
+                second: false,
+            }),
+        );
+        let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
+        let op = self.finish("Load", name, Some(&layout), &runtime, c, &[], &[region]);
+        let t = self.tensors.get_mut(name).expect("checked");
+        t.lm = Some(Resident {
+            layout,
+            offset,
+            words,
+            partial: Vec::new(),
+            region,
+        });
+        Ok(op)
+    }
+
+    /// Store: LM → DRAM (the tensor's XLA layout), reading one replica.
+    pub fn store(&mut self, name: &str, xla: XlaLayout) -> Result<OpReport, SimError> {
+        let r = self.resident(name)?.clone();
+        if let Some(&p) = r.partial.first() {
+            return err(format!(
+                "tensor `{name}` holds partial results over {}: Reduce it over that level before storing",
+                r.layout.levels()[p].name
+            ));
+        }
+        let t = self.state(name)?;
+        let (dtype, runtime) = (t.dtype, t.runtime.clone());
+        let facts = match self.mode {
+            Mode::Timing => self.closed_facts(&r.layout, &[], &runtime, true, None),
+            Mode::Functional => self.move_store(name, &r, &xla),
+        };
+        let n = self.topo.chain.len();
+        let eff = self.burst_efficiency(&r.layout, &xla, &runtime, dtype);
+        let route = Route {
+            stages: (0..n - 1)
+                .rev()
+                .map(|link| StageSpec {
+                    link,
+                    dir: Dir::Up,
+                    reduce: false,
+                    second: false,
+                })
+                .collect(),
+            dram: Some(DramSpec {
+                dir: Dir::Up,
+                elem_bytes: dtype.bytes(),
+                efficiency: eff,
+                second: false,
+            }),
+            local_copy: false,
+            steps: r.layout.time_span(),
+        };
+        let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
+        if self.mode == Mode::Timing {
+            self.set_in_dram(name, xla);
+        }
+        Ok(self.finish(
+            "Store",
+            name,
+            Some(&r.layout),
+            &runtime,
+            c,
+            &[r.region],
+            &[],
+        ))
+    }
+
+    /// Whether data must cross addressable level `i` to go from `src` to `dst`: the
+    /// source is split (or partial) there and the destination does not hold each
+    /// element at the same position. Compared per axis: a level position is a sum of
+    /// per-axis contributions, so equal per-axis functions mean equal maps.
+    pub(super) fn crosses(src: &TensorLayout, dst: &TensorLayout, i: usize, dims: &[u64]) -> bool {
+        if src.levels()[i].replicated {
+            return false;
+        }
+        if dst.levels()[i].replicated {
+            return true;
+        }
+        let contrib = |l: &TensorLayout, g: usize, x: u64| -> u64 {
+            let subs = &l.groups()[g];
+            let mut radix = 1u64;
+            let mut v = 0u64;
+            for s in subs.iter().rev() {
+                if s.class == Class::Level(i) {
+                    v += ((x / radix) % s.size) * s.stride;
+                }
+                radix = radix.saturating_mul(s.size);
+            }
+            v
+        };
+        (0..dims.len()).any(|g| (0..dims[g]).any(|x| contrib(src, g, x) != contrib(dst, g, x)))
+    }
+
+    /// Global PE index of a position tuple.
+    pub(super) fn pe_index(addr: &[AddrLevel], pos: &[u64]) -> usize {
+        pos.iter()
+            .zip(addr)
+            .fold(0u64, |a, (p, l)| a * l.fanout + p) as usize
+    }
+
+    pub(super) fn up_down_route(&self, meet: usize, reduce_at_meet: bool, steps: u64) -> Route {
+        let n = self.topo.chain.len();
+        let mut stages: Vec<StageSpec> = (meet..n - 1)
+            .rev()
+            .map(|link| StageSpec {
+                link,
+                dir: Dir::Up,
+                reduce: reduce_at_meet && link == meet,
+                second: false,
+            })
+            .collect();
+        stages.extend((meet..n - 1).map(|link| StageSpec {
+            link,
+            dir: Dir::Down,
+            reduce: false,
+            second: true,
+        }));
+        Route {
+            stages,
+            dram: None,
+            local_copy: false,
+            steps,
+        }
+    }
+
+    /// Relayout (also Broadcast from LM): layout A → layout B through the lowest common
+    /// ancestor. `out` names the result (default: the tensor itself, moved).
+    pub fn relayout(
+        &mut self,
+        op: &str,
+        name: &str,
+        layout: TensorLayout,
+        out: Option<&str>,
+    ) -> Result<OpReport, SimError> {
+        let src = self.resident(name)?.clone();
+        if let Some(&p) = src.partial.first() {
+            return err(format!(
+                "tensor `{name}` holds partial results over {}: Reduce it before moving it",
+                src.layout.levels()[p].name
+            ));
+        }
+        let dst_name = out.unwrap_or(name).to_string();
+        let t = self.state(name)?;
+        let (dtype, dims, runtime) = (t.dtype, t.dims.clone(), t.runtime.clone());
+        let d = self.state(&dst_name)?;
+        if d.dtype != dtype || d.dims != dims {
+            return err(format!(
+                "`{dst_name}` ({} {:?}) cannot hold `{name}` ({dtype} {dims:?})",
+                d.dtype, d.dims
+            ));
+        }
+        if layout.logical_shape() != dims.as_slice() {
+            return err(format!(
+                "layout {} is for shape {:?}, not {dims:?}",
+                layout.canonical(),
+                layout.logical_shape()
+            ));
+        }
+        if dst_name != name && d.lm.is_some() {
+            self.free(&dst_name)?;
+        }
+        let (offset, words, region) = self.allocate(&dst_name, &layout)?;
+        let addr = self.machine.addressable_levels();
+        let crossing = (0..addr.len())
+            .filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime))
+            .min();
+        let src_facts = self.closed_facts(&src.layout, &[], &runtime, true, None);
+        let dst_facts = match self.mode {
+            Mode::Timing => self.closed_facts(&layout, &[], &runtime, false, None),
+            Mode::Functional => self.move_relayout(&src, &layout, offset, &runtime, dtype),
+        };
+        let steps = src.layout.time_span().max(layout.time_span());
+        let c = match crossing {
+            Some(i) => {
+                let meet = self.topo.meet_above(addr[i].level_index);
+                let route = self.up_down_route(meet, false, steps);
+                net::cost(&self.machine, &self.topo, &route, [&src_facts, &dst_facts])
+            }
+            None => {
+                // No level to cross: a copy inside each LM (the larger of the two shards).
+                let facts: Vec<PeFact> = src_facts
+                    .iter()
+                    .zip(&dst_facts)
+                    .map(|(a, b)| {
+                        if b.key == net::NONE {
+                            PeFact::IDLE
+                        } else {
+                            PeFact {
+                                bytes: a.bytes.max(b.bytes),
+                                ..*b
+                            }
+                        }
+                    })
+                    .collect();
+                let route = Route {
+                    stages: Vec::new(),
+                    dram: None,
+                    local_copy: true,
+                    steps,
+                };
+                net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
+            }
+        };
+        if dst_name == name {
+            self.release(src.offset);
+        }
+        let rep = self.finish(
+            op,
+            &dst_name,
+            Some(&layout),
+            &runtime,
+            c,
+            &[src.region],
+            &[region],
+        );
+        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
+            layout,
+            offset,
+            words,
+            partial: Vec::new(),
+            region,
+        });
+        Ok(rep)
+    }
+
+    /// Reduce: combine the copies of a tensor over a level on which it is partial (or
+    /// replicated: the copies are combined as they are). The result is replicated over
+    /// that level, in the same layout, under `out` (default: the tensor itself).
+    pub fn reduce(
+        &mut self,
+        name: &str,
+        level: &str,
+        op: Combine,
+        out: Option<&str>,
+    ) -> Result<OpReport, SimError> {
+        let src = self.resident(name)?.clone();
+        let Some(i) = src.layout.levels().iter().position(|l| l.name == level) else {
+            return err(format!(
+                "`{level}` is not an addressable level of {} ({})",
+                self.machine.name,
+                src.layout
+                    .levels()
+                    .iter()
+                    .map(|l| l.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        if !src.layout.levels()[i].replicated {
+            return err(format!(
+                "tensor `{name}` is split over {level}, not partial: there is nothing to reduce over {level}"
+            ));
+        }
+        let t = self.state(name)?;
+        let (dtype, runtime) = (t.dtype, t.runtime.clone());
+        let dst_name = out.unwrap_or(name).to_string();
+        let layout = src.layout.clone();
+        let (offset, words, region) = if dst_name == name {
+            (src.offset, src.words, src.region)
+        } else {
+            if self.state(&dst_name)?.lm.is_some() {
+                self.free(&dst_name)?;
+            }
+            self.allocate(&dst_name, &layout)?
+        };
+        let mut partial = src.partial.clone();
+        if !partial.contains(&i) {
+            partial.push(i);
+        }
+        let up = self.closed_facts(&layout, &partial, &runtime, true, Some(i));
+        let rest: Vec<usize> = src.partial.iter().copied().filter(|&p| p != i).collect();
+        let down = match self.mode {
+            Mode::Timing => self.closed_facts(&layout, &rest, &runtime, false, None),
+            Mode::Functional => self.move_reduce(&src, i, op, offset, dtype, &runtime),
+        };
+        let addr = self.machine.addressable_levels();
+        let meet = self.topo.meet_above(addr[i].level_index);
+        let route = self.up_down_route(meet, true, layout.time_span());
+        let c = net::cost(&self.machine, &self.topo, &route, [&up, &down]);
+        let rep = self.finish(
+            "Reduce",
+            &dst_name,
+            Some(&layout),
+            &runtime,
+            c,
+            &[src.region],
+            &[region],
+        );
+        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
+            layout,
+            offset,
+            words,
+            partial: rest,
+            region,
+        });
+        Ok(rep)
+    }
+}
