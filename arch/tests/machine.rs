@@ -105,7 +105,7 @@ fn tiles_take_whole_cycles() {
     }
 }
 
-/// Port time of SPEC §4: max(distinct bytes / parent rate, max child bytes / child rate).
+/// Port time of docs/model.md: max(distinct bytes / parent rate, max child bytes / child rate).
 fn port_cycles(r: &Rate, distinct: f64, per_child: f64) -> f64 {
     (distinct / r.parent).max(per_child / r.child)
 }

@@ -1,4 +1,4 @@
-//! Compute cycles of a kernel (SPEC §5): SIMD, so padding and idle PEs cost like real
+//! Compute cycles of a kernel (docs/kernels.md): SIMD, so padding and idle PEs cost like real
 //! work; rates come from the machine's per-dtype figures.
 //!
 //! - **Vector kernels** (and MatMul in a dtype without a matrix rate): every PE does the

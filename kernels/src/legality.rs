@@ -1,4 +1,4 @@
-//! Legality (SPEC §5): can every output element be computed from data already on the
+//! Legality (docs/kernels.md): can every output element be computed from data already on the
 //! unit that holds it?
 //!
 //! The rule, per addressable level X at or above the unit level: a level position is a

@@ -1,4 +1,4 @@
-//! Legality (SPEC §5) on toy4 and a small what-if machine (`mini`: L1B 2 → MAB 2 →
+//! Legality (docs/kernels.md) on toy4 and a small what-if machine (`mini`: L1B 2 → MAB 2 →
 //! PE 2, the matrix unit at MAB).
 
 mod common;

@@ -1,4 +1,4 @@
-//! The tree network and its cycle model (SPEC §4).
+//! The tree network and its cycle model (docs/model.md).
 //!
 //! A transfer is described per PE by a [`PeFact`]: which data the PE holds (a key:
 //! equal keys = identical bytes), how many LM bytes that is, and how many real

@@ -1,5 +1,5 @@
 //! The command-line contract of `mnsim layout`, `mnsim shape` and `mnsim machines`
-//! (SPEC §2, §3, §8), run against the built binary.
+//! (docs/layout.md, docs/scenarios.md and the README's commands), run against the built binary.
 
 use serde_json::Value;
 use std::process::{Command, Stdio};
@@ -126,7 +126,7 @@ fn map_json_spec_example_row_split() {
     assert_eq!(list(&v["padded"]), vec![12, 8]);
     assert_eq!(v["words"], 24);
     check_placements(&v, &["PE"], &[12, 8]);
-    // SPEC §2: (5,3) -> PE 1, word 19.
+    // docs/layout.md: (5,3) -> PE 1, word 19.
     let p = find(&v, &[5, 3]);
     assert_eq!(p["pe"]["PE"], 1);
     assert_eq!(
@@ -143,7 +143,7 @@ fn map_json_spec_example_row_split() {
 
 #[test]
 fn map_json_other_toy4_examples() {
-    // (layout, shape, element, PE, word) from SPEC §2.
+    // (layout, shape, element, PE, word) from docs/layout.md.
     for (text, shape, idx, pe, word) in [
         ("((3:8, 4_PE), (8:1))", "12,8", [5, 3], 1, 11),
         ("((2_PE:2, 6:4), (2_PE:1, 4:1))", "12,8", [7, 5], 3, 5),

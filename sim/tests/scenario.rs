@@ -40,7 +40,7 @@ fn source(name: &str, text: &str) -> Source {
 }
 
 // ---------------------------------------------------------------------------
-// The SPEC example
+// The docs/scenarios.md example
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -162,7 +162,7 @@ fn toy4_plans_bind_their_layouts() {
         assert!(src.text[span].starts_with("Load(tensor: \"x\""));
     }
     assert_eq!(rows.plan.as_deref(), Some("rows"));
-    // SPEC §2 worked examples: element (5,3).
+    // docs/layout.md worked examples: element (5,3).
     let p = bound(&rows, 0).place(&[5, 3]).unwrap();
     assert_eq!((p.pos.clone(), p.addr), (vec![Some(1)], 19));
     assert_eq!(rows.ops[0].op.layout(), Some("((4_PE, 3:8), (8:1))"));

@@ -1,4 +1,4 @@
-//! The two schedules on random programs (SPEC §4a invariants), and write-after-read on
+//! The two schedules on random programs (docs/model.md, the schedule invariants), and write-after-read on
 //! LM worked by hand.
 //!
 //! Programs are drawn from a seeded generator (the seed is the proptest input) over a

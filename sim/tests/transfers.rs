@@ -1503,7 +1503,7 @@ proptest! {
 
 #[test]
 fn spec_public_table_distribute_and_broadcast_from_one_l1bm() {
-    // SPEC §4: with mncore2's rates, distributing N LW from one L1BM to its 64 PEs takes
+    // docs/model.md: with mncore2's rates, distributing N LW from one L1BM to its 64 PEs takes
     // N/64 cycles at that stage; broadcasting them takes N cycles.
     let m = preset("mncore2", &[]);
     let n = 64 * 64u64;

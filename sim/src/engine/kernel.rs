@@ -13,7 +13,7 @@ use mnsim_arch::{DType, TensorLayout};
 use mnsim_reports::OpReport;
 
 impl Engine {
-    /// Runs a SIMD kernel: checks legality (SPEC §5), computes (functional mode),
+    /// Runs a SIMD kernel: checks legality (docs/kernels.md), computes (functional mode),
     /// charges the compute unit. The output is partial over the levels where a split
     /// contraction leaves partial sums; a Reduce completes it.
     pub fn kernel(

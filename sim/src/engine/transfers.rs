@@ -1,4 +1,4 @@
-//! The transfers: Load, Store, Relayout and Reduce (SPEC §4). Each checks its operands,
+//! The transfers: Load, Store, Relayout and Reduce (docs/model.md). Each checks its operands,
 //! allocates its result, takes its per-PE facts (closed form in timing mode, counted by
 //! the data plane in functional mode), charges them with `net::cost` and records the op.
 //!

@@ -261,7 +261,7 @@ fn reduce_of(kind: &str) -> Option<(ReduceKind, &'static str)> {
     })
 }
 
-/// Every op kind the import turns into kernels (SPEC §9).
+/// Every op kind the import turns into kernels (docs/import.md).
 pub const KINDS: [&str; 38] = [
     "MatMul",
     "Add",

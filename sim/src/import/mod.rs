@@ -39,7 +39,7 @@ impl Default for Options {
 }
 
 /// Tensors up to this many elements are small enough to verify in functional mode by
-/// default (SPEC §9's tests use the same bound).
+/// default (the import tests use the same bound).
 pub const FUNCTIONAL_ELEMS: u64 = 1 << 21;
 
 /// An imported graph.

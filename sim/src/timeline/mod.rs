@@ -1,4 +1,4 @@
-//! The timeline (the schedule of SPEC §4a): where every op's task sits in time.
+//! The timeline (the schedule, docs/model.md): where every op's task sits in time.
 //!
 //! An op is lowered ([`crate::lowering`]) to a [`Task`]: how long it takes, the resources
 //! it holds and for how long each, the LM regions it reads and writes, and the LM it
@@ -28,9 +28,9 @@ mod tests;
 /// How ops are placed in time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Schedule {
-    /// Each op starts when the previous one ends (SPEC §4, op after op).
+    /// Each op starts when the previous one ends (docs/model.md, op after op).
     Sequential,
-    /// Transfers overlap compute (SPEC §4a).
+    /// Transfers overlap compute (docs/model.md, the schedule).
     #[default]
     Overlapped,
 }
@@ -100,7 +100,7 @@ pub struct Hold {
 /// One op, lowered: what the schedule needs to know of it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Task {
-    /// Cycles from start to end (SPEC §4: the slowest stage plus latencies).
+    /// Cycles from start to end (docs/model.md: the slowest stage plus latencies).
     pub cycles: u64,
     /// Resources held, each for its stage's cycles (at most one hold per resource).
     pub holds: Vec<Hold>,
