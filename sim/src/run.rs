@@ -49,7 +49,8 @@ pub fn init_data(init: &Init, dtype: DType, dims: &[u64]) -> Vec<u8> {
     out
 }
 
-fn combine_of(op: ReduceOp) -> Combine {
+/// The combine of a tree Reduce for a reduction op.
+pub(crate) fn combine_of(op: ReduceOp) -> Combine {
     match op {
         ReduceOp::Max => Combine::Max,
         ReduceOp::Min => Combine::Min,
@@ -412,26 +413,11 @@ pub fn run_with_progress(
                 // with tree Reduces, one per level (shown as ops of their own). A split
                 // contraction is finished the same way when the scenario asks for it.
                 if matches!(other, Op::ReduceAxes { .. }) || res.auto_reduce {
-                    let partial: Vec<String> = eng
-                        .tensors
-                        .get(out)
-                        .and_then(|t| t.lm.as_ref())
-                        // Leaf-most level first: partial sums combine close to the PEs first.
-                        .map(|r| {
-                            r.partial
-                                .iter()
-                                .rev()
-                                .map(|&p| r.layout.levels()[p].name.clone())
-                                .collect()
-                        })
-                        .unwrap_or_default();
                     let comb = match other {
                         Op::ReduceAxes { op, .. } => combine_of(*op),
                         _ => Combine::Add,
                     };
-                    for level in partial {
-                        eng.reduce(out, &level, comb, None).map_err(at)?;
-                    }
+                    eng.reduce_partials(out, comb).map_err(at)?;
                 }
             }
         }

@@ -294,6 +294,28 @@ impl Engine {
     /// Reduce: combine the copies of a tensor over a level on which it is partial (or
     /// replicated: the copies are combined as they are). The result is replicated over
     /// that level, in the same layout, under `out` (default: the tensor itself).
+    /// Finishes a tensor whose copies hold partial results: a tree Reduce per level they
+    /// differ over, leaf-most level first (partial sums combine close to the PEs first),
+    /// each shown as an op of its own.
+    pub fn reduce_partials(&mut self, name: &str, op: Combine) -> Result<(), SimError> {
+        let levels: Vec<String> = self
+            .tensors
+            .get(name)
+            .and_then(|t| t.lm.as_ref())
+            .map(|r| {
+                r.partial
+                    .iter()
+                    .rev()
+                    .map(|&p| r.layout.levels()[p].name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for level in levels {
+            self.reduce(name, &level, op, None)?;
+        }
+        Ok(())
+    }
+
     pub fn reduce(
         &mut self,
         name: &str,

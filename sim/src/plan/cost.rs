@@ -9,7 +9,8 @@
 
 use crate::engine::{Engine, Mode, Resident, SimError};
 use crate::ids::RegionId;
-use crate::scenario::{Op, ReduceOp, Resolved};
+use crate::run::combine_of;
+use crate::scenario::{Op, Resolved};
 use mnsim_arch::{TensorLayout, XlaLayout};
 use mnsim_kernels::elem::Combine;
 
@@ -40,15 +41,6 @@ pub struct Coster {
 const PLACED_BASE: u64 = 1 << 60;
 /// Region ids of placed inputs (an op allocates a few regions at most).
 const PLACED_REGION: u32 = 64;
-
-fn combine_of(op: ReduceOp) -> Combine {
-    match op {
-        ReduceOp::Max => Combine::Max,
-        ReduceOp::Min => Combine::Min,
-        // Only Add leaves partial results (as `run`).
-        _ => Combine::Add,
-    }
-}
 
 impl Coster {
     /// Builds the machine once and declares every tensor of `res` (timing mode: no data;
@@ -187,26 +179,11 @@ impl Coster {
                 self.eng
                     .kernel(other.name(), &k, &ins, out, layout.cloned())?;
                 if matches!(other, Op::ReduceAxes { .. }) || self.auto_reduce {
-                    let partial: Vec<String> = self
-                        .eng
-                        .tensors
-                        .get(out)
-                        .and_then(|t| t.lm.as_ref())
-                        .map(|r| {
-                            r.partial
-                                .iter()
-                                .rev()
-                                .map(|&p| r.layout.levels()[p].name.clone())
-                                .collect()
-                        })
-                        .unwrap_or_default();
                     let comb = match other {
                         Op::ReduceAxes { op, .. } => combine_of(*op),
                         _ => Combine::Add,
                     };
-                    for level in partial {
-                        self.eng.reduce(out, &level, comb, None)?;
-                    }
+                    self.eng.reduce_partials(out, comb)?;
                 }
             }
         }
