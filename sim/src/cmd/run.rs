@@ -117,8 +117,9 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
     let (mut sc, src) = a.s.load()?;
-    // An imported graph leaves every layout to the planner: plan it first, and say so.
-    if mnsim_sim::import::is_imported(&src) {
+    // An imported graph leaves every layout to the planner: plan it first, and say so
+    // (unless another plan, such as the import's `default`, is asked for by name).
+    if mnsim_sim::import::is_imported(&src) && a.plan.as_deref().is_none_or(|p| p == "auto") {
         eprintln!(
             "note: {}",
             mnsim_sim::import::plan_auto(&mut sc, &src, &sets, &binds)
