@@ -754,41 +754,11 @@ fn reshape_level(
     }
     let (a, b) = (input.logical_shape(), out.logical_shape());
     let (fa, fb) = (axis_fns(input, x), axis_fns(out, x));
-    // Cut points: (i, j) with prod(a[i..]) == prod(b[j..]).
-    let suffix = |s: &[u64]| -> Vec<u64> {
-        let mut v = vec![1u64; s.len() + 1];
-        for i in (0..s.len()).rev() {
-            v[i] = v[i + 1].saturating_mul(s[i]);
-        }
-        v
-    };
-    let (sa, sb) = (suffix(a), suffix(b));
-    let mut cuts = vec![(a.len(), b.len())];
-    let (mut i, mut j) = (a.len(), b.len());
-    while i > 0 || j > 0 {
-        // Extend the group leftwards until the suffix products meet again.
-        let (mut ni, mut nj) = (i, j);
-        loop {
-            if ni > 0 && (sa[ni] <= sb[nj] || nj == 0) {
-                ni -= 1;
-            } else if nj > 0 {
-                nj -= 1;
-            } else {
-                break;
-            }
-            if sa[ni] == sb[nj] {
-                break;
-            }
-        }
-        cuts.push((ni, nj));
-        (i, j) = (ni, nj);
-    }
     let lv = &out.levels()[x].name;
     let mut ia = vec![0u64; a.len()];
     let mut ib = vec![0u64; b.len()];
-    for w in cuts.windows(2) {
-        let ((hi_a, hi_b), (lo_a, lo_b)) = (w[0], w[1]);
-        let n = sa[lo_a] / sa[hi_a].max(1);
+    for (lo_a, hi_a, lo_b, hi_b) in crate::shape::reshape_groups(a, b) {
+        let n = a[lo_a..hi_a].iter().fold(1u64, |p, &d| p.saturating_mul(d));
         for t in 0..n {
             let (mut ra, mut rb) = (t, t);
             for ax in (lo_a..hi_a).rev() {

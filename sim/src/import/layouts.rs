@@ -47,39 +47,6 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// `(in_lo, in_hi, out_lo, out_hi)` axis ranges of a reshape's groups, where the
-/// row-major suffix products of the two shapes meet.
-pub fn reshape_groups(a: &[u64], b: &[u64]) -> Vec<(usize, usize, usize, usize)> {
-    let suffix = |s: &[u64]| -> Vec<u64> {
-        let mut v = vec![1u64; s.len() + 1];
-        for i in (0..s.len()).rev() {
-            v[i] = v[i + 1].saturating_mul(s[i]);
-        }
-        v
-    };
-    let (sa, sb) = (suffix(a), suffix(b));
-    let mut out = Vec::new();
-    let (mut i, mut j) = (a.len(), b.len());
-    while i > 0 || j > 0 {
-        let (mut ni, mut nj) = (i, j);
-        loop {
-            if ni > 0 && (sa[ni] <= sb[nj] || nj == 0) {
-                ni -= 1;
-            } else if nj > 0 {
-                nj -= 1;
-            } else {
-                break;
-            }
-            if sa[ni] == sb[nj] {
-                break;
-            }
-        }
-        out.push((ni, i, nj, j));
-        (i, j) = (ni, nj);
-    }
-    out
-}
-
 /// The default layout text of every tensor the steps name.
 pub fn default_layouts(m: &Machine, decls: &[Decl], steps: &[Step]) -> BTreeMap<String, String> {
     let index: BTreeMap<&str, usize> = decls
@@ -111,7 +78,7 @@ pub fn default_layouts(m: &Machine, decls: &[Decl], steps: &[Step]) -> BTreeMap<
         match &s.kernel {
             Kernel::Reshape { .. } => {
                 let (a, b) = (&decls[ins[0]].dims, &decls[o].dims);
-                for (al, ah, bl, bh) in reshape_groups(a, b) {
+                for (al, ah, bl, bh) in mnsim_kernels::shape::reshape_groups(a, b) {
                     if ah > al && bh > bl {
                         uf.union(node(ins[0], al), node(o, bl));
                     }
