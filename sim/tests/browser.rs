@@ -234,7 +234,7 @@ fn pages_render_in_headless_chromium() {
     run_scenario(&scenario("transfer_blog_1024x512.ron"), &out);
 
     let dom = render(&out.join("blog/report.html"), &work, "report");
-    for id in ["level-chart", "timeline-chart", "ready-chart"] {
+    for id in ["level-chart", "resources-chart", "timeline-chart"] {
         assert!(
             dom.contains(&format!("<svg id=\"{id}\" role=\"img\"")),
             "{id} not in the rendered DOM"
@@ -242,6 +242,28 @@ fn pages_render_in_headless_chromium() {
     }
     assert_eq!(dom.matches("class=\"op-bar\"").count(), 2, "a bar per op");
     assert!(dom.contains("transfer 1024x512"));
+    // Every PE of this plan has its data at the same cycle: the page has no ready chart.
+    assert!(
+        !dom.contains("id=\"ready-chart\""),
+        "a ready chart with nothing to show"
+    );
+
+    // The same report where the PEs' ready cycles spread: the range plot appears.
+    let json = std::fs::read_to_string(out.join("blog/report.json")).unwrap();
+    let mut report: mnsim_reports::Report = serde_json::from_str(&json).unwrap();
+    let ready = report
+        .ops
+        .iter_mut()
+        .find_map(|op| op.ready_cycles.as_mut())
+        .expect("the load readies data on PEs");
+    ready.min = ready.max / 2;
+    let spread = work.join("spread.html");
+    std::fs::write(&spread, mnsim_reports::html(&report)).unwrap();
+    let dom = render(&spread, &work, "spread");
+    assert!(
+        dom.contains("<svg id=\"ready-chart\" role=\"img\""),
+        "ready-chart not in the rendered DOM"
+    );
 
     let dom = render(&out.join("compare.html"), &work, "compare");
     for id in ["totals-chart", "plan-level-chart"] {
