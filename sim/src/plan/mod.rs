@@ -88,7 +88,13 @@ pub struct Outcome {
     pub space: u128,
     pub complete: bool,
     pub timed_out: bool,
+    /// Seconds of search (`evaluated / seconds` is the rate).
     pub seconds: f64,
+    /// Per variable, how many of its candidates some evaluated assignment gave it.
+    pub tried: Vec<usize>,
+    /// Seconds of the whole planning (resolution, candidates, hand plans, search and
+    /// the confirming timing runs).
+    pub total_seconds: f64,
 }
 
 impl Outcome {
@@ -243,6 +249,9 @@ pub fn plan_with(
     opts: &PlanOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Outcome, miette::Report> {
+    // The time limit covers the whole planning: resolution, candidates, the hand plans'
+    // runs and the search (the confirming runs after it are a few timing runs).
+    let started = std::time::Instant::now();
     // Errors of the scenario itself come back as they are, pointing into the file.
     let res = scenario::resolve(sc, src, Some(plan), sets, binds)?;
     let fail = |msg: String| miette::miette!("error: {}: {msg}", src.path);
@@ -319,6 +328,10 @@ pub fn plan_with(
     }
     let mut sopts = opts.search.clone();
     sopts.top = sopts.top.max(1) + seeds.len();
+    sopts.time_limit = opts
+        .search
+        .time_limit
+        .map(|t| t.saturating_sub(started.elapsed()));
     let found = search::search(&mut model, &seeds, &sopts, progress);
     // Confirm with timing runs (under the scenario's schedule), the best found first,
     // then the seeds: the choice is the fastest confirmed, so it is never slower than
@@ -401,5 +414,7 @@ pub fn plan_with(
         complete: found.complete,
         timed_out: found.timed_out,
         seconds: found.seconds,
+        tried: found.tried,
+        total_seconds: started.elapsed().as_secs_f64(),
     })
 }

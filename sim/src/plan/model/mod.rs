@@ -153,6 +153,8 @@ pub struct Model {
     space: Space,
     /// How the scored plan's tasks are placed in time (the scenario's schedule).
     pub schedule: Schedule,
+    /// Candidates per (shape, dtype, padded), generated once.
+    generated: HashMap<(Vec<u64>, mnsim_arch::DType, bool), Vec<Candidate>>,
     /// Scratch of the walk: the plan's tasks, reused from one evaluation to the next.
     scratch: Vec<Task>,
 }
@@ -202,6 +204,7 @@ impl Model {
             space,
             schedule: res.schedule,
             scratch: Vec::new(),
+            generated: HashMap::new(),
         };
         let t = |m: &Model, n: &str| -> Result<usize, String> {
             m.index
@@ -294,15 +297,21 @@ impl Model {
     }
 
     /// Candidates of tensor `t` (before pruning).
-    fn generate(&self, t: usize) -> Vec<Candidate> {
+    /// Candidates of tensor `t` (before pruning); tensors of one shape and dtype share
+    /// them (generated once).
+    fn generate(&mut self, t: usize) -> Vec<Candidate> {
         let rt = &self.res.tensors[&self.tensors[t]];
-        candidates::generate(
-            &self.res.machine,
-            &rt.dims_at_bound,
+        let key = (
+            rt.dims_at_bound.clone(),
             rt.dtype,
             rt.dims_at_bound != rt.runtime_dims,
-            self.space,
-        )
+        );
+        if let Some(c) = self.generated.get(&key) {
+            return c.clone();
+        }
+        let c = candidates::generate(&self.res.machine, &key.0, key.1, key.2, self.space);
+        self.generated.insert(key, c.clone());
+        c
     }
 
     /// Interns a bound layout of tensor `t`.
