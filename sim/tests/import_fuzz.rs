@@ -54,8 +54,11 @@ const WORDS: [&str; 14] = [
     "[]",
 ];
 
+/// A byte range of the text.
+type Span = (usize, usize);
+
 /// The spans of `text` that look like JSON numbers and like JSON strings.
-fn tokens(text: &str) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+fn tokens(text: &str) -> (Vec<Span>, Vec<Span>) {
     let b = text.as_bytes();
     let (mut nums, mut strs) = (Vec::new(), Vec::new());
     let mut i = 0;
@@ -84,7 +87,7 @@ fn tokens(text: &str) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
 /// One mutation of `text`.
 fn mutate(text: &str, rng: &mut Rng) -> String {
     let (nums, strs) = tokens(text);
-    let splice = |(a, b): (usize, usize), with: &str| format!("{}{with}{}", &text[..a], &text[b..]);
+    let splice = |(a, b): Span, with: &str| format!("{}{with}{}", &text[..a], &text[b..]);
     match rng.below(5) {
         0 => text[..rng.below(text.len())].to_string(),
         1 => {
