@@ -268,6 +268,8 @@ pub fn plan_with(
         .collect();
     let mut hand_plans = Vec::new();
     let mut seeds: Vec<Vec<LayoutId>> = Vec::new();
+    // The longest timing run of a hand plan: what each confirming run will take.
+    let mut one_run = std::time::Duration::ZERO;
     for name in hand_plan_names(sc) {
         let hp = &sc.plans[&name];
         let agrees = fixed.iter().all(|(k, v)| hp.get(*k) == Some(*v))
@@ -284,7 +286,9 @@ pub fn plan_with(
                 continue;
             }
         };
+        let t0 = std::time::Instant::now();
         let run = time(&hres);
+        one_run = one_run.max(t0.elapsed());
         let mut seed = false;
         if agrees {
             let mut pick = Vec::new();
@@ -328,10 +332,13 @@ pub fn plan_with(
     }
     let mut sopts = opts.search.clone();
     sopts.top = sopts.top.max(1) + seeds.len();
-    sopts.time_limit = opts
-        .search
-        .time_limit
-        .map(|t| t.saturating_sub(started.elapsed()));
+    // What is left of the limit, less the confirming runs after the search (as long as
+    // a hand plan's run each; at most half of what is left).
+    sopts.time_limit = opts.search.time_limit.map(|t| {
+        let left = t.saturating_sub(started.elapsed());
+        let confirm = one_run.saturating_mul((sopts.top + seeds.len()) as u32);
+        left.saturating_sub(confirm.min(left / 2))
+    });
     let found = search::search(&mut model, &seeds, &sopts, progress);
     // Confirm with timing runs (under the scenario's schedule), the best found first,
     // then the seeds: the choice is the fastest confirmed, so it is never slower than
