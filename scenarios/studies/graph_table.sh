@@ -10,8 +10,9 @@
 #
 # Usage (from the repository root, after `cargo build --release`):
 #   scenarios/studies/graph_table.sh [TIME_LIMIT_SECONDS] [GRAPH.json|SCENARIO.ron ...]
-# Default: a 5 s limit, scenarios/graphs/*.ron and GPT, LLaMa, SDPA, JAX-MQA, the gated
-# MLP and two fused matmuls of ../shared/graphs. Needs `jq`.
+# Default: a 5 s limit, scenarios/graphs/*.ron (GPT attention, the gated MLP, SDPA in
+# f16) and LLaMa attention, JAX-MQA, two matmuls, a layer norm, a softmax and a bias add
+# of ../shared/graphs. Needs `jq`.
 set -eu
 limit=${1:-5}
 [ $# -gt 0 ] && shift
@@ -20,13 +21,12 @@ flags=${MNSIM_FLAGS:-}
 g=../shared/graphs
 if [ $# -eq 0 ]; then
     set -- scenarios/graphs/*.ron \
-        $g/MHA-GPT-inf-fp32-bs1.json $g/MHA-LLaMa-inf-fp32-bs1.json \
-        $g/sdpa-plain-simplified-f16.json $g/JAX-MQA-inf-fp32.json $g/gated-mlp-f32.json \
-        $g/matmul_bias_post_ops_chain_fusion.json $g/matmul_2d_4d.json
+        $g/MHA-LLaMa-inf-fp32-bs1.json $g/JAX-MQA-inf-fp32.json $g/matmul_2d_4d.json \
+        $g/matmul_bias_post_ops_chain_fusion.json $g/lnorm.json $g/softmax.json $g/biasadd.json
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "| graph | ops | planned cycles | FLOP/cycle (of peak) | \`default\` plan | time to plan |"
+echo "| graph | ops | planned cycles | FLOP/cycle (of peak) | \`default\` plan | time to plan (search) |"
 echo "|---|---|---|---|---|---|"
 for f in "$@"; do
     name=$(basename "$f" | sed 's/\.[a-z]*$//')
@@ -39,15 +39,20 @@ for f in "$@"; do
     # shellcheck disable=SC2086
     "$mnsim" plan "$s" --plan auto --json --time-limit "$limit" --write planned $flags > "$tmp/plan.json"
     secs=$(jq '.total_seconds' "$tmp/plan.json")
+    search=$(jq -r 'if .complete then "complete" else "\(.evaluated)" end' "$tmp/plan.json")
     # shellcheck disable=SC2086
     "$mnsim" run "$s" --mode timing --out "$tmp/$name" $flags > /dev/null 2>&1
     r=$tmp/$name/planned/report.json
     d=$tmp/$name/default/report.json
-    jq -r --arg name "$name" --arg ops "$ops" --arg secs "$secs" --slurpfile d "$d" '
+    jq -r --arg name "$name" --arg ops "$ops" --arg secs "$secs" --arg search "$search" \
+        --slurpfile d "$d" '
         def th: tostring | until(test("^[0-9]{4}") | not; sub("(?<a>[0-9])(?<b>[0-9]{3})(?<c>,|$)"; "\(.a),\(.b)\(.c)"));
+        def dec(n): (. * pow(10; n) | round) as $x | ($x / pow(10; n)) | tostring;
+        def one: (. * 10 | round) as $x | "\($x / 10 | floor).\($x % 10)";
         ([.ops[].flops // 0] | add) as $f
         | (.peak_flops_per_cycle // 0) as $p
         | ($f / .total_cycles) as $r
-        | "| \($name) | \($ops) | \(.total_cycles | th) | \($r | floor | th) (\(if $p > 0 then ($r / $p * 1000 | round / 10) else 0 end)% of \($p | floor | th)) | \($d[0].total_cycles | th) | \($secs | tonumber | . * 10 | round / 10) s |"
+        | (if $p > 0 then $r / $p * 100 else 0 end) as $pct
+        | "| \($name) | \($ops) | \(.total_cycles | th) | \($r | floor | th) (\($pct | if . < 1 then dec(2) else one end)% of \($p | floor | th)) | \($d[0].total_cycles | th) | \($secs | tonumber | one) s (\($search | th)\(if $search == "complete" then "" else " evaluated" end)) |"
     ' "$r"
 done
