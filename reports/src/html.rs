@@ -1588,6 +1588,7 @@ mod tests {
             ops: vec![],
             levels: vec![],
             resources: vec![],
+            streams: vec![],
             peak_flops_per_cycle: None,
             verified: None,
             lm_peak_bytes: 0,

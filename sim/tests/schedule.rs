@@ -161,6 +161,7 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
             return None;
         }
     }
+    e.settle();
     Some(e)
 }
 
@@ -194,10 +195,14 @@ proptest! {
         let sum: u64 = seq.ops.iter().map(|o| o.cycles).sum();
         prop_assert_eq!(seq.sw.clock(), sum, "{}", what);
         prop_assert!(ovl.sw.clock() <= seq.sw.clock(), "{}: {} > {}", what, ovl.sw.clock(), seq.sw.clock());
-        // Every op costs the same under both; only where it sits differs.
+        // Every op costs the same under both (its task, re-sent slices included); only
+        // where it sits differs, and a stream's ops may stretch over their slices.
         for (a, b) in seq.ops.iter().zip(&ovl.ops) {
-            prop_assert_eq!(a.cycles, b.cycles);
             prop_assert_eq!(&a.stages, &b.stages);
+        }
+        prop_assert_eq!(&seq.tasks, &ovl.tasks, "{}", what);
+        for (o, t) in seq.ops.iter().zip(&seq.tasks) {
+            prop_assert_eq!(o.cycles, t.cycles);
         }
         // No resource is held for longer than the run (compute units included), and
         // the compute of any one unit is serial.
