@@ -123,6 +123,7 @@ pinned!(
     "plan_layernorm.ron"
 );
 pinned!(prefetch, prefetch_overlapped, "prefetch.ron");
+pinned!(double_buffer, double_buffer_overlapped, "double_buffer.ron");
 
 #[test]
 fn the_next_weights_load_behind_the_matmul_only_where_lm_has_room() {

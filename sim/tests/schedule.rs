@@ -2,8 +2,9 @@
 //! LM worked by hand.
 //!
 //! Programs are drawn from a seeded generator (the seed is the proptest input) over a
-//! small MN-Core 2 (128 PEs): loads in random layouts, element-wise kernels, relayouts,
-//! stores and frees of six tensors.
+//! small MN-Core 2 (128 PEs): loads in random layouts (with `time`, some with `Time`
+//! steps: streams, with random `buffers:`), element-wise kernels, relayouts, stores and
+//! frees of six tensors.
 
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
@@ -46,7 +47,8 @@ fn bind(m: &Machine, text: &str) -> TensorLayout {
 
 #[derive(Clone, Debug)]
 enum Step {
-    Load(usize, usize),
+    /// Load tensor, layout, `buffers:` (None: the default).
+    Load(usize, usize, Option<i64>),
     Unary(usize, usize),
     Binary(usize, usize, usize),
     Relayout(usize, usize),
@@ -75,7 +77,8 @@ fn program(seed: u64, time: bool) -> Vec<Step> {
             0 => {
                 let (t, l) = (below(TENSORS), below(nl));
                 lm[t] = Some(l);
-                Step::Load(t, l)
+                let buffers = [None, Some(1), Some(2), Some(3)][below(4)];
+                Step::Load(t, l, buffers)
             }
             1 => {
                 let (a, o) = (resident[below(resident.len())], below(TENSORS));
@@ -132,7 +135,10 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
     }
     for s in steps {
         let ok = match s {
-            Step::Load(t, l) => e.load(&name(*t), ls[*l].clone()).is_ok(),
+            Step::Load(t, l, b) => {
+                e.buffers = *b;
+                e.load(&name(*t), ls[*l].clone()).is_ok()
+            }
             Step::Unary(a, o) => e
                 .kernel(
                     "Unary",
@@ -227,7 +233,7 @@ proptest! {
         // Every op consumes the previous op's output.
         let mut rng = SplitMix(seed);
         let nl = layouts(false).len();
-        let mut steps = vec![Step::Load(0, (rng.next_u64() % nl as u64) as usize)];
+        let mut steps = vec![Step::Load(0, (rng.next_u64() % nl as u64) as usize, None)];
         let mut cur = 0usize;
         for _ in 0..(1 + rng.next_u64() % 6) {
             let next = (cur + 1 + (rng.next_u64() % 5) as usize) % TENSORS;

@@ -289,12 +289,14 @@ pub fn resolve(
                 };
                 used_vars.insert(var.to_string());
                 match vars.get(var) {
+                    // `auto`: the default (2 slices when they fit, else 1).
+                    Some(PlanValue::Layout(v)) if v.trim() == "auto" => None,
                     Some(PlanValue::Layout(v)) => match v.trim().parse::<i64>() {
                         Ok(b) => Some(b),
                         Err(_) => {
                             return Err(cx.err(
                                 span,
-                                &format!("{what}: `buffers: \"${var}\"`: plan `{pname}` sets `{var}` to `{v}`, not an integer"),
+                                &format!("{what}: `buffers: \"${var}\"`: plan `{pname}` sets `{var}` to `{v}`, not an integer ≥ 1 or `auto`"),
                                 "not a count",
                             ));
                         }
