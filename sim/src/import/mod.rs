@@ -11,6 +11,7 @@ pub mod graph;
 pub mod json;
 pub mod layouts;
 pub mod lower;
+mod ops;
 
 pub use lower::Strides;
 
