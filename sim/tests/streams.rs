@@ -204,3 +204,31 @@ fn buffers_below_one_are_refused_naming_the_op() {
     let e = run_text(&text, Some("p"), Schedule::Overlapped).unwrap_err();
     assert!(e.contains("buffers: 0"), "{e}");
 }
+
+#[test]
+fn a_stream_gives_back_its_second_slice_when_a_later_tensor_needs_the_room() {
+    // W loads first: two of its 2048-word slices fill the empty LM; x (1024 words) then
+    // needs the room, and W, not yet read, holds one slice (the default is two only when
+    // they fit with everything else live).
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/double_buffer.ron");
+    let text = std::fs::read_to_string(path).unwrap();
+    let (lx, lw) = (
+        "        Load(tensor: \"x\", layout: \"$x\"),\n",
+        "        Load(tensor: \"w\", layout: \"$w\", buffers: \"$wb\"),\n",
+    );
+    assert!(text.contains(&format!("{lx}{lw}")));
+    let text = text.replace(&format!("{lx}{lw}"), &format!("{lw}{lx}"));
+    let r = run_text(&text, Some("no_room"), Schedule::Overlapped).unwrap();
+    let s = &r.streams[0];
+    assert_eq!(
+        (s.tensor.as_str(), s.buffers, s.double_buffered),
+        ("w", 1, false)
+    );
+    let why = s.fallback.as_deref().unwrap();
+    assert!(why.starts_with("LM full") && why.contains("`x`"), "{why}");
+    // The LM peak counts the one slice held: W's second slice is not charged.
+    assert_eq!(r.lm_peak_bytes, (2048 + 1024 + 256) * 8);
+    // With room for both (the double plan), W keeps two.
+    let r = run_text(&text, Some("double"), Schedule::Overlapped).unwrap();
+    assert_eq!(r.streams[0].buffers, 2);
+}

@@ -95,6 +95,8 @@ pub struct Engine {
     frees: Frees,
     /// `buffers:` of the op about to run (taken by its allocation).
     pub buffers: Option<i64>,
+    /// LM words charged after every allocation (the LM peak, should a stream give back a slice).
+    charge_log: Vec<u64>,
     /// Every `Time`-stepped tensor placed in LM (a stream), by region.
     pub streams: BTreeMap<RegionId, StreamState>,
     /// Every PE's position per addressable level, in PE order (fixed by the machine).
@@ -159,6 +161,7 @@ impl Engine {
         self.alloc = Alloc::default();
         self.frees = Frees::default();
         self.buffers = None;
+        self.charge_log.clear();
         self.streams.clear();
         self.ops.clear();
         self.records.clear();
@@ -180,6 +183,7 @@ impl Engine {
             timeline: Timeline::new(schedule, lm_words),
             frees: Frees::default(),
             buffers: None,
+            charge_log: Vec::new(),
             streams: BTreeMap::new(),
             machine,
             topo,
@@ -323,6 +327,8 @@ impl Engine {
         let fp = layout.footprint_words();
         let words = fp.saturating_mul(layout.time_span());
         let lm_words = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
+        // Streams that took two slices by default give one back while this does not fit.
+        while self.alloc.charged().saturating_add(fp) > lm_words && self.give_back(name, fp) {}
         let charged = self.alloc.charged();
         // A stream is charged the slices LM holds of it.
         let (held, need, fallback, requested) = self.hold(name, layout, charged, lm_words)?;
@@ -341,6 +347,7 @@ impl Engine {
             ));
         }
         let (off, region) = self.alloc.alloc(words, need);
+        self.charge_log.push(self.alloc.charged());
         if layout.time_span() > 1 {
             self.streams.insert(
                 region,
@@ -352,6 +359,7 @@ impl Engine {
                     buffers: held,
                     requested,
                     fallback,
+                    log_at: self.charge_log.len() - 1,
                     consumer: None,
                     sends: 0,
                     resends: 0,

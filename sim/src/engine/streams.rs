@@ -27,6 +27,8 @@ pub struct StreamState {
     pub requested: Option<u64>,
     /// Why it holds one slice although it was not asked to (LM full).
     pub fallback: Option<String>,
+    /// Its allocation's entry in the engine's charge log.
+    pub log_at: usize,
     /// The op that read it slice by slice, its sends and the re-sends among them.
     pub consumer: Option<usize>,
     pub sends: u64,
@@ -98,6 +100,50 @@ impl Engine {
             ));
         }
         Ok((held, need, fallback, requested))
+    }
+
+    /// A stream not yet read that holds two slices by default gives one back so that
+    /// `name` (`fp` words) fits: the default is two slices only when they fit with
+    /// everything else live. The latest such stream first; `false` when there is none.
+    pub(super) fn give_back(&mut self, name: &str, fp: u64) -> bool {
+        let alloc = &self.alloc;
+        // Streams not yet read first (they hold one slice from the start), then streams
+        // already read (one slice from now on).
+        let pick = |unread: bool| {
+            self.streams
+                .iter()
+                .rev()
+                .find(|(r, st)| {
+                    st.requested.is_none()
+                        && st.buffers >= 2
+                        && st.consumer.is_none() == unread
+                        && alloc.holds(**r)
+                })
+                .map(|(r, _)| *r)
+        };
+        let Some(region) = pick(true).or_else(|| pick(false)) else {
+            return false;
+        };
+        let Some(st) = self.streams.get_mut(&region) else {
+            return false;
+        };
+        st.buffers = 1;
+        st.fallback = Some(format!(
+            "LM full: two slices ({} words) do not fit beside `{name}` ({fp} words)",
+            st.slice_words.saturating_mul(2)
+        ));
+        let (words, at) = (st.slice_words, st.log_at);
+        let unread = st.consumer.is_none();
+        self.alloc.recharge(region, words);
+        if !unread {
+            return true;
+        }
+        for v in self.charge_log.iter_mut().skip(at) {
+            *v = v.saturating_sub(words);
+        }
+        let peak = self.charge_log.iter().copied().max().unwrap_or(0);
+        self.lm_peak_bytes = peak.saturating_mul(self.machine.word_bytes);
+        true
     }
 
     /// The walk of the op being recorded: its stream inputs (the first read of a

@@ -289,8 +289,10 @@ pub fn resolve(
                 };
                 used_vars.insert(var.to_string());
                 match vars.get(var) {
-                    // `auto`: the default (2 slices when they fit, else 1).
+                    // `auto` (or `Any`, left to a planner): the default (2 slices when
+                    // they fit, else 1).
                     Some(PlanValue::Layout(v)) if v.trim() == "auto" => None,
+                    Some(PlanValue::Any) => None,
                     Some(PlanValue::Layout(v)) => match v.trim().parse::<i64>() {
                         Ok(b) => Some(b),
                         Err(_) => {
