@@ -1585,6 +1585,7 @@ mod tests {
             ops: vec![],
             levels: vec![],
             resources: vec![],
+            streams: vec![],
             peak_flops_per_cycle: None,
             verified: None,
             lm_peak_bytes: 0,

@@ -201,6 +201,7 @@ pub fn apply(
                     tensor: ins.tensor.clone(),
                     layout: ins.layout.clone(),
                     out: None,
+                    buffers: None,
                 },
                 layout: Some(LayoutRef::Bound(l.layout)),
                 span: None,
