@@ -8,7 +8,7 @@
 //! A faster data plane (copies by contiguous runs, ...) belongs here.
 
 use super::{DramTensor, Engine, Resident};
-use crate::net::{self, PeFact};
+use crate::net::{self, Facts, PeFact};
 use crate::world::{Lm, Pe};
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
@@ -131,7 +131,7 @@ pub(super) fn copy_elem(dst: &mut [u8], src: &[u8], eb: usize) {
 }
 
 /// Runs `f` on the shard of every PE that takes part in a move (in parallel over the
-/// PEs) and returns their facts in PE order. `f` gets the PE, its LM, the key of its
+/// PEs) and returns the facts of those that take part, in PE order. `f` gets the PE, its LM, the key of its
 /// data and its shard, and returns the words it moved and the real elements among them.
 pub(super) fn walk_shards(
     world: &mut bevy_ecs::world::World,
@@ -140,22 +140,20 @@ pub(super) fn walk_shards(
     one_replica: bool,
     wb: u64,
     f: impl Fn(&Pe, &mut Lm, u64, mnsim_arch::layout::Shard<'_>) -> (u64, u64) + Sync,
-) -> Vec<PeFact> {
+) -> Facts {
     let used = Engine::used_table(layout);
     let mut q = world.query::<(&Pe, &mut Lm)>();
     let mut pes: Vec<(&Pe, &mut Lm)> = q
         .iter_mut(world)
         .map(|(p, l)| (p, l.into_inner()))
         .collect();
-    let mut facts: Vec<(u64, PeFact)> = pes
+    let mut facts: Facts = pes
         .par_iter_mut()
-        .map(|(pe, lm)| {
+        .filter_map(|(pe, lm)| {
             let key = Engine::key(layout, &used, partial, &pe.pos, one_replica, None);
-            let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
-                return (pe.global, PeFact::IDLE);
-            };
+            let shard = layout.shard(&pe.pos).filter(|_| key != net::NONE)?;
             let (words, valid) = f(pe, lm, key, shard);
-            (
+            Some((
                 pe.global,
                 PeFact {
                     key,
@@ -163,11 +161,11 @@ pub(super) fn walk_shards(
                     bytes: words * wb,
                     valid,
                 },
-            )
+            ))
         })
         .collect();
     facts.sort_unstable_by_key(|f| f.0);
-    facts.into_iter().map(|f| f.1).collect()
+    facts
 }
 
 /// One input of a kernel, snapshotted for reading by logical index from any PE.
@@ -209,12 +207,7 @@ impl InputView {
 }
 
 impl Engine {
-    pub(super) fn move_load(
-        &mut self,
-        name: &str,
-        layout: &TensorLayout,
-        offset: u64,
-    ) -> Vec<PeFact> {
+    pub(super) fn move_load(&mut self, name: &str, layout: &TensorLayout, offset: u64) -> Facts {
         let t = &self.tensors[name];
         let dram = t.dram.as_ref().expect("checked");
         let addr = DramAddr::new(&dram.layout, &t.runtime);
@@ -270,7 +263,7 @@ impl Engine {
         )
     }
 
-    pub(super) fn move_store(&mut self, name: &str, r: &Resident, xla: &XlaLayout) -> Vec<PeFact> {
+    pub(super) fn move_store(&mut self, name: &str, r: &Resident, xla: &XlaLayout) -> Facts {
         let t = self.tensors.get_mut(name).expect("checked");
         let eb = t.dtype.bytes() as usize;
         let runtime = t.runtime.clone();
@@ -375,7 +368,7 @@ impl Engine {
         offset: u64,
         runtime: &[u64],
         dtype: DType,
-    ) -> Vec<PeFact> {
+    ) -> Facts {
         let snap = self.snapshot(src.offset, src.words);
         let addr = self.machine.addressable_levels();
         let (eb, wb) = (dtype.bytes() as usize, self.machine.word_bytes as usize);
@@ -424,7 +417,7 @@ impl Engine {
         offset: u64,
         dtype: DType,
         runtime: &[u64],
-    ) -> Vec<PeFact> {
+    ) -> Facts {
         let snap = self.snapshot(src.offset, src.words);
         let addr = self.machine.addressable_levels();
         let layout = &src.layout;
@@ -501,7 +494,7 @@ impl Engine {
         dtype: DType,
         legal: &mnsim_kernels::Legality,
         in_layouts: &[&TensorLayout],
-    ) -> Vec<PeFact> {
+    ) -> Facts {
         let partial = legal.partial.as_slice();
         // Reduced variables run over their real (run-time) extents.
         let extents = mnsim_kernels::reduced_extents(k, in_rt).unwrap_or_default();

@@ -124,7 +124,7 @@ impl Engine {
             self.release(o);
         }
         let unit = self.machine.addressable_levels()[legal.unit_level].level_index;
-        let units = facts.iter().filter(|f| f.key != net::NONE).count() as u64;
+        let units = facts.len() as u64;
         let place = net::Place::Compute {
             level: crate::ids::LevelId::of(unit),
             leaf: unit + 1 == self.machine.levels.len(),
@@ -133,12 +133,7 @@ impl Engine {
         let c = net::Cost {
             stages: vec![stage],
             cycles: cost.cycles,
-            ready: facts
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.key != net::NONE)
-                .map(|(p, _)| (p as u64, cost.cycles))
-                .collect(),
+            ready: net::runs_of(facts.iter().map(|&(p, _)| (p, cost.cycles))),
             bottleneck: Some(0),
             ports: Vec::new(),
         };
