@@ -13,7 +13,6 @@ use crate::world::{Lm, Pe};
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
 use rayon::prelude::*;
-use std::collections::HashMap;
 
 /// Raw pointer that may cross threads: PEs write disjoint DRAM elements (a layout's
 /// placement map is injective, and only one replica writes).
@@ -168,9 +167,65 @@ pub(super) fn walk_shards(
     facts
 }
 
-/// One input of a kernel, snapshotted for reading by logical index from any PE.
-pub(super) struct InputView {
-    snap: Vec<Vec<u8>>,
+/// Every PE's LM in PE order, as raw pointers: moves read one PE's region and write
+/// another's (always a different region: a move's destination is allocated while its
+/// sources are resident), in parallel, without copying the sources first.
+#[derive(Clone, Copy)]
+pub(super) struct LmPtr {
+    ptr: SyncPtr,
+    len: usize,
+}
+
+impl LmPtr {
+    /// `n` bytes at `at`.
+    ///
+    /// # Safety
+    /// No one writes those bytes while the slice lives.
+    #[inline]
+    unsafe fn bytes(&self, at: usize, n: usize) -> &[u8] {
+        assert!(at + n <= self.len, "LM read out of range");
+        // SAFETY: in range (checked); the caller guarantees no concurrent writer.
+        unsafe { std::slice::from_raw_parts(self.ptr.0.add(at), n) }
+    }
+
+    /// `n` bytes at `at`, to write.
+    ///
+    /// # Safety
+    /// No one else reads or writes those bytes while the slice lives.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn bytes_mut(&self, at: usize, n: usize) -> &mut [u8] {
+        assert!(at + n <= self.len, "LM write out of range");
+        // SAFETY: in range (checked); the caller guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.0.add(at), n) }
+    }
+}
+
+/// The LM pointers of every PE of the world, in PE order.
+fn lm_ptrs(world: &mut bevy_ecs::world::World) -> Vec<LmPtr> {
+    let mut q = world.query::<(&Pe, &mut Lm)>();
+    let mut v: Vec<(u64, LmPtr)> = q
+        .iter_mut(world)
+        .map(|(p, mut l)| {
+            let len = l.data.len();
+            (
+                p.global,
+                LmPtr {
+                    ptr: SyncPtr(l.data.as_mut_ptr()),
+                    len,
+                },
+            )
+        })
+        .collect();
+    v.sort_unstable_by_key(|x| x.0);
+    v.into_iter().map(|x| x.1).collect()
+}
+
+/// One input of a kernel, read by logical index from any PE's LM in place.
+pub(super) struct InputView<'a> {
+    lms: &'a [LmPtr],
+    /// First byte of the input's region in every LM.
+    base: usize,
     tables: mnsim_arch::layout::AxisTables,
     replicated: Vec<bool>,
     fanout: Vec<u64>,
@@ -180,7 +235,7 @@ pub(super) struct InputView {
     fp: usize,
 }
 
-impl InputView {
+impl InputView<'_> {
     /// Reads element `idx`: from where it lives on split levels, from the copy at
     /// `own` on replicated ones.
     #[inline]
@@ -201,8 +256,12 @@ impl InputView {
             scratch[nl + 1] as usize,
             scratch[nl + 2] as usize,
         );
-        let off = (t * self.fp + a) * self.wb + w * self.eb;
-        elem::read(self.dtype, &self.snap[pe as usize][off..off + self.eb])
+        let off = self.base + (t * self.fp + a) * self.wb + w * self.eb;
+        // SAFETY: inputs are resident regions; a kernel writes only its output's region,
+        // allocated apart from every resident one.
+        elem::read(self.dtype, unsafe {
+            self.lms[pe as usize].bytes(off, self.eb)
+        })
     }
 }
 
@@ -464,16 +523,18 @@ impl Engine {
         )
     }
 
-    pub(super) fn input_view(&mut self, r: &Resident, dtype: DType) -> InputView {
+    fn input_view<'a>(&self, lms: &'a [LmPtr], r: &Resident, dtype: DType) -> InputView<'a> {
         let l = &r.layout;
+        let wb = self.machine.word_bytes as usize;
         InputView {
-            snap: self.snapshot(r.offset, r.words),
+            lms,
+            base: r.offset as usize * wb,
             tables: l.axis_tables(),
             replicated: l.levels().iter().map(|x| x.replicated).collect(),
             fanout: l.levels().iter().map(|x| x.fanout).collect(),
             dtype,
             eb: dtype.bytes() as usize,
-            wb: self.machine.word_bytes as usize,
+            wb,
             fp: l.footprint_words() as usize,
         }
     }
@@ -481,12 +542,14 @@ impl Engine {
     /// Functional kernel: every distinct output shard is computed once (replicas are
     /// copies: SIMD repeats the work, the simulator need not), then copied to every PE
     /// that holds it. Where the output is partial, each reduced variable runs only over
-    /// the indices this shard's position holds.
+    /// the indices this shard's position holds. Inputs are read in place from the LMs,
+    /// and a shard's values live only until they are copied: the host holds the LMs and
+    /// one shard per thread, not a second copy of the tensors.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn move_kernel(
         &mut self,
         k: &mnsim_kernels::Kernel,
-        views: &[InputView],
+        inputs: &[(&Resident, DType)],
         in_rt: &[&[u64]],
         layout: &TensorLayout,
         offset: u64,
@@ -502,27 +565,34 @@ impl Engine {
         let wb = self.machine.word_bytes as usize;
         let fp = layout.footprint_words() as usize;
         let region = (layout.footprint_words() * layout.time_span()) as usize * wb;
+        let base = offset as usize * wb;
         let used = Self::used_table(layout);
+        let lms = lm_ptrs(&mut self.sw.world);
+        let views: Vec<InputView> = inputs
+            .iter()
+            .map(|&(r, d)| self.input_view(&lms, r, d))
+            .collect();
         let width = views.iter().map(|v| v.tables.width()).max().unwrap_or(3);
-        // One representative PE per distinct shard.
+        // The PEs of every distinct shard, by key (PE order inside).
         let positions = &self.positions;
-        let mut reps: Vec<(u64, usize)> = positions
+        let mut keyed: Vec<(u64, usize)> = positions
             .iter()
             .enumerate()
             .map(|(p, pos)| (Self::key(layout, &used, partial, pos, false, None), p))
             .filter(|(key, _)| *key != net::NONE)
             .collect();
-        reps.sort_unstable();
-        reps.dedup_by_key(|x| x.0);
-        let computed: Vec<(u64, Vec<u8>, u64, u64)> = reps
+        keyed.sort_unstable();
+        let shards: Vec<&[(u64, usize)]> = keyed.chunk_by(|a, b| a.0 == b.0).collect();
+        let mut facts: Facts = shards
             .par_iter()
-            .map(|&(key, p)| {
+            .flat_map_iter(|pes| {
+                let (key, p) = pes[0];
                 let pos = &positions[p];
+                let Some(shard) = layout.shard(pos) else {
+                    return Vec::new();
+                };
                 let mut buf = vec![0u8; region];
                 let (mut words, mut valid) = (0u64, 0u64);
-                let Some(shard) = layout.shard(pos) else {
-                    return (key, buf, 0, 0);
-                };
                 // The values of each reduced variable this shard works on: all of them,
                 // or this position's share where the output is partial.
                 let share = match mnsim_kernels::reduced_share(k, in_layouts, legal, pos) {
@@ -544,26 +614,25 @@ impl Engine {
                         valid += 1;
                     }
                 });
-                (key, buf, words, valid)
+                pes.iter()
+                    .map(|&(_, p)| {
+                        // SAFETY: the output's region of PE `p`: only this shard's task
+                        // writes it (a PE holds one shard), and no input lies in it.
+                        unsafe { lms[p].bytes_mut(base, region) }.copy_from_slice(&buf);
+                        (
+                            p as u64,
+                            PeFact {
+                                key,
+                                reduced_key: key,
+                                bytes: words * wb as u64,
+                                valid,
+                            },
+                        )
+                    })
+                    .collect::<Vec<_>>()
             })
             .collect();
-        let by_key: HashMap<u64, usize> =
-            computed.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
-        let base = offset as usize * wb;
-        walk_shards(
-            &mut self.sw.world,
-            layout,
-            partial,
-            false,
-            wb as u64,
-            |_, lm, key, _| match by_key.get(&key) {
-                Some(&i) => {
-                    let (_, buf, words, valid) = &computed[i];
-                    lm.data[base..base + region].copy_from_slice(buf);
-                    (*words, *valid)
-                }
-                None => (0, 0),
-            },
-        )
+        facts.sort_unstable_by_key(|f| f.0);
+        facts
     }
 }

@@ -5,7 +5,6 @@
 //! Invariant: the output gets a fresh region (it may replace an input); a split
 //! contraction leaves the output partial over the levels `Legality::partial` names.
 
-use super::dataplane::InputView;
 use super::{Engine, Mode, Resident, SimError, err};
 use crate::ids::RegionId;
 use crate::net;
@@ -102,14 +101,10 @@ impl Engine {
         let facts = match self.mode {
             Mode::Timing => self.closed_facts(&layout, &legal.partial, &out_rt, false, None),
             Mode::Functional => {
-                let views: Vec<InputView> = res
-                    .iter()
-                    .zip(&in_dtypes)
-                    .map(|(r, &d)| self.input_view(r, d))
-                    .collect();
+                let inputs: Vec<(&Resident, DType)> = res.iter().zip(in_dtypes).collect();
                 self.move_kernel(
                     k,
-                    &views,
+                    &inputs,
                     &rt_ref,
                     &layout,
                     offset,
