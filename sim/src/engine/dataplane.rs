@@ -129,6 +129,84 @@ pub(super) fn copy_elem(dst: &mut [u8], src: &[u8], eb: usize) {
     }
 }
 
+/// Copies `n` elements of `N` bytes, `s_step` bytes apart from `s`, to `d_step` bytes
+/// apart from `d`, by fixed-size moves.
+///
+/// # Safety
+/// Every element of both runs lies in its buffer, the buffers do not overlap, and no
+/// one else touches the destination elements meanwhile.
+#[inline(always)]
+unsafe fn strided<const N: usize>(
+    d: *mut u8,
+    d_step: usize,
+    s: *const u8,
+    s_step: usize,
+    n: usize,
+) {
+    for k in 0..n {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(s.add(k * s_step), d.add(k * d_step), N) }
+    }
+}
+
+/// [`strided`] for an element size `eb` known at run time: one dispatch per run.
+///
+/// # Safety
+/// As [`strided`].
+#[inline]
+pub(super) unsafe fn copy_strided_raw(
+    d: *mut u8,
+    d_step: usize,
+    s: *const u8,
+    s_step: usize,
+    n: usize,
+    eb: usize,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match eb {
+            1 => strided::<1>(d, d_step, s, s_step, n),
+            2 => strided::<2>(d, d_step, s, s_step, n),
+            4 => strided::<4>(d, d_step, s, s_step, n),
+            8 => strided::<8>(d, d_step, s, s_step, n),
+            _ => {
+                for k in 0..n {
+                    std::ptr::copy_nonoverlapping(s.add(k * s_step), d.add(k * d_step), eb)
+                }
+            }
+        }
+    }
+}
+
+/// Copies `n` elements of `eb` bytes from `src` (from byte `s.0`, `s.1` apart) to `dst`
+/// (from byte `d.0`, `d.1` apart): one bounds check per run.
+#[inline]
+pub(super) fn copy_strided(
+    dst: &mut [u8],
+    d: (usize, usize),
+    src: &[u8],
+    s: (usize, usize),
+    n: usize,
+    eb: usize,
+) {
+    if n == 0 {
+        return;
+    }
+    assert!(d.0 + (n - 1) * d.1 + eb <= dst.len() && s.0 + (n - 1) * s.1 + eb <= src.len());
+    // SAFETY: both runs' last elements are in range (checked), steps are non-negative,
+    // and `dst` is borrowed exclusively.
+    unsafe {
+        copy_strided_raw(
+            dst.as_mut_ptr().add(d.0),
+            d.1,
+            src.as_ptr().add(s.0),
+            s.1,
+            n,
+            eb,
+        )
+    }
+}
+
 /// Runs `f` on the shard of every PE that takes part in a move (in parallel over the
 /// PEs) and returns the facts of those that take part, in PE order. `f` gets the PE, its LM, the key of its
 /// data and its shard, and returns the words it moved and the real elements among them.
@@ -291,13 +369,7 @@ impl Engine {
                         lm.data[lm0..lm0 + n * eb].copy_from_slice(&src[src0..src0 + n * eb]);
                     } else if n > 0 {
                         let src_step = r.step.lin as usize * eb;
-                        for k in 0..n {
-                            copy_elem(
-                                &mut lm.data[lm0 + k * lm_step..],
-                                &src[src0 + k * src_step..],
-                                eb,
-                            );
-                        }
+                        copy_strided(&mut lm.data, (lm0, lm_step), src, (src0, src_step), n, eb);
                     }
                     for k in n..r.len as usize {
                         let p = lm0 + k * lm_step;
@@ -359,26 +431,29 @@ impl Engine {
                     let d_step = run.step.lin as usize * eb;
                     let (d_last, s_last) = (d0 + (n - 1) * d_step, lm0 + (n - 1) * lm_step);
                     assert!(d_last + eb <= buf && s_last + eb <= lm.data.len());
-                    // SAFETY: every cell of the run lies within the buffer (its last one is
-                    // checked above, and the steps are non-negative), and no other PE writes
-                    // it: the placement map is injective and only the first replica (the
-                    // key) writes.
-                    unsafe {
-                        if lm_step == eb && d_step == eb {
+                    if lm_step == eb && d_step == eb {
+                        // SAFETY: every cell of the run lies within the buffer (its last
+                        // one is checked above), and no other PE writes it: the placement
+                        // map is injective and only the first replica (the key) writes.
+                        unsafe {
                             std::ptr::copy_nonoverlapping(
                                 lm.data.as_ptr().add(lm0),
                                 p.0.add(d0),
                                 n * eb,
-                            );
-                        } else {
-                            for k in 0..n {
-                                std::ptr::copy_nonoverlapping(
-                                    lm.data.as_ptr().add(lm0 + k * lm_step),
-                                    p.0.add(d0 + k * d_step),
-                                    eb,
-                                );
-                            }
-                        }
+                            )
+                        };
+                    } else {
+                        // SAFETY: as above, for each cell of the run.
+                        unsafe {
+                            copy_strided_raw(
+                                p.0.add(d0),
+                                d_step,
+                                lm.data.as_ptr().add(lm0),
+                                lm_step,
+                                n,
+                                eb,
+                            )
+                        };
                     }
                     valid += run.valid;
                 });
