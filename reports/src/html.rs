@@ -740,15 +740,7 @@ fn timeline_section(s: &mut String, r: &Report) {
     let label_w = 230.0;
     let x0 = label_w + 12.0;
     let x1 = W - 14.0;
-    let max = r
-        .ops
-        .iter()
-        .flat_map(|op| {
-            std::iter::once(op.end.max(op.start))
-                .chain(op.stages.iter().map(|st| op.start + st.cycles))
-        })
-        .fold(r.total_cycles, u64::max)
-        .max(1) as f64;
+    let max = time_extent(r);
     let x = |c: f64| x0 + (x1 - x0) * c / max;
     let (op_row, stage_row) = (24.0, 14.0);
     let top = 24.0;
@@ -922,15 +914,7 @@ fn resources_section(s: &mut String, r: &Report) {
     let label_w = 150.0;
     let x0 = label_w + 12.0;
     let x1 = W - 14.0;
-    let max = r
-        .ops
-        .iter()
-        .flat_map(|op| {
-            std::iter::once(op.end.max(op.start))
-                .chain(op.stages.iter().map(|st| op.start + st.cycles))
-        })
-        .fold(r.total_cycles, u64::max)
-        .max(1) as f64;
+    let max = time_extent(r);
     let x = |c: f64| x0 + (x1 - x0) * c / max;
     let row = 22.0;
     let top = 24.0;
@@ -1090,6 +1074,19 @@ fn stage_bar(
     };
     bar_label(s, &label, (sx0, sx1), y + 10.0);
     s.push_str("</g>\n");
+}
+
+/// The last cycle any op or stage reaches (at least the run's total, at least 1): the
+/// right end of the time axis of the timeline and resource charts.
+fn time_extent(r: &Report) -> f64 {
+    r.ops
+        .iter()
+        .flat_map(|op| {
+            std::iter::once(op.end.max(op.start))
+                .chain(op.stages.iter().map(|st| op.start + st.cycles))
+        })
+        .fold(r.total_cycles, u64::max)
+        .max(1) as f64
 }
 
 fn ready_section(s: &mut String, r: &Report) {
@@ -1588,6 +1585,7 @@ mod tests {
             ops: vec![],
             levels: vec![],
             resources: vec![],
+            streams: vec![],
             peak_flops_per_cycle: None,
             verified: None,
             lm_peak_bytes: 0,

@@ -48,6 +48,13 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
     if let Some(c) = rows::run_compute(r) {
         writeln!(s, "- **compute:** {}", inline(&c))?;
     }
+    if let Some(c) = rows::streams(r) {
+        writeln!(
+            s,
+            "- **streams:** {}",
+            inline(c.trim_start_matches("streams: "))
+        )?;
+    }
     writeln!(s, "- **verified:** {}", verified_mark(r.verified))?;
     writeln!(s, "- **LM peak:** {} per PE", rows::lm_use(r))?;
     for (name, items) in [

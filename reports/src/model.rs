@@ -39,6 +39,10 @@ pub struct Report {
     /// bandwidth, the compute units): busy cycles and share of the run.
     #[serde(default)]
     pub resources: Vec<ResourceTotal>,
+    /// Every `Time`-stepped tensor placed in LM (a stream): how many slices LM held of
+    /// it, why, and the slices its consumer needed again.
+    #[serde(default)]
+    pub streams: Vec<StreamReport>,
     /// The machine's peak FLOP per cycle for the dtype the run computes in (the
     /// largest over its kernels), `null` when nothing computes.
     #[serde(default)]
@@ -78,6 +82,12 @@ pub struct OpReport {
     /// the sequential schedule, equal to `cycles`; the sum over ops is the run's length.
     #[serde(default)]
     pub exposed_cycles: u64,
+    /// The op's own cost, as it would take alone (its stages and latencies, plus the
+    /// slices of streams it needs again): `cycles` under the sequential schedule. Under
+    /// the overlapped one a stream's ops may stretch (`cycles` > `work_cycles`, waiting
+    /// for slices or for the consumer to free a buffer).
+    #[serde(default)]
+    pub work_cycles: u64,
     /// The stage that set the op's time (`L1B down distribute`, `DRAM`, `compute`).
     pub bottleneck: String,
     /// The op's pipelined stages.
@@ -157,6 +167,31 @@ pub struct ResourceTotal {
     pub utilisation: f64,
 }
 
+/// A `Time`-stepped tensor placed in LM (docs/model.md, streams).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    /// The tensor.
+    pub tensor: String,
+    /// The op that produced it and the op that read it slice by slice (`null`: none did).
+    pub producer: usize,
+    pub consumer: Option<usize>,
+    /// Its `Time` steps, and the LM bytes of one step's slice per PE.
+    pub slices: u64,
+    pub slice_bytes: u64,
+    /// Slices LM held (charged), and `buffers:` as the op gave it (`null`: the default).
+    pub buffers: u64,
+    pub requested: Option<u64>,
+    /// Two or more slices held: the next slice's transfer runs during the consumer's step.
+    pub double_buffered: bool,
+    /// Why one slice only although `buffers:` was not given (`LM full: ...`), else `null`.
+    pub fallback: Option<String>,
+    /// Slices sent to the consumer, and of those the re-sends (a slice needed again after
+    /// it left LM) with their cycles, charged to the consumer.
+    pub sends: u64,
+    pub resent_slices: u64,
+    pub resend_cycles: u64,
+}
+
 /// Cycles attributed to one stage level over the whole run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LevelTotal {
@@ -223,11 +258,25 @@ impl OpReport {
 }
 
 impl Report {
-    /// Cycles hidden behind other ops: the ops' cycles summed, less the run's length
-    /// (0 under the sequential schedule).
+    /// Cycles hidden behind other ops: the ops' own cycles summed, less the run's
+    /// length (0 under the sequential schedule).
     pub fn hidden_cycles(&self) -> u64 {
-        let sum: u64 = self.ops.iter().map(|o| o.cycles).sum();
-        sum.saturating_sub(self.total_cycles)
+        self.work_cycles().saturating_sub(self.total_cycles)
+    }
+
+    /// The ops' own cycles summed (each op's `work_cycles`, or its `cycles` in a report
+    /// that predates `work_cycles`): what the run takes op after op.
+    pub fn work_cycles(&self) -> u64 {
+        self.ops
+            .iter()
+            .map(|o| {
+                if o.work_cycles > 0 {
+                    o.work_cycles
+                } else {
+                    o.cycles
+                }
+            })
+            .sum()
     }
 
     /// FLOP of the whole run.

@@ -201,7 +201,7 @@ pub(crate) fn overlap(r: &Report) -> Option<String> {
     if r.ops.is_empty() {
         return None;
     }
-    let sum: u64 = r.ops.iter().map(|o| o.cycles).sum();
+    let sum = r.work_cycles();
     Some(match r.schedule.as_str() {
         "overlapped" => format!(
             "overlapped schedule: {} cycles hidden behind other ops ({} of the ops' {} cycles)",
@@ -211,6 +211,42 @@ pub(crate) fn overlap(r: &Report) -> Option<String> {
         ),
         other => format!("{other} schedule: ops run one after another"),
     })
+}
+
+/// The streams line: which streams were double-buffered, which held one slice and
+/// why, and the slices sent again. `None` for a run without streams.
+pub(crate) fn streams(r: &Report) -> Option<String> {
+    if r.streams.is_empty() {
+        return None;
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let double: Vec<&str> = r
+        .streams
+        .iter()
+        .filter(|s| s.double_buffered)
+        .map(|s| s.tensor.as_str())
+        .collect();
+    if !double.is_empty() {
+        parts.push(format!("double-buffered {}", double.join(", ")));
+    }
+    for s in r.streams.iter().filter(|s| !s.double_buffered) {
+        let why = match (&s.fallback, s.requested) {
+            (Some(f), _) => f.clone(),
+            (None, Some(b)) => format!("buffers: {b}"),
+            (None, None) => "one step".to_string(),
+        };
+        parts.push(format!("{} one slice ({why})", s.tensor));
+    }
+    for s in r.streams.iter().filter(|s| s.resent_slices > 0) {
+        parts.push(format!(
+            "{} re-sent {} of {} slices ({} cycles)",
+            s.tensor,
+            thousands(s.resent_slices),
+            thousands(s.sends),
+            thousands(s.resend_cycles)
+        ));
+    }
+    Some(format!("streams: {}", parts.join(" · ")))
 }
 
 /// The compute line: the run's FLOP per cycle over its whole length against the machine's

@@ -82,6 +82,10 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
     {
         out.push(truncate(&line, MAX_WIDTH));
     }
+    if let Some(line) = rows::streams(r) {
+        let body = line.trim_start_matches("streams: ");
+        out.extend(wrap(body, "streams ", "  ", MAX_WIDTH));
+    }
     out.push(format!(
         "verified {} · LM peak {} per PE",
         paint(verified_mark(r.verified), style, color),

@@ -4,12 +4,13 @@
 # (bytes/cycle per Group DRAM; mncore2 ships 170.7) against the Group port's broadcast
 # rate (bytes/cycle; ships 64), 5 x 4 = 20 timing runs, in parallel.
 #
-# Reading the chart (docs/study_peak_matmul_bandwidth.svg, one line per port rate): with
-# a 32 bytes/cycle port, DRAM bandwidth past 64 bytes/cycle buys nothing, as B's
-# broadcast load waits on the port; at 64 the same; from 128 on (128 and 256 give equal
-# cycles, drawn as one line) DRAM bandwidth pays up to 128 bytes/cycle. Past that corner
-# the matrix units' 2.1 M cycles are half the run and A's distribute and C's gather over
-# the Group port set the rest: more DRAM or broadcast bandwidth no longer helps.
+# Reading the chart (docs/study_peak_matmul_bandwidth.svg, one line per port rate): at
+# 32 bytes/cycle of DRAM every port rate gives 13.7 M cycles: the DRAM feeds B and A's
+# slices, sent again for each of C's 8 steps. From 64 bytes/cycle on DRAM no longer
+# matters: a 32 bytes/cycle port gives 9.0 M, 64 (the shipped rate) 6.9 M, and 128 or
+# 256 (equal cycles, drawn as one line) 6.3 M. Past that corner A's re-sends, which use
+# the Group port's distribute rate, and C's Store set the run; the matrix units' 2.1 M
+# cycles run behind them: more DRAM or broadcast bandwidth no longer helps.
 #
 # Usage: scenarios/studies/peak_matmul_bandwidth.sh [OUT_DIR]   (default: study-out)
 set -eu

@@ -6,7 +6,7 @@ use crate::scenario::{Init, LayoutRef, Op, ReduceOp, Resolved, ResolvedOp};
 use crate::verify::Reference;
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
-use mnsim_reports::{LevelTotal, Report, ResourceTotal, SCHEMA};
+use mnsim_reports::{LevelTotal, Report, ResourceTotal, SCHEMA, StreamReport};
 use std::collections::BTreeMap;
 
 /// A deterministic generator (splitmix64) for `Random` initial values.
@@ -305,6 +305,8 @@ pub fn run_with_progress(
             let msg = format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0);
             RunError::at_op(rop.index, SimError(msg))
         };
+        // `buffers:` of this op, for the allocation of its result (a stream's slices).
+        eng.buffers = rop.op.buffers();
         match &rop.op {
             Op::Load { tensor, .. } => {
                 eng.load(
@@ -349,6 +351,7 @@ pub fn run_with_progress(
                 op,
                 layout,
                 out,
+                ..
             } => {
                 if layout.is_some()
                     && rop.layout.as_ref().is_some_and(|l| match l {
@@ -417,6 +420,7 @@ pub fn run_with_progress(
                         Op::ReduceAxes { op, .. } => combine_of(*op),
                         _ => Combine::Add,
                     };
+                    eng.buffers = None;
                     eng.reduce_partials(out, comb).map_err(at)?;
                 }
             }
@@ -435,6 +439,7 @@ pub fn run_with_progress(
             mismatches.join(", ")
         ));
     }
+    eng.settle();
     let report = build_report(res, &eng, verified, warnings, peak);
     Ok(RunOutput {
         report,
@@ -500,6 +505,25 @@ fn build_report(
             }
         })
         .collect();
+    let wb = m.word_bytes;
+    let streams = eng
+        .streams
+        .values()
+        .map(|s| StreamReport {
+            tensor: s.tensor.clone(),
+            producer: s.producer,
+            consumer: s.consumer,
+            slices: s.slices,
+            slice_bytes: s.slice_words.saturating_mul(wb),
+            buffers: s.buffers,
+            requested: s.requested,
+            double_buffered: s.buffers >= 2,
+            fallback: s.fallback.clone(),
+            sends: s.sends,
+            resent_slices: s.resends,
+            resend_cycles: s.resend_cycles,
+        })
+        .collect();
     Report {
         schema: SCHEMA.to_string(),
         scenario: res.scenario.clone(),
@@ -512,6 +536,7 @@ fn build_report(
         ops,
         levels,
         resources,
+        streams,
         peak_flops_per_cycle: peak,
         verified,
         lm_peak_bytes: eng.lm_peak_bytes,

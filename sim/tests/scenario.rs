@@ -62,7 +62,8 @@ fn spec_example_loads_as_written() {
             op: UnaryOp::Relu,
             input: "h".into(),
             out: "h".into(),
-            layout: None
+            layout: None,
+            buffers: None
         }
     );
     assert_eq!(sc.plans["cols"]["act_out"], PlanValue::Any);

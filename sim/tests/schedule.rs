@@ -2,8 +2,9 @@
 //! LM worked by hand.
 //!
 //! Programs are drawn from a seeded generator (the seed is the proptest input) over a
-//! small MN-Core 2 (128 PEs): loads in random layouts, element-wise kernels, relayouts,
-//! stores and frees of six tensors.
+//! small MN-Core 2 (128 PEs): loads in random layouts (with `time`, some with `Time`
+//! steps: streams, with random `buffers:`), element-wise kernels, relayouts, stores and
+//! frees of six tensors.
 
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
@@ -46,7 +47,8 @@ fn bind(m: &Machine, text: &str) -> TensorLayout {
 
 #[derive(Clone, Debug)]
 enum Step {
-    Load(usize, usize),
+    /// Load tensor, layout, `buffers:` (None: the default).
+    Load(usize, usize, Option<i64>),
     Unary(usize, usize),
     Binary(usize, usize, usize),
     Relayout(usize, usize),
@@ -75,7 +77,8 @@ fn program(seed: u64, time: bool) -> Vec<Step> {
             0 => {
                 let (t, l) = (below(TENSORS), below(nl));
                 lm[t] = Some(l);
-                Step::Load(t, l)
+                let buffers = [None, Some(1), Some(2), Some(3)][below(4)];
+                Step::Load(t, l, buffers)
             }
             1 => {
                 let (a, o) = (resident[below(resident.len())], below(TENSORS));
@@ -132,7 +135,10 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
     }
     for s in steps {
         let ok = match s {
-            Step::Load(t, l) => e.load(&name(*t), ls[*l].clone()).is_ok(),
+            Step::Load(t, l, b) => {
+                e.buffers = *b;
+                e.load(&name(*t), ls[*l].clone()).is_ok()
+            }
             Step::Unary(a, o) => e
                 .kernel(
                     "Unary",
@@ -161,6 +167,7 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
             return None;
         }
     }
+    e.settle();
     Some(e)
 }
 
@@ -194,10 +201,14 @@ proptest! {
         let sum: u64 = seq.ops.iter().map(|o| o.cycles).sum();
         prop_assert_eq!(seq.sw.clock(), sum, "{}", what);
         prop_assert!(ovl.sw.clock() <= seq.sw.clock(), "{}: {} > {}", what, ovl.sw.clock(), seq.sw.clock());
-        // Every op costs the same under both; only where it sits differs.
+        // Every op costs the same under both (its task, re-sent slices included); only
+        // where it sits differs, and a stream's ops may stretch over their slices.
         for (a, b) in seq.ops.iter().zip(&ovl.ops) {
-            prop_assert_eq!(a.cycles, b.cycles);
             prop_assert_eq!(&a.stages, &b.stages);
+        }
+        prop_assert_eq!(&seq.tasks, &ovl.tasks, "{}", what);
+        for (o, t) in seq.ops.iter().zip(&seq.tasks) {
+            prop_assert_eq!(o.cycles, t.cycles);
         }
         // No resource is held for longer than the run (compute units included), and
         // the compute of any one unit is serial.
@@ -222,7 +233,7 @@ proptest! {
         // Every op consumes the previous op's output.
         let mut rng = SplitMix(seed);
         let nl = layouts(false).len();
-        let mut steps = vec![Step::Load(0, (rng.next_u64() % nl as u64) as usize)];
+        let mut steps = vec![Step::Load(0, (rng.next_u64() % nl as u64) as usize, None)];
         let mut cur = 0usize;
         for _ in 0..(1 + rng.next_u64() % 6) {
             let next = (cur + 1 + (rng.next_u64() % 5) as usize) % TENSORS;

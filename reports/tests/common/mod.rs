@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use mnsim_reports::{
-    LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport,
+    LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport, StreamReport,
 };
 
 /// A stage with the usual derived fields filled in.
@@ -55,6 +55,7 @@ pub fn op(
         end,
         cycles,
         exposed_cycles: cycles,
+        work_cycles: cycles,
         bottleneck: bottleneck.into(),
         stages,
         ready_cycles: ready.then(|| Percentiles {
@@ -184,6 +185,36 @@ pub fn sample() -> Report {
                 kind: "matrix".into(),
                 busy_cycles: 6_983,
                 utilisation: 0.1,
+            },
+        ],
+        streams: vec![
+            StreamReport {
+                tensor: "w1".into(),
+                producer: 1,
+                consumer: Some(2),
+                slices: 8,
+                slice_bytes: 2_048,
+                buffers: 2,
+                requested: None,
+                double_buffered: true,
+                fallback: None,
+                sends: 16,
+                resent_slices: 8,
+                resend_cycles: 4_096,
+            },
+            StreamReport {
+                tensor: "x".into(),
+                producer: 0,
+                consumer: Some(2),
+                slices: 4,
+                slice_bytes: 8_192,
+                buffers: 1,
+                requested: None,
+                double_buffered: false,
+                fallback: Some("LM full: two slices need 2048 words, 1500 of 4096 free".into()),
+                sends: 4,
+                resent_slices: 0,
+                resend_cycles: 0,
             },
         ],
         peak_flops_per_cycle: Some(524_288.0),

@@ -43,6 +43,18 @@ impl Alloc {
         region
     }
 
+    /// Charges region `region` `charge` words from now on (a stream giving back a slice).
+    pub(super) fn recharge(&mut self, region: RegionId, charge: u64) {
+        if let Some(u) = self.used.values_mut().find(|u| u.2 == region) {
+            u.1 = charge;
+        }
+    }
+
+    /// Whether `region` is allocated.
+    pub(super) fn holds(&self, region: RegionId) -> bool {
+        self.used.values().any(|u| u.2 == region)
+    }
+
     /// Frees the region at `offset`: its id and the words it was charged.
     pub(super) fn free(&mut self, offset: u64) -> Option<(RegionId, u64)> {
         self.used.remove(&offset).map(|(_, c, r)| (r, c))

@@ -133,7 +133,21 @@ impl Engine {
             ports: Vec::new(),
         };
         let reads: Vec<RegionId> = res.iter().map(|r| r.region).collect();
-        let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region]);
+        // The walk over `Time` steps: operands whose axes have no per-axis index map
+        // (Reshape, Concat) are read whole.
+        let maps = mnsim_kernels::shape::index_map(k, &dims_ref, &out_dims);
+        let reduced = mnsim_kernels::shape::reduced_extents(k, &dims_ref).unwrap_or_default();
+        let ins: Vec<(&TensorLayout, Vec<mnsim_kernels::shape::AxisSource>)> = match &maps {
+            Ok(m) => res
+                .iter()
+                .zip(m)
+                .map(|(r, m)| (&r.layout, m.axes.clone()))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let walk =
+            super::streams::plan(Some(&layout), &out_dims, &ins, &reduced).map(|p| (p, false));
+        let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region], walk);
         rep.flops = Some(cost.flops);
         rep.utilisation = cost.utilisation();
         if let Some(last) = self.ops.last_mut() {

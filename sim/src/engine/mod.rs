@@ -23,8 +23,12 @@ mod alloc;
 mod dataplane;
 mod facts;
 mod kernel;
+mod streams;
 mod transfers;
 
+pub use streams::StreamState;
+
+use crate::lowering::walk::WalkPlan;
 use alloc::{Alloc, Frees};
 use dataplane::DramAddr;
 
@@ -89,6 +93,12 @@ pub struct Engine {
     /// Where every op sits in time.
     pub timeline: Timeline,
     frees: Frees,
+    /// `buffers:` of the op about to run (taken by its allocation).
+    pub buffers: Option<i64>,
+    /// LM words charged after every allocation (the LM peak, should a stream give back a slice).
+    charge_log: Vec<u64>,
+    /// Every `Time`-stepped tensor placed in LM (a stream), by region.
+    pub streams: BTreeMap<RegionId, StreamState>,
     /// Every PE's position per addressable level, in PE order (functional mode only:
     /// timing mode walks the positions a layout touches).
     positions: Vec<Vec<u64>>,
@@ -153,6 +163,9 @@ impl Engine {
         }
         self.alloc = Alloc::default();
         self.frees = Frees::default();
+        self.buffers = None;
+        self.charge_log.clear();
+        self.streams.clear();
         self.ops.clear();
         self.records.clear();
         self.tasks.clear();
@@ -179,6 +192,9 @@ impl Engine {
             tasks: Vec::new(),
             timeline: Timeline::new(schedule, lm_words),
             frees: Frees::default(),
+            buffers: None,
+            charge_log: Vec::new(),
+            streams: BTreeMap::new(),
             machine,
             topo,
             sw,
@@ -321,7 +337,11 @@ impl Engine {
         let fp = layout.footprint_words();
         let words = fp.saturating_mul(layout.time_span());
         let lm_words = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
+        // Streams that took two slices by default give one back while this does not fit.
+        while self.alloc.charged().saturating_add(fp) > lm_words && self.give_back(name, fp) {}
         let charged = self.alloc.charged();
+        // A stream is charged the slices LM holds of it.
+        let (held, need, fallback, requested) = self.hold(name, layout, charged, lm_words)?;
         if charged.saturating_add(fp) > lm_words {
             return err(format!(
                 "tensor `{name}` needs {fp} LM words per PE but only {} of {lm_words} are free (resident: {})",
@@ -336,7 +356,27 @@ impl Engine {
                     .join(", ")
             ));
         }
-        let (off, region) = self.alloc.alloc(words, fp);
+        let (off, region) = self.alloc.alloc(words, need);
+        self.charge_log.push(self.alloc.charged());
+        if layout.time_span() > 1 {
+            self.streams.insert(
+                region,
+                StreamState {
+                    tensor: name.to_string(),
+                    producer: self.ops.len(),
+                    slices: layout.time_span(),
+                    slice_words: fp,
+                    buffers: held,
+                    requested,
+                    fallback,
+                    log_at: self.charge_log.len() - 1,
+                    consumer: None,
+                    sends: 0,
+                    resends: 0,
+                    resend_cycles: 0,
+                },
+            );
+        }
         self.frees.allocated = true;
         self.frees.lm_words = self.frees.lm_words.max(self.alloc.charged());
         let wb = self.machine.word_bytes;
@@ -398,8 +438,10 @@ impl Engine {
         c: net::Cost,
         reads: &[RegionId],
         writes: &[RegionId],
+        walk: Option<(WalkPlan, bool)>,
     ) -> OpReport {
         let frees = std::mem::take(&mut self.frees);
+        let (walk, resent) = self.lower_walk(walk, reads, writes, c.cycles);
         let task = lowering::task(
             &c,
             reads,
@@ -407,11 +449,16 @@ impl Engine {
             frees.lm_words.max(self.alloc.charged()),
             frees.before,
             frees.after,
+            walk,
         );
         let placed = self
             .timeline
             .push_on(&task, &mut WorldBusy::new(&mut self.sw));
+        let task_cycles = task.cycles;
         self.tasks.push(task);
+        // The report shows the re-sends as stages of the op that needs them.
+        let mut c = c;
+        c.stages.extend(resent);
         let (start, end) = (placed.start, placed.end);
         let clock = self.sw.clock().max(end);
         self.sw.set_clock(clock);
@@ -456,13 +503,14 @@ impl Engine {
             layout: layout.map(|l| l.canonical()),
             start,
             end,
-            cycles: c.cycles,
+            cycles: task_cycles,
             bottleneck: c
                 .bottleneck
                 .map(|b| c.stages[b].bottleneck_name(&self.machine))
                 .unwrap_or_default(),
             stages: c.stages.iter().map(|s| s.report(&self.machine)).collect(),
-            exposed_cycles: c.cycles,
+            exposed_cycles: task_cycles,
+            work_cycles: task_cycles,
             ready_cycles: ready,
             flops: None,
             utilisation: util,
@@ -472,6 +520,21 @@ impl Engine {
         self.ops.push(r.clone());
         self.records.push((c.stages, c.bottleneck));
         r
+    }
+}
+
+impl Engine {
+    /// Ends the program on the timeline: streams nothing read slice by slice are sent,
+    /// and every op's start, end and cycles (= end − start) are the timeline's.
+    pub fn settle(&mut self) {
+        self.timeline.settle(&mut WorldBusy::new(&mut self.sw));
+        for (o, p) in self.ops.iter_mut().zip(&self.timeline.placed) {
+            o.start = p.start;
+            o.end = p.end;
+            o.cycles = p.end - p.start;
+        }
+        let total = self.timeline.total();
+        self.sw.set_clock(total);
     }
 }
 

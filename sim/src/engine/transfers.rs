@@ -5,6 +5,7 @@
 //! Invariant: both modes build the same route and the same facts, so they charge the
 //! same cycles.
 
+use super::streams::{identity, plan};
 use super::{Engine, Mode, Resident, SimError, err};
 use crate::net::{self, Dir, DramSpec, PeFact, Route, StageSpec};
 use mnsim_arch::layout::Class;
@@ -70,7 +71,17 @@ impl Engine {
             }),
         );
         let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
-        let op = self.finish("Load", name, Some(&layout), &runtime, c, &[], &[region]);
+        let walk = plan(Some(&layout), layout.logical_shape(), &[], &[]).map(|p| (p, true));
+        let op = self.finish(
+            "Load",
+            name,
+            Some(&layout),
+            &runtime,
+            c,
+            &[],
+            &[region],
+            walk,
+        );
         let t = self.tensors.get_mut(name).expect("checked");
         t.lm = Some(Resident {
             layout,
@@ -122,6 +133,8 @@ impl Engine {
         if self.mode == Mode::Timing {
             self.set_in_dram(name, xla);
         }
+        let dims = r.layout.logical_shape().to_vec();
+        let walk = plan(None, &dims, &[(&r.layout, identity(dims.len()))], &[]).map(|p| (p, false));
         Ok(self.finish(
             "Store",
             name,
@@ -130,6 +143,7 @@ impl Engine {
             c,
             &[r.region],
             &[],
+            walk,
         ))
     }
 
@@ -274,6 +288,13 @@ impl Engine {
         if dst_name == name {
             self.release(src.offset);
         }
+        let walk = plan(
+            Some(&layout),
+            &dims,
+            &[(&src.layout, identity(dims.len()))],
+            &[],
+        )
+        .map(|p| (p, true));
         let rep = self.finish(
             op,
             &dst_name,
@@ -282,6 +303,7 @@ impl Engine {
             c,
             &[src.region],
             &[region],
+            walk,
         );
         self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
             layout,
@@ -369,6 +391,14 @@ impl Engine {
         let meet = self.topo.meet_above(addr[i].level_index);
         let route = self.up_down_route(meet, true, layout.time_span());
         let c = net::cost(&self.machine, &self.topo, &route, [&up, &down]);
+        let dims = layout.logical_shape().to_vec();
+        let walk = plan(
+            Some(&layout),
+            &dims,
+            &[(&src.layout, identity(dims.len()))],
+            &[],
+        )
+        .map(|p| (p, true));
         let rep = self.finish(
             "Reduce",
             &dst_name,
@@ -377,6 +407,7 @@ impl Engine {
             c,
             &[src.region],
             &[region],
+            walk,
         );
         self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
             layout,

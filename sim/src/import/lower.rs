@@ -1,9 +1,11 @@
 //! oneDNN Graph ops → scenario kernel ops (one or a few per graph op), with the
-//! kernel each one runs (for the default layouts) and its output shape checked.
+//! kernel each one runs (for the default layouts) and its output shape checked: the
+//! lowering context and the checks every kind shares; `ops` lowers each kind.
 
 use super::graph::{At, GOp, Graph, Tensor};
+use super::ops::lower_op;
 use mnsim_arch::DType;
-use mnsim_kernels::{BinaryOp, Kernel, ReduceKind, UnaryOp};
+use mnsim_kernels::Kernel;
 
 /// A tensor of the scenario.
 #[derive(Clone, Debug)]
@@ -85,20 +87,25 @@ pub fn minor_to_major(shape: &[u64], stride: &[i64]) -> Result<Vec<usize>, Strin
     Ok(m2m)
 }
 
-struct Cx<'a> {
-    g: &'a Graph,
+pub(super) struct Cx<'a> {
+    pub(super) g: &'a Graph,
     decls: Vec<Decl>,
     steps: Vec<Step>,
     /// The comment for the next step: the graph op it starts.
-    origin: Option<String>,
+    pub(super) origin: Option<String>,
 }
 
 impl Cx<'_> {
-    fn tensor(&self, id: u64) -> &Tensor {
+    pub(super) fn tensor(&self, id: u64) -> &Tensor {
         &self.g.tensors[&id]
     }
 
-    fn dims(&self, name: &str) -> Vec<u64> {
+    /// The rank of `op`'s input `i` in the file (a scalar has rank 0).
+    pub(super) fn rank(&self, op: &GOp, i: usize) -> usize {
+        self.tensor(op.inputs[i]).shape.len()
+    }
+
+    pub(super) fn dims(&self, name: &str) -> Vec<u64> {
         self.decls
             .iter()
             .find(|d| d.name == name)
@@ -106,7 +113,7 @@ impl Cx<'_> {
             .unwrap_or_default()
     }
 
-    fn declare_graph(&mut self, id: u64) {
+    pub(super) fn declare_graph(&mut self, id: u64) {
         let name = name_of(id);
         if self.decls.iter().any(|d| d.name == name) {
             return;
@@ -125,7 +132,7 @@ impl Cx<'_> {
     }
 
     /// A fresh intermediate tensor `t{id}_{suffix}` like `like`.
-    fn temp(&mut self, like: u64, suffix: &str) -> String {
+    pub(super) fn temp(&mut self, like: u64, suffix: &str) -> String {
         let t = self.tensor(like).clone();
         let name = format!("{}_{suffix}", name_of(like));
         let dims = dims_of(&t);
@@ -142,7 +149,7 @@ impl Cx<'_> {
     }
 
     /// Appends a kernel step after checking its output shape against the declared one.
-    fn step(
+    pub(super) fn step(
         &mut self,
         op: &GOp,
         text: String,
@@ -172,7 +179,7 @@ impl Cx<'_> {
     }
 }
 
-fn count(op: &GOp, ins: &[usize], outs: usize) -> Result<(), At> {
+pub(super) fn count(op: &GOp, ins: &[usize], outs: usize) -> Result<(), At> {
     if !ins.contains(&op.inputs.len()) {
         let want: Vec<String> = ins.iter().map(usize::to_string).collect();
         return Err(op.error(format!(
@@ -191,7 +198,7 @@ fn count(op: &GOp, ins: &[usize], outs: usize) -> Result<(), At> {
 }
 
 /// Normalises a possibly negative axis against `rank`.
-fn axis(op: &GOp, attr: &str, a: i64, rank: usize) -> Result<usize, At> {
+pub(super) fn axis(op: &GOp, attr: &str, a: i64, rank: usize) -> Result<usize, At> {
     let r = rank as i64;
     if a < -r || a >= r.max(1) {
         return Err(op.attr_error(attr, format!("axis {a} is out of range for rank {rank}")));
@@ -199,12 +206,12 @@ fn axis(op: &GOp, attr: &str, a: i64, rank: usize) -> Result<usize, At> {
     Ok(if a < 0 { (a + r) as usize } else { a as usize })
 }
 
-fn required<T>(op: &GOp, name: &str, v: Option<T>) -> Result<T, At> {
+pub(super) fn required<T>(op: &GOp, name: &str, v: Option<T>) -> Result<T, At> {
     v.ok_or_else(|| op.error(format!("the attribute `{name}` is required")))
 }
 
 /// Checks `auto_broadcast: none` (shapes must be equal).
-fn no_broadcast(cx: &Cx, op: &GOp) -> Result<(), At> {
+pub(super) fn no_broadcast(cx: &Cx, op: &GOp) -> Result<(), At> {
     if op.attr_str("auto_broadcast")?.as_deref() == Some("none") {
         let shapes: Vec<&Vec<u64>> = op.inputs.iter().map(|&t| &cx.tensor(t).shape).collect();
         if shapes.windows(2).any(|w| w[0] != w[1]) {
@@ -215,483 +222,6 @@ fn no_broadcast(cx: &Cx, op: &GOp) -> Result<(), At> {
         }
     }
     Ok(())
-}
-
-fn unary_of(kind: &str) -> Option<UnaryOp> {
-    Some(match kind {
-        "ReLU" => UnaryOp::Relu,
-        "GELU" => UnaryOp::Gelu,
-        "Exp" => UnaryOp::Exp,
-        "Log" => UnaryOp::Log,
-        "Sqrt" => UnaryOp::Sqrt,
-        "Square" => UnaryOp::Square,
-        "Reciprocal" => UnaryOp::Recip,
-        "Abs" => UnaryOp::Abs,
-        "Round" => UnaryOp::Round,
-        "Tanh" => UnaryOp::Tanh,
-        "Sigmoid" => UnaryOp::Sigmoid,
-        "HardSwish" => UnaryOp::HardSwish,
-        "Reorder" | "TypeCast" => UnaryOp::Copy,
-        _ => return None,
-    })
-}
-
-fn binary_of(kind: &str) -> Option<BinaryOp> {
-    Some(match kind {
-        "Add" => BinaryOp::Add,
-        "Subtract" => BinaryOp::Sub,
-        "Multiply" => BinaryOp::Mul,
-        "Divide" => BinaryOp::Div,
-        "Maximum" => BinaryOp::Max,
-        "Minimum" => BinaryOp::Min,
-        _ => None?,
-    })
-}
-
-fn reduce_of(kind: &str) -> Option<(ReduceKind, &'static str)> {
-    Some(match kind {
-        "ReduceSum" => (ReduceKind::Add, "Add"),
-        "ReduceMean" => (ReduceKind::Mean, "Mean"),
-        "ReduceMax" => (ReduceKind::Max, "Max"),
-        "ReduceMin" => (ReduceKind::Min, "Min"),
-        "ReduceProd" => (ReduceKind::Prod, "Prod"),
-        "ReduceL1" => (ReduceKind::L1, "L1"),
-        "ReduceL2" => (ReduceKind::L2, "L2"),
-        _ => return None,
-    })
-}
-
-/// Every op kind the import turns into kernels (docs/import.md).
-pub const KINDS: [&str; 38] = [
-    "MatMul",
-    "Add",
-    "Subtract",
-    "Multiply",
-    "Divide",
-    "Maximum",
-    "Minimum",
-    "Select",
-    "SoftMax",
-    "LayerNorm",
-    "GELU",
-    "ReLU",
-    "Sigmoid",
-    "Tanh",
-    "Elu",
-    "Exp",
-    "Log",
-    "Sqrt",
-    "Square",
-    "Reciprocal",
-    "Abs",
-    "Round",
-    "Clamp",
-    "HardSwish",
-    "BiasAdd",
-    "StaticTranspose",
-    "StaticReshape",
-    "Reorder",
-    "TypeCast",
-    "ReduceSum",
-    "ReduceMean",
-    "ReduceMax",
-    "ReduceMin",
-    "ReduceProd",
-    "ReduceL1",
-    "ReduceL2",
-    "Concat",
-    "End",
-];
-
-fn q(s: &str) -> String {
-    format!("\"{s}\"")
-}
-
-fn list<T: std::fmt::Display>(v: &[T]) -> String {
-    let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-    format!("[{}]", s.join(", "))
-}
-
-fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
-    let k = op.kind.as_str();
-    cx.origin = Some(if op.name.is_empty() {
-        op.label()
-    } else {
-        format!("{} `{}`", op.label(), op.name)
-    });
-    let ins: Vec<String> = op.inputs.iter().map(|&t| name_of(t)).collect();
-    for &t in op.inputs.iter().chain(&op.outputs) {
-        cx.declare_graph(t);
-    }
-    let out = op.outputs.first().map(|&t| name_of(t)).unwrap_or_default();
-    let rank = |i: usize| cx.tensor(op.inputs[i]).shape.len();
-    if let Some(u) = unary_of(k) {
-        count(op, &[1], 1)?;
-        if k == "Reorder" && cx.tensor(op.inputs[0]).dtype != cx.tensor(op.outputs[0]).dtype {
-            return Err(op.error("a Reorder keeps the data type; use TypeCast to change it".into()));
-        }
-        if k == "GELU"
-            && op
-                .attr_str("mode")?
-                .as_deref()
-                .is_some_and(|m| m != "gelu_erf" && m != "gelu_tanh")
-        {
-            return Err(op.attr_error("mode", "unknown GELU mode (gelu_erf or gelu_tanh)".into()));
-        }
-        let text = if k == "TypeCast" {
-            format!("Cast(input: {}, out: {}", q(&ins[0]), q(&out))
-        } else {
-            format!(
-                "Unary(op: {}, input: {}, out: {}",
-                u.name(),
-                q(&ins[0]),
-                q(&out)
-            )
-        };
-        return cx.step(op, text, Kernel::Unary(u), ins, out);
-    }
-    if let Some(b) = binary_of(k) {
-        count(op, &[2], 1)?;
-        no_broadcast(cx, op)?;
-        let text = format!(
-            "Binary(op: {}, a: {}, b: {}, out: {}",
-            b.name(),
-            q(&ins[0]),
-            q(&ins[1]),
-            q(&out)
-        );
-        return cx.step(op, text, Kernel::Binary(b), ins, out);
-    }
-    if let Some((r, name)) = reduce_of(k) {
-        count(op, &[1], 1)?;
-        let axes = op.attr_i64s("axes")?.ok_or_else(|| {
-            op.error(
-                "the attribute `axes` is required (axes given as a second input are not supported)"
-                    .into(),
-            )
-        })?;
-        let mut ax = Vec::new();
-        for a in axes {
-            ax.push(axis(op, "axes", a, rank(0))?);
-        }
-        let keep = op.attr_bool("keep_dims")?.unwrap_or(false);
-        let text = format!(
-            "ReduceAxes(op: {name}, input: {}, axes: {}, keep_dims: {keep}, out: {}",
-            q(&ins[0]),
-            list(&ax),
-            q(&out)
-        );
-        let kernel = Kernel::ReduceAxes {
-            op: r,
-            axes: ax,
-            keep_dims: keep,
-        };
-        return cx.step(op, text, kernel, ins, out);
-    }
-    match k {
-        "MatMul" => {
-            count(op, &[2, 3], 1)?;
-            let ta = op.attr_bool("transpose_a")?.unwrap_or(false);
-            let tb = op.attr_bool("transpose_b")?.unwrap_or(false);
-            let (a, b) = (cx.dims(&ins[0]), cx.dims(&ins[1]));
-            if cx.tensor(op.inputs[0]).shape.len() < 2 || cx.tensor(op.inputs[1]).shape.len() < 2 {
-                return Err(op.error(
-                    "operands of rank 0 or 1 are not supported (MatMul needs rank 2 or more)"
-                        .into(),
-                ));
-            }
-            let target = if ins.len() == 3 {
-                cx.temp(op.outputs[0], "mm")
-            } else {
-                out.clone()
-            };
-            let (text, kernel) = if !ta && !tb && a.len() == 2 && b.len() == 2 {
-                (
-                    format!(
-                        "MatMul(a: {}, b: {}, out: {}",
-                        q(&ins[0]),
-                        q(&ins[1]),
-                        q(&target)
-                    ),
-                    Kernel::MatMul,
-                )
-            } else if !ta && !tb && a.len() == b.len() && a[..a.len() - 2] == b[..b.len() - 2] {
-                (
-                    format!(
-                        "BatchMatMul(a: {}, b: {}, out: {}",
-                        q(&ins[0]),
-                        q(&ins[1]),
-                        q(&target)
-                    ),
-                    Kernel::BatchMatMul,
-                )
-            } else {
-                (
-                    format!(
-                        "GeneralMatMul(a: {}, b: {}, transpose_a: {ta}, transpose_b: {tb}, out: {}",
-                        q(&ins[0]),
-                        q(&ins[1]),
-                        q(&target)
-                    ),
-                    Kernel::GeneralMatMul {
-                        transpose_a: ta,
-                        transpose_b: tb,
-                    },
-                )
-            };
-            cx.step(op, text, kernel, ins[..2].to_vec(), target.clone())?;
-            if ins.len() == 3 {
-                let text = format!(
-                    "Binary(op: Add, a: {}, b: {}, out: {}",
-                    q(&target),
-                    q(&ins[2]),
-                    q(&out)
-                );
-                cx.step(
-                    op,
-                    text,
-                    Kernel::Binary(BinaryOp::Add),
-                    vec![target, ins[2].clone()],
-                    out,
-                )?;
-            }
-            Ok(())
-        }
-        "Select" => {
-            count(op, &[3], 1)?;
-            no_broadcast(cx, op)?;
-            let text = format!(
-                "Select(cond: {}, a: {}, b: {}, out: {}",
-                q(&ins[0]),
-                q(&ins[1]),
-                q(&ins[2]),
-                q(&out)
-            );
-            cx.step(op, text, Kernel::Select, ins, out)
-        }
-        "SoftMax" => {
-            count(op, &[1], 1)?;
-            let a = axis(op, "axis", op.attr_i64("axis")?.unwrap_or(1), rank(0))?;
-            let text = format!("Softmax(input: {}, axis: {a}, out: {}", q(&ins[0]), q(&out));
-            cx.step(op, text, Kernel::Softmax { axis: a }, ins, out)
-        }
-        "LayerNorm" => {
-            count(op, &[1, 2, 3], 1)?;
-            let r = rank(0);
-            let begin = axis(
-                op,
-                "begin_norm_axis",
-                op.attr_i64("begin_norm_axis")?.unwrap_or(-1),
-                r,
-            )?;
-            if begin + 1 != r {
-                return Err(op.attr_error(
-                    "begin_norm_axis",
-                    format!("normalising over several axes (from axis {begin} of {r}) is not supported; only the last axis"),
-                ));
-            }
-            let eps = op.attr_f64("epsilon")?.unwrap_or(1e-5);
-            let affine = op.attr_bool("use_affine")?.unwrap_or(true);
-            if op.outputs.len() > 1 {
-                let used: Vec<u64> = op.outputs[1..]
-                    .iter()
-                    .filter(|t| {
-                        cx.g.ops.iter().any(|o| o.inputs.contains(t)) || cx.g.outputs.contains(t)
-                    })
-                    .copied()
-                    .collect();
-                if !used.is_empty() {
-                    return Err(op.error(format!(
-                        "the mean and variance outputs (tensor ids {used:?}) are used; only the normalised output is supported"
-                    )));
-                }
-            }
-            if affine && ins.len() != 3 {
-                return Err(op.error(format!(
-                    "`use_affine` needs gamma and beta inputs; the file gives {} input(s)",
-                    ins.len()
-                )));
-            }
-            let norm = if affine {
-                cx.temp(op.outputs[0], "norm")
-            } else {
-                out.clone()
-            };
-            let text = format!(
-                "LayerNorm(input: {}, axis: {begin}, eps: {eps:?}, out: {}",
-                q(&ins[0]),
-                q(&norm)
-            );
-            cx.step(
-                op,
-                text,
-                Kernel::LayerNorm { axis: begin, eps },
-                vec![ins[0].clone()],
-                norm.clone(),
-            )?;
-            if affine {
-                let scaled = cx.temp(op.outputs[0], "scaled");
-                let text = format!(
-                    "Binary(op: Mul, a: {}, b: {}, out: {}",
-                    q(&norm),
-                    q(&ins[1]),
-                    q(&scaled)
-                );
-                cx.step(
-                    op,
-                    text,
-                    Kernel::Binary(BinaryOp::Mul),
-                    vec![norm, ins[1].clone()],
-                    scaled.clone(),
-                )?;
-                let text = format!(
-                    "Binary(op: Add, a: {}, b: {}, out: {}",
-                    q(&scaled),
-                    q(&ins[2]),
-                    q(&out)
-                );
-                cx.step(
-                    op,
-                    text,
-                    Kernel::Binary(BinaryOp::Add),
-                    vec![scaled, ins[2].clone()],
-                    out,
-                )?;
-            }
-            Ok(())
-        }
-        "Elu" => {
-            count(op, &[1], 1)?;
-            let alpha = required(op, "alpha", op.attr_f64("alpha")?)?;
-            let text = format!(
-                "Elu(input: {}, alpha: {alpha:?}, out: {}",
-                q(&ins[0]),
-                q(&out)
-            );
-            cx.step(op, text, Kernel::Elu { alpha }, ins, out)
-        }
-        "Clamp" => {
-            count(op, &[1], 1)?;
-            let min = required(op, "min", op.attr_f64("min")?)?;
-            let max = required(op, "max", op.attr_f64("max")?)?;
-            if min > max {
-                return Err(op.attr_error("min", format!("min {min} is above max {max}")));
-            }
-            let text = format!(
-                "Clamp(input: {}, min: {min:?}, max: {max:?}, out: {}",
-                q(&ins[0]),
-                q(&out)
-            );
-            cx.step(op, text, Kernel::Clamp { min, max }, ins, out)
-        }
-        "BiasAdd" => {
-            count(op, &[2], 1)?;
-            let r = rank(0);
-            let fmt = op.attr_str("data_format")?.unwrap_or_else(|| "NXC".into());
-            let a = match fmt.as_str() {
-                "NXC" => r.saturating_sub(1),
-                "NCX" if r >= 2 => 1,
-                "NCX" => 0,
-                other => {
-                    return Err(op.attr_error(
-                        "data_format",
-                        format!("unknown data format `{other}` (NXC or NCX)"),
-                    ));
-                }
-            };
-            let text = format!(
-                "BiasAdd(input: {}, bias: {}, axis: {a}, out: {}",
-                q(&ins[0]),
-                q(&ins[1]),
-                q(&out)
-            );
-            cx.step(op, text, Kernel::BiasAdd { axis: a }, ins, out)
-        }
-        "StaticTranspose" => {
-            count(op, &[1], 1)?;
-            let order = required(op, "order", op.attr_i64s("order")?)?;
-            let mut perm = Vec::new();
-            for a in order {
-                perm.push(axis(op, "order", a, rank(0))?);
-            }
-            let text = format!(
-                "Transpose(input: {}, perm: {}, out: {}",
-                q(&ins[0]),
-                list(&perm),
-                q(&out)
-            );
-            cx.step(op, text, Kernel::Transpose { perm }, ins, out)
-        }
-        "StaticReshape" => {
-            count(op, &[1], 1)?;
-            let shape = cx.dims(&out);
-            let given = required(op, "shape", op.attr_i64s("shape")?)?;
-            let zero = op.attr_bool("special_zero")?.unwrap_or(false);
-            let src = &cx.tensor(op.inputs[0]).shape;
-            let ok = given.len() == cx.tensor(op.outputs[0]).shape.len()
-                && given.iter().enumerate().all(|(i, &d)| {
-                    d == -1
-                        || (d == 0 && zero && src.get(i) == Some(&shape[i]))
-                        || d as u64 == shape[i]
-                });
-            if !ok {
-                return Err(op.attr_error(
-                    "shape",
-                    format!(
-                        "the shape attribute {given:?} does not give the output shape {shape:?}"
-                    ),
-                ));
-            }
-            let text = format!(
-                "Reshape(input: {}, shape: {}, out: {}",
-                q(&ins[0]),
-                list(&shape),
-                q(&out)
-            );
-            cx.step(op, text, Kernel::Reshape { shape }, ins, out)
-        }
-        "Concat" => {
-            if op.inputs.is_empty() {
-                return Err(op.error("needs at least one input".into()));
-            }
-            count(op, &[op.inputs.len()], 1)?;
-            let a = axis(
-                op,
-                "axis",
-                required(op, "axis", op.attr_i64("axis")?)?,
-                rank(0),
-            )?;
-            let names: Vec<String> = ins.iter().map(|n| q(n)).collect();
-            let text = format!(
-                "Concat(inputs: [{}], axis: {a}, out: {}",
-                names.join(", "),
-                q(&out)
-            );
-            let n = ins.len();
-            cx.step(op, text, Kernel::Concat { axis: a, inputs: n }, ins, out)
-        }
-        "End" => Ok(()),
-        "Convolution"
-        | "ConvolutionBackwardData"
-        | "ConvolutionBackwardWeights"
-        | "ConvTranspose"
-        | "AvgPool"
-        | "MaxPool"
-        | "AvgPoolBackward"
-        | "MaxPoolBackward"
-        | "Interpolate"
-        | "Quantize"
-        | "Dequantize"
-        | "DynamicQuantize"
-        | "DynamicDequantize" => Err(op.error(format!(
-            "the op kind `{k}` is not supported: mnsim imports {}",
-            KINDS.join(", ")
-        ))),
-        other => Err(op.error(format!(
-            "unknown or unsupported op kind `{other}`: mnsim imports {}",
-            KINDS.join(", ")
-        ))),
-    }
 }
 
 /// Lowers the graph. Graph inputs get DRAM layouts from their strides (or row-major)

@@ -185,7 +185,13 @@ impl<'de> Deserialize<'de> for PlanValue {
 #[serde(deny_unknown_fields)]
 pub enum Op {
     /// DRAM → LM in `layout`.
-    Load { tensor: String, layout: String },
+    Load {
+        tensor: String,
+        layout: String,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
     /// LM → DRAM.
     Store { tensor: String },
     /// LM layout → another LM layout (into `out` if given, else in place).
@@ -194,6 +200,9 @@ pub enum Op {
         layout: String,
         #[serde(default)]
         out: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// A Load (tensor not in LM) or Relayout (tensor in LM) into a layout that
     /// replicates over some level.
@@ -202,6 +211,9 @@ pub enum Op {
         layout: String,
         #[serde(default)]
         out: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// Combines partial results across `level`.
     Reduce {
@@ -211,6 +223,9 @@ pub enum Op {
         op: ReduceOp,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
         #[serde(default)]
         out: Option<String>,
     },
@@ -223,6 +238,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// Elementwise `op(a, b)`.
     Binary {
@@ -232,6 +250,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// `out = a × b`.
     MatMul {
@@ -240,6 +261,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// Batched `out = a × b` over the leading axes.
     BatchMatMul {
@@ -248,6 +272,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// Reduces `input` along `axes` (kept with size 1 when `keep_dims`).
     ReduceAxes {
@@ -257,6 +284,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
         #[serde(default)]
         keep_dims: bool,
     },
@@ -267,6 +297,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// Layer normalisation along `axis`.
     LayerNorm {
@@ -275,6 +308,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
         #[serde(default = "default_eps")]
         eps: f64,
     },
@@ -285,6 +321,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// `out = cond ? a : b` elementwise, numpy broadcasting (`cond` nonzero is true).
     Select {
@@ -294,6 +333,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// `min(max(input, min), max)`.
     Clamp {
@@ -303,6 +345,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// `input` where positive, else `alpha · (e^input − 1)`.
     Elu {
@@ -312,6 +357,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// `input + bias`, the vector `bias` along `axis` of `input`.
     BiasAdd {
@@ -321,6 +369,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// MatMul with transposed operands and broadcast batch axes.
     GeneralMatMul {
@@ -333,6 +384,9 @@ pub enum Op {
         transpose_b: bool,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// The same elements (row-major) in the shape `shape`.
     Reshape {
@@ -341,6 +395,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// `inputs` joined along `axis`.
     Concat {
@@ -349,6 +406,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
     /// `input` converted to the dtype of `out` (the one kernel whose operands' dtypes
     /// differ).
@@ -357,6 +417,9 @@ pub enum Op {
         out: String,
         #[serde(default)]
         layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
     },
 }
 
@@ -413,7 +476,89 @@ impl ReduceOp {
 /// `Sub`, ...), so a scenario names exactly what the kernels run.
 pub use mnsim_kernels::{BinaryOp, UnaryOp};
 
+/// `buffers:` of an op: a count, or `"$name"`, a plan variable whose value is the count
+/// (as text: `"wb": "1"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Buffers {
+    Count(i64),
+    Var(String),
+}
+
 impl Op {
+    /// `buffers:` as the op gives it (a count; `None` when absent or still a plan variable:
+    /// resolution replaces those with the plan's count).
+    pub fn buffers(&self) -> Option<i64> {
+        match self.buffers_field() {
+            Some(Buffers::Count(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// `buffers:` as written (Load, Relayout, Broadcast, Reduce and kernels).
+    pub fn buffers_field(&self) -> Option<&Buffers> {
+        self.buffers_slot().and_then(|b| b.as_ref())
+    }
+
+    /// Sets `buffers:` (resolution: a plan variable replaced by its count).
+    pub fn set_buffers(&mut self, b: i64) {
+        if let Some(slot) = self.buffers_slot_mut() {
+            *slot = Some(Buffers::Count(b));
+        }
+    }
+
+    fn buffers_slot(&self) -> Option<&Option<Buffers>> {
+        match self {
+            Op::Load { buffers, .. }
+            | Op::Relayout { buffers, .. }
+            | Op::Broadcast { buffers, .. }
+            | Op::Reduce { buffers, .. }
+            | Op::Unary { buffers, .. }
+            | Op::Binary { buffers, .. }
+            | Op::MatMul { buffers, .. }
+            | Op::BatchMatMul { buffers, .. }
+            | Op::ReduceAxes { buffers, .. }
+            | Op::Softmax { buffers, .. }
+            | Op::LayerNorm { buffers, .. }
+            | Op::Transpose { buffers, .. }
+            | Op::Select { buffers, .. }
+            | Op::Clamp { buffers, .. }
+            | Op::Elu { buffers, .. }
+            | Op::BiasAdd { buffers, .. }
+            | Op::GeneralMatMul { buffers, .. }
+            | Op::Reshape { buffers, .. }
+            | Op::Concat { buffers, .. }
+            | Op::Cast { buffers, .. } => Some(buffers),
+            Op::Store { .. } | Op::Free { .. } => None,
+        }
+    }
+
+    fn buffers_slot_mut(&mut self) -> Option<&mut Option<Buffers>> {
+        match self {
+            Op::Load { buffers, .. }
+            | Op::Relayout { buffers, .. }
+            | Op::Broadcast { buffers, .. }
+            | Op::Reduce { buffers, .. }
+            | Op::Unary { buffers, .. }
+            | Op::Binary { buffers, .. }
+            | Op::MatMul { buffers, .. }
+            | Op::BatchMatMul { buffers, .. }
+            | Op::ReduceAxes { buffers, .. }
+            | Op::Softmax { buffers, .. }
+            | Op::LayerNorm { buffers, .. }
+            | Op::Transpose { buffers, .. }
+            | Op::Select { buffers, .. }
+            | Op::Clamp { buffers, .. }
+            | Op::Elu { buffers, .. }
+            | Op::BiasAdd { buffers, .. }
+            | Op::GeneralMatMul { buffers, .. }
+            | Op::Reshape { buffers, .. }
+            | Op::Concat { buffers, .. }
+            | Op::Cast { buffers, .. } => Some(buffers),
+            Op::Store { .. } | Op::Free { .. } => None,
+        }
+    }
+
     /// The variant name (`"Load"`, `"MatMul"`, ...).
     pub fn name(&self) -> &'static str {
         match self {

@@ -267,6 +267,63 @@ pub fn resolve(
 
     for (i, op) in sc.program.iter().enumerate() {
         let what = format!("op {i} ({})", op.describe());
+        // `buffers:`: a count ≥ 1, or a plan variable holding one.
+        let buffers = match op.buffers_field() {
+            None => None,
+            Some(super::Buffers::Count(b)) => Some(*b),
+            Some(super::Buffers::Var(text)) => {
+                let span = cx.op_span(i, "buffers");
+                let Some(var) = super::plan_variable(text) else {
+                    return Err(cx.err(
+                        span,
+                        &format!("{what}: `buffers: \"{text}\"`: give an integer ≥ 1 or a plan variable `$name`"),
+                        "not a count",
+                    ));
+                };
+                let Some((pname, vars)) = plan_vars else {
+                    return Err(cx.err(
+                        span,
+                        &format!("{what}: `buffers: \"${var}\"` refers to a plan variable, but no plan is selected"),
+                        "plan variable",
+                    ));
+                };
+                used_vars.insert(var.to_string());
+                match vars.get(var) {
+                    // `auto` (or `Any`, left to a planner): the default (2 slices when
+                    // they fit, else 1).
+                    Some(PlanValue::Layout(v)) if v.trim() == "auto" => None,
+                    Some(PlanValue::Any) => None,
+                    Some(PlanValue::Layout(v)) => match v.trim().parse::<i64>() {
+                        Ok(b) => Some(b),
+                        Err(_) => {
+                            return Err(cx.err(
+                                span,
+                                &format!("{what}: `buffers: \"${var}\"`: plan `{pname}` sets `{var}` to `{v}`, not an integer ≥ 1 or `auto`"),
+                                "not a count",
+                            ));
+                        }
+                    },
+                    _ => {
+                        return Err(cx.err(
+                            span,
+                            &format!("{what}: `buffers: \"${var}\"`: plan `{pname}` gives no count for `{var}`"),
+                            "unknown plan variable",
+                        ));
+                    }
+                }
+            }
+        };
+        if let Some(b) = buffers
+            && b < 1
+        {
+            return Err(cx.err(
+                cx.op_span(i, "buffers"),
+                &format!(
+                    "{what}: `buffers: {b}`: LM must hold at least one slice of a stream (give an integer ≥ 1)"
+                ),
+                "at least 1",
+            ));
+        }
         // Every name is declared.
         let mut names = op.inputs();
         names.extend(op.output());
@@ -397,6 +454,9 @@ pub fn resolve(
 
         // Layout: substitute, parse, bind.
         let mut op_out = op.clone();
+        if let Some(b) = buffers {
+            op_out.set_buffers(b);
+        }
         let layout = match op.layout() {
             None => None,
             Some(text) => {

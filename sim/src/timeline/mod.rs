@@ -22,8 +22,11 @@ use crate::ids::{Dir, LevelId, RegionId};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+mod streams;
 #[cfg(test)]
 mod tests;
+
+pub use streams::{StreamIn, Walk, share};
 
 /// How ops are placed in time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -115,6 +118,8 @@ pub struct Task {
     pub frees_before: Vec<(RegionId, u64)>,
     /// Regions this task replaces (freed after it), with their words.
     pub frees_after: Vec<(RegionId, u64)>,
+    /// How the task walks `Time` steps (streams), when its output or an input has them.
+    pub walk: Option<Walk>,
 }
 
 /// What set a task's start.
@@ -205,6 +210,8 @@ pub struct Timeline {
     /// Busy cycles per resource, in order of first use.
     pub resources: Vec<ResourceUse>,
     regions: HashMap<RegionId, RegionUse>,
+    /// Per stream region, when its slices are ready (or its producer's sends, not yet placed).
+    produced: HashMap<RegionId, streams::Produced>,
     /// Freed space not yet free: (words, cycle it becomes free, task using it last).
     pending: Vec<(u64, u64, Option<usize>)>,
     own: DenseBusy,
@@ -219,6 +226,7 @@ impl Timeline {
             placed: Vec::new(),
             resources: Vec::new(),
             regions: HashMap::new(),
+            produced: HashMap::new(),
             pending: Vec::new(),
             own: DenseBusy::default(),
         }
@@ -252,7 +260,16 @@ impl Timeline {
     /// Places the next task, reading and writing resource state in `busy`.
     pub fn push_on(&mut self, task: &Task, busy: &mut dyn Busy) -> Placement {
         let index = self.placed.len();
+        let overlapped = self.schedule == Schedule::Overlapped;
+        if overlapped {
+            self.flush_for(task, busy);
+        }
         self.release(&task.frees_before);
+        let streamed = |r: &RegionId| {
+            task.walk
+                .as_ref()
+                .is_some_and(|w| w.inputs.iter().any(|i| i.region == *r))
+        };
         let prev = self.placed.last().copied();
         // The latest of the constraints wins; on a tie, the first listed.
         let mut at = (0u64, Cause::Origin, None::<usize>);
@@ -272,8 +289,9 @@ impl Timeline {
                     bound(p.start, Cause::Issue, Some(index - 1));
                 }
                 // Read after write; a region written again waits for its earlier users.
-                for &r in &task.reads {
-                    if let Some((t, w)) = self.region(r).written {
+                // A stream is read slice by slice (its walk waits for each slice).
+                for r in task.reads.iter().filter(|r| !streamed(r)) {
+                    if let Some((t, w)) = self.region(*r).written {
                         bound(t, Cause::Data, Some(w));
                     }
                 }
@@ -304,11 +322,42 @@ impl Timeline {
             }
         }
         let (start, cause, after) = at;
-        let end = start.saturating_add(task.cycles);
+        let mut end = start.saturating_add(task.cycles);
+        // A transfer's stream is sent when its consumer walks it; a walk runs step by step.
+        let deferred = overlapped
+            && task
+                .walk
+                .as_ref()
+                .is_some_and(|w| w.deferred && w.out_slices > 1);
+        let mut ready = None;
+        if overlapped
+            && !deferred
+            && let Some(w) = &task.walk
+        {
+            let (e, r) = self.run_walk(w, index, start, busy);
+            end = e.max(start);
+            ready = Some(r);
+        }
         // Space released by the time this task starts is free for good.
         self.pending.retain(|p| p.1 > start);
-        for h in &task.holds {
-            busy.hold(h.resource, index, start, h.cycles);
+        let resend: Vec<Hold> = task
+            .walk
+            .iter()
+            .flat_map(|w| w.inputs.iter().flat_map(|i| i.resend_holds()))
+            .collect();
+        for (k, h) in task.holds.iter().chain(&resend).enumerate() {
+            let own = k < task.holds.len();
+            if !overlapped {
+                busy.hold(h.resource, index, start, h.cycles);
+            } else if own && !deferred {
+                // A walking task holds its units until its last step ends.
+                let until = if task.walk.is_some() {
+                    end - start
+                } else {
+                    h.cycles
+                };
+                busy.hold(h.resource, index, start, until.max(h.cycles));
+            }
             match self.resources.iter_mut().find(|u| u.resource == h.resource) {
                 Some(u) => u.busy_cycles = u.busy_cycles.saturating_add(h.cycles),
                 None => self.resources.push(ResourceUse {
@@ -330,7 +379,24 @@ impl Timeline {
                 u.used = Some((end, index));
             }
         }
-        self.release(&task.frees_after);
+        if overlapped
+            && let Some(w) = &task.walk
+            && w.out_slices > 1
+            && let Some(&r) = task.writes.first()
+        {
+            let produced = if deferred {
+                streams::Produced::Deferred {
+                    task: index,
+                    start,
+                    cycles: task.cycles,
+                    slices: w.out_slices,
+                    holds: task.holds.clone(),
+                }
+            } else {
+                streams::Produced::Fixed(ready.unwrap_or_default())
+            };
+            self.produced.insert(r, produced);
+        }
         let p = Placement {
             start,
             end,
@@ -338,6 +404,7 @@ impl Timeline {
             after,
         };
         self.placed.push(p);
+        self.release(&task.frees_after);
         p
     }
 
@@ -383,5 +450,8 @@ pub fn schedule(tasks: &[Task], schedule: Schedule, lm_capacity: u64) -> Timelin
     for task in tasks {
         t.push(task);
     }
+    let mut own = std::mem::take(&mut t.own);
+    t.settle(&mut own);
+    t.own = own;
     t
 }

@@ -1,0 +1,225 @@
+//! Streams on the engine (docs/model.md, streams): how many slices of a `Time`-stepped
+//! tensor LM holds (`buffers:`), and every op's walk lowered with the streams it reads.
+//!
+//! Invariant: a stream's LM charge is its slices held × one slice's words; a stream is
+//! read slice by slice by its first reader only (later readers read it whole).
+
+use super::{Engine, SimError, err};
+use crate::ids::RegionId;
+use crate::lowering::{self, Source, walk::WalkPlan};
+use crate::net;
+use crate::timeline::Walk;
+use mnsim_arch::TensorLayout;
+use mnsim_kernels::shape::AxisSource;
+
+/// A `Time`-stepped tensor placed in LM: the slices LM holds of it, why, and what read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamState {
+    pub tensor: String,
+    /// The op that produced it (index in the program's ops).
+    pub producer: usize,
+    /// Its `Time` steps (slices) and one slice's LM words.
+    pub slices: u64,
+    pub slice_words: u64,
+    /// Slices LM holds (2: double-buffered).
+    pub buffers: u64,
+    /// `buffers:` as the op gave it.
+    pub requested: Option<u64>,
+    /// Why it holds one slice although it was not asked to (LM full).
+    pub fallback: Option<String>,
+    /// Its allocation's entry in the engine's charge log.
+    pub log_at: usize,
+    /// The op that read it slice by slice, its sends and the re-sends among them.
+    pub consumer: Option<usize>,
+    pub sends: u64,
+    pub resends: u64,
+    pub resend_cycles: u64,
+}
+
+/// Every axis of a transfer takes its index from the same axis of its output.
+pub(super) fn identity(rank: usize) -> Vec<AxisSource> {
+    (0..rank).map(AxisSource::Out).collect()
+}
+
+/// The walk of an op writing `out` from `inputs`, when anything in it has `Time` steps.
+pub(super) fn plan(
+    out: Option<&TensorLayout>,
+    dims: &[u64],
+    inputs: &[(&TensorLayout, Vec<AxisSource>)],
+    reduced: &[u64],
+) -> Option<WalkPlan> {
+    let stepped =
+        out.is_some_and(|l| l.time_span() > 1) || inputs.iter().any(|(l, _)| l.time_span() > 1);
+    if !stepped {
+        return None;
+    }
+    let ins: Vec<(&TensorLayout, &[AxisSource])> =
+        inputs.iter().map(|(l, m)| (*l, m.as_slice())).collect();
+    crate::lowering::walk::walk(out, dims, &ins, reduced)
+}
+
+impl Engine {
+    /// The slices of `layout` LM holds when `charged` of `lm` words are in use, and the
+    /// words that charges: `buffers:` if the op gave it (0 or less is an error), else
+    /// 2 when two slices fit, else 1.
+    pub(super) fn hold(
+        &mut self,
+        name: &str,
+        layout: &TensorLayout,
+        charged: u64,
+        lm: u64,
+    ) -> Result<(u64, u64, Option<String>, Option<u64>), SimError> {
+        let fp = layout.footprint_words();
+        let steps = layout.time_span();
+        let requested = match self.buffers.take() {
+            Some(b) if b < 1 => {
+                return err(format!(
+                    "`buffers: {b}` for `{name}`: LM must hold at least one slice of a stream (give an integer ≥ 1)"
+                ));
+            }
+            Some(b) => Some(b as u64),
+            None => None,
+        };
+        let free = lm.saturating_sub(charged);
+        let (held, fallback) = match requested {
+            _ if steps <= 1 => (1, None),
+            Some(b) => (b.min(steps), None),
+            None if fp.saturating_mul(2) <= free => (2, None),
+            None => (
+                1,
+                Some(format!(
+                    "LM full: two slices need {} words, {free} of {lm} free",
+                    fp.saturating_mul(2)
+                )),
+            ),
+        };
+        let need = fp.saturating_mul(held);
+        if held > 1 && need > free {
+            return err(format!(
+                "`buffers: {held}` for `{name}`: {held} slices of {fp} LM words need {need}, but only {free} of {lm} are free"
+            ));
+        }
+        Ok((held, need, fallback, requested))
+    }
+
+    /// A stream not yet read that holds two slices by default gives one back so that
+    /// `name` (`fp` words) fits: the default is two slices only when they fit with
+    /// everything else live. The latest such stream first; `false` when there is none.
+    pub(super) fn give_back(&mut self, name: &str, fp: u64) -> bool {
+        let alloc = &self.alloc;
+        // Streams not yet read first (they hold one slice from the start), then streams
+        // already read (one slice from now on).
+        let pick = |unread: bool| {
+            self.streams
+                .iter()
+                .rev()
+                .find(|(r, st)| {
+                    st.requested.is_none()
+                        && st.buffers >= 2
+                        && st.consumer.is_none() == unread
+                        && alloc.holds(**r)
+                })
+                .map(|(r, _)| *r)
+        };
+        let Some(region) = pick(true).or_else(|| pick(false)) else {
+            return false;
+        };
+        let Some(st) = self.streams.get_mut(&region) else {
+            return false;
+        };
+        st.buffers = 1;
+        st.fallback = Some(format!(
+            "LM full: two slices ({} words) do not fit beside `{name}` ({fp} words)",
+            st.slice_words.saturating_mul(2)
+        ));
+        let (words, at) = (st.slice_words, st.log_at);
+        let unread = st.consumer.is_none();
+        self.alloc.recharge(region, words);
+        if !unread {
+            return true;
+        }
+        for v in self.charge_log.iter_mut().skip(at) {
+            *v = v.saturating_sub(words);
+        }
+        let peak = self.charge_log.iter().copied().max().unwrap_or(0);
+        self.lm_peak_bytes = peak.saturating_mul(self.machine.word_bytes);
+        true
+    }
+
+    /// The walk of the op being recorded: its stream inputs (the first read of a
+    /// stream), their sends and re-sends, and the producers' stages the re-sends charge
+    /// again.
+    pub(super) fn lower_walk(
+        &mut self,
+        plan: Option<(WalkPlan, bool)>,
+        reads: &[RegionId],
+        writes: &[RegionId],
+        own_cycles: u64,
+    ) -> (Option<Walk>, Vec<net::Stage>) {
+        let Some((plan, deferred)) = plan else {
+            return (None, Vec::new());
+        };
+        let index = self.ops.len();
+        let mut chosen: Vec<Option<(RegionId, u32, u32, usize)>> = Vec::new();
+        for (i, need) in plan.inputs.iter().enumerate() {
+            let pick = match reads.get(i) {
+                // An operand read twice (`a + a`) is one stream.
+                Some(r)
+                    if !need.is_empty()
+                        && !writes.contains(r)
+                        && !chosen.iter().flatten().any(|c| c.0 == *r) =>
+                {
+                    match self.streams.get(r) {
+                        Some(st) if st.consumer.is_none() && st.producer < self.tasks.len() => {
+                            Some((*r, st.buffers as u32, st.slices as u32, st.producer))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            chosen.push(pick);
+        }
+        let sources: Vec<Option<Source>> = chosen
+            .iter()
+            .map(|c| {
+                c.map(|(region, buffers, slices, p)| Source {
+                    region,
+                    buffers,
+                    slices,
+                    producer: &self.tasks[p],
+                })
+            })
+            .collect();
+        let out_slices = plan.out.iter().max().map_or(0, |&m| m + 1);
+        // A transfer reading a stream slice by slice produces its own as it goes.
+        let deferred = deferred && sources.iter().all(Option::is_none);
+        let walk = lowering::walk_of(&plan, own_cycles, out_slices, deferred, &sources);
+        let mut extra = Vec::new();
+        for input in &walk.inputs {
+            let Some(st) = self.streams.get_mut(&input.region) else {
+                continue;
+            };
+            st.consumer = Some(index);
+            st.sends = input.sends.len() as u64;
+            st.resends = input.resends();
+            st.resend_cycles = input.resend_cycles();
+            if st.resends == 0 {
+                continue;
+            }
+            let (r, n) = (st.resends, st.slices.max(1));
+            let scale = |v: u64| (v as u128 * r as u128 / n as u128).min(u64::MAX as u128) as u64;
+            if let Some((stages, _)) = self.records.get(st.producer) {
+                extra.extend(stages.iter().map(|s| net::Stage {
+                    bytes: scale(s.bytes),
+                    child_bytes: scale(s.child_bytes),
+                    max_port_bytes: scale(s.max_port_bytes),
+                    max_child_bytes: scale(s.max_child_bytes),
+                    cycles: scale(s.cycles),
+                    ..*s
+                }));
+            }
+        }
+        (Some(walk), extra)
+    }
+}

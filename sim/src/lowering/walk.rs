@@ -1,0 +1,273 @@
+//! How an op walks the `Time` steps of its operands (docs/model.md, streams).
+//!
+//! A walk is a sequence of steps. **Output steps are outer**: the output's slices are
+//! produced one after another, in increasing step order (axis by axis, the first
+//! logical axis outermost). Inside one output step, the walk visits every combination
+//! of the inputs' slices that output step needs: first the inputs' finer steps along
+//! output axes, then the reduced (contraction) variables, in order. Each step names the
+//! slice every stepped input reads and the output slice it writes.
+//!
+//! A slice is found per logical axis: the `Time` sub-axes of an axis's group give a
+//! step contribution for each index of that axis, and a slice is the sum of its axes'
+//! contributions. An input axis that takes its index from an output axis needs, for
+//! one output step, the contributions of the indices that output step covers; an axis
+//! of a reduced variable needs all of them.
+
+use mnsim_arch::TensorLayout;
+use mnsim_arch::layout::Class;
+use mnsim_kernels::shape::AxisSource;
+
+/// Walks longer than this are not streamed (their operands are consumed whole).
+pub const MAX_WALK: usize = 1 << 16;
+
+/// An op's walk over the `Time` steps of its operands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkPlan {
+    /// Per walk step, the output slice it writes (empty: the output has no steps).
+    pub out: Vec<u32>,
+    /// Per input, per walk step the slice it reads (empty: the input has no steps).
+    pub inputs: Vec<Vec<u32>>,
+    /// Steps of the walk.
+    pub steps: usize,
+}
+
+/// (input, axis) pairs that take their index from one variable.
+type Pairs = Vec<(usize, usize)>;
+/// Per output axis, one key per distinct (output contribution, inputs' contributions).
+type OutKeys = Vec<(u64, Vec<u64>)>;
+
+/// The `Time` contribution of index `x` of logical axis `g` of `l`.
+pub fn contribution(l: &TensorLayout, g: usize, x: u64) -> u64 {
+    let Some(subs) = l.groups().get(g) else {
+        return 0;
+    };
+    let mut radix = 1u64;
+    let mut t = 0u64;
+    for s in subs.iter().rev() {
+        if s.class == Class::Time {
+            t = t.saturating_add(((x / radix) % s.size.max(1)).saturating_mul(s.stride));
+        }
+        radix = radix.saturating_mul(s.size.max(1));
+    }
+    t
+}
+
+/// Distinct values of `key(x)` for `x` in `0..extent`, sorted.
+fn distinct<K: Ord>(extent: u64, key: impl Fn(u64) -> K) -> Vec<K> {
+    let mut v: Vec<K> = (0..extent).map(key).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The walk of an op writing `out` (a layout of shape `out_dims`, or `None` for an op
+/// without an LM output) from `inputs` (each with its per-axis index sources), with
+/// reduced variables of lengths `reduced`. `None` when the walk would exceed
+/// [`MAX_WALK`] steps.
+pub fn walk(
+    out: Option<&TensorLayout>,
+    out_dims: &[u64],
+    inputs: &[(&TensorLayout, &[AxisSource])],
+    reduced: &[u64],
+) -> Option<WalkPlan> {
+    let stepped: Vec<bool> = inputs.iter().map(|(l, _)| l.time_span() > 1).collect();
+    let out_stepped = out.is_some_and(|l| l.time_span() > 1);
+    // Per output axis: the (input, axis) pairs taking their index from it.
+    let pairs = |want: AxisSource| -> Pairs {
+        let mut p = Vec::new();
+        for (i, (_, map)) in inputs.iter().enumerate() {
+            if !stepped[i] {
+                continue;
+            }
+            for (a, s) in map.iter().enumerate() {
+                if *s == want {
+                    p.push((i, a));
+                }
+            }
+        }
+        p
+    };
+    // Per output axis: sorted distinct (output contribution, inputs' contributions).
+    let mut out_keys: Vec<(Pairs, OutKeys)> = Vec::new();
+    for (h, &extent) in out_dims.iter().enumerate() {
+        let p = pairs(AxisSource::Out(h));
+        let keys = distinct(extent, |x| {
+            let o = match out {
+                Some(l) if out_stepped => contribution(l, h, x),
+                _ => 0,
+            };
+            let ins: Vec<u64> = p
+                .iter()
+                .map(|&(i, a)| contribution(inputs[i].0, a, x))
+                .collect();
+            (o, ins)
+        });
+        out_keys.push((p, keys));
+    }
+    let mut red_keys: Vec<(Pairs, Vec<Vec<u64>>)> = Vec::new();
+    for (r, &extent) in reduced.iter().enumerate() {
+        let p = pairs(AxisSource::Reduced(r));
+        let keys = distinct(extent, |x| {
+            p.iter()
+                .map(|&(i, a)| contribution(inputs[i].0, a, x))
+                .collect::<Vec<u64>>()
+        });
+        red_keys.push((p, keys));
+    }
+    // Broadcast axes of stepped inputs: index 0.
+    let base: Vec<u64> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, (l, map))| {
+            if !stepped[i] {
+                return 0;
+            }
+            map.iter()
+                .enumerate()
+                .filter(|(_, s)| **s == AxisSource::Broadcast)
+                .map(|(a, _)| contribution(l, a, 0))
+                .sum()
+        })
+        .collect();
+    // Output steps: per axis, the distinct output contributions (in order), each with
+    // the range of its keys.
+    let groups: Vec<Vec<(u64, std::ops::Range<usize>)>> = out_keys
+        .iter()
+        .map(|(_, keys)| {
+            let mut g: Vec<(u64, std::ops::Range<usize>)> = Vec::new();
+            for (k, key) in keys.iter().enumerate() {
+                match g.last_mut() {
+                    Some((o, r)) if *o == key.0 => r.end = k + 1,
+                    _ => g.push((key.0, k..k + 1)),
+                }
+            }
+            g
+        })
+        .collect();
+    let mut plan = WalkPlan {
+        out: Vec::new(),
+        inputs: vec![Vec::new(); inputs.len()],
+        steps: 0,
+    };
+    let mut slices = vec![0u64; inputs.len()];
+    // Odometer over output steps (axis 0 outermost), then over the inner keys.
+    let mut outer = vec![0usize; groups.len()];
+    if groups.iter().any(|g| g.is_empty()) {
+        return Some(plan);
+    }
+    loop {
+        let out_slice: u64 = outer.iter().zip(&groups).map(|(&k, g)| g[k].0).sum();
+        // Inner dimensions: per output axis its keys in this output step, then the
+        // reduced variables' keys.
+        let mut dims: Vec<usize> = outer
+            .iter()
+            .zip(&groups)
+            .map(|(&k, g)| g[k].1.len())
+            .collect();
+        dims.extend(red_keys.iter().map(|(_, k)| k.len().max(1)));
+        let inner: usize = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+        if plan.steps.checked_add(inner)? > MAX_WALK {
+            return None;
+        }
+        let mut idx = vec![0usize; dims.len()];
+        for _ in 0..inner {
+            slices.copy_from_slice(&base);
+            for (h, (p, keys)) in out_keys.iter().enumerate() {
+                let key = &keys[groups[h][outer[h]].1.start + idx[h]];
+                for (&(i, _), &c) in p.iter().zip(&key.1) {
+                    slices[i] += c;
+                }
+            }
+            for (r, (p, keys)) in red_keys.iter().enumerate() {
+                if let Some(key) = keys.get(idx[groups.len() + r]) {
+                    for (&(i, _), &c) in p.iter().zip(key) {
+                        slices[i] += c;
+                    }
+                }
+            }
+            if out_stepped {
+                plan.out.push(out_slice as u32);
+            }
+            for (i, &s) in slices.iter().enumerate() {
+                if stepped[i] {
+                    plan.inputs[i].push(s as u32);
+                }
+            }
+            plan.steps += 1;
+            // Next inner combination (the last dimension fastest).
+            for d in (0..dims.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < dims[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        // Next output step.
+        let mut d = groups.len();
+        loop {
+            if d == 0 {
+                return Some(plan);
+            }
+            d -= 1;
+            outer[d] += 1;
+            if outer[d] < groups[d].len() {
+                break;
+            }
+            outer[d] = 0;
+        }
+    }
+}
+
+/// The sends a walk makes of one input held in `buffers` slices: a step whose slice is
+/// not held needs a send, which takes the buffer of the least recently used slice.
+/// Returns, per step, the index of the send it reads; per send, its slice and the send
+/// whose buffer it takes (`None` while a buffer is still empty).
+pub fn sends(need: &[u32], buffers: u32) -> (Vec<u32>, Vec<(u32, Option<u32>)>) {
+    let b = buffers.max(1) as usize;
+    // Held: (slice, send, last step used), at most `b`.
+    let mut held: Vec<(u32, u32, usize)> = Vec::with_capacity(b);
+    let mut per_step = Vec::with_capacity(need.len());
+    let mut out: Vec<(u32, Option<u32>)> = Vec::new();
+    for (j, &s) in need.iter().enumerate() {
+        if let Some(h) = held.iter_mut().find(|h| h.0 == s) {
+            h.2 = j;
+            per_step.push(h.1);
+            continue;
+        }
+        let m = out.len() as u32;
+        let evicts = if held.len() < b {
+            held.push((s, m, j));
+            None
+        } else {
+            let lru = (0..held.len()).min_by_key(|&k| held[k].2).unwrap_or(0);
+            let old = held[lru].1;
+            held[lru] = (s, m, j);
+            Some(old)
+        };
+        out.push((s, evicts));
+        per_step.push(m);
+    }
+    (per_step, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_needed_again_after_it_left_is_sent_again() {
+        // Two output steps each reading slices 0..3 of a 4-step operand.
+        let need = [0, 1, 2, 3, 0, 1, 2, 3];
+        let (steps, s) = sends(&need, 2);
+        assert_eq!(s.len(), 8);
+        assert_eq!(steps, [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(s[2], (2, Some(0)));
+        // Held whole, nothing is sent twice.
+        let (_, s) = sends(&need, 4);
+        assert_eq!(s.len(), 4);
+        // A slice read on consecutive steps is sent once.
+        let (steps, s) = sends(&[0, 0, 1, 1], 1);
+        assert_eq!((steps, s.len()), (vec![0, 0, 1, 1], 2));
+    }
+}

@@ -1,0 +1,371 @@
+//! Streams on the timeline (docs/model.md, streams): a task that walks `Time` steps.
+//!
+//! A task with a [`Walk`] runs its steps one after another, its own cycles spread evenly
+//! over them. A step starts when the previous step has ended and the slice of every
+//! streamed input it reads has arrived. A slice arrives one slice-time after its send
+//! starts; a send starts when the previous send of the same stream has arrived (a
+//! stream's slices cross the network one after another, each paying its latencies, as
+//! the op-by-op figure charges them), the buffer it takes is no longer read (the last
+//! step reading the slice it replaces has ended: with one buffer, the transfer of step
+//! k+1 waits for the consumer's step k; with two it runs during it), and the resources
+//! of a slice are free.
+//!
+//! A transfer whose output is a stream (a Load, a Relayout) is **deferred**: it is
+//! placed (its start fixed in program order) but its sends are placed only when its
+//! consumer is, in the order the consumer's walk needs them, so that several streams
+//! of one consumer share their ports slice by slice. A stream nothing streams from is
+//! sent as fast as its resources allow when something else needs it (its region is
+//! read whole, written or freed) or when the program ends. A kernel's output stream is
+//! not deferred: its slice k is ready when the walk step completing it ends.
+//!
+//! A slice the walk needs again after it left LM is **re-sent**: the consumer pays the
+//! producer's cycles and holds per slice again (in both schedules).
+
+use super::{Busy, Hold, Timeline};
+use crate::ids::RegionId;
+use serde::{Deserialize, Serialize};
+
+/// `part`-th of `n` near-equal shares of `total` (the shares sum to `total`).
+pub fn share(total: u64, part: u64, n: u64) -> u64 {
+    if n == 0 || part >= n {
+        return 0;
+    }
+    let at = |k: u64| (total as u128 * k as u128 / n as u128) as u64;
+    at(part + 1) - at(part)
+}
+
+/// How a task walks `Time` steps (see [`crate::lowering::walk`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Walk {
+    /// Steps of the walk.
+    pub steps: u32,
+    /// The task's own cycles (its work without re-sends), spread evenly over the steps.
+    pub own_cycles: u64,
+    /// Per walk step, the output slice it writes (empty: the output is not a stream).
+    pub out: Vec<u32>,
+    /// Slices of the output stream (0: the output is not a stream).
+    pub out_slices: u32,
+    /// The output is a transfer's stream: its sends are placed with its consumer's.
+    pub deferred: bool,
+    /// The streams the task reads slice by slice.
+    pub inputs: Vec<StreamIn>,
+}
+
+/// A stream read slice by slice: from the region `region`, held in `buffers` slices.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StreamIn {
+    pub region: RegionId,
+    pub buffers: u32,
+    /// Per walk step, the send whose slice the step reads.
+    pub need: Vec<u32>,
+    /// Per send in order: the slice it carries, and the send whose buffer it takes.
+    pub sends: Vec<(u32, Option<u32>)>,
+    /// The producer's slices, cycles and holds: a re-sent slice costs one slice of them.
+    pub slices: u32,
+    pub producer_cycles: u64,
+    pub producer_holds: Vec<Hold>,
+}
+
+impl StreamIn {
+    /// Sends of a slice already sent once.
+    pub fn resends(&self) -> u64 {
+        let mut seen = vec![false; self.slices.max(1) as usize];
+        let mut n = 0u64;
+        for &(s, _) in &self.sends {
+            match seen.get_mut(s as usize) {
+                Some(x) if *x => n += 1,
+                Some(x) => *x = true,
+                None => {}
+            }
+        }
+        n
+    }
+
+    /// Cycles of the re-sends: the producer's cycles per slice, once per re-send.
+    pub fn resend_cycles(&self) -> u64 {
+        scale(self.producer_cycles, self.resends(), self.slices)
+    }
+
+    /// Resources the re-sends hold, each for the producer's hold per slice, once per re-send.
+    pub fn resend_holds(&self) -> Vec<Hold> {
+        let r = self.resends();
+        if r == 0 {
+            return Vec::new();
+        }
+        self.producer_holds
+            .iter()
+            .map(|h| Hold {
+                resource: h.resource,
+                cycles: scale(h.cycles, r, self.slices),
+            })
+            .collect()
+    }
+}
+
+/// `total × times / slices`, saturating.
+fn scale(total: u64, times: u64, slices: u32) -> u64 {
+    let v = total as u128 * times as u128 / slices.max(1) as u128;
+    v.min(u64::MAX as u128) as u64
+}
+
+/// When a stream's slices are ready.
+#[derive(Clone, Debug)]
+pub(super) enum Produced {
+    /// A transfer's stream whose sends are not placed yet.
+    Deferred {
+        task: usize,
+        start: u64,
+        cycles: u64,
+        slices: u32,
+        holds: Vec<Hold>,
+    },
+    /// Per slice, the cycle it is ready.
+    Fixed(Vec<u64>),
+}
+
+/// One send of a deferred transfer: slice `k` of `slices`, starting no earlier than
+/// `after`; returns its arrival.
+fn send(
+    busy: &mut dyn Busy,
+    task: usize,
+    (cycles, slices, holds): (u64, u32, &[Hold]),
+    k: u64,
+    after: u64,
+) -> u64 {
+    let n = u64::from(slices);
+    let mut s = after;
+    for h in holds {
+        s = s.max(busy.free_at(h.resource).0);
+    }
+    for h in holds {
+        busy.hold(h.resource, task, s, share(h.cycles, k, n));
+    }
+    s.saturating_add(share(cycles, k, n))
+}
+
+impl Timeline {
+    /// Places the sends of a deferred stream nothing streams from (as fast as its
+    /// resources allow) and records when it ends.
+    pub(super) fn flush(&mut self, region: RegionId, busy: &mut dyn Busy) {
+        let Some(Produced::Deferred {
+            task,
+            start,
+            cycles,
+            slices,
+            holds,
+        }) = self.produced.get(&region).cloned()
+        else {
+            return;
+        };
+        let mut prev = start;
+        let mut times = Vec::with_capacity(slices as usize);
+        for k in 0..u64::from(slices) {
+            prev = send(busy, task, (cycles, slices, &holds), k, prev);
+            times.push(prev);
+        }
+        self.finish_stream(region, task, prev);
+        self.produced.insert(region, Produced::Fixed(times));
+    }
+
+    /// Places every deferred stream's sends, in program order (the end of a program).
+    pub fn settle(&mut self, busy: &mut dyn Busy) {
+        let mut open: Vec<(usize, RegionId)> = self
+            .produced
+            .iter()
+            .filter_map(|(r, p)| match p {
+                Produced::Deferred { task, .. } => Some((*task, *r)),
+                Produced::Fixed(_) => None,
+            })
+            .collect();
+        open.sort();
+        for (_, r) in open {
+            self.flush(r, busy);
+        }
+    }
+
+    /// A deferred transfer's last slice arrived at `end`: its placement and region say so.
+    fn finish_stream(&mut self, region: RegionId, task: usize, end: u64) {
+        if let Some(p) = self.placed.get_mut(task) {
+            p.end = end.max(p.start);
+        }
+        let u = self.region(region);
+        u.written = Some((end, task));
+        if u.used.is_none_or(|x| x.0 <= end) {
+            u.used = Some((end, task));
+        }
+    }
+
+    /// Deferred streams `task` needs placed before it: read whole, written or freed.
+    pub(super) fn flush_for(&mut self, task: &super::Task, busy: &mut dyn Busy) {
+        if self.produced.is_empty() {
+            return;
+        }
+        let streamed: Vec<RegionId> = task
+            .walk
+            .iter()
+            .flat_map(|w| w.inputs.iter().map(|i| i.region))
+            .collect();
+        let mut want: Vec<RegionId> = task
+            .reads
+            .iter()
+            .filter(|r| !streamed.contains(r))
+            .chain(&task.writes)
+            .chain(task.frees_before.iter().map(|f| &f.0))
+            .chain(task.frees_after.iter().map(|f| &f.0))
+            .copied()
+            .collect();
+        want.sort();
+        want.dedup();
+        for r in want {
+            self.flush(r, busy);
+        }
+    }
+
+    /// Runs a walk from `s0`: returns its end and, per output slice, when it is ready.
+    pub(super) fn run_walk(
+        &mut self,
+        w: &Walk,
+        index: usize,
+        s0: u64,
+        busy: &mut dyn Busy,
+    ) -> (u64, Vec<u64>) {
+        struct In {
+            arrival: Vec<u64>,
+            last_use: Vec<u64>,
+            seen: Vec<bool>,
+            firsts: u64,
+            resends: u64,
+            total_resends: u64,
+            resend_cycles: u64,
+            resend_holds: Vec<Hold>,
+            prev: u64,
+            source: Option<Produced>,
+            whole: u64,
+        }
+        let mut ins: Vec<In> = w
+            .inputs
+            .iter()
+            .map(|i| In {
+                arrival: Vec::with_capacity(i.sends.len()),
+                last_use: Vec::with_capacity(i.sends.len()),
+                seen: vec![false; i.slices.max(1) as usize],
+                firsts: 0,
+                resends: 0,
+                total_resends: i.resends(),
+                resend_cycles: i.resend_cycles(),
+                resend_holds: i.resend_holds(),
+                prev: 0,
+                source: self.produced.get(&i.region).cloned(),
+                whole: self
+                    .regions
+                    .get(&i.region)
+                    .and_then(|u| u.written)
+                    .map_or(0, |x| x.0),
+            })
+            .collect();
+        let n = u64::from(w.steps.max(1));
+        let mut prev_end = s0;
+        let mut ready = vec![s0; w.out_slices as usize];
+        for j in 0..n {
+            let mut st = prev_end;
+            for (s, input) in ins.iter_mut().zip(&w.inputs) {
+                let Some(&m) = input.need.get(j as usize) else {
+                    continue;
+                };
+                while (s.arrival.len() as u32) <= m {
+                    let (slice, evicts) = input.sends[s.arrival.len()];
+                    let free = evicts.map_or(0, |e| s.last_use[e as usize]);
+                    let first = s.seen.get(slice as usize).is_some_and(|x| !x);
+                    let a = if first {
+                        s.seen[slice as usize] = true;
+                        let k = s.firsts;
+                        s.firsts += 1;
+                        match &s.source {
+                            Some(Produced::Deferred {
+                                task,
+                                start,
+                                cycles,
+                                slices,
+                                holds,
+                            }) => send(
+                                busy,
+                                *task,
+                                (*cycles, *slices, holds),
+                                k,
+                                (*start).max(s.prev).max(free),
+                            ),
+                            Some(Produced::Fixed(t)) => {
+                                t.get(slice as usize).or(t.last()).copied().unwrap_or(0)
+                            }
+                            None => s.whole,
+                        }
+                    } else {
+                        // A re-send: the producer's slice again, issued by this task.
+                        let q = s.resends;
+                        s.resends += 1;
+                        let r = s.total_resends;
+                        let mut at = s0.max(s.prev).max(free);
+                        for h in &s.resend_holds {
+                            at = at.max(busy.free_at(h.resource).0);
+                        }
+                        for h in &s.resend_holds {
+                            busy.hold(h.resource, index, at, share(h.cycles, q, r));
+                        }
+                        at.saturating_add(share(s.resend_cycles, q, r))
+                    };
+                    s.prev = a;
+                    s.arrival.push(a);
+                    s.last_use.push(0);
+                }
+                st = st.max(s.arrival[m as usize]);
+            }
+            let e = st.saturating_add(share(w.own_cycles, j, n));
+            for (s, input) in ins.iter_mut().zip(&w.inputs) {
+                if let Some(&m) = input.need.get(j as usize) {
+                    s.last_use[m as usize] = e;
+                }
+            }
+            if let Some(r) = w
+                .out
+                .get(j as usize)
+                .and_then(|&o| ready.get_mut(o as usize))
+            {
+                *r = e;
+            }
+            prev_end = e;
+        }
+        // Consumed deferred streams: slices the walk did not read follow, then the
+        // transfer is placed.
+        for (s, input) in ins.iter().zip(&w.inputs) {
+            if let Some(Produced::Deferred {
+                task,
+                cycles,
+                slices,
+                holds,
+                ..
+            }) = &s.source
+            {
+                let mut last = s.prev;
+                let mut times: Vec<Option<u64>> = vec![None; *slices as usize];
+                for (m, &(slice, _)) in input.sends.iter().enumerate() {
+                    if let Some(t) = times.get_mut(slice as usize)
+                        && t.is_none()
+                    {
+                        *t = Some(s.arrival[m]);
+                    }
+                }
+                for k in s.firsts..u64::from(*slices) {
+                    last = send(busy, *task, (*cycles, *slices, holds), k, last);
+                    if let Some(t) = times.iter_mut().find(|t| t.is_none()) {
+                        *t = Some(last);
+                    }
+                }
+                let times: Vec<u64> = times.into_iter().map(|t| t.unwrap_or(last)).collect();
+                let end = times.iter().copied().max().unwrap_or(last);
+                self.finish_stream(input.region, *task, end);
+                self.produced.insert(input.region, Produced::Fixed(times));
+            }
+        }
+        (prev_end, ready)
+    }
+}

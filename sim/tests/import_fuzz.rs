@@ -1,0 +1,180 @@
+//! Bad graphs never panic: mutated versions of every real graph in `../shared/graphs/`
+//! (truncated, a digit changed, a number replaced by an odd value, a kind or dtype
+//! swapped, a line dropped) are imported and, when they import, run under their default
+//! layouts in timing mode. Each must end in a scenario, a report or an error — never a
+//! panic.
+
+use mnsim_sim::import::{self, Options};
+use mnsim_sim::scenario::{self, Mode, Source};
+use std::path::Path;
+
+/// xorshift64: deterministic mutations.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[self.below(v.len())]
+    }
+}
+
+/// Odd values a number in the file may become.
+const NUMBERS: [&str; 10] = [
+    "0",
+    "-1",
+    "1",
+    "-7",
+    "4294967296",
+    "99999999999999999999999",
+    "1e400",
+    "0.5",
+    "null",
+    "\"3\"",
+];
+
+/// Strings a kind, dtype or layout type may become.
+const WORDS: [&str; 14] = [
+    "\"MatMul\"",
+    "\"Add\"",
+    "\"SoftMax\"",
+    "\"Convolution\"",
+    "\"Wildcard\"",
+    "\"f16\"",
+    "\"bf16\"",
+    "\"s8\"",
+    "\"boolean\"",
+    "\"strided\"",
+    "\"any\"",
+    "\"opaque\"",
+    "\"\"",
+    "[]",
+];
+
+/// A byte range of the text.
+type Span = (usize, usize);
+
+/// The spans of `text` that look like JSON numbers and like JSON strings.
+fn tokens(text: &str) -> (Vec<Span>, Vec<Span>) {
+    let b = text.as_bytes();
+    let (mut nums, mut strs) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'"' {
+            let start = i;
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                i += 1;
+            }
+            strs.push((start, (i + 1).min(b.len())));
+        } else if b[i] == b'-' || b[i].is_ascii_digit() {
+            let start = i;
+            i += 1;
+            while i < b.len() && (b[i].is_ascii_digit() || b"eE.+-".contains(&b[i])) {
+                i += 1;
+            }
+            nums.push((start, i));
+            continue;
+        }
+        i += 1;
+    }
+    (nums, strs)
+}
+
+/// One mutation of `text`.
+fn mutate(text: &str, rng: &mut Rng) -> String {
+    let (nums, strs) = tokens(text);
+    let splice = |(a, b): Span, with: &str| format!("{}{with}{}", &text[..a], &text[b..]);
+    match rng.below(5) {
+        0 => text[..rng.below(text.len())].to_string(),
+        1 => {
+            let (a, _) = nums[rng.below(nums.len())];
+            let mut bytes = text.as_bytes().to_vec();
+            if bytes[a].is_ascii_digit() {
+                bytes[a] = b"0123456789"[rng.below(10)];
+            }
+            String::from_utf8(bytes).unwrap()
+        }
+        2 => splice(nums[rng.below(nums.len())], rng.pick(&NUMBERS)),
+        3 => splice(strs[rng.below(strs.len())], rng.pick(&WORDS)),
+        _ => {
+            let lines: Vec<&str> = text.lines().collect();
+            let drop = rng.below(lines.len());
+            let kept: Vec<&str> = lines
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != drop)
+                .map(|(_, l)| *l)
+                .collect();
+            kept.join("\n")
+        }
+    }
+}
+
+/// Imports `text`; when it imports, runs plan `default` in timing mode. Returns
+/// (imported, ran).
+fn import_and_run(text: &str) -> (bool, bool) {
+    let src = Source {
+        path: "mutated.json".into(),
+        text: text.to_string(),
+    };
+    let Ok(imp) = import::import(&src, &Options::default()) else {
+        return (false, false);
+    };
+    let Ok(sc) = scenario::parse(&imp.text, "mutated.json (imported)") else {
+        return (true, false);
+    };
+    let src = Source {
+        path: "mutated.json (imported)".into(),
+        text: imp.text,
+    };
+    let Ok(mut res) = scenario::resolve(&sc, &src, Some("default"), &[], &Default::default())
+    else {
+        return (true, false);
+    };
+    res.mode = Mode::Timing;
+    (true, mnsim_sim::run::run(&res).is_ok())
+}
+
+#[test]
+fn mutated_graphs_import_run_or_fail_cleanly() {
+    // `shared/graphs` beside the repository, found from the crate upwards.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared/graphs"))
+        .find(|p| p.is_dir())
+        .expect("shared/graphs beside the repository");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "only {} graphs", files.len());
+    let mut rng = Rng(0x0DD_6A7A_F00D_0001);
+    let (mut tried, mut imported, mut ran) = (0, 0, 0);
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        for _ in 0..80 {
+            let t = mutate(&text, &mut rng);
+            tried += 1;
+            match std::panic::catch_unwind(|| import_and_run(&t)) {
+                Ok((i, r)) => {
+                    imported += i as u32;
+                    ran += r as u32;
+                }
+                Err(_) => panic!("panicked on a variant of {}:\n{t}", path.display()),
+            }
+        }
+    }
+    eprintln!("of {tried} variants {imported} imported and {ran} ran");
+    // The mutations must reach the import's checks and the runs, not only the JSON
+    // reader's errors.
+    assert!(
+        imported > tried / 5 && ran > tried / 10,
+        "of {tried} variants {imported} imported and {ran} ran"
+    );
+}

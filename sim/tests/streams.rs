@@ -1,0 +1,234 @@
+//! Streams (docs/model.md, streams): `Time`-stepped tensors produced and consumed step by
+//! step, worked by hand on `scenarios/double_buffer.ron` and small programs; buffers,
+//! their LM charge and their fallback; slices sent again when a walk needs them after
+//! they left LM.
+
+use mnsim_reports::Report;
+use mnsim_sim::scenario::{self, Mode, Schedule, Source};
+use std::path::Path;
+
+fn run_text(text: &str, plan: Option<&str>, schedule: Schedule) -> Result<Report, String> {
+    let sc = scenario::parse(text, "test.ron").map_err(|e| e.to_string())?;
+    let src = Source {
+        path: "test.ron".into(),
+        text: text.into(),
+    };
+    let mut res =
+        scenario::resolve(&sc, &src, plan, &[], &Default::default()).map_err(|e| e.to_string())?;
+    res.mode = Mode::Timing;
+    res.schedule = schedule;
+    mnsim_sim::run::run(&res)
+        .map(|o| o.report)
+        .map_err(|e| e.to_string())
+}
+
+fn double_buffer(plan: &str, schedule: Schedule) -> Report {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/double_buffer.ron");
+    let text = std::fs::read_to_string(path).unwrap();
+    run_text(&text, Some(plan), schedule).unwrap()
+}
+
+/// Per-slice transfer `t` and per-step compute `c` of the weight stream, its steps `n`,
+/// and the cycle its load starts.
+fn stream_figures(r: &Report) -> (u64, u64, u64, u64) {
+    let s = &r.streams[0];
+    assert_eq!(s.tensor, "w");
+    let (load, mm) = (&r.ops[s.producer], &r.ops[s.consumer.expect("read")]);
+    assert_eq!((load.op.as_str(), mm.op.as_str()), ("Load", "MatMul"));
+    let n = s.slices;
+    (load.work_cycles / n, mm.work_cycles / n, n, load.start)
+}
+
+#[test]
+fn one_buffer_alternates_load_and_compute() {
+    let r = double_buffer("single", Schedule::Overlapped);
+    let (t, c, n, start) = stream_figures(&r);
+    assert_eq!((n, r.streams[0].buffers), (8, 1));
+    assert!(!r.streams[0].double_buffered);
+    // n·(t + c) from the weight's first slice, within one cycle per step of rounding.
+    let want = start + n * (t + c);
+    assert!(
+        r.total_cycles.abs_diff(want) <= n,
+        "{} vs {want}",
+        r.total_cycles
+    );
+}
+
+#[test]
+fn two_buffers_load_the_next_slice_during_the_current_step() {
+    let r = double_buffer("double", Schedule::Overlapped);
+    let (t, c, n, start) = stream_figures(&r);
+    assert_eq!((n, r.streams[0].buffers), (8, 2));
+    assert!(r.streams[0].double_buffered);
+    let want = start + t + (n - 1) * t.max(c) + c;
+    assert!(
+        r.total_cycles.abs_diff(want) <= n,
+        "{} vs {want}",
+        r.total_cycles
+    );
+    // Against one buffer: (n − 1)·min(t, c) cycles less.
+    let single = double_buffer("single", Schedule::Overlapped);
+    let saved = single.total_cycles - r.total_cycles;
+    assert!(saved.abs_diff((n - 1) * t.min(c)) <= n, "{saved}");
+    // Op after op, buffers change nothing: a stream is op after op.
+    let (a, b) = (
+        double_buffer("single", Schedule::Sequential),
+        double_buffer("double", Schedule::Sequential),
+    );
+    assert_eq!(a.total_cycles, b.total_cycles);
+    let sum: u64 = b.ops.iter().map(|o| o.cycles).sum();
+    assert_eq!(b.total_cycles, sum);
+}
+
+#[test]
+fn lm_peak_counts_both_buffers_of_a_double_buffered_stream() {
+    let (one, two) = (
+        double_buffer("single", Schedule::Overlapped),
+        double_buffer("double", Schedule::Overlapped),
+    );
+    let slice = two.streams[0].slice_bytes;
+    assert_eq!(slice, 128 * 8, "128 words of 8 bytes");
+    assert_eq!(two.lm_peak_bytes, one.lm_peak_bytes + slice);
+    // x (1024 words), h (256) and two slices of w (128 each).
+    assert_eq!(two.lm_peak_bytes, (1024 + 256 + 2 * 128) * 8);
+}
+
+#[test]
+fn a_stream_whose_two_slices_do_not_fit_holds_one_and_says_why() {
+    let r = double_buffer("no_room", Schedule::Overlapped);
+    let s = &r.streams[0];
+    assert_eq!(
+        (s.buffers, s.requested, s.double_buffered),
+        (1, None, false)
+    );
+    let why = s.fallback.as_deref().expect("a reason");
+    assert!(why.starts_with("LM full"), "{why}");
+    // The terminal summary says it, and so does the Markdown.
+    let text = mnsim_reports::terminal(&r, false);
+    assert!(text.contains("w one slice (LM full"), "{text}");
+    assert!(mnsim_reports::markdown(&r).contains("w one slice (LM full"));
+    // It behaves as one buffer: n·(t + c).
+    let (t, c, n, start) = stream_figures(&r);
+    let want = start + n * (t + c);
+    assert!(
+        r.total_cycles.abs_diff(want) <= n,
+        "{} vs {want}",
+        r.total_cycles
+    );
+    // LM: x, h and one slice of w (2048 words).
+    assert_eq!(r.lm_peak_bytes, (1024 + 256 + 2048) * 8);
+}
+
+const SMALL: &str = r#"Scenario(
+    name: "re-sent slices",
+    machine: Preset("mncore2"),
+    mode: Timing,
+    tensors: {
+        "a": (dtype: F16, shape: "f16[512,64]", init: Random(seed: 1)),
+        "b": (dtype: F16, shape: "f16[64,64]", init: Random(seed: 2)),
+        "c": (dtype: F16, shape: "f16[512,64]"),
+    },
+    program: [
+        // a over K in 4 steps; c over N in 2: the walk reads a's 4 slices for each of c's steps.
+        Load(tensor: "a", layout: "((8_L2B, 16_MAB, 4_PE), (4_Time, 4, 4_W); B@[L1B])", buffers: BUF),
+        Load(tensor: "b", layout: "((64), (8_L1B, 2, 4_W); B@[L2B,MAB,PE])"),
+        MatMul(a: "a", b: "b", out: "c", layout: "((8_L2B, 16_MAB, 4_PE), (8_L1B, 2_Time, 4_W))"),
+    ],
+)"#;
+
+fn small(buffers: &str, schedule: Schedule) -> Result<Report, String> {
+    run_text(&SMALL.replace("BUF", buffers), None, schedule)
+}
+
+#[test]
+fn a_slice_needed_again_after_it_left_lm_is_sent_and_charged_again() {
+    for schedule in [Schedule::Sequential, Schedule::Overlapped] {
+        // Two slices held of four: every slice leaves before c's second step reads it.
+        let r = small("2", schedule).unwrap();
+        let a = &r.streams[0];
+        assert_eq!((a.tensor.as_str(), a.slices, a.buffers), ("a", 4, 2));
+        assert_eq!((a.sends, a.resent_slices), (8, 4));
+        let load_a = r.ops[0].work_cycles;
+        // Four re-sends at a quarter of a's load each: a's load once more.
+        assert_eq!(a.resend_cycles, load_a);
+        let mm = &r.ops[2];
+        let compute = mm
+            .stages
+            .iter()
+            .find(|s| s.kind == "compute")
+            .unwrap()
+            .cycles;
+        assert_eq!(mm.work_cycles, compute + load_a);
+        // All four slices held: nothing is sent twice, the matmul is its compute.
+        let whole = small("4", schedule).unwrap();
+        assert_eq!(
+            (whole.streams[0].sends, whole.streams[0].resent_slices),
+            (4, 0)
+        );
+        assert_eq!(whole.ops[2].work_cycles, compute);
+        if schedule == Schedule::Sequential {
+            assert_eq!(r.total_cycles, whole.total_cycles + load_a);
+        } else {
+            assert!(r.total_cycles >= whole.total_cycles);
+        }
+    }
+}
+
+#[test]
+fn buffers_below_one_are_refused_naming_the_op() {
+    for b in ["0", "-1"] {
+        let e = small(b, Schedule::Overlapped).unwrap_err();
+        assert!(e.contains("op 0 (Load"), "{e}");
+        assert!(e.contains(&format!("buffers: {b}")), "{e}");
+        assert!(e.contains("at least one slice"), "{e}");
+    }
+    // More buffers than slices hold every slice.
+    let r = small("3000", Schedule::Overlapped).unwrap();
+    assert_eq!(
+        (r.streams[0].buffers, r.streams[0].requested),
+        (4, Some(3000))
+    );
+    // Slices asked for that LM cannot hold are refused, not silently lowered.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/double_buffer.ron");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("\"wb\": \"auto\"", "\"wb\": \"2\"");
+    let e = run_text(&text, Some("no_room"), Schedule::Overlapped).unwrap_err();
+    assert!(e.contains("op 1 (Load"), "{e}");
+    assert!(e.contains("`buffers: 2` for `w`"), "{e}");
+    // A plan variable gives the count.
+    let text = SMALL.replace("buffers: BUF", "buffers: \"$ab\"").replace(
+        "program: [",
+        "plans: { \"p\": { \"ab\": \"0\" } },\n    program: [",
+    );
+    let e = run_text(&text, Some("p"), Schedule::Overlapped).unwrap_err();
+    assert!(e.contains("buffers: 0"), "{e}");
+}
+
+#[test]
+fn a_stream_gives_back_its_second_slice_when_a_later_tensor_needs_the_room() {
+    // W loads first: two of its 2048-word slices fill the empty LM; x (1024 words) then
+    // needs the room, and W, not yet read, holds one slice (the default is two only when
+    // they fit with everything else live).
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/double_buffer.ron");
+    let text = std::fs::read_to_string(path).unwrap();
+    let (lx, lw) = (
+        "        Load(tensor: \"x\", layout: \"$x\"),\n",
+        "        Load(tensor: \"w\", layout: \"$w\", buffers: \"$wb\"),\n",
+    );
+    assert!(text.contains(&format!("{lx}{lw}")));
+    let text = text.replace(&format!("{lx}{lw}"), &format!("{lw}{lx}"));
+    let r = run_text(&text, Some("no_room"), Schedule::Overlapped).unwrap();
+    let s = &r.streams[0];
+    assert_eq!(
+        (s.tensor.as_str(), s.buffers, s.double_buffered),
+        ("w", 1, false)
+    );
+    let why = s.fallback.as_deref().unwrap();
+    assert!(why.starts_with("LM full") && why.contains("`x`"), "{why}");
+    // The LM peak counts the one slice held: W's second slice is not charged.
+    assert_eq!(r.lm_peak_bytes, (2048 + 1024 + 256) * 8);
+    // With room for both (the double plan), W keeps two.
+    let r = run_text(&text, Some("double"), Schedule::Overlapped).unwrap();
+    assert_eq!(r.streams[0].buffers, 2);
+}
