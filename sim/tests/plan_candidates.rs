@@ -60,6 +60,28 @@ fn a_tensor_larger_than_lm_gets_time_steps() {
 }
 
 #[test]
+fn the_budget_keeps_the_core_and_cuts_the_rest() {
+    // [1024, 512] f32 on mncore1: more candidates than the default budget. The default
+    // space keeps every core candidate and stops near the budget.
+    let m = preset("mncore1").unwrap();
+    let full = generate(
+        &m,
+        &[1024, 512],
+        DType::F32,
+        false,
+        Space {
+            max: 200_000,
+            ..Space::default()
+        },
+    );
+    let cut = generate(&m, &[1024, 512], DType::F32, false, Space::default());
+    assert!(full.len() > cut.len(), "{} {}", full.len(), cut.len());
+    let core = |c: &[mnsim_sim::plan::candidates::Candidate]| c.iter().filter(|x| x.core).count();
+    assert_eq!(core(&full), core(&cut));
+    assert!(cut.len() >= Space::default().max && cut.len() < Space::default().max + 1000);
+}
+
+#[test]
 fn part_of_a_fan_out_is_in_the_space() {
     let m = preset("mncore2").unwrap();
     let c = generate(&m, &[256, 64], DType::F16, false, Space::default());
@@ -128,7 +150,13 @@ fn the_hand_layouts_of_shipped_scenarios_are_candidates() {
                         &rt.dims_at_bound,
                         rt.dtype,
                         rt.dims_at_bound != rt.runtime_dims,
-                        Space::default(),
+                        // The whole space: the default budget (4,000 per tensor) cuts
+                        // the least usual level orders first, as the blog's
+                        // `(16_MAB, 8:1, 4_PE)` on mncore1.
+                        Space {
+                            max: 200_000,
+                            ..Space::default()
+                        },
                     )
                     .into_iter()
                     .map(|x| x.text)

@@ -59,17 +59,58 @@ fn filled(sc: &Scenario, plan: &str, best: &Planned) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A count that may be astronomically large: exact below a million, else `≈ 3.4·10^38`
+/// (`≥` when it saturated the counter).
+fn big(n: u128) -> String {
+    if n < 1_000_000 {
+        return th(n as u64);
+    }
+    let l = (n as f64).log10();
+    let e = l.floor();
+    let m = 10f64.powf(l - e);
+    let sign = if n == u128::MAX { "≥" } else { "≈" };
+    format!("{sign} {m:.1}·10^{e}")
+}
+
+/// How much of the space the search covered: the share of assignments evaluated and,
+/// for a local search, how many of each variable's candidates it tried.
 fn coverage(o: &Outcome) -> String {
     if o.complete {
         return "100% of the space".into();
     }
-    let pct = o.evaluated as f64 / o.space.max(1) as f64 * 100.0;
     let why = if o.timed_out {
         "time limit reached"
     } else {
         "local optimum"
     };
-    format!("{pct:.3}% of the space ({why})")
+    let share = o.evaluated as f64 / o.space.max(1) as f64;
+    let pct = if share >= 1e-3 {
+        format!("{:.1}%", share * 100.0)
+    } else {
+        format!("{share:.1e} of the assignments")
+    };
+    let (tried, total): (usize, usize) = o
+        .tried
+        .iter()
+        .zip(&o.candidates)
+        .fold((0, 0), |(a, b), (t, (_, n))| (a + t, b + n));
+    let low = o
+        .tried
+        .iter()
+        .zip(&o.candidates)
+        .map(|(t, (v, n))| (*t as f64 / (*n).max(1) as f64, v))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let per_var = match low {
+        Some((f, v)) => format!(
+            "; {} of {} candidates tried ({:.0}%, fewest ${v} {:.0}%)",
+            th(tried as u64),
+            th(total as u64),
+            tried as f64 / total.max(1) as f64 * 100.0,
+            f * 100.0
+        ),
+        None => String::new(),
+    };
+    format!("{pct}{per_var} ({why})")
 }
 
 fn to_json(o: &Outcome, sc: &Scenario) -> Value {
@@ -110,6 +151,8 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
         "evaluated": o.evaluated,
         "measured_ops": o.measured,
         "seconds": o.seconds,
+        "total_seconds": o.total_seconds,
+        "tried": o.candidates.iter().zip(&o.tried).map(|((v, _), t)| (v.clone(), json!(t))).collect::<Map<String, Value>>(),
         "evaluations_per_second": o.rate(),
     })
 }
@@ -149,16 +192,17 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
     outln!(
         "  search: {} over {} assignments (candidates {}; {} pruned as illegal)",
         o.method,
-        o.space,
+        big(o.space),
         counts.join(", "),
         th(o.pruned as u64)
     );
     outln!(
-        "  {} evaluated in {:.2} s ({}/s, {} ops measured): {}",
+        "  {} evaluated in {:.2} s ({}/s, {} ops measured; {:.2} s in all): {}",
         th(o.evaluated),
         o.seconds,
         th(o.rate() as u64),
         th(o.measured),
+        o.total_seconds,
         coverage(o)
     );
     if !o.hand_plans.is_empty() {

@@ -250,7 +250,11 @@ fn write(
     for v in &vars {
         let _ = writeln!(t, "            {v:?}: {:?},", defaults[*v]);
     }
-    t.push_str("        },\n    },\n    verify: true,\n)\n");
+    // Partial sums of a split contraction are completed by tree Reduces (as `run` inserts
+    // them), so the planner may split a MatMul's K axis over the tree.
+    t.push_str(
+        "        },\n    },\n    verify: true,\n    // A kernel whose output is partial (a contraction split over levels) is followed\n    // by the Reduces that complete it, so plans may split a MatMul's K axis.\n    auto_reduce: true,\n)\n",
+    );
     Imported {
         text: t,
         kinds,

@@ -10,6 +10,11 @@
 //! that can take them gets `Time` steps (the fewest that fit). Every candidate is bound
 //! with the arch crate (so it is legal for the tensor's shape, dtype and the machine's
 //! LM) and candidates are unique in canonical form.
+//!
+//! The space is generated in tiers, up to [`Space::max`] candidates: the core (whole
+//! fan-outs, levels root-most first, memory last) always, then parts of fan-outs, then
+//! every order of an axis's levels and memory part. So a budget cuts the least usual
+//! layouts first, and a tensor of many axes costs milliseconds, not seconds.
 
 use mnsim_arch::{DType, LayoutExpr, Machine, TensorLayout};
 use std::collections::HashSet;
@@ -23,7 +28,7 @@ pub struct Space {
     pub level_orders: bool,
     /// Pack the last axis into words (`W`) as well as not.
     pub packing: bool,
-    /// Stop after this many distinct candidates.
+    /// Stop after this many distinct candidates (the core is always whole).
     pub max: usize,
 }
 
@@ -33,10 +38,13 @@ impl Default for Space {
             partial_fanout: true,
             level_orders: true,
             packing: true,
-            max: 200_000,
+            max: MAX_CANDIDATES,
         }
     }
 }
+
+/// Candidates per tensor in the default space.
+pub const MAX_CANDIDATES: usize = 4_000;
 
 /// One candidate: its canonical text and the bound layout.
 #[derive(Clone, Debug)]
@@ -80,8 +88,9 @@ fn permutations<T: Clone>(v: &[T]) -> Vec<Vec<T>> {
 }
 
 /// The candidates of a tensor of `dims` (at its bound) and `dtype` on `m`, in a fixed
-/// order: level assignments in mixed radix over the levels root-most first, then level
-/// orders, then unpacked before packed.
+/// order: the core, then (as `space` allows) parts of fan-outs, then other level orders;
+/// within a tier, level assignments in mixed radix over the levels root-most first, then
+/// level orders, then unpacked before packed. At most `space.max` beyond the core.
 pub fn generate(
     m: &Machine,
     dims: &[u64],
@@ -89,10 +98,61 @@ pub fn generate(
     implicit_pad: bool,
     space: Space,
 ) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut tried: HashSet<String> = HashSet::new();
+    let core = Space {
+        partial_fanout: false,
+        level_orders: false,
+        max: usize::MAX,
+        ..space
+    };
+    let mut tiers = vec![core];
+    if space.partial_fanout {
+        tiers.push(Space {
+            level_orders: false,
+            ..space
+        });
+    }
+    if space.level_orders {
+        tiers.push(space);
+    }
+    for tier in tiers {
+        tier_of(
+            m,
+            dims,
+            dtype,
+            implicit_pad,
+            tier,
+            &mut tried,
+            &mut seen,
+            &mut out,
+        );
+        if out.len() >= space.max {
+            break;
+        }
+    }
+    // The core first (stable: otherwise in generation order).
+    out.sort_by_key(|c| !c.core);
+    out
+}
+
+/// The candidates of one tier (see [`generate`]) not generated before.
+#[allow(clippy::too_many_arguments)]
+fn tier_of(
+    m: &Machine,
+    dims: &[u64],
+    dtype: DType,
+    implicit_pad: bool,
+    space: Space,
+    tried: &mut HashSet<String>,
+    seen: &mut HashSet<String>,
+    out: &mut Vec<Candidate>,
+) {
     let levels = m.addressable_levels();
     let rank = dims.len();
     if rank == 0 || dims.contains(&0) {
-        return Vec::new();
+        return;
     }
     let slots = (m.word_bytes / dtype.bytes().max(1)).max(1);
     let lm_words = m.leaf_memory_bytes() / m.word_bytes.max(1);
@@ -109,8 +169,6 @@ pub fn generate(
             c
         })
         .collect();
-    let mut out = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
     let mut pick = vec![0usize; levels.len()];
     'assign: loop {
         if out.len() >= space.max {
@@ -142,8 +200,9 @@ pub fn generate(
                 dims,
                 dtype,
                 implicit_pad,
-                &mut seen,
-                &mut out,
+                tried,
+                seen,
+                out,
             );
         }
         // Next assignment (mixed radix).
@@ -156,9 +215,6 @@ pub fn generate(
         }
         break;
     }
-    // The core first (stable: otherwise in generation order).
-    out.sort_by_key(|c| !c.core);
-    out
 }
 
 /// Emits the layouts of one level assignment: every order of each axis's levels, with
@@ -175,6 +231,7 @@ fn emit(
     dims: &[u64],
     dtype: DType,
     implicit_pad: bool,
+    tried: &mut HashSet<String>,
     seen: &mut HashSet<String>,
     out: &mut Vec<Candidate>,
 ) {
@@ -270,6 +327,10 @@ fn emit(
                 continue;
             }
             let text = format!("({})", body.join(", "));
+            // An earlier tier bound this text already.
+            if !tried.insert(text.clone()) {
+                continue;
+            }
             let Ok(expr) = LayoutExpr::parse(&text) else {
                 continue;
             };

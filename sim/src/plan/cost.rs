@@ -5,12 +5,16 @@
 //! the layouts asked for (their own cost is not counted); then the op runs as `run`
 //! would run it — kernels followed by the tree Reduces that complete a partial output
 //! (always after `ReduceAxes`, after any kernel with `auto_reduce`) — and the cycles of
-//! every op the engine recorded are summed. Nothing here parses or resolves a scenario.
+//! every op the engine recorded are summed. The op's lowered tasks (what the timeline
+//! places) are kept too, their LM regions named symbolically ([`input_region`] for the
+//! placed inputs, small numbers for the op's own allocations) so that the planner can
+//! renumber them for each plan it scores. Nothing here parses or resolves a scenario.
 
 use crate::engine::{Engine, Mode, Resident, SimError};
 use crate::ids::RegionId;
 use crate::run::combine_of;
 use crate::scenario::{Op, Resolved};
+use crate::timeline::Task;
 use mnsim_arch::{TensorLayout, XlaLayout};
 use mnsim_kernels::elem::Combine;
 
@@ -26,8 +30,26 @@ pub struct Held {
 pub struct Measured {
     /// Cycles of the op and of the Reduces it needed.
     pub cycles: u64,
-    /// The op's output as it ends up in LM (tensor, layout, partial levels).
-    pub output: Option<(String, Held)>,
+    /// The op's output as it ends up in LM (tensor, layout, partial levels), and its
+    /// region (symbolic, as in `tasks`).
+    pub output: Option<(String, Held, RegionId)>,
+    /// The op lowered (the Reduces it needed included), in order. Regions are symbolic:
+    /// [`input_region`]`(slot)` is the input of that slot; any other id is one of the op's
+    /// own allocations. `lm_words` counts only the op's own allocations.
+    pub tasks: Vec<Task>,
+}
+
+/// Symbolic region ids of an op's inputs in [`Measured::tasks`] start here.
+pub const INPUT_REGION: u32 = u32::MAX - 255;
+
+/// The symbolic region of input `slot`.
+pub fn input_region(slot: usize) -> RegionId {
+    RegionId(INPUT_REGION + slot as u32)
+}
+
+/// The input slot a symbolic region stands for, if it is one.
+pub fn input_slot(r: RegionId) -> Option<usize> {
+    (r.0 >= INPUT_REGION).then(|| (r.0 - INPUT_REGION) as usize)
 }
 
 /// An engine kept for measuring ops one at a time.
@@ -101,18 +123,47 @@ impl Coster {
         Ok(())
     }
 
-    /// Cycles of moving `name` from `from` into `to` in place (an inserted Relayout).
+    /// Moving `name` from `from` into `to` in place (an inserted Relayout): its cycles,
+    /// its tasks (the moved tensor is input 0) and the region it lands in.
     pub fn relayout(
         &mut self,
         name: &str,
         from: &Held,
         to: &TensorLayout,
-    ) -> Result<u64, SimError> {
+    ) -> Result<(u64, Vec<Task>, RegionId), SimError> {
         self.reset();
         self.place(name, from)?;
         self.eng.ops.clear();
         let r = self.eng.relayout("Relayout", name, to.clone(), None)?;
-        Ok(r.cycles)
+        let region = self
+            .eng
+            .tensors
+            .get(name)
+            .and_then(|t| t.lm.as_ref())
+            .map_or(RegionId(0), |r| r.region);
+        Ok((r.cycles, self.tasks(), self.symbol(region)))
+    }
+
+    /// A region of the measuring engine as [`Measured::tasks`] names it.
+    fn symbol(&self, r: RegionId) -> RegionId {
+        match r.0.checked_sub(PLACED_REGION + 1) {
+            Some(k) if (k as u64) < self.placed => input_region(k as usize),
+            _ => r,
+        }
+    }
+
+    /// The engine's tasks of the op just measured, regions made symbolic.
+    fn tasks(&self) -> Vec<Task> {
+        let mut out = self.eng.tasks.clone();
+        for t in &mut out {
+            for r in t.reads.iter_mut().chain(t.writes.iter_mut()) {
+                *r = self.symbol(*r);
+            }
+            for (r, _) in t.frees_before.iter_mut().chain(t.frees_after.iter_mut()) {
+                *r = self.symbol(*r);
+            }
+        }
+        out
     }
 
     /// Measures `op` with its inputs in LM as `inputs` and `layout` as its own layout.
@@ -205,10 +256,16 @@ impl Coster {
                             layout: r.layout.clone(),
                             partial: r.partial.clone(),
                         },
+                        r.region,
                     )
                 })
         });
-        Ok(Measured { cycles, output })
+        let output = output.map(|(n, h, r)| (n, h, self.symbol(r)));
+        Ok(Measured {
+            cycles,
+            output,
+            tasks: self.tasks(),
+        })
     }
 
     /// The machine being measured.

@@ -88,7 +88,13 @@ pub struct Outcome {
     pub space: u128,
     pub complete: bool,
     pub timed_out: bool,
+    /// Seconds of search (`evaluated / seconds` is the rate).
     pub seconds: f64,
+    /// Per variable, how many of its candidates some evaluated assignment gave it.
+    pub tried: Vec<usize>,
+    /// Seconds of the whole planning (resolution, candidates, hand plans, search and
+    /// the confirming timing runs).
+    pub total_seconds: f64,
 }
 
 impl Outcome {
@@ -244,6 +250,9 @@ pub fn plan_with(
     opts: &PlanOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Outcome, miette::Report> {
+    // The time limit covers the whole planning: resolution, candidates, the hand plans'
+    // runs and the search (the confirming runs after it are a few timing runs).
+    let started = std::time::Instant::now();
     // Errors of the scenario itself come back as they are, pointing into the file.
     let res = scenario::resolve(sc, src, Some(plan), sets, binds)?;
     let fail = |msg: String| miette::miette!("error: {}: {msg}", src.path);
@@ -260,6 +269,8 @@ pub fn plan_with(
         .collect();
     let mut hand_plans = Vec::new();
     let mut seeds: Vec<Vec<LayoutId>> = Vec::new();
+    // The longest timing run of a hand plan: what each confirming run will take.
+    let mut one_run = std::time::Duration::ZERO;
     for name in hand_plan_names(sc) {
         let hp = &sc.plans[&name];
         let agrees = fixed.iter().all(|(k, v)| hp.get(*k) == Some(*v))
@@ -276,7 +287,9 @@ pub fn plan_with(
                 continue;
             }
         };
+        let t0 = std::time::Instant::now();
         let run = time(&hres);
+        one_run = one_run.max(t0.elapsed());
         let mut seed = false;
         if agrees {
             let mut pick = Vec::new();
@@ -320,6 +333,13 @@ pub fn plan_with(
     }
     let mut sopts = opts.search.clone();
     sopts.top = sopts.top.max(1) + seeds.len();
+    // What is left of the limit, less the confirming runs after the search (as long as
+    // a hand plan's run each; at most half of what is left).
+    sopts.time_limit = opts.search.time_limit.map(|t| {
+        let left = t.saturating_sub(started.elapsed());
+        let confirm = one_run.saturating_mul((sopts.top + seeds.len()) as u32);
+        left.saturating_sub(confirm.min(left / 2))
+    });
     let found = search::search(&mut model, &seeds, &sopts, progress);
     // Confirm with timing runs (under the scenario's schedule), the best found first,
     // then the seeds: the choice is the fastest confirmed, so it is never slower than
@@ -402,5 +422,7 @@ pub fn plan_with(
         complete: found.complete,
         timed_out: found.timed_out,
         seconds: found.seconds,
+        tried: found.tried,
+        total_seconds: started.elapsed().as_secs_f64(),
     })
 }

@@ -52,6 +52,8 @@ pub struct Searched {
     pub complete: bool,
     pub timed_out: bool,
     pub seconds: f64,
+    /// Per variable, how many of its candidates some evaluated assignment gave it.
+    pub tried: Vec<usize>,
 }
 
 struct Top {
@@ -96,9 +98,20 @@ struct Run<'a> {
     before: u64,
     planned: u64,
     progress: &'a mut dyn FnMut(u64, u64),
+    /// Per variable and candidate index: whether an evaluated assignment gave it.
+    tried: Vec<Vec<bool>>,
 }
 
 impl Run<'_> {
+    /// Marks the candidates of `pick` as tried.
+    fn mark(&mut self, model: &Model, pick: &[LayoutId]) {
+        for (v, id) in pick.iter().enumerate() {
+            if let Some(k) = model.vars[v].candidates.iter().position(|c| c == id) {
+                self.tried[v][k] = true;
+            }
+        }
+    }
+
     fn over(&mut self) -> bool {
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             self.timed_out = true;
@@ -116,12 +129,16 @@ impl Run<'_> {
         'all: loop {
             let e = model.evaluate(&pick);
             self.top.offer(&pick, &e);
+            for (v, &k) in idx.iter().enumerate() {
+                self.tried[v][k] = true;
+            }
             n += 1;
             if n.is_multiple_of(256) {
                 (self.progress)(model.evaluated - self.before, self.planned);
-                if self.over() {
-                    return false;
-                }
+            }
+            // Every evaluation: one can measure several ops (milliseconds each).
+            if self.over() {
+                return false;
             }
             // Next assignment, last variable fastest: consecutive assignments differ in
             // few variables, so most ops hit the memo.
@@ -148,6 +165,7 @@ impl Run<'_> {
     ) -> Vec<LayoutId> {
         let mut cur = model.evaluate(&pick);
         self.top.offer(&pick, &cur);
+        self.mark(model, &pick);
         loop {
             let mut improved = false;
             for v in 0..width.len() {
@@ -160,6 +178,7 @@ impl Run<'_> {
                     pick[v] = c;
                     let e = model.evaluate(&pick);
                     self.top.offer(&pick, &e);
+                    self.tried[v][k] = true;
                     if e.key() < cur.key() {
                         cur = e;
                         best = c;
@@ -167,10 +186,10 @@ impl Run<'_> {
                     }
                     if k % 256 == 0 {
                         (self.progress)(model.evaluated - self.before, self.planned);
-                        if self.over() {
-                            pick[v] = best;
-                            return pick;
-                        }
+                    }
+                    if self.over() {
+                        pick[v] = best;
+                        return pick;
                     }
                 }
                 pick[v] = best;
@@ -227,10 +246,12 @@ pub fn search(
         before: model.evaluated,
         planned,
         progress,
+        tried: all.iter().map(|&n| vec![false; n]).collect(),
     };
     for s in seeds {
         let e = model.evaluate(s);
         run.top.offer(s, &e);
+        run.mark(model, s);
     }
     let mut complete = false;
     let method;
@@ -280,5 +301,10 @@ pub fn search(
         complete,
         timed_out: run.timed_out,
         seconds: start.elapsed().as_secs_f64(),
+        tried: run
+            .tried
+            .iter()
+            .map(|t| t.iter().filter(|x| **x).count())
+            .collect(),
     }
 }

@@ -2,34 +2,26 @@
 //! assignments without parsing or resolving anything.
 //!
 //! Layouts and (layout, partial levels) states are interned to small ids. Evaluating an
-//! assignment walks the program once, tracking each tensor's state, what DRAM holds and
-//! the LM words charged, and asks each op's cost from a memo keyed by (op, the states of
-//! the tensors it reads, its own layout). Only a key never seen before is measured (by
-//! [`Coster`]), so changing one variable re-measures only the ops whose operands it
-//! changed. Where a kernel is illegal for the layouts its inputs arrive in, the model
-//! inserts a Relayout of one input into the cheapest of a few legal layouts of it, and
-//! counts it. The op costs are combined by a [`Combine`] (today: one after another).
+//! assignment walks the program once ([`walk`]), tracking each tensor's state, what DRAM
+//! holds and the LM words charged, and asks each op's lowered tasks from a memo keyed by
+//! (op, the states of the tensors it reads, its own layout). Only a key never seen before
+//! is measured ([`measure`], by [`Coster`]), so changing one variable re-measures only the
+//! ops whose operands it changed. Where a kernel is illegal for the layouts its inputs
+//! arrive in, the model inserts a Relayout of one input into the cheapest of a few legal
+//! layouts of it, and counts it. The walk renumbers the tasks' LM regions for the plan
+//! and places them with [`crate::timeline::schedule`] under the scenario's schedule, so a
+//! plan whose ops overlap is scored as it will run.
+
+mod measure;
+mod walk;
 
 use super::candidates::{self, Candidate, Space};
 use super::cost::{Coster, Held};
+use crate::ids::RegionId;
 use crate::scenario::{LayoutRef, Op, Resolved};
+use crate::timeline::{Schedule, Task};
 use mnsim_arch::TensorLayout;
 use std::collections::HashMap;
-
-/// How per-op cycles make a total. The sequential sum is exact for `schedule:
-/// Sequential`; an overlapped timeline plugs in here.
-pub trait Combine {
-    fn total(&self, ops: &[u64]) -> u64;
-}
-
-/// Ops one after another: the total is the sum.
-pub struct Sequential;
-
-impl Combine for Sequential {
-    fn total(&self, ops: &[u64]) -> u64 {
-        ops.iter().fold(0u64, |a, &c| a.saturating_add(c))
-    }
-}
 
 /// An interned bound layout.
 pub type LayoutId = u32;
@@ -79,13 +71,30 @@ impl Eval {
     }
 }
 
+/// An input an inserted Relayout moved.
+#[derive(Clone, Debug)]
+struct Moved {
+    tensor: usize,
+    /// Its new state, and its new region (symbolic, as in [`OpOut::tasks`]).
+    state: StateId,
+    region: RegionId,
+    /// The Relayout's last task (its index in [`OpOut::tasks`]).
+    task: usize,
+    insert: Inserted,
+}
+
+/// A measured op: its cycles, what it leaves in LM and its lowered tasks.
 #[derive(Clone, Debug)]
 struct OpOut {
     cycles: u64,
-    /// The state the op leaves its output in.
-    output: Option<(usize, StateId)>,
-    /// Inputs moved by inserted relayouts: (tensor, new state, the insert).
-    moved: Vec<(usize, StateId, Inserted)>,
+    /// The state the op leaves its output in, and the output's region (symbolic).
+    output: Option<(usize, StateId, RegionId)>,
+    /// Inputs moved by inserted relayouts.
+    moved: Vec<Moved>,
+    /// The op's tasks (inserted Relayouts first), regions symbolic
+    /// ([`super::cost::input_region`] for inputs, else the op's own, below `span`).
+    tasks: Vec<Task>,
+    span: u32,
 }
 
 /// What kind of LM effect an op has (for the walk's bookkeeping).
@@ -142,7 +151,12 @@ pub struct Model {
     pub measured: u64,
     pub evaluated: u64,
     space: Space,
-    combine: Box<dyn Combine>,
+    /// How the scored plan's tasks are placed in time (the scenario's schedule).
+    pub schedule: Schedule,
+    /// Candidates per (shape, dtype, padded), generated once.
+    generated: HashMap<(Vec<u64>, mnsim_arch::DType, bool), Vec<Candidate>>,
+    /// Scratch of the walk: the plan's tasks, reused from one evaluation to the next.
+    scratch: Vec<Task>,
 }
 
 const NO_LAYOUT: LayoutId = LayoutId::MAX;
@@ -188,7 +202,9 @@ impl Model {
             measured: 0,
             evaluated: 0,
             space,
-            combine: Box::new(Sequential),
+            schedule: res.schedule,
+            scratch: Vec::new(),
+            generated: HashMap::new(),
         };
         let t = |m: &Model, n: &str| -> Result<usize, String> {
             m.index
@@ -281,15 +297,21 @@ impl Model {
     }
 
     /// Candidates of tensor `t` (before pruning).
-    fn generate(&self, t: usize) -> Vec<Candidate> {
+    /// Candidates of tensor `t` (before pruning); tensors of one shape and dtype share
+    /// them (generated once).
+    fn generate(&mut self, t: usize) -> Vec<Candidate> {
         let rt = &self.res.tensors[&self.tensors[t]];
-        candidates::generate(
-            &self.res.machine,
-            &rt.dims_at_bound,
+        let key = (
+            rt.dims_at_bound.clone(),
             rt.dtype,
             rt.dims_at_bound != rt.runtime_dims,
-            self.space,
-        )
+        );
+        if let Some(c) = self.generated.get(&key) {
+            return c.clone();
+        }
+        let c = candidates::generate(&self.res.machine, &key.0, key.1, key.2, self.space);
+        self.generated.insert(key, c.clone());
+        c
     }
 
     /// Interns a bound layout of tensor `t`.
@@ -463,281 +485,6 @@ impl Model {
         )
         // `None` when it does not fit LM: then nothing is pruned for this kernel.
         .map(|c| c.layout)
-    }
-
-    /// Evaluates the assignment `pick` (a layout id per variable).
-    pub fn evaluate(&mut self, pick: &[LayoutId]) -> Eval {
-        self.run(pick, None)
-    }
-
-    /// Evaluates `pick`, also listing per op cycles and the inserted relayouts.
-    pub fn explain(&mut self, pick: &[LayoutId]) -> (Eval, Vec<u64>, Vec<Inserted>) {
-        let mut detail = (Vec::new(), Vec::new());
-        let e = self.run(pick, Some(&mut detail));
-        (e, detail.0, detail.1)
-    }
-
-    fn run(
-        &mut self,
-        pick: &[LayoutId],
-        mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
-    ) -> Eval {
-        self.evaluated += 1;
-        let n = self.tensors.len();
-        let mut st: Vec<Option<StateId>> = vec![None; n];
-        let mut dram = self.initial_dram.clone();
-        let mut charged = 0u64;
-        let mut cycles: Vec<u64> = Vec::with_capacity(self.ops.len());
-        let fail = |i: usize, cycles: &[u64], msg: String, comb: &dyn Combine| Eval {
-            completed: i,
-            total_cycles: comb.total(cycles),
-            failure: Some((i, msg)),
-        };
-        for i in 0..self.ops.len() {
-            let (effect, writes, var, fixed) = {
-                let o = &self.ops[i];
-                (o.effect, o.writes, o.var, o.fixed)
-            };
-            let layout = match (var, fixed) {
-                (Some(v), _) => pick[v],
-                (None, Some(l)) => l,
-                (None, None) => NO_LAYOUT,
-            };
-            match effect {
-                Effect::Free => {
-                    if let Some(w) = writes
-                        && let Some(s) = st[w].take()
-                    {
-                        charged -= self.footprint[self.states[s as usize].0 as usize];
-                    }
-                    cycles.push(0);
-                    continue;
-                }
-                Effect::Load => {
-                    let w = writes.unwrap_or(0);
-                    if !dram[w] {
-                        let msg = format!(
-                            "tensor `{}` is not in DRAM: give it an `init` or Store it first",
-                            self.tensors[w]
-                        );
-                        return fail(i, &cycles, msg, self.combine.as_ref());
-                    }
-                }
-                _ => {}
-            }
-            let reads: Vec<usize> = self.ops[i].reads.clone();
-            let mut key_states = Vec::with_capacity(reads.len());
-            for &r in &reads {
-                match st[r] {
-                    Some(s) => key_states.push(s),
-                    None if matches!(self.ops[i].op, Op::Broadcast { .. }) => {}
-                    None => {
-                        let msg =
-                            format!("tensor `{}` is not in LM: Load it first", self.tensors[r]);
-                        return fail(i, &cycles, msg, self.combine.as_ref());
-                    }
-                }
-            }
-            let key = (i as u32, key_states, layout);
-            if !self.memo.contains_key(&key) {
-                let out = self.measure(i, &key.1, layout);
-                self.memo.insert(key.clone(), out);
-            }
-            let out = match &self.memo[&key] {
-                Ok(o) => o.clone(),
-                Err(msg) => return fail(i, &cycles, msg.clone(), self.combine.as_ref()),
-            };
-            // LM bookkeeping: inserted relayouts (in place), then the output.
-            for (t, s, ins) in &out.moved {
-                let old = st[*t].map_or(0, |o| self.footprint[self.states[o as usize].0 as usize]);
-                let new = self.footprint[self.states[*s as usize].0 as usize];
-                if charged + new > self.lm_words {
-                    let msg = format!("LM overflow relayouting `{}`", self.tensors[*t]);
-                    return fail(i, &cycles, msg, self.combine.as_ref());
-                }
-                charged = charged + new - old;
-                st[*t] = Some(*s);
-                if let Some(d) = detail.as_deref_mut() {
-                    d.1.push(ins.clone());
-                }
-            }
-            if effect == Effect::Store {
-                if let Some(&r) = reads.first() {
-                    dram[r] = true;
-                }
-            } else if let Some((t, s)) = out.output {
-                let new = self.footprint[self.states[s as usize].0 as usize];
-                let old = st[t].map_or(0, |o| self.footprint[self.states[o as usize].0 as usize]);
-                // As the engine allocates: a Load, a move into another tensor and a
-                // Reduce free the old region first; a move in place and a kernel
-                // allocate beside it.
-                let in_place_move = !self.ops[i].is_kernel
-                    && reads.first() == Some(&t)
-                    && !matches!(self.ops[i].op, Op::Reduce { .. });
-                let before = if effect == Effect::Load || !(self.ops[i].is_kernel || in_place_move)
-                {
-                    charged - old
-                } else {
-                    charged
-                };
-                if before + new > self.lm_words {
-                    let msg = format!(
-                        "tensor `{}` needs {new} LM words per PE but only {} of {} are free",
-                        self.tensors[t],
-                        self.lm_words - before.min(self.lm_words),
-                        self.lm_words
-                    );
-                    return fail(i, &cycles, msg, self.combine.as_ref());
-                }
-                charged = charged - old + new;
-                st[t] = Some(s);
-            }
-            cycles.push(out.cycles);
-        }
-        let total = self.combine.total(&cycles);
-        if let Some(d) = detail {
-            d.0 = cycles;
-        }
-        Eval {
-            completed: self.ops.len(),
-            total_cycles: total,
-            failure: None,
-        }
-    }
-
-    /// Measures op `i` (a memo miss).
-    fn measure(&mut self, i: usize, states: &[StateId], layout: LayoutId) -> Result<OpOut, String> {
-        self.measured += 1;
-        let op = self.ops[i].clone();
-        let names: Vec<String> = op.reads.iter().map(|&r| self.tensors[r].clone()).collect();
-        let helds: Vec<Held> = states.iter().map(|&s| self.held(s)).collect();
-        let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());
-        let inputs: Vec<(&str, &Held)> =
-            names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
-        let first = self.coster.measure(&op.op, &inputs, lay.as_ref());
-        let err = match first {
-            Ok(m) => return Ok(self.out_of(m, Vec::new())),
-            Err(e) => e.0,
-        };
-        // A kernel that its inputs' layouts make illegal: relayout one input.
-        if !op.is_kernel || err.contains("LM words") {
-            return Err(err);
-        }
-        let mut best: Option<(u64, OpOut)> = None;
-        for (slot, &r) in op.reads.iter().enumerate() {
-            if op.reads[..slot].contains(&r) || !op.insert_ok[slot] {
-                continue;
-            }
-            let others: Vec<StateId> = states
-                .iter()
-                .enumerate()
-                .map(|(k, &st)| if op.reads[k] == r { StateId::MAX } else { st })
-                .collect();
-            let tkey = (i, slot, others, layout);
-            if !self.legal_targets.contains_key(&tkey) {
-                let t = self.relayout_targets(i, slot, &helds, lay.as_ref());
-                self.legal_targets.insert(tkey.clone(), t);
-            }
-            for target in self.legal_targets[&tkey].clone() {
-                let to = self.layouts[target as usize].clone();
-                let Ok(rc) = self.coster.relayout(&names[slot], &helds[slot], &to) else {
-                    continue;
-                };
-                let mut moved = helds.clone();
-                for (k, &rr) in op.reads.iter().enumerate() {
-                    if rr == r {
-                        moved[k] = Held {
-                            layout: to.clone(),
-                            partial: Vec::new(),
-                        };
-                    }
-                }
-                let inputs: Vec<(&str, &Held)> =
-                    names.iter().map(|n| n.as_str()).zip(moved.iter()).collect();
-                let Ok(m) = self.coster.measure(&op.op, &inputs, lay.as_ref()) else {
-                    continue;
-                };
-                let total = m.cycles.saturating_add(rc);
-                if best.as_ref().is_some_and(|(b, _)| *b <= total) {
-                    continue;
-                }
-                let s = self.state(target, Vec::new());
-                let ins = Inserted {
-                    before: self.res.ops[i].index,
-                    tensor: names[slot].clone(),
-                    layout: target,
-                    cycles: rc,
-                };
-                let mut out = self.out_of(m, vec![(r, s, ins)]);
-                out.cycles = total;
-                best = Some((total, out));
-            }
-        }
-        best.map(|(_, o)| o).ok_or(err)
-    }
-
-    fn out_of(
-        &mut self,
-        m: super::cost::Measured,
-        moved: Vec<(usize, StateId, Inserted)>,
-    ) -> OpOut {
-        let output = m.output.map(|(name, h)| {
-            let t = self.index[&name];
-            let l = self.intern(t, h.layout);
-            (t, self.state(l, h.partial))
-        });
-        OpOut {
-            cycles: m.cycles,
-            output,
-            moved,
-        }
-    }
-
-    /// A few layouts of input `slot` of kernel op `i` that make it legal, fewest words
-    /// per PE first.
-    fn relayout_targets(
-        &mut self,
-        i: usize,
-        slot: usize,
-        helds: &[Held],
-        out: Option<&TensorLayout>,
-    ) -> Vec<LayoutId> {
-        let t = self.ops[i].reads[slot];
-        if !self.targets.contains_key(&t) {
-            let c = self.generate(t);
-            let ids: Vec<LayoutId> = c.into_iter().map(|c| self.intern(t, c.layout)).collect();
-            self.targets.insert(t, ids);
-        }
-        let Some((kern, _, _)) = crate::run::kernel_of(&self.ops[i].op) else {
-            return Vec::new();
-        };
-        let machine = self.coster.machine().clone();
-        let mut legal: Vec<LayoutId> = Vec::new();
-        for &c in &self.targets[&t] {
-            let cand = &self.layouts[c as usize];
-            let ins: Vec<&TensorLayout> = helds
-                .iter()
-                .enumerate()
-                .map(|(k, h)| {
-                    if self.ops[i].reads[k] == t {
-                        cand
-                    } else {
-                        &h.layout
-                    }
-                })
-                .collect();
-            let o = match out {
-                Some(o) => o,
-                None => ins[0],
-            };
-            let names = vec!["x"; ins.len() + 1];
-            if mnsim_kernels::check(&kern, &ins, o, &machine, &names).is_ok() {
-                legal.push(c);
-            }
-        }
-        legal.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
-        legal.truncate(TARGETS_MEASURED);
-        legal
     }
 
     /// Forgets every measured op cost (the next evaluations measure again).

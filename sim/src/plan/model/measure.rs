@@ -1,0 +1,223 @@
+//! Measuring one op for the memo (a miss): by the engine through [`Coster`], with a
+//! Relayout of one input inserted where the kernel is illegal for the layouts its inputs
+//! arrive in.
+
+use super::super::cost::{Held, Measured, input_region, input_slot};
+use super::{Inserted, LayoutId, Model, Moved, NO_LAYOUT, OpOut, StateId, TARGETS_MEASURED};
+use crate::ids::RegionId;
+use crate::timeline::Task;
+use mnsim_arch::TensorLayout;
+
+/// One past the largest of an op's own (non-input) regions in `tasks`.
+fn span_of(tasks: &[Task]) -> u32 {
+    tasks
+        .iter()
+        .flat_map(|t| {
+            t.reads
+                .iter()
+                .chain(&t.writes)
+                .chain(t.frees_before.iter().map(|f| &f.0))
+                .chain(t.frees_after.iter().map(|f| &f.0))
+        })
+        .filter(|r| input_slot(**r).is_none())
+        .map(|r| r.0 + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Every region a task names, through `f`.
+pub(super) fn remap(t: &mut Task, f: impl Fn(RegionId) -> RegionId) {
+    for r in t.reads.iter_mut().chain(t.writes.iter_mut()) {
+        *r = f(*r);
+    }
+    for (r, _) in t.frees_before.iter_mut().chain(t.frees_after.iter_mut()) {
+        *r = f(*r);
+    }
+}
+
+impl Model {
+    /// Measures op `i` (a memo miss).
+    pub(super) fn measure(
+        &mut self,
+        i: usize,
+        states: &[StateId],
+        layout: LayoutId,
+    ) -> Result<OpOut, String> {
+        self.measured += 1;
+        let op = self.ops[i].clone();
+        let names: Vec<String> = op.reads.iter().map(|&r| self.tensors[r].clone()).collect();
+        let helds: Vec<Held> = states.iter().map(|&s| self.held(s)).collect();
+        let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());
+        let inputs: Vec<(&str, &Held)> =
+            names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
+        let first = self.coster.measure(&op.op, &inputs, lay.as_ref());
+        let err = match first {
+            Ok(m) => return Ok(self.out_of(i, m, None)),
+            Err(e) => e.0,
+        };
+        // A kernel that its inputs' layouts make illegal: relayout one input.
+        if !op.is_kernel || err.contains("LM words") {
+            return Err(err);
+        }
+        let mut best: Option<(u64, OpOut)> = None;
+        for (slot, &r) in op.reads.iter().enumerate() {
+            if op.reads[..slot].contains(&r) || !op.insert_ok[slot] {
+                continue;
+            }
+            let others: Vec<StateId> = states
+                .iter()
+                .enumerate()
+                .map(|(k, &st)| if op.reads[k] == r { StateId::MAX } else { st })
+                .collect();
+            let tkey = (i, slot, others, layout);
+            if !self.legal_targets.contains_key(&tkey) {
+                let t = self.relayout_targets(i, slot, &helds, lay.as_ref());
+                self.legal_targets.insert(tkey.clone(), t);
+            }
+            for target in self.legal_targets[&tkey].clone() {
+                let to = self.layouts[target as usize].clone();
+                let Ok((rc, rtasks, rregion)) =
+                    self.coster.relayout(&names[slot], &helds[slot], &to)
+                else {
+                    continue;
+                };
+                let mut moved = helds.clone();
+                for (k, &rr) in op.reads.iter().enumerate() {
+                    if rr == r {
+                        moved[k] = Held {
+                            layout: to.clone(),
+                            partial: Vec::new(),
+                        };
+                    }
+                }
+                let inputs: Vec<(&str, &Held)> =
+                    names.iter().map(|n| n.as_str()).zip(moved.iter()).collect();
+                let Ok(m) = self.coster.measure(&op.op, &inputs, lay.as_ref()) else {
+                    continue;
+                };
+                let total = m.cycles.saturating_add(rc);
+                if best.as_ref().is_some_and(|(b, _)| *b <= total) {
+                    continue;
+                }
+                let s = self.state(target, Vec::new());
+                let ins = Inserted {
+                    before: self.res.ops[i].index,
+                    tensor: names[slot].clone(),
+                    layout: target,
+                    cycles: rc,
+                };
+                let mut out = self.out_of(i, m, Some((slot, rtasks, rregion, s, ins)));
+                out.cycles = total;
+                best = Some((total, out));
+            }
+        }
+        best.map(|(_, o)| o).ok_or(err)
+    }
+
+    /// The model's record of a measured op; `relayout` is an inserted Relayout before
+    /// it: (input slot, its tasks and the region it moves the input to, both symbolic
+    /// with the input as slot 0, the input's new state, the insert).
+    fn out_of(
+        &mut self,
+        i: usize,
+        m: Measured,
+        relayout: Option<(usize, Vec<Task>, RegionId, StateId, Inserted)>,
+    ) -> OpOut {
+        let output = m.output.map(|(name, h, region)| {
+            let t = self.index[&name];
+            let l = self.intern(t, h.layout);
+            (t, self.state(l, h.partial), region)
+        });
+        let mut tasks = m.tasks;
+        let mut span = span_of(&tasks);
+        let mut moved = Vec::new();
+        if let Some((slot, mut rtasks, rregion, state, insert)) = relayout {
+            // The Relayout's own regions after the kernel's; the kernel reads the moved
+            // input (every slot of it) from where the Relayout put it.
+            let shift = span;
+            let reads = &self.ops[i].reads;
+            let tensor = reads[slot];
+            let same: Vec<usize> = (0..reads.len()).filter(|&k| reads[k] == tensor).collect();
+            let local = |r: RegionId| match input_slot(r) {
+                Some(0) => input_region(slot),
+                Some(_) => r,
+                None => RegionId(r.0 + shift),
+            };
+            for t in &mut rtasks {
+                remap(t, local);
+            }
+            let landed = local(rregion);
+            for t in &mut tasks {
+                remap(t, |r| match input_slot(r) {
+                    Some(k) if same.contains(&k) => landed,
+                    _ => r,
+                });
+            }
+            span = shift + span_of(&rtasks);
+            let task = rtasks.len().saturating_sub(1);
+            rtasks.append(&mut tasks);
+            tasks = rtasks;
+            moved.push(Moved {
+                tensor,
+                state,
+                region: landed,
+                task,
+                insert,
+            });
+        }
+        OpOut {
+            cycles: m.cycles,
+            output,
+            moved,
+            tasks,
+            span,
+        }
+    }
+
+    /// A few layouts of input `slot` of kernel op `i` that make it legal, fewest words
+    /// per PE first.
+    fn relayout_targets(
+        &mut self,
+        i: usize,
+        slot: usize,
+        helds: &[Held],
+        out: Option<&TensorLayout>,
+    ) -> Vec<LayoutId> {
+        let t = self.ops[i].reads[slot];
+        if !self.targets.contains_key(&t) {
+            let c = self.generate(t);
+            let ids: Vec<LayoutId> = c.into_iter().map(|c| self.intern(t, c.layout)).collect();
+            self.targets.insert(t, ids);
+        }
+        let Some((kern, _, _)) = crate::run::kernel_of(&self.ops[i].op) else {
+            return Vec::new();
+        };
+        let machine = self.coster.machine().clone();
+        let mut legal: Vec<LayoutId> = Vec::new();
+        for &c in &self.targets[&t] {
+            let cand = &self.layouts[c as usize];
+            let ins: Vec<&TensorLayout> = helds
+                .iter()
+                .enumerate()
+                .map(|(k, h)| {
+                    if self.ops[i].reads[k] == t {
+                        cand
+                    } else {
+                        &h.layout
+                    }
+                })
+                .collect();
+            let o = match out {
+                Some(o) => o,
+                None => ins[0],
+            };
+            let names = vec!["x"; ins.len() + 1];
+            if mnsim_kernels::check(&kern, &ins, o, &machine, &names).is_ok() {
+                legal.push(c);
+            }
+        }
+        legal.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
+        legal.truncate(TARGETS_MEASURED);
+        legal
+    }
+}

@@ -1,0 +1,219 @@
+//! Evaluating an assignment: one walk over the program that tracks each tensor's state,
+//! what DRAM holds and the LM charged, takes each op's tasks from the memo (measuring a
+//! miss), renumbers their LM regions for this plan and places them on the timeline.
+
+use super::super::cost::input_slot;
+use super::{Effect, Eval, Inserted, LayoutId, Model, NO_LAYOUT, StateId};
+use crate::ids::RegionId;
+use crate::scenario::Op;
+use crate::timeline;
+
+/// Per evaluation: where each tensor's LM region is, and the regions handed out.
+struct Regions {
+    of: Vec<RegionId>,
+    next: u32,
+}
+
+impl Model {
+    /// Evaluates the assignment `pick` (a layout id per variable).
+    pub fn evaluate(&mut self, pick: &[LayoutId]) -> Eval {
+        self.run(pick, None)
+    }
+
+    /// Evaluates `pick`, also listing per op cycles and the inserted relayouts.
+    pub fn explain(&mut self, pick: &[LayoutId]) -> (Eval, Vec<u64>, Vec<Inserted>) {
+        let mut detail = (Vec::new(), Vec::new());
+        let e = self.run(pick, Some(&mut detail));
+        (e, detail.0, detail.1)
+    }
+
+    /// The run's length: the first `n` tasks of the scratch placed under the schedule.
+    fn placed_total(&self, n: usize) -> u64 {
+        timeline::schedule(&self.scratch[..n], self.schedule, self.lm_words).total()
+    }
+
+    fn run(
+        &mut self,
+        pick: &[LayoutId],
+        mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
+    ) -> Eval {
+        self.evaluated += 1;
+        let n = self.tensors.len();
+        let mut st: Vec<Option<StateId>> = vec![None; n];
+        let mut dram = self.initial_dram.clone();
+        let mut charged = 0u64;
+        let mut cycles: Vec<u64> = Vec::new();
+        let mut regions = Regions {
+            of: vec![RegionId(u32::MAX); n],
+            next: 0,
+        };
+        // Tasks placed so far (in `self.scratch`), and frees waiting for the next task.
+        let mut ntasks = 0usize;
+        let mut pending: Vec<(RegionId, u64)> = Vec::new();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let failed = |m: &mut Model,
+                      scratch: Vec<crate::timeline::Task>,
+                      i: usize,
+                      ntasks: usize,
+                      msg: String| {
+            m.scratch = scratch;
+            Eval {
+                completed: i,
+                total_cycles: m.placed_total(ntasks),
+                failure: Some((i, msg)),
+            }
+        };
+        for i in 0..self.ops.len() {
+            let (effect, writes, var, fixed) = {
+                let o = &self.ops[i];
+                (o.effect, o.writes, o.var, o.fixed)
+            };
+            let layout = match (var, fixed) {
+                (Some(v), _) => pick[v],
+                (None, Some(l)) => l,
+                (None, None) => NO_LAYOUT,
+            };
+            match effect {
+                Effect::Free => {
+                    if let Some(w) = writes
+                        && let Some(s) = st[w].take()
+                    {
+                        let words = self.footprint[self.states[s as usize].0 as usize];
+                        charged -= words;
+                        pending.push((regions.of[w], words));
+                    }
+                    cycles.push(0);
+                    continue;
+                }
+                Effect::Load => {
+                    let w = writes.unwrap_or(0);
+                    if !dram[w] {
+                        let msg = format!(
+                            "tensor `{}` is not in DRAM: give it an `init` or Store it first",
+                            self.tensors[w]
+                        );
+                        return failed(self, scratch, i, ntasks, msg);
+                    }
+                }
+                _ => {}
+            }
+            let nreads = self.ops[i].reads.len();
+            let mut key_states = Vec::with_capacity(nreads);
+            for k in 0..nreads {
+                let r = self.ops[i].reads[k];
+                match st[r] {
+                    Some(s) => key_states.push(s),
+                    None if matches!(self.ops[i].op, Op::Broadcast { .. }) => {}
+                    None => {
+                        let msg =
+                            format!("tensor `{}` is not in LM: Load it first", self.tensors[r]);
+                        return failed(self, scratch, i, ntasks, msg);
+                    }
+                }
+            }
+            let key = (i as u32, key_states, layout);
+            if !self.memo.contains_key(&key) {
+                let out = self.measure(i, &key.1, layout);
+                self.memo.insert(key.clone(), out);
+            }
+            let out = match &self.memo[&key] {
+                Ok(o) => o,
+                Err(msg) => {
+                    let msg = msg.clone();
+                    return failed(self, scratch, i, ntasks, msg);
+                }
+            };
+            // The op's tasks, regions renumbered for this plan: inputs where their
+            // tensors are, the op's own regions fresh.
+            let first = ntasks;
+            let base = regions.next;
+            regions.next = regions.next.saturating_add(out.span);
+            let reads = &self.ops[i].reads;
+            for t in &out.tasks {
+                if scratch.len() <= ntasks {
+                    scratch.push(t.clone());
+                } else {
+                    scratch[ntasks].clone_from(t);
+                }
+                let task = &mut scratch[ntasks];
+                super::measure::remap(task, |r| match input_slot(r) {
+                    Some(s) => reads.get(s).map_or(r, |&t| regions.of[t]),
+                    None => RegionId(base + r.0),
+                });
+                task.lm_words = task.lm_words.saturating_add(charged);
+                ntasks += 1;
+            }
+            if ntasks > first {
+                scratch[first].frees_before.append(&mut pending);
+            }
+            // LM bookkeeping: inserted relayouts (in place), then the output.
+            for m in &out.moved {
+                let t = m.tensor;
+                let old = st[t].map_or(0, |o| self.footprint[self.states[o as usize].0 as usize]);
+                let new = self.footprint[self.states[m.state as usize].0 as usize];
+                if charged + new > self.lm_words {
+                    let msg = format!("LM overflow relayouting `{}`", self.tensors[t]);
+                    return failed(self, scratch, i, ntasks, msg);
+                }
+                charged = charged + new - old;
+                st[t] = Some(m.state);
+                if let Some(task) = scratch.get_mut(first + m.task) {
+                    task.frees_after.push((regions.of[t], old));
+                }
+                regions.of[t] = RegionId(base + m.region.0);
+                if let Some(d) = detail.as_deref_mut() {
+                    d.1.push(m.insert.clone());
+                }
+            }
+            let is_kernel = self.ops[i].is_kernel;
+            let first_read = self.ops[i].reads.first().copied();
+            if effect == Effect::Store {
+                if let Some(r) = first_read {
+                    dram[r] = true;
+                }
+            } else if let Some((t, s, region)) = out.output {
+                let new = self.footprint[self.states[s as usize].0 as usize];
+                let old = st[t].map_or(0, |o| self.footprint[self.states[o as usize].0 as usize]);
+                // As the engine allocates: a Load, a move into another tensor and a
+                // Reduce free the old region first; a move in place and a kernel
+                // allocate beside it.
+                let in_place_move = !is_kernel
+                    && first_read == Some(t)
+                    && !matches!(self.ops[i].op, Op::Reduce { .. });
+                let frees_first = effect == Effect::Load || !(is_kernel || in_place_move);
+                let before = if frees_first { charged - old } else { charged };
+                if before + new > self.lm_words {
+                    let msg = format!(
+                        "tensor `{}` needs {new} LM words per PE but only {} of {} are free",
+                        self.tensors[t],
+                        self.lm_words - before.min(self.lm_words),
+                        self.lm_words
+                    );
+                    return failed(self, scratch, i, ntasks, msg);
+                }
+                if st[t].is_some() && ntasks > first {
+                    let free = (regions.of[t], old);
+                    if frees_first {
+                        scratch[first].frees_before.push(free);
+                    } else {
+                        scratch[ntasks - 1].frees_after.push(free);
+                    }
+                }
+                charged = charged - old + new;
+                st[t] = Some(s);
+                regions.of[t] = RegionId(base + region.0);
+            }
+            cycles.push(out.cycles);
+        }
+        self.scratch = scratch;
+        let total = self.placed_total(ntasks);
+        if let Some(d) = detail {
+            d.0 = cycles;
+        }
+        Eval {
+            completed: self.ops.len(),
+            total_cycles: total,
+            failure: None,
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The planner on every real graph of `../shared/graphs/`: each plans within its time
+//! limit (which covers the whole planning, candidates included), says how much of the
+//! space it covered, and is never slower than the import's default layouts (a seed)
+//! under either schedule.
+
+use mnsim_sim::import::{self, Options, Strides};
+use mnsim_sim::plan::{self, PlanOptions};
+use mnsim_sim::scenario::{self, Mode, PlanValue, Source};
+use mnsim_sim::timeline::Schedule;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `shared/graphs` beside the repository (found from the crate upwards).
+fn graph_files() -> Vec<PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared/graphs"))
+        .find(|p| p.is_dir())
+        .expect("shared/graphs beside the repository");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Timing cycles of `plan` of `sc` with `layouts` (an independent run).
+fn cycles(
+    sc: &scenario::Scenario,
+    src: &scenario::Source,
+    plan: &str,
+    layouts: &[(String, String)],
+) -> u64 {
+    let mut s = sc.clone();
+    for (v, l) in layouts {
+        s.plans
+            .get_mut(plan)
+            .unwrap()
+            .insert(v.clone(), PlanValue::Layout(l.clone()));
+    }
+    let mut res = scenario::resolve(&s, src, Some(plan), &[], &BTreeMap::new()).unwrap();
+    res.mode = Mode::Timing;
+    mnsim_sim::run::run(&res).unwrap().report.total_cycles
+}
+
+#[test]
+fn every_graph_plans_within_its_time_limit_and_never_slower_than_its_default_layouts() {
+    let limit = Duration::from_secs(1);
+    let mut table = Vec::new();
+    let files = graph_files();
+    assert!(files.len() >= 20, "{}", files.len());
+    for (i, path) in files.iter().enumerate() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        // Its input strides are not dense: it imports with `--strides row-major`.
+        let strides = if name == "matmul_select.json" {
+            Strides::RowMajor
+        } else {
+            Strides::File
+        };
+        let file = Source {
+            path: path.display().to_string(),
+            text: std::fs::read_to_string(path).unwrap(),
+        };
+        let opts = Options {
+            strides,
+            ..Options::default()
+        };
+        let imp = import::import(&file, &opts).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let mut sc = scenario::parse(&imp.text, &name).unwrap();
+        let src = Source {
+            path: name.clone(),
+            text: imp.text,
+        };
+        // Both schedules over the files, alternately (every file once, to keep it short).
+        let schedule = [Schedule::Overlapped, Schedule::Sequential][i % 2];
+        sc.schedule = schedule;
+        let mut opts = PlanOptions::default();
+        opts.search.time_limit = Some(limit);
+        let o = plan::plan_with(
+            &sc,
+            &src,
+            "auto",
+            &[],
+            &BTreeMap::new(),
+            &opts,
+            &mut |_, _| {},
+        )
+        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        let default = cycles(&sc, &src, "default", &[]);
+        let best = &o.best[0];
+        assert!(
+            best.total_cycles <= default,
+            "{name} ({}): planned {}, default {default}",
+            schedule.name(),
+            best.total_cycles
+        );
+        if best.inserted.is_empty() {
+            assert_eq!(cycles(&sc, &src, "auto", &best.layouts), best.total_cycles);
+        }
+        // The search stops at the limit; the confirming runs after it are short.
+        assert!(
+            o.seconds <= limit.as_secs_f64() + 0.5,
+            "{name}: searched {:.2} s",
+            o.seconds
+        );
+        assert!(o.total_seconds < 15.0, "{name}: {:.2} s", o.total_seconds);
+        // Coverage is reported: every variable had at least one candidate tried.
+        assert_eq!(o.tried.len(), o.candidates.len());
+        assert!(o.tried.iter().all(|&t| t >= 1), "{name}: {:?}", o.tried);
+        assert!(o.complete || o.timed_out || o.evaluated > 0);
+        table.push(format!(
+            "{name}: {} cycles ({}; default {default}) planned in {:.2} s, {} evaluated",
+            best.total_cycles,
+            schedule.name(),
+            o.total_seconds,
+            o.evaluated
+        ));
+    }
+    eprintln!("{}", table.join("\n"));
+}
