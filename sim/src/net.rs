@@ -202,8 +202,9 @@ impl Stage {
 pub struct Cost {
     pub stages: Vec<Stage>,
     pub cycles: u64,
-    /// (PE global index, cycle its data was ready) for every PE that took part.
-    pub ready: Vec<(u64, u64)>,
+    /// The cycle every PE that took part had its data ready, as runs of PEs
+    /// `[first, end)` with one cycle, in PE order (a layout's PEs share a few runs).
+    pub ready: Vec<(u64, u64, u64)>,
     /// Index in `stages` of the slowest stage.
     pub bottleneck: Option<usize>,
     /// Every stage's use of its link's ports, for port statistics.
@@ -211,13 +212,45 @@ pub struct Cost {
 }
 
 /// One stage's use of the ports of link `link` (`chain[link]` → its children): per
-/// node of `chain[link]`, the port's cycles and the distinct bytes it moved.
+/// node of `chain[link]` that takes part, (node index, the port's cycles, the distinct
+/// bytes it moved), in node order. Nodes no PE under them takes part in are left out.
 #[derive(Clone, Debug)]
 pub struct PortUse {
     pub link: usize,
     pub dir: Dir,
-    pub cycles: Vec<u64>,
-    pub bytes: Vec<u64>,
+    pub nodes: Vec<(u64, u64, u64)>,
+}
+
+/// Per-PE facts of the PEs that take part in a transfer: (PE global index, fact), in PE
+/// order, no fact with key [`NONE`]. A PE left out takes no part: the work is
+/// proportional to the PEs a layout touches, not to the machine.
+pub type Facts = Vec<(u64, PeFact)>;
+
+/// The facts of a dense per-PE table (index = PE), without the PEs that take no part.
+pub fn sparse(dense: &[PeFact]) -> Facts {
+    dense
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.key != NONE)
+        .map(|(p, f)| (p as u64, *f))
+        .collect()
+}
+
+/// Splits facts sorted by PE into runs of equal `p / per` (the PEs under one node of a
+/// level with `per` leaves under each node): (node index, its facts).
+fn groups(f: &[(u64, PeFact)], per: u64) -> impl Iterator<Item = (u64, &[(u64, PeFact)])> {
+    let per = per.max(1);
+    let mut rest = f;
+    std::iter::from_fn(move || {
+        let first = rest.first()?.0 / per;
+        // A node holds at most `per` PEs (distinct, in order): search only those.
+        let end = (first + 1).saturating_mul(per);
+        let window = rest.len().min(usize::try_from(per).unwrap_or(usize::MAX));
+        let n = rest[..window].partition_point(|x| x.0 < end);
+        let (g, r) = rest.split_at(n);
+        rest = r;
+        Some((first, g))
+    })
 }
 
 fn rate_of(link: &Link, kind: TransferKind) -> &Rate {
@@ -238,15 +271,98 @@ fn cycles(bytes: u64, rate: f64) -> u64 {
 /// signature of the key set. Sorting a reused buffer: no hashing, no per-call clearing
 /// of a large table.
 fn distinct(buf: &mut Vec<(u64, u64)>, items: impl Iterator<Item = (u64, u64)>) -> (u64, u64) {
+    let sig_of = |k: u64| k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D;
+    let mut items = items.filter(|x| x.0 != NONE).peekable();
+    let Some(first) = items.next() else {
+        return (0, 0);
+    };
+    if items.peek().is_none() {
+        // One PE (a child that is a PE): no sorting.
+        return (first.1, sig_of(first.0));
+    }
     buf.clear();
-    buf.extend(items.filter(|x| x.0 != NONE));
-    buf.sort_unstable();
+    buf.push(first);
+    buf.extend(items);
+    // Keys of a layout grow with the PE index: usually sorted already.
+    if !buf.is_sorted() {
+        buf.sort_unstable();
+    }
     buf.dedup_by_key(|x| x.0);
     let sum = buf.iter().map(|x| x.1).sum();
-    let sig = buf.iter().fold(0u64, |s, x| {
-        s.wrapping_add(x.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D)
-    });
+    let sig = buf.iter().fold(0u64, |s, x| s.wrapping_add(sig_of(x.0)));
     (sum, sig)
+}
+
+/// One stage's times per node, for the PEs' ready cycles: the fact set it charges, the
+/// PEs under one node, and (node, cycles) of every node that takes part, in node order.
+struct Timer {
+    set: usize,
+    per: u64,
+    nodes: Vec<(u64, u64)>,
+}
+
+/// Every PE that takes part (in a fact set some stage charges), with its slowest stage
+/// plus the path latency, as runs of PEs `[first, end)` with one cycle, in PE order.
+fn ready_runs(
+    facts: [&[(u64, PeFact)]; 2],
+    timers: &[Timer],
+    local_bw: Option<f64>,
+    lat: u64,
+) -> Vec<(u64, u64, u64)> {
+    let used = |set: usize| timers.iter().any(|t| t.set == set) || (set == 0 && local_bw.is_some());
+    let a: &[(u64, PeFact)] = if used(0) { facts[0] } else { &[] };
+    let b: &[(u64, PeFact)] = if used(1) { facts[1] } else { &[] };
+    let (mut i, mut j) = (0usize, 0usize);
+    let mut at = vec![0usize; timers.len()];
+    let mut out: Vec<(u64, u64, u64)> = Vec::new();
+    loop {
+        let (pa, pb) = (a.get(i).map(|x| x.0), b.get(j).map(|x| x.0));
+        let p = match (pa, pb) {
+            (None, None) => break,
+            (Some(x), None) | (None, Some(x)) => x,
+            (Some(x), Some(y)) => x.min(y),
+        };
+        let inside = [pa == Some(p), pb == Some(p)];
+        let mut t = 0u64;
+        for (tm, c) in timers.iter().zip(&mut at) {
+            if !inside[tm.set] {
+                continue;
+            }
+            // Every PE of the set lies under a node of the list; PEs come in order.
+            let n = p / tm.per.max(1);
+            while tm.nodes.get(*c).is_some_and(|x| x.0 < n) {
+                *c += 1;
+            }
+            t = t.max(tm.nodes.get(*c).map_or(0, |x| x.1));
+        }
+        if inside[0] {
+            if let Some(bw) = local_bw {
+                t = t.max(cycles(a[i].1.bytes, bw));
+            }
+            i += 1;
+        }
+        if inside[1] {
+            j += 1;
+        }
+        let t = t.saturating_add(lat);
+        match out.last_mut() {
+            Some(r) if r.1 == p && r.2 == t => r.1 = p + 1,
+            _ => out.push((p, p + 1, t)),
+        }
+    }
+    out
+}
+
+/// Runs of PEs `[first, end)` with one cycle from (PE, cycle) pairs in PE order.
+pub fn runs_of(pairs: impl Iterator<Item = (u64, u64)>) -> Vec<(u64, u64, u64)> {
+    let mut out: Vec<(u64, u64, u64)> = Vec::new();
+    for (p, t) in pairs {
+        match out.last_mut() {
+            Some(r) if r.1 == p && r.2 == t => r.1 = p + 1,
+            _ => out.push((p, p + 1, t)),
+        }
+    }
+    out
 }
 
 /// A stage at one end of a transfer (DRAM, a copy inside the LMs, a kernel's compute):
@@ -295,13 +411,13 @@ pub struct Route {
     pub steps: u64,
 }
 
-/// Charges a transfer. `facts[0]` and `facts[1]` are per-PE facts (the second set is
-/// used by stages marked `second`), indexed by PE global index.
-pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> Cost {
+/// Charges a transfer. `facts[0]` and `facts[1]` are the facts of the PEs that take
+/// part (the second set is used by stages marked `second`), in PE order.
+pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[(u64, PeFact)]; 2]) -> Cost {
     let mut out = Cost::default();
-    // Per PE: max port time along its path (per fact set it takes part in).
-    let mut pe_time = vec![0u64; topo.pes as usize];
-    let mut takes_part = vec![false; topo.pes as usize];
+    // Per stage, its nodes' times: a PE's ready cycle is its slowest stage.
+    let mut timers: Vec<Timer> = Vec::new();
+    let mut local_bw = None;
     let mut latency = 0u64;
     let mut chunks = route.steps.max(1);
     let mut best: (u64, Option<Place>) = (0, None);
@@ -317,41 +433,37 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         let Some(link) = m.links.get(&level.name) else {
             continue;
         };
-        let nk = topo.pes / lk;
-        let per = (lk / lc) as usize;
-        // First pass: per node distinct bytes, per child bytes, broadcast test.
-        let mut pd = vec![0u64; nk as usize];
-        let mut maxc = vec![0u64; nk as usize];
+        // First pass, per node that takes part: distinct bytes, most bytes to one child,
+        // broadcast test.
+        let mut per_node: Vec<(u64, u64, u64)> = Vec::new();
         let mut total_child = 0u64;
         let mut max_child_all = 0u64;
         let mut any_multi = false;
         let mut all_same = true;
-        for n in 0..nk {
-            let base = n * lk;
-            let under = &f[base as usize..(base + lk) as usize];
+        for (n, under) in groups(f, lk) {
             let parent_keys = under
                 .iter()
-                .map(|x| (if st.reduce { x.reduced_key } else { x.key }, x.bytes));
-            pd[n as usize] = distinct(&mut buf, parent_keys).0;
+                .map(|(_, x)| (if st.reduce { x.reduced_key } else { x.key }, x.bytes));
+            let pd = distinct(&mut buf, parent_keys).0;
             // Children.
             child_sig.clear();
-            for ci in 0..per as u64 {
-                let cb = (base + ci * lc) as usize;
-                let child = f[cb..cb + lc as usize].iter().map(|x| (x.key, x.bytes));
-                let (b, sig) = distinct(&mut buf, child);
+            let mut maxc = 0u64;
+            for (_, child) in groups(under, lc) {
+                let (b, sig) = distinct(&mut buf, child.iter().map(|(_, x)| (x.key, x.bytes)));
                 if b > 0 {
                     child_sig.push((sig, b));
                 }
                 total_child += b;
-                maxc[n as usize] = maxc[n as usize].max(b);
+                maxc = maxc.max(b);
             }
-            max_child_all = max_child_all.max(maxc[n as usize]);
+            max_child_all = max_child_all.max(maxc);
             if child_sig.len() > 1 {
                 any_multi = true;
                 if child_sig.iter().any(|s| *s != child_sig[0]) {
                     all_same = false;
                 }
             }
+            per_node.push((n, pd, maxc));
         }
         let kind = match (st.dir, st.reduce) {
             (Dir::Up, true) => TransferKind::Reduce,
@@ -361,25 +473,25 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         };
         let rate = rate_of(link, kind);
         let mut stage_cycles = 0u64;
-        let mut node_time = vec![0u64; nk as usize];
-        for n in 0..nk as usize {
-            let t = cycles(pd[n], rate.parent).max(cycles(maxc[n], rate.child));
-            node_time[n] = t;
-            stage_cycles = stage_cycles.max(t);
-        }
-        for p in 0..topo.pes as usize {
-            let fact = f[p];
-            if fact.key != NONE {
-                takes_part[p] = true;
-                pe_time[p] = pe_time[p].max(node_time[p / lk as usize]);
-            }
-        }
+        let nodes: Vec<(u64, u64, u64)> = per_node
+            .iter()
+            .map(|&(n, pd, maxc)| {
+                let t = cycles(pd, rate.parent).max(cycles(maxc, rate.child));
+                stage_cycles = stage_cycles.max(t);
+                (n, t, pd)
+            })
+            .collect();
+        timers.push(Timer {
+            set: st.second as usize,
+            per: lk,
+            nodes: nodes.iter().map(|&(n, t, _)| (n, t)).collect(),
+        });
         // Chunks: an intermediate buffer smaller than what passes through it.
+        let most = nodes.iter().map(|x| x.2).max().unwrap_or(0);
         if st.link > 0
             && let Some(mem) = &level.memory
             && mem.bytes > 0
         {
-            let most = pd.iter().copied().max().unwrap_or(0);
             chunks = chunks.max(most.div_ceil(mem.bytes));
         }
         latency += rate.latency;
@@ -390,23 +502,22 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         if stage_cycles > best.0 || best.1.is_none() {
             best = (stage_cycles, Some(place));
         }
-        out.ports.push(PortUse {
-            link: st.link,
-            dir: st.dir,
-            cycles: node_time,
-            bytes: pd.clone(),
-        });
         out.stages.push(Stage {
             place,
             kind: StageKind::Transfer(kind),
-            bytes: pd.iter().sum(),
+            bytes: nodes.iter().map(|x| x.2).sum(),
             child_bytes: total_child,
-            max_port_bytes: pd.iter().copied().max().unwrap_or(0),
+            max_port_bytes: most,
             max_child_bytes: max_child_all,
-            ports: pd.iter().filter(|&&b| b > 0).count() as u64,
+            ports: nodes.iter().filter(|x| x.2 > 0).count() as u64,
             cycles: stage_cycles,
             latency: rate.latency,
             chunks: 1,
+        });
+        out.ports.push(PortUse {
+            link: st.link,
+            dir: st.dir,
+            nodes,
         });
     }
 
@@ -422,15 +533,11 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         let mut most = 0u64;
         let mut total = 0u64;
         let mut ports = 0u64;
-        for (p, fact) in f.iter().enumerate() {
-            if fact.key != NONE {
-                let t = cycles(fact.bytes, bw);
-                pe_time[p] = pe_time[p].max(t);
-                takes_part[p] = true;
-                most = most.max(fact.bytes);
-                total += fact.bytes;
-                ports += 1;
-            }
+        local_bw = Some(bw);
+        for &(_, fact) in f {
+            most = most.max(fact.bytes);
+            total += fact.bytes;
+            ports += 1;
         }
         let t = cycles(most, bw);
         let place = Place::LocalCopy {
@@ -453,31 +560,30 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
         let f = facts[d.second as usize];
         let k = topo.chain[0];
         let lk = topo.leaves_under[k];
-        let nk = topo.pes / lk;
         let rate = m.dram.bytes_per_cycle * d.efficiency.clamp(1e-6, 1.0);
         let mut most = 0u64;
         let mut total = 0u64;
         let mut ports = 0u64;
-        let mut node_time = vec![0u64; nk as usize];
-        for n in 0..nk {
-            let under = &f[(n * lk) as usize..((n + 1) * lk) as usize];
+        let mut t = 0u64;
+        let mut times: Vec<(u64, u64)> = Vec::new();
+        for (n, under) in groups(f, lk) {
             let b = distinct(
                 &mut buf,
-                under.iter().map(|x| (x.key, x.valid * d.elem_bytes)),
+                under.iter().map(|(_, x)| (x.key, x.valid * d.elem_bytes)),
             )
             .0;
-            node_time[n as usize] = cycles(b, rate);
+            let node_time = cycles(b, rate);
+            times.push((n, node_time));
+            t = t.max(node_time);
             most = most.max(b);
             total += b;
             ports += (b > 0) as u64;
         }
-        for p in 0..topo.pes as usize {
-            if f[p].key != NONE {
-                takes_part[p] = true;
-                pe_time[p] = pe_time[p].max(node_time[p / lk as usize]);
-            }
-        }
-        let t = node_time.iter().copied().max().unwrap_or(0);
+        timers.push(Timer {
+            set: d.second as usize,
+            per: lk,
+            nodes: times,
+        });
         let place = Place::Dram {
             level: LevelId::of(k),
             dir: d.dir,
@@ -503,9 +609,6 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[PeFact]; 2]) -> C
     out.bottleneck = best
         .1
         .and_then(|b| out.stages.iter().position(|s| s.place == b));
-    out.ready = (0..topo.pes)
-        .filter(|&p| takes_part[p as usize])
-        .map(|p| (p, pe_time[p as usize].saturating_add(lat)))
-        .collect();
+    out.ready = ready_runs(facts, &timers, local_bw, lat);
     out
 }

@@ -1,6 +1,6 @@
 //! The placement map, its inverse, closed-form counts and the canonical form.
 
-use super::{Class, Inverse, LevelUse, Placement, SubAxis, TensorLayout, invert};
+use super::{Class, Inverse, LevelUse, Placement, SubAxis, TensorLayout, invert, invert_into};
 use crate::dtype::DType;
 use std::fmt::Write as _;
 
@@ -325,6 +325,8 @@ impl TensorLayout {
             return None;
         }
         let mut fixed: Vec<Option<u64>> = vec![None; self.flat.len()];
+        // Flat indices of one level's sub-axes (reused: one allocation per shard).
+        let mut ids: Vec<usize> = Vec::with_capacity(self.flat.len());
         for (i, l) in self.levels.iter().enumerate() {
             if pos[i] >= l.fanout {
                 return None;
@@ -332,14 +334,9 @@ impl TensorLayout {
             if l.replicated {
                 continue;
             }
-            let ids: Vec<usize> = (0..self.flat.len())
-                .filter(|&j| self.flat[j].1.class == Class::Level(i))
-                .collect();
-            let axes: Vec<SubAxis> = ids.iter().map(|&j| self.flat[j].1).collect();
-            let idx = invert(&self.inv_levels[i], &axes, pos[i])?;
-            for (j, k) in ids.into_iter().zip(idx) {
-                fixed[j] = Some(k);
-            }
+            ids.clear();
+            ids.extend((0..self.flat.len()).filter(|&j| self.flat[j].1.class == Class::Level(i)));
+            invert_into(&self.inv_levels[i], &self.flat, &ids, pos[i], &mut fixed)?;
         }
         Some(Shard {
             layout: self,

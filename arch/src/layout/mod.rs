@@ -179,6 +179,51 @@ fn build_inverse(axes: &[SubAxis], span: u64) -> Result<Inverse, ()> {
 }
 
 /// Solves `value = Σ idx·stride` for the class's sub-axes; returns per-axis indices.
+/// [`invert`] for the sub-axes `ids` of `flat`, writing each digit into `fixed[id]`
+/// (no allocation: a shard per PE calls it per level).
+fn invert_into(
+    inv: &Inverse,
+    flat: &[(usize, SubAxis, u64)],
+    ids: &[usize],
+    value: u64,
+    fixed: &mut [Option<u64>],
+) -> Option<()> {
+    let axis = |i: usize| flat[ids[i]].1;
+    match inv {
+        Inverse::Greedy(order) => {
+            let mut v = value;
+            for &i in order {
+                let a = axis(i);
+                let k = v / a.stride;
+                if k >= a.size {
+                    return None;
+                }
+                fixed[ids[i]] = Some(k);
+                v -= k * a.stride;
+            }
+            // Sub-axes the greedy order leaves out stay at 0, as in `invert`.
+            for &j in ids {
+                fixed[j].get_or_insert(0);
+            }
+            (v == 0).then_some(())
+        }
+        Inverse::Table(table, order) => {
+            let mut f = *table.get(usize::try_from(value).ok()?)?;
+            if f == u64::MAX {
+                return None;
+            }
+            for &j in ids {
+                fixed[j].get_or_insert(0);
+            }
+            for &i in order.iter().rev() {
+                fixed[ids[i]] = Some(f % axis(i).size);
+                f /= axis(i).size;
+            }
+            Some(())
+        }
+    }
+}
+
 fn invert(inv: &Inverse, axes: &[SubAxis], value: u64) -> Option<Vec<u64>> {
     let mut idx = vec![0u64; axes.len()];
     match inv {

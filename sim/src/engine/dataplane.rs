@@ -8,12 +8,11 @@
 //! A faster data plane (copies by contiguous runs, ...) belongs here.
 
 use super::{DramTensor, Engine, Resident};
-use crate::net::{self, PeFact};
+use crate::net::{self, Facts, PeFact};
 use crate::world::{Lm, Pe};
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
 use rayon::prelude::*;
-use std::collections::HashMap;
 
 /// Raw pointer that may cross threads: PEs write disjoint DRAM elements (a layout's
 /// placement map is injective, and only one replica writes).
@@ -130,8 +129,86 @@ pub(super) fn copy_elem(dst: &mut [u8], src: &[u8], eb: usize) {
     }
 }
 
+/// Copies `n` elements of `N` bytes, `s_step` bytes apart from `s`, to `d_step` bytes
+/// apart from `d`, by fixed-size moves.
+///
+/// # Safety
+/// Every element of both runs lies in its buffer, the buffers do not overlap, and no
+/// one else touches the destination elements meanwhile.
+#[inline(always)]
+unsafe fn strided<const N: usize>(
+    d: *mut u8,
+    d_step: usize,
+    s: *const u8,
+    s_step: usize,
+    n: usize,
+) {
+    for k in 0..n {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(s.add(k * s_step), d.add(k * d_step), N) }
+    }
+}
+
+/// [`strided`] for an element size `eb` known at run time: one dispatch per run.
+///
+/// # Safety
+/// As [`strided`].
+#[inline]
+pub(super) unsafe fn copy_strided_raw(
+    d: *mut u8,
+    d_step: usize,
+    s: *const u8,
+    s_step: usize,
+    n: usize,
+    eb: usize,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match eb {
+            1 => strided::<1>(d, d_step, s, s_step, n),
+            2 => strided::<2>(d, d_step, s, s_step, n),
+            4 => strided::<4>(d, d_step, s, s_step, n),
+            8 => strided::<8>(d, d_step, s, s_step, n),
+            _ => {
+                for k in 0..n {
+                    std::ptr::copy_nonoverlapping(s.add(k * s_step), d.add(k * d_step), eb)
+                }
+            }
+        }
+    }
+}
+
+/// Copies `n` elements of `eb` bytes from `src` (from byte `s.0`, `s.1` apart) to `dst`
+/// (from byte `d.0`, `d.1` apart): one bounds check per run.
+#[inline]
+pub(super) fn copy_strided(
+    dst: &mut [u8],
+    d: (usize, usize),
+    src: &[u8],
+    s: (usize, usize),
+    n: usize,
+    eb: usize,
+) {
+    if n == 0 {
+        return;
+    }
+    assert!(d.0 + (n - 1) * d.1 + eb <= dst.len() && s.0 + (n - 1) * s.1 + eb <= src.len());
+    // SAFETY: both runs' last elements are in range (checked), steps are non-negative,
+    // and `dst` is borrowed exclusively.
+    unsafe {
+        copy_strided_raw(
+            dst.as_mut_ptr().add(d.0),
+            d.1,
+            src.as_ptr().add(s.0),
+            s.1,
+            n,
+            eb,
+        )
+    }
+}
+
 /// Runs `f` on the shard of every PE that takes part in a move (in parallel over the
-/// PEs) and returns their facts in PE order. `f` gets the PE, its LM, the key of its
+/// PEs) and returns the facts of those that take part, in PE order. `f` gets the PE, its LM, the key of its
 /// data and its shard, and returns the words it moved and the real elements among them.
 pub(super) fn walk_shards(
     world: &mut bevy_ecs::world::World,
@@ -140,22 +217,20 @@ pub(super) fn walk_shards(
     one_replica: bool,
     wb: u64,
     f: impl Fn(&Pe, &mut Lm, u64, mnsim_arch::layout::Shard<'_>) -> (u64, u64) + Sync,
-) -> Vec<PeFact> {
+) -> Facts {
     let used = Engine::used_table(layout);
     let mut q = world.query::<(&Pe, &mut Lm)>();
     let mut pes: Vec<(&Pe, &mut Lm)> = q
         .iter_mut(world)
         .map(|(p, l)| (p, l.into_inner()))
         .collect();
-    let mut facts: Vec<(u64, PeFact)> = pes
+    let mut facts: Facts = pes
         .par_iter_mut()
-        .map(|(pe, lm)| {
+        .filter_map(|(pe, lm)| {
             let key = Engine::key(layout, &used, partial, &pe.pos, one_replica, None);
-            let Some(shard) = layout.shard(&pe.pos).filter(|_| key != net::NONE) else {
-                return (pe.global, PeFact::IDLE);
-            };
+            let shard = layout.shard(&pe.pos).filter(|_| key != net::NONE)?;
             let (words, valid) = f(pe, lm, key, shard);
-            (
+            Some((
                 pe.global,
                 PeFact {
                     key,
@@ -163,16 +238,72 @@ pub(super) fn walk_shards(
                     bytes: words * wb,
                     valid,
                 },
-            )
+            ))
         })
         .collect();
     facts.sort_unstable_by_key(|f| f.0);
-    facts.into_iter().map(|f| f.1).collect()
+    facts
 }
 
-/// One input of a kernel, snapshotted for reading by logical index from any PE.
-pub(super) struct InputView {
-    snap: Vec<Vec<u8>>,
+/// Every PE's LM in PE order, as raw pointers: moves read one PE's region and write
+/// another's (always a different region: a move's destination is allocated while its
+/// sources are resident), in parallel, without copying the sources first.
+#[derive(Clone, Copy)]
+pub(super) struct LmPtr {
+    ptr: SyncPtr,
+    len: usize,
+}
+
+impl LmPtr {
+    /// `n` bytes at `at`.
+    ///
+    /// # Safety
+    /// No one writes those bytes while the slice lives.
+    #[inline]
+    unsafe fn bytes(&self, at: usize, n: usize) -> &[u8] {
+        assert!(at + n <= self.len, "LM read out of range");
+        // SAFETY: in range (checked); the caller guarantees no concurrent writer.
+        unsafe { std::slice::from_raw_parts(self.ptr.0.add(at), n) }
+    }
+
+    /// `n` bytes at `at`, to write.
+    ///
+    /// # Safety
+    /// No one else reads or writes those bytes while the slice lives.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn bytes_mut(&self, at: usize, n: usize) -> &mut [u8] {
+        assert!(at + n <= self.len, "LM write out of range");
+        // SAFETY: in range (checked); the caller guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.0.add(at), n) }
+    }
+}
+
+/// The LM pointers of every PE of the world, in PE order.
+fn lm_ptrs(world: &mut bevy_ecs::world::World) -> Vec<LmPtr> {
+    let mut q = world.query::<(&Pe, &mut Lm)>();
+    let mut v: Vec<(u64, LmPtr)> = q
+        .iter_mut(world)
+        .map(|(p, mut l)| {
+            let len = l.data.len();
+            (
+                p.global,
+                LmPtr {
+                    ptr: SyncPtr(l.data.as_mut_ptr()),
+                    len,
+                },
+            )
+        })
+        .collect();
+    v.sort_unstable_by_key(|x| x.0);
+    v.into_iter().map(|x| x.1).collect()
+}
+
+/// One input of a kernel, read by logical index from any PE's LM in place.
+pub(super) struct InputView<'a> {
+    lms: &'a [LmPtr],
+    /// First byte of the input's region in every LM.
+    base: usize,
     tables: mnsim_arch::layout::AxisTables,
     replicated: Vec<bool>,
     fanout: Vec<u64>,
@@ -182,7 +313,7 @@ pub(super) struct InputView {
     fp: usize,
 }
 
-impl InputView {
+impl InputView<'_> {
     /// Reads element `idx`: from where it lives on split levels, from the copy at
     /// `own` on replicated ones.
     #[inline]
@@ -203,18 +334,17 @@ impl InputView {
             scratch[nl + 1] as usize,
             scratch[nl + 2] as usize,
         );
-        let off = (t * self.fp + a) * self.wb + w * self.eb;
-        elem::read(self.dtype, &self.snap[pe as usize][off..off + self.eb])
+        let off = self.base + (t * self.fp + a) * self.wb + w * self.eb;
+        // SAFETY: inputs are resident regions; a kernel writes only its output's region,
+        // allocated apart from every resident one.
+        elem::read(self.dtype, unsafe {
+            self.lms[pe as usize].bytes(off, self.eb)
+        })
     }
 }
 
 impl Engine {
-    pub(super) fn move_load(
-        &mut self,
-        name: &str,
-        layout: &TensorLayout,
-        offset: u64,
-    ) -> Vec<PeFact> {
+    pub(super) fn move_load(&mut self, name: &str, layout: &TensorLayout, offset: u64) -> Facts {
         let t = &self.tensors[name];
         let dram = t.dram.as_ref().expect("checked");
         let addr = DramAddr::new(&dram.layout, &t.runtime);
@@ -239,13 +369,7 @@ impl Engine {
                         lm.data[lm0..lm0 + n * eb].copy_from_slice(&src[src0..src0 + n * eb]);
                     } else if n > 0 {
                         let src_step = r.step.lin as usize * eb;
-                        for k in 0..n {
-                            copy_elem(
-                                &mut lm.data[lm0 + k * lm_step..],
-                                &src[src0 + k * src_step..],
-                                eb,
-                            );
-                        }
+                        copy_strided(&mut lm.data, (lm0, lm_step), src, (src0, src_step), n, eb);
                     }
                     for k in n..r.len as usize {
                         let p = lm0 + k * lm_step;
@@ -270,7 +394,7 @@ impl Engine {
         )
     }
 
-    pub(super) fn move_store(&mut self, name: &str, r: &Resident, xla: &XlaLayout) -> Vec<PeFact> {
+    pub(super) fn move_store(&mut self, name: &str, r: &Resident, xla: &XlaLayout) -> Facts {
         let t = self.tensors.get_mut(name).expect("checked");
         let eb = t.dtype.bytes() as usize;
         let runtime = t.runtime.clone();
@@ -307,26 +431,29 @@ impl Engine {
                     let d_step = run.step.lin as usize * eb;
                     let (d_last, s_last) = (d0 + (n - 1) * d_step, lm0 + (n - 1) * lm_step);
                     assert!(d_last + eb <= buf && s_last + eb <= lm.data.len());
-                    // SAFETY: every cell of the run lies within the buffer (its last one is
-                    // checked above, and the steps are non-negative), and no other PE writes
-                    // it: the placement map is injective and only the first replica (the
-                    // key) writes.
-                    unsafe {
-                        if lm_step == eb && d_step == eb {
+                    if lm_step == eb && d_step == eb {
+                        // SAFETY: every cell of the run lies within the buffer (its last
+                        // one is checked above), and no other PE writes it: the placement
+                        // map is injective and only the first replica (the key) writes.
+                        unsafe {
                             std::ptr::copy_nonoverlapping(
                                 lm.data.as_ptr().add(lm0),
                                 p.0.add(d0),
                                 n * eb,
-                            );
-                        } else {
-                            for k in 0..n {
-                                std::ptr::copy_nonoverlapping(
-                                    lm.data.as_ptr().add(lm0 + k * lm_step),
-                                    p.0.add(d0 + k * d_step),
-                                    eb,
-                                );
-                            }
-                        }
+                            )
+                        };
+                    } else {
+                        // SAFETY: as above, for each cell of the run.
+                        unsafe {
+                            copy_strided_raw(
+                                p.0.add(d0),
+                                d_step,
+                                lm.data.as_ptr().add(lm0),
+                                lm_step,
+                                n,
+                                eb,
+                            )
+                        };
                     }
                     valid += run.valid;
                 });
@@ -375,7 +502,7 @@ impl Engine {
         offset: u64,
         runtime: &[u64],
         dtype: DType,
-    ) -> Vec<PeFact> {
+    ) -> Facts {
         let snap = self.snapshot(src.offset, src.words);
         let addr = self.machine.addressable_levels();
         let (eb, wb) = (dtype.bytes() as usize, self.machine.word_bytes as usize);
@@ -424,7 +551,7 @@ impl Engine {
         offset: u64,
         dtype: DType,
         runtime: &[u64],
-    ) -> Vec<PeFact> {
+    ) -> Facts {
         let snap = self.snapshot(src.offset, src.words);
         let addr = self.machine.addressable_levels();
         let layout = &src.layout;
@@ -471,16 +598,18 @@ impl Engine {
         )
     }
 
-    pub(super) fn input_view(&mut self, r: &Resident, dtype: DType) -> InputView {
+    fn input_view<'a>(&self, lms: &'a [LmPtr], r: &Resident, dtype: DType) -> InputView<'a> {
         let l = &r.layout;
+        let wb = self.machine.word_bytes as usize;
         InputView {
-            snap: self.snapshot(r.offset, r.words),
+            lms,
+            base: r.offset as usize * wb,
             tables: l.axis_tables(),
             replicated: l.levels().iter().map(|x| x.replicated).collect(),
             fanout: l.levels().iter().map(|x| x.fanout).collect(),
             dtype,
             eb: dtype.bytes() as usize,
-            wb: self.machine.word_bytes as usize,
+            wb,
             fp: l.footprint_words() as usize,
         }
     }
@@ -488,12 +617,14 @@ impl Engine {
     /// Functional kernel: every distinct output shard is computed once (replicas are
     /// copies: SIMD repeats the work, the simulator need not), then copied to every PE
     /// that holds it. Where the output is partial, each reduced variable runs only over
-    /// the indices this shard's position holds.
+    /// the indices this shard's position holds. Inputs are read in place from the LMs,
+    /// and a shard's values live only until they are copied: the host holds the LMs and
+    /// one shard per thread, not a second copy of the tensors.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn move_kernel(
         &mut self,
         k: &mnsim_kernels::Kernel,
-        views: &[InputView],
+        inputs: &[(&Resident, DType)],
         in_rt: &[&[u64]],
         layout: &TensorLayout,
         offset: u64,
@@ -501,7 +632,7 @@ impl Engine {
         dtype: DType,
         legal: &mnsim_kernels::Legality,
         in_layouts: &[&TensorLayout],
-    ) -> Vec<PeFact> {
+    ) -> Facts {
         let partial = legal.partial.as_slice();
         // Reduced variables run over their real (run-time) extents.
         let extents = mnsim_kernels::reduced_extents(k, in_rt).unwrap_or_default();
@@ -509,27 +640,34 @@ impl Engine {
         let wb = self.machine.word_bytes as usize;
         let fp = layout.footprint_words() as usize;
         let region = (layout.footprint_words() * layout.time_span()) as usize * wb;
+        let base = offset as usize * wb;
         let used = Self::used_table(layout);
+        let lms = lm_ptrs(&mut self.sw.world);
+        let views: Vec<InputView> = inputs
+            .iter()
+            .map(|&(r, d)| self.input_view(&lms, r, d))
+            .collect();
         let width = views.iter().map(|v| v.tables.width()).max().unwrap_or(3);
-        // One representative PE per distinct shard.
+        // The PEs of every distinct shard, by key (PE order inside).
         let positions = &self.positions;
-        let mut reps: Vec<(u64, usize)> = positions
+        let mut keyed: Vec<(u64, usize)> = positions
             .iter()
             .enumerate()
             .map(|(p, pos)| (Self::key(layout, &used, partial, pos, false, None), p))
             .filter(|(key, _)| *key != net::NONE)
             .collect();
-        reps.sort_unstable();
-        reps.dedup_by_key(|x| x.0);
-        let computed: Vec<(u64, Vec<u8>, u64, u64)> = reps
+        keyed.sort_unstable();
+        let shards: Vec<&[(u64, usize)]> = keyed.chunk_by(|a, b| a.0 == b.0).collect();
+        let mut facts: Facts = shards
             .par_iter()
-            .map(|&(key, p)| {
+            .flat_map_iter(|pes| {
+                let (key, p) = pes[0];
                 let pos = &positions[p];
+                let Some(shard) = layout.shard(pos) else {
+                    return Vec::new();
+                };
                 let mut buf = vec![0u8; region];
                 let (mut words, mut valid) = (0u64, 0u64);
-                let Some(shard) = layout.shard(pos) else {
-                    return (key, buf, 0, 0);
-                };
                 // The values of each reduced variable this shard works on: all of them,
                 // or this position's share where the output is partial.
                 let share = match mnsim_kernels::reduced_share(k, in_layouts, legal, pos) {
@@ -551,26 +689,25 @@ impl Engine {
                         valid += 1;
                     }
                 });
-                (key, buf, words, valid)
+                pes.iter()
+                    .map(|&(_, p)| {
+                        // SAFETY: the output's region of PE `p`: only this shard's task
+                        // writes it (a PE holds one shard), and no input lies in it.
+                        unsafe { lms[p].bytes_mut(base, region) }.copy_from_slice(&buf);
+                        (
+                            p as u64,
+                            PeFact {
+                                key,
+                                reduced_key: key,
+                                bytes: words * wb as u64,
+                                valid,
+                            },
+                        )
+                    })
+                    .collect::<Vec<_>>()
             })
             .collect();
-        let by_key: HashMap<u64, usize> =
-            computed.iter().enumerate().map(|(i, c)| (c.0, i)).collect();
-        let base = offset as usize * wb;
-        walk_shards(
-            &mut self.sw.world,
-            layout,
-            partial,
-            false,
-            wb as u64,
-            |_, lm, key, _| match by_key.get(&key) {
-                Some(&i) => {
-                    let (_, buf, words, valid) = &computed[i];
-                    lm.data[base..base + region].copy_from_slice(buf);
-                    (*words, *valid)
-                }
-                None => (0, 0),
-            },
-        )
+        facts.sort_unstable_by_key(|f| f.0);
+        facts
     }
 }

@@ -6,7 +6,7 @@
 //! moves bytes, and a test asserts both agree.
 
 use super::Engine;
-use crate::net::{self, PeFact};
+use crate::net::{self, Facts, PeFact};
 use mnsim_arch::layout::Class;
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use std::collections::HashMap;
@@ -54,7 +54,10 @@ impl Engine {
             .collect()
     }
 
-    /// Per-PE facts in closed form (timing mode, and the source side of moves).
+    /// Per-PE facts in closed form (timing mode, and the source side of moves), of the
+    /// PEs that take part only: the cartesian product of the positions each level lets
+    /// take part, walked in PE order. Work and memory follow the PEs the layout
+    /// touches, not the machine's size.
     pub(super) fn closed_facts(
         &self,
         layout: &TensorLayout,
@@ -62,38 +65,94 @@ impl Engine {
         runtime: &[u64],
         one_replica: bool,
         skip: Option<usize>,
-    ) -> Vec<PeFact> {
+    ) -> Facts {
         let used = Self::used_table(layout);
-        let bytes = layout.words_per_pe().saturating_mul(layout.word_bytes());
-        let full = runtime == layout.padded_shape();
-        let mut valid_cache: HashMap<u64, u64> = HashMap::new();
-        self.positions
+        let levels = layout.levels();
+        // Per level: the positions that take part, with their key digit (and reduced key
+        // digit): the same rule as `key`.
+        let choices: Vec<Vec<(u64, u64, u64)>> = levels
             .iter()
-            .map(|pos| {
-                let key = Self::key(layout, &used, partial, pos, one_replica, None);
-                if key == net::NONE {
-                    return PeFact::IDLE;
-                }
-                let reduced_key = if skip.is_some() {
-                    Self::key(layout, &used, partial, pos, one_replica, skip)
-                } else {
-                    key
+            .enumerate()
+            .map(|(i, lv)| {
+                let part = partial.contains(&i);
+                let digit = |p: u64, include: bool| {
+                    let d = if include { p } else { 0 };
+                    (d, if skip == Some(i) { 0 } else { d })
                 };
-                let valid = if full {
-                    layout.elems_per_pe()
+                if lv.replicated {
+                    let n = if one_replica && !part { 1 } else { lv.fanout };
+                    (0..n)
+                        .map(|p| {
+                            let (d, r) = digit(p, part);
+                            (p, d, r)
+                        })
+                        .collect()
                 } else {
-                    *valid_cache
-                        .entry(key)
-                        .or_insert_with(|| layout.shard(pos).map_or(0, |s| s.valid_elems(runtime)))
-                };
-                PeFact {
-                    key,
-                    reduced_key,
-                    bytes,
-                    valid,
+                    (0..lv.fanout)
+                        .filter(|&p| used[i][p as usize])
+                        .map(|p| {
+                            let (d, r) = digit(p, true);
+                            (p, d, r)
+                        })
+                        .collect()
                 }
             })
-            .collect()
+            .collect();
+        let count = choices
+            .iter()
+            .try_fold(1usize, |a, c| a.checked_mul(c.len()))
+            .unwrap_or(usize::MAX);
+        if count == 0 {
+            return Vec::new();
+        }
+        let fan: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
+        let bytes = layout.words_per_pe().saturating_mul(layout.word_bytes());
+        let full = runtime == layout.padded_shape();
+        let elems = layout.elems_per_pe();
+        let mut valid_cache: HashMap<u64, u64> = HashMap::new();
+        let mut out: Facts = Vec::with_capacity(count.min(1 << 20));
+        // An odometer over the choices, most significant level first: PE order.
+        let mut at = vec![0usize; choices.len()];
+        let mut pos = vec![0u64; choices.len()];
+        loop {
+            let (mut pe, mut key, mut reduced) = (0u64, 0u64, 0u64);
+            for (i, c) in choices.iter().enumerate() {
+                let (p, d, r) = c[at[i]];
+                pos[i] = p;
+                pe = pe * fan[i] + p;
+                key = key * fan[i] + d;
+                reduced = reduced * fan[i] + r;
+            }
+            let valid = if full {
+                elems
+            } else {
+                *valid_cache
+                    .entry(key)
+                    .or_insert_with(|| layout.shard(&pos).map_or(0, |s| s.valid_elems(runtime)))
+            };
+            out.push((
+                pe,
+                PeFact {
+                    key,
+                    reduced_key: if skip.is_some() { reduced } else { key },
+                    bytes,
+                    valid,
+                },
+            ));
+            // Next combination.
+            let mut i = choices.len();
+            loop {
+                if i == 0 {
+                    return out;
+                }
+                i -= 1;
+                at[i] += 1;
+                if at[i] < choices[i].len() {
+                    break;
+                }
+                at[i] = 0;
+            }
+        }
     }
 
     /// Burst efficiency of reading (or writing) `layout`'s data from a DRAM in

@@ -5,7 +5,6 @@
 //! Invariant: the output gets a fresh region (it may replace an input); a split
 //! contraction leaves the output partial over the levels `Legality::partial` names.
 
-use super::dataplane::InputView;
 use super::{Engine, Mode, Resident, SimError, err};
 use crate::ids::RegionId;
 use crate::net;
@@ -102,14 +101,10 @@ impl Engine {
         let facts = match self.mode {
             Mode::Timing => self.closed_facts(&layout, &legal.partial, &out_rt, false, None),
             Mode::Functional => {
-                let views: Vec<InputView> = res
-                    .iter()
-                    .zip(&in_dtypes)
-                    .map(|(r, &d)| self.input_view(r, d))
-                    .collect();
+                let inputs: Vec<(&Resident, DType)> = res.iter().zip(in_dtypes).collect();
                 self.move_kernel(
                     k,
-                    &views,
+                    &inputs,
                     &rt_ref,
                     &layout,
                     offset,
@@ -124,7 +119,7 @@ impl Engine {
             self.release(o);
         }
         let unit = self.machine.addressable_levels()[legal.unit_level].level_index;
-        let units = facts.iter().filter(|f| f.key != net::NONE).count() as u64;
+        let units = facts.len() as u64;
         let place = net::Place::Compute {
             level: crate::ids::LevelId::of(unit),
             leaf: unit + 1 == self.machine.levels.len(),
@@ -133,12 +128,7 @@ impl Engine {
         let c = net::Cost {
             stages: vec![stage],
             cycles: cost.cycles,
-            ready: facts
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.key != net::NONE)
-                .map(|(p, _)| (p as u64, cost.cycles))
-                .collect(),
+            ready: net::runs_of(facts.iter().map(|&(p, _)| (p, cost.cycles))),
             bottleneck: Some(0),
             ports: Vec::new(),
         };

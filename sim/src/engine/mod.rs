@@ -10,7 +10,7 @@ use crate::ids::RegionId;
 use crate::lowering;
 use crate::net::{self, Dir, Topo};
 use crate::timeline::{Schedule, Task, Timeline};
-use crate::world::{Lm, Pe, PortStats, Ready, SimWorld, WorldBusy};
+use crate::world::{Lm, Nodes, Pe, PortStats, Ready, SimWorld, WorldBusy};
 use hdrhistogram::Histogram;
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_reports::{OpReport, Percentiles};
@@ -99,19 +99,22 @@ pub struct Engine {
     charge_log: Vec<u64>,
     /// Every `Time`-stepped tensor placed in LM (a stream), by region.
     pub streams: BTreeMap<RegionId, StreamState>,
-    /// Every PE's position per addressable level, in PE order (fixed by the machine).
+    /// Every PE's position per addressable level, in PE order (functional mode only:
+    /// timing mode walks the positions a layout touches).
     positions: Vec<Vec<u64>>,
 }
 
-/// Percentiles of per-PE cycles through an hdrhistogram at 3 significant digits (within
-/// 0.1%); min and max are exact, and no percentile exceeds the max.
-fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
-    let values: Vec<u64> = values.collect();
-    let (lo, hi) = (values.iter().copied().min()?, values.iter().copied().max()?);
+/// Percentiles of per-PE cycles, given as (cycle, PEs at it), through an hdrhistogram at
+/// 3 significant digits (within 0.1%); min and max are exact, and no percentile exceeds
+/// the max.
+fn percentiles(values: impl Iterator<Item = (u64, u64)>) -> Option<Percentiles> {
+    let values: Vec<(u64, u64)> = values.filter(|v| v.1 > 0).collect();
+    let lo = values.iter().map(|v| v.0).min()?;
+    let hi = values.iter().map(|v| v.0).max()?;
     // Bounds from the data: a histogram over the whole u64 range would allocate tens of MB.
     let mut h = Histogram::<u64>::new_with_bounds(1, hi.max(2), 3).ok()?;
-    for &v in &values {
-        h.saturating_record(v.max(1));
+    for &(v, n) in &values {
+        h.saturating_record_n(v.max(1), n);
     }
     let q = |x: f64| h.value_at_quantile(x).min(hi);
     Some(Percentiles {
@@ -120,7 +123,7 @@ fn percentiles(values: impl Iterator<Item = u64>) -> Option<Percentiles> {
         p99: q(0.99),
         max: hi,
         min: lo,
-        count: values.len() as u64,
+        count: values.iter().map(|v| v.1).sum(),
     })
 }
 
@@ -174,7 +177,14 @@ impl Engine {
     /// An engine whose ops are placed by `schedule`.
     pub fn with_schedule(machine: Machine, mode: Mode, schedule: Schedule) -> Engine {
         let topo = Topo::new(&machine);
-        let sw = SimWorld::build(&machine);
+        // Functional mode holds every PE's LM; timing mode spawns what its ops touch.
+        let sw = SimWorld::build(
+            &machine,
+            match mode {
+                Mode::Functional => Nodes::All,
+                Mode::Timing => Nodes::Touched,
+            },
+        );
         let positions = Self::positions_of(&sw);
         let lm_words = machine.leaf_memory_bytes() / machine.word_bytes.max(1);
         Engine {
@@ -305,11 +315,11 @@ impl Engine {
             .ok_or_else(|| SimError(format!("tensor `{name}` is not in LM: Load it first")))
     }
 
-    /// Every PE's position per addressable level, in PE order (read from the world once).
+    /// Every spawned PE's position per addressable level, in PE order (read from the
+    /// world once).
     fn positions_of(sw: &SimWorld) -> Vec<Vec<u64>> {
         sw.pes()
-            .iter()
-            .map(|&e| {
+            .map(|e| {
                 sw.world
                     .get::<Pe>(e)
                     .map(|p| p.pos.clone())
@@ -452,13 +462,12 @@ impl Engine {
         let (start, end) = (placed.start, placed.end);
         let clock = self.sw.clock().max(end);
         self.sw.set_clock(clock);
-        // Port statistics on the chain nodes.
+        // Port statistics on the chain nodes that took part, ready cycles on the PEs.
         for port in &c.ports {
             let k = self.topo.chain[port.link];
-            for (n, (&t, &b)) in port.cycles.iter().zip(&port.bytes).enumerate() {
-                if let Some(&e) = self.sw.nodes[k].get(n)
-                    && let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e)
-                {
+            for &(n, t, b) in &port.nodes {
+                let e = self.sw.node(k, n);
+                if let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e) {
                     ps.busy_cycles += t;
                     match port.dir {
                         Dir::Down => ps.bytes_down += b,
@@ -467,13 +476,12 @@ impl Engine {
                 }
             }
         }
-        for &(p, r) in &c.ready {
-            let e = self.sw.pes()[p as usize];
-            if let Some(mut rd) = self.sw.world.get_mut::<Ready>(e) {
-                rd.0 = start + r;
-            }
+        if let Some(&leaf) = self.sw.levels.last()
+            && let Some(mut rd) = self.sw.world.get_mut::<Ready>(leaf)
+        {
+            rd.record(&c.ready, start);
         }
-        let ready = percentiles(c.ready.iter().map(|&(_, r)| start + r));
+        let ready = percentiles(c.ready.iter().map(|&(a, b, r)| (start + r, b - a)));
         let (util, pad, padded) = match layout {
             Some(l) => {
                 let total: u64 = l.levels().iter().map(|x| x.fanout).product();
@@ -553,7 +561,7 @@ mod tests {
                 wide.saturating_record(v.max(1));
             }
             let hi = *values.iter().max().unwrap();
-            let p = percentiles(values.iter().copied()).unwrap();
+            let p = percentiles(values.iter().map(|&v| (v, 1))).unwrap();
             let q = |x: f64| wide.value_at_quantile(x).min(hi);
             assert_eq!(
                 (p.p50, p.p90, p.p99),

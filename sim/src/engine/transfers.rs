@@ -260,18 +260,20 @@ impl Engine {
             }
             None => {
                 // No level to cross: a copy inside each LM (the larger of the two shards).
-                let facts: Vec<PeFact> = src_facts
+                // Every PE of the destination; the source's shard on that PE, if any.
+                let mut src_at = src_facts.iter().peekable();
+                let facts: net::Facts = dst_facts
                     .iter()
-                    .zip(&dst_facts)
-                    .map(|(a, b)| {
-                        if b.key == net::NONE {
-                            PeFact::IDLE
-                        } else {
+                    .map(|&(p, b)| {
+                        while src_at.next_if(|a| a.0 < p).is_some() {}
+                        let a = src_at.peek().filter(|a| a.0 == p).map_or(0, |a| a.1.bytes);
+                        (
+                            p,
                             PeFact {
-                                bytes: a.bytes.max(b.bytes),
-                                ..*b
-                            }
-                        }
+                                bytes: a.max(b.bytes),
+                                ..b
+                            },
+                        )
                     })
                     .collect();
                 let route = Route {
