@@ -356,7 +356,17 @@ pub fn plan_with(
     }
     let mut best: Vec<Planned> = Vec::new();
     let mut last_error = None;
-    for f in &confirm {
+    let nfound = found.best.len();
+    for (k, f) in confirm.iter().enumerate() {
+        // Past the time limit, only the search's best runnable assignment (and the
+        // seeds, which the choice must not be slower than) are still confirmed.
+        let over = opts
+            .search
+            .time_limit
+            .is_some_and(|t| started.elapsed() >= t);
+        if over && k < nfound && !best.is_empty() {
+            continue;
+        }
         if f.eval.failure.is_some() {
             if let Some((i, m)) = &f.eval.failure {
                 last_error.get_or_insert_with(|| format!("op {i}: {m}"));
