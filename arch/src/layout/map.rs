@@ -615,7 +615,7 @@ impl Shard<'_> {
         // the run, known at the run's start. The odometer turns the outer digits only.
         let Some(inner) = free.last() else {
             f(
-                &index,
+                index,
                 &Run {
                     valid: (bad == 0) as u64,
                     len: 1,
@@ -653,7 +653,7 @@ impl Shard<'_> {
                 inner.size.min((limit - base).div_ceil(inner.radix))
             };
             f(
-                &index,
+                index,
                 &Run {
                     valid: n_valid,
                     len: inner.size,
