@@ -178,6 +178,8 @@ impl Coster {
             self.place(n, h)?;
         }
         self.eng.ops.clear();
+        // `buffers:` of the op, for the allocation of its result (a stream's slices).
+        self.eng.buffers = op.buffers();
         let need = || SimError(format!("{} needs a layout", op.name()));
         match op {
             Op::Load { tensor, .. } => {
