@@ -75,10 +75,25 @@ fn bound(op: &ResolvedOp) -> Result<&TensorLayout, SimError> {
     }
 }
 
+/// A tree Reduce the run inserted after a kernel whose output holds partial sums
+/// (`auto_reduce`, or a `ReduceAxes` whose axis spans levels): a lowered op of its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InsertedReduce {
+    /// The program op it follows (index in the program).
+    pub after: usize,
+    /// Its index among the run's ops (the report's `ops`).
+    pub op: usize,
+    pub tensor: String,
+    /// The level the partial sums combine over.
+    pub level: String,
+}
+
 /// What a run produced.
 pub struct RunOutput {
     pub report: Report,
     pub engine: Engine,
+    /// The Reduces the run inserted, in order.
+    pub inserted: Vec<InsertedReduce>,
 }
 
 /// The kernel of a program op, its inputs, output and layout text.
@@ -299,6 +314,7 @@ pub fn run_with_progress(
         }
     }
     let mut warnings = res.warnings.clone();
+    let mut inserted: Vec<InsertedReduce> = Vec::new();
     for (done, rop) in res.ops.iter().enumerate() {
         progress(done, res.ops.len());
         let at = |e: SimError| {
@@ -421,7 +437,28 @@ pub fn run_with_progress(
                         _ => Combine::Add,
                     };
                     eng.buffers = None;
+                    let levels: Vec<String> = eng
+                        .tensors
+                        .get(out)
+                        .and_then(|t| t.lm.as_ref())
+                        .map(|r| {
+                            r.partial
+                                .iter()
+                                .rev()
+                                .map(|&p| r.layout.levels()[p].name.clone())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let first = eng.ops.len();
                     eng.reduce_partials(out, comb).map_err(at)?;
+                    for (k, level) in levels.into_iter().enumerate() {
+                        inserted.push(InsertedReduce {
+                            after: rop.index,
+                            op: first + k,
+                            tensor: out.to_string(),
+                            level,
+                        });
+                    }
                 }
             }
         }
@@ -444,6 +481,7 @@ pub fn run_with_progress(
     Ok(RunOutput {
         report,
         engine: eng,
+        inserted,
     })
 }
 

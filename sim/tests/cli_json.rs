@@ -170,3 +170,33 @@ fn terminal_leaves_out_ready_columns_when_pes_agree() {
         assert!(!text.contains('…'), "{text}");
     }
 }
+
+#[test]
+fn check_lists_the_reduces_a_run_inserts_after_partial_sums() {
+    // mlp_block's split_k plan splits the contraction over L1B and L2B under
+    // auto_reduce: two tree Reduces follow the matmul, leaf-most level first.
+    let v = json(&["check", "scenarios/mlp_block.ron", "--json"]);
+    let plans = v["plans"].as_array().unwrap();
+    let plan = |p: &str| plans.iter().find(|x| x["plan"] == p).unwrap();
+    let ins = plan("split_k")["inserted_reduces"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let levels: Vec<&str> = ins.iter().map(|i| i["level"].as_str().unwrap()).collect();
+    assert_eq!(levels, ["L1B", "L2B"], "{v}");
+    assert!(
+        ins.iter().all(|i| i["tensor"] == "y" && i["after"] == 6),
+        "{v}"
+    );
+    // A plan whose matmul keeps its contraction whole inserts none.
+    assert_eq!(
+        plan("gather")["inserted_reduces"].as_array().unwrap().len(),
+        0
+    );
+    let out = mnsim(&["check", "scenarios/mlp_block.ron", "--plan", "split_k"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("+ Reduce of `y` over L1B after op 6"),
+        "{text}"
+    );
+}

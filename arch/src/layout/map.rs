@@ -488,6 +488,25 @@ pub struct Run {
     pub step: RunStep,
 }
 
+/// A free sub-axis of a shard walk.
+#[derive(Clone, Copy, Debug)]
+struct Free {
+    g: usize,
+    size: u64,
+    radix: u64,
+    class: Class,
+    stride: u64,
+    dlin: u64,
+}
+
+/// The buffers of a shard walk.
+#[derive(Default)]
+struct Scratch {
+    index: Vec<u64>,
+    free: Vec<Free>,
+    digit: Vec<u64>,
+}
+
 impl Shard<'_> {
     /// Walks the shard like [`Shard::for_each`], keeping incrementally a linear offset
     /// `Σ index[g] · weights[g]` and whether the index lies below `limits` on every axis.
@@ -539,9 +558,30 @@ impl Shard<'_> {
     /// ones by an odometer; the linear offset, the count of axes out of `limits` and the
     /// cell move by additions only. `index` is the run's first cell.
     fn walk_runs(&self, weights: &[u64], limits: &[u64], mut f: impl FnMut(&[u64], &Run)) {
+        // Scratch reused across the shards a thread walks: a move walks one shard per PE,
+        // and three allocations per shard were most of a small move's cost. A walk
+        // inside `f` (none today) finds the scratch taken and allocates its own.
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+        }
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut sc) => self.walk_runs_in(&mut sc, weights, limits, &mut f),
+            Err(_) => self.walk_runs_in(&mut Scratch::default(), weights, limits, &mut f),
+        })
+    }
+
+    fn walk_runs_in(
+        &self,
+        sc: &mut Scratch,
+        weights: &[u64],
+        limits: &[u64],
+        f: &mut impl FnMut(&[u64], &Run),
+    ) {
         let l = self.layout;
         let ng = l.groups.len();
-        let mut index = vec![0u64; ng];
+        let Scratch { index, free, digit } = sc;
+        index.clear();
+        index.resize(ng, 0);
         for (j, &(g, _, radix)) in l.flat.iter().enumerate() {
             if let Some(k) = self.fixed[j] {
                 index[g] += k * radix;
@@ -553,35 +593,29 @@ impl Shard<'_> {
             .map(|g| index[g].wrapping_mul(w_of(g)))
             .fold(0u64, u64::wrapping_add);
         let mut bad = (0..ng).filter(|&g| index[g] >= lim(g)).count();
-        struct Free {
-            g: usize,
-            size: u64,
-            radix: u64,
-            class: Class,
-            stride: u64,
-            dlin: u64,
-        }
-        let free: Vec<Free> = l
-            .flat
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| self.fixed[*j].is_none())
-            .map(|(_, &(g, s, radix))| Free {
-                g,
-                size: s.size,
-                radix,
-                class: s.class,
-                stride: s.stride,
-                dlin: radix.wrapping_mul(w_of(g)),
-            })
-            .collect();
+        free.clear();
+        free.extend(
+            l.flat
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| self.fixed[*j].is_none())
+                .map(|(_, &(g, s, radix))| Free {
+                    g,
+                    size: s.size,
+                    radix,
+                    class: s.class,
+                    stride: s.stride,
+                    dlin: radix.wrapping_mul(w_of(g)),
+                }),
+        );
         let (mut addr, mut w, mut t) = (0u64, 0u64, 0u64);
-        let mut digit = vec![0u64; free.len()];
+        digit.clear();
+        digit.resize(free.len(), 0);
         // The innermost free sub-axis runs as a tight loop: its validity is a prefix of
         // the run, known at the run's start. The odometer turns the outer digits only.
         let Some(inner) = free.last() else {
             f(
-                &index,
+                index,
                 &Run {
                     valid: (bad == 0) as u64,
                     len: 1,
@@ -619,7 +653,7 @@ impl Shard<'_> {
                 inner.size.min((limit - base).div_ceil(inner.radix))
             };
             f(
-                &index,
+                index,
                 &Run {
                     valid: n_valid,
                     len: inner.size,

@@ -1,4 +1,5 @@
-//! `mnsim check S.ron`: load and resolve every plan, run nothing.
+//! `mnsim check S.ron`: load and resolve every plan; list the tree Reduces a run would
+//! insert (found by a timing run), nothing else runs.
 
 use super::run::ScenarioArgs;
 use clap::Args;
@@ -13,7 +14,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub plan: Option<String>,
     /// Print the result as one JSON object: {"scenario", "ok", "plans": [{"plan", "ok",
-    /// "ops", "tensors", "machine", "warnings"} or {"plan", "ok": false, "error"}]}.
+    /// "ops", "tensors", "machine", "inserted_reduces": [{"after", "tensor", "level"}],
+    /// "warnings"} or {"plan", "ok": false, "error"}]}.
     #[arg(long)]
     pub json: bool,
 }
@@ -46,6 +48,14 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
                     r.tensors.len(),
                     r.machine.name
                 );
+                for i in inserted(&r) {
+                    outln!(
+                        "    + Reduce of `{}` over {} after op {} (inserted: partial sums)",
+                        i.tensor,
+                        i.level,
+                        i.after
+                    );
+                }
                 for w in r.warnings {
                     if !warned.contains(&w) {
                         eprintln!("warning: {w}");
@@ -79,6 +89,30 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
     Ok(())
 }
 
+/// The tree Reduces a run of `r` inserts after kernels whose outputs hold partial sums
+/// (`auto_reduce`, or a `ReduceAxes` spanning levels): they are ops of their own, so check
+/// lists them. Found by a timing run of the plan, when it has one to find (nothing
+/// partial to insert, a layout left to the planner, or a run that stops: none listed).
+fn inserted(r: &scenario::Resolved) -> Vec<mnsim_sim::run::InsertedReduce> {
+    let may = r.auto_reduce
+        || r.ops
+            .iter()
+            .any(|o| matches!(o.op, scenario::Op::ReduceAxes { .. }));
+    let bound = r
+        .ops
+        .iter()
+        .all(|o| !matches!(o.layout, Some(scenario::LayoutRef::Any(_))));
+    if !may || !bound {
+        return Vec::new();
+    }
+    let mut t = r.clone();
+    t.mode = scenario::Mode::Timing;
+    t.verify = false;
+    mnsim_sim::run::run(&t)
+        .map(|o| o.inserted)
+        .unwrap_or_default()
+}
+
 /// `check --json`: every plan's outcome in one object; exit non-zero when one failed.
 fn json(
     sc: &scenario::Scenario,
@@ -98,6 +132,10 @@ fn json(
                     "ops": r.ops.len(),
                     "tensors": r.tensors.len(),
                     "machine": r.machine.name,
+                    "inserted_reduces": inserted(&r)
+                        .iter()
+                        .map(|i| serde_json::json!({"after": i.after, "tensor": i.tensor, "level": i.level}))
+                        .collect::<Vec<_>>(),
                     "warnings": r.warnings,
                 }),
                 Err(e) => {

@@ -403,9 +403,14 @@ impl Engine {
             layout: xla.clone(),
             data: Vec::new(),
         });
-        dram.layout = xla.clone();
-        dram.data.clear();
-        dram.data.resize(buf, 0);
+        // Every element is written below (the placement map covers the tensor, one
+        // replica writes); positions between them (tile padding) are zero. A buffer of the
+        // same layout and size already has them zero: no second pass over the bytes.
+        if dram.layout != *xla || dram.data.len() != buf {
+            dram.layout = xla.clone();
+            dram.data.clear();
+            dram.data.resize(buf, 0);
+        }
         let ptr = SyncPtr(dram.data.as_mut_ptr());
         let addr = DramAddr::new(xla, &runtime);
         let wb = self.machine.word_bytes as usize;

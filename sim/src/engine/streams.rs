@@ -6,7 +6,7 @@
 
 use super::{Engine, SimError, err};
 use crate::ids::RegionId;
-use crate::lowering::{self, Source, walk::WalkPlan};
+use crate::lowering::{self, Source, walk, walk::WalkPlan};
 use crate::net;
 use crate::timeline::Walk;
 use mnsim_arch::TensorLayout;
@@ -36,6 +36,9 @@ pub struct StreamState {
     pub resend_cycles: u64,
 }
 
+/// Axes longer than this are not scanned for a walk (their operands are read whole).
+const MAX_AXIS: u64 = 1 << 22;
+
 /// Every axis of a transfer takes its index from the same axis of its output.
 pub(super) fn identity(rank: usize) -> Vec<AxisSource> {
     (0..rank).map(AxisSource::Out).collect()
@@ -50,7 +53,14 @@ pub(super) fn plan(
 ) -> Option<WalkPlan> {
     let stepped =
         out.is_some_and(|l| l.time_span() > 1) || inputs.iter().any(|(l, _)| l.time_span() > 1);
-    if !stepped {
+    // Beyond the walk's bounds (very many steps, or axes too long to scan) nothing streams.
+    let span_ok = |l: &TensorLayout| l.time_span() <= walk::MAX_WALK as u64;
+    let long = dims
+        .iter()
+        .chain(inputs.iter().flat_map(|(l, _)| l.logical_shape()))
+        .any(|&d| d > MAX_AXIS)
+        || reduced.iter().any(|&d| d > MAX_AXIS);
+    if !stepped || long || !out.is_none_or(span_ok) || !inputs.iter().all(|(l, _)| span_ok(l)) {
         return None;
     }
     let ins: Vec<(&TensorLayout, &[AxisSource])> =

@@ -254,6 +254,42 @@ pub fn sends(need: &[u32], buffers: u32) -> (Vec<u32>, Vec<(u32, Option<u32>)>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mnsim_arch::DType;
+    use mnsim_kernels::shape::AxisSource::{Out, Reduced};
+
+    fn bind(text: &str, dims: &[u64]) -> TensorLayout {
+        let m = mnsim_arch::preset("mncore2").unwrap();
+        TensorLayout::parse(text, &m, Some(dims), DType::F16).unwrap()
+    }
+
+    #[test]
+    fn a_matmul_walks_output_steps_outer_and_the_contraction_inner() {
+        // a[512,64] over K in 4 steps; b[64,64] over K in 2; c[512,64] over N in 2.
+        let a = bind(
+            "((8_L2B, 16_MAB, 4_PE), (4_Time, 4, 4_W); B@[L1B])",
+            &[512, 64],
+        );
+        let b = bind("((2_Time, 32), (8_L1B, 2, 4_W); B@[L2B,MAB,PE])", &[64, 64]);
+        let c = bind("((8_L2B, 16_MAB, 4_PE), (8_L1B, 2_Time, 4_W))", &[512, 64]);
+        let p = walk(
+            Some(&c),
+            &[512, 64],
+            &[(&a, &[Out(0), Reduced(0)]), (&b, &[Reduced(0), Out(1)])],
+            &[64],
+        )
+        .unwrap();
+        // Per output step, K's 4 distinct (a, b) pairs: a 0..3 with b 0,0,1,1.
+        assert_eq!(p.steps, 8);
+        assert_eq!(p.out, [0, 0, 0, 0, 1, 1, 1, 1]);
+        assert_eq!(p.inputs[0], [0, 1, 2, 3, 0, 1, 2, 3]);
+        assert_eq!(p.inputs[1], [0, 0, 1, 1, 0, 0, 1, 1]);
+        // An elementwise op on a stream walks its steps once.
+        let p = walk(Some(&c), &[512, 64], &[(&c, &[Out(0), Out(1)])], &[]).unwrap();
+        assert_eq!(
+            (p.out.clone(), p.inputs[0].clone()),
+            (vec![0, 1], vec![0, 1])
+        );
+    }
 
     #[test]
     fn a_slice_needed_again_after_it_left_is_sent_again() {

@@ -187,3 +187,92 @@ fn the_busy_table_and_a_timeline_agree_with_any_busy_state() {
     assert_eq!(a.placed, b.placed);
     assert_eq!(busy.free_at(Resource::VectorUnit), (160, Some(1)));
 }
+
+/// A Load of `n` slices (`cycles` in all, its port busy `busy`) into region 0 whose
+/// consumer, a vector kernel of `work` cycles, walks the slices one per step, holding
+/// `buffers` of them.
+fn stream(n: u32, cycles: u64, busy: u64, work: u64, buffers: u32) -> [Task; 2] {
+    let mut load = load(cycles, busy, 0, 10);
+    load.walk = Some(Walk {
+        steps: n,
+        own_cycles: cycles,
+        out: (0..n).collect(),
+        out_slices: n,
+        deferred: true,
+        inputs: Vec::new(),
+    });
+    let (need, sends) = crate::lowering::walk::sends(&(0..n).collect::<Vec<u32>>(), buffers);
+    let mut k = kernel(vector(work), &[0], 1, 20);
+    k.walk = Some(Walk {
+        steps: n,
+        own_cycles: work,
+        out: Vec::new(),
+        out_slices: 0,
+        deferred: false,
+        inputs: vec![StreamIn {
+            region: RegionId(0),
+            buffers,
+            need,
+            sends,
+            slices: n,
+            producer_cycles: load.cycles,
+            producer_holds: load.holds.clone(),
+        }],
+    });
+    [load, k]
+}
+
+#[test]
+fn a_stream_with_one_buffer_alternates_with_its_consumer() {
+    // 8 slices of t = 100 (port busy 80 a slice), steps of c = 50.
+    let t = schedule(&stream(8, 800, 640, 400, 1), Schedule::Overlapped, 1000);
+    assert_eq!(t.total(), 8 * (100 + 50));
+    // The load's last slice arrives when the consumer's seventh step has ended.
+    assert_eq!(t.placed[0].end, 8 * 100 + 7 * 50);
+    // Sequential: op after op, the load then the kernel.
+    let s = schedule(&stream(8, 800, 640, 400, 1), Schedule::Sequential, 1000);
+    assert_eq!(s.total(), 800 + 400);
+}
+
+#[test]
+fn a_stream_with_two_buffers_loads_during_the_consumers_steps() {
+    // t = 100 > c = 50: t + (n − 1)·t + c.
+    let t = schedule(&stream(8, 800, 640, 400, 2), Schedule::Overlapped, 1000);
+    assert_eq!(t.total(), 100 + 7 * 100 + 50);
+    // t = 100 < c = 150: t + (n − 1)·c + c.
+    let t = schedule(&stream(8, 800, 640, 1200, 2), Schedule::Overlapped, 1000);
+    assert_eq!(t.total(), 100 + 7 * 150 + 150);
+    // The load waits for buffers: its slice k + 2 after the consumer's step k.
+    assert_eq!(t.placed[0].end, 100 + 6 * 150 + 100);
+    assert!(
+        t.total() <= schedule(&stream(8, 800, 640, 1200, 2), Schedule::Sequential, 1000).total()
+    );
+}
+
+#[test]
+fn re_sent_slices_cost_the_producers_slice_time_in_both_schedules() {
+    // The consumer reads slices 0..3 twice with two buffers: 4 re-sends of 100.
+    let [load, mut k] = stream(4, 400, 320, 400, 2);
+    let need: Vec<u32> = (0..4).chain(0..4).collect();
+    let (per_step, sends) = crate::lowering::walk::sends(&need, 2);
+    if let Some(w) = k.walk.as_mut() {
+        w.steps = 8;
+        w.inputs[0].need = per_step;
+        w.inputs[0].sends = sends;
+        assert_eq!(w.inputs[0].resends(), 4);
+        assert_eq!(w.inputs[0].resend_cycles(), 400);
+        k.cycles = 400 + w.inputs[0].resend_cycles();
+    }
+    let tasks = [load, k];
+    let seq = schedule(&tasks, Schedule::Sequential, 1000);
+    assert_eq!(seq.total(), 400 + 400 + 400);
+    // Overlapped: 8 sends of 100 one after another, each step of 50 after its slice.
+    let ovl = schedule(&tasks, Schedule::Overlapped, 1000);
+    assert_eq!(ovl.total(), 8 * 100 + 50);
+    let port = ovl
+        .resources
+        .iter()
+        .find(|u| matches!(u.resource, Resource::Port { .. }))
+        .unwrap();
+    assert_eq!(port.busy_cycles, 320 + 320);
+}
