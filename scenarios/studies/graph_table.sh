@@ -1,6 +1,6 @@
 #!/bin/sh
 # The README's table of real graphs: for each graph, `mnsim plan` chooses every layout
-# (plan `auto`, seeded with the import's `default` layouts) within a time limit, the
+# (plan `auto`, seeded with the import's `default` layouts) within a work budget, the
 # chosen plan is written into a copy of the scenario and run in timing mode, and one
 # Markdown row is printed: graph, ops, planned cycles, FLOP/cycle against the peak of
 # the dtype the run computes in, the `default` plan's cycles, and the time to plan.
@@ -9,12 +9,13 @@
 # `--schedule sequential` as MNSIM_FLAGS to plan and run op after op instead.
 #
 # Usage (from the repository root, after `cargo build --release`):
-#   scenarios/studies/graph_table.sh [TIME_LIMIT_SECONDS] [GRAPH.json|SCENARIO.ron ...]
-# Default: a 5 s limit, scenarios/graphs/*.ron (GPT attention, the gated MLP, SDPA in
+#   scenarios/studies/graph_table.sh [WORK] [GRAPH.json|SCENARIO.ron ...]
+# Default: a work budget of 600000 (`mnsim plan --work`, the budget `mnsim run` gives an
+# imported graph, so the rows are what `run` plans, on any machine), scenarios/graphs/*.ron (GPT attention, the gated MLP, SDPA in
 # f16) and LLaMa attention, JAX-MQA, two matmuls, a layer norm, a softmax and a bias add
 # of ../shared/graphs. Needs `jq`.
 set -eu
-limit=${1:-5}
+work=${1:-600000}
 [ $# -gt 0 ] && shift
 mnsim=${MNSIM:-target/release/mnsim}
 flags=${MNSIM_FLAGS:-}
@@ -37,7 +38,7 @@ for f in "$@"; do
     s=$tmp/$name.ron
     ops=$(sed -n 's/.*imported by `mnsim import`: \([0-9]*\) ops.*/\1/p' "$s" | head -1)
     # shellcheck disable=SC2086
-    "$mnsim" plan "$s" --plan auto --json --time-limit "$limit" --write planned $flags > "$tmp/plan.json"
+    "$mnsim" plan "$s" --plan auto --json --work "$work" --time-limit 60 --write planned $flags > "$tmp/plan.json"
     secs=$(jq '.total_seconds' "$tmp/plan.json")
     search=$(jq -r 'if .complete then "complete" else "\(.evaluated)" end' "$tmp/plan.json")
     # shellcheck disable=SC2086

@@ -121,3 +121,47 @@ fn every_graph_plans_within_its_time_limit_and_never_slower_than_its_default_lay
     }
     eprintln!("{}", table.join("\n"));
 }
+
+/// A search bound by work alone (as `run` plans a graph) stops at the same point on
+/// every run: the same evaluations, the same plan, whatever the machine's speed.
+#[test]
+fn a_work_budget_gives_the_same_plan_every_time() {
+    let path = graph_files()
+        .into_iter()
+        .find(|p| p.ends_with("MHA-GPT-inf-fp32-bs1.json"))
+        .expect("the GPT attention graph");
+    let file = Source {
+        path: path.display().to_string(),
+        text: std::fs::read_to_string(&path).unwrap(),
+    };
+    let imp = import::import(&file, &Options::default()).unwrap();
+    let sc = scenario::parse(&imp.text, "gpt").unwrap();
+    let src = Source {
+        path: "gpt".into(),
+        text: imp.text,
+    };
+    let once = |work: u64| {
+        let mut opts = PlanOptions::default();
+        opts.search.time_limit = None;
+        opts.search.work_limit = Some(work);
+        let o = plan::plan_with(
+            &sc,
+            &src,
+            "auto",
+            &[],
+            &BTreeMap::new(),
+            &opts,
+            &mut |_, _| {},
+        );
+        o.unwrap()
+    };
+    let (a, b) = (once(40_000), once(40_000));
+    assert!(a.work_spent && !a.timed_out, "the budget stops the search");
+    assert_eq!((a.evaluated, a.measured), (b.evaluated, b.measured));
+    assert_eq!(a.best[0].layouts, b.best[0].layouts);
+    assert_eq!(a.best[0].total_cycles, b.best[0].total_cycles);
+    // A larger budget goes further and is never worse.
+    let c = once(120_000);
+    assert!(c.evaluated > a.evaluated);
+    assert!(c.best[0].total_cycles <= a.best[0].total_cycles);
+}

@@ -27,6 +27,11 @@ pub struct PlanArgs {
     /// Stop searching after this many seconds and keep the best found.
     #[arg(long, default_value_t = 20.0, value_name = "SECONDS")]
     pub time_limit: f64,
+    /// Stop searching after this much work and keep the best found: an evaluation
+    /// counts 1, an op measured anew 256. Unlike a time limit, it stops at the same
+    /// point on every machine, so the plan is the same everywhere.
+    #[arg(long, value_name = "UNITS")]
+    pub work: Option<u64>,
     /// Add the chosen plan to the scenario file under this name.
     #[arg(long, value_name = "NAME")]
     pub write: Option<String>,
@@ -80,6 +85,8 @@ fn coverage(o: &Outcome) -> String {
     }
     let why = if o.timed_out {
         "time limit reached"
+    } else if o.work_spent {
+        "work budget spent"
     } else {
         "local optimum"
     };
@@ -148,6 +155,7 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
         "space": o.space.to_string(),
         "complete": o.complete,
         "timed_out": o.timed_out,
+        "work_spent": o.work_spent,
         "evaluated": o.evaluated,
         "measured_ops": o.measured,
         "seconds": o.seconds,
@@ -297,6 +305,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
     }
     let mut opts = PlanOptions::default();
     opts.search.time_limit = Some(Duration::from_secs_f64(a.time_limit));
+    opts.search.work_limit = a.work;
     opts.search.top = a.top.max(1);
     let mut outs: Vec<Outcome> = Vec::new();
     for p in &plans {

@@ -290,11 +290,18 @@ pub fn is_imported(src: &Source) -> bool {
     src.path.ends_with(" (imported)")
 }
 
-/// How long `run` lets the planner search an imported graph.
-pub const PLAN_SECONDS: u64 = 5;
+/// How much the planner may search an imported graph before `run` (its work budget:
+/// an evaluation counts 1, an op measured anew 256; a few seconds on a laptop). A
+/// budget of work, not of time, so that `run` gives the same plan, and the same
+/// cycles, on every machine and at any load.
+pub const PLAN_WORK: u64 = 600_000;
+
+/// A safety net behind [`PLAN_WORK`] for graphs whose ops are slow to measure: past it
+/// the best found so far is kept (and the plan may then depend on the machine's speed).
+pub const PLAN_SECONDS_CAP: u64 = 60;
 
 /// Plans plan `auto` of an imported graph with the planner (`crate::plan`, seeded by
-/// plan `default`, within [`PLAN_SECONDS`]) and writes its choice into the scenario.
+/// plan `default`, within [`PLAN_WORK`]) and writes its choice into the scenario.
 /// A choice that needs Relayouts the program lacks cannot be written into a plan: the
 /// best one that needs none is taken. When there is none, `auto` takes the default
 /// layouts. Returns a line saying what happened.
@@ -306,7 +313,8 @@ pub fn plan_auto(
 ) -> String {
     let opts = crate::plan::PlanOptions {
         search: crate::plan::search::Options {
-            time_limit: Some(std::time::Duration::from_secs(PLAN_SECONDS)),
+            time_limit: Some(std::time::Duration::from_secs(PLAN_SECONDS_CAP)),
+            work_limit: Some(PLAN_WORK),
             ..Default::default()
         },
         ..Default::default()
@@ -334,6 +342,8 @@ pub fn plan_auto(
                     o.evaluated,
                     if o.timed_out {
                         ", time limit reached"
+                    } else if o.work_spent {
+                        ", work budget spent"
                     } else {
                         ""
                     },

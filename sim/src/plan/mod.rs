@@ -88,6 +88,8 @@ pub struct Outcome {
     pub space: u128,
     pub complete: bool,
     pub timed_out: bool,
+    /// Whether the work budget (`search::Options::work_limit`) stopped the search.
+    pub work_spent: bool,
     /// Seconds of search (`evaluated / seconds` is the rate).
     pub seconds: f64,
     /// Per variable, how many of its candidates some evaluated assignment gave it.
@@ -431,6 +433,7 @@ pub fn plan_with(
         space: found.space,
         complete: found.complete,
         timed_out: found.timed_out,
+        work_spent: found.work_spent,
         seconds: found.seconds,
         tried: found.tried,
         total_seconds: started.elapsed().as_secs_f64(),

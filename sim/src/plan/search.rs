@@ -1,7 +1,9 @@
 //! The search over the model: every seed (hand plan) first; then, when the space is
 //! small enough, every assignment (exact); otherwise coordinate descent from every seed
 //! and from seeded random starts (each variable in turn takes its best candidate with
-//! the others fixed, in rounds until nothing improves). A time limit stops either.
+//! the others fixed, in rounds until nothing improves). A time limit or a work budget
+//! stops either; the work budget stops at the same point on every machine, so a search
+//! bound by it alone gives the same plan everywhere.
 
 use super::model::{Eval, LayoutId, Model};
 use std::time::{Duration, Instant};
@@ -11,6 +13,9 @@ use std::time::{Duration, Instant};
 pub struct Options {
     /// Stop evaluating after this long (the best found so far is kept).
     pub time_limit: Option<Duration>,
+    /// Stop after this much work (the best found so far is kept): an evaluation counts
+    /// 1, an op measured anew (a memo miss) [`MEASURE_WORK`].
+    pub work_limit: Option<u64>,
     /// Keep this many best distinct assignments.
     pub top: usize,
     /// Enumerate every assignment when there are at most this many.
@@ -23,11 +28,23 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             time_limit: Some(Duration::from_secs(20)),
+            work_limit: None,
             top: 5,
             exhaustive_limit: 200_000,
             restarts: 8,
         }
     }
+}
+
+/// The work of measuring an op anew against that of an evaluation from the memo (about
+/// their ratio in time).
+pub const MEASURE_WORK: u64 = 256;
+
+/// The work `model` has done so far (see [`Options::work_limit`]).
+fn work(model: &Model) -> u64 {
+    model
+        .evaluated
+        .saturating_add(model.measured.saturating_mul(MEASURE_WORK))
 }
 
 /// An assignment (a candidate id per variable) and its evaluation.
@@ -51,6 +68,8 @@ pub struct Searched {
     /// Whether every assignment of the space was evaluated.
     pub complete: bool,
     pub timed_out: bool,
+    /// Whether the work budget stopped the search.
+    pub work_spent: bool,
     pub seconds: f64,
     /// Per variable, how many of its candidates some evaluated assignment gave it.
     pub tried: Vec<usize>,
@@ -95,6 +114,9 @@ struct Run<'a> {
     top: Top,
     deadline: Option<Instant>,
     timed_out: bool,
+    /// The work at which to stop, and whether it was reached.
+    work_end: Option<u64>,
+    work_spent: bool,
     before: u64,
     planned: u64,
     progress: &'a mut dyn FnMut(u64, u64),
@@ -112,11 +134,15 @@ impl Run<'_> {
         }
     }
 
-    fn over(&mut self) -> bool {
+    /// Whether a limit stops the search (and which, recorded).
+    fn over(&mut self, model: &Model) -> bool {
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             self.timed_out = true;
         }
-        self.timed_out
+        if self.work_end.is_some_and(|end| work(model) >= end) {
+            self.work_spent = true;
+        }
+        self.timed_out || self.work_spent
     }
 
     /// Every assignment of the first `width(v)` candidates of each variable. Returns
@@ -137,7 +163,7 @@ impl Run<'_> {
                 (self.progress)(model.evaluated - self.before, self.planned);
             }
             // Every evaluation: one can measure several ops (milliseconds each).
-            if self.over() {
+            if self.over(model) {
                 return false;
             }
             // Next assignment, last variable fastest: consecutive assignments differ in
@@ -187,7 +213,7 @@ impl Run<'_> {
                     if k % 256 == 0 {
                         (self.progress)(model.evaluated - self.before, self.planned);
                     }
-                    if self.over() {
+                    if self.over(model) {
                         pick[v] = best;
                         return pick;
                     }
@@ -243,6 +269,8 @@ pub fn search(
         },
         deadline: opts.time_limit.map(|d| start + d),
         timed_out: false,
+        work_end: opts.work_limit.map(|w| work(model).saturating_add(w)),
+        work_spent: false,
         before: model.evaluated,
         planned,
         progress,
@@ -276,7 +304,7 @@ pub fn search(
                 );
             }
             for s in starts {
-                if run.over() {
+                if run.over(model) {
                     break;
                 }
                 run.descend(model, s, &core);
@@ -285,7 +313,7 @@ pub fn search(
         // The whole space, from the best found so far.
         let from: Vec<Vec<LayoutId>> = run.top.v.iter().map(|f| f.pick.clone()).collect();
         for s in from {
-            if run.over() {
+            if run.over(model) {
                 break;
             }
             run.descend(model, s, &all);
@@ -300,6 +328,7 @@ pub fn search(
         space,
         complete,
         timed_out: run.timed_out,
+        work_spent: run.work_spent,
         seconds: start.elapsed().as_secs_f64(),
         tried: run
             .tried
