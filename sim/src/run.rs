@@ -62,12 +62,12 @@ pub(crate) fn combine_of(op: ReduceOp) -> Combine {
 fn bound(op: &ResolvedOp) -> Result<&TensorLayout, SimError> {
     match &op.layout {
         Some(LayoutRef::Bound(l)) => Ok(l),
-        Some(LayoutRef::Any(v)) => Err(SimError(format!(
+        Some(LayoutRef::Any(v)) => Err(SimError::Other(format!(
             "op {} ({}): plan variable `{v}` is `Any`; choose a layout for it (or let `mnsim plan` choose)",
             op.index,
             op.op.name()
         ))),
-        None => Err(SimError(format!(
+        None => Err(SimError::Other(format!(
             "op {} ({}) has no layout",
             op.index,
             op.op.name()
@@ -318,8 +318,8 @@ pub fn run_with_progress(
     for (done, rop) in res.ops.iter().enumerate() {
         progress(done, res.ops.len());
         let at = |e: SimError| {
-            let msg = format!("op {} ({}): {}", rop.index, rop.op.describe(), e.0);
-            RunError::at_op(rop.index, SimError(msg))
+            let prefix = format!("op {} ({}): ", rop.index, rop.op.describe());
+            RunError::at_op(rop.index, e.context(&prefix))
         };
         // `buffers:` of this op, for the allocation of its result (a stream's slices).
         eng.buffers = rop.op.buffers();
@@ -379,7 +379,7 @@ pub fn run_with_progress(
                         LayoutRef::Any(_) => true,
                     })
                 {
-                    return Err(at(SimError(
+                    return Err(at(SimError::Other(
                         "a Reduce keeps the tensor's layout; follow it with a Relayout to change it".into(),
                     )));
                 }
@@ -405,7 +405,7 @@ pub fn run_with_progress(
             Op::Free { tensor } => eng.free(tensor).map_err(at)?,
             other => {
                 let Some((k, inputs, out)) = kernel_of(other) else {
-                    return Err(at(SimError(format!(
+                    return Err(at(SimError::Other(format!(
                         "{} is not an op this build runs",
                         other.name()
                     ))));

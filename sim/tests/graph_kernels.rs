@@ -505,5 +505,5 @@ fn engine_error(
     let names: Vec<&str> = ins.iter().map(|i| i.0).collect();
     e.kernel("K", k, &names, "out", Some(ol))
         .expect_err("must be illegal")
-        .0
+        .to_string()
 }

@@ -7,8 +7,8 @@ mod common;
 
 use common::kernels::{Input, check, random_layout, small};
 use mnsim_arch::{DType, TensorLayout, XlaLayout, preset};
-use mnsim_kernels::{BinaryOp, Kernel, ReduceKind, UnaryOp, elem};
-use mnsim_sim::engine::{Engine, Mode};
+use mnsim_kernels::{BinaryOp, ErrorKind, Kernel, ReduceKind, UnaryOp, elem};
+use mnsim_sim::engine::{Engine, Mode, SimError};
 use mnsim_sim::run::init_data;
 use mnsim_sim::scenario::Init;
 
@@ -265,14 +265,59 @@ fn illegal_combinations_say_which_relayout_fixes_them() {
             Some(lay("((2_L2B, 2_MAB, 2:8), (8:1)) B@[L1B,PE]", &[8, 8])),
         )
         .unwrap_err();
-    assert!(err.0.contains("L1B") && err.0.contains("Relayout"), "{err}");
+    let illegal =
+        |e: &SimError| matches!(e.kernel().map(|k| &k.kind), Some(ErrorKind::Illegal { .. }));
+    assert!(illegal(&err), "a kernel error of kind Illegal: {err:?}");
+    assert!(
+        err.to_string().contains("L1B") && err.to_string().contains("Relayout"),
+        "{err}"
+    );
     // Softmax along an axis split over PE.
     let err = e
         .kernel("Softmax", &Kernel::Softmax { axis: 1 }, &["x"], "p", None)
         .unwrap_err();
-    assert!(err.0.contains("PE") && err.0.contains("Relayout"), "{err}");
+    assert!(illegal(&err), "a kernel error of kind Illegal: {err:?}");
+    assert!(
+        err.to_string().contains("PE") && err.to_string().contains("Relayout"),
+        "{err}"
+    );
     // Nothing was charged for the failed kernels.
     assert_eq!(e.ops.len(), 3);
+}
+
+/// An error keeps its kind: a tensor LM cannot hold is `LmFull` (the planner relayouts
+/// only what is not), a kernel the layouts make illegal keeps the kernel's kind.
+#[test]
+fn an_error_keeps_its_kind() {
+    let m = small();
+    let mut e = Engine::new(m.clone(), Mode::Timing);
+    let words = m.leaf_memory_bytes() / m.word_bytes;
+    // Every PE holds all of `x` and of `y`: three quarters of its LM each.
+    let n = words * 3 / 4;
+    let l = TensorLayout::parse(
+        &format!("(({n})) B@[L2B,L1B,MAB,PE]"),
+        &m,
+        Some(&[n]),
+        DType::F32,
+    )
+    .unwrap();
+    for t in ["x", "y"] {
+        e.declare(
+            t,
+            DType::F32,
+            vec![n],
+            vec![n],
+            XlaLayout::default_for(1),
+            None,
+        )
+        .unwrap();
+        e.set_in_dram(t, XlaLayout::default_for(1));
+    }
+    e.load("x", l.clone()).unwrap();
+    let err = e.load("y", l).unwrap_err();
+    assert!(err.is_lm_full(), "{err:?}");
+    assert!(err.kernel().is_none());
+    assert!(err.to_string().contains("LM words"), "{err}");
 }
 
 #[test]
@@ -397,14 +442,16 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
         // Storing it, moving it or computing on it before the Reduce: errors that say so.
         let err = e.store("c", XlaLayout::default_for(2)).unwrap_err();
         assert!(
-            err.0.contains("partial") && err.0.contains("L1B") && err.0.contains("Reduce"),
+            err.to_string().contains("partial")
+                && err.to_string().contains("L1B")
+                && err.to_string().contains("Reduce"),
             "{err}"
         );
         let err = e
             .kernel("Unary", &Kernel::Unary(UnaryOp::Relu), &["c"], "r", None)
             .unwrap_err();
         assert!(
-            err.0.contains("partial") && err.0.contains("Reduce"),
+            err.to_string().contains("partial") && err.to_string().contains("Reduce"),
             "{err}"
         );
         // After the Reduce, both work.

@@ -700,13 +700,14 @@ fn program(
     out: &XlaLayout,
 ) -> Result<Engine, String> {
     let mut e = c.engine(mode);
-    e.load("x", c.layout.clone()).map_err(|x| x.0)?;
+    e.load("x", c.layout.clone()).map_err(|x| x.to_string())?;
     e.relayout("Relayout", "x", b.clone(), None)
-        .map_err(|x| x.0)?;
+        .map_err(|x| x.to_string())?;
     if let Some(l) = reduce {
-        e.reduce("x", l, Combine::Max, None).map_err(|x| x.0)?;
+        e.reduce("x", l, Combine::Max, None)
+            .map_err(|x| x.to_string())?;
     }
-    e.store("x", out.clone()).map_err(|x| x.0)?;
+    e.store("x", out.clone()).map_err(|x| x.to_string())?;
     Ok(e)
 }
 
@@ -929,15 +930,16 @@ fn relayout_round_trip(c: &Case, b: &TensorLayout, bt: &str) -> Result<(), TestC
     let what = format!("{} <-> {bt}", c.describe());
     let fail = |e: String| TestCaseError::fail(format!("{what}: {e}"));
     let mut e = c.engine(Mode::Functional);
-    e.load("x", c.layout.clone()).map_err(|x| fail(x.0))?;
+    e.load("x", c.layout.clone())
+        .map_err(|x| fail(x.to_string()))?;
     let before = region(&e, "x");
     let there = e
         .relayout("Relayout", "x", b.clone(), None)
-        .map_err(|x| fail(x.0))?;
+        .map_err(|x| fail(x.to_string()))?;
     check_lm(&e, "x", &c.data).map_err(|x| fail(format!("after A -> B: {x}")))?;
     let back = e
         .relayout("Relayout", "x", c.layout.clone(), None)
-        .map_err(|x| fail(x.0))?;
+        .map_err(|x| fail(x.to_string()))?;
     let after = region(&e, "x");
     prop_assert!(before == after, "{}: the LM bytes of A changed", what);
     // The relayout's own stages come first; a source with `Time` steps read in another
@@ -979,7 +981,8 @@ fn relayout_round_trip(c: &Case, b: &TensorLayout, bt: &str) -> Result<(), TestC
             prop_assert_eq!(&op.bottleneck, "PE local copy");
         }
     }
-    e.store("x", c.xla.clone()).map_err(|x| fail(x.0))?;
+    e.store("x", c.xla.clone())
+        .map_err(|x| fail(x.to_string()))?;
     prop_assert!(
         e.dram_row_major("x").expect("stored") == c.data,
         "{}: Store after the round trip",
@@ -1376,11 +1379,12 @@ fn reduce_errors_and_partial_tensors() {
     )
     .unwrap();
     let err = e.reduce("x", "PE", Combine::Add, None).unwrap_err();
-    assert!(err.0.contains("split over"), "{err}");
-    assert!(err.0.contains("`x`"), "{err}");
+    assert!(err.to_string().contains("split over"), "{err}");
+    assert!(err.to_string().contains("`x`"), "{err}");
     let err = e.reduce("x", "L1B", Combine::Add, None).unwrap_err();
     assert!(
-        err.0.contains("`L1B` is not an addressable level of toy4"),
+        err.to_string()
+            .contains("`L1B` is not an addressable level of toy4"),
         "{err}"
     );
     // The failed ops changed nothing.
@@ -1396,10 +1400,10 @@ fn reduce_errors_and_partial_tensors() {
     .unwrap();
     e.tensors.get_mut("x").unwrap().lm.as_mut().unwrap().partial = vec![0];
     let err = e.store("x", XlaLayout::default_for(2)).unwrap_err();
-    assert!(err.0.contains("partial results over PE"), "{err}");
+    assert!(err.to_string().contains("partial results over PE"), "{err}");
     let b = TensorLayout::parse("((4_PE, 3:8), (8:1))", &m, Some(&dims), DType::F32).unwrap();
     let err = e.relayout("Relayout", "x", b, None).unwrap_err();
-    assert!(err.0.contains("partial results over PE"), "{err}");
+    assert!(err.to_string().contains("partial results over PE"), "{err}");
     // Reducing the partial level completes it: the four copies add up.
     e.reduce("x", "PE", Combine::Add, None).unwrap();
     assert!(e.tensors["x"].lm.as_ref().unwrap().partial.is_empty());
@@ -1419,8 +1423,8 @@ fn check_bytes(c: &Case) -> Result<(), String> {
     let shard = l.words_per_pe() * wb;
     let replicated = |name: &str| l.levels().iter().any(|x| x.name == name && x.replicated);
     let mut e = c.engine(Mode::Timing);
-    let load = e.load("x", l.clone()).map_err(|x| x.0)?;
-    let store = e.store("x", c.xla.clone()).map_err(|x| x.0)?;
+    let load = e.load("x", l.clone()).map_err(|x| x.to_string())?;
+    let store = e.store("x", c.xla.clone()).map_err(|x| x.to_string())?;
 
     // Load: DRAM, then the chain root first.
     let s = &load.stages;

@@ -44,8 +44,15 @@ impl Engine {
         }
         let dims_ref: Vec<&[u64]> = in_dims.iter().map(|d| d.as_slice()).collect();
         let rt_ref: Vec<&[u64]> = in_rt.iter().map(|d| d.as_slice()).collect();
-        let want = mnsim_kernels::output_shape(k, &dims_ref).map_err(|e| SimError(e.message))?;
-        let want_rt = mnsim_kernels::output_shape(k, &rt_ref).map_err(|e| SimError(e.message))?;
+        let want = mnsim_kernels::output_shape(k, &dims_ref).map_err(|error| SimError::Kernel {
+            context: String::new(),
+            error,
+        })?;
+        let want_rt =
+            mnsim_kernels::output_shape(k, &rt_ref).map_err(|error| SimError::Kernel {
+                context: String::new(),
+                error,
+            })?;
         let o = self.state(out)?;
         let (out_dtype, out_dims, out_rt) = (o.dtype, o.dims.clone(), o.runtime.clone());
         if out_dims != want {
@@ -79,8 +86,12 @@ impl Engine {
         let in_layouts: Vec<&TensorLayout> = res.iter().map(|r| &r.layout).collect();
         let mut names: Vec<&str> = inputs.to_vec();
         names.push(out);
-        let legal = mnsim_kernels::check(k, &in_layouts, &layout, &self.machine, &names)
-            .map_err(|e| SimError(format!("{op}: {}", e.message)))?;
+        let legal = mnsim_kernels::check(k, &in_layouts, &layout, &self.machine, &names).map_err(
+            |error| SimError::Kernel {
+                context: format!("{op}: "),
+                error,
+            },
+        )?;
         let cost = mnsim_kernels::cost(
             k,
             &in_layouts,
@@ -90,7 +101,10 @@ impl Engine {
             out_dtype,
             Some(&rt_ref),
         )
-        .map_err(|e| SimError(format!("{op}: {}", e.message)))?;
+        .map_err(|error| SimError::Kernel {
+            context: format!("{op}: "),
+            error,
+        })?;
         // The output gets a fresh region (it may replace one of the inputs).
         let old = self
             .tensors

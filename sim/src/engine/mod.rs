@@ -32,13 +32,55 @@ use crate::lowering::walk::WalkPlan;
 use alloc::{Alloc, Frees};
 use dataplane::DramAddr;
 
-/// A simulation error: a message for the user (the op and tensor named in it).
+/// A simulation error: a message for the user (the op and tensor named in it) and its
+/// kind, so that callers (the planner) act on the kind, not on the text.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SimError(pub String);
+pub enum SimError {
+    /// A kernel that cannot run as asked: `context` names the op, `error.kind` says why
+    /// (`Illegal`: the operand and level a relayout must fix; `Layout`, `Rate`, ...).
+    #[error("{context}{error}")]
+    Kernel {
+        context: String,
+        error: mnsim_kernels::KernelError,
+    },
+    /// LM cannot hold what the op needs (a tensor, or the slices of a stream).
+    #[error("{0}")]
+    LmFull(String),
+    /// Anything else: an unknown tensor, one not in LM, a missing layout, a shape that
+    /// does not match.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl SimError {
+    /// The same error, its message after `prefix` (e.g. the op it stopped at).
+    pub fn context(self, prefix: &str) -> SimError {
+        match self {
+            SimError::Kernel { context, error } => SimError::Kernel {
+                context: format!("{prefix}{context}"),
+                error,
+            },
+            SimError::LmFull(m) => SimError::LmFull(format!("{prefix}{m}")),
+            SimError::Other(m) => SimError::Other(format!("{prefix}{m}")),
+        }
+    }
+
+    /// Whether LM could not hold what the op needs.
+    pub fn is_lm_full(&self) -> bool {
+        matches!(self, SimError::LmFull(_))
+    }
+
+    /// The kernel error this is, if any (with its kind).
+    pub fn kernel(&self) -> Option<&mnsim_kernels::KernelError> {
+        match self {
+            SimError::Kernel { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
 
 fn err<T>(msg: impl Into<String>) -> Result<T, SimError> {
-    Err(SimError(msg.into()))
+    Err(SimError::Other(msg.into()))
 }
 
 /// A tensor in DRAM.
@@ -305,14 +347,14 @@ impl Engine {
     fn state(&self, name: &str) -> Result<&TensorState, SimError> {
         self.tensors
             .get(name)
-            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))
+            .ok_or_else(|| SimError::Other(format!("unknown tensor `{name}`")))
     }
 
     fn resident(&self, name: &str) -> Result<&Resident, SimError> {
         self.state(name)?
             .lm
             .as_ref()
-            .ok_or_else(|| SimError(format!("tensor `{name}` is not in LM: Load it first")))
+            .ok_or_else(|| SimError::Other(format!("tensor `{name}` is not in LM: Load it first")))
     }
 
     /// Every spawned PE's position per addressable level, in PE order (read from the
@@ -343,7 +385,7 @@ impl Engine {
         // A stream is charged the slices LM holds of it.
         let (held, need, fallback, requested) = self.hold(name, layout, charged, lm_words)?;
         if charged.saturating_add(fp) > lm_words {
-            return err(format!(
+            return Err(SimError::LmFull(format!(
                 "tensor `{name}` needs {fp} LM words per PE but only {} of {lm_words} are free (resident: {})",
                 lm_words - charged.min(lm_words),
                 self.tensors
@@ -354,7 +396,7 @@ impl Engine {
                         .map(|r| format!("{n} {}", r.layout.footprint_words())))
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            )));
         }
         let (off, region) = self.alloc.alloc(words, need);
         self.charge_log.push(self.alloc.charged());
@@ -419,7 +461,7 @@ impl Engine {
         let t = self
             .tensors
             .get_mut(name)
-            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
+            .ok_or_else(|| SimError::Other(format!("unknown tensor `{name}`")))?;
         if let Some(r) = t.lm.take() {
             self.release(r.offset);
         }

@@ -105,9 +105,9 @@ impl Engine {
         };
         let need = fp.saturating_mul(held);
         if held > 1 && need > free {
-            return err(format!(
+            return Err(SimError::LmFull(format!(
                 "`buffers: {held}` for `{name}`: {held} slices of {fp} LM words need {need}, but only {free} of {lm} are free"
-            ));
+            )));
         }
         Ok((held, need, fallback, requested))
     }

@@ -111,7 +111,7 @@ impl Coster {
             .eng
             .tensors
             .get_mut(name)
-            .ok_or_else(|| SimError(format!("unknown tensor `{name}`")))?;
+            .ok_or_else(|| SimError::Other(format!("unknown tensor `{name}`")))?;
         t.lm = Some(Resident {
             layout: held.layout.clone(),
             offset: PLACED_BASE + self.placed,
@@ -180,7 +180,7 @@ impl Coster {
         self.eng.ops.clear();
         // `buffers:` of the op, for the allocation of its result (a stream's slices).
         self.eng.buffers = op.buffers();
-        let need = || SimError(format!("{} needs a layout", op.name()));
+        let need = || SimError::Other(format!("{} needs a layout", op.name()));
         match op {
             Op::Load { tensor, .. } => {
                 self.eng.load(tensor, layout.ok_or_else(need)?.clone())?;
@@ -224,7 +224,7 @@ impl Coster {
             Op::Free { .. } => {}
             other => {
                 let Some((k, ins, out)) = crate::run::kernel_of(other) else {
-                    return Err(SimError(format!(
+                    return Err(SimError::Other(format!(
                         "{} is not an op this build runs",
                         other.name()
                     )));

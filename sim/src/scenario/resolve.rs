@@ -205,7 +205,7 @@ pub fn resolve(
                 node.and_then(|n| n.field("shape"))
                     .or(node)
                     .map(|n| n.span.clone()),
-                &e.0,
+                &e.to_string(),
                 "does not fit in DRAM",
             )
         })?;

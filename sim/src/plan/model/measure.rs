@@ -53,12 +53,10 @@ impl Model {
         let first = self.coster.measure(&op.op, &inputs, lay.as_ref());
         let err = match first {
             Ok(m) => return Ok(self.out_of(i, m, None)),
-            Err(e) => e.0,
+            Err(e) if !op.is_kernel || e.is_lm_full() => return Err(e.to_string()),
+            Err(e) => e.to_string(),
         };
         // A kernel that its inputs' layouts make illegal: relayout one input.
-        if !op.is_kernel || err.contains("LM words") {
-            return Err(err);
-        }
         let mut best: Option<(u64, OpOut)> = None;
         for (slot, &r) in op.reads.iter().enumerate() {
             if op.reads[..slot].contains(&r) || !op.insert_ok[slot] {

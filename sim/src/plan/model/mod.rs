@@ -169,7 +169,7 @@ impl Model {
     pub fn new(res: &Resolved, space: Space) -> Result<Model, String> {
         let mut res = res.clone();
         res.mode = crate::engine::Mode::Timing;
-        let coster = Coster::new(&res).map_err(|e| e.0)?;
+        let coster = Coster::new(&res).map_err(|e| e.to_string())?;
         let tensors: Vec<String> = res.tensors.keys().cloned().collect();
         let index: HashMap<String, usize> = tensors
             .iter()
