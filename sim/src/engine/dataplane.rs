@@ -3,7 +3,9 @@
 //! (rayon). Each move returns the per-PE facts it counted, which the cost model charges.
 //!
 //! Invariant: only functional mode calls into this module (timing mode takes its facts
-//! from `facts.rs`), so timing never touches element data. Parallel work is per PE and
+//! from `facts.rs`), so timing never touches element data. The types enforce it: every
+//! move takes a [`Functional`] token, which only [`Engine::functional`] makes, and only
+//! in functional mode. Parallel work is per PE and
 //! its results are sorted by PE index: the bytes do not depend on the thread count.
 //! A faster data plane (copies by contiguous runs, ...) belongs here.
 
@@ -13,6 +15,18 @@ use crate::world::{Lm, Pe};
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
 use rayon::prelude::*;
+
+/// Proof that the engine runs in functional mode: the key to every move of this module.
+/// Its field is private, so [`Engine::functional`] is the only way to get one.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Functional(());
+
+impl Engine {
+    /// The data plane's key, in functional mode only (`None` in timing mode).
+    pub(super) fn functional(&self) -> Option<Functional> {
+        (self.mode == super::Mode::Functional).then_some(Functional(()))
+    }
+}
 
 /// Raw pointer that may cross threads: PEs write disjoint DRAM elements (a layout's
 /// placement map is injective, and only one replica writes).
@@ -344,7 +358,13 @@ impl InputView<'_> {
 }
 
 impl Engine {
-    pub(super) fn move_load(&mut self, name: &str, layout: &TensorLayout, offset: u64) -> Facts {
+    pub(super) fn move_load(
+        &mut self,
+        _: Functional,
+        name: &str,
+        layout: &TensorLayout,
+        offset: u64,
+    ) -> Facts {
         let t = &self.tensors[name];
         let dram = t.dram.as_ref().expect("checked");
         let addr = DramAddr::new(&dram.layout, &t.runtime);
@@ -394,7 +414,13 @@ impl Engine {
         )
     }
 
-    pub(super) fn move_store(&mut self, name: &str, r: &Resident, xla: &XlaLayout) -> Facts {
+    pub(super) fn move_store(
+        &mut self,
+        _: Functional,
+        name: &str,
+        r: &Resident,
+        xla: &XlaLayout,
+    ) -> Facts {
         let t = self.tensors.get_mut(name).expect("checked");
         let eb = t.dtype.bytes() as usize;
         let runtime = t.runtime.clone();
@@ -488,7 +514,7 @@ impl Engine {
 
     /// Copies every PE's bytes of a region out of the LMs (a snapshot for moves that
     /// read one PE and write another).
-    pub(super) fn snapshot(&mut self, offset: u64, words: u64) -> Vec<Vec<u8>> {
+    fn snapshot(&mut self, offset: u64, words: u64) -> Vec<Vec<u8>> {
         let wb = self.machine.word_bytes as usize;
         let (a, b) = (offset as usize * wb, (offset + words) as usize * wb);
         let mut q = self.sw.world.query::<(&Pe, &Lm)>();
@@ -502,6 +528,7 @@ impl Engine {
 
     pub(super) fn move_relayout(
         &mut self,
+        _: Functional,
         src: &Resident,
         layout: &TensorLayout,
         offset: u64,
@@ -550,6 +577,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn move_reduce(
         &mut self,
+        _: Functional,
         src: &Resident,
         level: usize,
         op: Combine,
@@ -628,6 +656,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn move_kernel(
         &mut self,
+        _: Functional,
         k: &mnsim_kernels::Kernel,
         inputs: &[(&Resident, DType)],
         in_rt: &[&[u64]],

@@ -5,7 +5,7 @@
 //! Invariant: the output gets a fresh region (it may replace an input); a split
 //! contraction leaves the output partial over the levels `Legality::partial` names.
 
-use super::{Engine, Mode, Resident, SimError, err};
+use super::{Engine, Resident, SimError, err};
 use crate::ids::RegionId;
 use crate::net;
 use mnsim_arch::{DType, TensorLayout};
@@ -112,11 +112,12 @@ impl Engine {
             .and_then(|t| t.lm.as_ref())
             .map(|r| r.offset);
         let (offset, words, region) = self.allocate(out, &layout)?;
-        let facts = match self.mode {
-            Mode::Timing => self.closed_facts(&layout, &legal.partial, &out_rt, false, None),
-            Mode::Functional => {
+        let facts = match self.functional() {
+            None => self.closed_facts(&layout, &legal.partial, &out_rt, false, None),
+            Some(f) => {
                 let inputs: Vec<(&Resident, DType)> = res.iter().zip(in_dtypes).collect();
                 self.move_kernel(
+                    f,
                     k,
                     &inputs,
                     &rt_ref,

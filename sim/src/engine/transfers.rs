@@ -56,9 +56,9 @@ impl Engine {
             self.free(name)?;
         }
         let (offset, words, region) = self.allocate(name, &layout)?;
-        let facts = match self.mode {
-            Mode::Timing => self.closed_facts(&layout, &[], &runtime, false, None),
-            Mode::Functional => self.move_load(name, &layout, offset),
+        let facts = match self.functional() {
+            None => self.closed_facts(&layout, &[], &runtime, false, None),
+            Some(f) => self.move_load(f, name, &layout, offset),
         };
         let eff = self.burst_efficiency(&layout, &xla, &runtime, dtype);
         let route = self.down_route(
@@ -104,9 +104,9 @@ impl Engine {
         }
         let t = self.state(name)?;
         let (dtype, runtime) = (t.dtype, t.runtime.clone());
-        let facts = match self.mode {
-            Mode::Timing => self.closed_facts(&r.layout, &[], &runtime, true, None),
-            Mode::Functional => self.move_store(name, &r, &xla),
+        let facts = match self.functional() {
+            None => self.closed_facts(&r.layout, &[], &runtime, true, None),
+            Some(f) => self.move_store(f, name, &r, &xla),
         };
         let n = self.topo.chain.len();
         let eff = self.burst_efficiency(&r.layout, &xla, &runtime, dtype);
@@ -247,9 +247,9 @@ impl Engine {
             .filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime))
             .min();
         let src_facts = self.closed_facts(&src.layout, &[], &runtime, true, None);
-        let dst_facts = match self.mode {
-            Mode::Timing => self.closed_facts(&layout, &[], &runtime, false, None),
-            Mode::Functional => self.move_relayout(&src, &layout, offset, &runtime, dtype),
+        let dst_facts = match self.functional() {
+            None => self.closed_facts(&layout, &[], &runtime, false, None),
+            Some(f) => self.move_relayout(f, &src, &layout, offset, &runtime, dtype),
         };
         let steps = src.layout.time_span().max(layout.time_span());
         let c = match crossing {
@@ -383,9 +383,9 @@ impl Engine {
         }
         let up = self.closed_facts(&layout, &partial, &runtime, true, Some(i));
         let rest: Vec<usize> = src.partial.iter().copied().filter(|&p| p != i).collect();
-        let down = match self.mode {
-            Mode::Timing => self.closed_facts(&layout, &rest, &runtime, false, None),
-            Mode::Functional => self.move_reduce(&src, i, op, offset, dtype, &runtime),
+        let down = match self.functional() {
+            None => self.closed_facts(&layout, &rest, &runtime, false, None),
+            Some(f) => self.move_reduce(f, &src, i, op, offset, dtype, &runtime),
         };
         let addr = self.machine.addressable_levels();
         let meet = self.topo.meet_above(addr[i].level_index);
