@@ -437,18 +437,7 @@ pub fn run_with_progress(
                         _ => Combine::Add,
                     };
                     eng.buffers = None;
-                    let levels: Vec<String> = eng
-                        .tensors
-                        .get(out)
-                        .and_then(|t| t.lm.as_ref())
-                        .map(|r| {
-                            r.partial
-                                .iter()
-                                .rev()
-                                .map(|&p| r.layout.levels()[p].name.clone())
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let levels = eng.partial_levels(out);
                     let first = eng.ops.len();
                     eng.reduce_partials(out, comb).map_err(at)?;
                     for (k, level) in levels.into_iter().enumerate() {

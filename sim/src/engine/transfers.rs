@@ -315,15 +315,10 @@ impl Engine {
         Ok(rep)
     }
 
-    /// Reduce: combine the copies of a tensor over a level on which it is partial (or
-    /// replicated: the copies are combined as they are). The result is replicated over
-    /// that level, in the same layout, under `out` (default: the tensor itself).
-    /// Finishes a tensor whose copies hold partial results: a tree Reduce per level they
-    /// differ over, leaf-most level first (partial sums combine close to the PEs first),
-    /// each shown as an op of its own.
-    pub fn reduce_partials(&mut self, name: &str, op: Combine) -> Result<(), SimError> {
-        let levels: Vec<String> = self
-            .tensors
+    /// The levels over which the copies of `name` in LM hold partial results, leaf-most
+    /// first (the order [`Engine::reduce_partials`] reduces them in); empty when none.
+    pub fn partial_levels(&self, name: &str) -> Vec<String> {
+        self.tensors
             .get(name)
             .and_then(|t| t.lm.as_ref())
             .map(|r| {
@@ -333,13 +328,22 @@ impl Engine {
                     .map(|&p| r.layout.levels()[p].name.clone())
                     .collect()
             })
-            .unwrap_or_default();
-        for level in levels {
+            .unwrap_or_default()
+    }
+
+    /// Finishes a tensor whose copies hold partial results: a tree Reduce per level they
+    /// differ over, leaf-most level first (partial sums combine close to the PEs first),
+    /// each shown as an op of its own.
+    pub fn reduce_partials(&mut self, name: &str, op: Combine) -> Result<(), SimError> {
+        for level in self.partial_levels(name) {
             self.reduce(name, &level, op, None)?;
         }
         Ok(())
     }
 
+    /// Reduce: combine the copies of a tensor over a level on which it is partial (or
+    /// replicated: the copies are combined as they are). The result is replicated over
+    /// that level, in the same layout, under `out` (default: the tensor itself).
     pub fn reduce(
         &mut self,
         name: &str,

@@ -485,6 +485,36 @@ pub enum Buffers {
     Var(String),
 }
 
+/// `$on` with `$b` bound to the `buffers` field of an op that has one (every op that
+/// writes a tensor into LM), else `$none`: the one list of those ops.
+macro_rules! with_buffers {
+    ($op:expr, $b:ident => $on:expr, $none:expr) => {
+        match $op {
+            Op::Load { buffers: $b, .. }
+            | Op::Relayout { buffers: $b, .. }
+            | Op::Broadcast { buffers: $b, .. }
+            | Op::Reduce { buffers: $b, .. }
+            | Op::Unary { buffers: $b, .. }
+            | Op::Binary { buffers: $b, .. }
+            | Op::MatMul { buffers: $b, .. }
+            | Op::BatchMatMul { buffers: $b, .. }
+            | Op::ReduceAxes { buffers: $b, .. }
+            | Op::Softmax { buffers: $b, .. }
+            | Op::LayerNorm { buffers: $b, .. }
+            | Op::Transpose { buffers: $b, .. }
+            | Op::Select { buffers: $b, .. }
+            | Op::Clamp { buffers: $b, .. }
+            | Op::Elu { buffers: $b, .. }
+            | Op::BiasAdd { buffers: $b, .. }
+            | Op::GeneralMatMul { buffers: $b, .. }
+            | Op::Reshape { buffers: $b, .. }
+            | Op::Concat { buffers: $b, .. }
+            | Op::Cast { buffers: $b, .. } => $on,
+            Op::Store { .. } | Op::Free { .. } => $none,
+        }
+    };
+}
+
 impl Op {
     /// `buffers:` as the op gives it (a count; `None` when absent or still a plan variable:
     /// resolution replaces those with the plan's count).
@@ -508,55 +538,11 @@ impl Op {
     }
 
     fn buffers_slot(&self) -> Option<&Option<Buffers>> {
-        match self {
-            Op::Load { buffers, .. }
-            | Op::Relayout { buffers, .. }
-            | Op::Broadcast { buffers, .. }
-            | Op::Reduce { buffers, .. }
-            | Op::Unary { buffers, .. }
-            | Op::Binary { buffers, .. }
-            | Op::MatMul { buffers, .. }
-            | Op::BatchMatMul { buffers, .. }
-            | Op::ReduceAxes { buffers, .. }
-            | Op::Softmax { buffers, .. }
-            | Op::LayerNorm { buffers, .. }
-            | Op::Transpose { buffers, .. }
-            | Op::Select { buffers, .. }
-            | Op::Clamp { buffers, .. }
-            | Op::Elu { buffers, .. }
-            | Op::BiasAdd { buffers, .. }
-            | Op::GeneralMatMul { buffers, .. }
-            | Op::Reshape { buffers, .. }
-            | Op::Concat { buffers, .. }
-            | Op::Cast { buffers, .. } => Some(buffers),
-            Op::Store { .. } | Op::Free { .. } => None,
-        }
+        with_buffers!(self, b => Some(b), None)
     }
 
     fn buffers_slot_mut(&mut self) -> Option<&mut Option<Buffers>> {
-        match self {
-            Op::Load { buffers, .. }
-            | Op::Relayout { buffers, .. }
-            | Op::Broadcast { buffers, .. }
-            | Op::Reduce { buffers, .. }
-            | Op::Unary { buffers, .. }
-            | Op::Binary { buffers, .. }
-            | Op::MatMul { buffers, .. }
-            | Op::BatchMatMul { buffers, .. }
-            | Op::ReduceAxes { buffers, .. }
-            | Op::Softmax { buffers, .. }
-            | Op::LayerNorm { buffers, .. }
-            | Op::Transpose { buffers, .. }
-            | Op::Select { buffers, .. }
-            | Op::Clamp { buffers, .. }
-            | Op::Elu { buffers, .. }
-            | Op::BiasAdd { buffers, .. }
-            | Op::GeneralMatMul { buffers, .. }
-            | Op::Reshape { buffers, .. }
-            | Op::Concat { buffers, .. }
-            | Op::Cast { buffers, .. } => Some(buffers),
-            Op::Store { .. } | Op::Free { .. } => None,
-        }
+        with_buffers!(self, b => Some(b), None)
     }
 
     /// The variant name (`"Load"`, `"MatMul"`, ...).
