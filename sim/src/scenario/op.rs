@@ -1,0 +1,549 @@
+//! The program's steps: the `Op` enum as scenario files write it (RON), its fields
+//! (tensors, layouts, `buffers:`), and the plan variables its layouts name.
+
+use serde::{Deserialize, Serialize};
+
+/// One step of a program. Layout fields hold TensorLayout text or `$var` (a plan
+/// variable).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Op {
+    /// DRAM → LM in `layout`.
+    Load {
+        tensor: String,
+        layout: String,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// LM → DRAM.
+    Store { tensor: String },
+    /// LM layout → another LM layout (into `out` if given, else in place).
+    Relayout {
+        tensor: String,
+        layout: String,
+        #[serde(default)]
+        out: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// A Load (tensor not in LM) or Relayout (tensor in LM) into a layout that
+    /// replicates over some level.
+    Broadcast {
+        tensor: String,
+        layout: String,
+        #[serde(default)]
+        out: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// Combines partial results across `level`.
+    Reduce {
+        tensor: String,
+        level: String,
+        #[serde(default)]
+        op: ReduceOp,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+        #[serde(default)]
+        out: Option<String>,
+    },
+    /// Releases a tensor's LM.
+    Free { tensor: String },
+    /// Elementwise `op(input)`.
+    Unary {
+        op: UnaryOp,
+        input: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// Elementwise `op(a, b)`.
+    Binary {
+        op: BinaryOp,
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// `out = a × b`.
+    MatMul {
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// Batched `out = a × b` over the leading axes.
+    BatchMatMul {
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// Reduces `input` along `axes` (kept with size 1 when `keep_dims`).
+    ReduceAxes {
+        op: ReduceOp,
+        input: String,
+        axes: Vec<usize>,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+        #[serde(default)]
+        keep_dims: bool,
+    },
+    /// Softmax along `axis`.
+    Softmax {
+        input: String,
+        axis: usize,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// Layer normalisation along `axis`.
+    LayerNorm {
+        input: String,
+        axis: usize,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+        #[serde(default = "default_eps")]
+        eps: f64,
+    },
+    /// Permutes axes: output axis `i` is input axis `perm[i]`.
+    Transpose {
+        input: String,
+        perm: Vec<usize>,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// `out = cond ? a : b` elementwise, numpy broadcasting (`cond` nonzero is true).
+    Select {
+        cond: String,
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// `min(max(input, min), max)`.
+    Clamp {
+        input: String,
+        min: f64,
+        max: f64,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// `input` where positive, else `alpha · (e^input − 1)`.
+    Elu {
+        input: String,
+        #[serde(default = "default_alpha")]
+        alpha: f64,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// `input + bias`, the vector `bias` along `axis` of `input`.
+    BiasAdd {
+        input: String,
+        bias: String,
+        axis: usize,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// MatMul with transposed operands and broadcast batch axes.
+    GeneralMatMul {
+        a: String,
+        b: String,
+        out: String,
+        #[serde(default)]
+        transpose_a: bool,
+        #[serde(default)]
+        transpose_b: bool,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// The same elements (row-major) in the shape `shape`.
+    Reshape {
+        input: String,
+        shape: Vec<u64>,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// `inputs` joined along `axis`.
+    Concat {
+        inputs: Vec<String>,
+        axis: usize,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+    /// `input` converted to the dtype of `out` (the one kernel whose operands' dtypes
+    /// differ).
+    Cast {
+        input: String,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
+}
+
+fn default_alpha() -> f64 {
+    1.0
+}
+
+fn default_eps() -> f64 {
+    1e-5
+}
+
+/// How partial results combine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReduceOp {
+    /// Sum.
+    #[default]
+    Add,
+    /// Maximum.
+    Max,
+    /// Minimum.
+    Min,
+    /// Product (`ReduceAxes` only).
+    Prod,
+    /// Mean (`ReduceAxes` only).
+    Mean,
+    /// Sum of absolute values (`ReduceAxes` only).
+    L1,
+    /// Square root of the sum of squares (`ReduceAxes` only).
+    L2,
+}
+
+impl ReduceOp {
+    /// The kernels' reduction.
+    pub fn kind(self) -> mnsim_kernels::ReduceKind {
+        use mnsim_kernels::ReduceKind as K;
+        match self {
+            ReduceOp::Add => K::Add,
+            ReduceOp::Max => K::Max,
+            ReduceOp::Min => K::Min,
+            ReduceOp::Prod => K::Prod,
+            ReduceOp::Mean => K::Mean,
+            ReduceOp::L1 => K::L1,
+            ReduceOp::L2 => K::L2,
+        }
+    }
+
+    /// Whether a tree `Reduce` can combine with it (Add, Max, Min).
+    pub fn combines_over_levels(self) -> bool {
+        matches!(self, ReduceOp::Add | ReduceOp::Max | ReduceOp::Min)
+    }
+}
+
+/// Elementwise functions: the kernels' own enums (`Relu`, `Gelu`, ... and `Add`,
+/// `Sub`, ...), so a scenario names exactly what the kernels run.
+pub use mnsim_kernels::{BinaryOp, UnaryOp};
+
+/// `buffers:` of an op: a count, or `"$name"`, a plan variable whose value is the count
+/// (as text: `"wb": "1"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Buffers {
+    Count(i64),
+    Var(String),
+}
+
+/// `$on` with `$b` bound to the `buffers` field of an op that has one (every op that
+/// writes a tensor into LM), else `$none`: the one list of those ops.
+macro_rules! with_buffers {
+    ($op:expr, $b:ident => $on:expr, $none:expr) => {
+        match $op {
+            Op::Load { buffers: $b, .. }
+            | Op::Relayout { buffers: $b, .. }
+            | Op::Broadcast { buffers: $b, .. }
+            | Op::Reduce { buffers: $b, .. }
+            | Op::Unary { buffers: $b, .. }
+            | Op::Binary { buffers: $b, .. }
+            | Op::MatMul { buffers: $b, .. }
+            | Op::BatchMatMul { buffers: $b, .. }
+            | Op::ReduceAxes { buffers: $b, .. }
+            | Op::Softmax { buffers: $b, .. }
+            | Op::LayerNorm { buffers: $b, .. }
+            | Op::Transpose { buffers: $b, .. }
+            | Op::Select { buffers: $b, .. }
+            | Op::Clamp { buffers: $b, .. }
+            | Op::Elu { buffers: $b, .. }
+            | Op::BiasAdd { buffers: $b, .. }
+            | Op::GeneralMatMul { buffers: $b, .. }
+            | Op::Reshape { buffers: $b, .. }
+            | Op::Concat { buffers: $b, .. }
+            | Op::Cast { buffers: $b, .. } => $on,
+            Op::Store { .. } | Op::Free { .. } => $none,
+        }
+    };
+}
+
+impl Op {
+    /// `buffers:` as the op gives it (a count; `None` when absent or still a plan variable:
+    /// resolution replaces those with the plan's count).
+    pub fn buffers(&self) -> Option<i64> {
+        match self.buffers_field() {
+            Some(Buffers::Count(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// `buffers:` as written (Load, Relayout, Broadcast, Reduce and kernels).
+    pub fn buffers_field(&self) -> Option<&Buffers> {
+        self.buffers_slot().and_then(|b| b.as_ref())
+    }
+
+    /// Sets `buffers:` (resolution: a plan variable replaced by its count).
+    pub fn set_buffers(&mut self, b: i64) {
+        if let Some(slot) = self.buffers_slot_mut() {
+            *slot = Some(Buffers::Count(b));
+        }
+    }
+
+    fn buffers_slot(&self) -> Option<&Option<Buffers>> {
+        with_buffers!(self, b => Some(b), None)
+    }
+
+    fn buffers_slot_mut(&mut self) -> Option<&mut Option<Buffers>> {
+        with_buffers!(self, b => Some(b), None)
+    }
+
+    /// The variant name (`"Load"`, `"MatMul"`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Load { .. } => "Load",
+            Op::Store { .. } => "Store",
+            Op::Relayout { .. } => "Relayout",
+            Op::Broadcast { .. } => "Broadcast",
+            Op::Reduce { .. } => "Reduce",
+            Op::Free { .. } => "Free",
+            Op::Unary { .. } => "Unary",
+            Op::Binary { .. } => "Binary",
+            Op::MatMul { .. } => "MatMul",
+            Op::BatchMatMul { .. } => "BatchMatMul",
+            Op::ReduceAxes { .. } => "ReduceAxes",
+            Op::Softmax { .. } => "Softmax",
+            Op::LayerNorm { .. } => "LayerNorm",
+            Op::Transpose { .. } => "Transpose",
+            Op::Select { .. } => "Select",
+            Op::Clamp { .. } => "Clamp",
+            Op::Elu { .. } => "Elu",
+            Op::BiasAdd { .. } => "BiasAdd",
+            Op::GeneralMatMul { .. } => "GeneralMatMul",
+            Op::Reshape { .. } => "Reshape",
+            Op::Concat { .. } => "Concat",
+            Op::Cast { .. } => "Cast",
+        }
+    }
+
+    /// Whether the op is a data movement (Load, Store, Relayout, Broadcast, Reduce,
+    /// Free) rather than a kernel.
+    pub fn is_transfer(&self) -> bool {
+        matches!(
+            self,
+            Op::Load { .. }
+                | Op::Store { .. }
+                | Op::Relayout { .. }
+                | Op::Broadcast { .. }
+                | Op::Reduce { .. }
+                | Op::Free { .. }
+        )
+    }
+
+    /// The tensors the op reads, with the names of their fields.
+    pub fn inputs(&self) -> Vec<(&'static str, &str)> {
+        match self {
+            Op::Load { tensor, .. }
+            | Op::Store { tensor }
+            | Op::Relayout { tensor, .. }
+            | Op::Broadcast { tensor, .. }
+            | Op::Reduce { tensor, .. }
+            | Op::Free { tensor } => vec![("tensor", tensor)],
+            Op::Unary { input, .. }
+            | Op::ReduceAxes { input, .. }
+            | Op::Softmax { input, .. }
+            | Op::LayerNorm { input, .. }
+            | Op::Transpose { input, .. }
+            | Op::Clamp { input, .. }
+            | Op::Elu { input, .. }
+            | Op::Reshape { input, .. }
+            | Op::Cast { input, .. } => vec![("input", input)],
+            Op::Binary { a, b, .. }
+            | Op::MatMul { a, b, .. }
+            | Op::BatchMatMul { a, b, .. }
+            | Op::GeneralMatMul { a, b, .. } => {
+                vec![("a", a), ("b", b)]
+            }
+            Op::Select { cond, a, b, .. } => vec![("cond", cond), ("a", a), ("b", b)],
+            Op::BiasAdd { input, bias, .. } => vec![("input", input), ("bias", bias)],
+            Op::Concat { inputs, .. } => inputs.iter().map(|t| ("inputs", t.as_str())).collect(),
+        }
+    }
+
+    /// The tensor the op leaves in LM (with its field name): `out`, or the moved
+    /// tensor when there is no `out`. `None` for Store and Free.
+    pub fn output(&self) -> Option<(&'static str, &str)> {
+        match self {
+            Op::Load { tensor, .. } => Some(("tensor", tensor)),
+            Op::Store { .. } | Op::Free { .. } => None,
+            Op::Relayout { tensor, out, .. }
+            | Op::Broadcast { tensor, out, .. }
+            | Op::Reduce { tensor, out, .. } => Some(match out {
+                Some(o) => ("out", o),
+                None => ("tensor", tensor),
+            }),
+            Op::Unary { out, .. }
+            | Op::Binary { out, .. }
+            | Op::MatMul { out, .. }
+            | Op::BatchMatMul { out, .. }
+            | Op::ReduceAxes { out, .. }
+            | Op::Softmax { out, .. }
+            | Op::LayerNorm { out, .. }
+            | Op::Transpose { out, .. }
+            | Op::Select { out, .. }
+            | Op::Clamp { out, .. }
+            | Op::Elu { out, .. }
+            | Op::BiasAdd { out, .. }
+            | Op::GeneralMatMul { out, .. }
+            | Op::Reshape { out, .. }
+            | Op::Concat { out, .. }
+            | Op::Cast { out, .. } => Some(("out", out)),
+        }
+    }
+
+    /// The layout text (literal or `$var`), if the op has one.
+    pub fn layout(&self) -> Option<&str> {
+        match self {
+            Op::Load { layout, .. }
+            | Op::Relayout { layout, .. }
+            | Op::Broadcast { layout, .. } => Some(layout),
+            Op::Store { .. } | Op::Free { .. } => None,
+            Op::Reduce { layout, .. }
+            | Op::Unary { layout, .. }
+            | Op::Binary { layout, .. }
+            | Op::MatMul { layout, .. }
+            | Op::BatchMatMul { layout, .. }
+            | Op::ReduceAxes { layout, .. }
+            | Op::Softmax { layout, .. }
+            | Op::LayerNorm { layout, .. }
+            | Op::Transpose { layout, .. }
+            | Op::Select { layout, .. }
+            | Op::Clamp { layout, .. }
+            | Op::Elu { layout, .. }
+            | Op::BiasAdd { layout, .. }
+            | Op::GeneralMatMul { layout, .. }
+            | Op::Reshape { layout, .. }
+            | Op::Concat { layout, .. }
+            | Op::Cast { layout, .. } => layout.as_deref(),
+        }
+    }
+
+    /// Replaces the layout text (no effect on ops without a layout field).
+    pub fn set_layout(&mut self, text: String) {
+        match self {
+            Op::Load { layout, .. }
+            | Op::Relayout { layout, .. }
+            | Op::Broadcast { layout, .. } => *layout = text,
+            Op::Store { .. } | Op::Free { .. } => {}
+            Op::Reduce { layout, .. }
+            | Op::Unary { layout, .. }
+            | Op::Binary { layout, .. }
+            | Op::MatMul { layout, .. }
+            | Op::BatchMatMul { layout, .. }
+            | Op::ReduceAxes { layout, .. }
+            | Op::Softmax { layout, .. }
+            | Op::LayerNorm { layout, .. }
+            | Op::Transpose { layout, .. }
+            | Op::Select { layout, .. }
+            | Op::Clamp { layout, .. }
+            | Op::Elu { layout, .. }
+            | Op::BiasAdd { layout, .. }
+            | Op::GeneralMatMul { layout, .. }
+            | Op::Reshape { layout, .. }
+            | Op::Concat { layout, .. }
+            | Op::Cast { layout, .. } => *layout = Some(text),
+        }
+    }
+
+    /// A short description for messages: `Load of `x``, `MatMul -> `h``.
+    pub fn describe(&self) -> String {
+        match self {
+            Op::Load { tensor, .. }
+            | Op::Store { tensor }
+            | Op::Relayout { tensor, .. }
+            | Op::Broadcast { tensor, .. }
+            | Op::Reduce { tensor, .. }
+            | Op::Free { tensor } => format!("{} of `{tensor}`", self.name()),
+            _ => match self.output() {
+                Some((_, o)) => format!("{} -> `{o}`", self.name()),
+                None => self.name().to_string(),
+            },
+        }
+    }
+}
+
+/// The plan variable a layout text refers to: `"$act"` → `Some("act")`.
+pub fn plan_variable(layout: &str) -> Option<&str> {
+    layout.trim().strip_prefix('$').map(str::trim)
+}
