@@ -4,28 +4,18 @@
 //! MatMul FLOP in the report equal 2·M·N·K·batch computed from the file. Bad files:
 //! one test per error class, asserting the message.
 
+mod common;
+
 use mnsim_reports::Report;
 use mnsim_sim::import::{self, Options, Strides};
 use mnsim_sim::scenario::{self, Mode, Source};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// `shared/graphs` beside the repository (found from the crate upwards).
-fn graphs_dir() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|a| a.join("shared/graphs"))
-        .find(|p| p.is_dir())
-        .expect("shared/graphs beside the repository")
-}
+use common::graphs::dir as graphs_dir;
 
 fn graph_files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(graphs_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    v.sort();
+    let v = common::graphs::files();
     assert!(v.len() >= 25, "{} graphs", v.len());
     v
 }

@@ -4,9 +4,10 @@
 //! layouts in timing mode. Each must end in a scenario, a report or an error — never a
 //! panic.
 
+mod common;
+
 use mnsim_sim::import::{self, Options};
 use mnsim_sim::scenario::{self, Mode, Source};
-use std::path::Path;
 
 /// xorshift64: deterministic mutations.
 struct Rng(u64);
@@ -141,18 +142,7 @@ fn import_and_run(text: &str) -> (bool, bool) {
 
 #[test]
 fn mutated_graphs_import_run_or_fail_cleanly() {
-    // `shared/graphs` beside the repository, found from the crate upwards.
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/graphs"))
-        .find(|p| p.is_dir())
-        .expect("shared/graphs beside the repository");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files = common::graphs::files();
     assert!(files.len() >= 20, "only {} graphs", files.len());
     let mut rng = Rng(0x0DD_6A7A_F00D_0001);
     let (mut tried, mut imported, mut ran) = (0, 0, 0);

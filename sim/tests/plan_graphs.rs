@@ -3,28 +3,43 @@
 //! space it covered, and is never slower than the import's default layouts (a seed)
 //! under either schedule.
 
+mod common;
+
 use mnsim_sim::import::{self, Options, Strides};
 use mnsim_sim::plan::{self, PlanOptions};
 use mnsim_sim::scenario::{self, Mode, PlanValue, Source};
 use mnsim_sim::timeline::Schedule;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
-/// `shared/graphs` beside the repository (found from the crate upwards).
-fn graph_files() -> Vec<PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/graphs"))
-        .find(|p| p.is_dir())
-        .expect("shared/graphs beside the repository");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    v.sort();
-    v
+use common::graphs::files as graph_files;
+
+/// The graph at `path` imported for mncore2, with the source the scenario's errors
+/// point into (named after the file).
+fn imported(path: &Path) -> (scenario::Scenario, Source) {
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    // Its input strides are not dense: it imports with `--strides row-major`.
+    let strides = if name == "matmul_select.json" {
+        Strides::RowMajor
+    } else {
+        Strides::File
+    };
+    let file = Source {
+        path: path.display().to_string(),
+        text: std::fs::read_to_string(path).unwrap(),
+    };
+    let opts = Options {
+        strides,
+        ..Options::default()
+    };
+    let imp = import::import(&file, &opts).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let sc = scenario::parse(&imp.text, &name).unwrap();
+    let src = Source {
+        path: name,
+        text: imp.text,
+    };
+    (sc, src)
 }
 
 /// Timing cycles of `plan` of `sc` with `layouts` (an independent run).
@@ -54,26 +69,7 @@ fn every_graph_plans_within_its_time_limit_and_never_slower_than_its_default_lay
     assert!(files.len() >= 20, "{}", files.len());
     for (i, path) in files.iter().enumerate() {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        // Its input strides are not dense: it imports with `--strides row-major`.
-        let strides = if name == "matmul_select.json" {
-            Strides::RowMajor
-        } else {
-            Strides::File
-        };
-        let file = Source {
-            path: path.display().to_string(),
-            text: std::fs::read_to_string(path).unwrap(),
-        };
-        let opts = Options {
-            strides,
-            ..Options::default()
-        };
-        let imp = import::import(&file, &opts).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-        let mut sc = scenario::parse(&imp.text, &name).unwrap();
-        let src = Source {
-            path: name.clone(),
-            text: imp.text,
-        };
+        let (mut sc, src) = imported(path);
         // Both schedules over the files, alternately (every file once, to keep it short).
         let schedule = [Schedule::Overlapped, Schedule::Sequential][i % 2];
         sc.schedule = schedule;
@@ -130,16 +126,7 @@ fn a_work_budget_gives_the_same_plan_every_time() {
         .into_iter()
         .find(|p| p.ends_with("MHA-GPT-inf-fp32-bs1.json"))
         .expect("the GPT attention graph");
-    let file = Source {
-        path: path.display().to_string(),
-        text: std::fs::read_to_string(&path).unwrap(),
-    };
-    let imp = import::import(&file, &Options::default()).unwrap();
-    let sc = scenario::parse(&imp.text, "gpt").unwrap();
-    let src = Source {
-        path: "gpt".into(),
-        text: imp.text,
-    };
+    let (sc, src) = imported(&path);
     let once = |work: u64| {
         let mut opts = PlanOptions::default();
         opts.search.time_limit = None;
