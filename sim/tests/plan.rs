@@ -27,6 +27,30 @@ fn opts(seconds: u64) -> PlanOptions {
     o
 }
 
+/// Plans plan `auto` of `s` within `seconds`.
+fn plan_auto(s: &Scenario, src: &Source, seconds: u64) -> plan::Outcome {
+    plan::plan_with(
+        s,
+        src,
+        "auto",
+        &[],
+        &BTreeMap::new(),
+        &opts(seconds),
+        &mut |_, _| {},
+    )
+    .unwrap()
+}
+
+/// The planner's best is no slower than the fastest of the `hand` plans.
+fn assert_no_slower(o: &plan::Outcome, hand: &[(String, u64)]) {
+    let min = hand.iter().map(|(_, c)| *c).min().unwrap();
+    assert!(
+        o.best[0].total_cycles <= min,
+        "{} vs {hand:?}",
+        o.best[0].total_cycles
+    );
+}
+
 /// Cycles of plan `plan` of `sc` with `layouts` substituted, by an independent timing
 /// run through the scenario file's own path (resolve, run).
 fn cycles_with(sc: &Scenario, src: &Source, plan: &str, layouts: &[(String, String)]) -> u64 {
@@ -72,16 +96,7 @@ fn attention_with_q_and_kt_left_to_the_planner_runs_no_slower_than_the_hand_plan
     let rows = hand.iter().find(|(p, _)| p == "rows").unwrap().1;
     assert_eq!(rows, 3888);
     let s = with_auto(&sc, "rows", &["q", "kt"]);
-    let o = plan::plan_with(
-        &s,
-        &src,
-        "auto",
-        &[],
-        &BTreeMap::new(),
-        &opts(10),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let o = plan_auto(&s, &src, 10);
     let best = &o.best[0];
     assert!(best.total_cycles <= 3888, "{}", best.total_cycles);
     assert!(best.inserted.is_empty());
@@ -101,22 +116,8 @@ fn attention_with_q_and_kt_left_to_the_planner_runs_no_slower_than_the_hand_plan
     sc.schedule = Schedule::Overlapped;
     let hand = hand_cycles(&sc, &src);
     let s = with_auto(&sc, "rows", &["q", "kt"]);
-    let o = plan::plan_with(
-        &s,
-        &src,
-        "auto",
-        &[],
-        &BTreeMap::new(),
-        &opts(5),
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let min = hand.iter().map(|(_, c)| *c).min().unwrap();
-    assert!(
-        o.best[0].total_cycles <= min,
-        "{} vs {hand:?}",
-        o.best[0].total_cycles
-    );
+    let o = plan_auto(&s, &src, 5);
+    assert_no_slower(&o, &hand);
 }
 
 #[test]
@@ -127,16 +128,7 @@ fn attention_without_hand_plans_still_finds_a_runnable_plan() {
     let mut s = with_auto(&sc, "rows", &["q", "kt"]);
     s.schedule = Schedule::Sequential;
     s.plans.retain(|p, _| p == "auto");
-    let o = plan::plan_with(
-        &s,
-        &src,
-        "auto",
-        &[],
-        &BTreeMap::new(),
-        &opts(20),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let o = plan_auto(&s, &src, 20);
     assert!(o.hand_plans.is_empty());
     let best = &o.best[0];
     assert!(best.total_cycles <= 3888, "{}", best.total_cycles);
@@ -153,22 +145,8 @@ fn mlp_with_all_six_layouts_left_to_the_planner_finds_a_runnable_plan() {
     // With the hand plans as seeds: no slower than either.
     let s = with_auto(&sc, "gather", &vars);
     let hand = hand_cycles(&sc, &src);
-    let o = plan::plan_with(
-        &s,
-        &src,
-        "auto",
-        &[],
-        &BTreeMap::new(),
-        &opts(5),
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let min = hand.iter().map(|(_, c)| *c).min().unwrap();
-    assert!(
-        o.best[0].total_cycles <= min,
-        "{} vs {hand:?}",
-        o.best[0].total_cycles
-    );
+    let o = plan_auto(&s, &src, 5);
+    assert_no_slower(&o, &hand);
 }
 
 #[test]
@@ -280,16 +258,7 @@ fn equal_to_exhaustive_search_on_a_small_case() {
     o.search.exhaustive_limit = 0;
     let local =
         plan::plan_with(&sc, &src, "auto", &[], &BTreeMap::new(), &o, &mut |_, _| {}).unwrap();
-    let exact = plan::plan_with(
-        &sc,
-        &src,
-        "auto",
-        &[],
-        &BTreeMap::new(),
-        &opts(30),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let exact = plan_auto(&sc, &src, 30);
     assert_eq!(exact.method, "exhaustive");
     assert!(exact.complete);
     let m = mnsim_arch::preset("toy4").unwrap();
@@ -342,16 +311,7 @@ fn a_relayout_is_inserted_where_a_kernel_needs_one() {
         path: "r.ron".into(),
         text: text.into(),
     };
-    let o = plan::plan_with(
-        &sc,
-        &src,
-        "auto",
-        &[],
-        &BTreeMap::new(),
-        &opts(30),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let o = plan_auto(&sc, &src, 30);
     let best = &o.best[0];
     assert_eq!(best.inserted.len(), 1, "{:?}", best.inserted);
     let ins = &best.inserted[0];
