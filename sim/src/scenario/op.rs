@@ -309,6 +309,37 @@ pub enum Buffers {
     Var(String),
 }
 
+/// `$req` with `$l` bound to the `layout` field of an op whose layout is required
+/// (transfers), `$opt` with it bound to the optional one (Reduce and the kernels: their
+/// output's layout may follow the input's), else `$none`: the one list of each.
+macro_rules! with_layout {
+    ($op:expr, $l:ident => required: $req:expr, optional: $opt:expr, none: $none:expr) => {
+        match $op {
+            Op::Load { layout: $l, .. }
+            | Op::Relayout { layout: $l, .. }
+            | Op::Broadcast { layout: $l, .. } => $req,
+            Op::Reduce { layout: $l, .. }
+            | Op::Unary { layout: $l, .. }
+            | Op::Binary { layout: $l, .. }
+            | Op::MatMul { layout: $l, .. }
+            | Op::BatchMatMul { layout: $l, .. }
+            | Op::ReduceAxes { layout: $l, .. }
+            | Op::Softmax { layout: $l, .. }
+            | Op::LayerNorm { layout: $l, .. }
+            | Op::Transpose { layout: $l, .. }
+            | Op::Select { layout: $l, .. }
+            | Op::Clamp { layout: $l, .. }
+            | Op::Elu { layout: $l, .. }
+            | Op::BiasAdd { layout: $l, .. }
+            | Op::GeneralMatMul { layout: $l, .. }
+            | Op::Reshape { layout: $l, .. }
+            | Op::Concat { layout: $l, .. }
+            | Op::Cast { layout: $l, .. } => $opt,
+            Op::Store { .. } | Op::Free { .. } => $none,
+        }
+    };
+}
+
 /// `$on` with `$b` bound to the `buffers` field of an op that has one (every op that
 /// writes a tensor into LM), else `$none`: the one list of those ops.
 macro_rules! with_buffers {
@@ -474,56 +505,12 @@ impl Op {
 
     /// The layout text (literal or `$var`), if the op has one.
     pub fn layout(&self) -> Option<&str> {
-        match self {
-            Op::Load { layout, .. }
-            | Op::Relayout { layout, .. }
-            | Op::Broadcast { layout, .. } => Some(layout),
-            Op::Store { .. } | Op::Free { .. } => None,
-            Op::Reduce { layout, .. }
-            | Op::Unary { layout, .. }
-            | Op::Binary { layout, .. }
-            | Op::MatMul { layout, .. }
-            | Op::BatchMatMul { layout, .. }
-            | Op::ReduceAxes { layout, .. }
-            | Op::Softmax { layout, .. }
-            | Op::LayerNorm { layout, .. }
-            | Op::Transpose { layout, .. }
-            | Op::Select { layout, .. }
-            | Op::Clamp { layout, .. }
-            | Op::Elu { layout, .. }
-            | Op::BiasAdd { layout, .. }
-            | Op::GeneralMatMul { layout, .. }
-            | Op::Reshape { layout, .. }
-            | Op::Concat { layout, .. }
-            | Op::Cast { layout, .. } => layout.as_deref(),
-        }
+        with_layout!(self, l => required: Some(l.as_str()), optional: l.as_deref(), none: None)
     }
 
     /// Replaces the layout text (no effect on ops without a layout field).
     pub fn set_layout(&mut self, text: String) {
-        match self {
-            Op::Load { layout, .. }
-            | Op::Relayout { layout, .. }
-            | Op::Broadcast { layout, .. } => *layout = text,
-            Op::Store { .. } | Op::Free { .. } => {}
-            Op::Reduce { layout, .. }
-            | Op::Unary { layout, .. }
-            | Op::Binary { layout, .. }
-            | Op::MatMul { layout, .. }
-            | Op::BatchMatMul { layout, .. }
-            | Op::ReduceAxes { layout, .. }
-            | Op::Softmax { layout, .. }
-            | Op::LayerNorm { layout, .. }
-            | Op::Transpose { layout, .. }
-            | Op::Select { layout, .. }
-            | Op::Clamp { layout, .. }
-            | Op::Elu { layout, .. }
-            | Op::BiasAdd { layout, .. }
-            | Op::GeneralMatMul { layout, .. }
-            | Op::Reshape { layout, .. }
-            | Op::Concat { layout, .. }
-            | Op::Cast { layout, .. } => *layout = Some(text),
-        }
+        with_layout!(self, l => required: *l = text, optional: *l = Some(text), none: ())
     }
 
     /// A short description for messages: `Load of `x``, `MatMul -> `h``.
