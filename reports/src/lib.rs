@@ -14,6 +14,7 @@
 //! - [`trace`]: `trace.json` (Chrome Trace Event Format, opens in Perfetto);
 //! - [`write_outputs`]: writing a set of files into a directory all at once or not at all.
 
+pub mod atomic;
 mod compare;
 mod html;
 mod json;
@@ -39,7 +40,7 @@ pub use model::{
     LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport, StreamReport,
 };
 pub use ops_csv::{OPS_CSV_COLUMNS, ops_csv};
-pub use output::{OUTPUT_NAMES, write_outputs};
+pub use output::{OUTPUT_NAMES, check_out_dir, write_outputs};
 pub use sweep::{
     AxisKind, RowResult, SWEEP_SCHEMA, Sweep, SweepAxis, SweepRow, merge as merge_sweeps,
     parse_sweep_json, point_count, point_values, shard_points, sweep_csv, sweep_json,

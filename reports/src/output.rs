@@ -6,10 +6,12 @@ use std::fs;
 use std::io::{self, ErrorKind, Write};
 use std::path::{Component, Path, PathBuf};
 
+use crate::atomic::{Temp, resolve_links};
+
 /// Names of the files mnsim writes into an output directory (at its top or in a plan's
 /// folder). A directory holding only these (and folders of them) is an earlier run's and
 /// may be replaced.
-pub const OUTPUT_NAMES: [&str; 11] = [
+pub const OUTPUT_NAMES: [&str; 12] = [
     "report.json",
     "report.md",
     "report.html",
@@ -21,87 +23,115 @@ pub const OUTPUT_NAMES: [&str; 11] = [
     "sweep.json",
     "sweep.svg",
     "sweep.html",
+    "points.jsonl",
 ];
 
 /// Writes `files` (paths relative to `dir`, contents) as the whole content of `dir`, so that
 /// `dir` holds one run: no file of an earlier run survives beside the new ones, and an error
-/// leaves `dir` as it was.
+/// (a full disk, an interrupt) leaves `dir` as it was.
 ///
-/// Every file is first written into a temporary sibling directory, `.<dir-name>.tmp-<pid>`;
-/// only when all are written is the new folder swapped in: the old `dir` (if any) is moved
-/// aside, the new one renamed into its place, and the old one removed. Should the swap fail,
-/// the old folder is put back. The temporary directory is removed in every case.
+/// Every file is first written into a temporary sibling directory, `.<dir-name>.<pid>-<n>.tmp`
+/// (registered with [`crate::atomic`], so an interrupt removes it); only when all are written
+/// and flushed is the new folder swapped in, under the lock `.<dir-name>.lock` beside it: the
+/// old `dir` (if any) is moved aside, the new one renamed into its place, and the old one
+/// removed. Should the swap fail, the old folder is put back. Two processes writing one
+/// `dir` take turns (the second waits for the first's swap, up to [`crate::atomic::LOCK_WAIT`],
+/// then fails naming the lock); the last one's folder stays. A `dir` that is a symlink to a
+/// directory is followed: its target is replaced and the link kept.
 ///
 /// An existing `dir` is replaced only if it holds nothing but files mnsim writes
 /// ([`OUTPUT_NAMES`] and the names being written) and folders of them; a directory with
 /// other files (`--out .`, a folder of notes) is refused with [`ErrorKind::AlreadyExists`]
-/// before anything is written.
+/// before anything is written ([`check_out_dir`] makes the same check before a run).
 ///
 /// Before anything is written, these are rejected with [`ErrorKind::InvalidInput`]: an absolute or
 /// empty path, a path with `..`, the same path twice, and a path inside another file's path (`a`
 /// and `a/b`). A `dir` that exists and is not a directory is rejected with
 /// [`ErrorKind::NotADirectory`].
-///
-/// One process should not write the same `dir` from two threads at once (they would share the
-/// temporary directory).
 pub fn write_outputs(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> io::Result<()> {
     let rels = files
         .iter()
         .map(|(p, _)| relative(p))
         .collect::<io::Result<Vec<_>>>()?;
     check_distinct(&rels)?;
+    let dir = real_dir(dir)?;
+    let mut allowed = allowed_names();
+    allowed.extend(rels.iter().filter_map(|r| r.file_name()));
+    check_existing(&dir, &allowed)?;
+    let Some(parent) = dir.parent() else {
+        return Err(invalid(format!(
+            "cannot write outputs into {}",
+            dir.display()
+        )));
+    };
+    fs::create_dir_all(parent)?;
+    let tmp = Temp::beside(&dir, "tmp");
+    fs::create_dir(tmp.path())?;
+    stage(tmp.path(), &rels, files)?;
+    let _lock = crate::atomic::Lock::acquire(&dir)?;
+    // Another writer may have swapped its folder in while this one staged.
+    let exists = check_existing(&dir, &allowed)?;
+    crate::atomic::critical(|| swap(tmp.path(), &dir, exists))?;
+    crate::atomic::sync_dir(parent);
+    drop(tmp);
+    Ok(())
+}
 
+/// Refuses an output directory [`write_outputs`] would refuse (a file, or a folder with
+/// files mnsim did not write), before any work: commands call it before they simulate.
+pub fn check_out_dir(dir: &Path) -> io::Result<()> {
+    let dir = real_dir(dir)?;
+    check_existing(&dir, &allowed_names()).map(|_| ())
+}
+
+fn allowed_names() -> BTreeSet<&'static std::ffi::OsStr> {
+    OUTPUT_NAMES.iter().map(std::ffi::OsStr::new).collect()
+}
+
+/// `dir` made absolute, with a trailing `.` resolved and a symlink followed to its target.
+fn real_dir(dir: &Path) -> io::Result<PathBuf> {
     let dir = std::path::absolute(dir)?;
     let dir = if dir.file_name().is_some() {
         dir
     } else {
         fs::canonicalize(&dir)?
     };
-    let (Some(name), Some(parent)) = (dir.file_name(), dir.parent()) else {
+    let dir = resolve_links(&dir)?;
+    if dir.file_name().is_none() || dir.parent().is_none() {
         return Err(invalid(format!(
             "cannot write outputs into {}",
             dir.display()
         )));
-    };
-    let exists = match fs::symlink_metadata(&dir) {
-        Ok(m) if m.is_dir() => true,
+    }
+    Ok(dir)
+}
+
+/// Whether `dir` exists; an error if it is not a directory or holds a file mnsim did not
+/// write.
+fn check_existing(dir: &Path, allowed: &BTreeSet<&std::ffi::OsStr>) -> io::Result<bool> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
         Ok(_) => {
             return Err(io::Error::new(
                 ErrorKind::NotADirectory,
                 format!("output directory {} is not a directory", dir.display()),
             ));
         }
-        Err(e) if e.kind() == ErrorKind::NotFound => false,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
-    };
-    if exists {
-        let mut allowed: BTreeSet<&std::ffi::OsStr> =
-            OUTPUT_NAMES.iter().map(std::ffi::OsStr::new).collect();
-        allowed.extend(rels.iter().filter_map(|r| r.file_name()));
-        if let Some(foreign) = foreign_file(&dir, &allowed, 0)? {
-            return Err(io::Error::new(
-                ErrorKind::AlreadyExists,
-                format!(
-                    "{} holds {}, which mnsim did not write; --out replaces the whole folder, \
-                     so give a new or empty folder",
-                    dir.display(),
-                    foreign.display()
-                ),
-            ));
-        }
     }
-
-    fs::create_dir_all(parent)?;
-    let tmp = parent.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    remove_any(&tmp)?; // left over from an earlier run that died with our pid
-    fs::create_dir(&tmp)?;
-    let result = stage(&tmp, &rels, files).and_then(|()| swap(&tmp, &dir, exists));
-    let cleanup = fs::remove_dir_all(&tmp);
-    result.and(cleanup)
+    if let Some(foreign) = foreign_file(dir, allowed, 0)? {
+        return Err(io::Error::new(
+            ErrorKind::AlreadyExists,
+            format!(
+                "{} holds {}, which mnsim did not write; --out replaces the whole folder, \
+                 so give a new or empty folder",
+                dir.display(),
+                foreign.display()
+            ),
+        ));
+    }
+    Ok(true)
 }
 
 /// The first file under `d` whose name is not in `allowed` (or a symlink, or more than two
@@ -177,16 +207,6 @@ fn check_distinct(rels: &[PathBuf]) -> io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Removes a file or directory tree at `p`, if there is one.
-fn remove_any(p: &Path) -> io::Result<()> {
-    match fs::symlink_metadata(p) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(p),
-        Ok(_) => fs::remove_file(p),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 /// Writes every file under `tmp/new`, flushed to disk.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// The value of [`Sweep::schema`].
-pub const SWEEP_SCHEMA: &str = "mnsim.sweep/1";
+pub const SWEEP_SCHEMA: &str = "mnsim.sweep/2";
 
 /// What an axis of a sweep changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,12 +59,19 @@ pub struct SweepRow {
 }
 
 /// A sweep, or one shard of it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sweep {
     /// Always [`SWEEP_SCHEMA`].
     pub schema: String,
     /// The scenario's name.
     pub scenario: String,
+    /// A hash of the scenario's text and of the machine file it names (16 hex digits):
+    /// shards of an edited scenario are not merged.
+    pub scenario_hash: String,
+    /// The schedule every point ran under (`overlapped` or `sequential`).
+    pub schedule: String,
+    /// The mode every point ran in (`timing` or `functional`).
+    pub mode: String,
     /// The plans run at every point, in order (`[null]` for a scenario without plans).
     pub plans: Vec<Option<String>>,
     pub axes: Vec<SweepAxis>,
@@ -224,9 +231,10 @@ pub fn merge(parts: &[(String, Sweep)]) -> Result<Sweep, String> {
     let mut seen_shards: Vec<usize> = Vec::new();
     let mut n_shards = None;
     for (name, p) in parts {
-        if p.scenario != first.scenario || p.plans != first.plans || p.axes != first.axes {
+        if let Some(diff) = difference(first, p) {
             return Err(format!(
-                "{name} is a different sweep from {first_name} (scenario, plans or swept values differ)"
+                "{name} is a different sweep from {first_name}: {diff}; merge only the shards \
+                 of one sweep"
             ));
         }
         let (i, n) = p.shard.unwrap_or((0, 1));
@@ -264,11 +272,41 @@ pub fn merge(parts: &[(String, Sweep)]) -> Result<Sweep, String> {
     Ok(Sweep {
         schema: SWEEP_SCHEMA.to_string(),
         scenario: first.scenario.clone(),
+        scenario_hash: first.scenario_hash.clone(),
+        schedule: first.schedule.clone(),
+        mode: first.mode.clone(),
         plans: first.plans.clone(),
         axes: first.axes.clone(),
         shard: None,
         rows,
     })
+}
+
+/// What differs between two shards' sweeps (`b` against `a`), named, or `None`.
+fn difference(a: &Sweep, b: &Sweep) -> Option<String> {
+    let pair = |what: &str, x: &str, y: &str| format!("{what} `{y}` here, `{x}` there");
+    if a.scenario != b.scenario {
+        return Some(pair("scenario", &a.scenario, &b.scenario));
+    }
+    if a.scenario_hash != b.scenario_hash {
+        return Some(format!(
+            "the scenario's text (or its machine file) differs: hash {} here, {} there",
+            b.scenario_hash, a.scenario_hash
+        ));
+    }
+    if a.schedule != b.schedule {
+        return Some(pair("schedule", &a.schedule, &b.schedule));
+    }
+    if a.mode != b.mode {
+        return Some(pair("mode", &a.mode, &b.mode));
+    }
+    if a.plans != b.plans {
+        return Some(format!("plans {:?} here, {:?} there", b.plans, a.plans));
+    }
+    if a.axes != b.axes {
+        return Some("the swept knobs or values differ".to_string());
+    }
+    None
 }
 
 #[cfg(test)]
@@ -313,6 +351,9 @@ mod tests {
         Sweep {
             schema: SWEEP_SCHEMA.into(),
             scenario: "s".into(),
+            scenario_hash: "0123456789abcdef".into(),
+            schedule: "overlapped".into(),
+            mode: "timing".into(),
             plans: vec![None],
             axes: ax,
             shard,
@@ -360,5 +401,26 @@ mod tests {
         assert!(merge(&twice).unwrap_err().contains("given twice"));
         let back = parse_sweep_json(&sweep_json(&whole)).unwrap();
         assert_eq!(back, whole);
+    }
+
+    #[test]
+    fn shards_of_different_sweeps_are_refused_naming_the_difference() {
+        let parts = |f: &dyn Fn(&mut Sweep)| -> Vec<(String, Sweep)> {
+            let mut b = sweep(Some((1, 2)));
+            f(&mut b);
+            vec![("a".into(), sweep(Some((0, 2)))), ("b".into(), b)]
+        };
+        assert!(merge(&parts(&|_| {})).is_ok());
+        let err = merge(&parts(&|s| s.schedule = "sequential".into())).unwrap_err();
+        assert!(
+            err.contains("b is a different sweep from a: schedule `sequential` here, `overlapped` there"),
+            "{err}"
+        );
+        let err = merge(&parts(&|s| s.mode = "functional".into())).unwrap_err();
+        assert!(err.contains("mode `functional` here, `timing` there"), "{err}");
+        let err = merge(&parts(&|s| s.scenario_hash = "ffffffffffffffff".into())).unwrap_err();
+        assert!(err.contains("the scenario's text (or its machine file) differs"), "{err}");
+        let err = merge(&parts(&|s| s.axes[0].values[0] = 3.0)).unwrap_err();
+        assert!(err.contains("swept knobs or values differ"), "{err}");
     }
 }

@@ -411,6 +411,7 @@ mod tests {
             axes,
             shard: None,
             rows,
+            ..Sweep::default()
         }
     }
 

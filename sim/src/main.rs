@@ -49,6 +49,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    mnsim_sim::signals::install();
     let result = match cli.command {
         Command::Layout { command } => cmd::layout::run(command),
         Command::Shape { command } => cmd::shape::run(command),

@@ -31,7 +31,7 @@ pub struct ImportArgs {
 
 pub fn run(a: ImportArgs) -> Result<(), Report> {
     let path = a.graph.display().to_string();
-    let text = std::fs::read_to_string(&a.graph)
+    let text = mnsim_sim::input::read_text(&a.graph)
         .map_err(|e| miette!("error: cannot read graph {path}: {e}"))?;
     let src = Source { path, text };
     let opts = Options {
@@ -46,10 +46,15 @@ pub fn run(a: ImportArgs) -> Result<(), Report> {
     scenario::parse(&imp.text, "the imported scenario")?;
     match &a.out {
         Some(o) => {
-            let tmp = o.with_extension("ron.partial");
-            std::fs::write(&tmp, &imp.text)
-                .and_then(|()| std::fs::rename(&tmp, o))
+            let w = mnsim_reports::atomic::write_file(o, imp.text.as_bytes())
                 .map_err(|e| miette!("error: writing {}: {e}", o.display()))?;
+            if w.other_links > 0 {
+                eprintln!(
+                    "note: {} had {} other hard link(s): they keep the old text",
+                    w.path.display(),
+                    w.other_links
+                );
+            }
             eprintln!(
                 "imported {}: {} ops ({}) as {} kernels; wrote {}",
                 src.path,

@@ -13,6 +13,7 @@ pub mod import;
 pub mod layout;
 pub mod machines;
 pub mod plan;
+pub mod points;
 pub mod run;
 pub mod shape;
 pub mod sweep;
@@ -32,10 +33,20 @@ pub fn emit(text: &str) -> Result<(), Report> {
     }
 }
 
+/// Refuses an `--out` folder that writing would refuse (a file, a folder of other files),
+/// before anything runs.
+pub fn check_out(dir: Option<&std::path::Path>) -> Result<(), Report> {
+    match dir {
+        Some(d) => mnsim_reports::check_out_dir(d)
+            .map_err(|e| miette!("error: --out {}: {e}", d.display())),
+        None => Ok(()),
+    }
+}
+
 /// A machine from a preset name or a RON file path, with `--set` knobs applied.
 pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
     let mut m = if name.ends_with(".ron") || name.contains('/') {
-        let text = std::fs::read_to_string(name)
+        let text = mnsim_sim::input::read_text(std::path::Path::new(name))
             .map_err(|e| miette!("error: cannot read machine file {name}: {e}"))?;
         mnsim_arch::from_ron(&text).map_err(|e| miette!("error: {name}: {e}"))?
     } else {

@@ -8,7 +8,6 @@ use mnsim_sim::plan::{self, Outcome, PlanOptions, Planned};
 use mnsim_sim::scenario::{self, PlanValue, Scenario};
 use serde_json::{Map, Value, json};
 use std::io::IsTerminal;
-use std::path::Path;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -353,19 +352,23 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
             ));
         }
         let vars = filled(&sc, &o.plan, best);
-        let text = plan::write::add_plan(&src.text, name, &vars)
-            .map_err(|e| miette!("error: {}: {e}", src.path))?;
-        // The new file must load and the new plan resolve before it replaces the old.
-        let sc2 = scenario::parse(&text, &src.path)?;
-        let src2 = scenario::Source {
-            path: src.path.clone(),
-            text: text.clone(),
+        // The new text must load and the new plan resolve before it replaces the old.
+        let check = |text: &str, shown: &str| -> Result<(), Report> {
+            let sc2 = scenario::parse(text, shown)?;
+            let src2 = scenario::Source {
+                path: shown.to_string(),
+                text: text.to_string(),
+            };
+            scenario::resolve(&sc2, &src2, Some(name), &sets, &binds).map(|_| ())
         };
-        scenario::resolve(&sc2, &src2, Some(name), &sets, &binds)?;
-        plan::write::replace_file(Path::new(&a.s.scenario), &text)
-            .map_err(|e| miette!("error: {e}"))?;
+        let imported = mnsim_sim::import::is_imported(&src);
+        let w = plan::write::write_back(&a.s.scenario, &src.text, imported, name, &vars, &check)
+?;
+        if let Some(n) = &w.note {
+            eprintln!("note: {n}");
+        }
         if !a.json {
-            eprintln!("wrote plan `{name}` to {}", src.path);
+            eprintln!("wrote plan `{name}` to {}", w.path.display());
         }
     }
     if a.json {

@@ -232,6 +232,7 @@ pub fn bottleneck_hint(m: &mnsim_arch::Machine, r: &mnsim_reports::Report) -> Op
 }
 
 pub fn run(a: RunArgs) -> Result<(), Report> {
+    super::check_out(a.out.as_deref())?;
     let reps = reports(&a)?;
     if a.json {
         let all: Vec<serde_json::Value> = reps
@@ -296,5 +297,8 @@ pub fn write(dir: &Path, reps: &[mnsim_reports::Report]) -> Result<(), Report> {
         ));
     }
     mnsim_reports::write_outputs(dir, &files)
-        .map_err(|e| miette!("error: writing {}: {e}", dir.display()))
+        .map_err(|e| miette!("error: writing {}: {e}", dir.display()))?;
+    // On stderr, so that `--json` output stays pure JSON.
+    eprintln!("wrote {} file(s) to {}", files.len(), dir.display());
+    Ok(())
 }

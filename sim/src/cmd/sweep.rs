@@ -28,6 +28,7 @@ pub struct CompareArgs {
 
 /// Runs every plan and ranks them.
 pub fn compare(a: CompareArgs) -> Result<(), Report> {
+    super::check_out(a.out.as_deref())?;
     let args = RunArgs {
         s: a.s,
         plan: None,
@@ -200,22 +201,58 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
     });
     let x = mnsim_reports::x_axis(
         &Sweep {
-            schema: String::new(),
-            scenario: String::new(),
-            plans: Vec::new(),
             axes: axes.clone(),
-            shard: None,
-            rows: Vec::new(),
+            ..Sweep::default()
         },
         a.x.as_deref(),
     )
     .map_err(|e| miette!("error: {e}"))?;
+    super::points::check_axes(&sc, &src, &axes)?;
+    let mode_name = match mode.unwrap_or(sc.mode) {
+        Mode::Timing => "timing",
+        Mode::Functional => "functional",
+    };
+    let identity = |rows: Vec<SweepRow>| Sweep {
+        schema: mnsim_reports::SWEEP_SCHEMA.to_string(),
+        scenario: sc.name.clone(),
+        scenario_hash: super::points::scenario_hash(&sc, &src),
+        schedule: sc.schedule.name().to_string(),
+        mode: mode_name.to_string(),
+        plans: plans.clone(),
+        axes: axes.clone(),
+        shard,
+        rows,
+    };
+    // The folder is checked, and the log of finished points opened (or resumed), before
+    // any point runs.
+    let log = match &a.out {
+        Some(dir) => {
+            let mut key = serde_json::to_value(identity(Vec::new())).unwrap_or_default();
+            if let Some(o) = key.as_object_mut() {
+                o.remove("rows");
+            }
+            Some(super::points::Log::open(dir, key)?)
+        }
+        None => None,
+    };
+    let done = log.as_ref().map(|l| &l.done);
     let jobs: Vec<(usize, &Option<String>)> = mnsim_reports::shard_points(total, shard)
         .into_iter()
         .flat_map(|p| plans.iter().map(move |plan| (p, plan)))
+        .filter(|(p, plan)| done.is_none_or(|d| !d.contains_key(&(*p, (*plan).clone()))))
         .collect();
+    if let (Some(dir), Some(d)) = (&a.out, done)
+        && !d.is_empty()
+    {
+        eprintln!(
+            "resuming {}: {} run(s) already done (points.jsonl), {} to run",
+            dir.display(),
+            d.len(),
+            jobs.len()
+        );
+    }
     let bar = progress_bar(jobs.len());
-    let rows: Vec<SweepRow> = jobs
+    let mut rows: Vec<SweepRow> = jobs
         .par_iter()
         .map(|&(p, plan)| {
             let values = mnsim_reports::point_values(&axes, p);
@@ -231,7 +268,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
             }
             let r = run_plan(&sc, &src, plan.as_deref(), &sets, &binds, mode, false);
             bar.inc(1);
-            match r {
+            let row = match r {
                 Ok(rep) => SweepRow {
                     point: p,
                     plan: plan.clone(),
@@ -244,48 +281,60 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
                     result: None,
                     error: Some(e.to_string().trim_start_matches("error: ").to_string()),
                 },
+            };
+            if let Some(l) = &log {
+                l.append(&row);
             }
+            row
         })
         .collect();
     bar.finish_and_clear();
-    let failed = rows.iter().filter(|r| r.error.is_some()).count();
+    if let Some(l) = &log {
+        l.check()?;
+        rows.extend(l.done.values().cloned());
+        let rank = |p: &Option<String>| plans.iter().position(|x| x == p);
+        rows.sort_by_key(|r| (r.point, rank(&r.plan)));
+    }
+    let failed: Vec<&SweepRow> = rows.iter().filter(|r| r.error.is_some()).collect();
+    let (failed_n, first_failed) = (failed.len(), failed.first().map(|r| (*r).clone()));
     let n = rows.len();
-    let sw = Sweep {
-        schema: mnsim_reports::SWEEP_SCHEMA.to_string(),
-        scenario: sc.name.clone(),
-        plans,
-        axes,
-        shard,
-        rows,
-    };
-    match &a.out {
-        Some(dir) => {
-            write_sweep(dir, &sw, x)?;
+    let sw = identity(rows);
+    match (&a.out, &log) {
+        (Some(dir), Some(log)) => {
+            write_sweep(dir, &sw, x, Some(log.text(&sw.rows)))?;
             outln!(
                 "wrote {}: {n} run(s){}",
                 dir.display(),
-                if failed > 0 {
-                    format!(", {failed} failed (see the error column of sweep.csv)")
+                if failed_n > 0 {
+                    format!(", {failed_n} failed (see the error column of sweep.csv)")
                 } else {
                     String::new()
                 }
             );
         }
-        None => super::emit(&mnsim_reports::sweep_csv(&sw))?,
+        _ => super::emit(&mnsim_reports::sweep_csv(&sw))?,
     }
-    if failed == n && n > 0 {
+    if let Some(r) = first_failed {
         return Err(miette!(
-            "error: every run of the sweep failed; the first: {}",
-            sw.rows[0].error.as_deref().unwrap_or("")
+            "error: {failed_n} of {n} run(s) of the sweep failed; the first (point {}{}): {}",
+            r.point,
+            r.plan
+                .as_deref()
+                .map(|p| format!(", plan {p}"))
+                .unwrap_or_default(),
+            r.error.as_deref().unwrap_or("")
         ));
     }
     Ok(())
 }
 
-fn write_sweep(dir: &std::path::Path, sw: &Sweep, x: usize) -> Result<(), Report> {
-    mnsim_reports::write_outputs(
-        dir,
-        &[
+fn write_sweep(
+    dir: &std::path::Path,
+    sw: &Sweep,
+    x: usize,
+    points: Option<String>,
+) -> Result<(), Report> {
+    let mut files = vec![
             (
                 PathBuf::from("sweep.csv"),
                 mnsim_reports::sweep_csv(sw).into_bytes(),
@@ -302,9 +351,12 @@ fn write_sweep(dir: &std::path::Path, sw: &Sweep, x: usize) -> Result<(), Report
                 PathBuf::from("sweep.html"),
                 mnsim_reports::sweep_html(sw, x).into_bytes(),
             ),
-        ],
-    )
-    .map_err(|e| miette!("error: writing {}: {e}", dir.display()))
+        ];
+    if let Some(p) = points {
+        files.push((PathBuf::from("points.jsonl"), p.into_bytes()));
+    }
+    mnsim_reports::write_outputs(dir, &files)
+        .map_err(|e| miette!("error: writing {}: {e}", dir.display()))
 }
 
 /// `mnsim merge --out DIR DIR1 DIR2 ...`: the shards of a sweep joined into the whole.
@@ -320,7 +372,7 @@ pub fn merge(a: MergeArgs) -> Result<(), Report> {
     }
     let whole = mnsim_reports::merge_sweeps(&parts).map_err(|e| miette!("error: {e}"))?;
     let x = mnsim_reports::x_axis(&whole, a.x.as_deref()).map_err(|e| miette!("error: {e}"))?;
-    write_sweep(&a.out, &whole, x)?;
+    write_sweep(&a.out, &whole, x, None)?;
     outln!(
         "wrote {}: {} run(s) from {} shard(s)",
         a.out.display(),

@@ -67,7 +67,7 @@ pub fn is_graph(path: &std::path::Path, text: &str) -> bool {
 
 fn machine_of(name: &str) -> Result<(Machine, String), Report> {
     if name.ends_with(".ron") || name.contains('/') {
-        let text = std::fs::read_to_string(name)
+        let text = crate::input::read_text(std::path::Path::new(name))
             .map_err(|e| miette!("error: cannot read machine file {name}: {e}"))?;
         let m = mnsim_arch::from_ron(&text).map_err(|e| miette!("error: {name}: {e}"))?;
         let path = std::fs::canonicalize(name)

@@ -5,6 +5,7 @@
 //! then renamed over it).
 
 use crate::scenario::spans::{self, Kind};
+use miette::{Report, miette};
 use std::path::Path;
 
 /// `text` with plan `name` (variables → layout text, in order) added to `plans`.
@@ -60,19 +61,81 @@ pub fn add_plan(text: &str, name: &str, vars: &[(String, String)]) -> Result<Str
     Ok(out)
 }
 
-/// Replaces the file at `path` with `text` atomically.
-pub fn replace_file(path: &Path, text: &str) -> Result<(), String> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let file = path
-        .file_name()
-        .ok_or_else(|| format!("{} is not a file", path.display()))?;
-    let tmp = dir.join(format!(".{}.mnsim-write", file.to_string_lossy()));
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot replace {}: {e}", path.display())
+/// Where `plan --write` wrote, and what to tell the user about it.
+#[derive(Debug)]
+pub struct WriteBack {
+    /// The file written (a symlink's target when the scenario path is a link).
+    pub path: std::path::PathBuf,
+    /// A note for stderr (a scenario written beside a graph, hard links left behind).
+    pub note: Option<String>,
+}
+
+/// Adds plan `name` (variables → layouts) to the scenario file at `path`, whose text was
+/// `read` when the scenario was loaded. `check` must accept the new text (it parses it and
+/// resolves the new plan). The file is replaced atomically under its lock
+/// (`mnsim_reports::atomic::update`): if another writer changed it meanwhile, the plan is
+/// added to the text as it is now, so both writers' plans land.
+///
+/// A oneDNN Graph JSON file (`imported`) is never rewritten: the scenario, with the plan
+/// added, is written beside it as `G.ron`, and an existing `G.ron` is not overwritten
+/// (`plan G.ron --write NAME` adds to it).
+pub fn write_back(
+    path: &Path,
+    read: &str,
+    imported: bool,
+    name: &str,
+    vars: &[(String, String)],
+    check: &dyn Fn(&str, &str) -> Result<(), Report>,
+) -> Result<WriteBack, Report> {
+    let make = |base: &str, shown: &str| -> Result<String, Report> {
+        let text = add_plan(base, name, vars).map_err(|e| miette!("error: {shown}: {e}"))?;
+        check(&text, shown)?;
+        Ok(text)
+    };
+    if imported {
+        let ron = path.with_extension("ron");
+        let shown = ron.display().to_string();
+        let text = make(read, &shown)?;
+        let w = mnsim_reports::atomic::update(&ron, |cur| match cur {
+            Some(_) => Err(format!(
+                "{shown} exists: --write on a graph writes the scenario beside it and never \
+                 overwrites one; add the plan to it with `mnsim plan {shown} --write {name}`, \
+                 or remove it"
+            )),
+            None => Ok(text.into_bytes()),
+        })
+        .map_err(|e| miette!("error: cannot write {shown}: {e}"))?;
+        return Ok(WriteBack {
+            note: Some(format!(
+                "{} is a graph and stays as it is: the scenario with plan `{name}` is {}",
+                path.display(),
+                w.path.display()
+            )),
+            path: w.path,
+        });
+    }
+    let shown = path.display().to_string();
+    let prepared = make(read, &shown)?;
+    let w = mnsim_reports::atomic::update(path, |cur| {
+        let cur = cur.ok_or("the file was removed while planning")?;
+        let cur = std::str::from_utf8(cur).map_err(|_| "the file is no longer UTF-8 text")?;
+        if cur == read {
+            Ok(prepared.into_bytes())
+        } else {
+            // Changed since it was read (another `plan --write`): add to it as it is now.
+            make(cur, &shown)
+                .map(String::into_bytes)
+                .map_err(|e| e.to_string())
+        }
     })
+    .map_err(|e| miette!("error: cannot write {shown}: {e}"))?;
+    let note = (w.other_links > 0).then(|| {
+        format!(
+            "{} had {} other hard link(s): they keep the old text (the file is replaced, \
+             not rewritten in place)",
+            w.path.display(),
+            w.other_links
+        )
+    });
+    Ok(WriteBack { path: w.path, note })
 }

@@ -14,7 +14,9 @@ mod resolve;
 pub(crate) mod spans;
 
 pub use op::{BinaryOp, Buffers, Op, ReduceOp, UnaryOp, plan_variable};
-pub use resolve::{LayoutRef, Resolved, ResolvedOp, ResolvedTensor, plans_to_run, resolve};
+pub use resolve::{
+    LayoutRef, Resolved, ResolvedOp, ResolvedTensor, machine, plans_to_run, resolve,
+};
 
 use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report, miette};
 use mnsim_arch::DType;
@@ -197,7 +199,7 @@ pub struct Source {
 /// Reads and parses a scenario file.
 pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_text(path)
         .map_err(|e| miette!("error: cannot read scenario {name}: {e}"))?;
     // A oneDNN Graph JSON file is imported (for mncore2) and loaded as its scenario.
     if crate::import::is_graph(path, &text) {

@@ -643,6 +643,15 @@ fn apply_residency(
     }
 }
 
+/// The machine a scenario names (before its `overrides`), loaded and validated.
+pub fn machine(sc: &Scenario, src: &Source) -> Result<Machine, Report> {
+    let cx = Ctx {
+        src,
+        root: spans::scan(&src.text),
+    };
+    load_machine(sc, &cx)
+}
+
 /// The machine a scenario names, loaded and validated.
 fn load_machine(sc: &Scenario, cx: &Ctx) -> Result<Machine, Report> {
     let at = || {
@@ -661,7 +670,7 @@ fn load_machine(sc: &Scenario, cx: &Ctx) -> Result<Machine, Report> {
                 .unwrap_or_else(|| Path::new(""));
             let path = base.join(file);
             let shown = path.display().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|e| {
+            let text = crate::input::read_text(&path).map_err(|e| {
                 cx.err(
                     span(),
                     &format!("cannot read machine file {shown}: {e}"),

@@ -1,0 +1,234 @@
+//! What keeps a sweep safe: its axes checked before any point runs, the sweep's identity
+//! (scenario text hash, schedule, mode), and `points.jsonl`, the append-only log of
+//! finished points in the `--out` folder that an interrupted sweep resumes from.
+
+use miette::{Report, miette};
+use mnsim_reports::{AxisKind, SweepAxis, SweepRow};
+use mnsim_sim::scenario::{self, MachineRef, Scenario, Source};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The first line of `points.jsonl`.
+const POINTS_SCHEMA: &str = "mnsim.points/1";
+
+/// 64-bit FNV-1a, in hex: the same on every machine.
+fn fnv1a(parts: &[&[u8]]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// A hash of what the sweep's points depend on besides the swept values: the scenario's
+/// text and, when it names a machine file, that file's text.
+pub fn scenario_hash(sc: &Scenario, src: &Source) -> String {
+    let machine = match &sc.machine {
+        MachineRef::File(f) => {
+            let base = Path::new(&src.path).parent().unwrap_or(Path::new(""));
+            mnsim_sim::input::read_text(&base.join(f)).unwrap_or_default()
+        }
+        MachineRef::Preset(p) => p.clone(),
+    };
+    fnv1a(&[src.text.as_bytes(), machine.as_bytes()])
+}
+
+/// Every swept knob name and value applied to the scenario's machine, and every swept
+/// dimension named by a tensor, before any point runs. A machine that does not load is
+/// left to the points (each fails with the scenario's own error).
+pub fn check_axes(sc: &Scenario, src: &Source, axes: &[SweepAxis]) -> Result<(), Report> {
+    let machine = scenario::machine(sc, src).ok().map(|mut m| {
+        for (k, v) in &sc.overrides {
+            let _ = mnsim_arch::set_knob(&mut m, k, *v);
+        }
+        m
+    });
+    let mut dims: Vec<String> = Vec::new();
+    for decl in sc.tensors.values() {
+        if let Ok(s) = mnsim_arch::shape::parse(&decl.shape) {
+            for d in &s.dims {
+                if let Some(n) = d.name().filter(|n| !dims.iter().any(|x| x == n)) {
+                    dims.push(n.to_string());
+                }
+            }
+        }
+    }
+    for ax in axes {
+        match ax.kind {
+            AxisKind::Knob => {
+                let Some(m) = &machine else { continue };
+                for &v in &ax.values {
+                    mnsim_arch::set_knob(&mut m.clone(), &ax.name, v).map_err(|e| {
+                        miette!(
+                            "error: --set {}={}: {e} (checked before any point ran)",
+                            ax.name,
+                            mnsim_arch::Num(v)
+                        )
+                    })?;
+                }
+            }
+            AxisKind::Bind => {
+                if !dims.contains(&ax.name) {
+                    return Err(miette!(
+                        "error: --bind {}: no tensor of {} has a dimension named `{}`{}",
+                        ax.name,
+                        src.path,
+                        ax.name,
+                        if dims.is_empty() {
+                            " (it has no named dimensions)".to_string()
+                        } else {
+                            format!(" (its named dimensions: {})", dims.join(", "))
+                        }
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `points.jsonl` in a sweep's `--out` folder: a header line (`{"schema", "sweep"}`, the
+/// sweep's identity) then one finished row per line, appended as each point ends. Held
+/// locked while the sweep runs: a second sweep into the same folder fails at once.
+pub struct Log {
+    path: PathBuf,
+    header: Value,
+    file: Mutex<File>,
+    /// Rows of an earlier, interrupted run of the same sweep that ran (failed ones run
+    /// again), by (point, plan).
+    pub done: BTreeMap<(usize, Option<String>), SweepRow>,
+    /// The first error appending a row (a full disk): the sweep fails at its end.
+    failed: Mutex<Option<std::io::Error>>,
+}
+
+impl Log {
+    /// Opens (or starts) the log of the sweep `sweep` (its identity) in `dir`, refusing a
+    /// folder `--out` may not replace, before any point runs.
+    pub fn open(dir: &Path, sweep: Value) -> Result<Log, Report> {
+        let werr = |e: std::io::Error| miette!("error: writing {}: {e}", dir.display());
+        mnsim_reports::check_out_dir(dir).map_err(werr)?;
+        std::fs::create_dir_all(dir).map_err(werr)?;
+        let path = dir.join("points.jsonl");
+        let perr = |e: std::io::Error| miette!("error: {}: {e}", path.display());
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(perr)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(miette!(
+                    "error: another mnsim sweep is writing {} (it holds {}): wait for it to \
+                     finish or give another --out",
+                    dir.display(),
+                    path.display()
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(perr(e)),
+        }
+        let mut text = String::new();
+        // A log that is not text is not ours to resume from: started over below.
+        let _ = file.read_to_string(&mut text);
+        let header = json!({"schema": POINTS_SCHEMA, "sweep": sweep});
+        let mut lines = text.lines();
+        let same = lines
+            .next()
+            .and_then(|l| serde_json::from_str::<Value>(l).ok())
+            .is_some_and(|h| h == header);
+        let mut done = BTreeMap::new();
+        if same {
+            for l in lines {
+                // A line cut short by an interrupt is skipped: its point runs again.
+                if let Ok(row) = serde_json::from_str::<SweepRow>(l) {
+                    let key = (row.point, row.plan.clone());
+                    if row.error.is_none() {
+                        done.insert(key, row);
+                    } else {
+                        done.remove(&key);
+                    }
+                }
+            }
+            if !text.ends_with('\n') {
+                file.write_all(b"\n").map_err(perr)?;
+            }
+        } else {
+            if !text.is_empty() {
+                eprintln!(
+                    "note: {} is from another sweep (another scenario text, schedule, mode \
+                     or axes): starting over",
+                    path.display()
+                );
+            }
+            file.set_len(0).map_err(perr)?;
+            file.seek(SeekFrom::Start(0)).map_err(perr)?;
+            file.write_all(format!("{header}\n").as_bytes())
+                .map_err(perr)?;
+        }
+        file.seek(SeekFrom::End(0)).map_err(perr)?;
+        Ok(Log {
+            path,
+            header,
+            file: Mutex::new(file),
+            done,
+            failed: Mutex::new(None),
+        })
+    }
+
+    /// Appends a finished row (one write of one line, so an interrupt cuts at most the
+    /// line being written).
+    pub fn append(&self, row: &SweepRow) {
+        let line = format!("{}\n", serde_json::to_string(row).unwrap_or_default());
+        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = f.write_all(line.as_bytes()) {
+            let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+            failed.get_or_insert(e);
+        }
+    }
+
+    /// The error of an append, if one failed.
+    pub fn check(&self) -> Result<(), Report> {
+        match self
+            .failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            Some(e) => Err(miette!("error: writing {}: {e}", self.path.display())),
+            None => Ok(()),
+        }
+    }
+
+    /// The log as the finished sweep leaves it: the header and every row in order.
+    pub fn text(&self, rows: &[SweepRow]) -> String {
+        let mut out = format!("{}\n", self.header);
+        for r in rows {
+            out.push_str(&serde_json::to_string(r).unwrap_or_default());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_fixed_and_separates_parts() {
+        assert_eq!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"ab", b"c"]));
+        assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
+        assert_eq!(fnv1a(&[]), "cbf29ce484222325");
+    }
+}
