@@ -68,6 +68,7 @@ pub fn write_outputs(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> io::Result<()>
     let tmp = Temp::beside(&dir, "tmp");
     fs::create_dir(tmp.path())?;
     stage(tmp.path(), &rels, files)?;
+    test_pause();
     let _lock = crate::atomic::Lock::acquire(&dir)?;
     // Another writer may have swapped its folder in while this one staged.
     let exists = check_existing(&dir, &allowed)?;
@@ -82,6 +83,17 @@ pub fn write_outputs(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> io::Result<()>
 pub fn check_out_dir(dir: &Path) -> io::Result<()> {
     let dir = real_dir(dir)?;
     check_existing(&dir, &allowed_names()).map(|_| ())
+}
+
+/// A pause between staging and the swap when `MNSIM_TEST_PAUSE_MS` is set: the tests
+/// interrupt a write there (the staging folder exists) to check that nothing is left.
+fn test_pause() {
+    if let Some(ms) = std::env::var("MNSIM_TEST_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms.min(60_000)));
+    }
 }
 
 fn allowed_names() -> BTreeSet<&'static std::ffi::OsStr> {
