@@ -168,7 +168,13 @@ fn a_failing_point_is_a_row_with_its_error() {
         "--bind",
         "batch=0,16,96",
     ]);
-    ok(&out);
+    // The sweep says it failed, on stderr and by its exit status; the CSV still has every row.
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("2 of 3 run(s) of the sweep failed") && err.contains("(point 0, plan"),
+        "{err}"
+    );
     let csv = String::from_utf8_lossy(&out.stdout);
     let rows: Vec<&str> = csv.lines().skip(1).collect();
     assert_eq!(rows.len(), 3, "{csv}");
@@ -265,4 +271,216 @@ fn plan_fills_any_and_run_skips_the_open_plan() {
     let out = mnsim(&["plan", "scenarios/blog_12x8.ron"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no plan sets a variable"));
+}
+
+fn sweep_into(dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "sweep",
+        "scenarios/transfer_blog_1024x512.ron",
+        "--mode",
+        "timing",
+    ];
+    args.extend(extra);
+    args.extend(["--out", dir.to_str().unwrap()]);
+    mnsim(&args)
+}
+
+#[test]
+fn sweep_axes_are_checked_before_any_point_runs() {
+    let dir = scratch("axes");
+    for (extra, want) in [
+        (
+            ["--set", "clock_ghz=1,2", "--set", "links.nope=1"],
+            "unknown knob",
+        ),
+        (["--set", "clock_ghz=1,-2", "--set", "clock_ghz=1"], "swept twice"),
+        (
+            ["--set", "clock_ghz=1,2", "--set", "dram.bytes_per_cycle=64,0"],
+            "dram.bytes_per_cycle=0",
+        ),
+        (["--set", "clock_ghz=1", "--bind", "nope=1,2"], "no tensor of"),
+    ] {
+        let out = sweep_into(&dir, &extra);
+        assert!(!out.status.success(), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{extra:?}: {err}");
+        assert!(!dir.exists(), "nothing written for {extra:?}");
+    }
+}
+
+/// `points.jsonl` rows by point number, as text.
+fn point_lines(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("points.jsonl"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn a_resumed_sweep_reuses_finished_points_and_runs_the_rest() {
+    let dir = scratch("resume");
+    let knobs = ["--set", "clock_ghz=1,2,3"];
+    ok(&sweep_into(&dir, &knobs));
+    let lines = point_lines(&dir);
+    assert_eq!(lines.len(), 9, "3 points x 3 plans");
+    // Point 0's first row edited (so its reuse shows), point 2's rows gone, a torn line.
+    let mut kept: Vec<String> = vec![
+        std::fs::read_to_string(dir.join("points.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string(),
+    ];
+    let first: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    let cycles = first["result"]["total_cycles"].as_u64().unwrap();
+    kept.push(lines[0].replace(&format!(":{cycles},"), ":12345,"));
+    kept.extend(lines[1..6].iter().cloned());
+    let torn = format!("{}\n{}", kept.join("\n"), &lines[6][..20]);
+    std::fs::write(dir.join("points.jsonl"), torn).unwrap();
+    let out = sweep_into(&dir, &knobs);
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("6 run(s) already done (points.jsonl), 3 to run"), "{err}");
+    let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
+    assert!(csv.lines().nth(1).unwrap().contains(",12345,"), "{csv}");
+    assert_eq!(csv.lines().count(), 10, "{csv}");
+    assert_eq!(point_lines(&dir).len(), 9);
+
+    // Another scenario text is another sweep: it starts over.
+    let s = dir.with_extension("ron");
+    let text = std::fs::read_to_string("../scenarios/transfer_blog_1024x512.ron")
+        .or_else(|_| std::fs::read_to_string("scenarios/transfer_blog_1024x512.ron"))
+        .unwrap();
+    std::fs::write(&s, format!("{text}\n// edited\n")).unwrap();
+    let out = mnsim(&[
+        "sweep",
+        s.to_str().unwrap(),
+        "--mode",
+        "timing",
+        "--set",
+        "clock_ghz=1,2,3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("from another sweep"));
+    let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
+    assert!(!csv.contains(",12345,"), "{csv}");
+    let _ = std::fs::remove_file(&s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_interrupted_sweep_keeps_its_points_and_resumes_to_the_same_files() {
+    let base = scratch("interrupt");
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = base.join("out");
+    let values = format!(
+        "clock_ghz={}",
+        (1..=40).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+    );
+    let args = |d: &std::path::Path| -> Vec<String> {
+        [
+            "sweep",
+            "scenarios/transfer_blog_1024x512.ron",
+            "--mode",
+            "timing",
+            "--set",
+            &values,
+            "--out",
+            d.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args(&dir))
+        .current_dir(&root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !dir.join("points.jsonl").exists() || point_lines(&dir).len() < 4 {
+        assert!(start.elapsed().as_secs() < 120, "no points written");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // A second sweep into the same folder meanwhile fails at once, saying why.
+    let second = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args(&dir))
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("another mnsim sweep is writing"),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let kept = point_lines(&dir).len();
+    assert!((4..120).contains(&kept), "{kept} points kept");
+    let left: Vec<_> = std::fs::read_dir(&base).unwrap().collect();
+    assert_eq!(left.len(), 1, "only the out folder: {left:?}");
+    // Resumed, it gives the files of an uninterrupted sweep.
+    let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args(&dir))
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already done"));
+    let whole = base.join("whole");
+    let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args(&whole))
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    ok(&out);
+    for f in ["sweep.csv", "sweep.json", "points.jsonl"] {
+        assert_eq!(
+            std::fs::read(dir.join(f)).unwrap(),
+            std::fs::read(whole.join(f)).unwrap(),
+            "{f} differs"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn merge_refuses_shards_of_different_schedules() {
+    let a = scratch("sched-a");
+    let b = scratch("sched-b");
+    ok(&sweep_into(
+        &a,
+        &["--set", "clock_ghz=1,2", "--shard", "0/2", "--schedule", "sequential"],
+    ));
+    ok(&sweep_into(&b, &["--set", "clock_ghz=1,2", "--shard", "1/2"]));
+    let json = std::fs::read_to_string(a.join("sweep.json")).unwrap();
+    assert!(json.contains("\"schedule\": \"sequential\"") && json.contains("\"mode\": \"timing\""));
+    assert!(json.contains("\"scenario_hash\": \""), "{json}");
+    let out = mnsim(&[
+        "merge",
+        "--out",
+        scratch("sched-m").to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("schedule `overlapped` here, `sequential` there"),
+        "{err}"
+    );
+    for d in [a, b] {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }
