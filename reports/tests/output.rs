@@ -86,7 +86,7 @@ fn the_folder_holds_one_run_no_file_of_an_earlier_run_survives() {
     assert_eq!(
         tree(dir.parent().unwrap())
             .iter()
-            .filter(|e| e.contains(".replace.tmp-"))
+            .filter(|e| e.starts_with(".output-replace."))
             .count(),
         0
     );
@@ -147,7 +147,7 @@ fn a_failure_midway_leaves_the_directory_as_it_was() {
     assert_eq!(
         tree(dir.parent().unwrap())
             .iter()
-            .filter(|e| e.contains(".midway.tmp-"))
+            .filter(|e| e.starts_with(".output-midway."))
             .count(),
         0
     );
@@ -168,4 +168,47 @@ fn no_files_still_creates_the_directory() {
     let dir = scratch("empty").join("out");
     write_outputs(&dir, &[]).unwrap();
     assert!(dir.is_dir());
+}
+
+#[test]
+fn a_symlink_to_a_directory_is_followed_and_kept() {
+    let base = scratch("link");
+    fs::create_dir(base.join("real")).unwrap();
+    fs::write(base.join("real/report.json"), "old").unwrap();
+    std::os::unix::fs::symlink("real", base.join("out")).unwrap();
+    write_outputs(&base.join("out"), &files(&[("report.json", "new")])).unwrap();
+    assert!(
+        fs::symlink_metadata(base.join("out"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        fs::read_to_string(base.join("real/report.json")).unwrap(),
+        "new"
+    );
+    // (`tree` walks through the link.) No temporary folder or lock is left.
+    assert_eq!(
+        tree(&base),
+        ["out/", "out/report.json", "real/", "real/report.json"]
+    );
+}
+
+#[test]
+fn writers_of_one_directory_take_turns() {
+    let base = scratch("turns");
+    let dir = base.join("out");
+    std::thread::scope(|s| {
+        for i in 0..6 {
+            let dir = &dir;
+            s.spawn(move || {
+                let body = format!("{i}");
+                write_outputs(dir, &files(&[("report.json", &body), ("report.md", &body)]))
+                    .unwrap();
+            });
+        }
+    });
+    let json = fs::read_to_string(dir.join("report.json")).unwrap();
+    assert_eq!(fs::read_to_string(dir.join("report.md")).unwrap(), json);
+    assert_eq!(tree(&base), ["out/", "out/report.json", "out/report.md"]);
 }
