@@ -255,6 +255,21 @@ pub fn update(
     target: &Path,
     f: impl FnOnce(Option<&[u8]>) -> Result<Vec<u8>, String>,
 ) -> io::Result<Written> {
+    if let Ok(m) = fs::metadata(target)
+        && !m.is_file()
+        && !m.is_dir()
+    {
+        // A device or a pipe (`-o /dev/stdout`): written in place, never replaced, no lock.
+        let bytes = f(None).map_err(io::Error::other)?;
+        OpenOptions::new()
+            .write(true)
+            .open(target)?
+            .write_all(&bytes)?;
+        return Ok(Written {
+            path: target.to_path_buf(),
+            other_links: 0,
+        });
+    }
     let real = resolve_links(target)?;
     let _lock = Lock::acquire(&real)?;
     let meta = match fs::metadata(&real) {
@@ -269,25 +284,14 @@ pub fn update(
         ));
     }
     let current = match &meta {
-        Some(m) if m.is_file() => {
+        Some(_) => {
             let mut v = Vec::new();
             File::open(&real)?.read_to_end(&mut v)?;
             Some(v)
         }
-        _ => None,
+        None => None,
     };
     let bytes = f(current.as_deref()).map_err(io::Error::other)?;
-    if meta.as_ref().is_some_and(|m| !m.is_file()) {
-        // A device or a pipe: written in place, never replaced.
-        OpenOptions::new()
-            .write(true)
-            .open(&real)?
-            .write_all(&bytes)?;
-        return Ok(Written {
-            path: real,
-            other_links: 0,
-        });
-    }
     let tmp = Temp::beside(&real, "tmp");
     let mut file = OpenOptions::new()
         .write(true)

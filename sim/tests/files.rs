@@ -6,7 +6,7 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -58,9 +58,9 @@ fn names(d: &Path) -> Vec<String> {
     v
 }
 
-fn interrupt(child: &Child) {
+fn interrupt(child: &Child, signal: &str) {
     let st = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(st.success());
@@ -222,14 +222,16 @@ fn an_interrupted_write_leaves_the_old_folder_and_no_temporary() {
     let args = ["run", "scenarios/blog_12x8.ron", "--out", o];
     ok(&mnsim(&args));
     let before = fs::read(out.join("compare.json")).unwrap();
-    let mut child = spawn(&args, &[("MNSIM_TEST_PAUSE_MS", "20000")]);
-    wait_for("the staging folder", || names(&d).len() > 1);
-    assert!(names(&d).iter().any(|n| n.starts_with(".out.")), "{:?}", names(&d));
-    interrupt(&child);
-    let st = child.wait().unwrap();
-    assert_eq!(st.code(), Some(130));
-    assert_eq!(names(&d), ["out"], "the staging folder is removed");
-    assert_eq!(fs::read(out.join("compare.json")).unwrap(), before);
+    for signal in ["INT", "TERM"] {
+        let mut child = spawn(&args, &[("MNSIM_TEST_PAUSE_MS", "20000")]);
+        wait_for("the staging folder", || names(&d).len() > 1);
+        assert!(names(&d).iter().any(|n| n.starts_with(".out.")), "{:?}", names(&d));
+        interrupt(&child, signal);
+        let st = child.wait().unwrap();
+        assert_eq!(st.code(), Some(130), "SIG{signal}");
+        assert_eq!(names(&d), ["out"], "SIG{signal}: the staging folder is removed");
+        assert_eq!(fs::read(out.join("compare.json")).unwrap(), before);
+    }
     fs::remove_dir_all(&d).unwrap();
 }
 
@@ -306,6 +308,14 @@ fn a_full_disk_leaves_nothing_half_written() {
     assert!(err(&o).contains("No space left"), "{}", err(&o));
     assert_eq!(fs::read(&s).unwrap(), text);
     assert_eq!(names(d), ["filler", "s.ron"]);
+}
+
+#[test]
+fn import_writes_to_a_device_in_place() {
+    let g = common::graphs::dir().join("clamp.json");
+    let o = mnsim(&["import", g.to_str().unwrap(), "-o", "/dev/null"]);
+    ok(&o);
+    assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device());
 }
 
 #[test]

@@ -361,6 +361,7 @@ fn write_sweep(
 
 /// `mnsim merge --out DIR DIR1 DIR2 ...`: the shards of a sweep joined into the whole.
 pub fn merge(a: MergeArgs) -> Result<(), Report> {
+    super::check_out(Some(&a.out))?;
     let mut parts = Vec::new();
     for d in &a.dirs {
         let path = d.join("sweep.json");
