@@ -54,7 +54,10 @@ pub fn interrupted() -> ! {
     for p in guard.iter().rev() {
         let _ = remove_any(p);
     }
-    let _ = writeln!(io::stderr(), "interrupted: nothing half-written was left behind");
+    let _ = writeln!(
+        io::stderr(),
+        "interrupted: nothing half-written was left behind"
+    );
     std::process::exit(130)
 }
 

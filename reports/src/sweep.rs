@@ -413,13 +413,21 @@ mod tests {
         assert!(merge(&parts(&|_| {})).is_ok());
         let err = merge(&parts(&|s| s.schedule = "sequential".into())).unwrap_err();
         assert!(
-            err.contains("b is a different sweep from a: schedule `sequential` here, `overlapped` there"),
+            err.contains(
+                "b is a different sweep from a: schedule `sequential` here, `overlapped` there"
+            ),
             "{err}"
         );
         let err = merge(&parts(&|s| s.mode = "functional".into())).unwrap_err();
-        assert!(err.contains("mode `functional` here, `timing` there"), "{err}");
+        assert!(
+            err.contains("mode `functional` here, `timing` there"),
+            "{err}"
+        );
         let err = merge(&parts(&|s| s.scenario_hash = "ffffffffffffffff".into())).unwrap_err();
-        assert!(err.contains("the scenario's text (or its machine file) differs"), "{err}");
+        assert!(
+            err.contains("the scenario's text (or its machine file) differs"),
+            "{err}"
+        );
         let err = merge(&parts(&|s| s.axes[0].values[0] = 3.0)).unwrap_err();
         assert!(err.contains("swept knobs or values differ"), "{err}");
     }

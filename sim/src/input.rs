@@ -71,7 +71,10 @@ mod tests {
         let f = d.join("big.ron");
         std::fs::write(&f, vec![b' '; (1 << 20) + 1]).unwrap();
         let e = read_text_capped(&f, 1 << 20).unwrap_err();
-        assert!(e.to_string().contains("1048577 bytes, more than the 1 MiB"), "{e}");
+        assert!(
+            e.to_string().contains("1048577 bytes, more than the 1 MiB"),
+            "{e}"
+        );
         std::fs::write(&f, b"ok").unwrap();
         assert_eq!(read_text_capped(&f, 1 << 20).unwrap(), "ok");
         assert_eq!(read_text(&d).unwrap_err().kind(), ErrorKind::IsADirectory);

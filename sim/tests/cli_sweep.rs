@@ -293,12 +293,23 @@ fn sweep_axes_are_checked_before_any_point_runs() {
             ["--set", "clock_ghz=1,2", "--set", "links.nope=1"],
             "unknown knob",
         ),
-        (["--set", "clock_ghz=1,-2", "--set", "clock_ghz=1"], "swept twice"),
         (
-            ["--set", "clock_ghz=1,2", "--set", "dram.bytes_per_cycle=64,0"],
+            ["--set", "clock_ghz=1,-2", "--set", "clock_ghz=1"],
+            "swept twice",
+        ),
+        (
+            [
+                "--set",
+                "clock_ghz=1,2",
+                "--set",
+                "dram.bytes_per_cycle=64,0",
+            ],
             "dram.bytes_per_cycle=0",
         ),
-        (["--set", "clock_ghz=1", "--bind", "nope=1,2"], "no tensor of"),
+        (
+            ["--set", "clock_ghz=1", "--bind", "nope=1,2"],
+            "no tensor of",
+        ),
     ] {
         let out = sweep_into(&dir, &extra);
         assert!(!out.status.success(), "{extra:?}");
@@ -343,7 +354,10 @@ fn a_resumed_sweep_reuses_finished_points_and_runs_the_rest() {
     let out = sweep_into(&dir, &knobs);
     ok(&out);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("6 run(s) already done (points.jsonl), 3 to run"), "{err}");
+    assert!(
+        err.contains("6 run(s) already done (points.jsonl), 3 to run"),
+        "{err}"
+    );
     let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
     assert!(csv.lines().nth(1).unwrap().contains(",12345,"), "{csv}");
     assert_eq!(csv.lines().count(), 10, "{csv}");
@@ -380,7 +394,10 @@ fn an_interrupted_sweep_keeps_its_points_and_resumes_to_the_same_files() {
     let dir = base.join("out");
     let values = format!(
         "clock_ghz={}",
-        (1..=40).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+        (1..=40)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     );
     let args = |d: &std::path::Path| -> Vec<String> {
         [
@@ -461,9 +478,19 @@ fn merge_refuses_shards_of_different_schedules() {
     let b = scratch("sched-b");
     ok(&sweep_into(
         &a,
-        &["--set", "clock_ghz=1,2", "--shard", "0/2", "--schedule", "sequential"],
+        &[
+            "--set",
+            "clock_ghz=1,2",
+            "--shard",
+            "0/2",
+            "--schedule",
+            "sequential",
+        ],
     ));
-    ok(&sweep_into(&b, &["--set", "clock_ghz=1,2", "--shard", "1/2"]));
+    ok(&sweep_into(
+        &b,
+        &["--set", "clock_ghz=1,2", "--shard", "1/2"],
+    ));
     let json = std::fs::read_to_string(a.join("sweep.json")).unwrap();
     assert!(json.contains("\"schedule\": \"sequential\"") && json.contains("\"mode\": \"timing\""));
     assert!(json.contains("\"scenario_hash\": \""), "{json}");

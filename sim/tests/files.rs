@@ -69,7 +69,10 @@ fn interrupt(child: &Child, signal: &str) {
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(120), "waited for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "waited for {what}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -93,10 +96,19 @@ fn plan_write_follows_symlinks_and_keeps_the_mode() {
     let link = d.join("link.ron");
     std::os::unix::fs::symlink("real/s.ron", &link).unwrap();
     ok(&plan_write(&link, "p1"));
-    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert!(fs::read_to_string(&real).unwrap().contains("\"p1\": {"));
     assert_eq!(fs::metadata(&real).unwrap().mode() & 0o777, 0o600);
-    assert_eq!(names(&d.join("real")), ["s.ron"], "no temporary or lock left");
+    assert_eq!(
+        names(&d.join("real")),
+        ["s.ron"],
+        "no temporary or lock left"
+    );
     assert_eq!(names(&d), ["link.ron", "real"]);
 
     // A second hard link keeps the old text, and the user is told.
@@ -118,7 +130,11 @@ fn plan_write_on_a_graph_writes_a_scenario_beside_it() {
     let before = fs::read(&g).unwrap();
     let o = plan_write(&g, "mine");
     ok(&o);
-    assert!(err(&o).contains("is a graph and stays as it is"), "{}", err(&o));
+    assert!(
+        err(&o).contains("is a graph and stays as it is"),
+        "{}",
+        err(&o)
+    );
     assert_eq!(fs::read(&g).unwrap(), before, "the graph is untouched");
     let ron = d.join("clamp.ron");
     let o = mnsim(&["check", ron.to_str().unwrap(), "--plan", "mine"]);
@@ -152,7 +168,10 @@ fn concurrent_plan_writes_both_land() {
     }
     let text = fs::read_to_string(&s).unwrap();
     for n in ["a", "b", "c"] {
-        assert!(text.contains(&format!("\"{n}\": {{")), "plan {n} lost:\n{text}");
+        assert!(
+            text.contains(&format!("\"{n}\": {{")),
+            "plan {n} lost:\n{text}"
+        );
     }
     ok(&mnsim(&["check", s.to_str().unwrap()]));
     assert_eq!(names(&d), ["s.ron"]);
@@ -175,7 +194,11 @@ fn out_is_checked_before_the_run_and_follows_a_symlink() {
         notes.to_str().unwrap(),
     ]);
     assert!(!o.status.success());
-    assert!(err(&o).contains("todo.txt, which mnsim did not write"), "{}", err(&o));
+    assert!(
+        err(&o).contains("todo.txt, which mnsim did not write"),
+        "{}",
+        err(&o)
+    );
 
     // A symlink to a directory is followed: the link stays, its target gets the reports.
     fs::create_dir(d.join("target")).unwrap();
@@ -191,8 +214,17 @@ fn out_is_checked_before_the_run_and_follows_a_symlink() {
     ok(&o);
     let _: serde_json::Value =
         serde_json::from_slice(&o.stdout).expect("--json stdout stays pure JSON");
-    assert!(err(&o).contains(&format!("to {}", link.display())), "{}", err(&o));
-    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(
+        err(&o).contains(&format!("to {}", link.display())),
+        "{}",
+        err(&o)
+    );
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert!(d.join("target").join("compare.json").is_file());
     assert_eq!(names(&d), ["link", "notes", "target"]);
     fs::remove_dir_all(&d).unwrap();
@@ -225,11 +257,19 @@ fn an_interrupted_write_leaves_the_old_folder_and_no_temporary() {
     for signal in ["INT", "TERM"] {
         let mut child = spawn(&args, &[("MNSIM_TEST_PAUSE_MS", "20000")]);
         wait_for("the staging folder", || names(&d).len() > 1);
-        assert!(names(&d).iter().any(|n| n.starts_with(".out.")), "{:?}", names(&d));
+        assert!(
+            names(&d).iter().any(|n| n.starts_with(".out.")),
+            "{:?}",
+            names(&d)
+        );
         interrupt(&child, signal);
         let st = child.wait().unwrap();
         assert_eq!(st.code(), Some(130), "SIG{signal}");
-        assert_eq!(names(&d), ["out"], "SIG{signal}: the staging folder is removed");
+        assert_eq!(
+            names(&d),
+            ["out"],
+            "SIG{signal}: the staging folder is removed"
+        );
         assert_eq!(fs::read(out.join("compare.json")).unwrap(), before);
     }
     fs::remove_dir_all(&d).unwrap();
@@ -243,7 +283,14 @@ impl SmallDisk {
     fn mount(name: &str) -> Option<SmallDisk> {
         let d = scratch(name);
         let st = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs", d.to_str().unwrap()])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                "size=64k",
+                "tmpfs",
+                d.to_str().unwrap(),
+            ])
             .stderr(Stdio::null())
             .status();
         if st.is_ok_and(|s| s.success()) {
@@ -284,7 +331,12 @@ fn a_full_disk_leaves_nothing_half_written() {
     let d = &disk.0;
     // --out: the reports do not fit.
     let out = d.join("out");
-    let o = mnsim(&["run", "scenarios/mlp_block.ron", "--out", out.to_str().unwrap()]);
+    let o = mnsim(&[
+        "run",
+        "scenarios/mlp_block.ron",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     assert!(err(&o).contains("No space left"), "{}", err(&o));
     assert!(names(d).is_empty(), "{:?}", names(d));
@@ -292,7 +344,12 @@ fn a_full_disk_leaves_nothing_half_written() {
     // import -o: the scenario does not fit.
     disk.fill(512);
     let g = common::graphs::dir().join("MHA-GPT-inf-fp32-bs1.json");
-    let o = mnsim(&["import", g.to_str().unwrap(), "-o", d.join("g.ron").to_str().unwrap()]);
+    let o = mnsim(&[
+        "import",
+        g.to_str().unwrap(),
+        "-o",
+        d.join("g.ron").to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     assert!(err(&o).contains("No space left"), "{}", err(&o));
     assert_eq!(names(d), ["filler"]);
@@ -315,7 +372,12 @@ fn import_writes_to_a_device_in_place() {
     let g = common::graphs::dir().join("clamp.json");
     let o = mnsim(&["import", g.to_str().unwrap(), "-o", "/dev/null"]);
     ok(&o);
-    assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    assert!(
+        fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
 }
 
 #[test]

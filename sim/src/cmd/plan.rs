@@ -362,8 +362,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
             scenario::resolve(&sc2, &src2, Some(name), &sets, &binds).map(|_| ())
         };
         let imported = mnsim_sim::import::is_imported(&src);
-        let w = plan::write::write_back(&a.s.scenario, &src.text, imported, name, &vars, &check)
-?;
+        let w = plan::write::write_back(&a.s.scenario, &src.text, imported, name, &vars, &check)?;
         if let Some(n) = &w.note {
             eprintln!("note: {n}");
         }

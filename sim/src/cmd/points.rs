@@ -199,12 +199,7 @@ impl Log {
 
     /// The error of an append, if one failed.
     pub fn check(&self) -> Result<(), Report> {
-        match self
-            .failed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+        match self.failed.lock().unwrap_or_else(|e| e.into_inner()).take() {
             Some(e) => Err(miette!("error: writing {}: {e}", self.path.display())),
             None => Ok(()),
         }

@@ -335,23 +335,23 @@ fn write_sweep(
     points: Option<String>,
 ) -> Result<(), Report> {
     let mut files = vec![
-            (
-                PathBuf::from("sweep.csv"),
-                mnsim_reports::sweep_csv(sw).into_bytes(),
-            ),
-            (
-                PathBuf::from("sweep.json"),
-                mnsim_reports::sweep_json(sw).into_bytes(),
-            ),
-            (
-                PathBuf::from("sweep.svg"),
-                mnsim_reports::sweep_svg(sw, x).into_bytes(),
-            ),
-            (
-                PathBuf::from("sweep.html"),
-                mnsim_reports::sweep_html(sw, x).into_bytes(),
-            ),
-        ];
+        (
+            PathBuf::from("sweep.csv"),
+            mnsim_reports::sweep_csv(sw).into_bytes(),
+        ),
+        (
+            PathBuf::from("sweep.json"),
+            mnsim_reports::sweep_json(sw).into_bytes(),
+        ),
+        (
+            PathBuf::from("sweep.svg"),
+            mnsim_reports::sweep_svg(sw, x).into_bytes(),
+        ),
+        (
+            PathBuf::from("sweep.html"),
+            mnsim_reports::sweep_html(sw, x).into_bytes(),
+        ),
+    ];
     if let Some(p) = points {
         files.push((PathBuf::from("points.jsonl"), p.into_bytes()));
     }
