@@ -251,52 +251,14 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
             jobs.len()
         );
     }
-    let bar = progress_bar(jobs.len());
-    let mut rows: Vec<SweepRow> = jobs
-        .par_iter()
-        .map(|&(p, plan)| {
-            let values = mnsim_reports::point_values(&axes, p);
-            let mut sets = Vec::new();
-            let mut binds = BTreeMap::new();
-            for (ax, &v) in axes.iter().zip(&values) {
-                match ax.kind {
-                    AxisKind::Knob => sets.push((ax.name.clone(), v)),
-                    AxisKind::Bind => {
-                        binds.insert(ax.name.clone(), v as u64);
-                    }
-                }
-            }
-            let r = run_plan(&sc, &src, plan.as_deref(), &sets, &binds, mode, false);
-            bar.inc(1);
-            let row = match r {
-                Ok(rep) => SweepRow {
-                    point: p,
-                    plan: plan.clone(),
-                    result: Some(RowResult::of(&rep)),
-                    error: None,
-                },
-                Err(e) => SweepRow {
-                    point: p,
-                    plan: plan.clone(),
-                    result: None,
-                    error: Some(e.to_string().trim_start_matches("error: ").to_string()),
-                },
-            };
-            if let Some(l) = &log {
-                l.append(&row);
-            }
-            row
-        })
-        .collect();
-    bar.finish_and_clear();
+    let mut rows = run_points(&sc, &src, &axes, &jobs, mode, log.as_ref());
     if let Some(l) = &log {
         l.check()?;
         rows.extend(l.done.values().cloned());
         let rank = |p: &Option<String>| plans.iter().position(|x| x == p);
         rows.sort_by_key(|r| (r.point, rank(&r.plan)));
     }
-    let failed: Vec<&SweepRow> = rows.iter().filter(|r| r.error.is_some()).collect();
-    let (failed_n, first_failed) = (failed.len(), failed.first().map(|r| (*r).clone()));
+    let failed_n = rows.iter().filter(|r| r.error.is_some()).count();
     let n = rows.len();
     let sw = identity(rows);
     match (&a.out, &log) {
@@ -314,18 +276,78 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
         }
         _ => super::emit(&mnsim_reports::sweep_csv(&sw))?,
     }
-    if let Some(r) = first_failed {
-        return Err(miette!(
-            "error: {failed_n} of {n} run(s) of the sweep failed; the first (point {}{}): {}",
-            r.point,
-            r.plan
-                .as_deref()
-                .map(|p| format!(", plan {p}"))
-                .unwrap_or_default(),
-            r.error.as_deref().unwrap_or("")
-        ));
-    }
-    Ok(())
+    failures(&sw.rows)
+}
+
+/// An error (exit non-zero, said on stderr) when a run of the sweep failed: how many and
+/// the first.
+fn failures(rows: &[SweepRow]) -> Result<(), Report> {
+    let mut failed = rows.iter().filter(|r| r.error.is_some());
+    let Some(r) = failed.next() else {
+        return Ok(());
+    };
+    Err(miette!(
+        "error: {} of {} run(s) of the sweep failed; the first (point {}{}): {}",
+        failed.count() + 1,
+        rows.len(),
+        r.point,
+        r.plan
+            .as_deref()
+            .map(|p| format!(", plan {p}"))
+            .unwrap_or_default(),
+        r.error.as_deref().unwrap_or("")
+    ))
+}
+
+/// Runs the sweep's `jobs` (point, plan) in parallel, each row appended to `log` as it
+/// ends; rows in the order of `jobs`.
+fn run_points(
+    sc: &scenario::Scenario,
+    src: &scenario::Source,
+    axes: &[SweepAxis],
+    jobs: &[(usize, &Option<String>)],
+    mode: Option<Mode>,
+    log: Option<&super::points::Log>,
+) -> Vec<SweepRow> {
+    let bar = progress_bar(jobs.len());
+    let rows: Vec<SweepRow> = jobs
+        .par_iter()
+        .map(|&(p, plan)| {
+            let values = mnsim_reports::point_values(axes, p);
+            let mut sets = Vec::new();
+            let mut binds = BTreeMap::new();
+            for (ax, &v) in axes.iter().zip(&values) {
+                match ax.kind {
+                    AxisKind::Knob => sets.push((ax.name.clone(), v)),
+                    AxisKind::Bind => {
+                        binds.insert(ax.name.clone(), v as u64);
+                    }
+                }
+            }
+            let r = run_plan(sc, src, plan.as_deref(), &sets, &binds, mode, false);
+            bar.inc(1);
+            let row = match r {
+                Ok(rep) => SweepRow {
+                    point: p,
+                    plan: plan.clone(),
+                    result: Some(RowResult::of(&rep)),
+                    error: None,
+                },
+                Err(e) => SweepRow {
+                    point: p,
+                    plan: plan.clone(),
+                    result: None,
+                    error: Some(e.to_string().trim_start_matches("error: ").to_string()),
+                },
+            };
+            if let Some(l) = log {
+                l.append(&row);
+            }
+            row
+        })
+        .collect();
+    bar.finish_and_clear();
+    rows
 }
 
 fn write_sweep(
