@@ -424,7 +424,9 @@ impl Engine {
         let wb = self.machine.word_bytes;
         self.lm_peak_bytes = self.lm_peak_bytes.max(self.alloc.charged() * wb);
         if self.mode == Mode::Functional {
-            let need = (self.alloc.high_water * wb) as usize;
+            let need = usize::try_from(self.lm_high_water_bytes()).map_err(|_| {
+                SimError::Other(format!("tensor `{name}`: LM regions too large to hold"))
+            })?;
             let mut q = self.sw.world.query::<&mut Lm>();
             let mut lms: Vec<&mut Lm> = q
                 .iter_mut(&mut self.sw.world)
@@ -437,6 +439,13 @@ impl Engine {
             });
         }
         Ok((off, words, region))
+    }
+
+    /// Bytes of every PE's LM the run's allocations reached (the allocator's high-water
+    /// mark, a stream's region with all its `Time` steps): what a functional run holds
+    /// per PE.
+    pub fn lm_high_water_bytes(&self) -> u64 {
+        self.alloc.high_water.saturating_mul(self.machine.word_bytes)
     }
 
     /// A region id no allocation uses, for a tensor placed in LM from outside the
