@@ -416,12 +416,20 @@ impl Timeline {
 
 /// Places a program's tasks (pure: the planner's entry point).
 pub fn schedule(tasks: &[Task], schedule: Schedule, lm_capacity: u64) -> Timeline {
+    schedule_on(tasks, schedule, lm_capacity, &mut BusyTable::default())
+}
+
+/// [`schedule`] on the busy table `busy` (one that logs its bookings, say).
+pub fn schedule_on(
+    tasks: &[Task],
+    schedule: Schedule,
+    lm_capacity: u64,
+    busy: &mut BusyTable,
+) -> Timeline {
     let mut t = Timeline::new(schedule, lm_capacity);
     for task in tasks {
-        t.push(task);
+        t.push_on(task, busy);
     }
-    let mut own = std::mem::take(&mut t.own);
-    t.settle(&mut own);
-    t.own = own;
+    t.settle(busy);
     t
 }
