@@ -134,16 +134,19 @@ impl<'w> WorldBusy<'w> {
 
     /// The entity of the level whose resource `r` is.
     fn entity(&self, r: Resource) -> Option<Entity> {
-        self.sw.levels.get(level_of(r, self.sw.levels.len())).copied()
+        self.sw
+            .levels
+            .get(level_of(r, self.sw.levels.len()))
+            .copied()
     }
 }
 
 /// The level (index) whose entity holds resource `r`'s busy state, of `levels`.
 fn level_of(r: Resource, levels: usize) -> usize {
     match r {
-        Resource::Dram { level } | Resource::Port { level, .. } | Resource::MatrixUnit { level } => {
-            level.index()
-        }
+        Resource::Dram { level }
+        | Resource::Port { level, .. }
+        | Resource::MatrixUnit { level } => level.index(),
         Resource::LocalMemory | Resource::VectorUnit => levels.saturating_sub(1),
     }
 }

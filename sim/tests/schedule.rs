@@ -348,7 +348,11 @@ fn a_load_and_the_store_of_its_stream_take_turns_on_dram() {
         let r = mnsim_sim::run::run(&res).unwrap().report;
         let dram = r.resources.iter().find(|u| u.name == "DRAM").unwrap();
         assert_eq!(dram.busy_cycles, 128, "{s:?}");
-        assert!(r.total_cycles >= dram.busy_cycles, "{s:?}: {}", r.total_cycles);
+        assert!(
+            r.total_cycles >= dram.busy_cycles,
+            "{s:?}: {}",
+            r.total_cycles
+        );
         assert!(r.resources.iter().all(|u| u.utilisation <= 1.0), "{s:?}");
     }
 }

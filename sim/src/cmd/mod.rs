@@ -43,8 +43,7 @@ pub fn parse_seconds(flag: &str, secs: f64) -> Result<std::time::Duration, Repor
             "error: {flag} must be a positive number of seconds up to {MAX_SECONDS} (a year), not {secs}"
         ));
     }
-    std::time::Duration::try_from_secs_f64(secs)
-        .map_err(|e| miette!("error: {flag} {secs}: {e}"))
+    std::time::Duration::try_from_secs_f64(secs).map_err(|e| miette!("error: {flag} {secs}: {e}"))
 }
 
 /// A machine from a preset name or a RON file path, with `--set` knobs applied.

@@ -319,9 +319,13 @@ impl Timeline {
         for (k, h) in task.holds.iter().chain(&resend).enumerate() {
             let own = k < task.holds.len();
             if !overlapped {
-                // Op after op: a task's holds of one resource (its own, then its
-                // re-sends) follow each other, within its cycles.
-                let at = start.max(busy.free_at(h.resource).0);
+                // Op after op: every earlier task has ended; the task's re-sends of a
+                // resource follow its own hold of it, within its cycles.
+                let at = if own {
+                    start
+                } else {
+                    start.max(busy.free_at(h.resource).0)
+                };
                 busy.hold(h.resource, index, at, h.cycles);
             } else if own && task.walk.is_none() {
                 busy.hold(h.resource, index, start, h.cycles);

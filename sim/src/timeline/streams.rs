@@ -133,7 +133,14 @@ fn send(
     (k, after): (u64, u64),
     booked: &mut [u64],
 ) -> u64 {
-    book_step(holds, booked, (cycles, k, u64::from(slices)), task, after, busy)
+    book_step(
+        holds,
+        booked,
+        (cycles, k, u64::from(slices)),
+        task,
+        after,
+        busy,
+    )
 }
 
 /// Step `j` of `n` of `own` cycles (a walk's step, or a stream's send), from `st` at the
