@@ -142,3 +142,36 @@ pub fn check(res: &Resolved, lm_bytes: u64, limit: Option<u64>) -> Result<(), St
         }
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_in_bytes_or_binary_units() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size(" 4096M "), Ok(4096 << 20));
+        assert_eq!(parse_size("3.5G"), Ok(7 << 29));
+        assert_eq!(parse_size("2k"), Ok(2048));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        for bad in [
+            "",
+            "abc",
+            "1.5GB",
+            "-1",
+            "1e9",
+            "1.5",
+            "1..5G",
+            ".",
+            "G",
+            "99999999999T",
+            "18446744073709551616",
+        ] {
+            let e = parse_size(bad).expect_err(bad);
+            assert!(
+                e.contains("MNSIM_MEMORY_LIMIT") && e.contains("not a size"),
+                "{e}"
+            );
+        }
+    }
+}
