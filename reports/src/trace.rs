@@ -26,7 +26,9 @@ const FALLBACK_GHZ: f64 = 1.0;
 /// - a complete event (`"ph": "X"`) per op on its op track, from its `start` to its `end`;
 /// - a complete event per stage on its resource's track, starting with its op (stages are
 ///   pipelined) and lasting the stage's cycles. The timeline never gives one resource to two
-///   ops at once, so Perfetto shows side by side exactly what ran together.
+///   ops at once, so Perfetto shows side by side exactly what ran together — but for the ops
+///   of a stream (`Time` steps), which hold their resources slice by slice over their span:
+///   their stage events, drawn from the op's start, stand for the sum of those holds.
 ///
 /// `ts` and `dur` are microseconds at the report's `clock_ghz` (1 GHz when the report has no
 /// valid clock), rounded to whole nanoseconds, the resolution trace viewers keep; every event's

@@ -9,9 +9,9 @@ use crate::scenario::{Mode, Resolved};
 pub struct Estimate {
     /// Every tensor's DRAM copy (its elements × element bytes).
     pub dram: u64,
-    /// Every PE's LM as far as the program's layouts fill it: the sum of every laid-out
-    /// result's footprint (all time steps), at most the LM's size. LMs grow to their
-    /// high-water mark only, so this bounds them without charging unused LM.
+    /// Every PE's LM as far as the program's layouts fill it: the LM allocator's
+    /// high-water mark (a stream's region keeps all its time steps) on every PE. LMs
+    /// grow to their high-water mark only.
     pub lm: u64,
     /// The host reference `verify` keeps: 8 bytes (`f64`) per element of every tensor.
     pub verify: u64,
@@ -25,28 +25,17 @@ impl Estimate {
     }
 }
 
-/// The estimate for `res`; `None` in timing mode, which holds no element data.
-pub fn estimate(res: &Resolved) -> Option<Estimate> {
+/// The estimate for `res`, whose layouts fill `lm_bytes` of every PE's LM (the
+/// allocator's high-water mark: [`crate::engine::Engine::lm_high_water_bytes`] after a
+/// timing run of the same plan; a stream's region keeps every `Time` step, so it may
+/// exceed the LM's size); `None` in timing mode, which holds no element data.
+pub fn estimate(res: &Resolved, lm_bytes: u64) -> Option<Estimate> {
     if res.mode != Mode::Functional {
         return None;
     }
-    let wb = res.machine.word_bytes;
-    let per_pe = res
-        .ops
-        .iter()
-        .filter_map(|op| match &op.layout {
-            Some(crate::scenario::LayoutRef::Bound(l)) => Some(
-                l.footprint_words()
-                    .saturating_mul(l.time_span())
-                    .saturating_mul(wb),
-            ),
-            _ => None,
-        })
-        .fold(0u64, u64::saturating_add)
-        .min(res.machine.leaf_memory_bytes());
     let mut e = Estimate {
         dram: 0,
-        lm: res.machine.leaf_count().saturating_mul(per_pe),
+        lm: res.machine.leaf_count().saturating_mul(lm_bytes),
         verify: 0,
     };
     for t in res.tensors.values() {
@@ -62,30 +51,76 @@ pub fn estimate(res: &Resolved) -> Option<Estimate> {
     Some(e)
 }
 
-/// The environment variable that caps the memory a functional run may use (bytes), in
-/// place of the machine's available memory: for tests, or to leave room for other work.
+/// The environment variable that caps the memory a functional run may use, in place of
+/// the machine's available memory: for tests, or to leave room for other work. Bytes
+/// (`4294967296`), or a number with a binary unit `K`, `M`, `G` or `T` (`4096M`,
+/// `3.5G`).
 pub const LIMIT_VAR: &str = "MNSIM_MEMORY_LIMIT";
 
-/// Bytes a run may use: `MNSIM_MEMORY_LIMIT` if set, else `MemAvailable` of
-/// `/proc/meminfo`; `None` when neither is known (no check then).
-pub fn available() -> Option<u64> {
-    if let Ok(v) = std::env::var(LIMIT_VAR) {
-        return v.trim().parse().ok();
+/// A size as [`LIMIT_VAR`] takes it: bytes, or a number followed by `K`, `M`, `G` or `T`
+/// (powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bad = || {
+        format!(
+            "{LIMIT_VAR}={text:?} is not a size: give bytes (4294967296) or a number with K, M, G or T (4096M, 3.5G)"
+        )
+    };
+    let (num, scale): (&str, u64) = match t.as_bytes().last() {
+        Some(b'K' | b'k') => (&t[..t.len() - 1], 1 << 10),
+        Some(b'M' | b'm') => (&t[..t.len() - 1], 1 << 20),
+        Some(b'G' | b'g') => (&t[..t.len() - 1], 1 << 30),
+        Some(b'T' | b't') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let digits = num.chars().filter(char::is_ascii_digit).count();
+    let dots = num.chars().filter(|&c| c == '.').count();
+    // Digits with at most one point (bytes are whole), nothing else.
+    if digits == 0 || digits + dots != num.len() || dots > usize::from(scale > 1) {
+        return Err(bad());
     }
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
+    if dots == 0 {
+        return num
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(scale))
+            .ok_or_else(bad);
+    }
+    let bytes = num.parse::<f64>().map_err(|_| bad())? * scale as f64;
+    if !(bytes.is_finite() && bytes < u64::MAX as f64) {
+        return Err(bad());
+    }
+    Ok(bytes as u64)
+}
+
+/// Bytes a run may use: [`LIMIT_VAR`] if set (an error if it is not a size), else
+/// `MemAvailable` of `/proc/meminfo`; `Ok(None)` when neither is known (no check then).
+pub fn available() -> Result<Option<u64>, String> {
+    match std::env::var(LIMIT_VAR) {
+        Ok(v) => return parse_size(&v).map(Some),
+        Err(std::env::VarError::NotUnicode(v)) => {
+            return Err(format!("{LIMIT_VAR}={v:?} is not a size"));
+        }
+        Err(std::env::VarError::NotPresent) => {}
+    }
+    let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {
+        return Ok(None);
+    };
+    Ok(info
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .and_then(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map(|kib| kib.saturating_mul(1024)))
 }
 
 fn gib(b: u64) -> String {
     mnsim_reports::human_bytes(b)
 }
 
-/// `Err` with the estimate and a way out when a functional run of `res` needs more than
-/// `limit` bytes.
-pub fn check(res: &Resolved, limit: Option<u64>) -> Result<(), String> {
-    let (Some(e), Some(limit)) = (estimate(res), limit) else {
+/// `Err` with the estimate and a way out when a functional run of `res` (its layouts
+/// filling `lm_bytes` of every LM) needs more than `limit` bytes.
+pub fn check(res: &Resolved, lm_bytes: u64, limit: Option<u64>) -> Result<(), String> {
+    let (Some(e), Some(limit)) = (estimate(res, lm_bytes), limit) else {
         return Ok(());
     };
     if e.total() <= limit {
@@ -106,4 +141,37 @@ pub fn check(res: &Resolved, limit: Option<u64>) -> Result<(), String> {
             ""
         }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_in_bytes_or_binary_units() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size(" 4096M "), Ok(4096 << 20));
+        assert_eq!(parse_size("3.5G"), Ok(7 << 29));
+        assert_eq!(parse_size("2k"), Ok(2048));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        for bad in [
+            "",
+            "abc",
+            "1.5GB",
+            "-1",
+            "1e9",
+            "1.5",
+            "1..5G",
+            ".",
+            "G",
+            "99999999999T",
+            "18446744073709551616",
+        ] {
+            let e = parse_size(bad).expect_err(bad);
+            assert!(
+                e.contains("MNSIM_MEMORY_LIMIT") && e.contains("not a size"),
+                "{e}"
+            );
+        }
+    }
 }

@@ -28,7 +28,8 @@ impl SplitMix {
 /// Initial contents, row-major over `dims`. Random floats are uniform in [-1, 1);
 /// random integers uniform in [-8, 8).
 pub fn init_data(init: &Init, dtype: DType, dims: &[u64]) -> Vec<u8> {
-    let n: u64 = dims.iter().product();
+    // Called after `engine::check_dram`: the tensor fits DRAM, so its bytes fit a u64.
+    let n: u64 = dims.iter().fold(1u64, |a, &b| a.saturating_mul(b));
     let eb = dtype.bytes() as usize;
     let mut out = vec![0u8; n as usize * eb];
     let mut rng = match init {

@@ -143,7 +143,7 @@ impl Reference {
         let n = mnsim_kernels::reduced_extents(k, &shapes)
             .unwrap_or_default()
             .iter()
-            .product::<u64>()
+            .fold(1u64, |a, &b| a.saturating_mul(b))
             .max(1);
         let own = mnsim_kernels::tolerance(dtype, k, n);
         let inherited = ins.iter().fold((0.0f64, 0.0f64), |a, v| {

@@ -3,9 +3,9 @@
 //!
 //! Every level is an entity with a [`Level`]; the timeline's resources are per level
 //! (an op holds a level's ports, DRAMs or compute units on every node of it at once),
-//! so their busy state lives there: [`PortDown`], [`PortUp`], [`DramPort`],
-//! [`MatrixUnit`], [`VectorUnit`] and [`LmPort`]. [`WorldBusy`] reads and writes them
-//! through the world when a run places an op.
+//! so their busy state lives there: a [`LevelBusy`], the timeline's one busy table
+//! ([`BusyTable`], the same the pure schedule uses). [`WorldBusy`] routes a resource to
+//! its level's table when a run places an op.
 //!
 //! The PE level's entity carries the PEs' data-ready cycles ([`Ready`], runs of PEs
 //! with one cycle).
@@ -20,8 +20,7 @@
 //! an op's data passes through its port: a what-if machine of 10^6 PEs keeps state
 //! for the nodes its layouts touch and one entity per level.
 
-use crate::ids::Dir;
-use crate::timeline::{Busy, Resource};
+use crate::timeline::{Booking, Busy, BusyTable, Resource};
 use bevy_ecs::prelude::*;
 use mnsim_arch::Machine;
 use std::collections::BTreeMap;
@@ -117,48 +116,13 @@ pub struct PortStats {
     pub busy_cycles: u64,
 }
 
-/// When a resource of a node is free again, how long it was busy, and the op that held it last.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Occupancy {
-    pub free_at: u64,
-    pub busy_cycles: u64,
-    pub holder: Option<usize>,
-}
+/// The busy state of a level's resources (its ports per direction, its DRAMs, its
+/// matrix units; on the PE level also the vector units and the LM bandwidth): the
+/// timeline's one [`BusyTable`], on the level's entity.
+#[derive(Component, Clone, Debug, Default)]
+pub struct LevelBusy(pub BusyTable);
 
-macro_rules! occupancy {
-    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {$(
-        $(#[$doc])*
-        #[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub struct $name(pub Occupancy);
-        impl AsMut<Occupancy> for $name {
-            fn as_mut(&mut self) -> &mut Occupancy {
-                &mut self.0
-            }
-        }
-        impl AsRef<Occupancy> for $name {
-            fn as_ref(&self) -> &Occupancy {
-                &self.0
-            }
-        }
-    )*};
-}
-
-occupancy!(
-    /// A node's ports to its children, downwards.
-    PortDown,
-    /// A node's ports to its children, upwards.
-    PortUp,
-    /// A DRAM node's DRAM.
-    DramPort,
-    /// A node's matrix unit.
-    MatrixUnit,
-    /// A PE's vector unit.
-    VectorUnit,
-    /// A PE's LM bandwidth (copies inside LM).
-    LmPort,
-);
-
-/// The timeline's view of the world: resource state on the nodes' components.
+/// The timeline's view of the world: resource state on the level entities' [`LevelBusy`].
 pub struct WorldBusy<'w> {
     sw: &'w mut SimWorld,
 }
@@ -170,65 +134,34 @@ impl<'w> WorldBusy<'w> {
 
     /// The entity of the level whose resource `r` is.
     fn entity(&self, r: Resource) -> Option<Entity> {
-        let level = match r {
-            Resource::Dram { level }
-            | Resource::Port { level, .. }
-            | Resource::MatrixUnit { level } => level.index(),
-            Resource::LocalMemory | Resource::VectorUnit => self.sw.levels.len().saturating_sub(1),
-        };
-        self.sw.levels.get(level).copied()
+        self.sw
+            .levels
+            .get(level_of(r, self.sw.levels.len()))
+            .copied()
     }
+}
 
-    fn latest<C: Component + AsRef<Occupancy>>(&mut self, r: Resource) -> (u64, Option<usize>) {
-        self.entity(r)
-            .and_then(|e| self.sw.world.get::<C>(e))
-            .map_or((0, None), |c| (c.as_ref().free_at, c.as_ref().holder))
-    }
-
-    fn occupy<C>(&mut self, r: Resource, task: usize, start: u64, cycles: u64)
-    where
-        C: Component<Mutability = bevy_ecs::component::Mutable> + AsMut<Occupancy> + Default,
-    {
-        let Some(e) = self.entity(r) else { return };
-        let until = start.saturating_add(cycles);
-        // A level meets the resource the first time it is used.
-        let mut ent = self.sw.world.entity_mut(e);
-        if !ent.contains::<C>() {
-            ent.insert(C::default());
-        }
-        if let Some(mut c) = ent.get_mut::<C>() {
-            let o = c.as_mut().as_mut();
-            o.busy_cycles = o.busy_cycles.saturating_add(cycles);
-            if until >= o.free_at {
-                o.free_at = until;
-                o.holder = Some(task);
-            }
-        }
+/// The level (index) whose entity holds resource `r`'s busy state, of `levels`.
+fn level_of(r: Resource, levels: usize) -> usize {
+    match r {
+        Resource::Dram { level }
+        | Resource::Port { level, .. }
+        | Resource::MatrixUnit { level } => level.index(),
+        Resource::LocalMemory | Resource::VectorUnit => levels.saturating_sub(1),
     }
 }
 
 impl Busy for WorldBusy<'_> {
     fn free_at(&mut self, r: Resource) -> (u64, Option<usize>) {
-        match r {
-            Resource::Dram { .. } => self.latest::<DramPort>(r),
-            Resource::Port { dir: Dir::Down, .. } => self.latest::<PortDown>(r),
-            Resource::Port { dir: Dir::Up, .. } => self.latest::<PortUp>(r),
-            Resource::LocalMemory => self.latest::<LmPort>(r),
-            Resource::MatrixUnit { .. } => self.latest::<MatrixUnit>(r),
-            Resource::VectorUnit => self.latest::<VectorUnit>(r),
-        }
+        self.entity(r)
+            .and_then(|e| self.sw.world.get::<LevelBusy>(e))
+            .map_or((0, None), |b| b.0.free_at(r))
     }
 
     fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) {
-        match r {
-            Resource::Dram { .. } => self.occupy::<DramPort>(r, task, start, cycles),
-            Resource::Port { dir: Dir::Down, .. } => {
-                self.occupy::<PortDown>(r, task, start, cycles)
-            }
-            Resource::Port { dir: Dir::Up, .. } => self.occupy::<PortUp>(r, task, start, cycles),
-            Resource::LocalMemory => self.occupy::<LmPort>(r, task, start, cycles),
-            Resource::MatrixUnit { .. } => self.occupy::<MatrixUnit>(r, task, start, cycles),
-            Resource::VectorUnit => self.occupy::<VectorUnit>(r, task, start, cycles),
+        let Some(e) = self.entity(r) else { return };
+        if let Some(mut b) = self.sw.world.get_mut::<LevelBusy>(e) {
+            b.0.hold(r, task, start, cycles);
         }
     }
 }
@@ -280,10 +213,28 @@ impl SimWorld {
     /// Forgets every resource's busy state: the next op meets an idle machine.
     pub fn clear_busy(&mut self) {
         for &e in &self.levels {
-            self.world
-                .entity_mut(e)
-                .remove::<(PortDown, PortUp, DramPort, MatrixUnit, VectorUnit, LmPort)>();
+            if let Some(mut b) = self.world.get_mut::<LevelBusy>(e) {
+                b.0 = BusyTable::default();
+            }
         }
+    }
+
+    /// Keeps every booking of every resource from now on ([`SimWorld::bookings`]).
+    pub fn log_bookings(&mut self) {
+        for &e in &self.levels {
+            if let Some(mut b) = self.world.get_mut::<LevelBusy>(e) {
+                b.0.log();
+            }
+        }
+    }
+
+    /// Every booking logged, level by level.
+    pub fn bookings(&self) -> Vec<Booking> {
+        self.levels
+            .iter()
+            .filter_map(|&e| self.world.get::<LevelBusy>(e))
+            .flat_map(|b| b.0.bookings().iter().copied())
+            .collect()
     }
 
     /// Builds the world for a machine: every node ([`Nodes::All`]) or none until touched.
@@ -298,10 +249,11 @@ impl SimWorld {
                     level: k as u16,
                     nodes: m.nodes_at(k),
                 };
+                let busy = LevelBusy::default();
                 if k + 1 == m.levels.len() {
-                    world.spawn((level, Ready::default())).id()
+                    world.spawn((level, busy, Ready::default())).id()
                 } else {
-                    world.spawn(level).id()
+                    world.spawn((level, busy)).id()
                 }
             })
             .collect();

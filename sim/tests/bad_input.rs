@@ -335,3 +335,11 @@ fn a_functional_run_too_large_for_memory_is_refused_before_allocating() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_time_limit_beyond_the_clock_is_refused_not_a_panic() {
+    for t in ["1e20", "inf", "0", "NaN"] {
+        let out = mnsim(&["plan", "scenarios/plan_layernorm.ron", "--time-limit", t]);
+        fails_with(&out, &["--time-limit must be a positive number of seconds"]);
+    }
+}

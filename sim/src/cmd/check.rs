@@ -1,5 +1,7 @@
-//! `mnsim check S.ron`: load and resolve every plan; list the tree Reduces a run would
-//! insert (found by a timing run), nothing else runs.
+//! `mnsim check S.ron`: load and resolve every plan, and run it in timing mode (no
+//! element data): every check `run` makes short of moving data — the kernels' layouts,
+//! the live set in LM, DRAM, streams and buffers, the report's limits — fails here with
+//! the message `run` gives. Lists the tree Reduces a run inserts.
 
 use super::run::ScenarioArgs;
 use clap::Args;
@@ -29,7 +31,7 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
         None => scenario::plans_to_run(&sc),
     };
     if a.json {
-        return json(&sc, &src, &plans, &sets, &binds);
+        return json(&sc, &src, &plans, &sets, &binds, a.plan.is_some());
     }
     let mut failed = 0usize;
     let mut warned: Vec<String> = Vec::new();
@@ -40,15 +42,15 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
             Some(p) => format!("plan {p}"),
             None => "no plan".to_string(),
         };
-        match scenario::resolve(&sc, &src, plan.as_deref(), &sets, &binds) {
-            Ok(r) => {
+        match check_plan(&sc, &src, plan.as_deref(), &sets, &binds, a.plan.is_some()) {
+            Ok((r, inserted)) => {
                 outln!(
                     "ok  {label}: {} ops, {} tensors, machine {}",
                     r.ops.len(),
                     r.tensors.len(),
                     r.machine.name
                 );
-                for i in inserted(&r) {
+                for i in inserted {
                     outln!(
                         "    + Reduce of `{}` over {} after op {} (inserted: partial sums)",
                         i.tensor,
@@ -89,28 +91,28 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
     Ok(())
 }
 
-/// The tree Reduces a run of `r` inserts after kernels whose outputs hold partial sums
-/// (`auto_reduce`, or a `ReduceAxes` spanning levels): they are ops of their own, so check
-/// lists them. Found by a timing run of the plan, when it has one to find (nothing
-/// partial to insert, a layout left to the planner, or a run that stops: none listed).
-fn inserted(r: &scenario::Resolved) -> Vec<mnsim_sim::run::InsertedReduce> {
-    let may = r.auto_reduce
-        || r.ops
-            .iter()
-            .any(|o| matches!(o.op, scenario::Op::ReduceAxes { .. }));
-    let bound = r
+/// Resolves a plan and runs it in timing mode as `run --mode timing` would (the same
+/// errors, with the same messages); returns it with the tree Reduces the run inserted
+/// after kernels whose outputs hold partial sums. A plan that leaves layouts to the
+/// planner (`Any`), which `run` skips, is only resolved unless it was asked for by name.
+fn check_plan(
+    sc: &scenario::Scenario,
+    src: &scenario::Source,
+    plan: Option<&str>,
+    sets: &[(String, f64)],
+    binds: &std::collections::BTreeMap<String, u64>,
+    named: bool,
+) -> Result<(scenario::Resolved, Vec<mnsim_sim::run::InsertedReduce>), Report> {
+    let r = scenario::resolve(sc, src, plan, sets, binds)?;
+    let open = r
         .ops
         .iter()
-        .all(|o| !matches!(o.layout, Some(scenario::LayoutRef::Any(_))));
-    if !may || !bound {
-        return Vec::new();
+        .any(|o| matches!(o.layout, Some(scenario::LayoutRef::Any(_))));
+    if open && !named {
+        return Ok((r, Vec::new()));
     }
-    let mut t = r.clone();
-    t.mode = scenario::Mode::Timing;
-    t.verify = false;
-    mnsim_sim::run::run(&t)
-        .map(|o| o.inserted)
-        .unwrap_or_default()
+    let out = super::run::execute(sc, src, plan, &super::run::timing(&r), false)?;
+    Ok((r, out.inserted))
 }
 
 /// `check --json`: every plan's outcome in one object; exit non-zero when one failed.
@@ -120,19 +122,20 @@ fn json(
     plans: &[Option<String>],
     sets: &[(String, f64)],
     binds: &std::collections::BTreeMap<String, u64>,
+    named: bool,
 ) -> Result<(), Report> {
     let mut out = Vec::new();
     let mut failed = 0usize;
     for plan in plans {
         out.push(
-            match scenario::resolve(sc, src, plan.as_deref(), sets, binds) {
-                Ok(r) => serde_json::json!({
+            match check_plan(sc, src, plan.as_deref(), sets, binds, named) {
+                Ok((r, inserted)) => serde_json::json!({
                     "plan": plan,
                     "ok": true,
                     "ops": r.ops.len(),
                     "tensors": r.tensors.len(),
                     "machine": r.machine.name,
-                    "inserted_reduces": inserted(&r)
+                    "inserted_reduces": inserted
                         .iter()
                         .map(|i| serde_json::json!({"after": i.after, "tensor": i.tensor, "level": i.level}))
                         .collect::<Vec<_>>(),

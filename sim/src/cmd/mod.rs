@@ -43,6 +43,20 @@ pub fn check_out(dir: Option<&std::path::Path>) -> Result<(), Report> {
     }
 }
 
+/// The longest time limit a command accepts, in seconds (a year).
+pub const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A number of seconds given to `flag`: positive, finite and at most [`MAX_SECONDS`]
+/// (a deadline further out would overflow the clock).
+pub fn parse_seconds(flag: &str, secs: f64) -> Result<std::time::Duration, Report> {
+    if !(secs.is_finite() && secs > 0.0 && secs <= MAX_SECONDS) {
+        return Err(miette!(
+            "error: {flag} must be a positive number of seconds up to {MAX_SECONDS} (a year), not {secs}"
+        ));
+    }
+    std::time::Duration::try_from_secs_f64(secs).map_err(|e| miette!("error: {flag} {secs}: {e}"))
+}
+
 /// A machine from a preset name or a RON file path, with `--set` knobs applied.
 pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
     let mut m = if name.ends_with(".ron") || name.contains('/') {

@@ -9,6 +9,7 @@ use mnsim_sim::scenario::{self, PlanValue, Scenario};
 use serde_json::{Map, Value, json};
 use std::io::IsTerminal;
 use std::time::Duration;
+use std::path::Path;
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -262,12 +263,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
     let (sc, src) = a.s.load()?;
-    if !(a.time_limit.is_finite() && a.time_limit > 0.0) {
-        return Err(miette!(
-            "error: --time-limit must be a positive number of seconds, not {}",
-            a.time_limit
-        ));
-    }
+    let time_limit = super::parse_seconds("--time-limit", a.time_limit)?;
     if let Some(p) = &a.plan
         && !sc.plans.contains_key(p)
     {
@@ -303,7 +299,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
         ));
     }
     let mut opts = PlanOptions::default();
-    opts.search.time_limit = Some(Duration::from_secs_f64(a.time_limit));
+    opts.search.time_limit = Some(time_limit);
     opts.search.work_limit = a.work;
     opts.search.top = a.top.max(1);
     let mut outs: Vec<Outcome> = Vec::new();

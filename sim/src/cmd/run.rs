@@ -164,6 +164,10 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
 
 /// Resolves and runs one plan; the report is refused when a count in it overflowed.
 /// `progress`: show a progress bar on a terminal when the run takes a while.
+///
+/// A functional run is preceded by a timing run of the same plan (no element data): an
+/// error any op would meet stops it before the tensors' data is made, and the LM the
+/// layouts fill (every step of a stream included) goes into the memory estimate.
 pub fn run_plan(
     sc: &scenario::Scenario,
     src: &scenario::Source,
@@ -177,9 +181,38 @@ pub fn run_plan(
     if let Some(m) = mode {
         res.mode = m;
     }
-    // Refuse a functional run too large for this machine before anything is allocated.
-    mnsim_sim::memory::check(&res, mnsim_sim::memory::available())
-        .map_err(|e| miette!("error: {}: {e}", src.path))?;
+    if res.mode == Mode::Functional {
+        let dry = execute(sc, src, plan, &timing(&res), false)?;
+        // Refuse a functional run too large for this machine before anything is allocated.
+        let limit = mnsim_sim::memory::available().map_err(|e| miette!("error: {e}"))?;
+        mnsim_sim::memory::check(&res, dry.engine.lm_high_water_bytes(), limit)
+            .map_err(|e| miette!("error: {}: {e}", src.path))?;
+    }
+    let mut report = execute(sc, src, plan, &res, progress)?.report;
+    if let Some(h) = bottleneck_hint(&res.machine, &report) {
+        report.warnings.push(h);
+    }
+    Ok(report)
+}
+
+/// `res` as a timing run without verification: every check a run makes short of
+/// moving data (`mnsim check`, the run before a functional one).
+pub fn timing(res: &scenario::Resolved) -> scenario::Resolved {
+    let mut t = res.clone();
+    t.mode = Mode::Timing;
+    t.verify = false;
+    t
+}
+
+/// Runs a resolved plan; its errors point into the file, and the report is refused when
+/// a count in it overflowed.
+pub fn execute(
+    sc: &scenario::Scenario,
+    src: &scenario::Source,
+    plan: Option<&str>,
+    res: &scenario::Resolved,
+    progress: bool,
+) -> Result<mnsim_sim::run::RunOutput, Report> {
     let label = format!(
         "{}{}",
         sc.name,
@@ -188,11 +221,11 @@ pub fn run_plan(
     let r = if progress {
         let bar = Progress::new(&label);
         let mut tick = |done: usize, total: usize| bar.tick(done, total);
-        let r = run_with_progress(&res, &mut tick);
+        let r = run_with_progress(res, &mut tick);
         bar.finish();
         r
     } else {
-        run_with_progress(&res, &mut |_, _| {})
+        run_with_progress(res, &mut |_, _| {})
     };
     let plan_note = plan.map(|p| format!("plan `{p}`: ")).unwrap_or_default();
     let r = r.map_err(|e| {
@@ -201,11 +234,7 @@ pub fn run_plan(
     let leaf = res.machine.levels.last().map_or("PE", |l| l.name.as_str());
     mnsim_sim::limits::check_report(&r.report, leaf)
         .map_err(|e| miette!("error: {}: {plan_note}{e}", src.path))?;
-    let mut report = r.report;
-    if let Some(h) = bottleneck_hint(&res.machine, &report) {
-        report.warnings.push(h);
-    }
-    Ok(report)
+    Ok(r)
 }
 
 /// A hint when the level that bounds the run is one layouts cannot name (mncore2's

@@ -176,8 +176,7 @@ impl Engine {
                 .folded
                 .iter()
                 .filter(|&&k| k > d)
-                .map(|&k| self.machine.levels[k].count)
-                .product();
+                .fold(1u64, |x, &k| x.saturating_mul(self.machine.levels[k].count));
             r < a.fanout && (size - 1) * stride >= r
         };
         let mut run = 1u64;
@@ -210,7 +209,7 @@ impl Engine {
                         mnsim_arch::shape::TileDim::Size(n) => *n,
                         mnsim_arch::shape::TileDim::Combine => 1,
                     })
-                    .product();
+                    .fold(1u64, u64::saturating_mul);
                 run = run.min(tile.max(1));
             }
         } else {

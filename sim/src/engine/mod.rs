@@ -180,7 +180,10 @@ pub fn dram_capacity(m: &Machine) -> u64 {
 pub fn check_dram(m: &Machine, name: &str, dtype: DType, runtime: &[u64]) -> Result<u64, SimError> {
     let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
     let Some(bytes) = elems.and_then(|e| e.checked_mul(dtype.bytes())) else {
-        return err(format!("tensor `{name}` is too large to address"));
+        return err(format!(
+            "tensor `{name}` ({}{runtime:?}) is too large to address: its size in bytes exceeds 2^64",
+            dtype.name()
+        ));
     };
     let cap = dram_capacity(m);
     if bytes > cap {
@@ -329,7 +332,7 @@ impl Engine {
         }
         let eb = t.dtype.bytes() as usize;
         let addr = DramAddr::new(&d.layout, &t.runtime);
-        let n: u64 = t.runtime.iter().product();
+        let n: u64 = t.runtime.iter().fold(1u64, |a, &b| a.saturating_mul(b));
         let mut out = vec![0u8; n as usize * eb];
         let mut idx = vec![0u64; t.runtime.len()];
         for k in 0..n as usize {
@@ -424,7 +427,9 @@ impl Engine {
         let wb = self.machine.word_bytes;
         self.lm_peak_bytes = self.lm_peak_bytes.max(self.alloc.charged() * wb);
         if self.mode == Mode::Functional {
-            let need = (self.alloc.high_water * wb) as usize;
+            let need = usize::try_from(self.lm_high_water_bytes()).map_err(|_| {
+                SimError::Other(format!("tensor `{name}`: LM regions too large to hold"))
+            })?;
             let mut q = self.sw.world.query::<&mut Lm>();
             let mut lms: Vec<&mut Lm> = q
                 .iter_mut(&mut self.sw.world)
@@ -437,6 +442,15 @@ impl Engine {
             });
         }
         Ok((off, words, region))
+    }
+
+    /// Bytes of every PE's LM the run's allocations reached (the allocator's high-water
+    /// mark, a stream's region with all its `Time` steps): what a functional run holds
+    /// per PE.
+    pub fn lm_high_water_bytes(&self) -> u64 {
+        self.alloc
+            .high_water
+            .saturating_mul(self.machine.word_bytes)
     }
 
     /// A region id no allocation uses, for a tensor placed in LM from outside the
@@ -526,8 +540,11 @@ impl Engine {
         let ready = percentiles(c.ready.iter().map(|&(a, b, r)| (start + r, b - a)));
         let (util, pad, padded) = match layout {
             Some(l) => {
-                let total: u64 = l.levels().iter().map(|x| x.fanout).product();
-                let real: u64 = runtime.iter().product();
+                let total: u64 = l
+                    .levels()
+                    .iter()
+                    .fold(1u64, |a, x| a.saturating_mul(x.fanout));
+                let real: u64 = runtime.iter().fold(1u64, |a, &b| a.saturating_mul(b));
                 let u = l.pes_used() as f64 / total.max(1) as f64 * real as f64
                     / l.padded_elems().max(1) as f64;
                 (

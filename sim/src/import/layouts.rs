@@ -43,6 +43,24 @@ impl Uf {
     }
 }
 
+/// The divisors of `n` in increasing order, by trial division up to √n (`n` is a
+/// dimension DRAM holds, so at most a few hundred thousand divisions).
+fn divisors(n: u64) -> Vec<u64> {
+    let (mut low, mut high) = (Vec::new(), Vec::new());
+    let mut d = 1u64;
+    while d.checked_mul(d).is_some_and(|q| q <= n) {
+        if n.is_multiple_of(d) {
+            low.push(d);
+            if d != n / d {
+                high.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    low.extend(high.into_iter().rev());
+    low
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
@@ -236,10 +254,26 @@ fn layout_for(
         let r = rest[a];
         let cap = if Some(a) == w_axis { r / slots } else { r };
         let want = fp.div_ceil(budget);
-        let t = (2..=cap)
-            .find(|&t| cap % t == 0 && t >= want)
-            .unwrap_or_else(|| (2..=cap).rev().find(|&t| cap % t == 0).unwrap_or(1));
+        let ds = divisors(cap);
+        let t = ds
+            .iter()
+            .copied()
+            .find(|&t| t >= 2 && t >= want)
+            .or_else(|| ds.iter().copied().rfind(|&t| t >= 2))
+            .unwrap_or(1);
         time[a] = t;
     }
     build(&time)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn divisors_in_order() {
+        assert_eq!(super::divisors(12), vec![1, 2, 3, 4, 6, 12]);
+        assert_eq!(super::divisors(1), vec![1]);
+        assert_eq!(super::divisors(0), Vec::<u64>::new());
+        assert_eq!(super::divisors(49), vec![1, 7, 49]);
+        assert_eq!(super::divisors(1 << 33).len(), 34);
+    }
 }

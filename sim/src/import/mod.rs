@@ -97,6 +97,20 @@ pub fn import(src: &Source, opts: &Options) -> Result<Imported, Report> {
     let g = graph::read(&doc).map_err(|e| located(src, e))?;
     let low = lower::lower(&g, opts.strides).map_err(|e| located(src, e))?;
     let (machine, machine_text) = machine_of(&opts.machine)?;
+    // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
+    for d in &low.decls {
+        if let Err(e) = crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims) {
+            let span = d
+                .graph_id
+                .and_then(|id| g.tensors.get(&id))
+                .map(|t| t.span.clone());
+            let id = d
+                .graph_id
+                .map(|i| format!(" (graph tensor id {i})"))
+                .unwrap_or_default();
+            return Err(scenario::located(src, span, &format!("{e}{id}"), "here"));
+        }
+    }
     Ok(write(src, &g, &low, &machine, &machine_text))
 }
 

@@ -15,17 +15,23 @@
 //!
 //! Both schedules place a resource's holds one after another (no back-filling of gaps),
 //! so every overlapped start is at most the sequential one: Overlapped ≤ Sequential.
-//! The busy state of resources is kept behind the [`Busy`] trait: [`DenseBusy`] for the
-//! pure function, the machine's ECS entities (`world::WorldBusy`) for a run.
+//! A resource serves one task at a time: every booking starts at or after the cycle the
+//! resource is free ([`BusyTable`]), a walking task's included (it books its resources
+//! step by step, between the sends of the streams it reads).
+//! The busy state of resources is one implementation, [`BusyTable`]: one table for the
+//! pure function, one per level entity of the machine's ECS world for a run
+//! (`world::WorldBusy` routes a resource to its level's table).
 
 use crate::ids::{Dir, LevelId, RegionId};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+mod busy;
 mod streams;
 #[cfg(test)]
 mod tests;
 
+pub use busy::{Booking, Busy, BusyTable, overlap};
 pub use streams::{StreamIn, Walk, share};
 
 /// How ops are placed in time.
@@ -158,41 +164,6 @@ pub struct ResourceUse {
     pub busy_cycles: u64,
 }
 
-/// The busy state of resources: when each is free again, and which task held it last.
-pub trait Busy {
-    /// The cycle at which `r` is free, and the task that holds it until then.
-    fn free_at(&mut self, r: Resource) -> (u64, Option<usize>);
-    /// Task `task` holds `r` from `start` for `cycles`.
-    fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64);
-}
-
-/// Busy state in a small dense table (the pure schedule).
-#[derive(Clone, Debug, Default)]
-pub struct DenseBusy {
-    /// (resource, free at, last holder)
-    slots: Vec<(Resource, u64, usize)>,
-}
-
-impl Busy for DenseBusy {
-    fn free_at(&mut self, r: Resource) -> (u64, Option<usize>) {
-        self.slots
-            .iter()
-            .find(|s| s.0 == r)
-            .map_or((0, None), |s| (s.1, Some(s.2)))
-    }
-    fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) {
-        let until = start.saturating_add(cycles);
-        match self.slots.iter_mut().find(|s| s.0 == r) {
-            Some(s) => {
-                if until >= s.1 {
-                    *s = (r, until, task);
-                }
-            }
-            None => self.slots.push((r, until, task)),
-        }
-    }
-}
-
 /// Per region: the end of its latest writer and of its latest user, with those tasks.
 #[derive(Clone, Copy, Debug, Default)]
 struct RegionUse {
@@ -214,7 +185,7 @@ pub struct Timeline {
     produced: HashMap<RegionId, streams::Produced>,
     /// Freed space not yet free: (words, cycle it becomes free, task using it last).
     pending: Vec<(u64, u64, Option<usize>)>,
-    own: DenseBusy,
+    own: BusyTable,
 }
 
 impl Timeline {
@@ -228,7 +199,7 @@ impl Timeline {
             regions: HashMap::new(),
             produced: HashMap::new(),
             pending: Vec::new(),
-            own: DenseBusy::default(),
+            own: BusyTable::default(),
         }
     }
 
@@ -334,7 +305,7 @@ impl Timeline {
             && !deferred
             && let Some(w) = &task.walk
         {
-            let (e, r) = self.run_walk(w, index, start, busy);
+            let (e, r) = self.run_walk(w, &task.holds, index, start, busy);
             end = e.max(start);
             ready = Some(r);
         }
@@ -348,16 +319,19 @@ impl Timeline {
         for (k, h) in task.holds.iter().chain(&resend).enumerate() {
             let own = k < task.holds.len();
             if !overlapped {
-                busy.hold(h.resource, index, start, h.cycles);
-            } else if own && !deferred {
-                // A walking task holds its units until its last step ends.
-                let until = if task.walk.is_some() {
-                    end - start
+                // Op after op: every earlier task has ended; the task's re-sends of a
+                // resource follow its own hold of it, within its cycles.
+                let at = if own {
+                    start
                 } else {
-                    h.cycles
+                    start.max(busy.free_at(h.resource).0)
                 };
-                busy.hold(h.resource, index, start, until.max(h.cycles));
+                busy.hold(h.resource, index, at, h.cycles);
+            } else if own && task.walk.is_none() {
+                busy.hold(h.resource, index, start, h.cycles);
             }
+            // A walking task books its resources step by step (`run_walk`), a deferred
+            // transfer slice by slice as it is sent.
             match self.resources.iter_mut().find(|u| u.resource == h.resource) {
                 Some(u) => u.busy_cycles = u.busy_cycles.saturating_add(h.cycles),
                 None => self.resources.push(ResourceUse {
@@ -446,12 +420,20 @@ impl Timeline {
 
 /// Places a program's tasks (pure: the planner's entry point).
 pub fn schedule(tasks: &[Task], schedule: Schedule, lm_capacity: u64) -> Timeline {
+    schedule_on(tasks, schedule, lm_capacity, &mut BusyTable::default())
+}
+
+/// [`schedule`] on the busy table `busy` (one that logs its bookings, say).
+pub fn schedule_on(
+    tasks: &[Task],
+    schedule: Schedule,
+    lm_capacity: u64,
+    busy: &mut BusyTable,
+) -> Timeline {
     let mut t = Timeline::new(schedule, lm_capacity);
     for task in tasks {
-        t.push(task);
+        t.push_on(task, busy);
     }
-    let mut own = std::mem::take(&mut t.own);
-    t.settle(&mut own);
-    t.own = own;
+    t.settle(busy);
     t
 }

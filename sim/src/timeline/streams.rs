@@ -124,23 +124,63 @@ pub(super) enum Produced {
 }
 
 /// One send of a deferred transfer: slice `k` of `slices`, starting no earlier than
-/// `after`; returns its arrival.
+/// `after`, booking its share of the transfer's holds (`booked`: what the stream's earlier
+/// sends booked of each); returns its arrival.
 fn send(
     busy: &mut dyn Busy,
     task: usize,
     (cycles, slices, holds): (u64, u32, &[Hold]),
-    k: u64,
-    after: u64,
+    (k, after): (u64, u64),
+    booked: &mut [u64],
 ) -> u64 {
-    let n = u64::from(slices);
-    let mut s = after;
-    for h in holds {
-        s = s.max(busy.free_at(h.resource).0);
+    book_step(
+        holds,
+        booked,
+        (cycles, k, u64::from(slices)),
+        task,
+        after,
+        busy,
+    )
+}
+
+/// Step `j` of `n` of `own` cycles (a walk's step, or a stream's send), from `st` at the
+/// earliest: books its share of every hold (the part of `h` due by the step's end that
+/// is not booked yet, at most the step's length; all that is left on the last step) once
+/// those resources are free, and returns the step's end. Over the `n` steps each hold is
+/// booked whole (`h` ≤ `own`: the cumulative part due never runs more than the steps'
+/// length ahead), and no step outlasts its share of `own` but by the last step's
+/// remainder.
+fn book_step(
+    holds: &[Hold],
+    booked: &mut [u64],
+    (own, j, n): (u64, u64, u64),
+    index: usize,
+    st: u64,
+    busy: &mut dyn Busy,
+) -> u64 {
+    let n = n.max(1);
+    let len = share(own, j, n);
+    let due = |h: &Hold| (h.cycles as u128 * (j as u128 + 1) / n as u128) as u64;
+    let part = |h: &Hold, b: u64| {
+        let left = due(h).saturating_sub(b);
+        if j + 1 == n { left } else { left.min(len) }
+    };
+    let mut st = st;
+    for (h, &b) in holds.iter().zip(booked.iter()) {
+        if part(h, b) > 0 {
+            st = st.max(busy.free_at(h.resource).0);
+        }
     }
-    for h in holds {
-        busy.hold(h.resource, task, s, share(h.cycles, k, n));
+    let mut e = st.saturating_add(len);
+    for (h, b) in holds.iter().zip(booked.iter_mut()) {
+        let p = part(h, *b);
+        if p > 0 {
+            busy.hold(h.resource, index, st, p);
+            *b += p;
+            e = e.max(st.saturating_add(p));
+        }
     }
-    s.saturating_add(share(cycles, k, n))
+    e
 }
 
 impl Timeline {
@@ -159,8 +199,9 @@ impl Timeline {
         };
         let mut prev = start;
         let mut times = Vec::with_capacity(slices as usize);
+        let mut booked = vec![0u64; holds.len()];
         for k in 0..u64::from(slices) {
-            prev = send(busy, task, (cycles, slices, &holds), k, prev);
+            prev = send(busy, task, (cycles, slices, &holds), (k, prev), &mut booked);
             times.push(prev);
         }
         self.finish_stream(region, task, prev);
@@ -222,9 +263,13 @@ impl Timeline {
     }
 
     /// Runs a walk from `s0`: returns its end and, per output slice, when it is ready.
+    /// The task's own `holds` are booked step by step, each step taking its share of
+    /// every hold (never past the step's end but for rounding on the last step), from
+    /// when the resources are free.
     pub(super) fn run_walk(
         &mut self,
         w: &Walk,
+        holds: &[Hold],
         index: usize,
         s0: u64,
         busy: &mut dyn Busy,
@@ -238,6 +283,9 @@ impl Timeline {
             total_resends: u64,
             resend_cycles: u64,
             resend_holds: Vec<Hold>,
+            /// What the sends and the re-sends booked so far of each hold.
+            sent: Vec<u64>,
+            resent: Vec<u64>,
             prev: u64,
             source: Option<Produced>,
             whole: u64,
@@ -254,6 +302,8 @@ impl Timeline {
                 total_resends: i.resends(),
                 resend_cycles: i.resend_cycles(),
                 resend_holds: i.resend_holds(),
+                sent: Vec::new(),
+                resent: Vec::new(),
                 prev: 0,
                 source: self.produced.get(&i.region).cloned(),
                 whole: self
@@ -264,6 +314,7 @@ impl Timeline {
             })
             .collect();
         let n = u64::from(w.steps.max(1));
+        let mut booked = vec![0u64; holds.len()];
         let mut prev_end = s0;
         let mut ready = vec![s0; w.out_slices as usize];
         for j in 0..n {
@@ -287,13 +338,16 @@ impl Timeline {
                                 cycles,
                                 slices,
                                 holds,
-                            }) => send(
-                                busy,
-                                *task,
-                                (*cycles, *slices, holds),
-                                k,
-                                (*start).max(s.prev).max(free),
-                            ),
+                            }) => {
+                                s.sent.resize(holds.len(), 0);
+                                send(
+                                    busy,
+                                    *task,
+                                    (*cycles, *slices, holds),
+                                    (k, (*start).max(s.prev).max(free)),
+                                    &mut s.sent,
+                                )
+                            }
                             Some(Produced::Fixed(t)) => {
                                 t.get(slice as usize).or(t.last()).copied().unwrap_or(0)
                             }
@@ -304,14 +358,15 @@ impl Timeline {
                         let q = s.resends;
                         s.resends += 1;
                         let r = s.total_resends;
-                        let mut at = s0.max(s.prev).max(free);
-                        for h in &s.resend_holds {
-                            at = at.max(busy.free_at(h.resource).0);
-                        }
-                        for h in &s.resend_holds {
-                            busy.hold(h.resource, index, at, share(h.cycles, q, r));
-                        }
-                        at.saturating_add(share(s.resend_cycles, q, r))
+                        s.resent.resize(s.resend_holds.len(), 0);
+                        book_step(
+                            &s.resend_holds,
+                            &mut s.resent,
+                            (s.resend_cycles, q, r),
+                            index,
+                            s0.max(s.prev).max(free),
+                            busy,
+                        )
                     };
                     s.prev = a;
                     s.arrival.push(a);
@@ -319,7 +374,7 @@ impl Timeline {
                 }
                 st = st.max(s.arrival[m as usize]);
             }
-            let e = st.saturating_add(share(w.own_cycles, j, n));
+            let e = book_step(holds, &mut booked, (w.own_cycles, j, n), index, st, busy);
             for (s, input) in ins.iter_mut().zip(&w.inputs) {
                 if let Some(&m) = input.need.get(j as usize) {
                     s.last_use[m as usize] = e;
@@ -354,8 +409,10 @@ impl Timeline {
                         *t = Some(s.arrival[m]);
                     }
                 }
+                let mut sent = s.sent.clone();
+                sent.resize(holds.len(), 0);
                 for k in s.firsts..u64::from(*slices) {
-                    last = send(busy, *task, (*cycles, *slices, holds), k, last);
+                    last = send(busy, *task, (*cycles, *slices, holds), (k, last), &mut sent);
                     if let Some(t) = times.iter_mut().find(|t| t.is_none()) {
                         *t = Some(last);
                     }

@@ -172,7 +172,7 @@ fn a_region_written_again_waits_for_its_readers() {
 
 #[test]
 fn the_busy_table_and_a_timeline_agree_with_any_busy_state() {
-    // push_on with a fresh DenseBusy is push.
+    // push_on with a fresh BusyTable is push.
     let tasks = [
         load(110, 100, 0, 10),
         kernel(vector(50), &[0], 1, 20),
@@ -180,7 +180,7 @@ fn the_busy_table_and_a_timeline_agree_with_any_busy_state() {
     ];
     let a = schedule(&tasks, Schedule::Overlapped, 1000);
     let mut b = Timeline::new(Schedule::Overlapped, 1000);
-    let mut busy = DenseBusy::default();
+    let mut busy = BusyTable::default();
     for t in &tasks {
         b.push_on(t, &mut busy);
     }
