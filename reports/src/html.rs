@@ -1593,6 +1593,9 @@ mod tests {
             overrides: vec![],
             bind: vec![],
             warnings: vec![],
+            bound_cycles: 0,
+            bound_resource: String::new(),
+            bottleneck: None,
         };
         assert_eq!(plan_href(&r), "a%20b%26c/d/report.html");
         r.plan = None;

@@ -70,6 +70,9 @@ pub fn op(
         utilisation: 1.0,
         padding_elems: 0,
         padded_elems: 65536,
+        bound_cycles: 0,
+        bound_resource: String::new(),
+        waited_on: None,
     }
 }
 
@@ -229,6 +232,9 @@ pub fn sample() -> Report {
              unit's work is padding; a layout with 8 MABs per row would avoid it"
                 .into(),
         ],
+        bound_cycles: 0,
+        bound_resource: String::new(),
+        bottleneck: None,
     }
 }
 
