@@ -156,7 +156,10 @@ impl<'a> View<'a> {
         let mut latency = 0u64;
         for l in &self.links {
             holds.push((
-                Resource::Port { level: l.level, dir },
+                Resource::Port {
+                    level: l.level,
+                    dir,
+                },
                 Self::stage(l, dir, bytes),
             ));
             latency = latency.saturating_add(match dir {
@@ -234,7 +237,10 @@ impl<'a> View<'a> {
     /// A kernel: its useful FLOP over the peak of the unit that runs it.
     fn kernel(&self, k: &Kernel, inputs: &[&[u64]], out: DType) -> Option<Parts> {
         let out_rt = mnsim_kernels::output_shape(k, inputs).ok()?;
-        let numel = |d: &[u64]| d.iter().fold(1u128, |a, &x| a.saturating_mul(u128::from(x)));
+        let numel = |d: &[u64]| {
+            d.iter()
+                .fold(1u128, |a, &x| a.saturating_mul(u128::from(x)))
+        };
         let m = self.m;
         let (useful, resource, peak) = if k.is_matmul() {
             let ka = match k {
@@ -347,14 +353,22 @@ pub fn program(res: &Resolved) -> Bound {
     let mut ops = Vec::with_capacity(res.ops.len());
     for rop in &res.ops {
         let b = match &rop.op {
-            Op::Load { tensor, .. } => v.dram_transfer(Dir::Down, bytes_of(res, tensor)).bound(m, true),
-            Op::Store { tensor } => v.dram_transfer(Dir::Up, bytes_of(res, tensor)).bound(m, true),
+            Op::Load { tensor, .. } => v
+                .dram_transfer(Dir::Down, bytes_of(res, tensor))
+                .bound(m, true),
+            Op::Store { tensor } => v
+                .dram_transfer(Dir::Up, bytes_of(res, tensor))
+                .bound(m, true),
             Op::Broadcast { tensor, .. } => {
                 // A Load when the tensor is not in LM, a Relayout when it is.
                 let bytes = bytes_of(res, tensor);
                 let load = v.dram_transfer(Dir::Down, bytes).bound(m, false);
                 let moved = v.relayout(bytes);
-                if load.cycles < moved.cycles { load } else { moved }
+                if load.cycles < moved.cycles {
+                    load
+                } else {
+                    moved
+                }
             }
             Op::Relayout { tensor, .. } => v.relayout(bytes_of(res, tensor)),
             Op::Reduce { tensor, .. } => reduce(m, bytes_of(res, tensor)),
@@ -460,7 +474,11 @@ fn matmul_flops(res: &Resolved, k: &Kernel, inputs: &[&str], out: &str) -> Optio
         .runtime_dims
         .iter()
         .fold(1u128, |a, &x| a.saturating_mul(u128::from(x)));
-    Some(2u128.saturating_mul(n).saturating_mul(u128::from(*dims[0].get(ka)?)))
+    Some(
+        2u128
+            .saturating_mul(n)
+            .saturating_mul(u128::from(*dims[0].get(ka)?)),
+    )
 }
 
 /// The run's bound from its ops' bounds: the largest op bound, and every resource's

@@ -479,7 +479,12 @@ pub fn run_with_progress(
     let (cycles, resource) = crate::bound::combine(&res.machine, &bounds, &program_bound.extra);
     report.bound_cycles = cycles;
     report.bound_resource = resource;
-    crate::waits::fill(&res.machine, &eng.timeline.placed, &mut report.ops, &report.streams);
+    crate::waits::fill(
+        &res.machine,
+        &eng.timeline.placed,
+        &mut report.ops,
+        &report.streams,
+    );
     report.bottleneck = crate::waits::bottleneck(
         &report.ops,
         &report.streams,
