@@ -476,9 +476,10 @@ pub fn run_with_progress(
         o.bound_cycles = b.cycles;
         o.bound_resource = b.resource.clone();
     }
-    let (cycles, resource) = crate::bound::combine(&res.machine, &bounds, &program_bound.extra);
-    report.bound_cycles = cycles;
-    report.bound_resource = resource;
+    // The run's bound is the program's (whatever the layouts, so the Reduces a layout
+    // makes the run insert are not in it: they only add cycles).
+    report.bound_cycles = program_bound.cycles;
+    report.bound_resource = program_bound.resource.clone();
     crate::waits::fill(
         &res.machine,
         &eng.timeline.placed,
