@@ -79,3 +79,38 @@ fn a_huge_time_limit_is_refused_not_a_panic() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn plan_stops_on_work_and_reports_the_bound() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .current_dir(&root)
+        .args([
+            "plan",
+            "scenarios/plan_layernorm.ron",
+            "--json",
+            "--work",
+            "3000",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // No time limit unless asked for: the work budget stopped the search.
+    assert_eq!(v["timed_out"], false);
+    assert_eq!(v["work_spent"], true);
+    // The layer norm's bound, whatever the layout (docs/model.md, the bound): its
+    // 1024×128 f32 input (512 KiB) down the 4 Group ports at 64 B/cycle, 2,048 cycles,
+    // plus the path's least latencies 16 + 8 + 4.
+    let bound = v["bound_cycles"].as_u64().unwrap();
+    let best = v["best"]["total_cycles"].as_u64().unwrap();
+    assert_eq!(bound, 2_076);
+    assert!(best >= bound, "{best} {bound}");
+    assert_eq!(v["bound_resource"], "Group down");
+    let x = v["times_bound"].as_f64().unwrap();
+    assert!((x - best as f64 / bound as f64).abs() < 1e-12);
+}
