@@ -52,8 +52,9 @@ fn distinct(reports: &[Report], f: impl Fn(&Report) -> &str) -> String {
 
 /// Plans ranked by total cycles, fastest first (ties broken by plan name), as a terminal table
 /// of at most 100 columns: rank, plan, cycles, cycles as a multiple of the fastest plan's
-/// (`× fastest`), speedup over the slowest plan (`speedup`), the level that bounded the most
-/// cycles (see [`Report::bottleneck_level`]) and verification (`✓`, `✗`, `–`).
+/// (`× fastest`), speedup over the slowest plan (`speedup`), cycles as a multiple of the
+/// bound (`× bound`), the bottleneck (see [`Report::bottleneck_name`]) and verification
+/// (`✓`, `✗`, `–`).
 pub fn compare_table(reports: &[Report]) -> String {
     if reports.is_empty() {
         return "no plans to compare\n".to_string();
@@ -68,6 +69,7 @@ pub fn compare_table(reports: &[Report]) -> String {
             Col::right("cycles"),
             Col::right("× fastest"),
             Col::right("speedup"),
+            Col::right("× bound"),
             Col::left("bottleneck"),
             Col::left("verified"),
         ],
@@ -81,7 +83,8 @@ pub fn compare_table(reports: &[Report]) -> String {
             thousands(r.total_cycles).into(),
             times(ratio(r.total_cycles, fastest)).into(),
             times(ratio(slowest, r.total_cycles)).into(),
-            r.bottleneck_level().unwrap_or("–").into(),
+            crate::rows::times_bound(r).into(),
+            r.bottleneck_name().unwrap_or("–").into(),
             verified_mark(r.verified).into(),
         ]);
     }
@@ -98,8 +101,7 @@ pub fn compare_table(reports: &[Report]) -> String {
     lines.push(table.header(&w, false));
     lines.extend((0..order.len()).map(|i| table.row(i, &w, false)));
     lines.push(
-        "  × fastest: cycles / fastest plan's cycles · speedup: slowest plan's cycles / cycles"
-            .into(),
+        "  × fastest: cycles / fastest plan's cycles · speedup: slowest plan's cycles / cycles · × bound: cycles / the bound".into(),
     );
     let mut s = lines.join("\n");
     s.push('\n');
@@ -111,7 +113,8 @@ pub fn compare_table(reports: &[Report]) -> String {
 /// ```json
 /// {"schema": "mnsim.compare/1", "scenario": "mlp block", "machine": "mncore2",
 ///  "plans": [{"plan": "cols", "total_cycles": 52000, "rank": 1, "speedup_vs_slowest": 1.34,
-///             "ratio_vs_fastest": 1.0, "bottleneck_level": "DRAM", "verified": true}, ...]}
+///             "ratio_vs_fastest": 1.0, "bottleneck_level": "DRAM", "bottleneck": "Group down",
+///             "bound_cycles": 41000, "times_bound": 1.27, "verified": true}, ...]}
 /// ```
 ///
 /// `plans` is in rank order (as [`compare_table`]). `scenario` and `machine` are the first
@@ -132,6 +135,9 @@ pub fn compare_json(reports: &[Report]) -> Value {
                 "speedup_vs_slowest": ratio(slowest, r.total_cycles),
                 "ratio_vs_fastest": ratio(r.total_cycles, fastest),
                 "bottleneck_level": r.bottleneck_level(),
+                "bottleneck": r.bottleneck_name(),
+                "bound_cycles": r.bound_cycles,
+                "times_bound": r.times_bound(),
                 "verified": r.verified,
             })
         })

@@ -156,6 +156,7 @@ pub fn compare_html(reports: &[Report]) -> String {
         ("time", false),
         ("× fastest", false),
         ("speedup", false),
+        ("× bound", false),
         ("bottleneck", true),
         ("verified", true),
     ] {
@@ -172,14 +173,16 @@ pub fn compare_html(reports: &[Report]) -> String {
         td(&mut s, &rows::duration(r), false);
         td(&mut s, &times(ratio(r.total_cycles, fastest)), false);
         td(&mut s, &times(ratio(slowest, r.total_cycles)), false);
-        td(&mut s, r.bottleneck_level().unwrap_or("–"), true);
+        td(&mut s, &rows::times_bound(r), false);
+        td(&mut s, r.bottleneck_name().unwrap_or("–"), true);
         w!(s, "<td class=\"l\">{}</td>", verified_html(r.verified));
         s.push_str("</tr>\n");
     }
     s.push_str("</tbody>\n</table>\n");
     s.push_str(
         "<p class=\"note\">× fastest: cycles / fastest plan's cycles · speedup: slowest plan's \
-         cycles / cycles · the bottleneck is the level that bounded the most cycles</p>\n",
+         cycles / cycles · × bound: cycles / the fewest any layout could give · the \
+         bottleneck is the resource on the critical path holding the most cycles</p>\n",
     );
     s.push_str("</section>\n");
     if order.len() > 1 {
@@ -390,6 +393,46 @@ fn distinct(reports: &[Report], f: impl Fn(&Report) -> &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Report page
 
+/// The bottleneck card: the resource on the critical path holding the most cycles and its
+/// busy share of the run (a report that predates it: the level that bounded the most op
+/// cycles).
+fn bottleneck_card(s: &mut String, r: &Report) {
+    let (name, sub) = match &r.bottleneck {
+        Some(b) => (
+            Some(b.resource.as_str()),
+            format!(
+                "busy {} cycles, {} of the run; {} cycles of the critical path",
+                thousands(b.busy_cycles),
+                share(b.busy_cycles, r.total_cycles),
+                thousands(b.critical_cycles)
+            ),
+        ),
+        None => {
+            let level = r.bottleneck_level();
+            let bounded: u64 = r
+                .ops
+                .iter()
+                .filter(|op| op.bottleneck_level().is_some() && op.bottleneck_level() == level)
+                .map(|op| op.cycles)
+                .sum();
+            let sub = match level {
+                Some(_) => format!(
+                    "bounded {} of the run's cycles",
+                    share(bounded, r.total_cycles)
+                ),
+                None => "no op names a bottleneck".to_string(),
+            };
+            (level, sub)
+        }
+    };
+    card(
+        s,
+        "bottleneck",
+        &format!("<span class=\"hot\">{}</span>", esc(name.unwrap_or("–"))),
+        &esc(&sub),
+    );
+}
+
 fn header(s: &mut String, r: &Report) {
     w!(
         s,
@@ -412,28 +455,19 @@ fn header(s: &mut String, r: &Report) {
             if r.ops.len() == 1 { "" } else { "s" }
         )),
     );
-    let bottleneck = r.bottleneck_level();
-    let bounded: u64 = r
-        .ops
-        .iter()
-        .filter(|op| op.bottleneck_level().is_some() && op.bottleneck_level() == bottleneck)
-        .map(|op| op.cycles)
-        .sum();
-    card(
-        s,
-        "bottleneck",
-        &format!(
-            "<span class=\"hot\">{}</span>",
-            esc(bottleneck.unwrap_or("–"))
-        ),
-        &esc(&match bottleneck {
-            Some(_) => format!(
-                "bounded {} of the run's cycles",
-                share(bounded, r.total_cycles)
-            ),
-            None => "no op names a bottleneck".to_string(),
-        }),
-    );
+    bottleneck_card(s, r);
+    if r.bound_cycles > 0 {
+        card(
+            s,
+            "bound",
+            &format!("{} cycles", thousands(r.bound_cycles)),
+            &esc(&format!(
+                "set by {} · the run takes {} the fewest cycles any layout could give",
+                r.bound_resource,
+                rows::times_bound(r)
+            )),
+        );
+    }
     card(
         s,
         "verified",
@@ -793,6 +827,24 @@ fn timeline_section(s: &mut String, r: &Report) {
                 &op.bottleneck
             }
         );
+        if op.bound_cycles > 0 {
+            w!(
+                tooltip,
+                "\nbound: {} cycles ({})",
+                thousands(op.bound_cycles),
+                op.bound_resource
+            );
+        }
+        if let Some(wait) = &op.waited_on {
+            w!(
+                tooltip,
+                "\nwaited {} cycles on {}{} ({})",
+                thousands(wait.cycles),
+                wait.op.map_or_else(String::new, |i| format!("op {i} ")),
+                wait.resource.as_deref().unwrap_or(""),
+                wait.reason
+            );
+        }
         if let Some(layout) = &op.layout {
             w!(tooltip, "\nlayout: {layout}");
         }
@@ -1593,6 +1645,9 @@ mod tests {
             overrides: vec![],
             bind: vec![],
             warnings: vec![],
+            bound_cycles: 0,
+            bound_resource: String::new(),
+            bottleneck: None,
         };
         assert_eq!(plan_href(&r), "a%20b%26c/d/report.html");
         r.plan = None;

@@ -37,7 +37,8 @@ pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;
 pub use model::{
-    LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport, StreamReport,
+    Bottleneck, LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport,
+    StreamReport, WaitedOn,
 };
 pub use ops_csv::{OPS_CSV_COLUMNS, ops_csv};
 pub use output::{OUTPUT_NAMES, check_out_dir, write_outputs};

@@ -42,6 +42,16 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
         rows::duration(r),
         rows::clock(r)
     )?;
+    if let Some(b) = rows::bound(r) {
+        writeln!(s, "- **bound:** {}", inline(b.trim_start_matches("bound ")))?;
+    }
+    if let Some(b) = rows::bottleneck(r) {
+        writeln!(
+            s,
+            "- **bottleneck:** {}",
+            inline(b.trim_start_matches("bottleneck "))
+        )?;
+    }
     if let Some(o) = rows::overlap(r) {
         writeln!(s, "- **schedule:** {}", inline(&o))?;
     }

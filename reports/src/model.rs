@@ -59,6 +59,44 @@ pub struct Report {
     pub bind: Vec<(String, u64)>,
     /// Things the user should know (unused bindings, ...).
     pub warnings: Vec<String>,
+    /// The fewest cycles any layout could give this program on this machine under the
+    /// model (docs/model.md, the bound); 0 in a report that predates it.
+    #[serde(default)]
+    pub bound_cycles: u64,
+    /// What sets `bound_cycles`: a resource named as in `resources`, or `latency`.
+    #[serde(default)]
+    pub bound_resource: String,
+    /// The resource on the critical path that holds the most of the run's cycles.
+    #[serde(default)]
+    pub bottleneck: Option<Bottleneck>,
+}
+
+/// The run's bottleneck: the resource on the critical path holding the most cycles.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bottleneck {
+    /// Named as in [`Report::resources`] (`L1B down`, `DRAM`, `MAB compute`).
+    pub resource: String,
+    /// Cycles of the critical path it holds (its ops' exposed cycles, or the waits for it).
+    pub critical_cycles: u64,
+    /// Its busy cycles over the run (as in `resources`), and their share of the run.
+    pub busy_cycles: u64,
+    pub share: f64,
+}
+
+/// What an op waited for before it could start or go on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WaitedOn {
+    /// `data` (an input being written), `resource` (a resource it holds being busy),
+    /// `memory` (LM space being released), `stream` (slices of a stream it reads),
+    /// `previous` (the sequential schedule: the previous op's end).
+    pub reason: String,
+    /// The op whose end (or hold, or slices) it waited for.
+    pub op: Option<usize>,
+    /// The resource it waited for: the one named busy, or the one that set the time of
+    /// the op it waited for.
+    pub resource: Option<String>,
+    /// Cycles waited.
+    pub cycles: u64,
 }
 
 /// One op of the program.
@@ -102,6 +140,15 @@ pub struct OpReport {
     pub padding_elems: u64,
     /// See `padding_elems`.
     pub padded_elems: u64,
+    /// The fewest cycles any layout could give this op (docs/model.md, the bound).
+    #[serde(default)]
+    pub bound_cycles: u64,
+    /// What sets `bound_cycles`: a resource named as in `resources`, or `latency`.
+    #[serde(default)]
+    pub bound_resource: String,
+    /// What the op waited for longest, `null` when it waited for nothing.
+    #[serde(default)]
+    pub waited_on: Option<WaitedOn>,
 }
 
 /// One pipelined stage of an op: a level's ports, or DRAM, or compute.
@@ -288,6 +335,20 @@ impl Report {
     pub fn flops_per_cycle(&self) -> Option<f64> {
         let f = self.flops();
         (f > 0 && self.total_cycles > 0).then(|| f as f64 / self.total_cycles as f64)
+    }
+
+    /// `total_cycles` ÷ `bound_cycles` (`None` without a bound).
+    pub fn times_bound(&self) -> Option<f64> {
+        (self.bound_cycles > 0).then(|| self.total_cycles as f64 / self.bound_cycles as f64)
+    }
+
+    /// What bounds the run: the [`Bottleneck`]'s resource, or (in a report that predates
+    /// it) [`Report::bottleneck_level`].
+    pub fn bottleneck_name(&self) -> Option<&str> {
+        match &self.bottleneck {
+            Some(b) => Some(b.resource.as_str()),
+            None => self.bottleneck_level(),
+        }
     }
 
     /// The level that bounded the most cycles: op cycles summed by

@@ -195,6 +195,44 @@ pub(crate) fn compute(r: &Report, op: &OpReport) -> Option<[String; 3]> {
     Some([format!("{}FLOP", si(flops as f64)), per_cycle, rate])
 }
 
+/// `× bound` as views write it (`2.31×`), `–` without a bound.
+pub(crate) fn times_bound(r: &Report) -> String {
+    match r.times_bound() {
+        Some(x) => format!("{}×", real(x, 2)),
+        None => "–".to_string(),
+    }
+}
+
+/// The bound line: the fewest cycles any layout could give, what sets them, and the
+/// run against them. `None` for a report without a bound.
+pub(crate) fn bound(r: &Report) -> Option<String> {
+    (r.bound_cycles > 0).then(|| {
+        format!(
+            "bound {} cycles (set by {}) · the run takes {} the bound",
+            thousands(r.bound_cycles),
+            if r.bound_resource.is_empty() {
+                "–"
+            } else {
+                &r.bound_resource
+            },
+            times_bound(r)
+        )
+    })
+}
+
+/// The bottleneck line: the resource on the critical path holding the most cycles, its
+/// busy cycles and their share of the run. `None` for a report without one.
+pub(crate) fn bottleneck(r: &Report) -> Option<String> {
+    let b = r.bottleneck.as_ref()?;
+    Some(format!(
+        "bottleneck {}: busy {} cycles ({} of the run), {} cycles of the critical path",
+        b.resource,
+        thousands(b.busy_cycles),
+        percent(b.share),
+        thousands(b.critical_cycles)
+    ))
+}
+
 /// The schedule line: how many of the ops' cycles were hidden behind other ops, or that
 /// ops ran one after another. `None` for a report without ops.
 pub(crate) fn overlap(r: &Report) -> Option<String> {

@@ -41,8 +41,12 @@ pub struct RowResult {
     pub time_us: f64,
     /// Busy cycles per stage level, in the report's order.
     pub levels: Vec<(String, u64)>,
-    /// The level that bounded the most cycles (`-` when none).
+    /// The run's bottleneck: the resource on the critical path holding the most cycles
+    /// (`-` when none; the level that bounded the most cycles in a sweep that predates it).
     pub bottleneck: String,
+    /// The run's bound (0 in a sweep that predates it).
+    #[serde(default)]
+    pub bound_cycles: u64,
 }
 
 /// One point of the sweep and one plan: its figures or why it failed.
@@ -92,7 +96,8 @@ impl RowResult {
                 .iter()
                 .map(|l| (l.level.clone(), l.busy_cycles))
                 .collect(),
-            bottleneck: r.bottleneck_level().unwrap_or("-").to_string(),
+            bottleneck: r.bottleneck_name().unwrap_or("-").to_string(),
+            bound_cycles: r.bound_cycles,
         }
     }
 }
@@ -155,8 +160,9 @@ pub fn level_columns(s: &Sweep) -> Vec<String> {
     levels
 }
 
-/// `sweep.csv`: `point,plan,<axis>...,total_cycles,time_us,<level>_busy_cycles...,bottleneck,error`,
-/// one row per point and plan. A failed point has empty figures and its `error`.
+/// `sweep.csv`: `point,plan,<axis>...,total_cycles,time_us,<level>_busy_cycles...,bound_cycles,x_bound,bottleneck,error`,
+/// one row per point and plan (`x_bound` = cycles ÷ bound, 2 decimals, empty without a
+/// bound). A failed point has empty figures and its `error`.
 pub fn sweep_csv(s: &Sweep) -> String {
     let levels = level_columns(s);
     let mut out = String::from("point,plan");
@@ -167,7 +173,7 @@ pub fn sweep_csv(s: &Sweep) -> String {
     for l in &levels {
         let _ = write!(out, ",{}", csv_field(&format!("{l}_busy_cycles")));
     }
-    out.push_str(",bottleneck,error\n");
+    out.push_str(",bound_cycles,x_bound,bottleneck,error\n");
     for row in &s.rows {
         let _ = write!(
             out,
@@ -185,15 +191,20 @@ pub fn sweep_csv(s: &Sweep) -> String {
                     let v = r.levels.iter().find(|(x, _)| x == l).map_or(0, |x| x.1);
                     let _ = write!(out, ",{v}");
                 }
-                let _ = write!(out, ",{},", csv_field(&r.bottleneck));
+                let x = if r.bound_cycles > 0 {
+                    format!("{:.2}", r.total_cycles as f64 / r.bound_cycles as f64)
+                } else {
+                    String::new()
+                };
+                let _ = write!(out, ",{},{x},{},", r.bound_cycles, csv_field(&r.bottleneck));
             }
             None => {
                 out.push_str(",,");
                 for _ in &levels {
                     out.push(',');
                 }
-                // The empty bottleneck, then the separator before the error.
-                out.push_str(",,");
+                // The empty bound, × bound and bottleneck, then the separator before the error.
+                out.push_str(",,,,");
             }
         }
         out.push_str(&csv_field(row.error.as_deref().unwrap_or("")));
@@ -343,6 +354,7 @@ mod tests {
                         time_us: v[0] * v[1] / 1e3,
                         levels: vec![("L1B".into(), 5)],
                         bottleneck: "L1B".into(),
+                        bound_cycles: 5,
                     }),
                     error: (v[1] == 20.0).then(|| "bad, \"very\"".to_string()),
                 }
@@ -377,11 +389,11 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "point,plan,a,b,total_cycles,time_us,L1B_busy_cycles,bottleneck,error"
+            "point,plan,a,b,total_cycles,time_us,L1B_busy_cycles,bound_cycles,x_bound,bottleneck,error"
         );
         assert_eq!(lines.len(), 7);
-        assert_eq!(lines[1], "0,-,1,10,10,0.01,5,L1B,");
-        assert_eq!(lines[2], "1,-,1,20,,,,,\"bad, \"\"very\"\"\"");
+        assert_eq!(lines[1], "0,-,1,10,10,0.01,5,5,2.00,L1B,");
+        assert_eq!(lines[2], "1,-,1,20,,,,,,,\"bad, \"\"very\"\"\"");
     }
 
     #[test]

@@ -399,6 +399,7 @@ mod tests {
                         time_us: 1.0,
                         levels: vec![],
                         bottleneck: "DRAM".into(),
+                        bound_cycles: 0,
                     }),
                     error: None,
                 }

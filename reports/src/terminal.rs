@@ -76,9 +76,14 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
         Some(false) => Style::Red,
         None => Style::Plain,
     };
-    for line in [rows::overlap(r), rows::run_compute(r)]
-        .into_iter()
-        .flatten()
+    for line in [
+        rows::bound(r),
+        rows::bottleneck(r),
+        rows::overlap(r),
+        rows::run_compute(r),
+    ]
+    .into_iter()
+    .flatten()
     {
         out.push(truncate(&line, MAX_WIDTH));
     }

@@ -320,7 +320,9 @@ fn compare_ranks_by_cycles_with_ties_broken_by_name() {
     assert!(cols.contains("1.00×") && cols.contains("1.73×"), "{cols}");
     let diag = line_with(&t, "4", &["diag", "90,000"]);
     assert!(diag.contains("1.73×") && diag.contains("1.00×"), "{diag}");
-    assert!(cols.contains("DRAM") && cols.contains('✓'), "{cols}");
+    // The bottleneck column names the run's bottleneck resource; × bound = 52,000 / 41,000.
+    assert!(cols.contains("L1B down") && cols.contains('✓'), "{cols}");
+    assert!(cols.contains("1.27×"), "{cols}");
 
     let j = compare_json(&reports);
     assert_eq!(j["schema"], "mnsim.compare/1");
@@ -331,6 +333,10 @@ fn compare_ranks_by_cycles_with_ties_broken_by_name() {
     let ranks: Vec<u64> = plans.iter().map(|p| p["rank"].as_u64().unwrap()).collect();
     assert_eq!(ranks, [1, 2, 3, 4]);
     assert_eq!(plans[1]["total_cycles"], 69_828);
+    assert_eq!(plans[0]["bound_cycles"], 41_000);
+    assert_eq!(plans[0]["bottleneck"], "L1B down");
+    let x = plans[0]["times_bound"].as_f64().unwrap();
+    assert!((x - 52_000.0 / 41_000.0).abs() < 1e-12);
     let speedup = plans[0]["speedup_vs_slowest"].as_f64().unwrap();
     assert!((speedup - 90_000.0 / 52_000.0).abs() < 1e-12);
     assert_eq!(plans[3]["speedup_vs_slowest"], 1.0);
@@ -491,4 +497,31 @@ fn snapshot_terminal() {
 #[test]
 fn snapshot_markdown() {
     insta::assert_snapshot!("markdown", markdown(&sample()));
+}
+
+#[test]
+fn the_bound_and_the_bottleneck_in_every_view() {
+    let r = sample();
+    let h = mnsim_reports::html(&r);
+    assert!(h.contains("41,000 cycles"), "the bound card");
+    assert!(
+        h.contains("set by Group down · the run takes 1.70×"),
+        "× bound"
+    );
+    assert!(
+        h.contains("busy 34,914 cycles, 50.0% of the run"),
+        "the bottleneck card"
+    );
+    assert!(h.contains("waited 1,200 cycles on op 1 L1B down (stream)"));
+    let t = terminal(&r, false);
+    assert!(t.contains("the run takes 1.70× the bound"), "{t}");
+    assert!(t.contains("bottleneck L1B down: busy 34,914 cycles (50.0% of the run)"));
+    // A report that predates the keys says nothing of them, and its bottleneck is the
+    // level that bounded the most op cycles.
+    let mut old = sample();
+    old.bound_cycles = 0;
+    old.bottleneck = None;
+    assert!(!terminal(&old, false).contains("× the bound"));
+    assert_eq!(old.bottleneck_name(), old.bottleneck_level());
+    assert!(!markdown(&old).contains("**bound:**"));
 }

@@ -2,8 +2,10 @@
 # The README's table of real graphs: for each graph, `mnsim plan` chooses every layout
 # (plan `auto`, seeded with the import's `default` layouts) within a work budget, the
 # chosen plan is written into a copy of the scenario and run in timing mode, and one
-# Markdown row is printed: graph, ops, planned cycles, FLOP/cycle against the peak of
-# the dtype the run computes in, the `default` plan's cycles, and the time to plan.
+# Markdown row is printed: graph, ops, planned cycles, the bound (the fewest cycles any
+# layout could give, docs/model.md) and the planned cycles as a multiple of it, FLOP/cycle
+# against the peak of the dtype the run computes in, the `default` plan's cycles, and the
+# time to plan.
 #
 # The schedule is each scenario's own (imported graphs: overlapped, the default); pass
 # `--schedule sequential` as MNSIM_FLAGS to plan and run op after op instead.
@@ -27,8 +29,8 @@ if [ $# -eq 0 ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "| graph | ops | planned cycles | FLOP/cycle (of peak) | \`default\` plan | time to plan (search) |"
-echo "|---|---|---|---|---|---|"
+echo "| graph | ops | planned cycles | bound | × bound | FLOP/cycle (of peak) | \`default\` plan | time to plan (search) |"
+echo "|---|---|---|---|---|---|---|---|"
 for f in "$@"; do
     name=$(basename "$f" | sed 's/\.[a-z]*$//')
     case "$f" in
@@ -38,7 +40,7 @@ for f in "$@"; do
     s=$tmp/$name.ron
     ops=$(sed -n 's/.*imported by `mnsim import`: \([0-9]*\) ops.*/\1/p' "$s" | head -1)
     # shellcheck disable=SC2086
-    "$mnsim" plan "$s" --plan auto --json --work "$work" --time-limit 60 --write planned $flags > "$tmp/plan.json"
+    "$mnsim" plan "$s" --plan auto --json --work "$work" --write planned $flags > "$tmp/plan.json"
     secs=$(jq '.total_seconds' "$tmp/plan.json")
     search=$(jq -r 'if .complete then "complete" else "\(.evaluated)" end' "$tmp/plan.json")
     # shellcheck disable=SC2086
@@ -54,6 +56,8 @@ for f in "$@"; do
         | (.peak_flops_per_cycle // 0) as $p
         | ($f / .total_cycles) as $r
         | (if $p > 0 then $r / $p * 100 else 0 end) as $pct
-        | "| \($name) | \($ops) | \(.total_cycles | th) | \($r | floor | th) (\($pct | if . < 1 then dec(2) else one end)% of \($p | floor | th)) | \($d[0].total_cycles | th) | \($secs | tonumber | one) s (\($search | th)\(if $search == "complete" then "" else " evaluated" end)) |"
+        | (if .bound_cycles > 0 then "\(.bound_cycles | th) (\(.bound_resource))" else "–" end) as $bound
+        | (if .bound_cycles > 0 then "\(.total_cycles / .bound_cycles | dec(2))×" else "–" end) as $xb
+        | "| \($name) | \($ops) | \(.total_cycles | th) | \($bound) | \($xb) | \($r | floor | th) (\($pct | if . < 1 then dec(2) else one end)% of \($p | floor | th)) | \($d[0].total_cycles | th) | \($secs | tonumber | one) s (\($search | th)\(if $search == "complete" then "" else " evaluated" end)) |"
     ' "$r"
 done

@@ -1,6 +1,7 @@
 //! `mnsim-sim`: the simulator. The ECS world built from a machine, the tree-network
 //! engine with per-level cycle accounting, scenario loading, and the `mnsim` binary.
 
+pub mod bound;
 pub mod diag;
 pub mod engine;
 pub mod ids;
@@ -16,4 +17,5 @@ pub mod scenario;
 pub mod signals;
 pub mod timeline;
 pub mod verify;
+pub mod waits;
 pub mod world;

@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use mnsim_reports::{
-    LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport, StreamReport,
+    Bottleneck, LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport,
+    StreamReport, WaitedOn,
 };
 
 /// A stage with the usual derived fields filled in.
@@ -70,6 +71,9 @@ pub fn op(
         utilisation: 1.0,
         padding_elems: 0,
         padded_elems: 65536,
+        bound_cycles: 0,
+        bound_resource: String::new(),
+        waited_on: None,
     }
 }
 
@@ -161,6 +165,14 @@ pub fn sample() -> Report {
     ops[2].padding_elems = 8_192;
     ops[2].layout = Some("((8_L2B, 8_L1B, 16_MAB), (4:64, 4_PE, 64:1))".into());
     ops[3].layout = None;
+    ops[2].bound_cycles = 2_048;
+    ops[2].bound_resource = "MAB compute".into();
+    ops[2].waited_on = Some(WaitedOn {
+        reason: "stream".into(),
+        op: Some(1),
+        resource: Some("L1B down".into()),
+        cycles: 1_200,
+    });
     let levels = level_totals(&ops);
     Report {
         schema: SCHEMA.into(),
@@ -229,6 +241,14 @@ pub fn sample() -> Report {
              unit's work is padding; a layout with 8 MABs per row would avoid it"
                 .into(),
         ],
+        bound_cycles: 41_000,
+        bound_resource: "Group down".into(),
+        bottleneck: Some(Bottleneck {
+            resource: "L1B down".into(),
+            critical_cycles: 30_000,
+            busy_cycles: 34_914,
+            share: 0.5,
+        }),
     }
 }
 

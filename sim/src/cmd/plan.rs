@@ -24,12 +24,14 @@ pub struct PlanArgs {
     /// Show the K best plans found (each confirmed by a timing run).
     #[arg(long, default_value_t = 3, value_name = "K")]
     pub top: usize,
-    /// Stop searching after this many seconds and keep the best found.
-    #[arg(long, default_value_t = 20.0, value_name = "SECONDS")]
-    pub time_limit: f64,
+    /// Stop planning after this many seconds and keep the best found (the plan may then
+    /// depend on the machine's speed and load). No time limit unless given.
+    #[arg(long, value_name = "SECONDS")]
+    pub time_limit: Option<f64>,
     /// Stop searching after this much work and keep the best found: an evaluation
     /// counts 1, an op measured anew 256. Unlike a time limit, it stops at the same
-    /// point on every machine, so the plan is the same everywhere.
+    /// point on every machine, so the plan is the same everywhere. Default: 600,000
+    /// when no --time-limit is given.
     #[arg(long, value_name = "UNITS")]
     pub work: Option<u64>,
     /// Add the chosen plan to the scenario file under this name.
@@ -162,7 +164,15 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
         "total_seconds": o.total_seconds,
         "tried": o.candidates.iter().zip(&o.tried).map(|((v, _), t)| (v.clone(), json!(t))).collect::<Map<String, Value>>(),
         "evaluations_per_second": o.rate(),
+        "bound_cycles": o.bound_cycles,
+        "bound_resource": o.bound_resource,
+        "times_bound": times_bound(best.total_cycles, o.bound_cycles),
     })
+}
+
+/// `cycles ÷ bound`, `None` without a bound.
+fn times_bound(cycles: u64, bound: u64) -> Option<f64> {
+    (bound > 0).then(|| cycles as f64 / bound as f64)
 }
 
 fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
@@ -192,6 +202,13 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
         o.plan,
         th(best.total_cycles)
     );
+    if let Some(x) = times_bound(best.total_cycles, o.bound_cycles) {
+        outln!(
+            "  {x:.2}× the bound of {} cycles (set by {}: the fewest any layout could give)",
+            th(o.bound_cycles),
+            o.bound_resource
+        );
+    }
     let counts: Vec<String> = o
         .candidates
         .iter()
@@ -263,7 +280,10 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
     let (sc, src) = a.s.load()?;
-    let time_limit = super::parse_seconds("--time-limit", a.time_limit)?;
+    let time_limit = a
+        .time_limit
+        .map(|t| super::parse_seconds("--time-limit", t))
+        .transpose()?;
     if let Some(p) = &a.plan
         && !sc.plans.contains_key(p)
     {
@@ -299,8 +319,13 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
         ));
     }
     let mut opts = PlanOptions::default();
-    opts.search.time_limit = Some(time_limit);
-    opts.search.work_limit = a.work;
+    opts.search.time_limit = time_limit;
+    // Without a time limit, a work budget stops the search: the same plan everywhere.
+    opts.search.work_limit = match (a.work, time_limit) {
+        (Some(w), _) => Some(w),
+        (None, None) => Some(mnsim_sim::import::PLAN_WORK),
+        (None, Some(_)) => None,
+    };
     opts.search.top = a.top.max(1);
     let mut outs: Vec<Outcome> = Vec::new();
     for p in &plans {

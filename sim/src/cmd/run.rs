@@ -120,10 +120,8 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
     // An imported graph leaves every layout to the planner: plan it first, and say so
     // (unless another plan, such as the import's `default`, is asked for by name).
     if mnsim_sim::import::is_imported(&src) && a.plan.as_deref().is_none_or(|p| p == "auto") {
-        eprintln!(
-            "note: {}",
-            mnsim_sim::import::plan_auto(&mut sc, &src, &sets, &binds)
-        );
+        let note = plan_with_bar(&mut sc, &src, &sets, &binds);
+        eprintln!("note: {note}");
     }
     let plans: Vec<Option<String>> = match &a.plan {
         Some(p) => vec![Some(p.clone())],
@@ -160,6 +158,38 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
         )?);
     }
     Ok(out)
+}
+
+/// Plans an imported graph's plan `auto` (`import::plan_auto`), with a progress bar of
+/// the assignments evaluated on a terminal's stderr (none when stderr is not a terminal,
+/// so pipes and tests stay clean).
+fn plan_with_bar(
+    sc: &mut scenario::Scenario,
+    src: &scenario::Source,
+    sets: &[(String, f64)],
+    binds: &std::collections::BTreeMap<String, u64>,
+) -> String {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:30}] {human_pos}/{human_len} assignments {elapsed}",
+        ) {
+            b.set_style(style.progress_chars("=> "));
+        }
+        b.set_message("planning auto");
+        b
+    });
+    let mut progress = |done: u64, total: u64| {
+        if let Some(b) = &bar {
+            b.set_length(total.max(done));
+            b.set_position(done);
+        }
+    };
+    let note = mnsim_sim::import::plan_auto_with(sc, src, sets, binds, &mut progress);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    note
 }
 
 /// Resolves and runs one plan; the report is refused when a count in it overflowed.
@@ -240,7 +270,8 @@ pub fn execute(
 /// A hint when the level that bounds the run is one layouts cannot name (mncore2's
 /// Group): the user cannot split data over it directly.
 pub fn bottleneck_hint(m: &mnsim_arch::Machine, r: &mnsim_reports::Report) -> Option<String> {
-    let b = r.bottleneck_level()?;
+    // The bottleneck resource's level (`Group down` → `Group`).
+    let b = r.bottleneck_name()?.split_whitespace().next()?;
     let level = m.levels.iter().find(|l| l.name == b)?;
     // A root of one node (toy4's Board) has no fan-out to name.
     if level.addressable || level.count < 2 {

@@ -575,6 +575,9 @@ impl Engine {
             utilisation: util,
             padding_elems: pad,
             padded_elems: padded,
+            bound_cycles: 0,
+            bound_resource: String::new(),
+            waited_on: None,
         };
         self.ops.push(r.clone());
         self.records.push((c.stages, c.bottleneck));

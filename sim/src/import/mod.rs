@@ -310,12 +310,9 @@ pub fn is_imported(src: &Source) -> bool {
 /// cycles, on every machine and at any load.
 pub const PLAN_WORK: u64 = 600_000;
 
-/// A safety net behind [`PLAN_WORK`] for graphs whose ops are slow to measure: past it
-/// the best found so far is kept (and the plan may then depend on the machine's speed).
-pub const PLAN_SECONDS_CAP: u64 = 60;
-
 /// Plans plan `auto` of an imported graph with the planner (`crate::plan`, seeded by
-/// plan `default`, within [`PLAN_WORK`]) and writes its choice into the scenario.
+/// plan `default`, within [`PLAN_WORK`] and no time limit: the same plan on every
+/// machine and at any load) and writes its choice into the scenario.
 /// A choice that needs Relayouts the program lacks cannot be written into a plan: the
 /// best one that needs none is taken. When there is none, `auto` takes the default
 /// layouts. Returns a line saying what happened.
@@ -325,16 +322,27 @@ pub fn plan_auto(
     sets: &[(String, f64)],
     binds: &BTreeMap<String, u64>,
 ) -> String {
+    plan_auto_with(sc, src, sets, binds, &mut |_, _| {})
+}
+
+/// [`plan_auto`], calling `progress(evaluated, planned)` during the search.
+pub fn plan_auto_with(
+    sc: &mut Scenario,
+    src: &Source,
+    sets: &[(String, f64)],
+    binds: &BTreeMap<String, u64>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> String {
     let opts = crate::plan::PlanOptions {
         search: crate::plan::search::Options {
-            time_limit: Some(std::time::Duration::from_secs(PLAN_SECONDS_CAP)),
+            time_limit: None,
             work_limit: Some(PLAN_WORK),
             ..Default::default()
         },
         ..Default::default()
     };
     let start = std::time::Instant::now();
-    let result = crate::plan::plan_with(sc, src, "auto", sets, binds, &opts, &mut |_, _| {});
+    let result = crate::plan::plan_with(sc, src, "auto", sets, binds, &opts, progress);
     let secs = start.elapsed().as_secs_f64();
     let fallback = |sc: &mut Scenario| {
         let default = sc.plans.get("default").cloned().unwrap_or_default();

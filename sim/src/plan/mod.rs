@@ -97,6 +97,10 @@ pub struct Outcome {
     /// Seconds of the whole planning (resolution, candidates, hand plans, search and
     /// the confirming timing runs).
     pub total_seconds: f64,
+    /// The program's bound (`crate::bound`): the fewest cycles any layout could give,
+    /// and what sets them.
+    pub bound_cycles: u64,
+    pub bound_resource: String,
 }
 
 impl Outcome {
@@ -258,6 +262,7 @@ pub fn plan_with(
     // Errors of the scenario itself come back as they are, pointing into the file.
     let res = scenario::resolve(sc, src, Some(plan), sets, binds)?;
     let fail = |msg: String| miette::miette!("error: {}: {msg}", src.path);
+    let bound = crate::bound::program(&res);
     let mut model = Model::new(&res, opts.space).map_err(|e| fail(e.to_string()))?;
     if model.vars.is_empty() {
         return Err(fail(format!(
@@ -437,5 +442,7 @@ pub fn plan_with(
         seconds: found.seconds,
         tried: found.tried,
         total_seconds: started.elapsed().as_secs_f64(),
+        bound_cycles: bound.cycles,
+        bound_resource: bound.resource,
     })
 }

@@ -267,7 +267,8 @@ pub fn search(
             k: opts.top.max(1),
             v: Vec::new(),
         },
-        deadline: opts.time_limit.map(|d| start + d),
+        // A limit past what an instant can hold is no limit.
+        deadline: opts.time_limit.and_then(|d| start.checked_add(d)),
         timed_out: false,
         work_end: opts.work_limit.map(|w| work(model).saturating_add(w)),
         work_spent: false,

@@ -1,0 +1,369 @@
+//! The bound (docs/model.md, the bound) and what a run waited on.
+//!
+//! - property: no run of a random program (random presets and knobs, shapes, layouts
+//!   from the planner's candidates and `Time`-stepped streams, both schedules) takes
+//!   fewer cycles than its bound, op by op and in total;
+//! - worked by hand: a Load on toy4 (the bound is reached), an fp16 matmul at the
+//!   matrix units' peak on mncore2;
+//! - a streamed 2048² fp16 MatMul + Softmax on mncore2: the MatMul waited on the L1B
+//!   down ports (its B's broadcast), and the run's bottleneck is them, not the MAB.
+
+use mnsim_reports::Report;
+use mnsim_sim::run::SplitMix;
+use mnsim_sim::scenario::{self, Schedule, Source};
+
+/// Every plan of a scenario text, run under `schedule` in timing mode.
+fn run(text: &str, schedule: Schedule) -> Result<Vec<Report>, String> {
+    let mut sc = scenario::parse(text, "t.ron").map_err(|e| format!("{e:?}"))?;
+    sc.schedule = schedule;
+    let src = Source {
+        path: "t.ron".into(),
+        text: text.into(),
+    };
+    let mut out = Vec::new();
+    for plan in scenario::plans_to_run(&sc) {
+        let mut res = scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default())
+            .map_err(|e| format!("{e:?}"))?;
+        res.mode = scenario::Mode::Timing;
+        let r = mnsim_sim::run::run(&res).map_err(|e| e.to_string())?;
+        out.push(r.report);
+    }
+    Ok(out)
+}
+
+fn assert_within_bound(r: &Report, what: &str) {
+    assert!(r.bound_cycles > 0, "{what}: no bound");
+    assert!(
+        r.total_cycles >= r.bound_cycles,
+        "{what}: run {} < bound {} ({})",
+        r.total_cycles,
+        r.bound_cycles,
+        r.bound_resource
+    );
+    for o in &r.ops {
+        assert!(
+            o.cycles >= o.bound_cycles,
+            "{what}: op {} {} {}: {} cycles < bound {} ({})",
+            o.index,
+            o.op,
+            o.tensor,
+            o.cycles,
+            o.bound_cycles,
+            o.bound_resource
+        );
+    }
+}
+
+#[test]
+fn a_load_on_toy4_by_hand() {
+    // f32[16,32] = 2,048 bytes. DRAM 16 B/cycle: 128 cycles. The Board link at its
+    // fastest (distribute: 16 B/cycle at the parent, 4 B/cycle into each of 4 PEs):
+    // 2,048/16 = 2,048/(4·4) = 128. One chunk (512 bytes a PE, LM 4 KiB), latency 2:
+    // 130, set by the DRAM (the first of the equal resources). Distributing rows over
+    // the 4 PEs reaches it.
+    let text = r#"Scenario(name: "load", machine: Preset("toy4"), mode: Timing,
+        tensors: {"x": (dtype: F32, shape: "f32[16,32]", init: Random(seed: 1))},
+        program: [Load(tensor: "x", layout: "((4_PE, 4), (32))")])"#;
+    for s in [Schedule::Sequential, Schedule::Overlapped] {
+        let r = &run(text, s).unwrap()[0];
+        assert_eq!((r.bound_cycles, r.bound_resource.as_str()), (130, "DRAM"));
+        assert_eq!(r.ops[0].bound_cycles, 130);
+        assert_eq!(r.total_cycles, 130, "the distribute reaches the bound");
+    }
+    // Broadcast to every PE: each PE receives all 2,048 bytes at 4 B/cycle: 512 + 2.
+    let bcast = text.replace("((4_PE, 4), (32))", "((16), (32); B@[PE])");
+    let r = &run(&bcast, Schedule::Overlapped).unwrap()[0];
+    assert_eq!((r.bound_cycles, r.total_cycles), (130, 514));
+}
+
+#[test]
+fn a_matmul_at_the_matrix_units_peak() {
+    // 512×128 by 128×512 fp16 on mncore2: 2·512·512·128 = 2^26 FLOP over 1,024 MABs ×
+    // 512 FLOP/cycle: 128 cycles on the MAB compute. Rows over L2B × MAB × PE (4 a
+    // MAB), columns over L1B, B replicated over L2B, MAB and PE: each MAB works 1 × 4 × 8
+    // tiles of 4×16×16 at 4 cycles each = 128: the peak.
+    let text = r#"Scenario(name: "peak", machine: Preset("mncore2"), mode: Timing,
+        tensors: {
+            "a": (dtype: F16, shape: "f16[512,128]", init: Random(seed: 1)),
+            "b": (dtype: F16, shape: "f16[128,512]", init: Random(seed: 2)),
+            "c": (dtype: F16, shape: "f16[512,512]"),
+        },
+        program: [
+            Load(tensor: "a", layout: "((8_L2B, 16_MAB, 4_PE), (32, 4_W); B@[L1B])"),
+            Load(tensor: "b", layout: "((128), (8_L1B, 16, 4_W); B@[L2B,MAB,PE])"),
+            MatMul(a: "a", b: "b", out: "c", layout: "((8_L2B, 16_MAB, 4_PE), (8_L1B, 16, 4_W))"),
+        ])"#;
+    let r = &run(text, Schedule::Overlapped).unwrap()[0];
+    let mm = &r.ops[2];
+    assert_eq!(mm.flops, Some(1 << 26));
+    assert_eq!(
+        (mm.bound_cycles, mm.bound_resource.as_str()),
+        (128, "MAB compute")
+    );
+    assert_eq!(mm.cycles, 128, "the layout reaches the peak");
+    assert_within_bound(r, "peak");
+}
+
+/// A 2048² fp16 MatMul whose B streams over K in 1,024 steps, broadcast to every PE,
+/// followed by a Softmax of its rows.
+const STREAMED: &str = r#"Scenario(name: "streamed", machine: Preset("mncore2"), mode: Timing,
+    tensors: {
+        "a": (dtype: F16, shape: "f16[2048,2048]", init: Random(seed: 1)),
+        "b": (dtype: F16, shape: "f16[2048,2048]", init: Random(seed: 2)),
+        "c": (dtype: F16, shape: "f16[2048,2048]"),
+        "p": (dtype: F16, shape: "f16[2048,2048]"),
+    },
+    program: [
+        Load(tensor: "a", layout: "((8_L2B, 8_L1B, 16_MAB, 2_PE), (512, 4_W))"),
+        Load(tensor: "b", layout: "((1024_Time, 2), (512, 4_W); B@[L2B,L1B,MAB,PE])"),
+        MatMul(a: "a", b: "b", out: "c", layout: "((8_L2B, 8_L1B, 16_MAB, 2_PE), (512, 4_W))"),
+        Softmax(input: "c", axis: 1, out: "p"),
+        Store(tensor: "p"),
+    ])"#;
+
+#[test]
+fn a_streamed_matmul_waits_on_the_l1b_down_ports() {
+    let r = &run(STREAMED, Schedule::Overlapped).unwrap()[0];
+    assert_within_bound(r, "streamed");
+    let mm = &r.ops[2];
+    let w = mm.waited_on.as_ref().expect("the matmul waited");
+    assert_eq!((w.reason.as_str(), w.op), ("stream", Some(1)), "{w:?}");
+    assert_eq!(w.resource.as_deref(), Some("L1B down"), "{w:?}");
+    let b = r.bottleneck.as_ref().expect("a bottleneck");
+    assert_eq!(b.resource, "L1B down", "{b:?}");
+    let l1b = r.resources.iter().find(|x| x.name == "L1B down").unwrap();
+    let mab = r
+        .resources
+        .iter()
+        .find(|x| x.name == "MAB compute")
+        .unwrap();
+    assert_eq!(b.busy_cycles, l1b.busy_cycles);
+    assert!(l1b.busy_cycles > mab.busy_cycles, "{l1b:?} {mab:?}");
+    assert!((b.share - l1b.utilisation).abs() < 1e-12);
+    assert_eq!(r.bottleneck_name(), Some("L1B down"));
+}
+
+// ---------------------------------------------------------------------------------
+// Random programs
+
+/// A machine: a preset cut down to a few PEs, with random what-if knobs.
+fn machine(rng: &mut SplitMix) -> (&'static str, Vec<(String, f64)>) {
+    let mut knobs: Vec<(String, f64)> = Vec::new();
+    let preset = ["toy4", "mncore2", "mncore1"][(rng.next_u64() % 3) as usize];
+    match preset {
+        "mncore2" => {
+            knobs.push(("levels.L1B.count".into(), 2.0));
+            knobs.push(("levels.MAB.count".into(), 2.0));
+        }
+        "mncore1" => {
+            knobs.push(("levels.L2B.count".into(), 2.0));
+            knobs.push(("levels.L1B.count".into(), 2.0));
+            knobs.push(("levels.MAB.count".into(), 2.0));
+        }
+        _ => {}
+    }
+    let link = match preset {
+        "toy4" => "Board",
+        _ => "L1B",
+    };
+    let choices = [
+        (format!("links.{link}.broadcast.parent"), [2.0, 64.0]),
+        (format!("links.{link}.distribute.child"), [1.0, 32.0]),
+        (format!("links.{link}.gather.latency"), [0.0, 40.0]),
+        ("dram.bytes_per_cycle".to_string(), [4.0, 1024.0]),
+    ];
+    for (k, vs) in choices {
+        if rng.next_u64().is_multiple_of(3) {
+            knobs.push((k, vs[(rng.next_u64() % 2) as usize]));
+        }
+    }
+    (preset, knobs)
+}
+
+/// A random program as a scenario: loads in candidate layouts (some replicated and
+/// `Time`-stepped, so that kernels stream), element-wise kernels, a matmul of
+/// replicated operands, reductions, softmax, relayouts, broadcasts, stores and frees.
+fn program(seed: u64) -> String {
+    let mut rng = SplitMix(seed);
+    let (preset, knobs) = machine(&mut rng);
+    let m = {
+        let mut m = mnsim_arch::preset(preset).unwrap();
+        for (k, v) in &knobs {
+            mnsim_arch::set_knob(&mut m, k, *v).unwrap();
+        }
+        m
+    };
+    let dtype = ["F32", "F16"][(rng.next_u64() % 2) as usize];
+    let dt = match dtype {
+        "F32" => mnsim_arch::DType::F32,
+        _ => mnsim_arch::DType::F16,
+    };
+    let sizes = [8u64, 16, 32];
+    let (r, c) = (
+        sizes[(rng.next_u64() % 3) as usize],
+        sizes[(rng.next_u64() % 3) as usize],
+    );
+    let cands = mnsim_sim::plan::candidates(&m, &[r, c], dt, false);
+    let mut below = |n: usize| (rng.next_u64() % n.max(1) as u64) as usize;
+    let layout = |below: &mut dyn FnMut(usize) -> usize| -> String {
+        match below(4) {
+            0 => format!("(({r}), ({c}))"),
+            1 => format!("((2_Time, {}), ({c}))", r / 2),
+            _ => cands[below(cands.len())].clone(),
+        }
+    };
+    let dl = dtype.to_lowercase();
+    let mut tensors = String::new();
+    for i in 0..5 {
+        tensors.push_str(&format!(
+            "\"t{i}\": (dtype: {dtype}, shape: \"{dl}[{r},{c}]\", init: Random(seed: {i})),\n"
+        ));
+    }
+    tensors.push_str(&format!(
+        "\"w\": (dtype: {dtype}, shape: \"{dl}[{c},{c}]\", init: Random(seed: 9)),\n"
+    ));
+    tensors.push_str(&format!(
+        "\"s\": (dtype: {dtype}, shape: \"{dl}[{r},1]\"),\n"
+    ));
+    let mut ops: Vec<String> = Vec::new();
+    let mut lm = [false; 5];
+    for _ in 0..(2 + below(8)) {
+        let resident: Vec<usize> = (0..5).filter(|&i| lm[i]).collect();
+        let pick = if resident.is_empty() { 0 } else { below(9) };
+        let any = |below: &mut dyn FnMut(usize) -> usize| resident[below(resident.len())];
+        let buffers = ["", ", buffers: 1", ", buffers: 2"][below(3)];
+        match pick {
+            0 => {
+                let t = below(5);
+                lm[t] = true;
+                let l = layout(&mut below);
+                ops.push(format!("Load(tensor: \"t{t}\", layout: \"{l}\"{buffers})"));
+            }
+            1 => {
+                let (a, o) = (any(&mut below), below(5));
+                lm[o] = true;
+                ops.push(format!("Unary(op: Exp, input: \"t{a}\", out: \"t{o}\")"));
+            }
+            2 => {
+                let (a, o) = (any(&mut below), below(5));
+                lm[o] = true;
+                ops.push(format!(
+                    "Binary(op: Add, a: \"t{a}\", b: \"t{a}\", out: \"t{o}\")"
+                ));
+            }
+            3 => {
+                let a = any(&mut below);
+                let l = layout(&mut below);
+                ops.push(format!(
+                    "Relayout(tensor: \"t{a}\", layout: \"{l}\"{buffers})"
+                ));
+            }
+            4 => {
+                // A matmul of a replicated (maybe streamed) operand and weight.
+                let (a, o) = (any(&mut below), below(5));
+                let wl = if below(2) == 0 {
+                    format!("(({c}), ({c}))")
+                } else {
+                    format!("((2_Time, {}), ({c}))", c / 2)
+                };
+                ops.push(format!(
+                    "Relayout(tensor: \"t{a}\", layout: \"(({r}), ({c}))\")"
+                ));
+                ops.push(format!("Load(tensor: \"w\", layout: \"{wl}\"{buffers})"));
+                let l = layout(&mut below);
+                ops.push(format!(
+                    "MatMul(a: \"t{a}\", b: \"w\", out: \"t{o}\", layout: \"{l}\")"
+                ));
+                lm[o] = true;
+            }
+            5 => {
+                let a = any(&mut below);
+                ops.push(format!(
+                    "ReduceAxes(op: Add, input: \"t{a}\", axes: [1], out: \"s\", keep_dims: true, layout: \"(({r}), (1))\")"
+                ));
+            }
+            6 => {
+                let (a, o) = (any(&mut below), below(5));
+                lm[o] = true;
+                ops.push(format!("Softmax(input: \"t{a}\", axis: 1, out: \"t{o}\")"));
+            }
+            7 => ops.push(format!("Store(tensor: \"t{}\")", any(&mut below))),
+            _ => {
+                let a = any(&mut below);
+                lm[a] = false;
+                ops.push(format!("Free(tensor: \"t{a}\")"));
+            }
+        }
+    }
+    let overrides: Vec<String> = knobs
+        .iter()
+        .map(|(k, v)| format!("\"{k}\": {v:?}"))
+        .collect();
+    format!(
+        "Scenario(name: \"random {seed}\", machine: Preset(\"{preset}\"), mode: Timing,\n\
+         overrides: {{{}}},\n tensors: {{\n{tensors}}},\n program: [\n{}\n])",
+        overrides.join(", "),
+        ops.join(",\n")
+    )
+}
+
+#[test]
+fn no_random_program_runs_below_its_bound() {
+    let cases: u64 = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(160);
+    let mut ran = 0u64;
+    let mut streamed = 0u64;
+    let mut kinds: std::collections::BTreeSet<String> = Default::default();
+    for seed in 0..cases {
+        let text = program(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        for s in [Schedule::Sequential, Schedule::Overlapped] {
+            // A program whose kernel is illegal for its layouts, or that overflows LM,
+            // is refused: it has no cycles to compare.
+            let Ok(reports) = run(&text, s) else {
+                continue;
+            };
+            for r in &reports {
+                assert_within_bound(r, &format!("{s:?}\n{text}"));
+                ran += 1;
+                streamed += u64::from(!r.streams.is_empty());
+                kinds.extend(r.ops.iter().map(|o| o.op.clone()));
+            }
+        }
+    }
+    assert!(ran >= cases / 2, "only {ran} of {} runs ran", 2 * cases);
+    assert!(streamed >= cases / 10, "only {streamed} runs streamed");
+    for k in [
+        "Load",
+        "Store",
+        "Relayout",
+        "Reduce",
+        "MatMul",
+        "Softmax",
+        "ReduceAxes",
+    ] {
+        assert!(kinds.contains(k), "no {k} ran: {kinds:?}");
+    }
+}
+
+#[test]
+fn every_shipped_scenario_runs_within_its_bound() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+        .collect();
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for s in [Schedule::Sequential, Schedule::Overlapped] {
+            if let Ok(reports) = run(&text, s) {
+                for r in &reports {
+                    assert_within_bound(r, &format!("{} {s:?}", f.display()));
+                }
+            }
+        }
+    }
+}
