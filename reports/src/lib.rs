@@ -19,6 +19,7 @@ mod html;
 mod json;
 mod markdown;
 pub mod model;
+mod op_diff;
 mod ops_csv;
 mod output;
 mod rows;
@@ -38,6 +39,7 @@ pub use markdown::markdown;
 pub use model::{
     LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport, StreamReport,
 };
+pub use op_diff::op_diff_json;
 pub use ops_csv::{OPS_CSV_COLUMNS, ops_csv};
 pub use output::{OUTPUT_NAMES, write_outputs};
 pub use sweep::{

@@ -50,15 +50,17 @@ fn th(n: u64) -> String {
     out
 }
 
-/// The plan's variables in the file's order, `Any` ones replaced by the choice.
+/// The plan's variables in the file's order, `Any` ones replaced by the choice. An `Any`
+/// the search did not choose (a `buffers:` count) ran at the default, written `auto`:
+/// every variable has a value, so the printed plan runs as it was timed.
 fn filled(sc: &Scenario, plan: &str, best: &Planned) -> Vec<(String, String)> {
     sc.plans[plan]
         .iter()
-        .filter_map(
+        .map(
             |(v, val)| match (val, best.layouts.iter().find(|(x, _)| x == v)) {
-                (_, Some((_, l))) => Some((v.clone(), l.clone())),
-                (PlanValue::Layout(l), None) => Some((v.clone(), l.clone())),
-                (PlanValue::Any, None) => None,
+                (_, Some((_, l))) => (v.clone(), l.clone()),
+                (PlanValue::Layout(l), None) => (v.clone(), l.clone()),
+                (PlanValue::Any, None) => (v.clone(), "auto".to_string()),
             },
         )
         .collect()
@@ -355,10 +357,12 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
         let vars = filled(&sc, &o.plan, best);
         let text = plan::write::add_plan(&src.text, name, &vars)
             .map_err(|e| miette!("error: {}: {e}", src.path))?;
-        // The new file must load and the new plan resolve before it replaces the old.
-        let sc2 = scenario::parse(&text, &src.path)?;
+        // The new file must load and the new plan resolve before it replaces the old. An
+        // error points into the new text, so it is named as that, not as the file on disk.
+        let name2 = format!("{} with plan `{name}` added (not written)", src.path);
+        let sc2 = scenario::parse(&text, &name2)?;
         let src2 = scenario::Source {
-            path: src.path.clone(),
+            path: name2,
             text: text.clone(),
         };
         scenario::resolve(&sc2, &src2, Some(name), &sets, &binds)?;
