@@ -5,6 +5,7 @@
 use super::spans::Node;
 use super::{Source, line_col, located_with};
 use miette::Report;
+use std::collections::HashMap;
 
 /// The first key given twice in `overrides`, `bind`, `tensors`, `plans` or a plan's
 /// variables, as an error at its second occurrence.
@@ -22,15 +23,14 @@ pub(super) fn check(root: &Node, src: &Source) -> Result<(), Report> {
         }
     }
     for (what, map) in maps {
-        let entries = map.entries();
-        for (j, (key, _)) in entries.iter().enumerate() {
+        // The first occurrence of every key (one pass: a large map stays fast).
+        let mut seen: HashMap<&str, &Node> = HashMap::new();
+        for (key, _) in map.entries() {
             let Some(name) = key.str_value() else {
                 continue;
             };
-            let Some((first, _)) = entries[..j]
-                .iter()
-                .find(|(k, _)| k.str_value() == Some(name))
-            else {
+            let Some(first) = seen.get(name).copied() else {
+                seen.insert(name, key);
                 continue;
             };
             let (line, col) = line_col(&src.text, first.span.start);

@@ -233,23 +233,26 @@ pub fn parse(text: &str, name: &str) -> Result<Scenario, Report> {
         };
         located(&src, Some(start..end), &ron_message(&e.code), "here")
     })?;
-    if let Some(root) = spans::scan(text) {
-        let src = Source {
-            path: name.to_string(),
-            text: text.to_string(),
-        };
-        dups::check(&root, &src)?;
-    }
-    check_any_spelling(&sc, text, name)?;
+    let Some(root) = spans::scan(text) else {
+        return Ok(sc);
+    };
+    let src = Source {
+        path: name.to_string(),
+        text: text.to_string(),
+    };
+    dups::check(&root, &src)?;
+    check_any_spelling(&sc, &root, text, name)?;
     Ok(sc)
 }
 
 /// A bare identifier as a plan value deserialises as `Any` whatever it says; the
 /// text tells whether it really is `Any`.
-fn check_any_spelling(sc: &Scenario, text: &str, name: &str) -> Result<(), Report> {
-    let Some(root) = spans::scan(text) else {
-        return Ok(());
-    };
+fn check_any_spelling(
+    sc: &Scenario,
+    root: &spans::Node,
+    text: &str,
+    name: &str,
+) -> Result<(), Report> {
     for (plan, vars) in &sc.plans {
         for (var, value) in vars {
             if *value != PlanValue::Any {
