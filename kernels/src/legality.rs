@@ -535,8 +535,9 @@ impl Ctx<'_> {
         let out_g = group_text(self.out, h);
         match self.axis_of(j, v) {
             None => {
-                let broadcasts =
-                    self.maps[j].axes.contains(&AxisSource::Broadcast) && k.broadcasts();
+                // A broadcasting kernel's input lacks an output axis only by broadcasting
+                // along it: a size-1 axis, or one missing from a lower rank.
+                let broadcasts = k.broadcasts();
                 let how = if broadcasts {
                     "broadcasts"
                 } else {

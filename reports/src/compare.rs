@@ -119,7 +119,8 @@ pub fn compare_table(reports: &[Report]) -> String {
 ///
 /// `plans` is in rank order (as [`compare_table`]). `scenario` and `machine` are the first
 /// report's (`null` without reports); `plan` is `null` for a report without a plan; ratios
-/// that are not finite (a plan of zero cycles beside a non-zero one) are `null`.
+/// that are not finite (a plan of zero cycles beside a non-zero one) are `null`. `ops` is
+/// the op-by-op comparison ([`crate::op_diff_json`]).
 pub fn compare_json(reports: &[Report]) -> Value {
     let order = ranked(reports);
     let fastest = order.first().map_or(0, |r| r.total_cycles);
@@ -147,6 +148,7 @@ pub fn compare_json(reports: &[Report]) -> Value {
         "scenario": reports.first().map(|r| r.scenario.as_str()),
         "machine": reports.first().map(|r| r.machine.as_str()),
         "plans": plans,
+        "ops": crate::op_diff::op_diff_json(reports),
     })
 }
 

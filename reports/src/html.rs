@@ -960,7 +960,7 @@ fn resources_section(s: &mut String, r: &Report) {
          each op that no other op hides. {} cycles of the ops' {} were hidden behind others.</p>\n",
         esc(&r.schedule),
         thousands(hidden),
-        thousands(r.ops.iter().map(|o| o.cycles).sum::<u64>())
+        thousands(r.work_cycles())
     );
     let colours = Colours::of_report(r);
     let label_w = 150.0;

@@ -20,6 +20,7 @@ mod html;
 mod json;
 mod markdown;
 pub mod model;
+mod op_diff;
 mod ops_csv;
 mod output;
 mod rows;
@@ -40,6 +41,7 @@ pub use model::{
     Bottleneck, LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport,
     StreamReport, WaitedOn,
 };
+pub use op_diff::op_diff_json;
 pub use ops_csv::{OPS_CSV_COLUMNS, ops_csv};
 pub use output::{OUTPUT_NAMES, check_out_dir, write_outputs};
 pub use sweep::{

@@ -102,8 +102,13 @@ pub struct WaitedOn {
 /// One op of the program.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpReport {
-    /// Position in the program, from 0.
+    /// Position in the program as written, from 0 (`Free` ops count; an op the run
+    /// inserted has the position of the op it follows).
     pub index: usize,
+    /// For a Reduce the run inserted (partial sums after a kernel), the position of the
+    /// program op it follows; absent for the program's own ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inserted_after: Option<usize>,
     /// `Load`, `Store`, `Relayout`, `Reduce`, `MatMul`, ...
     pub op: String,
     /// The tensor the op produces or moves.

@@ -1,6 +1,9 @@
 //! Turning errors from `arch` into diagnostics that point at the offending text.
 
-use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report};
+use miette::{
+    LabeledSpan, MietteDiagnostic, MietteError, MietteSpanContents, Report, SourceCode, SourceSpan,
+    SpanContents,
+};
 use mnsim_arch::LayoutError;
 use std::ops::Range;
 
@@ -16,7 +19,50 @@ pub fn pointed(message: &str, name: &str, source: &str, span: Range<usize>, labe
         start,
         len,
     )]);
-    Report::new(diag).with_source_code(NamedSource::new(name, source.to_string()))
+    Report::new(diag).with_source_code(CharColumns::new(name, source))
+}
+
+/// A named source text whose places count columns in characters, as editors and the
+/// messages' `FILE:LINE:COLUMN` do (miette's own source counts bytes, so the two would
+/// disagree on any line with a non-ASCII character before the place).
+#[derive(Debug)]
+pub struct CharColumns {
+    name: String,
+    text: String,
+}
+
+impl CharColumns {
+    pub fn new(name: &str, text: &str) -> CharColumns {
+        CharColumns {
+            name: name.to_string(),
+            text: text.to_string(),
+        }
+    }
+}
+
+impl SourceCode for CharColumns {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let c = self.text.read_span(span, before, after)?;
+        let start = c.span().offset();
+        let column = self.text.get(..start).map_or(c.column(), |head| {
+            head[head.rfind('\n').map_or(0, |k| k + 1)..]
+                .chars()
+                .count()
+        });
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            c.data(),
+            *c.span(),
+            c.line(),
+            column,
+            c.line_count(),
+        )))
+    }
 }
 
 /// A layout error over its layout text. The message carries the byte offset too, so

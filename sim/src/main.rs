@@ -50,6 +50,11 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     mnsim_sim::signals::install();
+    // Diagnostics in colour only on a terminal and without `NO_COLOR` (no-color.org).
+    let color = cmd::use_color(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let _ = miette::set_hook(Box::new(move |_| {
+        Box::new(miette::MietteHandlerOpts::new().color(color).build())
+    }));
     let result = match cli.command {
         Command::Layout { command } => cmd::layout::run(command),
         Command::Shape { command } => cmd::shape::run(command),

@@ -328,6 +328,7 @@ pub fn run_with_progress(
         };
         // `buffers:` of this op, for the allocation of its result (a stream's slices).
         eng.buffers = rop.op.buffers();
+        let first_op = eng.ops.len();
         match &rop.op {
             Op::Load { tensor, .. } => {
                 eng.load(
@@ -455,6 +456,15 @@ pub fn run_with_progress(
                     }
                 }
             }
+        }
+        // Reports number ops by their place in the program as written.
+        for o in &mut eng.ops[first_op..] {
+            o.index = rop.index;
+        }
+    }
+    for ins in &inserted {
+        if let Some(o) = eng.ops.get_mut(ins.op) {
+            o.inserted_after = Some(ins.after);
         }
     }
     bound_ops(&mut bounds, &eng, res, &program_bound, res.ops.len());

@@ -200,3 +200,181 @@ fn check_lists_the_reduces_a_run_inserts_after_partial_sums() {
         "{text}"
     );
 }
+
+#[test]
+fn compare_json_holds_the_op_by_op_diff_it_shows_in_text() {
+    let v = json(&["compare", "scenarios/attention_block.ron", "--json"]);
+    let diffs = v["ops"].as_array().unwrap();
+    assert_eq!(diffs.len(), 1, "the slower plan against the fastest: {v}");
+    let d = &diffs[0];
+    assert_eq!(d["a"], v["plans"][0]["plan"]);
+    assert_eq!(d["b"], v["plans"][1]["plan"]);
+    let ops = d["ops"].as_array().unwrap();
+    // split_k (the fastest) has the tree Reduce the other plan does not.
+    let only_a: Vec<&Value> = ops.iter().filter(|o| o["change"] == "only_a").collect();
+    assert_eq!(only_a.len(), 1, "{d}");
+    assert_eq!(only_a[0]["op"], "Reduce");
+    assert!(only_a[0]["b"].is_null());
+    // Every op's delta is b − a, and the same ops are counted.
+    for o in ops {
+        let c = |s: &str| o[s]["cycles"].as_i64().unwrap_or(0);
+        assert_eq!(o["delta_cycles"].as_i64().unwrap(), c("b") - c("a"), "{o}");
+    }
+    let same = ops.iter().filter(|o| o["change"] == "same").count();
+    assert_eq!(d["same_ops"].as_u64().unwrap() as usize, same);
+    // The text shows the same rows (the ops that differ).
+    let out = mnsim(&["compare", "scenarios/attention_block.ron"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for o in ops.iter().filter(|o| o["change"] != "same") {
+        let name = format!(
+            "{} {}",
+            o["op"].as_str().unwrap(),
+            o["tensor"].as_str().unwrap()
+        );
+        assert!(text.contains(&name), "{name} in {text}");
+    }
+}
+
+#[test]
+fn sweep_merge_layout_explain_and_shape_index_print_json() {
+    let v = json(&[
+        "sweep",
+        "scenarios/blog_12x8.ron",
+        "--plan",
+        "rows",
+        "--set",
+        "clock_ghz=1,2",
+        "--json",
+    ]);
+    assert_eq!(v["schema"], mnsim_reports::SWEEP_SCHEMA);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 2);
+    // With --out: the files are written and the same JSON printed; merge prints the whole.
+    let dir = std::env::temp_dir().join(format!("mnsim-json-sweep-{}", std::process::id()));
+    let merged = dir.with_extension("merged");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&merged);
+    let v2 = json(&[
+        "sweep",
+        "scenarios/blog_12x8.ron",
+        "--plan",
+        "rows",
+        "--set",
+        "clock_ghz=1,2",
+        "--json",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(v2, file);
+    let m = json(&[
+        "merge",
+        "--out",
+        merged.to_str().unwrap(),
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(m["rows"], file["rows"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&merged);
+
+    let v = json(&[
+        "layout",
+        "explain",
+        "((4_PE, 3:8), (8:1))",
+        "--shape",
+        "12,8",
+        "--json",
+    ]);
+    assert_eq!(v["layout"], "((4_PE:1, 3:8), (8:1))");
+    assert_eq!(v["logical"], serde_json::json!([12, 8]));
+    assert_eq!(v["levels"][0]["level"], "PE");
+    assert_eq!(v["levels"][0]["used"], 4);
+    assert_eq!(v["elements_per_pe"], 24);
+    assert_eq!(v["pes_with_data"], 4);
+
+    let v = json(&[
+        "shape",
+        "index",
+        "f32[4,8]{1,0:T(2,4)(2,1)}",
+        "--index",
+        "2,3",
+        "--json",
+    ]);
+    let text = mnsim(&[
+        "shape",
+        "index",
+        "f32[4,8]{1,0:T(2,4)(2,1)}",
+        "--index",
+        "2,3",
+    ]);
+    let last = String::from_utf8_lossy(&text.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert_eq!(v["linear_index"].as_u64().unwrap().to_string(), last);
+    assert_eq!(v["index"], serde_json::json!([2, 3]));
+    assert_eq!(v["buffer_elements"], 32);
+}
+
+/// "Hidden cycles" are one figure everywhere: the ops' work cycles summed less the total.
+/// double_buffer's streams stretch ops past their work (`cycles` > `work_cycles`), so a
+/// view that summed `cycles` would disagree.
+#[test]
+fn hidden_cycles_are_the_same_in_the_terminal_the_html_and_the_json() {
+    let dir = std::env::temp_dir().join(format!("mnsim-hidden-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = ["run", "scenarios/double_buffer.ron", "--plan", "single"];
+    let v = json(&[&args[..], &["--json"]].concat());
+    let r = &v[0];
+    let work: u64 = r["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["work_cycles"].as_u64().unwrap())
+        .sum();
+    let cycles: u64 = r["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["cycles"].as_u64().unwrap())
+        .sum();
+    assert_ne!(work, cycles, "the case that tells the two sums apart");
+    let hidden = work - r["total_cycles"].as_u64().unwrap();
+    let th = |n: u64| {
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let out = mnsim(&[&args[..], &["--out", dir.to_str().unwrap()]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("{} cycles hidden behind other ops", th(hidden))),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("of the ops' {} cycles", th(work))),
+        "{text}"
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!(
+            "{} cycles of the ops&#39; {} were hidden behind others",
+            th(hidden),
+            th(work)
+        )) || html.contains(&format!(
+            "{} cycles of the ops' {} were hidden behind others",
+            th(hidden),
+            th(work)
+        )),
+        "the HTML's figures"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

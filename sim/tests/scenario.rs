@@ -599,10 +599,16 @@ fn check_command() {
         "--bind",
         "batch=4",
     ]);
+    // A --bind that names no dimension is most likely misspelt: an error.
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--bind batch: no tensor has a dimension named `batch`")
+    );
+    let out = mnsim(&["check", good.to_str().unwrap(), "--plan", "rows"]);
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!stdout.contains("cols"), "{stdout}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: --bind sets `batch`"));
 
     // Its plan `rows` resolves but cannot run (MatMul's contraction split over L2B on one
     // operand only): check says so, as `run` does.

@@ -47,12 +47,13 @@ fn totals(reports: &[Report]) -> String {
             r.plan.as_deref().unwrap_or("-"),
             r.total_cycles
         );
-        for o in &r.ops {
+        // Numbered by row (the report's `index` is the op's place in the program).
+        for (i, o) in r.ops.iter().enumerate() {
             let flops = o.flops.map(|f| format!(", {f} FLOP")).unwrap_or_default();
             let _ = writeln!(
                 s,
                 "  {} {} {}: {} cycles ({}){flops}",
-                o.index, o.op, o.tensor, o.cycles, o.bottleneck
+                i, o.op, o.tensor, o.cycles, o.bottleneck
             );
         }
     }
@@ -71,11 +72,11 @@ fn overlapped_totals(reports: &[Report]) -> String {
             r.total_cycles,
             r.hidden_cycles()
         );
-        for o in &r.ops {
+        for (i, o) in r.ops.iter().enumerate() {
             let _ = writeln!(
                 s,
                 "  {} {} {}: {}..{} ({} cycles, {} exposed)",
-                o.index, o.op, o.tensor, o.start, o.end, o.cycles, o.exposed_cycles
+                i, o.op, o.tensor, o.start, o.end, o.cycles, o.exposed_cycles
             );
         }
     }

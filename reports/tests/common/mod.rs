@@ -49,6 +49,7 @@ pub fn op(
     let end = start + cycles;
     OpReport {
         index,
+        inserted_after: None,
         op: name.into(),
         tensor: tensor.into(),
         layout: Some("((8_L2B, 8_L1B, 1:64), (16_MAB, 4:16, 4_PE))".into()),

@@ -13,7 +13,16 @@ pub enum LayoutCmd {
     /// described with the layout grammar in docs/layout.md).
     Map(MapArgs),
     /// Explain a layout for people: fan-out, replication, footprint, padding, a picture.
-    Explain(Common),
+    Explain(ExplainArgs),
+}
+
+#[derive(Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Print the figures as one JSON object (no pictures).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -49,9 +58,15 @@ pub struct MapArgs {
 pub fn run(cmd: LayoutCmd) -> Result<(), Report> {
     match cmd {
         LayoutCmd::Map(a) => map(a),
-        LayoutCmd::Explain(c) => {
-            let (m, l) = bind(&c)?;
-            emit(&explain(&m, &l))
+        LayoutCmd::Explain(a) => {
+            let (m, l) = bind(&a.common)?;
+            if a.json {
+                let text = serde_json::to_string_pretty(&explain_json(&m, &l))
+                    .map_err(|e| miette!("error: {e}"))?;
+                emit(&format!("{text}\n"))
+            } else {
+                emit(&explain(&m, &l))
+            }
         }
     }
 }
@@ -275,6 +290,44 @@ fn pes_with_data(l: &TensorLayout) -> Option<u64> {
         }
     }
     Some(n.saturating_mul(copies))
+}
+
+/// The figures of `mnsim layout explain` as JSON (README, `layout explain --json`).
+pub fn explain_json(m: &Machine, l: &TensorLayout) -> serde_json::Value {
+    let levels: Vec<serde_json::Value> = l
+        .level_stats()
+        .iter()
+        .map(|st| {
+            serde_json::json!({
+                "level": st.name, "fanout": st.fanout, "used": st.used, "idle": st.idle,
+                "replicated": st.replicated, "elements_per_node": st.elems_per_node,
+                "words_per_node": st.words_per_node, "nodes_used": st.nodes_used,
+            })
+        })
+        .collect();
+    let fp = l.footprint_words().saturating_mul(l.word_bytes());
+    serde_json::json!({
+        "layout": l.canonical(),
+        "machine": m.name,
+        "dtype": l.dtype().to_string(),
+        "logical": l.logical_shape(),
+        "padded": l.padded_shape(),
+        "padding_elements": l.padding_elems(),
+        "levels": levels,
+        "elements_per_pe": l.elems_per_pe(),
+        "words_per_step": l.words_per_step(),
+        "time_steps": l.time_steps(),
+        "footprint_words": l.footprint_words(),
+        "footprint_bytes": fp,
+        "lm_bytes": m.leaf_memory_bytes(),
+        "word_bytes": l.word_bytes(),
+        "slots_per_word": l.slots(),
+        "pes": l.levels().iter().map(|x| x.fanout).try_fold(1u64, |a, f| a.checked_mul(f)),
+        "pes_used": l.pes_used(),
+        "pes_with_data": pes_with_data(l),
+        "distinct_shards": l.distinct_shards(),
+        "replicas": l.replicas(),
+    })
 }
 
 pub fn explain(m: &Machine, l: &TensorLayout) -> String {

@@ -57,6 +57,12 @@ pub fn parse_seconds(flag: &str, secs: f64) -> Result<std::time::Duration, Repor
     std::time::Duration::try_from_secs_f64(secs).map_err(|e| miette!("error: {flag} {secs}: {e}"))
 }
 
+/// Whether to colour output meant for a terminal: `is_tty`, and `NO_COLOR` unset or
+/// empty (no-color.org).
+pub fn use_color(is_tty: bool) -> bool {
+    is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// A machine from a preset name or a RON file path, with `--set` knobs applied.
 pub fn load_machine(name: &str, sets: &[String]) -> Result<Machine, Report> {
     let mut m = if name.ends_with(".ron") || name.contains('/') {

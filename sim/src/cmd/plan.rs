@@ -52,15 +52,17 @@ fn th(n: u64) -> String {
     out
 }
 
-/// The plan's variables in the file's order, `Any` ones replaced by the choice.
+/// The plan's variables in the file's order, `Any` ones replaced by the choice. An `Any`
+/// the search did not choose (a `buffers:` count) ran at the default, written `auto`:
+/// every variable has a value, so the printed plan runs as it was timed.
 fn filled(sc: &Scenario, plan: &str, best: &Planned) -> Vec<(String, String)> {
     sc.plans[plan]
         .iter()
-        .filter_map(
+        .map(
             |(v, val)| match (val, best.layouts.iter().find(|(x, _)| x == v)) {
-                (_, Some((_, l))) => Some((v.clone(), l.clone())),
-                (PlanValue::Layout(l), None) => Some((v.clone(), l.clone())),
-                (PlanValue::Any, None) => None,
+                (_, Some((_, l))) => (v.clone(), l.clone()),
+                (PlanValue::Layout(l), None) => (v.clone(), l.clone()),
+                (PlanValue::Any, None) => (v.clone(), "auto".to_string()),
             },
         )
         .collect()

@@ -141,6 +141,15 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
             })
             .collect(),
     };
+    if plans.is_empty() {
+        let file = a.s.scenario.display();
+        return Err(miette!(
+            "error: {}: every plan sets variables to `Any`: nothing runs until they have \
+             layouts; `mnsim plan {file}` chooses them (`mnsim plan {file} --write NAME` \
+             adds the chosen plan to the file, then `mnsim run {file} --plan NAME`)",
+            src.path
+        ));
+    }
     let mode = a.mode.map(|m| match m {
         ModeArg::Timing => Mode::Timing,
         ModeArg::Functional => Mode::Functional,
@@ -301,7 +310,7 @@ pub fn run(a: RunArgs) -> Result<(), Report> {
             .collect();
         outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
     } else {
-        let color = std::io::stdout().is_terminal();
+        let color = super::use_color(std::io::stdout().is_terminal());
         for r in &reps {
             outln!("{}", mnsim_reports::terminal(r, color));
         }

@@ -22,6 +22,9 @@ pub struct IndexArgs {
     /// Bind a dynamic dimension, e.g. --bind batch=48.
     #[arg(long = "bind")]
     pub binds: Vec<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(cmd: ShapeCmd) -> Result<(), Report> {
@@ -44,7 +47,20 @@ pub fn run(cmd: ShapeCmd) -> Result<(), Report> {
             .trim()
             .parse()
             .map_err(|_| miette!("error: --bind {b}: `{v}` is not a size"))?;
-        binds.insert(k.trim().to_string(), v);
+        let k = k.trim();
+        let named: Vec<&str> = shape.dims.iter().filter_map(|d| d.name()).collect();
+        if !named.contains(&k) {
+            let list: Vec<String> = named.iter().map(|n| format!("`{n}`")).collect();
+            return Err(miette!(
+                "error: --bind {b}: the shape has no dimension named `{k}`; {}",
+                if list.is_empty() {
+                    "it has no named dimension".to_string()
+                } else {
+                    format!("its named dimensions are {}", list.join(", "))
+                }
+            ));
+        }
+        binds.insert(k.to_string(), v);
     }
     let shape = shape.bind(&binds).map_err(|e| miette!("error: {e}"))?;
     let dims = shape.dims_at_bound().map_err(|e| miette!("error: {e}"))?;
@@ -59,6 +75,17 @@ pub fn run(cmd: ShapeCmd) -> Result<(), Report> {
     let buf = layout
         .buffer_elements(&dims)
         .map_err(|e| miette!("error: {e}"))?;
+    if a.json {
+        let v = serde_json::json!({
+            "shape": shape.to_string(),
+            "index": index,
+            "linear_index": li,
+            "byte_offset": li.checked_mul(shape.dtype.bytes()),
+            "buffer_elements": buf,
+            "buffer_bytes": buf.checked_mul(shape.dtype.bytes()),
+        });
+        return emit(&format!("{v:#}\n"));
+    }
     emit(&format!(
         "shape         {shape}\nbuffer        {buf} elements ({} bytes)\nbyte offset   {}\n{li}\n",
         buf.saturating_mul(shape.dtype.bytes()),

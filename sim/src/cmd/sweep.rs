@@ -86,6 +86,9 @@ pub struct SweepArgs {
     /// stdout).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Print the sweep as JSON (what sweep.json holds) instead of the CSV or the summary.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -99,6 +102,9 @@ pub struct MergeArgs {
     /// The axis to chart cycles against (default: the first with several values).
     #[arg(long = "x", value_name = "KNOB")]
     pub x: Option<String>,
+    /// Print the whole sweep as JSON (what its sweep.json holds) instead of the summary.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `I/N` with N ≥ 1 and I < N.
@@ -262,6 +268,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
     let n = rows.len();
     let sw = identity(rows);
     match (&a.out, &log) {
+        (Some(dir), Some(log)) if a.json => write_sweep(dir, &sw, x, Some(log.text(&sw.rows)))?,
         (Some(dir), Some(log)) => {
             write_sweep(dir, &sw, x, Some(log.text(&sw.rows)))?;
             outln!(
@@ -274,7 +281,11 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
                 }
             );
         }
+        _ if a.json => {}
         _ => super::emit(&mnsim_reports::sweep_csv(&sw))?,
+    }
+    if a.json {
+        outln!("{}", mnsim_reports::sweep_json(&sw).trim_end());
     }
     failures(&sw.rows)
 }
@@ -396,6 +407,10 @@ pub fn merge(a: MergeArgs) -> Result<(), Report> {
     let whole = mnsim_reports::merge_sweeps(&parts).map_err(|e| miette!("error: {e}"))?;
     let x = mnsim_reports::x_axis(&whole, a.x.as_deref()).map_err(|e| miette!("error: {e}"))?;
     write_sweep(&a.out, &whole, x, None)?;
+    if a.json {
+        outln!("{}", mnsim_reports::sweep_json(&whole).trim_end());
+        return Ok(());
+    }
     outln!(
         "wrote {}: {} run(s) from {} shard(s)",
         a.out.display(),

@@ -76,9 +76,18 @@ impl Engine {
                 {
                     r.layout.clone()
                 }
-                _ => {
+                first => {
+                    // Without `layout:` the output takes the first input's layout: say
+                    // which input that is and what differs (Select's is `cond`).
+                    let (name, dtype, dims) = match first {
+                        Some(r) => (inputs[0], in_dtypes[0], r.layout.logical_shape()),
+                        None => ("", out_dtype, &[][..]),
+                    };
                     return err(format!(
-                        "{op} needs an output layout for `{out}` (its shape or type differs from its input's): give `layout:`"
+                        "{op} has no `layout:` for `{out}`, and an output without one is laid out like the op's \
+                         first input, `{name}`, which is {}{dims:?} while `{out}` is {out_dtype}{out_dims:?}: \
+                         give `layout:`",
+                        dtype
                     ));
                 }
             },
@@ -88,7 +97,12 @@ impl Engine {
         names.push(out);
         let legal = mnsim_kernels::check(k, &in_layouts, &layout, &self.machine, &names).map_err(
             |error| SimError::Kernel {
-                context: format!("{op}: "),
+                // The kernels' messages name the kernel already (`Binary Add: ...`).
+                context: if error.message.starts_with(op) {
+                    String::new()
+                } else {
+                    format!("{op}: ")
+                },
                 error,
             },
         )?;

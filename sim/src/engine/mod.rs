@@ -557,6 +557,7 @@ impl Engine {
         };
         let r = OpReport {
             index: self.ops.len(),
+            inserted_after: None,
             op: op.to_string(),
             tensor: tensor.to_string(),
             layout: layout.map(|l| l.canonical()),

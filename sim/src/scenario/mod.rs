@@ -9,6 +9,7 @@
 //!
 //! The user-facing reference of the format is `docs/scenarios.md`.
 
+mod dups;
 mod op;
 mod resolve;
 pub(crate) mod spans;
@@ -18,7 +19,7 @@ pub use resolve::{
     LayoutRef, Resolved, ResolvedOp, ResolvedTensor, machine, plans_to_run, resolve,
 };
 
-use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report, miette};
+use miette::{LabeledSpan, MietteDiagnostic, Report, miette};
 use mnsim_arch::DType;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -196,11 +197,20 @@ pub struct Source {
     pub text: String,
 }
 
+/// The UTF-8 byte order mark.
+const BOM: char = '\u{feff}';
+
 /// Reads and parses a scenario file.
 pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
     let name = path.display().to_string();
     let text = crate::input::read_text(path)
         .map_err(|e| miette!("error: cannot read scenario {name}: {e}"))?;
+    // A UTF-8 byte order mark (some editors write one) is not part of the text: without
+    // it, every position in the file is what an editor shows.
+    let text = match text.strip_prefix(BOM) {
+        Some(rest) => rest.to_string(),
+        None => text,
+    };
     // A oneDNN Graph JSON file is imported (for mncore2) and loaded as its scenario.
     if crate::import::is_graph(path, &text) {
         return crate::import::load(path, &text);
@@ -211,6 +221,9 @@ pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
 
 /// Parses scenario text; `name` is the file name used in messages.
 pub fn parse(text: &str, name: &str) -> Result<Scenario, Report> {
+    if let Some(rest) = text.strip_prefix(BOM) {
+        return parse(rest, name);
+    }
     let opts =
         ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
     let sc: Scenario = opts.from_str(text).map_err(|e| {
@@ -222,16 +235,26 @@ pub fn parse(text: &str, name: &str) -> Result<Scenario, Report> {
         };
         located(&src, Some(start..end), &ron_message(&e.code), "here")
     })?;
-    check_any_spelling(&sc, text, name)?;
+    let Some(root) = spans::scan(text) else {
+        return Ok(sc);
+    };
+    let src = Source {
+        path: name.to_string(),
+        text: text.to_string(),
+    };
+    dups::check(&root, &src)?;
+    check_any_spelling(&sc, &root, text, name)?;
     Ok(sc)
 }
 
 /// A bare identifier as a plan value deserialises as `Any` whatever it says; the
 /// text tells whether it really is `Any`.
-fn check_any_spelling(sc: &Scenario, text: &str, name: &str) -> Result<(), Report> {
-    let Some(root) = spans::scan(text) else {
-        return Ok(());
-    };
+fn check_any_spelling(
+    sc: &Scenario,
+    root: &spans::Node,
+    text: &str,
+    name: &str,
+) -> Result<(), Report> {
     for (plan, vars) in &sc.plans {
         for (var, value) in vars {
             if *value != PlanValue::Any {
@@ -420,7 +443,7 @@ pub(crate) fn located_with(
     }
     let diag = MietteDiagnostic::new(format!("error: {}:{line}:{col}: {message}", src.path))
         .with_labels(labels);
-    Report::new(diag).with_source_code(NamedSource::new(&src.path, text.clone()))
+    Report::new(diag).with_source_code(crate::diag::CharColumns::new(&src.path, text))
 }
 
 // ---------------------------------------------------------------------------

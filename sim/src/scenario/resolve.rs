@@ -110,6 +110,28 @@ pub fn plans_to_run(sc: &Scenario) -> Vec<Option<String>> {
     }
 }
 
+/// `--bind NAME=...` for a name no tensor's dimension has: most likely a misspelling.
+fn unknown_bind(k: &str, dims: &BTreeSet<String>) -> Report {
+    let known: Vec<&str> = dims.iter().map(String::as_str).collect();
+    let near = super::closest(k, &known)
+        .map(|n| format!("did you mean `{n}`? "))
+        .unwrap_or_default();
+    let list = if known.is_empty() {
+        "no tensor has a named dimension (name one in its shape, e.g. `f16[batch<=64,1024]`)"
+            .to_string()
+    } else {
+        format!(
+            "the named dimensions are {}",
+            known
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    miette!("error: --bind {k}: no tensor has a dimension named `{k}`; {near}{list}")
+}
+
 /// Where things are: the scanned file, with fallbacks when the scan failed.
 struct Ctx<'a> {
     src: &'a Source,
@@ -218,9 +240,11 @@ pub fn resolve(
     }
     for k in bind.keys() {
         if !dim_names.contains(k) {
-            let whence = if from_cli(k) { "--bind" } else { "`bind`" };
+            if from_cli(k) {
+                return Err(unknown_bind(k, &dim_names));
+            }
             warnings.push(format!(
-                "{whence} sets `{k}`, but no tensor has a dimension named `{k}` \
+                "`bind` sets `{k}`, but no tensor has a dimension named `{k}` \
                  (name one in its shape, e.g. `f16[{k}<=64,1024]`)"
             ));
         }

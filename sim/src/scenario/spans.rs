@@ -92,6 +92,14 @@ impl Node {
         }
     }
 
+    /// The entries of a map, in the file's order (duplicates included).
+    pub fn entries(&self) -> &[(Node, Node)] {
+        match &self.unwrapped().kind {
+            Kind::Map(entries) => entries,
+            _ => &[],
+        }
+    }
+
     /// The value of entry `key` of a map with string keys.
     pub fn get(&self, key: &str) -> Option<&Node> {
         self.entry(key).map(|(_, v)| v)
