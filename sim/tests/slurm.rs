@@ -19,7 +19,14 @@ use std::time::{Duration, Instant};
 
 /// The programs the cluster needs: daemons, then clients.
 const PROGRAMS: [&str; 8] = [
-    "munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scontrol", "scancel", "squeue",
+    "munged",
+    "slurmctld",
+    "slurmd",
+    "sbatch",
+    "sinfo",
+    "scontrol",
+    "scancel",
+    "squeue",
 ];
 
 /// How long the jobs may take, queueing included (the sweep's 20 timing runs take about a
@@ -127,9 +134,14 @@ impl Cluster {
                 format!("--seed-file={}", p("munged.seed")),
             ],
         );
-        cluster.wait_for("munged's socket", Duration::from_secs(20), |_| socket.exists());
+        cluster.wait_for("munged's socket", Duration::from_secs(20), |_| {
+            socket.exists()
+        });
         let conf = cluster.conf.display().to_string();
-        cluster.spawn("slurmctld", &["-D".into(), "-c".into(), "-f".into(), conf.clone()]);
+        cluster.spawn(
+            "slurmctld",
+            &["-D".into(), "-c".into(), "-f".into(), conf.clone()],
+        );
         cluster.spawn(
             "slurmd",
             &[
@@ -200,7 +212,10 @@ impl Cluster {
         let t0 = Instant::now();
         while !ready(self) {
             if t0.elapsed() > limit {
-                panic!("timed out after {limit:?} waiting for {what}\n{}", self.logs());
+                panic!(
+                    "timed out after {limit:?} waiting for {what}\n{}",
+                    self.logs()
+                );
             }
             let exited: Vec<String> = self
                 .daemons
@@ -211,7 +226,11 @@ impl Cluster {
                 })
                 .collect();
             if !exited.is_empty() {
-                panic!("{} while waiting for {what}\n{}", exited.join(", "), self.logs());
+                panic!(
+                    "{} while waiting for {what}\n{}",
+                    exited.join(", "),
+                    self.logs()
+                );
             }
             std::thread::sleep(Duration::from_millis(250));
         }
