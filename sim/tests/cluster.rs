@@ -2,85 +2,17 @@
 //! script runs locally with its shard index set, the merge they call joins the shards,
 //! and the result equals the unsharded study byte for byte (and the chart in docs/).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mnsim-cluster-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A shell command run from the repository's root with `mnsim` on PATH.
-fn sh(shell: &str, script: &[&str], env: &[(&str, String)]) {
-    let bin = Path::new(env!("CARGO_BIN_EXE_mnsim")).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Command::new(shell)
-        .args(script)
-        .current_dir(root())
-        .env("PATH", path)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{script:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-const FILES: [&str; 4] = ["sweep.csv", "sweep.json", "sweep.svg", "sweep.html"];
-
-fn same_files(a: &Path, b: &Path) {
-    for f in FILES {
-        assert_eq!(
-            std::fs::read(a.join(f)).unwrap(),
-            std::fs::read(b.join(f)).unwrap(),
-            "{f} differs between {} and {}",
-            a.display(),
-            b.display()
-        );
-    }
-}
-
-/// The unsharded study, and its chart as committed in docs/.
-fn study(name: &str) -> PathBuf {
-    let out = scratch(name);
-    let dir = out.join("whole");
-    sh(
-        "sh",
-        &[
-            "scenarios/studies/peak_matmul_bandwidth.sh",
-            dir.to_str().unwrap(),
-        ],
-        &[],
-    );
-    let shipped = std::fs::read_to_string(root().join("docs/study_peak_matmul_bandwidth.svg"))
-        .expect("the study's chart is committed");
-    assert_eq!(
-        std::fs::read_to_string(dir.join("sweep.svg")).unwrap(),
-        shipped,
-        "docs/study_peak_matmul_bandwidth.svg is out of date: rerun the study"
-    );
-    dir
-}
+use common::study::{root, same_files, scratch, sh, study};
 
 #[test]
 fn the_slurm_array_and_its_merge_give_the_unsharded_study() {
     let whole = study("study-slurm");
     let sweep = std::fs::read_to_string(root().join("docs/cluster/sweep.slurm")).unwrap();
     let merge = std::fs::read_to_string(root().join("docs/cluster/merge.slurm")).unwrap();
-    assert!(sweep.contains("mnsim sweep ") && sweep.contains("--shard "));
-    assert!(merge.contains("mnsim merge "));
+    assert!(sweep.contains("\"$mnsim\" sweep ") && sweep.contains("--shard "));
+    assert!(merge.contains("\"$mnsim\" merge "));
     // The array's size is the shard count.
     let array = sweep
         .lines()

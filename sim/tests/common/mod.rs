@@ -1,2 +1,3 @@
 pub mod graphs;
 pub mod kernels;
+pub mod study;
