@@ -5,7 +5,7 @@
 use super::fold::Konst;
 use super::lower::{Lx, Tens, Val};
 use super::parse::{At, Stmt, at};
-use mnsim_kernels::{Kernel, UnaryOp};
+use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
 use std::ops::Range;
 
 fn q(s: &str) -> String {
@@ -192,6 +192,30 @@ pub(super) fn elementwise(
     }
     let full = super::ops::result_dims(st, &full)?;
     let dtype = super::ops::result_ty(st)?.dtype;
+    // An operand that is the op's identity (x + 0, x · 1, max(x, −∞), ...) leaves the
+    // other operand: no step.
+    if let Kernel::Binary(b) = &kernel {
+        let splat = |v: &Val| match v {
+            Val::C(k) if k.is_splat() => Some(k.data[0]),
+            _ => None,
+        };
+        let ident = |x: Option<f64>, rhs: bool| {
+            x.is_some_and(|x| match b {
+                BinaryOp::Add => x == 0.0,
+                BinaryOp::Sub => rhs && x == 0.0,
+                BinaryOp::Mul => x == 1.0,
+                BinaryOp::Div => rhs && x == 1.0,
+                BinaryOp::Max => x == f64::NEG_INFINITY,
+                BinaryOp::Min => x == f64::INFINITY,
+            })
+        };
+        if ident(splat(&vals[1]), true) && !matches!(vals[0], Val::C(_)) {
+            return Ok(vec![vals[0].clone()]);
+        }
+        if ident(splat(&vals[0]), false) && !matches!(vals[1], Val::C(_)) {
+            return Ok(vec![vals[1].clone()]);
+        }
+    }
     if vals.iter().all(|v| matches!(v, Val::C(_))) {
         let ks: Vec<&Konst> = vals
             .iter()
