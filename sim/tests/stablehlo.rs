@@ -101,7 +101,7 @@ fn pair(line: &str, key: &str) -> (Vec<usize>, Vec<usize>) {
     let a = ints(&rest[1..a_end]);
     let rest = &rest[a_end..];
     let b_start = rest.find('[').unwrap();
-    let b_end = rest.find(']').unwrap();
+    let b_end = b_start + rest[b_start..].find(']').unwrap();
     let b = ints(&rest[b_start + 1..b_end]);
     (a, b)
 }
