@@ -232,7 +232,11 @@ fn write(
         if functional { "Functional" } else { "Timing" }
     );
     if !low.bind.is_empty() {
-        let b: Vec<String> = low.bind.iter().map(|(k, v)| format!("{k:?}: {v}")).collect();
+        let b: Vec<String> = low
+            .bind
+            .iter()
+            .map(|(k, v)| format!("{k:?}: {v}"))
+            .collect();
         let _ = writeln!(t, "    bind: {{{}}},", b.join(", "));
     }
     t.push_str("    tensors: {\n");

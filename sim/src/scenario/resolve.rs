@@ -850,7 +850,9 @@ fn resolve_tensor(
                     ))
                 } else {
                     runs.iter().find_map(|&(_, v)| {
-                        decl.dtype.check_value(v).map(|why| format!("Runs value {why}"))
+                        decl.dtype
+                            .check_value(v)
+                            .map(|why| format!("Runs value {why}"))
                     })
                 }
             }

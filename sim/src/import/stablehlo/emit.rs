@@ -8,16 +8,16 @@ use super::parse::{At, Stmt, at};
 use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
 use std::ops::Range;
 
-fn q(s: &str) -> String {
+pub(super) fn q(s: &str) -> String {
     format!("{s:?}")
 }
 
-fn list<T: std::fmt::Display>(v: &[T]) -> String {
+pub(super) fn list<T: std::fmt::Display>(v: &[T]) -> String {
     let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
     format!("[{}]", s.join(", "))
 }
 
-fn folded(st: &Stmt, r: Result<Konst, String>) -> Result<Vec<Val>, At> {
+pub(super) fn folded(st: &Stmt, r: Result<Konst, String>) -> Result<Vec<Val>, At> {
     r.map(|k| vec![Val::C(k)]).map_err(|e| at(&st.span, e))
 }
 
@@ -43,7 +43,7 @@ fn init_of(k: &Konst) -> Result<String, String> {
 }
 
 /// A constant as a DRAM tensor (loaded before its first use), shared by equal constants.
-fn emit_const(lx: &mut Lx, span: &Range<usize>, k: &Konst) -> Result<Tens, At> {
+pub(super) fn emit_const(lx: &mut Lx, span: &Range<usize>, k: &Konst) -> Result<Tens, At> {
     if let Some((_, n)) = lx.emitted.iter().find(|(e, _)| e == k) {
         return Ok(Tens {
             name: n.clone(),
@@ -64,7 +64,12 @@ fn emit_const(lx: &mut Lx, span: &Range<usize>, k: &Konst) -> Result<Tens, At> {
 }
 
 /// A `Reshape` step (shared when the same reshape is asked again).
-fn reshaped(lx: &mut Lx, span: &Range<usize>, x: &Tens, dims: &[u64]) -> Result<Tens, At> {
+pub(super) fn reshaped(
+    lx: &mut Lx,
+    span: &Range<usize>,
+    x: &Tens,
+    dims: &[u64],
+) -> Result<Tens, At> {
     if x.dims == dims {
         return Ok(x.clone());
     }
@@ -77,7 +82,11 @@ fn reshaped(lx: &mut Lx, span: &Range<usize>, x: &Tens, dims: &[u64]) -> Result<
         });
     }
     let o = lx.declare(&format!("{}_r", x.name), x.dtype, dims);
-    let shape = if dims.is_empty() { vec![1] } else { dims.to_vec() };
+    let shape = if dims.is_empty() {
+        vec![1]
+    } else {
+        dims.to_vec()
+    };
     let text = format!(
         "Reshape(input: {}, shape: {}, out: {}",
         q(&x.name),
@@ -89,7 +98,12 @@ fn reshaped(lx: &mut Lx, span: &Range<usize>, x: &Tens, dims: &[u64]) -> Result<
     Ok(o)
 }
 
-fn transposed(lx: &mut Lx, span: &Range<usize>, x: &Tens, perm: &[usize]) -> Result<Tens, At> {
+pub(super) fn transposed(
+    lx: &mut Lx,
+    span: &Range<usize>,
+    x: &Tens,
+    perm: &[usize],
+) -> Result<Tens, At> {
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
         return Ok(x.clone());
     }
@@ -101,7 +115,15 @@ fn transposed(lx: &mut Lx, span: &Range<usize>, x: &Tens, perm: &[usize]) -> Res
         list(perm),
         q(&o.name)
     );
-    lx.step(span, text, Kernel::Transpose { perm: perm.to_vec() }, &[x], &o)?;
+    lx.step(
+        span,
+        text,
+        Kernel::Transpose {
+            perm: perm.to_vec(),
+        },
+        &[x],
+        &o,
+    )?;
     Ok(o)
 }
 
@@ -111,7 +133,9 @@ pub(super) fn tensor_of(lx: &mut Lx, span: &Range<usize>, v: &Val, what: &str) -
     match v {
         Val::T(t) => Ok(t.clone()),
         Val::C(k) => emit_const(lx, span, k),
-        Val::B { src, out, .. } if src.dims.iter().product::<u64>() == out.iter().product::<u64>() => {
+        Val::B { src, out, .. }
+            if src.dims.iter().product::<u64>() == out.iter().product::<u64>() =>
+        {
             let mut order: Vec<usize> = (0..src.dims.len()).collect();
             if let Val::B { map, .. } = v {
                 order.sort_by_key(|&j| map[j]);
@@ -121,7 +145,9 @@ pub(super) fn tensor_of(lx: &mut Lx, span: &Range<usize>, v: &Val, what: &str) -
         }
         _ => Err(at(
             span,
-            format!("{what} is a broadcast that nothing materialises (mnsim has no broadcast kernel; elementwise ops read broadcasts in place)"),
+            format!(
+                "{what} is a broadcast that nothing materialises (mnsim has no broadcast kernel; elementwise ops read broadcasts in place)"
+            ),
         )),
     }
 }
@@ -152,7 +178,10 @@ fn operand(lx: &mut Lx, span: &Range<usize>, v: &Val) -> Result<Tens, At> {
             }
             reshaped(lx, span, &src, &need)
         }
-        Val::Unit => Err(at(span, "an operand has no value (a shape assertion's result)")),
+        Val::Unit => Err(at(
+            span,
+            "an operand has no value (a shape assertion's result)",
+        )),
     }
 }
 
@@ -256,7 +285,13 @@ pub(super) fn elementwise(
     }
     let shapes: Vec<Vec<u64>> = ins
         .iter()
-        .map(|t| if t.dims.is_empty() { vec![1] } else { t.dims.clone() })
+        .map(|t| {
+            if t.dims.is_empty() {
+                vec![1]
+            } else {
+                t.dims.clone()
+            }
+        })
         .collect();
     let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
     let s = numpy(&refs);
@@ -303,7 +338,13 @@ pub(super) fn elementwise(
 }
 
 /// A one-operand kernel; on a broadcast it runs on the source (fewer elements).
-pub(super) fn unary(lx: &mut Lx, st: &Stmt, base: &str, u: UnaryOp, x: &Val) -> Result<Vec<Val>, At> {
+pub(super) fn unary(
+    lx: &mut Lx,
+    st: &Stmt,
+    base: &str,
+    u: UnaryOp,
+    x: &Val,
+) -> Result<Vec<Val>, At> {
     let dtype = super::ops::result_ty(st)?.dtype;
     super::ops::result_dims(st, &x.dims())?;
     match x {
@@ -404,282 +445,10 @@ pub(super) fn power(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<
     } else {
         return Err(at(
             &st.name_span,
-            format!("`power` with exponent {e} is not supported (2, 1/2, −1/2, −1 and 1 map to kernels)"),
+            format!(
+                "`power` with exponent {e} is not supported (2, 1/2, −1/2, −1 and 1 map to kernels)"
+            ),
         ));
     };
     unary(lx, st, base, u, &vals[0])
-}
-
-pub(super) fn broadcast(st: &Stmt, x: &Val, map: &[usize], out: Vec<u64>) -> Result<Vec<Val>, At> {
-    let dims = x.dims();
-    if map.len() != dims.len() {
-        return Err(at(&st.span, format!("`dims` names {} axes for a rank-{} operand", map.len(), dims.len())));
-    }
-    for (j, &a) in map.iter().enumerate() {
-        if dims[j] != 1 && dims[j] != out[a] {
-            return Err(at(
-                &st.span,
-                format!("operand axis {j} (size {}) cannot broadcast to result axis {a} (size {})", dims[j], out[a]),
-            ));
-        }
-    }
-    super::ops::result_dims(st, &out)?;
-    Ok(vec![match x {
-        Val::C(k) => return folded(st, k.broadcast(map, out)),
-        Val::T(t) if t.dims == out && map.iter().enumerate().all(|(i, &a)| i == a) => x.clone(),
-        Val::T(t) => Val::B {
-            src: t.clone(),
-            map: map.to_vec(),
-            out,
-        },
-        Val::B { src, map: inner, .. } => Val::B {
-            src: src.clone(),
-            map: inner.iter().map(|&m| map[m]).collect(),
-            out,
-        },
-        Val::Unit => return Err(at(&st.span, "the operand has no value")),
-    }])
-}
-
-pub(super) fn reshape(lx: &mut Lx, st: &Stmt, base: &str, x: &Val, out: Vec<u64>) -> Result<Vec<Val>, At> {
-    let n = |d: &[u64]| d.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
-    if n(&x.dims()) != n(&out) {
-        return Err(at(&st.span, format!("a reshape of {:?} to {out:?} changes the element count", x.dims())));
-    }
-    super::ops::result_dims(st, &out)?;
-    match x {
-        Val::C(k) => Ok(vec![Val::C(k.reshape(out))]),
-        Val::T(t) => {
-            if t.dims == out {
-                return Ok(vec![x.clone()]);
-            }
-            let _ = base;
-            Ok(vec![Val::T(reshaped(lx, &st.span, t, &out)?)])
-        }
-        // A broadcast that adds no elements is its source reshaped.
-        Val::B { src, .. } if n(&src.dims) == n(&out) => Ok(vec![Val::T(reshaped(lx, &st.span, src, &out)?)]),
-        _ => Err(at(&st.span, "a reshape of a broadcast is not supported (no broadcast kernel materialises it)")),
-    }
-}
-
-pub(super) fn transpose(lx: &mut Lx, st: &Stmt, base: &str, x: &Val, perm: &[usize]) -> Result<Vec<Val>, At> {
-    let dims = x.dims();
-    let out: Vec<u64> = perm.iter().map(|&p| dims[p]).collect();
-    super::ops::result_dims(st, &out)?;
-    let _ = base;
-    match x {
-        Val::C(k) => folded(st, k.transpose(perm)),
-        Val::T(t) => Ok(vec![Val::T(transposed(lx, &st.span, t, perm)?)]),
-        Val::B { src, map, .. } => {
-            // Output axis i is input axis perm[i]: source axis j lands at inv[map[j]].
-            let mut inv = vec![0; perm.len()];
-            for (i, &p) in perm.iter().enumerate() {
-                inv[p] = i;
-            }
-            Ok(vec![Val::B {
-                src: src.clone(),
-                map: map.iter().map(|&m| inv[m]).collect(),
-                out,
-            }])
-        }
-        Val::Unit => Err(at(&st.span, "the operand has no value")),
-    }
-}
-
-pub(super) fn concat(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val], axis: usize) -> Result<Vec<Val>, At> {
-    let first = vals[0].dims();
-    let mut out = first.clone();
-    out[axis] = 0;
-    for v in vals {
-        let d = v.dims();
-        if d.len() != first.len() || (0..d.len()).any(|a| a != axis && d[a] != first[a]) {
-            return Err(at(&st.span, format!("operand {d:?} does not match {first:?} off axis {axis}")));
-        }
-        out[axis] += d[axis];
-    }
-    let out = super::ops::result_dims(st, &out)?;
-    if vals.iter().all(|v| matches!(v, Val::C(_))) {
-        let ks: Vec<&Konst> = vals
-            .iter()
-            .map(|v| match v {
-                Val::C(k) => k,
-                _ => unreachable!("all constants"),
-            })
-            .collect();
-        return folded(st, Konst::concat(&ks, axis, out));
-    }
-    let mut ins = Vec::new();
-    for v in vals {
-        ins.push(tensor_of(lx, &st.span, v, "an operand")?);
-    }
-    let dtype = super::ops::result_ty(st)?.dtype;
-    let o = lx.declare(base, dtype, &out);
-    let names: Vec<String> = ins.iter().map(|t| q(&t.name)).collect();
-    let text = format!(
-        "Concat(inputs: [{}], axis: {axis}, out: {}",
-        names.join(", "),
-        q(&o.name)
-    );
-    let refs: Vec<&Tens> = ins.iter().collect();
-    lx.step(&st.span, text, Kernel::Concat { axis, inputs: ins.len() }, &refs, &o)?;
-    Ok(vec![Val::T(o)])
-}
-
-fn dims_lists(st: &Stmt, key: &str, rl: usize, rr: usize) -> Result<(Vec<usize>, Vec<usize>), At> {
-    match super::ops::attr_lists(&st.args, key) {
-        None => Ok((Vec::new(), Vec::new())),
-        Some((a, Some(b))) => Ok((super::ops::axes(&st.span, &a, rl, key)?, super::ops::axes(&st.span, &b, rr, key)?)),
-        Some((_, None)) => Err(at(&st.span, format!("`{key}` needs `[...] x [...]`"))),
-    }
-}
-
-/// `dot_general`: operands put in (batch, free, contracting) order, merged to one
-/// free and one contracting axis when needed, and run as MatMul, BatchMatMul or
-/// GeneralMatMul (a transposed operand read as such).
-pub(super) fn dot_general(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
-    let l = tensor_of(lx, &st.span, &vals[0], "the lhs")?;
-    let r = tensor_of(lx, &st.span, &vals[1], "the rhs")?;
-    let (rl, rr) = (l.dims.len(), r.dims.len());
-    let (lb, rb) = dims_lists(st, "batching_dims", rl, rr)?;
-    let (lc, rc) = dims_lists(st, "contracting_dims", rl, rr)?;
-    if lb.len() != rb.len() || lc.len() != rc.len() {
-        return Err(at(&st.span, "batching and contracting dims must pair up"));
-    }
-    for (a, b) in lb.iter().zip(&rb).chain(lc.iter().zip(&rc)) {
-        if l.dims[*a] != r.dims[*b] {
-            return Err(at(
-                &st.span,
-                format!("lhs axis {a} (size {}) pairs with rhs axis {b} (size {})", l.dims[*a], r.dims[*b]),
-            ));
-        }
-    }
-    if lb.iter().any(|a| lc.contains(a)) || rb.iter().any(|a| rc.contains(a)) {
-        return Err(at(&st.span, "an axis is both batching and contracting"));
-    }
-    let lf: Vec<usize> = (0..rl).filter(|a| !lb.contains(a) && !lc.contains(a)).collect();
-    let rf: Vec<usize> = (0..rr).filter(|a| !rb.contains(a) && !rc.contains(a)).collect();
-    let size = |t: &Tens, ax: &[usize]| ax.iter().map(|&a| t.dims[a]).collect::<Vec<u64>>();
-    let prod = |d: &[u64]| d.iter().product::<u64>();
-    let out: Vec<u64> = [size(&l, &lb), size(&l, &lf), size(&r, &rf)].concat();
-    let out = super::ops::result_dims(st, &out)?;
-    let dtype = super::ops::result_ty(st)?.dtype;
-    let (nb, one) = (lb.len(), lc.len() == 1 && rf.len() == 1);
-    // Transposed operands the kernel reads as they are.
-    let ta = one && lf.len() == 1 && [lb.clone(), lc.clone(), lf.clone()].concat() == (0..rl).collect::<Vec<_>>() && lc != lf;
-    let tb = one && [rb.clone(), rf.clone(), rc.clone()].concat() == (0..rr).collect::<Vec<_>>() && rc != rf;
-    let a = if ta {
-        l.clone()
-    } else {
-        transposed(lx, &st.span, &l, &[lb.clone(), lf.clone(), lc.clone()].concat())?
-    };
-    let b = if tb {
-        r.clone()
-    } else {
-        transposed(lx, &st.span, &r, &[rb.clone(), rc.clone(), rf.clone()].concat())?
-    };
-    let bsz = size(&l, &lb);
-    let direct = one && (lf.len() == 1 || (nb == 0 && !lf.is_empty() && !ta));
-    let (a, b, mm_out) = if direct {
-        (a, b, out.clone())
-    } else {
-        let (m, k, n) = (prod(&size(&l, &lf)), prod(&size(&l, &lc)), prod(&size(&r, &rf)));
-        let a2 = reshaped(lx, &st.span, &a, &[bsz.clone(), vec![m, k]].concat())?;
-        let b2 = reshaped(lx, &st.span, &b, &[bsz.clone(), vec![k, n]].concat())?;
-        (a2, b2, [bsz.clone(), vec![m, n]].concat())
-    };
-    let (ta, tb) = if direct { (ta, tb) } else { (false, false) };
-    let o = lx.declare(base, dtype, &mm_out);
-    let (text, kernel) = if !ta && !tb && a.dims.len() == 2 && b.dims.len() == 2 {
-        (format!("MatMul(a: {}, b: {}, out: {}", q(&a.name), q(&b.name), q(&o.name)), Kernel::MatMul)
-    } else if !ta && !tb && a.dims.len() == b.dims.len() && a.dims[..a.dims.len() - 2] == b.dims[..b.dims.len() - 2] {
-        (format!("BatchMatMul(a: {}, b: {}, out: {}", q(&a.name), q(&b.name), q(&o.name)), Kernel::BatchMatMul)
-    } else {
-        (
-            format!(
-                "GeneralMatMul(a: {}, b: {}, transpose_a: {ta}, transpose_b: {tb}, out: {}",
-                q(&a.name),
-                q(&b.name),
-                q(&o.name)
-            ),
-            Kernel::GeneralMatMul { transpose_a: ta, transpose_b: tb },
-        )
-    };
-    lx.step(&st.span, text, kernel, &[&a, &b], &o)?;
-    if mm_out == out {
-        Ok(vec![Val::T(o)])
-    } else {
-        Ok(vec![Val::T(reshaped(lx, &st.span, &o, &out)?)])
-    }
-}
-
-/// `slice` of a computed tensor along each axis it narrows: mnsim has no slice kernel,
-/// so an aligned block (`start` a multiple of the length `limit - start`, which
-/// divides the axis, stride 1) is picked by a masked sum: a Reshape splitting the axis
-/// into (blocks, length), a Binary Mul by a one-hot constant over the blocks and a
-/// ReduceAxes Add over them (exact: the other blocks add zeros).
-pub(super) fn slice(
-    lx: &mut Lx,
-    st: &Stmt,
-    base: &str,
-    x: &Val,
-    start: &[u64],
-    stride: &[u64],
-    out: &[u64],
-) -> Result<Vec<Val>, At> {
-    let mut t = tensor_of(lx, &st.span, x, "the sliced operand")?;
-    for a in 0..out.len() {
-        let (d, len, s0) = (t.dims[a], out[a], start[a]);
-        if len == d {
-            continue;
-        }
-        if stride[a] != 1 || len == 0 || d % len != 0 || s0 % len != 0 {
-            return Err(at(
-                &st.name_span,
-                format!(
-                    "`slice` of a computed tensor is supported for aligned blocks only (axis {a}: {s0}:{}:{} of {d}); mnsim has no slice kernel",
-                    s0 + len * stride[a],
-                    stride[a]
-                ),
-            ));
-        }
-        let blocks = d / len;
-        let mut split = t.dims.clone();
-        split[a] = len;
-        split.insert(a, blocks);
-        let r = reshaped(lx, &st.span, &t, &split)?;
-        let mut mdims = vec![1u64; split.len() - a];
-        mdims[0] = blocks;
-        let mut data = vec![0.0; blocks as usize];
-        data[(s0 / len) as usize] = 1.0;
-        let mask = Konst {
-            dtype: t.dtype,
-            dims: mdims,
-            data: std::rc::Rc::new(data),
-        };
-        let m = emit_const(lx, &st.span, &mask)?;
-        let masked = lx.declare(&format!("{base}_m{a}"), t.dtype, &split);
-        let text = format!(
-            "Binary(op: Mul, a: {}, b: {}, out: {}",
-            q(&r.name),
-            q(&m.name),
-            q(&masked.name)
-        );
-        lx.step(&st.span, text, Kernel::Binary(mnsim_kernels::BinaryOp::Mul), &[&r, &m], &masked)?;
-        let mut dims = t.dims.clone();
-        dims[a] = len;
-        let o = lx.declare(&format!("{base}_s{a}"), t.dtype, &dims);
-        let text = format!(
-            "ReduceAxes(op: Add, input: {}, axes: [{a}], keep_dims: false, out: {}",
-            q(&masked.name),
-            q(&o.name)
-        );
-        let kernel = Kernel::ReduceAxes {
-            op: mnsim_kernels::ReduceKind::Add,
-            axes: vec![a],
-            keep_dims: false,
-        };
-        lx.step(&st.span, text, kernel, &[&masked], &o)?;
-        t = o;
-    }
-    Ok(vec![Val::T(t)])
 }

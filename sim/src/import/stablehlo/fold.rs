@@ -39,7 +39,11 @@ pub fn cast(v: f64, dtype: DType) -> f64 {
         return v;
     }
     let (lo, hi) = dtype.range();
-    if v.is_nan() { 0.0 } else { v.trunc().clamp(lo, hi) }
+    if v.is_nan() {
+        0.0
+    } else {
+        v.trunc().clamp(lo, hi)
+    }
 }
 
 impl Konst {
@@ -56,7 +60,11 @@ impl Konst {
     }
 
     pub fn get(&self, i: usize) -> f64 {
-        if self.is_splat() { self.data[0] } else { self.data[i] }
+        if self.is_splat() {
+            self.data[0]
+        } else {
+            self.data[i]
+        }
     }
 
     /// Every element, materialised (at most [`FOLD_LIMIT`]).
@@ -231,7 +239,11 @@ impl Konst {
             .map(|&a| if keep[a] { self.dims[a] } else { 1 })
             .collect();
         let small = self.slice(&zero, &one, out)?;
-        let first = small.dims.iter().position(|&d| d != 1).unwrap_or(small.dims.len());
+        let first = small
+            .dims
+            .iter()
+            .position(|&d| d != 1)
+            .unwrap_or(small.dims.len());
         let dims = if first == small.dims.len() {
             vec![1]
         } else {
@@ -253,7 +265,8 @@ pub fn dense(text: &str, dtype: DType, dims: Vec<u64>) -> Result<Konst, String> 
             _ => {}
         }
         if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            let bits = u64::from_str_radix(h, 16).map_err(|_| format!("`{s}` is not a hexadecimal literal"))?;
+            let bits = u64::from_str_radix(h, 16)
+                .map_err(|_| format!("`{s}` is not a hexadecimal literal"))?;
             return Ok(match dtype {
                 DType::F32 => f32::from_bits(bits as u32) as f64,
                 DType::F64 => f64::from_bits(bits),

@@ -180,8 +180,8 @@ pub fn lex(text: &str) -> Result<Vec<Token>, LexError> {
                     Tok::Ident(word.to_string())
                 }
             }
-            b'(' | b')' | b'{' | b'}' | b'[' | b']' | b'<' | b'>' | b',' | b':' | b'='
-            | b'?' | b'*' | b'!' | b'^' => {
+            b'(' | b')' | b'{' | b'}' | b'[' | b']' | b'<' | b'>' | b',' | b':' | b'=' | b'?'
+            | b'*' | b'!' | b'^' => {
                 i += 1;
                 Tok::Punct(c as char)
             }

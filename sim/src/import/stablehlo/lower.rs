@@ -110,7 +110,11 @@ impl<'a> Lx<'a> {
     /// Declares a computed tensor.
     pub(super) fn declare(&mut self, base: &str, dtype: DType, dims: &[u64]) -> Tens {
         let name = self.fresh(base);
-        let d = if dims.is_empty() { vec![1] } else { dims.to_vec() };
+        let d = if dims.is_empty() {
+            vec![1]
+        } else {
+            dims.to_vec()
+        };
         self.decls.push(Decl {
             name: name.clone(),
             dtype,
@@ -140,7 +144,13 @@ impl<'a> Lx<'a> {
     ) -> Result<(), At> {
         let shapes: Vec<Vec<u64>> = inputs
             .iter()
-            .map(|t| if t.dims.is_empty() { vec![1] } else { t.dims.clone() })
+            .map(|t| {
+                if t.dims.is_empty() {
+                    vec![1]
+                } else {
+                    t.dims.clone()
+                }
+            })
             .collect();
         let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
         let want = mnsim_kernels::output_shape(&kernel, &refs).map_err(|e| at(span, e.message))?;
@@ -153,9 +163,7 @@ impl<'a> Lx<'a> {
         if want != have {
             return Err(at(
                 span,
-                format!(
-                    "the result has shape {have:?}, but the kernel ({kernel}) gives {want:?}"
-                ),
+                format!("the result has shape {have:?}, but the kernel ({kernel}) gives {want:?}"),
             ));
         }
         let origin = self.origin.take();
@@ -186,7 +194,10 @@ impl<'a> Lx<'a> {
             .get(name)
             .ok_or_else(|| at(span, format!("no function `@{name}` in the module")))?;
         if self.depth >= 64 {
-            return Err(at(span, format!("calls nest more than 64 deep at `@{name}` (recursion?)")));
+            return Err(at(
+                span,
+                format!("calls nest more than 64 deep at `@{name}` (recursion?)"),
+            ));
         }
         if args.len() != f.params.len() {
             return Err(at(
@@ -276,7 +287,10 @@ impl<'a> Lx<'a> {
 /// dimension (a `?` takes any size).
 pub(super) fn check_ty(ty: &Ty, v: &Val, what: &str) -> Result<(), At> {
     if matches!(v, Val::Unit) {
-        return Err(at(&ty.span, format!("{what} has no value (a shape assertion's result)")));
+        return Err(at(
+            &ty.span,
+            format!("{what} has no value (a shape assertion's result)"),
+        ));
     }
     let dims = v.dims();
     let ok_dims = dims.len() == ty.dims.len()
@@ -356,7 +370,9 @@ fn symbolic_names(main: &Func, funcs: &BTreeMap<&str, &Func>) -> BTreeMap<(usize
     for (p, param) in main.params.iter().enumerate() {
         for (d, x) in param.ty.dims.iter().enumerate() {
             if x.is_none() {
-                names.entry((p, d)).or_insert_with(|| format!("arg{p}_d{d}"));
+                names
+                    .entry((p, d))
+                    .or_insert_with(|| format!("arg{p}_d{d}"));
             }
         }
     }
@@ -454,7 +470,11 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
             }
         }
         let name = lx.fresh(p.loc_name.as_deref().unwrap_or(&format!("arg{i}")));
-        let shape = if dims.is_empty() { vec![1] } else { dims.clone() };
+        let shape = if dims.is_empty() {
+            vec![1]
+        } else {
+            dims.clone()
+        };
         let m2m = layout_mode(p, dims.len()).unwrap_or_else(|| (0..shape.len()).rev().collect());
         lx.decls.push(Decl {
             name: name.clone(),
@@ -465,7 +485,11 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
             graph_id: None,
             constant: false,
             init: None,
-            dim_names: if dims.is_empty() { Vec::new() } else { dim_names },
+            dim_names: if dims.is_empty() {
+                Vec::new()
+            } else {
+                dim_names
+            },
         });
         lx.inputs.push(name.clone());
         let v = Val::T(Tens {
@@ -480,7 +504,9 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
     for (k, v) in results.iter().enumerate() {
         let t = match v {
             Val::T(t) => t.clone(),
-            Val::B { .. } => super::emit::tensor_of(&mut lx, &main.span, v, &format!("result {k}"))?,
+            Val::B { .. } => {
+                super::emit::tensor_of(&mut lx, &main.span, v, &format!("result {k}"))?
+            }
             _ => {
                 return Err(at(
                     &main.span,
@@ -494,7 +520,10 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
         if outputs.contains(&t.name) || lx.inputs.contains(&t.name) {
             return Err(at(
                 &main.span,
-                format!("result {k} of `@{}` is `{}`, an argument or another result: mnsim stores each computed tensor once", main.name, t.name),
+                format!(
+                    "result {k} of `@{}` is `{}`, an argument or another result: mnsim stores each computed tensor once",
+                    main.name, t.name
+                ),
             ));
         }
         outputs.push(t.name.clone());

@@ -5,12 +5,16 @@
 //! the rest into the same kernel steps as the oneDNN import (`ops`, `emit`); the
 //! import's shared writer makes the scenario. See `docs/import.md`.
 
+pub mod dot;
 pub mod emit;
 pub mod fold;
 pub mod lex;
 pub mod lower;
+pub mod movement;
 pub mod ops;
 pub mod parse;
+pub mod special;
+pub mod types;
 
 pub use lower::Binds;
 

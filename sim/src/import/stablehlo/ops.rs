@@ -6,7 +6,7 @@ use super::lex::{Tok, Token};
 use super::lower::{Lx, Val};
 use super::parse::{At, Stmt, Ty, at};
 use mnsim_arch::DType;
-use mnsim_kernels::{BinaryOp, Kernel, ReduceKind, UnaryOp};
+use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -17,7 +17,7 @@ dot_general, reduce (add, max, min, mul bodies), broadcast_in_dim, iota, convert
 slice, concatenate, pad, constant, get_dimension_size, dynamic_broadcast_in_dim, dynamic_reshape, \
 dynamic_iota, real_dynamic_slice, custom_call @shape_assertion, call, return";
 
-fn short(name: &str) -> &str {
+pub(super) fn short(name: &str) -> &str {
     name.strip_prefix("stablehlo.").unwrap_or(name)
 }
 
@@ -51,10 +51,11 @@ pub(super) fn binary_of(name: &str) -> Option<BinaryOp> {
 
 /// `key = N` among the tokens.
 pub fn attr_int(toks: &[Token], key: &str) -> Option<i128> {
-    toks.windows(3).find_map(|w| match (&w[0].tok, &w[1].tok, &w[2].tok) {
-        (Tok::Ident(k), Tok::Punct('='), Tok::Int(v)) if k == key => Some(*v),
-        _ => None,
-    })
+    toks.windows(3)
+        .find_map(|w| match (&w[0].tok, &w[1].tok, &w[2].tok) {
+            (Tok::Ident(k), Tok::Punct('='), Tok::Int(v)) if k == key => Some(*v),
+            _ => None,
+        })
 }
 
 /// The integer list `[a, b, ...]` starting at token `i`, and the token after it.
@@ -89,7 +90,12 @@ pub(super) fn attr_lists(toks: &[Token], key: &str) -> Option<(Vec<i128>, Option
     Some((a, b))
 }
 
-pub(super) fn axes(span: &Range<usize>, v: &[i128], rank: usize, what: &str) -> Result<Vec<usize>, At> {
+pub(super) fn axes(
+    span: &Range<usize>,
+    v: &[i128],
+    rank: usize,
+    what: &str,
+) -> Result<Vec<usize>, At> {
     let mut out = Vec::new();
     for &a in v {
         if a < 0 || a as usize >= rank || out.contains(&(a as usize)) {
@@ -103,9 +109,13 @@ pub(super) fn axes(span: &Range<usize>, v: &[i128], rank: usize, what: &str) -> 
     Ok(out)
 }
 
-fn list_attr(st: &Stmt, key: &str, rank: usize) -> Result<Vec<usize>, At> {
-    let (v, _) = attr_lists(&st.args, key)
-        .ok_or_else(|| at(&st.span, format!("`{}` needs `{key} = [...]`", short(&st.name))))?;
+pub(super) fn list_attr(st: &Stmt, key: &str, rank: usize) -> Result<Vec<usize>, At> {
+    let (v, _) = attr_lists(&st.args, key).ok_or_else(|| {
+        at(
+            &st.span,
+            format!("`{}` needs `{key} = [...]`", short(&st.name)),
+        )
+    })?;
     axes(&st.span, &v, rank, key)
 }
 
@@ -116,10 +126,12 @@ fn int_attr(st: &Stmt, key: &str, rank: usize) -> Result<usize, At> {
 }
 
 pub(super) fn result_ty(st: &Stmt) -> Result<&Ty, At> {
-    st.sig
-        .outs
-        .first()
-        .ok_or_else(|| at(&st.span, format!("`{}` needs its result type after `:`", short(&st.name))))
+    st.sig.outs.first().ok_or_else(|| {
+        at(
+            &st.span,
+            format!("`{}` needs its result type after `:`", short(&st.name)),
+        )
+    })
 }
 
 /// The result type's dimensions with each `?` taken from `known` (the sizes the
@@ -127,7 +139,11 @@ pub(super) fn result_ty(st: &Stmt) -> Result<&Ty, At> {
 pub(super) fn result_dims(st: &Stmt, known: &[u64]) -> Result<Vec<u64>, At> {
     let ty = result_ty(st)?;
     if ty.dims.len() != known.len()
-        || ty.dims.iter().zip(known).any(|(t, k)| t.is_some_and(|t| t != *k))
+        || ty
+            .dims
+            .iter()
+            .zip(known)
+            .any(|(t, k)| t.is_some_and(|t| t != *k))
     {
         return Err(at(
             &ty.span,
@@ -150,7 +166,7 @@ fn static_dims(st: &Stmt) -> Result<Vec<u64>, At> {
         .collect()
 }
 
-fn konst<'v>(st: &Stmt, v: &'v Val, what: &str) -> Result<&'v Konst, At> {
+pub(super) fn konst<'v>(st: &Stmt, v: &'v Val, what: &str) -> Result<&'v Konst, At> {
     match v {
         Val::C(k) => Ok(k),
         _ => Err(at(
@@ -164,7 +180,7 @@ fn konst<'v>(st: &Stmt, v: &'v Val, what: &str) -> Result<&'v Konst, At> {
 }
 
 /// A shape operand's values as dimensions.
-fn shape_of(st: &Stmt, v: &Val) -> Result<Vec<u64>, At> {
+pub(super) fn shape_of(st: &Stmt, v: &Val) -> Result<Vec<u64>, At> {
     let k = konst(st, v, "the shape operand")?;
     let vals = k.values().map_err(|e| at(&st.span, e))?;
     vals.iter()
@@ -172,31 +188,38 @@ fn shape_of(st: &Stmt, v: &Val) -> Result<Vec<u64>, At> {
             if x >= 0.0 && x.fract() == 0.0 {
                 Ok(x as u64)
             } else {
-                Err(at(&st.span, format!("the shape operand holds {x}, not a size")))
+                Err(at(
+                    &st.span,
+                    format!("the shape operand holds {x}, not a size"),
+                ))
             }
         })
         .collect()
 }
 
-fn folded(st: &Stmt, r: Result<Konst, String>) -> Result<Vec<Val>, At> {
+pub(super) fn folded(st: &Stmt, r: Result<Konst, String>) -> Result<Vec<Val>, At> {
     r.map(|k| vec![Val::C(k)]).map_err(|e| at(&st.span, e))
 }
 
-fn count(st: &Stmt, vals: &[Val], n: usize) -> Result<(), At> {
+pub(super) fn count(st: &Stmt, vals: &[Val], n: usize) -> Result<(), At> {
     if vals.len() != n {
         return Err(at(
             &st.span,
-            format!("`{}` takes {n} operand(s), the line gives {}", short(&st.name), vals.len()),
+            format!(
+                "`{}` takes {n} operand(s), the line gives {}",
+                short(&st.name),
+                vals.len()
+            ),
         ));
     }
     Ok(())
 }
 
-fn q(s: &str) -> String {
+pub(super) fn q(s: &str) -> String {
     format!("{s:?}")
 }
 
-fn list<T: std::fmt::Display>(v: &[T]) -> String {
+pub(super) fn list<T: std::fmt::Display>(v: &[T]) -> String {
     let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
     format!("[{}]", s.join(", "))
 }
@@ -205,12 +228,19 @@ fn list<T: std::fmt::Display>(v: &[T]) -> String {
 pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
     let vals = lx.operands(st, env)?;
     let name = st.name.as_str();
-    let base = format!("{}{}", lx.prefix, st.results.first().map_or("v", String::as_str));
+    let base = format!(
+        "{}{}",
+        lx.prefix,
+        st.results.first().map_or("v", String::as_str)
+    );
     lx.origin = Some(format!(
         "{} (line {}){}",
         short(name),
         lx.line(st.span.start),
-        st.loc.as_deref().map(|l| format!(" `{l}`")).unwrap_or_default()
+        st.loc
+            .as_deref()
+            .map(|l| format!(" `{l}`"))
+            .unwrap_or_default()
     ));
     if let Some(u) = unary_of(name) {
         count(st, &vals, 1)?;
@@ -220,7 +250,113 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
         count(st, &vals, 2)?;
         return super::emit::elementwise(lx, st, &base, Kernel::Binary(b), &vals);
     }
+    if let Some(r) = evaluated(st, &vals)? {
+        return Ok(r);
+    }
     match name {
+        "stablehlo.custom_call" => super::special::shape_assertion(st, &vals),
+        "call" | "func.call" => {
+            let callee = st
+                .args
+                .iter()
+                .find_map(|t| match &t.tok {
+                    Tok::Sym(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .ok_or_else(|| at(&st.span, "a call needs `@callee`"))?;
+            lx.call(&st.span, &callee, vals)
+        }
+        "stablehlo.compare" => super::special::compare(st, &vals),
+        "stablehlo.select" => {
+            count(st, &vals, 3)?;
+            super::emit::select(lx, st, &base, &vals)
+        }
+        "stablehlo.convert" => {
+            count(st, &vals, 1)?;
+            super::emit::convert(lx, st, &base, &vals[0])
+        }
+        "stablehlo.power" => {
+            count(st, &vals, 2)?;
+            super::emit::power(lx, st, &base, &vals)
+        }
+        "chlo.erf" => Err(at(
+            &st.name_span,
+            "`chlo.erf` is not supported yet: mnsim has no erf kernel (export GELU with `approximate=True`, the tanh form, which becomes its elementwise ops)",
+        )),
+        "stablehlo.broadcast_in_dim" | "stablehlo.dynamic_broadcast_in_dim" => {
+            let dynamic = name == "stablehlo.dynamic_broadcast_in_dim";
+            count(st, &vals, if dynamic { 2 } else { 1 })?;
+            let out = if dynamic {
+                result_dims(st, &shape_of(st, &vals[1])?)?
+            } else {
+                static_dims(st)?
+            };
+            let map = list_attr(st, "dims", out.len())?;
+            super::movement::broadcast(st, &vals[0], &map, out)
+        }
+        "stablehlo.reshape" | "stablehlo.dynamic_reshape" => {
+            let dynamic = name == "stablehlo.dynamic_reshape";
+            count(st, &vals, if dynamic { 2 } else { 1 })?;
+            let out = if dynamic {
+                result_dims(st, &shape_of(st, &vals[1])?)?
+            } else {
+                static_dims(st)?
+            };
+            super::movement::reshape(lx, st, &base, &vals[0], out)
+        }
+        "stablehlo.transpose" => {
+            count(st, &vals, 1)?;
+            let perm = list_attr(st, "dims", vals[0].dims().len())?;
+            if perm.len() != vals[0].dims().len() {
+                return Err(at(
+                    &st.span,
+                    format!("`dims` {perm:?} is not a permutation of the operand's axes"),
+                ));
+            }
+            super::movement::transpose(lx, st, &base, &vals[0], &perm)
+        }
+        "stablehlo.concatenate" => {
+            if vals.is_empty() {
+                return Err(at(&st.span, "`concatenate` needs operands"));
+            }
+            let rank = vals[0].dims().len();
+            let axis = int_attr(st, "dim", rank)?;
+            super::movement::concat(lx, st, &base, &vals, axis)
+        }
+        "stablehlo.slice" | "stablehlo.real_dynamic_slice" => {
+            super::special::slice(lx, st, &base, &vals)
+        }
+        "stablehlo.pad" => {
+            count(st, &vals, 2)?;
+            match (&vals[0], &vals[1]) {
+                (Val::C(_), Val::C(_)) => Err(at(&st.span, "`pad` of a constant is not supported")),
+                _ => Err(at(
+                    &st.name_span,
+                    "`pad` of a computed tensor is not supported yet: mnsim has no pad kernel",
+                )),
+            }
+        }
+        "stablehlo.dot_general" => {
+            count(st, &vals, 2)?;
+            super::dot::dot_general(lx, st, &base, &vals)
+        }
+        "stablehlo.reduce" => super::special::reduce(lx, st, &base, &vals),
+        "stablehlo.convolution" => Err(at(
+            &st.name_span,
+            "`convolution` is not supported yet: mnsim has no convolution kernel",
+        )),
+        other => Err(at(
+            &st.name_span,
+            format!("the op `{other}` is not supported: mnsim imports {OPS}"),
+        )),
+    }
+}
+
+/// Ops evaluated at import whatever their operands: constants, iotas, dimension sizes
+/// and logical ops on `i1` constants; `None` for the other ops.
+fn evaluated(st: &Stmt, vals: &[Val]) -> Result<Option<Vec<Val>>, At> {
+    let name = st.name.as_str();
+    let r = match name {
         "stablehlo.constant" => {
             let ty = result_ty(st)?;
             let dims = static_dims(st)?;
@@ -249,21 +385,11 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
             count(st, &vals, 1)?;
             let dims = vals[0].dims();
             let d = int_attr(st, "dim", dims.len())?;
-            folded(st, Ok(Konst::splat(result_ty(st)?.dtype, vec![], dims[d] as f64)))
+            folded(
+                st,
+                Ok(Konst::splat(result_ty(st)?.dtype, vec![], dims[d] as f64)),
+            )
         }
-        "stablehlo.custom_call" => shape_assertion(st, &vals),
-        "call" | "func.call" => {
-            let callee = st
-                .args
-                .iter()
-                .find_map(|t| match &t.tok {
-                    Tok::Sym(s) => Some(s.clone()),
-                    _ => None,
-                })
-                .ok_or_else(|| at(&st.span, "a call needs `@callee`"))?;
-            lx.call(&st.span, &callee, vals)
-        }
-        "stablehlo.compare" => compare(st, &vals),
         "stablehlo.and" | "stablehlo.or" | "stablehlo.not" => {
             let ks: Vec<&Konst> = vals
                 .iter()
@@ -284,294 +410,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
             };
             folded(st, r)
         }
-        "stablehlo.select" => {
-            count(st, &vals, 3)?;
-            super::emit::select(lx, st, &base, &vals)
-        }
-        "stablehlo.convert" => {
-            count(st, &vals, 1)?;
-            super::emit::convert(lx, st, &base, &vals[0])
-        }
-        "stablehlo.power" => {
-            count(st, &vals, 2)?;
-            super::emit::power(lx, st, &base, &vals)
-        }
-        "chlo.erf" => Err(at(
-            &st.name_span,
-            "`chlo.erf` is not supported yet: mnsim has no erf kernel (export GELU with `approximate=True`, the tanh form, which becomes its elementwise ops)",
-        )),
-        "stablehlo.broadcast_in_dim" | "stablehlo.dynamic_broadcast_in_dim" => {
-            let dynamic = name == "stablehlo.dynamic_broadcast_in_dim";
-            count(st, &vals, if dynamic { 2 } else { 1 })?;
-            let out = if dynamic {
-                result_dims(st, &shape_of(st, &vals[1])?)?
-            } else {
-                static_dims(st)?
-            };
-            let map = list_attr(st, "dims", out.len())?;
-            super::emit::broadcast(st, &vals[0], &map, out)
-        }
-        "stablehlo.reshape" | "stablehlo.dynamic_reshape" => {
-            let dynamic = name == "stablehlo.dynamic_reshape";
-            count(st, &vals, if dynamic { 2 } else { 1 })?;
-            let out = if dynamic {
-                result_dims(st, &shape_of(st, &vals[1])?)?
-            } else {
-                static_dims(st)?
-            };
-            super::emit::reshape(lx, st, &base, &vals[0], out)
-        }
-        "stablehlo.transpose" => {
-            count(st, &vals, 1)?;
-            let perm = list_attr(st, "dims", vals[0].dims().len())?;
-            if perm.len() != vals[0].dims().len() {
-                return Err(at(&st.span, format!("`dims` {perm:?} is not a permutation of the operand's axes")));
-            }
-            super::emit::transpose(lx, st, &base, &vals[0], &perm)
-        }
-        "stablehlo.concatenate" => {
-            if vals.is_empty() {
-                return Err(at(&st.span, "`concatenate` needs operands"));
-            }
-            let rank = vals[0].dims().len();
-            let axis = int_attr(st, "dim", rank)?;
-            super::emit::concat(lx, st, &base, &vals, axis)
-        }
-        "stablehlo.slice" | "stablehlo.real_dynamic_slice" => slice(lx, st, &base, &vals),
-        "stablehlo.pad" => {
-            count(st, &vals, 2)?;
-            match (&vals[0], &vals[1]) {
-                (Val::C(_), Val::C(_)) => Err(at(&st.span, "`pad` of a constant is not supported")),
-                _ => Err(at(
-                    &st.name_span,
-                    "`pad` of a computed tensor is not supported yet: mnsim has no pad kernel",
-                )),
-            }
-        }
-        "stablehlo.dot_general" => {
-            count(st, &vals, 2)?;
-            super::emit::dot_general(lx, st, &base, &vals)
-        }
-        "stablehlo.reduce" => reduce(lx, st, &base, &vals),
-        "stablehlo.convolution" => Err(at(
-            &st.name_span,
-            "`convolution` is not supported yet: mnsim has no convolution kernel",
-        )),
-        other => Err(at(
-            &st.name_span,
-            format!("the op `{other}` is not supported: mnsim imports {OPS}"),
-        )),
-    }
-}
-
-/// `custom_call @shape_assertion(%ok, %dims...)`: checked now that every dimension is
-/// bound; other targets are errors.
-fn shape_assertion(st: &Stmt, vals: &[Val]) -> Result<Vec<Val>, At> {
-    let target = st.args.iter().find_map(|t| match &t.tok {
-        Tok::Sym(s) => Some(s.clone()),
-        _ => None,
-    });
-    if target.as_deref() != Some("shape_assertion") {
-        return Err(at(
-            &st.name_span,
-            format!(
-                "`custom_call @{}` is not supported: mnsim reads `@shape_assertion` only",
-                target.unwrap_or_default()
-            ),
-        ));
-    }
-    let ok = vals
-        .first()
-        .ok_or_else(|| at(&st.span, "a shape assertion needs its condition"))?;
-    let k = konst(st, ok, "the asserted condition")?;
-    let holds = k.values().map_err(|e| at(&st.span, e))?.iter().all(|&x| x != 0.0);
-    if holds {
-        return Ok(Vec::new());
-    }
-    let msg = st
-        .args
-        .windows(3)
-        .find_map(|w| match (&w[0].tok, &w[1].tok, &w[2].tok) {
-            (Tok::Ident(k), Tok::Punct('='), Tok::Str(s)) if k == "error_message" => Some(s.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| "a shape assertion fails".into());
-    let mut msg = msg;
-    for (i, v) in vals.iter().enumerate().skip(1) {
-        if let Val::C(c) = v
-            && c.is_splat()
-        {
-            msg = msg.replace(&format!("{{{}}}", i - 1), &c.data[0].to_string());
-        }
-    }
-    Err(at(&st.span, format!("shape assertion failed with these bindings: {msg}")))
-}
-
-fn compare(st: &Stmt, vals: &[Val]) -> Result<Vec<Val>, At> {
-    count(st, vals, 2)?;
-    let dir = st
-        .args
-        .iter()
-        .find_map(|t| match &t.tok {
-            Tok::Ident(w) if ["EQ", "NE", "GE", "GT", "LE", "LT"].contains(&w.as_str()) => {
-                Some(w.clone())
-            }
-            _ => None,
-        })
-        .ok_or_else(|| at(&st.span, "`compare` needs a direction (EQ, NE, GE, GT, LE, LT)"))?;
-    match (&vals[0], &vals[1]) {
-        (Val::C(a), Val::C(b)) => {
-            let f = move |x: &[f64]| -> f64 {
-                let (a, b) = (x[0], x[1]);
-                let r = match dir.as_str() {
-                    "EQ" => a == b,
-                    "NE" => a != b,
-                    "GE" => a >= b,
-                    "GT" => a > b,
-                    "LE" => a <= b,
-                    _ => a < b,
-                };
-                r as u8 as f64
-            };
-            if a.dims != b.dims {
-                return Err(at(&st.span, "`compare` operands differ in shape"));
-            }
-            folded(st, Konst::map(&[a, b], DType::Pred, f))
-        }
-        _ => Err(at(
-            &st.name_span,
-            "`compare` of computed tensors is not supported yet: mnsim has no compare kernel (compares of constants, iotas and dimension sizes are evaluated at import)",
-        )),
-    }
-}
-
-/// `slice %x [a:b, c:d:s]` and `real_dynamic_slice %x, %start, %limit, %strides`.
-fn slice(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
-    let x = vals
-        .first()
-        .ok_or_else(|| at(&st.span, "`slice` needs an operand"))?;
-    let dims = x.dims();
-    let (start, limit, stride) = if st.name == "stablehlo.real_dynamic_slice" {
-        count(st, vals, 4)?;
-        (shape_of(st, &vals[1])?, shape_of(st, &vals[2])?, shape_of(st, &vals[3])?)
-    } else {
-        count(st, vals, 1)?;
-        let i = st
-            .args
-            .iter()
-            .position(|t| t.tok == Tok::Punct('['))
-            .ok_or_else(|| at(&st.span, "`slice` needs `[start:limit, ...]`"))?;
-        let (mut s, mut l, mut k) = (Vec::new(), Vec::new(), Vec::new());
-        let mut part: Vec<u64> = Vec::new();
-        for t in &st.args[i + 1..] {
-            match &t.tok {
-                Tok::Int(v) if *v >= 0 => part.push(*v as u64),
-                Tok::Punct(':') => {}
-                Tok::Punct(',' | ']') => {
-                    match part.as_slice() {
-                        [a, b] => (s.push(*a), l.push(*b), k.push(1)),
-                        [a, b, c] => (s.push(*a), l.push(*b), k.push(*c)),
-                        _ => return Err(at(&t.span, "expected `start:limit` or `start:limit:stride`")),
-                    };
-                    part.clear();
-                    if t.tok == Tok::Punct(']') {
-                        break;
-                    }
-                }
-                _ => return Err(at(&t.span, "expected `start:limit` or `start:limit:stride`")),
-            }
-        }
-        (s, l, k)
+        _ => return Ok(None),
     };
-    if start.len() != dims.len() || limit.len() != dims.len() || stride.len() != dims.len() {
-        return Err(at(&st.span, format!("the slice names {} axes of a rank-{} operand", start.len(), dims.len())));
-    }
-    let mut out = Vec::new();
-    for a in 0..dims.len() {
-        if start[a] > limit[a] || limit[a] > dims[a] || stride[a] == 0 {
-            return Err(at(
-                &st.span,
-                format!("axis {a}: {}:{}:{} does not fit size {}", start[a], limit[a], stride[a], dims[a]),
-            ));
-        }
-        out.push((limit[a] - start[a]).div_ceil(stride[a]));
-    }
-    let out = result_dims(st, &out)?;
-    match x {
-        Val::C(k) => folded(st, k.slice(&start, &stride, out)),
-        _ => super::emit::slice(lx, st, base, x, &start, &stride, &out),
-    }
-}
-
-/// `reduce(%x init: %c) applies stablehlo.add across dimensions = [..]`, or with a
-/// `reducer` region holding one add/max/min/mul of its two parameters.
-fn reduce(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
-    if vals.len() != 2 {
-        return Err(at(&st.span, "a reduce over several operands is not supported (one operand, one init)"));
-    }
-    let body = match &st.region {
-        None => st.args.windows(2).find_map(|w| match (&w[0].tok, &w[1].tok) {
-            (Tok::Ident(a), Tok::Ident(op)) if a == "applies" => Some(op.clone()),
-            _ => None,
-        }),
-        Some((params, ops)) => match ops.as_slice() {
-            [one, ret] if ret.name.ends_with("return") => {
-                let uses: Vec<&String> = one
-                    .args
-                    .iter()
-                    .filter_map(|t| match &t.tok {
-                        Tok::Value(v) => Some(v),
-                        _ => None,
-                    })
-                    .collect();
-                (params.len() == 2 && uses.len() == 2 && uses.iter().all(|u| params.contains(u)))
-                    .then(|| one.name.clone())
-            }
-            _ => None,
-        },
-    }
-    .ok_or_else(|| at(&st.span, "the reduce body must be one add, maximum, minimum or multiply of its two parameters"))?;
-    let (kind, identity) = match body.as_str() {
-        "stablehlo.add" => (ReduceKind::Add, 0.0),
-        "stablehlo.maximum" => (ReduceKind::Max, f64::NEG_INFINITY),
-        "stablehlo.minimum" => (ReduceKind::Min, f64::INFINITY),
-        "stablehlo.multiply" => (ReduceKind::Prod, 1.0),
-        other => {
-            return Err(at(
-                &st.span,
-                format!("a reduce with body `{other}` is not supported (add, maximum, minimum, multiply)"),
-            ));
-        }
-    };
-    let init = konst(st, &vals[1], "the init value")?;
-    if !init.is_splat() || init.data[0] != identity {
-        return Err(at(
-            &st.span,
-            format!(
-                "the init value {} is not the identity of `{}` ({identity}); only identity inits are supported",
-                init.data[0],
-                short(&body)
-            ),
-        ));
-    }
-    let dims = vals[0].dims();
-    let ax = list_attr(st, "dimensions", dims.len())?;
-    let out: Vec<u64> = (0..dims.len()).filter(|a| !ax.contains(a)).map(|a| dims[a]).collect();
-    let out = result_dims(st, &out)?;
-    let x = super::emit::tensor_of(lx, &st.span, &vals[0], "the reduced operand")?;
-    let o = lx.declare(base, x.dtype, &out);
-    let text = format!(
-        "ReduceAxes(op: {}, input: {}, axes: {}, keep_dims: false, out: {}",
-        kind.name(),
-        q(&x.name),
-        list(&ax),
-        q(&o.name)
-    );
-    let kernel = Kernel::ReduceAxes {
-        op: kind,
-        axes: ax,
-        keep_dims: false,
-    };
-    lx.step(&st.span, text, kernel, &[&x], &o)?;
-    Ok(vec![Val::T(o)])
+    r.map(Some)
 }

@@ -4,6 +4,8 @@
 //! lowering to read its operands and attributes, and its type signature parsed.
 
 use super::lex::{Tok, Token};
+use super::types::{aliases, sig};
+pub use super::types::{dtype_of, parse_tensor};
 use mnsim_arch::DType;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -92,63 +94,6 @@ struct P<'a> {
     /// `#loc` aliases → the first string they hold.
     locs: BTreeMap<String, String>,
     end: usize,
-}
-
-/// Element types by their MLIR names.
-pub fn dtype_of(s: &str) -> Option<DType> {
-    Some(match s {
-        "f32" => DType::F32,
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        "f64" => DType::F64,
-        "i1" => DType::Pred,
-        "i8" | "si8" => DType::S8,
-        "i16" | "si16" => DType::S16,
-        "i32" | "si32" => DType::S32,
-        "i64" | "si64" => DType::S64,
-        "ui8" => DType::U8,
-        "ui16" => DType::U16,
-        "ui32" => DType::U32,
-        "ui64" => DType::U64,
-        _ => return None,
-    })
-}
-
-/// `?x128x768xf32` (the inside of `tensor<...>`; bounds after a comma are ignored but
-/// must be well formed enough to split).
-pub fn parse_tensor(inner: &str, span: &Range<usize>) -> Result<Ty, At> {
-    let main = inner.split(',').next().unwrap_or("").trim();
-    let parts: Vec<&str> = main.split('x').collect();
-    let (last, dims) = parts.split_last().ok_or_else(|| at(span, "an empty tensor type"))?;
-    let dtype = dtype_of(last.trim()).ok_or_else(|| {
-        at(
-            span,
-            format!(
-                "unsupported element type `{}` in `tensor<{inner}>` (mnsim reads f32, f16, bf16, f64, i1, i8..i64, ui8..ui64)",
-                last.trim()
-            ),
-        )
-    })?;
-    let mut out = Vec::new();
-    for d in dims {
-        let d = d.trim();
-        if d == "?" {
-            out.push(None);
-        } else {
-            let v: u64 = d.parse().map_err(|_| {
-                at(
-                    span,
-                    format!("`{d}` in `tensor<{inner}>` is not a dimension (a whole number or `?`)"),
-                )
-            })?;
-            out.push(Some(v));
-        }
-    }
-    Ok(Ty {
-        dims: out,
-        dtype,
-        span: span.clone(),
-    })
 }
 
 impl P<'_> {
@@ -255,7 +200,9 @@ impl P<'_> {
                 self.i += 1;
                 Err(at(
                     &span,
-                    format!("a bare `{w}` is not supported; mnsim reads tensor types (`tensor<{w}>`)"),
+                    format!(
+                        "a bare `{w}` is not supported; mnsim reads tensor types (`tensor<{w}>`)"
+                    ),
                 ))
             }
             _ => Err(at(&self.here(), "expected a tensor type (`tensor<...>`)")),
@@ -298,16 +245,24 @@ impl P<'_> {
                     };
                     return Err(at(
                         &span,
-                        format!("unexpected {what} here: expected `func.func`, `module` or a `#loc` alias"),
+                        format!(
+                            "unexpected {what} here: expected `func.func`, `module` or a `#loc` alias"
+                        ),
                     ));
                 }
             }
         }
         if in_module && !closed {
-            return Err(at(&(self.end..self.end), "the module is never closed (`}` missing)"));
+            return Err(at(
+                &(self.end..self.end),
+                "the module is never closed (`}` missing)",
+            ));
         }
         if funcs.is_empty() {
-            return Err(at(&(0..0), "no `func.func` in the file: not a StableHLO module"));
+            return Err(at(
+                &(0..0),
+                "no `func.func` in the file: not a StableHLO module",
+            ));
         }
         Ok(Module { funcs })
     }
@@ -364,7 +319,10 @@ impl P<'_> {
                 span: pspan,
             });
             if !self.eat(&Tok::Punct(',')) && !self.is(&Tok::Punct(')')) {
-                return Err(at(&self.here(), "expected `,` or `)` in the parameter list"));
+                return Err(at(
+                    &self.here(),
+                    "expected `,` or `)` in the parameter list",
+                ));
             }
         }
         let mut results = Vec::new();
@@ -406,7 +364,12 @@ impl P<'_> {
         let mut out = Vec::new();
         loop {
             match self.peek() {
-                None => return Err(at(&(self.end..self.end), "a block is never closed (`}` missing)")),
+                None => {
+                    return Err(at(
+                        &(self.end..self.end),
+                        "a block is never closed (`}` missing)",
+                    ));
+                }
                 Some(Token {
                     tok: Tok::Punct('}'),
                     ..
@@ -432,7 +395,10 @@ impl P<'_> {
                 }
                 self.i += 1;
                 if self.is(&Tok::Punct(':')) {
-                    return Err(at(&self.here(), "ops with several results (`%r:2 = ...`) are not supported"));
+                    return Err(at(
+                        &self.here(),
+                        "ops with several results (`%r:2 = ...`) are not supported",
+                    ));
                 }
                 if !self.eat(&Tok::Punct(',')) {
                     break;
@@ -453,7 +419,9 @@ impl P<'_> {
             }) => {
                 return Err(at(
                     span,
-                    format!("the generic op form (`\"{w}\"(...)`) is not supported; mnsim reads the pretty form JAX prints"),
+                    format!(
+                        "the generic op form (`\"{w}\"(...)`) is not supported; mnsim reads the pretty form JAX prints"
+                    ),
                 ));
             }
             _ => return Err(at(&self.here(), "expected an op name")),
@@ -504,7 +472,10 @@ impl P<'_> {
                 })
                 .collect();
             if self.is(&Tok::Punct('(')) {
-                return Err(at(&self.here(), "a reduce over several operands is not supported"));
+                return Err(at(
+                    &self.here(),
+                    "a reduce over several operands is not supported",
+                ));
             }
             self.expect('{', "to open the reducer's body")?;
             Some((names, self.block()?))
@@ -522,75 +493,6 @@ impl P<'_> {
             loc,
         })
     }
-}
-
-/// The types after an op's `:`: `(T, T) -> T`, `(T) -> (T, T)`, `T -> T`, `T`, `T, T`.
-fn sig(toks: &[Token]) -> Result<Sig, At> {
-    let mut ins = Vec::new();
-    let mut outs = Vec::new();
-    let mut arrow = false;
-    for t in toks {
-        match &t.tok {
-            Tok::Tensor(inner) => {
-                let ty = parse_tensor(inner, &t.span)?;
-                if arrow {
-                    outs.push(ty);
-                } else {
-                    ins.push(ty);
-                }
-            }
-            Tok::Arrow if !arrow => arrow = true,
-            Tok::Punct('(' | ')' | ',') => {}
-            Tok::Ident(w) if dtype_of(w).is_some() => {
-                return Err(at(
-                    &t.span,
-                    format!("a bare `{w}` is not supported; mnsim reads tensor types (`tensor<{w}>`)"),
-                ));
-            }
-            _ => return Err(at(&t.span, "unexpected token in the op's type signature")),
-        }
-    }
-    if !arrow {
-        outs = ins.last().cloned().into_iter().collect();
-    }
-    Ok(Sig { ins, outs })
-}
-
-/// `#loc12 = loc(...)` lines → the first string each holds, directly or through the
-/// aliases it names.
-fn aliases(toks: &[Token]) -> BTreeMap<String, String> {
-    let mut lines: Vec<(String, &[Token])> = Vec::new();
-    let mut i = 0;
-    while i < toks.len() {
-        let start = i;
-        i += 1;
-        while i < toks.len() && !toks[i].line_start {
-            i += 1;
-        }
-        if let (Tok::Hash(h), Some(Tok::Punct('='))) =
-            (&toks[start].tok, toks.get(start + 1).map(|t| &t.tok))
-        {
-            lines.push((h.clone(), &toks[start + 2..i]));
-        }
-    }
-    let mut locs: BTreeMap<String, String> = BTreeMap::new();
-    // Aliases name later aliases: a few passes settle them.
-    for _ in 0..4 {
-        for (h, line) in &lines {
-            if locs.contains_key(h) {
-                continue;
-            }
-            let found = line.iter().find_map(|t| match &t.tok {
-                Tok::Str(s) => Some(s.clone()),
-                Tok::Hash(x) => locs.get(x).cloned(),
-                _ => None,
-            });
-            if let Some(s) = found {
-                locs.insert(h.clone(), s);
-            }
-        }
-    }
-    locs
 }
 
 /// Parses a module from its tokens (`end` is the text's length).
