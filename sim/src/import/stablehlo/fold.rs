@@ -69,7 +69,7 @@ impl Konst {
 
     /// Every element, materialised (at most [`FOLD_LIMIT`]).
     pub fn values(&self) -> Result<Vec<f64>, String> {
-        let n = self.len()?;
+        let n = self.count()?;
         Ok(if self.is_splat() {
             vec![self.data[0]; n]
         } else {
@@ -77,7 +77,7 @@ impl Konst {
         })
     }
 
-    pub fn len(&self) -> Result<usize, String> {
+    pub fn count(&self) -> Result<usize, String> {
         match numel(&self.dims) {
             Some(n) if n <= FOLD_LIMIT => Ok(n as usize),
             _ => Err(format!(
@@ -89,7 +89,7 @@ impl Konst {
 
     fn from_fn(dtype: DType, dims: Vec<u64>, f: impl Fn(usize) -> f64) -> Result<Konst, String> {
         let k = Konst::splat(dtype, dims, 0.0);
-        let n = k.len()?;
+        let n = k.count()?;
         let data = (0..n).map(|i| cast(f(i), dtype)).collect();
         Ok(Konst {
             data: Rc::new(data),
@@ -286,12 +286,12 @@ pub fn dense(text: &str, dtype: DType, dims: Vec<u64>) -> Result<Konst, String> 
         return Ok(Konst::splat(dtype, dims, one(t)?));
     }
     let flat: Vec<&str> = t
-        .split(|c| c == '[' || c == ']' || c == ',')
+        .split(['[', ']', ','])
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect();
     let k = Konst::splat(dtype, dims.clone(), 0.0);
-    let n = k.len()?;
+    let n = k.count()?;
     if flat.len() != n {
         return Err(format!(
             "the literal holds {} values where its type {:?} needs {n}",

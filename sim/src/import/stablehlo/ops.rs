@@ -376,13 +376,13 @@ fn evaluated(st: &Stmt, vals: &[Val]) -> Result<Option<Vec<Val>>, At> {
             folded(st, Konst::iota(result_ty(st)?.dtype, dims, axis))
         }
         "stablehlo.dynamic_iota" => {
-            count(st, &vals, 1)?;
+            count(st, vals, 1)?;
             let dims = result_dims(st, &shape_of(st, &vals[0])?)?;
             let axis = int_attr(st, "dim", dims.len())?;
             folded(st, Konst::iota(result_ty(st)?.dtype, dims, axis))
         }
         "stablehlo.get_dimension_size" => {
-            count(st, &vals, 1)?;
+            count(st, vals, 1)?;
             let dims = vals[0].dims();
             let d = int_attr(st, "dim", dims.len())?;
             folded(
