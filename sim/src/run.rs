@@ -36,8 +36,15 @@ pub fn init_data(init: &Init, dtype: DType, dims: &[u64]) -> Vec<u8> {
         Init::Random { seed } => SplitMix(*seed),
         _ => SplitMix(0),
     };
+    let mut runs = match init {
+        Init::Runs(r) => r.as_slice(),
+        _ => &[],
+    }
+    .iter()
+    .flat_map(|&(n, v)| std::iter::repeat_n(v, n as usize));
     for (i, chunk) in out.chunks_exact_mut(eb).enumerate() {
         let v = match init {
+            Init::Runs(_) => runs.next().unwrap_or(0.0),
             Init::Random { .. } if dtype.is_float() => rng.unit(),
             Init::Random { .. } => ((rng.next_u64() % 16) as i64 - 8) as f64,
             Init::Zeros => 0.0,

@@ -1,4 +1,5 @@
-//! `mnsim import G.json [-o S.ron] [--machine M]`: a oneDNN Graph as a scenario.
+//! `mnsim import G.json|M.mlir [-o S.ron] [--machine M] [--bind N=V]`: a oneDNN Graph or
+//! StableHLO MLIR as a scenario.
 
 use clap::{Args, ValueEnum};
 use miette::{Report, miette};
@@ -16,7 +17,7 @@ pub enum StridesArg {
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// The oneDNN Graph JSON file.
+    /// The oneDNN Graph JSON file, or StableHLO MLIR text (`.mlir`).
     pub graph: PathBuf,
     /// Write the scenario here (default: print it).
     #[arg(short = 'o', long = "out")]
@@ -27,6 +28,9 @@ pub struct ImportArgs {
     /// Where the DRAM layouts of graph inputs and outputs come from.
     #[arg(long, value_enum, default_value = "file")]
     pub strides: StridesArg,
+    /// Bind a symbolic dimension of a StableHLO file, e.g. --bind b=8.
+    #[arg(long = "bind")]
+    pub binds: Vec<String>,
 }
 
 pub fn run(a: ImportArgs) -> Result<(), Report> {
@@ -41,7 +45,12 @@ pub fn run(a: ImportArgs) -> Result<(), Report> {
             StridesArg::RowMajor => Strides::RowMajor,
         },
     };
-    let imp = import::import(&src, &opts)?;
+    let imp = if import::stablehlo::is_mlir(&a.graph, &src.text) {
+        let binds = scenario::parse_binds(&a.binds)?;
+        import::import_mlir(&src, &opts, &binds)?
+    } else {
+        import::import(&src, &opts)?
+    };
     // The scenario must load back as written.
     scenario::parse(&imp.text, "the imported scenario")?;
     match &a.out {

@@ -81,7 +81,8 @@ pub enum ScheduleArg {
 impl ScenarioArgs {
     /// Loads the scenario file, with `--schedule` applied.
     pub fn load(&self) -> Result<(scenario::Scenario, scenario::Source), Report> {
-        let (mut sc, src) = scenario::load(&self.scenario)?;
+        let binds = scenario::parse_binds(&self.binds)?;
+        let (mut sc, src) = scenario::load_with(&self.scenario, &binds)?;
         if let Some(s) = self.schedule {
             sc.schedule = match s {
                 ScheduleArg::Overlapped => scenario::Schedule::Overlapped,

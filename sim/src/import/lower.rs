@@ -21,6 +21,11 @@ pub struct Decl {
     /// The graph tensor id, for comments.
     pub graph_id: Option<u64>,
     pub constant: bool,
+    /// The `init` of an input that is not random (a StableHLO constant: `Fill(...)`,
+    /// `Runs(...)`), in scenario syntax.
+    pub init: Option<String>,
+    /// The names of symbolic dimensions (`Some("b")`), per axis; empty when static.
+    pub dim_names: Vec<Option<String>>,
 }
 
 /// One kernel op of the program.
@@ -51,6 +56,8 @@ pub struct Lowered {
     /// Graph inputs and outputs by scenario name.
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
+    /// Bindings of the symbolic dimensions the lowering resolved (the scenario's `bind`).
+    pub bind: Vec<(String, u64)>,
 }
 
 pub fn name_of(id: u64) -> String {
@@ -128,6 +135,8 @@ impl Cx<'_> {
             seed: None,
             graph_id: Some(id),
             constant: t.constant,
+            init: None,
+            dim_names: Vec::new(),
         });
     }
 
@@ -144,6 +153,8 @@ impl Cx<'_> {
             seed: None,
             graph_id: None,
             constant: false,
+            init: None,
+            dim_names: Vec::new(),
         });
         name
     }
@@ -270,5 +281,6 @@ pub fn lower(g: &Graph, strides: Strides) -> Result<Lowered, At> {
         steps: cx.steps,
         inputs,
         outputs,
+        bind: Vec::new(),
     })
 }

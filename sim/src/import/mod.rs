@@ -12,6 +12,7 @@ pub mod json;
 pub mod layouts;
 pub mod lower;
 mod ops;
+pub mod stablehlo;
 
 pub use lower::Strides;
 
@@ -57,12 +58,14 @@ pub struct Imported {
     pub max_elems: u64,
 }
 
-/// Whether `path`/`text` hold a JSON graph rather than a RON scenario: a `.json`
-/// extension, or text that starts with `{`.
+/// Whether `path`/`text` hold a graph to import rather than a RON scenario: a JSON
+/// graph (a `.json` extension, or text that starts with `{`) or StableHLO MLIR
+/// ([`stablehlo::is_mlir`]).
 pub fn is_graph(path: &std::path::Path, text: &str) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"))
         || text.trim_start().starts_with('{')
+        || stablehlo::is_mlir(path, text)
 }
 
 fn machine_of(name: &str) -> Result<(Machine, String), Report> {
@@ -111,7 +114,80 @@ pub fn import(src: &Source, opts: &Options) -> Result<Imported, Report> {
             return Err(scenario::located(src, span, &format!("{e}{id}"), "here"));
         }
     }
-    Ok(write(src, &g, &low, &machine, &machine_text))
+    let mut kinds: Vec<String> = Vec::new();
+    for op in &g.ops {
+        if !kinds.contains(&op.kind) {
+            kinds.push(op.kind.clone());
+        }
+    }
+    let head = Header {
+        title: format!(
+            "a oneDNN Graph{} imported by `mnsim import`: {} ops ({})",
+            g.version
+                .as_deref()
+                .map(|v| format!(" (version {v})"))
+                .unwrap_or_default(),
+            g.ops.len(),
+            kinds.join(", ")
+        ),
+        inputs: "Graph inputs are DRAM tensors (their strides give the DRAM layout)",
+        kinds,
+        ops: g.ops.len(),
+    };
+    Ok(write(src, &head, &low, &machine, &machine_text))
+}
+
+/// Imports StableHLO MLIR text (`mnsim import model.mlir`), its symbolic dimensions
+/// bound by `binds`.
+pub fn import_mlir(
+    src: &Source,
+    opts: &Options,
+    binds: &stablehlo::Binds,
+) -> Result<Imported, Report> {
+    let out = stablehlo::lower(src, binds)?;
+    let (machine, machine_text) = machine_of(&opts.machine)?;
+    // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
+    for d in &out.low.decls {
+        crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims)
+            .map_err(|e| miette!("error: {}: {e}", src.path))?;
+    }
+    let bound: Vec<String> = out
+        .low
+        .bind
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    let head = Header {
+        title: format!(
+            "StableHLO imported by `mnsim import`: {} ops ({}){}",
+            out.ops,
+            out.kinds.join(", "),
+            if bound.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", symbolic dimensions bound as {} (shapes inside the program are \
+                     for these sizes: import again to change them)",
+                    bound.join(", ")
+                )
+            }
+        ),
+        inputs: "Function arguments are DRAM tensors (row-major, or the file's \
+                 `mhlo.layout_mode`), constants that meet a tensor are DRAM tensors too",
+        kinds: out.kinds,
+        ops: out.ops,
+    };
+    Ok(write(src, &head, &out.low, &machine, &machine_text))
+}
+
+/// What the scenario's opening comment says about the file.
+struct Header {
+    /// After `// {file}: `.
+    title: String,
+    /// How graph inputs become DRAM tensors.
+    inputs: &'static str,
+    kinds: Vec<String>,
+    ops: usize,
 }
 
 fn stem(path: &str) -> String {
@@ -122,7 +198,7 @@ fn stem(path: &str) -> String {
 
 fn write(
     src: &Source,
-    g: &graph::Graph,
+    head: &Header,
     low: &lower::Lowered,
     m: &Machine,
     machine_text: &str,
@@ -151,27 +227,12 @@ fn write(
         .max()
         .unwrap_or(0);
     let functional = max_elems <= FUNCTIONAL_ELEMS;
-    let mut kinds: Vec<String> = Vec::new();
-    for op in &g.ops {
-        if !kinds.contains(&op.kind) {
-            kinds.push(op.kind.clone());
-        }
-    }
     let file = stem(&src.path);
     let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "// {file}: a oneDNN Graph{} imported by `mnsim import`: {} ops ({}).",
-        g.version
-            .as_deref()
-            .map(|v| format!(" (version {v})"))
-            .unwrap_or_default(),
-        g.ops.len(),
-        kinds.join(", ")
-    );
+    let _ = writeln!(t, "// {file}: {}.", head.title);
+    let _ = writeln!(t, "// {} with seeded random", head.inputs);
     t.push_str(
-        "// Graph inputs are DRAM tensors (their strides give the DRAM layout) with seeded random\n\
-         // values; graph outputs are stored; every other tensor stays in LM and is freed after its\n\
+        "// values; graph outputs are stored; every other tensor stays in LM and is freed after its\n\
          // last use. Every layout is a plan variable named after its tensor: plan `auto` leaves\n\
          // them to the planner (`Any`), plan `default` holds the import's default layouts.\n",
     );
@@ -186,20 +247,41 @@ fn write(
     );
     let _ = writeln!(
         t,
-        "    mode: {},\n    tensors: {{",
+        "    mode: {},",
         if functional { "Functional" } else { "Timing" }
     );
+    if !low.bind.is_empty() {
+        let b: Vec<String> = low
+            .bind
+            .iter()
+            .map(|(k, v)| format!("{k:?}: {v}"))
+            .collect();
+        let _ = writeln!(t, "    bind: {{{}}},", b.join(", "));
+    }
+    t.push_str("    tensors: {\n");
     for d in &decls {
-        let dims: Vec<String> = d.dims.iter().map(u64::to_string).collect();
+        let dims: Vec<String> = d
+            .dims
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match d.dim_names.get(i) {
+                Some(Some(n)) => format!("{n}?"),
+                _ => v.to_string(),
+            })
+            .collect();
         let m2m: Vec<String> = d.minor_to_major.iter().map(usize::to_string).collect();
         let shape = format!("{}[{}]{{{}}}", d.dtype, dims.join(","), m2m.join(","));
-        let init = d
-            .seed
-            .map(|s| format!(", init: Random(seed: {s})"))
-            .unwrap_or_default();
+        let init = match (&d.init, d.seed) {
+            (Some(i), _) => format!(", init: {i}"),
+            (None, Some(s)) => format!(", init: Random(seed: {s})"),
+            (None, None) => String::new(),
+        };
         let mut note = Vec::new();
         if d.seed.is_some() {
             note.push("graph input");
+        }
+        if d.init.is_some() {
+            note.push("evaluated at import");
         }
         if d.constant {
             note.push("constant");
@@ -271,8 +353,8 @@ fn write(
     );
     Imported {
         text: t,
-        kinds,
-        graph_ops: g.ops.len(),
+        kinds: head.kinds.clone(),
+        graph_ops: head.ops,
         kernels: low.steps.len(),
         max_elems,
     }
@@ -282,12 +364,25 @@ fn write(
 /// for mncore2 with the file's strides. The source names the file `G.json (imported)`
 /// and holds the scenario text, so later errors point into the imported scenario.
 pub fn load(path: &std::path::Path, text: &str) -> Result<(Scenario, Source), Report> {
+    load_with(path, text, &BTreeMap::new())
+}
+
+/// [`load`] with the bindings of a StableHLO file's symbolic dimensions (`--bind`).
+pub fn load_with(
+    path: &std::path::Path,
+    text: &str,
+    binds: &BTreeMap<String, u64>,
+) -> Result<(Scenario, Source), Report> {
     let name = path.display().to_string();
     let src = Source {
         path: name.clone(),
         text: text.to_string(),
     };
-    let imp = import(&src, &Options::default())?;
+    let imp = if stablehlo::is_mlir(path, text) {
+        import_mlir(&src, &Options::default(), binds)?
+    } else {
+        import(&src, &Options::default())?
+    };
     let path = format!("{name} (imported)");
     let sc = scenario::parse(&imp.text, &path)?;
     Ok((

@@ -120,7 +120,7 @@ pub struct TensorDecl {
 }
 
 /// Initial contents of a tensor in DRAM.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub enum Init {
     /// Uniform in [-1, 1), from a seeded generator.
@@ -139,6 +139,10 @@ pub enum Init {
         /// The value.
         value: f64,
     },
+    /// Runs of equal values, row-major: `(count, value)` each; the counts add up to
+    /// the element count (a StableHLO constant such as a causal mask, evaluated at
+    /// import).
+    Runs(Vec<(u64, f64)>),
 }
 
 /// The value of a plan variable: a layout, or `Any` (left to the planner).
@@ -202,6 +206,12 @@ const BOM: char = '\u{feff}';
 
 /// Reads and parses a scenario file.
 pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
+    load_with(path, &BTreeMap::new())
+}
+
+/// Reads and parses a scenario file; `binds` give a StableHLO file's symbolic
+/// dimensions when it is imported.
+pub fn load_with(path: &Path, binds: &BTreeMap<String, u64>) -> Result<(Scenario, Source), Report> {
     let name = path.display().to_string();
     let text = crate::input::read_text(path)
         .map_err(|e| miette!("error: cannot read scenario {name}: {e}"))?;
@@ -211,9 +221,10 @@ pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
         Some(rest) => rest.to_string(),
         None => text,
     };
-    // A oneDNN Graph JSON file is imported (for mncore2) and loaded as its scenario.
+    // A oneDNN Graph JSON file or StableHLO MLIR is imported (for mncore2) and loaded
+    // as its scenario.
     if crate::import::is_graph(path, &text) {
-        return crate::import::load(path, &text);
+        return crate::import::load_with(path, &text, binds);
     }
     let sc = parse(&text, &name)?;
     Ok((sc, Source { path: name, text }))

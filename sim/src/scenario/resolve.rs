@@ -873,6 +873,22 @@ fn resolve_tensor(
                     )
                 })
             }),
+            super::Init::Runs(runs) => {
+                let total = runs.iter().try_fold(0u64, |a, &(n, _)| a.checked_add(n));
+                if total != elems {
+                    Some(format!(
+                        "the runs of `Runs` count {} elements where the tensor has {}",
+                        total.map_or("more than 2^64".to_string(), |t| t.to_string()),
+                        elems.map_or("more than 2^64".to_string(), |t| t.to_string())
+                    ))
+                } else {
+                    runs.iter().find_map(|&(_, v)| {
+                        decl.dtype
+                            .check_value(v)
+                            .map(|why| format!("Runs value {why}"))
+                    })
+                }
+            }
             _ => None,
         };
         if let Some(p) = problem {
@@ -899,7 +915,7 @@ fn resolve_tensor(
         declared,
         dims_at_bound,
         runtime_dims,
-        init: decl.init,
+        init: decl.init.clone(),
     })
 }
 

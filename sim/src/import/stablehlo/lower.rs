@@ -1,0 +1,542 @@
+//! StableHLO → the import's kernel steps (`import::lower::{Decl, Step}`). The module's
+//! public `main` is walked op by op with every call inlined; each SSA value is a
+//! scenario tensor, a constant evaluated at import ([`Konst`]: splats, dense literals,
+//! iotas, dimension sizes and what is computed from them alone), or a broadcast of a
+//! tensor not materialised ([`Val::B`]: elementwise consumers read it through numpy
+//! broadcasting).
+
+use super::fold::Konst;
+use super::parse::{At, Func, Module, Stmt, Ty, at};
+use crate::import::lower::{Decl, Lowered, Step};
+use mnsim_arch::DType;
+use mnsim_kernels::Kernel;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+/// A tensor of the scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tens {
+    pub name: String,
+    pub dtype: DType,
+    /// Its logical dimensions (a scalar has none; the scenario declares it `[1]`).
+    pub dims: Vec<u64>,
+}
+
+/// What an SSA value is at import.
+#[derive(Clone, Debug)]
+pub enum Val {
+    /// A tensor of the scenario.
+    T(Tens),
+    /// A constant evaluated at import.
+    C(Konst),
+    /// `src`'s axis `j` broadcast into axis `map[j]` of a tensor of dims `out`.
+    B {
+        src: Tens,
+        map: Vec<usize>,
+        out: Vec<u64>,
+    },
+    /// No value (the result of a shape assertion).
+    Unit,
+}
+
+impl Val {
+    pub fn dims(&self) -> Vec<u64> {
+        match self {
+            Val::T(t) => t.dims.clone(),
+            Val::C(k) => k.dims.clone(),
+            Val::B { out, .. } => out.clone(),
+            Val::Unit => Vec::new(),
+        }
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            Val::T(t) => t.dtype,
+            Val::C(k) => k.dtype,
+            Val::B { src, .. } => src.dtype,
+            Val::Unit => DType::Pred,
+        }
+    }
+}
+
+pub(super) struct Lx<'a> {
+    funcs: BTreeMap<&'a str, &'a Func>,
+    pub(super) decls: Vec<Decl>,
+    pub(super) steps: Vec<Step>,
+    pub(super) inputs: Vec<String>,
+    names: BTreeSet<String>,
+    /// Reshapes already made: (tensor, shape) → the reshaped tensor.
+    pub(super) reshaped: BTreeMap<(String, Vec<u64>), String>,
+    /// Constants already emitted: (dtype name, dims, values) → tensor.
+    pub(super) emitted: Vec<(Konst, String)>,
+    /// The comment for the next step.
+    pub(super) origin: Option<String>,
+    /// The function being walked (names its values) and the call depth.
+    pub(super) prefix: String,
+    depth: usize,
+    /// Byte offsets where lines start (for the comment naming an op's line).
+    lines: Vec<usize>,
+    /// Op names in order of first appearance, and how many ops were walked.
+    pub kinds: Vec<String>,
+    pub ops: usize,
+}
+
+/// An `--bind`-style map of symbolic dimension sizes.
+pub type Binds = BTreeMap<String, u64>;
+
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+impl<'a> Lx<'a> {
+    /// A fresh tensor name from `base`.
+    pub(super) fn fresh(&mut self, base: &str) -> String {
+        let mut b = clean(base);
+        if !b.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            b = format!("v{b}");
+        }
+        let mut n = b.clone();
+        let mut k = 1;
+        while self.names.contains(&n) {
+            k += 1;
+            n = format!("{b}_{k}");
+        }
+        self.names.insert(n.clone());
+        n
+    }
+
+    /// Declares a computed tensor.
+    pub(super) fn declare(&mut self, base: &str, dtype: DType, dims: &[u64]) -> Tens {
+        let name = self.fresh(base);
+        let d = if dims.is_empty() {
+            vec![1]
+        } else {
+            dims.to_vec()
+        };
+        self.decls.push(Decl {
+            name: name.clone(),
+            dtype,
+            minor_to_major: (0..d.len()).rev().collect(),
+            dims: d,
+            seed: None,
+            graph_id: None,
+            constant: false,
+            init: None,
+            dim_names: Vec::new(),
+        });
+        Tens {
+            name,
+            dtype,
+            dims: dims.to_vec(),
+        }
+    }
+
+    /// Appends a kernel step after checking the shape the kernel gives.
+    pub(super) fn step(
+        &mut self,
+        span: &Range<usize>,
+        text: String,
+        kernel: Kernel,
+        inputs: &[&Tens],
+        out: &Tens,
+    ) -> Result<(), At> {
+        let shapes: Vec<Vec<u64>> = inputs
+            .iter()
+            .map(|t| {
+                if t.dims.is_empty() {
+                    vec![1]
+                } else {
+                    t.dims.clone()
+                }
+            })
+            .collect();
+        let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
+        let want = mnsim_kernels::output_shape(&kernel, &refs).map_err(|e| at(span, e.message))?;
+        let want = if want.is_empty() { vec![1] } else { want };
+        let have = if out.dims.is_empty() {
+            vec![1]
+        } else {
+            out.dims.clone()
+        };
+        if want != have {
+            return Err(at(
+                span,
+                format!("the result has shape {have:?}, but the kernel ({kernel}) gives {want:?}"),
+            ));
+        }
+        let origin = self.origin.take();
+        self.steps.push(Step {
+            text,
+            kernel,
+            inputs: inputs.iter().map(|t| t.name.clone()).collect(),
+            out: out.name.clone(),
+            origin,
+        });
+        Ok(())
+    }
+
+    /// The 1-based line of a byte offset.
+    pub(super) fn line(&self, offset: usize) -> usize {
+        self.lines.partition_point(|&s| s <= offset)
+    }
+
+    /// Inlines `f` with `args`: its results.
+    pub(super) fn call(
+        &mut self,
+        span: &Range<usize>,
+        name: &str,
+        args: Vec<Val>,
+    ) -> Result<Vec<Val>, At> {
+        let f = *self
+            .funcs
+            .get(name)
+            .ok_or_else(|| at(span, format!("no function `@{name}` in the module")))?;
+        if self.depth >= 64 {
+            return Err(at(
+                span,
+                format!("calls nest more than 64 deep at `@{name}` (recursion?)"),
+            ));
+        }
+        if args.len() != f.params.len() {
+            return Err(at(
+                span,
+                format!(
+                    "`@{name}` takes {} argument(s), the call gives {}",
+                    f.params.len(),
+                    args.len()
+                ),
+            ));
+        }
+        let mut env: BTreeMap<String, Val> = BTreeMap::new();
+        for (p, a) in f.params.iter().zip(args) {
+            check_ty(&p.ty, &a, "the argument")?;
+            env.insert(p.name.clone(), a);
+        }
+        let saved = std::mem::replace(&mut self.prefix, format!("{}_", clean(name)));
+        self.depth += 1;
+        let r = self.body(f, &mut env);
+        self.depth -= 1;
+        self.prefix = saved;
+        r
+    }
+
+    fn body(&mut self, f: &Func, env: &mut BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
+        for st in &f.body {
+            if matches!(
+                st.name.as_str(),
+                "return" | "func.return" | "stablehlo.return"
+            ) {
+                let vals = self.operands(st, env)?;
+                if vals.len() != f.results.len() {
+                    return Err(at(
+                        &st.span,
+                        format!(
+                            "returns {} value(s) where `@{}` declares {}",
+                            vals.len(),
+                            f.name,
+                            f.results.len()
+                        ),
+                    ));
+                }
+                for (v, t) in vals.iter().zip(&f.results) {
+                    check_ty(t, v, "the returned value")?;
+                }
+                return Ok(vals);
+            }
+            self.ops += 1;
+            if !self.kinds.contains(&st.name) {
+                self.kinds.push(st.name.clone());
+            }
+            let vals = super::ops::op(self, st, env)?;
+            if vals.len() != st.results.len() {
+                return Err(at(
+                    &st.span,
+                    format!(
+                        "`{}` gives {} value(s) here, the line names {}",
+                        st.name,
+                        vals.len(),
+                        st.results.len()
+                    ),
+                ));
+            }
+            for (r, v) in st.results.iter().zip(vals) {
+                env.insert(r.clone(), v);
+            }
+        }
+        Err(at(&f.span, format!("`@{}` has no `return`", f.name)))
+    }
+
+    /// The values the op's `%names` refer to, in order.
+    pub(super) fn operands(&self, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
+        let mut out = Vec::new();
+        for t in &st.args {
+            if let super::lex::Tok::Value(v) = &t.tok {
+                let val = env
+                    .get(v)
+                    .ok_or_else(|| at(&t.span, format!("`%{v}` is not defined before this op")))?;
+                out.push(val.clone());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Checks a value against a declared type: rank, element type, and every static
+/// dimension (a `?` takes any size).
+pub(super) fn check_ty(ty: &Ty, v: &Val, what: &str) -> Result<(), At> {
+    if matches!(v, Val::Unit) {
+        return Err(at(
+            &ty.span,
+            format!("{what} has no value (a shape assertion's result)"),
+        ));
+    }
+    let dims = v.dims();
+    let ok_dims = dims.len() == ty.dims.len()
+        && ty
+            .dims
+            .iter()
+            .zip(&dims)
+            .all(|(t, d)| t.is_none_or(|t| t == *d));
+    if !ok_dims || v.dtype() != ty.dtype {
+        return Err(at(
+            &ty.span,
+            format!(
+                "{what} is {}{:?}, but the type says {}{}",
+                v.dtype(),
+                dims,
+                ty.dtype,
+                show_dims(&ty.dims)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn show_dims(d: &[Option<u64>]) -> String {
+    let s: Vec<String> = d
+        .iter()
+        .map(|x| x.map_or("?".to_string(), |v| v.to_string()))
+        .collect();
+    format!("[{}]", s.join(", "))
+}
+
+/// The names of `main`'s symbolic dimensions: (parameter, dimension) → name, from the
+/// `jax.global_constant` attributes of the functions `main` passes its
+/// `get_dimension_size` results to; a dimension JAX did not name is `argN_dD`.
+fn symbolic_names(main: &Func, funcs: &BTreeMap<&str, &Func>) -> BTreeMap<(usize, usize), String> {
+    use super::lex::Tok;
+    let mut sizes: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut names = BTreeMap::new();
+    for st in &main.body {
+        let vals: Vec<&String> = st
+            .args
+            .iter()
+            .filter_map(|t| match &t.tok {
+                Tok::Value(v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        if st.name == "stablehlo.get_dimension_size"
+            && let (Some(r), Some(v)) = (st.results.first(), vals.first())
+            && let Some(p) = main.params.iter().position(|p| &p.name == *v)
+            && let Some(d) = super::ops::attr_int(&st.args, "dim")
+        {
+            sizes.insert(r.clone(), (p, d as usize));
+        }
+        if matches!(st.name.as_str(), "call" | "func.call")
+            && let Some(callee) = st.args.iter().find_map(|t| match &t.tok {
+                Tok::Sym(s) => funcs.get(s.as_str()),
+                _ => None,
+            })
+        {
+            for (i, v) in vals.iter().enumerate() {
+                let (Some(&pd), Some(p)) = (sizes.get(*v), callee.params.get(i)) else {
+                    continue;
+                };
+                let toks = &p.attrs;
+                for w in toks.windows(3) {
+                    if w[0].tok == Tok::Ident("jax.global_constant".into())
+                        && w[1].tok == Tok::Punct('=')
+                        && let Tok::Str(n) = &w[2].tok
+                    {
+                        names.entry(pd).or_insert_with(|| n.clone());
+                    }
+                }
+            }
+        }
+    }
+    for (p, param) in main.params.iter().enumerate() {
+        for (d, x) in param.ty.dims.iter().enumerate() {
+            if x.is_none() {
+                names
+                    .entry((p, d))
+                    .or_insert_with(|| format!("arg{p}_d{d}"));
+            }
+        }
+    }
+    names
+}
+
+/// The DRAM layout a parameter's `mhlo.layout_mode = "{1,0}"` gives, if any.
+fn layout_mode(p: &super::parse::Param, rank: usize) -> Option<Vec<usize>> {
+    use super::lex::Tok;
+    p.attrs.windows(3).find_map(|w| {
+        if w[0].tok != Tok::Ident("mhlo.layout_mode".into()) || w[1].tok != Tok::Punct('=') {
+            return None;
+        }
+        let Tok::Str(s) = &w[2].tok else { return None };
+        let inner = s.trim().strip_prefix('{')?.strip_suffix('}')?;
+        let m: Vec<usize> = inner
+            .split(',')
+            .filter(|x| !x.trim().is_empty())
+            .map(|x| x.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        let mut sorted = m.clone();
+        sorted.sort_unstable();
+        (m.len() == rank && sorted == (0..rank).collect::<Vec<_>>()).then_some(m)
+    })
+}
+
+/// What the lowering gives beyond the steps.
+pub struct Out {
+    pub low: Lowered,
+    pub kinds: Vec<String>,
+    pub ops: usize,
+}
+
+/// Lowers the module's public `main` (or its only public function) with `binds`
+/// giving its symbolic dimensions.
+pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
+    let funcs: BTreeMap<&str, &Func> = m.funcs.iter().map(|f| (f.name.as_str(), f)).collect();
+    let publics: Vec<&Func> = m.funcs.iter().filter(|f| f.public).collect();
+    let main = match publics.iter().find(|f| f.name == "main") {
+        Some(f) => *f,
+        None if publics.len() == 1 => publics[0],
+        None => {
+            return Err(at(
+                &m.funcs[0].span,
+                "no public `@main`, and not exactly one public function to take for it",
+            ));
+        }
+    };
+    let sym = symbolic_names(main, &funcs);
+    let mut lx = Lx {
+        funcs,
+        decls: Vec::new(),
+        steps: Vec::new(),
+        inputs: Vec::new(),
+        names: BTreeSet::new(),
+        reshaped: BTreeMap::new(),
+        emitted: Vec::new(),
+        origin: None,
+        prefix: String::new(),
+        depth: 0,
+        lines: std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect(),
+        kinds: Vec::new(),
+        ops: 0,
+    };
+    let mut bind = Vec::new();
+    let mut env = BTreeMap::new();
+    for (i, p) in main.params.iter().enumerate() {
+        let mut dims = Vec::new();
+        let mut dim_names = Vec::new();
+        for (d, x) in p.ty.dims.iter().enumerate() {
+            match x {
+                Some(v) => {
+                    dims.push(*v);
+                    dim_names.push(None);
+                }
+                None => {
+                    let n = &sym[&(i, d)];
+                    let v = *binds.get(n).ok_or_else(|| {
+                        at(
+                            &p.ty.span,
+                            format!(
+                                "the symbolic dimension `{n}` (dimension {d} of `%{}` of `@{}`) is not bound: give its size with `--bind {n}=8`",
+                                p.name, main.name
+                            ),
+                        )
+                    })?;
+                    if !bind.iter().any(|(k, _)| k == n) {
+                        bind.push((n.clone(), v));
+                    }
+                    dims.push(v);
+                    dim_names.push(Some(n.clone()));
+                }
+            }
+        }
+        let name = lx.fresh(p.loc_name.as_deref().unwrap_or(&format!("arg{i}")));
+        let shape = if dims.is_empty() {
+            vec![1]
+        } else {
+            dims.clone()
+        };
+        let m2m = layout_mode(p, dims.len()).unwrap_or_else(|| (0..shape.len()).rev().collect());
+        lx.decls.push(Decl {
+            name: name.clone(),
+            dtype: p.ty.dtype,
+            dims: shape,
+            minor_to_major: m2m,
+            seed: Some(i as u64 + 1),
+            graph_id: None,
+            constant: false,
+            init: None,
+            dim_names: if dims.is_empty() {
+                Vec::new()
+            } else {
+                dim_names
+            },
+        });
+        lx.inputs.push(name.clone());
+        let v = Val::T(Tens {
+            name,
+            dtype: p.ty.dtype,
+            dims,
+        });
+        env.insert(p.name.clone(), v);
+    }
+    let results = lx.body(main, &mut env)?;
+    let mut outputs = Vec::new();
+    for (k, v) in results.iter().enumerate() {
+        let t = match v {
+            Val::T(t) => t.clone(),
+            Val::B { .. } => {
+                super::emit::tensor_of(&mut lx, &main.span, v, &format!("result {k}"))?
+            }
+            _ => {
+                return Err(at(
+                    &main.span,
+                    format!(
+                        "result {k} of `@{}` is a constant that nothing computes; mnsim stores computed tensors",
+                        main.name
+                    ),
+                ));
+            }
+        };
+        if outputs.contains(&t.name) || lx.inputs.contains(&t.name) {
+            return Err(at(
+                &main.span,
+                format!(
+                    "result {k} of `@{}` is `{}`, an argument or another result: mnsim stores each computed tensor once",
+                    main.name, t.name
+                ),
+            ));
+        }
+        outputs.push(t.name.clone());
+    }
+    Ok(Out {
+        low: Lowered {
+            decls: lx.decls,
+            steps: lx.steps,
+            inputs: lx.inputs,
+            outputs,
+            bind,
+        },
+        kinds: lx.kinds,
+        ops: lx.ops,
+    })
+}

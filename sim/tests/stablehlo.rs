@@ -1,0 +1,428 @@
+//! The JAX exports of `../shared/stablehlo/`: every file imports (the symbolic ones
+//! with their dimensions bound), loads back, runs in timing mode under the import's
+//! default layouts, and verifies in functional mode when every tensor has at most 2^21
+//! elements; the MatMul FLOP in the report equal 2·M·N·K·batch computed here from each
+//! `dot_general` line of the file. Unbound symbolic dimensions, failed shape
+//! assertions and unsupported ops are errors naming the dimension or the op at its
+//! line:column. Mutations of the real files never panic.
+
+use mnsim_reports::Report;
+use mnsim_sim::import::{self, Imported, Options};
+use mnsim_sim::scenario::{self, Mode, Source};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// `shared/stablehlo` beside the repository.
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared/stablehlo"))
+        .find(|p| p.is_dir())
+        .expect("shared/stablehlo beside the repository")
+}
+
+fn files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mlir"))
+        .collect();
+    v.sort();
+    assert!(v.len() >= 14, "{} files", v.len());
+    v
+}
+
+/// Symbolic dimensions bound to one size, so that every `?` of the file is it.
+const SIZE: u64 = 4;
+
+fn binds() -> BTreeMap<String, u64> {
+    [("b".to_string(), SIZE), ("t".to_string(), SIZE)].into()
+}
+
+fn src_of(path: &Path) -> Source {
+    Source {
+        path: path.display().to_string(),
+        text: std::fs::read_to_string(path).unwrap(),
+    }
+}
+
+fn import_text(name: &str, text: &str, binds: &BTreeMap<String, u64>) -> Result<Imported, String> {
+    let src = Source {
+        path: name.into(),
+        text: text.into(),
+    };
+    // Messages as one line (the rendering wraps them).
+    import::import_mlir(&src, &Options::default(), binds).map_err(|e| {
+        format!("{e:?}")
+            .replace('│', " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
+/// The attention blocks' live set (the residual input, q, k and v) overflows LM under
+/// the import's default layouts: they run with LM doubled (a what-if knob).
+fn sets_for(name: &str) -> Vec<(String, f64)> {
+    if name.starts_with("gpt2_attn") {
+        vec![("levels.PE.memory.bytes".into(), 65536.0)]
+    } else {
+        Vec::new()
+    }
+}
+
+fn run_plan(imp: &Imported, name: &str, mode: Mode) -> Report {
+    let sc = scenario::parse(&imp.text, name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let src = Source {
+        path: name.into(),
+        text: imp.text.clone(),
+    };
+    let mut res = scenario::resolve(
+        &sc,
+        &src,
+        Some("default"),
+        &sets_for(name),
+        &Default::default(),
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    res.mode = mode;
+    mnsim_sim::run::run(&res)
+        .unwrap_or_else(|e| panic!("{name} {mode:?}: {e}"))
+        .report
+}
+
+/// The integers of the first `[...]` after `key = ` and of the `[...]` after ` x `.
+fn pair(line: &str, key: &str) -> (Vec<usize>, Vec<usize>) {
+    let Some(i) = line.find(&format!("{key} = [")) else {
+        return (Vec::new(), Vec::new());
+    };
+    let rest = &line[i + key.len() + 3..];
+    let ints = |s: &str| -> Vec<usize> {
+        s.split(',')
+            .filter(|x| !x.trim().is_empty())
+            .map(|x| x.trim().parse().unwrap())
+            .collect()
+    };
+    let a_end = rest.find(']').unwrap();
+    let a = ints(&rest[1..a_end]);
+    let rest = &rest[a_end..];
+    let b_start = rest.find('[').unwrap();
+    let b_end = b_start + rest[b_start..].find(']').unwrap();
+    let b = ints(&rest[b_start + 1..b_end]);
+    (a, b)
+}
+
+/// `?x12x128xf32` → dims, every `?` taken as [`SIZE`].
+fn dims(ty: &str) -> Vec<u64> {
+    let parts: Vec<&str> = ty.split('x').collect();
+    parts[..parts.len() - 1]
+        .iter()
+        .map(|d| if *d == "?" { SIZE } else { d.parse().unwrap() })
+        .collect()
+}
+
+/// 2·(result elements)·(contracted size) for every `dot_general` line of the file.
+fn dot_flops(text: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| l.contains("stablehlo.dot_general")) {
+        let types: Vec<Vec<u64>> = line
+            .split("tensor<")
+            .skip(1)
+            .map(|s| dims(&s[..s.find('>').unwrap()]))
+            .collect();
+        let (lc, _) = pair(line, "contracting_dims");
+        let k: u64 = lc.iter().map(|&a| types[0][a]).product();
+        let n: u64 = types[2].iter().product();
+        out.push(2 * n * k);
+    }
+    out.sort_unstable();
+    out
+}
+
+#[test]
+fn every_export_imports_loads_back_runs_and_verifies() {
+    let mut table = Vec::new();
+    for path in files() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let src = src_of(&path);
+        let imp = import_text(&name, &src.text, &binds()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let sc = scenario::parse(&imp.text, &name).unwrap();
+        assert!(
+            sc.plans["auto"]
+                .values()
+                .all(|v| *v == scenario::PlanValue::Any)
+        );
+        let symbolic = src.text.contains("tensor<?");
+        assert_eq!(!sc.bind.is_empty(), symbolic, "{name}: bind");
+        let timing = run_plan(&imp, &name, Mode::Timing);
+        assert!(timing.total_cycles > 0, "{name}");
+        let mut got: Vec<u64> = timing
+            .ops
+            .iter()
+            .filter(|o| o.op.contains("MatMul"))
+            .map(|o| o.flops.unwrap())
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, dot_flops(&src.text), "{name}: dot_general FLOP");
+        // Data movement reports no matrix-unit FLOP: only the dot_generals do.
+        let verified =
+            if imp.max_elems <= import::FUNCTIONAL_ELEMS && !name.starts_with("gpt2_attn") {
+                let f = run_plan(&imp, &name, Mode::Functional);
+                assert_eq!(f.verified, Some(true), "{name}: functional verification");
+                assert_eq!(f.total_cycles, timing.total_cycles, "{name}: modes agree");
+                "verified"
+            } else {
+                "timing"
+            };
+        table.push(format!(
+            "{name}: {} cycles, {verified}",
+            timing.total_cycles
+        ));
+    }
+    eprintln!("{}", table.join("\n"));
+}
+
+/// The small attention block imports with its causal mask as a constant.
+#[test]
+fn the_causal_mask_is_a_constant() {
+    let path = dir().join("gpt2_attn_block_s128_f32.mlir");
+    let src = src_of(&path);
+    let imp = import_text("a.mlir", &src.text, &BTreeMap::new()).unwrap();
+    // tril of [128,128] row-major: row i holds i+1 ones, then 127-i zeros.
+    assert!(
+        imp.text
+            .contains("init: Runs([(1, 1.0), (127, 0.0), (2, 1.0), (126, 0.0),"),
+        "the causal mask"
+    );
+    assert!(imp.text.contains("shape: \"pred[128,128]{1,0}\""));
+}
+
+#[test]
+fn an_unbound_symbolic_dimension_is_named() {
+    for (file, dim) in [
+        ("softmax_dynB_12x128x128_f32.mlir", "b"),
+        ("gpt2_attn_block_dynB_dynT_f32.mlir", "t"),
+    ] {
+        let src = src_of(&dir().join(file));
+        let only_b: BTreeMap<String, u64> = [("b".to_string(), 2)].into();
+        let binds = if dim == "b" { BTreeMap::new() } else { only_b };
+        let e = import_text(file, &src.text, &binds).unwrap_err();
+        assert!(
+            e.contains(&format!("the symbolic dimension `{dim}`"))
+                && e.contains(&format!("--bind {dim}=")),
+            "{file}: {e}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_shape_assertion_is_an_error_with_jax_message() {
+    let src = src_of(&dir().join("softmax_dynB_12x128x128_f32.mlir"));
+    let zero: BTreeMap<String, u64> = [("b".to_string(), 0)].into();
+    let e = import_text("s.mlir", &src.text, &zero).unwrap_err();
+    assert!(e.contains("shape assertion failed"), "{e}");
+    assert!(
+        e.contains("Expected value >= 1 for dimension variable 'b'"),
+        "{e}"
+    );
+    assert!(
+        e.contains("s.mlir:8:5"),
+        "points at the custom_call's line: {e}"
+    );
+}
+
+#[test]
+fn the_symbolic_binding_reaches_the_scenario() {
+    let src = src_of(&dir().join("llama_gated_mlp_dynB_s128_f32.mlir"));
+    let b: BTreeMap<String, u64> = [("b".to_string(), 3)].into();
+    let imp = import_text("l.mlir", &src.text, &b).unwrap();
+    assert!(
+        imp.text.contains("bind: {\"b\": 3}"),
+        "{}",
+        &imp.text[..600]
+    );
+    assert!(imp.text.contains("shape: \"f32[b?,128,4096]{2,1,0}\""));
+    // The private functions were inlined: SiLU's ops are in the program.
+    assert!(imp.text.contains("Unary(op: Exp"));
+}
+
+#[test]
+fn an_unsupported_op_is_named_at_its_line_and_column() {
+    let src = src_of(&dir().join("gpt2_mlp_gelu_s128_f32.mlir"));
+    let text = src.text.replace("stablehlo.tanh", "stablehlo.cosine");
+    let e = import_text("g.mlir", &text, &BTreeMap::new()).unwrap_err();
+    assert!(
+        e.contains("the op `stablehlo.cosine` is not supported"),
+        "{e}"
+    );
+    assert!(e.contains("g.mlir:16:11"), "{e}");
+    let text = src.text.replace("stablehlo.tanh", "chlo.erf");
+    let e = import_text("g.mlir", &text, &BTreeMap::new()).unwrap_err();
+    assert!(e.contains("`chlo.erf` is not supported yet"), "{e}");
+    let conv = "func.func public @main(%a: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32> {\n  %0 = stablehlo.convolution(%a, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32>\n  return %0 : tensor<1x6x6x8xf32>\n}\n";
+    let e = import_text("c.mlir", conv, &BTreeMap::new()).unwrap_err();
+    assert!(
+        e.contains("`convolution` is not supported yet") && e.contains("c.mlir:2:"),
+        "{e}"
+    );
+}
+
+#[test]
+fn syntax_errors_point_into_the_file() {
+    for (text, want, at) in [
+        (
+            "module {\n  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n    %0 = stablehlo.add %a, %b : tensor<4xf32>\n    return %0 : tensor<4xf32>\n  }\n}\n",
+            "`%b` is not defined",
+            "x.mlir:3:28",
+        ),
+        (
+            "module {\n  func.func public @main(%a: tensor<4xq7>) -> tensor<4xf32> {\n",
+            "unsupported element type `q7`",
+            "x.mlir:2:30",
+        ),
+        (
+            "module {\n  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n    %0 = stablehlo.add %a, %a : tensor<4xf32>\n",
+            "never closed",
+            "x.mlir:",
+        ),
+        ("hello", "unexpected `hello`", "x.mlir:1:1"),
+    ] {
+        let e = import_text("x.mlir", text, &BTreeMap::new()).unwrap_err();
+        assert!(e.contains(want) && e.contains(at), "{want}: {e}");
+    }
+}
+
+/// xorshift64: deterministic mutations.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+const OPS: [&str; 12] = [
+    "stablehlo.add",
+    "stablehlo.dot_general",
+    "stablehlo.reduce",
+    "stablehlo.broadcast_in_dim",
+    "stablehlo.reshape",
+    "stablehlo.transpose",
+    "stablehlo.slice",
+    "stablehlo.select",
+    "stablehlo.cosine",
+    "call",
+    "return",
+    "stablehlo.constant",
+];
+
+fn mutate(text: &str, rng: &mut Rng) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    match rng.below(5) {
+        0 => {
+            let mut cut = rng.below(text.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text[..cut].to_string()
+        }
+        1 => {
+            let digits: Vec<usize> = text
+                .bytes()
+                .enumerate()
+                .filter(|(_, b)| b.is_ascii_digit())
+                .map(|(i, _)| i)
+                .collect();
+            let i = digits[rng.below(digits.len())];
+            let mut b = text.as_bytes().to_vec();
+            b[i] = [b'0', b'1', b'7', b'9'][rng.below(4)];
+            String::from_utf8(b).unwrap()
+        }
+        2 => {
+            let from = OPS[rng.below(OPS.len())];
+            let to = OPS[rng.below(OPS.len())];
+            text.replacen(from, to, 1 + rng.below(3))
+        }
+        3 => {
+            let drop = rng.below(lines.len());
+            let kept: Vec<&str> = lines
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != drop)
+                .map(|(_, l)| *l)
+                .collect();
+            kept.join("\n")
+        }
+        _ => {
+            // A type's dimension becomes `?` or an element type changes.
+            let i = rng.below(text.len());
+            let mut j = i;
+            while j < text.len() && !text.is_char_boundary(j) {
+                j += 1;
+            }
+            let rest = &text[j..];
+            match rest.find("tensor<") {
+                Some(k) => {
+                    let at = j + k + 7;
+                    let r = ["?x", "0x", "bf16>", "i1>", ""][rng.below(5)];
+                    format!("{}{r}{}", &text[..at], &text[at..])
+                }
+                None => text.to_string(),
+            }
+        }
+    }
+}
+
+/// A few hundred mutations of the real files: each imports to a scenario that runs
+/// (timing mode, default layouts) or ends in an error — never a panic.
+#[test]
+fn mutated_exports_never_panic() {
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let small: Vec<PathBuf> = files()
+        .into_iter()
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("layernorm")
+                || n.starts_with("softmax")
+                || n.starts_with("rmsnorm")
+                || n.starts_with("gpt2_attn_block_dynB_dynT")
+        })
+        .collect();
+    let (mut imported, mut ran, mut errors) = (0, 0, 0);
+    for k in 0..300 {
+        let path = &small[k % small.len()];
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let text = mutate(&src_of(path).text, &mut rng);
+        let small_binds: BTreeMap<String, u64> =
+            [("b".to_string(), 1), ("t".to_string(), 2)].into();
+        match import_text(&name, &text, &small_binds) {
+            Err(_) => errors += 1,
+            Ok(imp) => {
+                imported += 1;
+                let Ok(sc) = scenario::parse(&imp.text, &name) else {
+                    continue;
+                };
+                let src = Source {
+                    path: name.clone(),
+                    text: imp.text.clone(),
+                };
+                if let Ok(mut res) = scenario::resolve(
+                    &sc,
+                    &src,
+                    Some("default"),
+                    &sets_for(&name),
+                    &Default::default(),
+                ) {
+                    res.mode = Mode::Timing;
+                    if mnsim_sim::run::run(&res).is_ok() {
+                        ran += 1;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("300 mutations: {imported} imported ({ran} ran), {errors} errors");
+    assert!(imported > 0 && errors > 0);
+}
