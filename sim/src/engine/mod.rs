@@ -10,16 +10,16 @@ use crate::ids::RegionId;
 use crate::lowering;
 use crate::net::{self, Dir, Topo};
 use crate::timeline::{Schedule, Task, Timeline};
-use crate::world::{Lm, Nodes, Pe, PortStats, Ready, SimWorld, WorldBusy};
+use crate::world::{Nodes, Pe, PortStats, Ready, SimWorld, WorldBusy};
 use hdrhistogram::Histogram;
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_reports::{OpReport, Percentiles};
-use rayon::prelude::*;
 use std::collections::BTreeMap;
 
 pub use crate::scenario::Mode;
 
 mod alloc;
+mod copy;
 mod dataplane;
 mod facts;
 mod kernel;
@@ -425,16 +425,7 @@ impl Engine {
         self.lm_peak_bytes = self.lm_peak_bytes.max(self.alloc.charged() * wb);
         if self.mode == Mode::Functional {
             let need = (self.alloc.high_water * wb) as usize;
-            let mut q = self.sw.world.query::<&mut Lm>();
-            let mut lms: Vec<&mut Lm> = q
-                .iter_mut(&mut self.sw.world)
-                .map(|m| m.into_inner())
-                .collect();
-            lms.par_iter_mut().for_each(|lm| {
-                if lm.data.len() < need {
-                    lm.data.resize(need, 0);
-                }
-            });
+            dataplane::grow_lms(&mut self.sw.world, need);
         }
         Ok((off, words, region))
     }
