@@ -133,7 +133,13 @@ impl Plan {
     unsafe fn copy(&self, src: *const u8, dst: *mut u8, to_lm: bool) {
         let eb = self.eb;
         // (source step, destination step) of a loop.
-        let sides = |x: &ByteLoop| if to_lm { (x.dram, x.lm) } else { (x.lm, x.dram) };
+        let sides = |x: &ByteLoop| {
+            if to_lm {
+                (x.dram, x.lm)
+            } else {
+                (x.lm, x.dram)
+            }
+        };
         let (outer, inner) = match self.loops.split_last() {
             Some((i, o)) => (o, (i.count, sides(i))),
             None => (&[][..], (1, (eb, eb))),
@@ -207,12 +213,24 @@ mod tests {
     fn contiguous_loops_merge_into_one_run() {
         // 4 rows 1024 apart in DRAM, 8 words of 2 slots: per row 16 f32 contiguous on
         // both sides, and rows follow each other in LM (16 elements = 8 words).
-        let p = Plan::new(&nest(&[(4, 1024, 8, 0), (8, 2, 1, 0), (2, 1, 0, 1)]), F32_ON_8).unwrap();
+        let p = Plan::new(
+            &nest(&[(4, 1024, 8, 0), (8, 2, 1, 0), (2, 1, 0, 1)]),
+            F32_ON_8,
+        )
+        .unwrap();
         assert_eq!(
             p.loops,
             vec![
-                ByteLoop { count: 4, dram: 4096, lm: 64 },
-                ByteLoop { count: 16, dram: 4, lm: 4 },
+                ByteLoop {
+                    count: 4,
+                    dram: 4096,
+                    lm: 64
+                },
+                ByteLoop {
+                    count: 16,
+                    dram: 4,
+                    lm: 4
+                },
             ]
         );
         assert_eq!(p.ends(), (3 * 4096 + 64, 4 * 64));
@@ -222,14 +240,26 @@ mod tests {
     fn strided_loops_stay_apart_and_copy_every_cell() {
         // One f32 per word: 4 bytes apart in DRAM, 8 in LM.
         let p = Plan::new(&nest(&[(3, 1, 1, 0)]), F32_ON_8).unwrap();
-        assert_eq!(p.loops, vec![ByteLoop { count: 3, dram: 4, lm: 8 }]);
+        assert_eq!(
+            p.loops,
+            vec![ByteLoop {
+                count: 3,
+                dram: 4,
+                lm: 8
+            }]
+        );
         let dram: Vec<u8> = (0..12).collect();
         let mut lm = vec![0u8; 24];
         let (de, le) = p.ends();
         assert!(de <= dram.len() && le <= lm.len());
         // SAFETY: both buffers hold the plan's cells (checked above) and do not overlap.
         unsafe { p.to_lm(dram.as_ptr(), lm.as_mut_ptr()) };
-        assert_eq!(lm, [0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7, 0, 0, 0, 0, 8, 9, 10, 11, 0, 0, 0, 0]);
+        assert_eq!(
+            lm,
+            [
+                0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7, 0, 0, 0, 0, 8, 9, 10, 11, 0, 0, 0, 0
+            ]
+        );
         let mut back = vec![0u8; 12];
         // SAFETY: as above.
         unsafe { p.to_dram(lm.as_ptr(), back.as_mut_ptr()) };

@@ -31,6 +31,7 @@ pub use streams::StreamState;
 use crate::lowering::walk::WalkPlan;
 use alloc::{Alloc, Frees};
 use dataplane::DramAddr;
+pub(crate) use dataplane::zeroed;
 
 /// A simulation error: a message for the user (the op and tensor named in it) and its
 /// kind, so that callers (the planner) act on the kind, not on the text.
