@@ -12,8 +12,11 @@ use std::collections::BTreeMap;
 /// A deterministic generator (splitmix64) for `Random` initial values.
 pub struct SplitMix(pub u64);
 impl SplitMix {
+    /// What the state advances by per value: the state after `k` values is
+    /// `seed + k · GAMMA` (wrapping).
+    pub const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        self.0 = self.0.wrapping_add(Self::GAMMA);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -26,34 +29,51 @@ impl SplitMix {
 }
 
 /// Initial contents, row-major over `dims`. Random floats are uniform in [-1, 1);
-/// random integers uniform in [-8, 8).
+/// random integers uniform in [-8, 8). Filled in parallel by blocks of elements, each
+/// block's generator jumped to its first element (splitmix64 advances by a constant), so
+/// the bytes do not depend on the thread count; the buffer comes from
+/// [`engine::zeroed`] (no pass of zeros before the values).
 pub fn init_data(init: &Init, dtype: DType, dims: &[u64]) -> Vec<u8> {
+    use rayon::prelude::*;
+    const BLOCK: usize = 1 << 16;
     // Called after `engine::check_dram`: the tensor fits DRAM, so its bytes fit a u64.
     let n: u64 = dims.iter().fold(1u64, |a, &b| a.saturating_mul(b));
     let eb = dtype.bytes() as usize;
-    let mut out = vec![0u8; n as usize * eb];
-    let mut rng = match init {
-        Init::Random { seed } => SplitMix(*seed),
-        _ => SplitMix(0),
+    let mut out = engine::zeroed(n as usize * eb);
+    if matches!(init, Init::Zeros) {
+        return out;
+    }
+    // Constants evaluated at import are runs of values: small, filled in order.
+    if let Init::Runs(r) = init {
+        let mut runs = r
+            .iter()
+            .flat_map(|&(n, v)| std::iter::repeat_n(v, n as usize));
+        for chunk in out.chunks_exact_mut(eb) {
+            elem::write(dtype, runs.next().unwrap_or(0.0), chunk);
+        }
+        return out;
+    }
+    let seed = match init {
+        Init::Random { seed } => *seed,
+        _ => 0,
     };
-    let mut runs = match init {
-        Init::Runs(r) => r.as_slice(),
-        _ => &[],
-    }
-    .iter()
-    .flat_map(|&(n, v)| std::iter::repeat_n(v, n as usize));
-    for (i, chunk) in out.chunks_exact_mut(eb).enumerate() {
-        let v = match init {
-            Init::Runs(_) => runs.next().unwrap_or(0.0),
-            Init::Random { .. } if dtype.is_float() => rng.unit(),
-            Init::Random { .. } => ((rng.next_u64() % 16) as i64 - 8) as f64,
-            Init::Zeros => 0.0,
-            Init::Ones => 1.0,
-            Init::Iota => i as f64,
-            Init::Fill { value } => *value,
-        };
-        elem::write(dtype, v, chunk);
-    }
+    out.par_chunks_mut(BLOCK * eb)
+        .enumerate()
+        .for_each(|(b, block)| {
+            let first = b * BLOCK;
+            let mut rng = SplitMix(seed.wrapping_add((first as u64).wrapping_mul(SplitMix::GAMMA)));
+            for (k, chunk) in block.chunks_exact_mut(eb).enumerate() {
+                let v = match init {
+                    Init::Random { .. } if dtype.is_float() => rng.unit(),
+                    Init::Random { .. } => ((rng.next_u64() % 16) as i64 - 8) as f64,
+                    Init::Zeros | Init::Runs(_) => 0.0,
+                    Init::Ones => 1.0,
+                    Init::Iota => (first + k) as f64,
+                    Init::Fill { value } => *value,
+                };
+                elem::write(dtype, v, chunk);
+            }
+        });
     out
 }
 
@@ -649,5 +669,61 @@ fn build_report(
         bound_cycles: 0,
         bound_resource: String::new(),
         bottleneck: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The values one generator gives element after element, the definition the
+    /// parallel fill must reproduce.
+    fn sequential(init: &Init, dtype: DType, n: usize) -> Vec<u8> {
+        let eb = dtype.bytes() as usize;
+        let mut out = vec![0u8; n * eb];
+        let mut rng = SplitMix(match init {
+            Init::Random { seed } => *seed,
+            _ => 0,
+        });
+        for (i, chunk) in out.chunks_exact_mut(eb).enumerate() {
+            let v = match init {
+                Init::Random { .. } if dtype.is_float() => rng.unit(),
+                Init::Random { .. } => ((rng.next_u64() % 16) as i64 - 8) as f64,
+                Init::Zeros | Init::Runs(_) => 0.0,
+                Init::Ones => 1.0,
+                Init::Iota => i as f64,
+                Init::Fill { value } => *value,
+            };
+            elem::write(dtype, v, chunk);
+        }
+        out
+    }
+
+    #[test]
+    fn init_data_in_parallel_blocks_equals_one_generator_element_after_element() {
+        // Three blocks and a part: every block's generator jumps to its first element.
+        let n = 3 * (1 << 16) + 5;
+        for init in [
+            Init::Random { seed: 7 },
+            Init::Iota,
+            Init::Zeros,
+            Init::Fill { value: 2.5 },
+        ] {
+            for dtype in [DType::F32, DType::S32, DType::BF16] {
+                let want = sequential(&init, dtype, n);
+                let one = rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .unwrap();
+                assert_eq!(one.install(|| init_data(&init, dtype, &[n as u64])), want);
+                // Two axes: the same row-major order.
+                let rows = (n / 3) as u64;
+                let eb = dtype.bytes() as usize;
+                assert_eq!(
+                    init_data(&init, dtype, &[3, rows]),
+                    want[..3 * rows as usize * eb]
+                );
+            }
+        }
     }
 }

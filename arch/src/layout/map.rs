@@ -312,9 +312,9 @@ impl std::fmt::Display for TensorLayout {
 /// One PE's shard: the cells it holds, walked without inverting per element.
 #[derive(Clone, Debug)]
 pub struct Shard<'a> {
-    layout: &'a TensorLayout,
+    pub(super) layout: &'a TensorLayout,
     /// Per flat sub-axis: fixed digit for level sub-axes, `None` for free ones.
-    fixed: Vec<Option<u64>>,
+    pub(super) fixed: Vec<Option<u64>>,
 }
 
 impl TensorLayout {

@@ -686,6 +686,8 @@ fn fmt_dims(d: &[u64]) -> String {
 }
 
 mod map;
+mod nest;
 #[cfg(test)]
 mod tests;
 pub use map::{AxisTables, LevelStat, Run, RunStep, Shard};
+pub use nest::{Cell, Loop, Nest};

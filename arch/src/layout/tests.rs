@@ -790,3 +790,45 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    /// The closed-form loop nest of a shard holds exactly the cells of the per-element
+    /// walk (the same linear offsets, words, slots and steps, in the same order) when
+    /// every cell lies within the limits, and is refused when one does not.
+    #[test]
+    fn nest_matches_the_plain_walk((m, text, shape) in arb_layout(), wseed in any::<u64>(), cut in any::<bool>()) {
+        let l = TensorLayout::parse(&text, &m, Some(&shape), DType::U8).unwrap();
+        let weights: Vec<u64> = (0..shape.len()).map(|g| (wseed >> (g * 8)) & 0xff).collect();
+        // Limits at the padded shape (every cell valid) or at the logical shape, lowered
+        // on some axes.
+        let limits: Vec<u64> = if cut {
+            shape.iter().enumerate().map(|(g, &n)| n.saturating_sub((wseed >> (g + 40)) & 1)).collect()
+        } else {
+            l.padded_shape().to_vec()
+        };
+        let fan: Vec<u64> = l.levels().iter().map(|x| x.fanout).collect();
+        let total: u64 = fan.iter().product();
+        for flat in 0..total.min(64) {
+            let mut rem = flat;
+            let mut pos = vec![0u64; fan.len()];
+            for i in (0..fan.len()).rev() { pos[i] = rem % fan[i]; rem /= fan[i]; }
+            let Some(sh) = l.shard(&pos) else { continue };
+            let mut plain = Vec::new();
+            let mut all_ok = true;
+            sh.for_each(|idx, a, w, t| {
+                let lin: u64 = idx.iter().zip(&weights).map(|(i, w)| i * w).sum();
+                all_ok &= idx.iter().zip(&limits).all(|(i, n)| i < n);
+                plain.push(Cell { lin, addr: a, w, t });
+            });
+            let nest = sh.nest(&weights, &limits);
+            prop_assert_eq!(nest.is_some(), all_ok, "{} at {:?}", text, pos);
+            let Some(nest) = nest else { continue };
+            let mut closed = Vec::new();
+            nest.for_each_cell(|c| closed.push(c));
+            prop_assert_eq!(nest.cells(), closed.len() as u64);
+            prop_assert_eq!(nest.words(), plain.iter().filter(|c| c.w == 0).count() as u64);
+            prop_assert_eq!(closed, plain);
+        }
+    }
+}

@@ -8,8 +8,6 @@ use mnsim_sim::plan::{self, Outcome, PlanOptions, Planned};
 use mnsim_sim::scenario::{self, PlanValue, Scenario};
 use serde_json::{Map, Value, json};
 use std::io::IsTerminal;
-use std::time::Duration;
-use std::path::Path;
 
 #[derive(Args)]
 pub struct PlanArgs {

@@ -7,8 +7,10 @@
 //! move takes a [`Functional`] token, which only [`Engine::functional`] makes, and only
 //! in functional mode. Parallel work is per PE and
 //! its results are sorted by PE index: the bytes do not depend on the thread count.
-//! A faster data plane (copies by contiguous runs, ...) belongs here.
+//! Load and Store copy a shard whose cells are all real elements by its loop nest in
+//! closed form (`copy.rs`), other shards by runs or per cell.
 
+use super::copy::{LmGeometry, Plan};
 use super::{DramTensor, Engine, Resident};
 use crate::net::{self, Facts, PeFact};
 use crate::world::{Lm, Pe};
@@ -77,6 +79,20 @@ impl DramAddr {
             }
             None => false,
         }
+    }
+
+    /// The shard's copy plan in closed form (see [`Plan`]) when DRAM is untiled, every
+    /// cell of the shard is a real element and no offset overflows; `None` otherwise (walk
+    /// by runs or per cell). With it, the words and real elements the shard moves.
+    fn plan(
+        &self,
+        shard: &mnsim_arch::layout::Shard<'_>,
+        runtime: &[u64],
+        g: LmGeometry,
+    ) -> Option<(Plan, u64, u64)> {
+        let nest = shard.nest(self.strides.as_deref()?, runtime)?;
+        let plan = Plan::new(&nest, g)?;
+        Some((plan, nest.words(), nest.cells()))
     }
 
     pub(super) fn new(layout: &XlaLayout, dims: &[u64]) -> DramAddr {
@@ -219,6 +235,53 @@ pub(super) fn copy_strided(
             eb,
         )
     }
+}
+
+/// A buffer of `n` zero bytes, asked of the allocator zeroed: a large one is mapped
+/// pages the kernel zeroes on first touch, so nothing passes over its bytes here and the
+/// move that fills it touches each page once, on whichever core copies into it. On Linux
+/// a buffer of 4 MiB or more asks for transparent huge pages (`MADV_HUGEPAGE`): 512 times
+/// fewer page faults when it is filled, and moves that read or write it with strides of
+/// a few KiB (one DRAM row per run) do not miss the TLB at every run.
+pub(crate) fn zeroed(n: usize) -> Vec<u8> {
+    let v = vec![0u8; n];
+    #[cfg(target_os = "linux")]
+    if n >= 4 << 20 {
+        const PAGE: usize = 4096;
+        let start = (v.as_ptr() as usize).next_multiple_of(PAGE);
+        let end = (v.as_ptr() as usize + n) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: `[start, end)` lies within the vector's allocation, page-aligned;
+            // the advice only changes how the kernel backs the pages (they stay zero, and
+            // the vector still owns them). Its result is ignored: it is advice.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    v
+}
+
+/// Grows every PE's LM to `need` bytes (the allocator's high-water mark), keeping its
+/// bytes. A buffer that must move is allocated anew with [`zeroed`] and its bytes in use
+/// copied, rather than grown in place and zero-filled: the fresh part is not touched
+/// before a move writes it.
+pub(super) fn grow_lms(world: &mut bevy_ecs::world::World, need: usize) {
+    let mut q = world.query::<&mut Lm>();
+    let mut lms: Vec<&mut Lm> = q.iter_mut(world).map(|m| m.into_inner()).collect();
+    lms.par_iter_mut().for_each(|lm| {
+        let len = lm.data.len();
+        if len >= need {
+            return;
+        }
+        if lm.data.capacity() >= need {
+            lm.data.resize(need, 0);
+        } else {
+            let mut fresh = zeroed(need);
+            fresh[..len].copy_from_slice(&lm.data);
+            lm.data = fresh;
+        }
+    });
 }
 
 /// Runs `f` on the shard of every PE that takes part in a move (in parallel over the
@@ -378,6 +441,21 @@ impl Engine {
             false,
             wb as u64,
             |_, lm, _, shard| {
+                let g = LmGeometry {
+                    base_bytes: base * wb,
+                    wb,
+                    eb,
+                    fp,
+                };
+                // In closed form: the shard's loop nest, one bounds check.
+                if let Some((plan, words, valid)) = addr.plan(&shard, runtime, g) {
+                    let (d_end, l_end) = plan.ends();
+                    assert!(d_end <= src.len() && l_end <= lm.data.len());
+                    // SAFETY: every cell lies in both buffers (checked above); the source
+                    // is only read and this PE's LM is borrowed exclusively.
+                    unsafe { plan.to_lm(src.as_ptr(), lm.data.as_mut_ptr()) };
+                    return (words, valid);
+                }
                 let (mut words, mut valid) = (0u64, 0u64);
                 // By runs: a run contiguous in DRAM and in LM is one copy.
                 let by_runs = addr.runs(&shard, runtime, |r| {
@@ -434,8 +512,14 @@ impl Engine {
         // same layout and size already has them zero: no second pass over the bytes.
         if dram.layout != *xla || dram.data.len() != buf {
             dram.layout = xla.clone();
-            dram.data.clear();
-            dram.data.resize(buf, 0);
+            if dram.data.capacity() < buf {
+                // Not grown in place: a fresh zeroed buffer is not touched before the
+                // copies below write it.
+                dram.data = zeroed(buf);
+            } else {
+                dram.data.clear();
+                dram.data.resize(buf, 0);
+            }
         }
         let ptr = SyncPtr(dram.data.as_mut_ptr());
         let addr = DramAddr::new(xla, &runtime);
@@ -449,8 +533,23 @@ impl Engine {
             wb as u64,
             |_, lm, _, shard| {
                 let p = ptr;
-                let (mut words, mut valid) = (0u64, 0u64);
                 let base = r.offset as usize;
+                let g = LmGeometry {
+                    base_bytes: base * wb,
+                    wb,
+                    eb,
+                    fp,
+                };
+                if let Some((plan, words, valid)) = addr.plan(&shard, &runtime, g) {
+                    let (d_end, l_end) = plan.ends();
+                    assert!(d_end <= buf && l_end <= lm.data.len());
+                    // SAFETY: every cell lies in both buffers (checked above), and no
+                    // other PE writes these DRAM elements: the placement map is injective
+                    // and only the first replica (the key) writes.
+                    unsafe { plan.to_dram(lm.data.as_ptr(), p.0) };
+                    return (words, valid);
+                }
+                let (mut words, mut valid) = (0u64, 0u64);
                 let by_runs = addr.runs(&shard, &runtime, |run| {
                     let (lm0, lm_step) = run_bytes(run, base, fp, wb, eb);
                     words += run_words(run);

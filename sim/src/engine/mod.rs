@@ -10,16 +10,16 @@ use crate::ids::RegionId;
 use crate::lowering;
 use crate::net::{self, Dir, Topo};
 use crate::timeline::{Schedule, Task, Timeline};
-use crate::world::{Lm, Nodes, Pe, PortStats, Ready, SimWorld, WorldBusy};
+use crate::world::{Nodes, Pe, PortStats, Ready, SimWorld, WorldBusy};
 use hdrhistogram::Histogram;
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_reports::{OpReport, Percentiles};
-use rayon::prelude::*;
 use std::collections::BTreeMap;
 
 pub use crate::scenario::Mode;
 
 mod alloc;
+mod copy;
 mod dataplane;
 mod facts;
 mod kernel;
@@ -31,6 +31,7 @@ pub use streams::StreamState;
 use crate::lowering::walk::WalkPlan;
 use alloc::{Alloc, Frees};
 use dataplane::DramAddr;
+pub(crate) use dataplane::zeroed;
 
 /// A simulation error: a message for the user (the op and tensor named in it) and its
 /// kind, so that callers (the planner) act on the kind, not on the text.
@@ -430,16 +431,7 @@ impl Engine {
             let need = usize::try_from(self.lm_high_water_bytes()).map_err(|_| {
                 SimError::Other(format!("tensor `{name}`: LM regions too large to hold"))
             })?;
-            let mut q = self.sw.world.query::<&mut Lm>();
-            let mut lms: Vec<&mut Lm> = q
-                .iter_mut(&mut self.sw.world)
-                .map(|m| m.into_inner())
-                .collect();
-            lms.par_iter_mut().for_each(|lm| {
-                if lm.data.len() < need {
-                    lm.data.resize(need, 0);
-                }
-            });
+            dataplane::grow_lms(&mut self.sw.world, need);
         }
         Ok((off, words, region))
     }
