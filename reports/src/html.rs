@@ -1593,6 +1593,7 @@ mod tests {
             overrides: vec![],
             bind: vec![],
             warnings: vec![],
+            energy: None,
         };
         assert_eq!(plan_href(&r), "a%20b%26c/d/report.html");
         r.plan = None;

@@ -15,6 +15,7 @@
 //! - [`write_outputs`]: writing a set of files into a directory all at once or not at all.
 
 mod compare;
+pub mod energy;
 mod html;
 mod json;
 mod markdown;
@@ -32,6 +33,7 @@ pub use compare::{
     COMPARE_SCHEMA, OpChange, OpPair, compare_json, compare_ops, compare_table, op_diff_table,
     op_pairs,
 };
+pub use energy::{EnergyReport, Objective};
 pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;

@@ -59,6 +59,9 @@ pub struct Report {
     pub bind: Vec<(String, u64)>,
     /// Things the user should know (unused bindings, ...).
     pub warnings: Vec<String>,
+    /// The run's energy (docs/model.md, energy); `null` in a report that predates it.
+    #[serde(default)]
+    pub energy: Option<crate::energy::EnergyReport>,
 }
 
 /// One op of the program.
@@ -102,6 +105,10 @@ pub struct OpReport {
     pub padding_elems: u64,
     /// See `padding_elems`.
     pub padded_elems: u64,
+    /// The op's joules: its accesses, transfers and FLOP, and its share of the static
+    /// energy (static power × its `exposed_cycles`). Summed over ops: `energy.total_j`.
+    #[serde(default)]
+    pub energy_j: f64,
 }
 
 /// One pipelined stage of an op: a level's ports, or DRAM, or compute.

@@ -2,6 +2,7 @@
 //! engine with per-level cycle accounting, scenario loading, and the `mnsim` binary.
 
 pub mod diag;
+pub mod energy;
 pub mod engine;
 pub mod ids;
 pub mod import;

@@ -466,7 +466,8 @@ pub fn run_with_progress(
         ));
     }
     eng.settle();
-    let report = build_report(res, &eng, verified, warnings, peak);
+    let mut report = build_report(res, &eng, verified, warnings, peak);
+    crate::energy::attach(&mut eng, &mut report);
     Ok(RunOutput {
         report,
         engine: eng,
@@ -571,5 +572,6 @@ fn build_report(
         overrides: res.overrides.clone(),
         bind: res.bind.clone(),
         warnings,
+        energy: None,
     }
 }

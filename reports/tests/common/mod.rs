@@ -70,6 +70,7 @@ pub fn op(
         utilisation: 1.0,
         padding_elems: 0,
         padded_elems: 65536,
+        energy_j: 0.0,
     }
 }
 
@@ -229,6 +230,7 @@ pub fn sample() -> Report {
              unit's work is padding; a layout with 8 MABs per row would avoid it"
                 .into(),
         ],
+        energy: None,
     }
 }
 

@@ -558,6 +558,7 @@ impl Engine {
             utilisation: util,
             padding_elems: pad,
             padded_elems: padded,
+            energy_j: 0.0,
         };
         self.ops.push(r.clone());
         self.records.push((c.stages, c.bottleneck));
