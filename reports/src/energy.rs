@@ -196,6 +196,130 @@ pub fn summary_line(r: &Report) -> Option<String> {
     Some(s)
 }
 
+/// The energy figures of one sweep point (`sweep.json` rows' `result.energy`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RowEnergy {
+    pub energy_j: f64,
+    pub average_w: f64,
+    pub peak_w: f64,
+    /// GFLOPS per watt (`null` when nothing computes).
+    pub gflops_per_w: Option<f64>,
+    /// Energy × delay: joules × seconds.
+    pub edp_js: f64,
+}
+
+impl RowEnergy {
+    /// The figures of a run, `None` when its report has no energy.
+    pub fn of(r: &Report) -> Option<RowEnergy> {
+        let e = r.energy.as_ref()?;
+        Some(RowEnergy {
+            energy_j: e.total_j,
+            average_w: e.average_w,
+            peak_w: e.peak_w,
+            gflops_per_w: e.gflops_per_w(),
+            edp_js: Objective::Edp.of(r),
+        })
+    }
+}
+
+/// The `sweep.csv` columns of [`RowEnergy`], after `time_us`.
+pub const CSV_COLUMNS: &str = ",energy_j,average_w,peak_w,gflops_per_w,edp_js";
+
+/// The `sweep.csv` cells of a row's energy (empty cells without it).
+pub fn csv_cells(e: Option<&RowEnergy>) -> String {
+    let g = |v: f64| format!("{v}");
+    match e {
+        Some(e) => format!(
+            ",{},{},{},{},{}",
+            g(e.energy_j),
+            g(e.average_w),
+            g(e.peak_w),
+            e.gflops_per_w.map(g).unwrap_or_default(),
+            g(e.edp_js)
+        ),
+        None => ",,,,,".to_string(),
+    }
+}
+
+/// What a sweep chart plots against the swept axis (`sweep --metric`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SweepMetric {
+    #[default]
+    Cycles,
+    Energy,
+    Power,
+    PeakPower,
+    GflopsPerW,
+    Edp,
+}
+
+impl SweepMetric {
+    /// Every metric, as `--metric` takes them.
+    pub const NAMES: &'static str = "cycles, energy, power, peak_power, gflops_per_w, edp";
+
+    /// Parses a `--metric` value.
+    pub fn parse(s: &str) -> Result<SweepMetric, String> {
+        Ok(match s {
+            "cycles" => SweepMetric::Cycles,
+            "energy" => SweepMetric::Energy,
+            "power" => SweepMetric::Power,
+            "peak_power" => SweepMetric::PeakPower,
+            "gflops_per_w" => SweepMetric::GflopsPerW,
+            "edp" => SweepMetric::Edp,
+            other => {
+                return Err(format!(
+                    "unknown metric '{other}': expected one of {}",
+                    Self::NAMES
+                ));
+            }
+        })
+    }
+
+    /// The point's value (`None`: failed, or no energy in its report).
+    pub fn value(self, r: &crate::sweep::RowResult) -> Option<f64> {
+        let e = r.energy.as_ref();
+        match self {
+            SweepMetric::Cycles => Some(r.total_cycles as f64),
+            SweepMetric::Energy => e.map(|e| e.energy_j),
+            SweepMetric::Power => e.map(|e| e.average_w),
+            SweepMetric::PeakPower => e.map(|e| e.peak_w),
+            SweepMetric::GflopsPerW => e.and_then(|e| e.gflops_per_w),
+            SweepMetric::Edp => e.map(|e| e.edp_js),
+        }
+    }
+
+    /// The quantity's name and base unit (`total cycles`, `energy`/`J`).
+    fn quantity(self) -> (&'static str, &'static str) {
+        match self {
+            SweepMetric::Cycles => ("total cycles", ""),
+            SweepMetric::Energy => ("energy", "J"),
+            SweepMetric::Power => ("average power", "W"),
+            SweepMetric::PeakPower => ("peak power", "W"),
+            SweepMetric::GflopsPerW => ("GFLOPS/W", ""),
+            SweepMetric::Edp => ("energy × delay", "J·s"),
+        }
+    }
+
+    /// A factor that brings values up to `max` into readable numbers (at least 1), and the
+    /// axis label in the unit it gives (`energy (mJ)`).
+    pub fn scale(self, max: f64) -> (f64, String) {
+        let (name, unit) = self.quantity();
+        if unit.is_empty() {
+            return (1.0, name.to_string());
+        }
+        let mut f = 1.0;
+        let mut prefix = "";
+        for (scale, p) in [(1e3, "m"), (1e6, "µ"), (1e9, "n"), (1e12, "p")] {
+            if max <= 0.0 || max * f >= 1.0 {
+                break;
+            }
+            f = scale;
+            prefix = p;
+        }
+        (f, format!("{name} ({prefix}{unit})"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +341,22 @@ mod tests {
         assert_eq!(Objective::Edp.score(1_000_000_000, 3.0, 1.0), 3.0);
         assert_eq!(Objective::Cycles.score(7, 3.0, 1.0), 7.0);
         assert_eq!(Objective::Energy.score(7, 3.0, 1.0), 3.0);
+    }
+
+    #[test]
+    fn metrics_parse_and_scale() {
+        assert_eq!(SweepMetric::parse("peak_power"), Ok(SweepMetric::PeakPower));
+        assert!(SweepMetric::parse("joules").is_err());
+        assert_eq!(SweepMetric::Energy.scale(0.004).1, "energy (mJ)");
+        assert_eq!(SweepMetric::Energy.scale(0.004).0, 1e3);
+        assert_eq!(
+            SweepMetric::Energy.scale(3.0),
+            (1.0, "energy (J)".to_string())
+        );
+        assert_eq!(SweepMetric::Edp.scale(2e-9).1, "energy × delay (nJ·s)");
+        assert_eq!(
+            SweepMetric::Cycles.scale(1e9),
+            (1.0, "total cycles".to_string())
+        );
     }
 }

@@ -43,6 +43,9 @@ pub struct RowResult {
     pub levels: Vec<(String, u64)>,
     /// The level that bounded the most cycles (`-` when none).
     pub bottleneck: String,
+    /// Joules, watts and GFLOPS/W (`null` in a sweep that predates them).
+    #[serde(default)]
+    pub energy: Option<crate::energy::RowEnergy>,
 }
 
 /// One point of the sweep and one plan: its figures or why it failed.
@@ -86,6 +89,7 @@ impl RowResult {
                 .map(|l| (l.level.clone(), l.busy_cycles))
                 .collect(),
             bottleneck: r.bottleneck_level().unwrap_or("-").to_string(),
+            energy: crate::energy::RowEnergy::of(r),
         }
     }
 }
@@ -148,7 +152,8 @@ pub fn level_columns(s: &Sweep) -> Vec<String> {
     levels
 }
 
-/// `sweep.csv`: `point,plan,<axis>...,total_cycles,time_us,<level>_busy_cycles...,bottleneck,error`,
+/// `sweep.csv`: `point,plan,<axis>...,total_cycles,time_us,energy_j,average_w,peak_w,
+/// gflops_per_w,edp_js,<level>_busy_cycles...,bottleneck,error`,
 /// one row per point and plan. A failed point has empty figures and its `error`.
 pub fn sweep_csv(s: &Sweep) -> String {
     let levels = level_columns(s);
@@ -157,6 +162,7 @@ pub fn sweep_csv(s: &Sweep) -> String {
         let _ = write!(out, ",{}", csv_field(&a.name));
     }
     out.push_str(",total_cycles,time_us");
+    out.push_str(crate::energy::CSV_COLUMNS);
     for l in &levels {
         let _ = write!(out, ",{}", csv_field(&format!("{l}_busy_cycles")));
     }
@@ -174,6 +180,7 @@ pub fn sweep_csv(s: &Sweep) -> String {
         match &row.result {
             Some(r) => {
                 let _ = write!(out, ",{},{}", r.total_cycles, fmt_value(r.time_us));
+                out.push_str(&crate::energy::csv_cells(r.energy.as_ref()));
                 for l in &levels {
                     let v = r.levels.iter().find(|(x, _)| x == l).map_or(0, |x| x.1);
                     let _ = write!(out, ",{v}");
@@ -182,6 +189,7 @@ pub fn sweep_csv(s: &Sweep) -> String {
             }
             None => {
                 out.push_str(",,");
+                out.push_str(&crate::energy::csv_cells(None));
                 for _ in &levels {
                     out.push(',');
                 }
@@ -305,6 +313,13 @@ mod tests {
                         time_us: v[0] * v[1] / 1e3,
                         levels: vec![("L1B".into(), 5)],
                         bottleneck: "L1B".into(),
+                        energy: (v[0] == 1.0).then(|| crate::energy::RowEnergy {
+                            energy_j: 0.5,
+                            average_w: 250.0,
+                            peak_w: 400.0,
+                            gflops_per_w: None,
+                            edp_js: 1e-6,
+                        }),
                     }),
                     error: (v[1] == 20.0).then(|| "bad, \"very\"".to_string()),
                 }
@@ -336,11 +351,14 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "point,plan,a,b,total_cycles,time_us,L1B_busy_cycles,bottleneck,error"
+            "point,plan,a,b,total_cycles,time_us,energy_j,average_w,peak_w,gflops_per_w,edp_js,\
+             L1B_busy_cycles,bottleneck,error"
         );
         assert_eq!(lines.len(), 7);
-        assert_eq!(lines[1], "0,-,1,10,10,0.01,5,L1B,");
-        assert_eq!(lines[2], "1,-,1,20,,,,,\"bad, \"\"very\"\"\"");
+        assert_eq!(lines[1], "0,-,1,10,10,0.01,0.5,250,400,,0.000001,5,L1B,");
+        assert_eq!(lines[2], "1,-,1,20,,,,,,,,,,\"bad, \"\"very\"\"\"");
+        // A point whose report has no energy leaves its cells empty.
+        assert_eq!(lines[4], "3,-,2,10,20,0.02,,,,,,5,L1B,");
     }
 
     #[test]

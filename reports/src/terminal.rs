@@ -76,9 +76,13 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
         Some(false) => Style::Red,
         None => Style::Plain,
     };
-    for line in [rows::overlap(r), rows::run_compute(r)]
-        .into_iter()
-        .flatten()
+    for line in [
+        rows::overlap(r),
+        rows::run_compute(r),
+        crate::energy::summary_line(r),
+    ]
+    .into_iter()
+    .flatten()
     {
         out.push(truncate(&line, MAX_WIDTH));
     }
