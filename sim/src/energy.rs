@@ -495,6 +495,20 @@ pub fn compute_of(eng: &Engine, o: &mnsim_reports::OpReport) -> Option<(DType, u
     eng.tensors.get(&o.tensor).map(|t| (t.dtype, flops))
 }
 
+/// Dynamic joules of every op an engine has recorded (the planner's measurements).
+pub fn engine_dynamic_j(eng: &Engine) -> f64 {
+    eng.ops
+        .iter()
+        .zip(&eng.records)
+        .map(|(o, (stages, _))| {
+            dynamic_j(
+                &eng.machine,
+                &op_traffic(&eng.machine, stages, compute_of(eng, o)),
+            )
+        })
+        .sum()
+}
+
 /// The energy of a finished run (after `settle`), written into its report: `energy` and
 /// every op's `energy_j`.
 pub fn attach(eng: &mut Engine, report: &mut mnsim_reports::Report) {
