@@ -235,5 +235,37 @@ pub fn describe(m: &Machine) -> String {
         }
         let _ = writeln!(s, "    {:<5} {}", dt.name(), parts.join("; "));
     }
+    energy(m, &mut s);
     s
+}
+
+/// The energy coefficients in brief: static power, the power and GFLOPS/W of the matrix
+/// units at each dtype's peak, the DRAM's pJ per byte (`--knobs` lists every one).
+fn energy(m: &Machine, s: &mut String) {
+    let e = &m.energy;
+    if e.is_empty() {
+        return;
+    }
+    let static_w = e.static_watts(m);
+    let _ = writeln!(
+        s,
+        "\nenergy (energy.* knobs): static {} W; DRAM {} / {} pJ per byte read / written",
+        num(static_w),
+        num(e.dram.read_pj_per_byte),
+        num(e.dram.write_pj_per_byte)
+    );
+    for (dt, &f) in &m.compute.matrix.flops {
+        let flop_s = f * m.matrix_units() as f64 * m.clock_ghz * 1e9;
+        let w = static_w + flop_s * e.pj_per_flop(true, *dt) * 1e-12;
+        if w > 0.0 {
+            let _ = writeln!(
+                s,
+                "  matrix units at the {} peak: {:.3} pJ/FLOP, {:.0} W with static, {:.1} GFLOPS/W",
+                dt.name(),
+                e.pj_per_flop(true, *dt),
+                w,
+                flop_s / w / 1e9
+            );
+        }
+    }
 }

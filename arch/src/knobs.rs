@@ -4,7 +4,9 @@
 //! `levels.<LEVEL>.memory.bytes`, `links.<LEVEL>.<kind>.parent|child|latency`,
 //! `dram.bytes|bytes_per_cycle|burst_bytes`, `clock_ghz`, `word_bytes`,
 //! `compute.vector.<DTYPE>`, `compute.matrix.flops.<DTYPE>`,
-//! `compute.matrix.tile.<DTYPE>.m|n|k`. Elements of `levels` are addressed by name
+//! `compute.matrix.tile.<DTYPE>.m|n|k`, and the energy coefficients `energy.…`
+//! (`energy.dram.read_pj_per_byte`, `energy.links.<LEVEL>.down_pj_per_byte`, ...; these
+//! take 0 too, and exist only where the machine gives them). Elements of `levels` are addressed by name
 //! (case-sensitive). Integer fields take non-negative whole numbers; float fields (rates
 //! and the clock) take positive finite numbers. A change that leaves the machine invalid
 //! is refused (see [`Machine::validate`](crate::Machine::validate): counts and sizes of
@@ -206,8 +208,15 @@ pub fn set_knob(m: &mut Machine, path: &str, value: f64) -> Result<(), KnobError
         Value::Number(Number::from(value as u64))
     } else {
         // Every float knob is a rate or a clock (bytes or FLOP per cycle, GHz): zero,
-        // negatives, NaN and infinities describe no machine.
-        if !(value.is_finite() && value > 0.0) {
+        // negatives, NaN and infinities describe no machine. Energy coefficients may be 0.
+        if crate::energy::is_energy_knob(path) {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(bad(format!(
+                    "takes a finite number of at least 0 (an energy coefficient), got {}",
+                    Num(value)
+                )));
+            }
+        } else if !(value.is_finite() && value > 0.0) {
             return Err(bad(format!(
                 "takes a positive finite number (a rate or a clock), got {}",
                 Num(value)

@@ -5,6 +5,7 @@
 
 pub mod describe;
 pub mod dtype;
+pub mod energy;
 pub mod knobs;
 pub mod layout;
 pub mod machine;
@@ -13,6 +14,7 @@ pub mod shape;
 
 pub use describe::{describe, peak_flops_per_cycle};
 pub use dtype::DType;
+pub use energy::Energy;
 pub use knobs::{KnobError, get_knob, knob_paths, parse_assignment, parse_sweep, set_knob};
 pub use layout::{LayoutError, LayoutExpr, TensorLayout};
 pub use machine::{Machine, MachineError, Num, TransferKind};

@@ -8,6 +8,7 @@
 //! level below it (the `L1B` link is L1BM → its 64 PEs' LMs).
 
 use crate::dtype::DType;
+use crate::energy::Energy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -28,6 +29,9 @@ pub struct Machine {
     pub links: BTreeMap<String, Link>,
     pub dram: Dram,
     pub compute: Compute,
+    /// Energy coefficients (`energy.…` knobs); empty when the file gives none.
+    #[serde(default, skip_serializing_if = "Energy::is_empty")]
+    pub energy: Energy,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -481,7 +485,8 @@ impl Machine {
         }
         self.validate_dram()?;
         self.validate_links()?;
-        self.validate_compute()
+        self.validate_compute()?;
+        self.validate_energy()
     }
 
     fn validate_dram(&self) -> Result<(), MachineError> {

@@ -1,5 +1,6 @@
 //! Plans of a scenario side by side, ranked by simulated cycles.
 
+use crate::energy::{Objective, human_joules};
 use crate::model::{OpReport, Report};
 use crate::rows::plan_name;
 use crate::text::{Col, Nums, Table, num, thousands, verified_mark};
@@ -11,10 +12,17 @@ pub const COMPARE_SCHEMA: &str = "mnsim.compare/1";
 /// `reports` in rank order: fewest total cycles first, ties by plan name (a report without a
 /// plan sorts as `–`), then by input order.
 pub(crate) fn ranked(reports: &[Report]) -> Vec<&Report> {
+    ranked_by(reports, Objective::Cycles)
+}
+
+/// `reports` in rank order by an objective (fewest cycles, joules or joule-seconds first),
+/// ties by cycles, then plan name, then input order.
+pub(crate) fn ranked_by(reports: &[Report], by: Objective) -> Vec<&Report> {
     let mut v: Vec<&Report> = reports.iter().collect();
     v.sort_by(|a, b| {
-        a.total_cycles
-            .cmp(&b.total_cycles)
+        by.of(a)
+            .total_cmp(&by.of(b))
+            .then(a.total_cycles.cmp(&b.total_cycles))
             .then_with(|| plan_name(a).cmp(plan_name(b)))
     });
     v
@@ -56,10 +64,16 @@ fn distinct(reports: &[Report], f: impl Fn(&Report) -> &str) -> String {
 /// bound (`× bound`), the bottleneck (see [`Report::bottleneck_name`]) and verification
 /// (`✓`, `✗`, `–`).
 pub fn compare_table(reports: &[Report]) -> String {
+    compare_table_by(reports, Objective::Cycles)
+}
+
+/// [`compare_table`] ranked by `by` (`compare --by cycles|energy|edp`), with each plan's
+/// joules (`energy`).
+pub fn compare_table_by(reports: &[Report], by: Objective) -> String {
     if reports.is_empty() {
         return "no plans to compare\n".to_string();
     }
-    let order = ranked(reports);
+    let order = ranked_by(reports, by);
     let fastest = order[0].total_cycles;
     let slowest = order[order.len() - 1].total_cycles;
     let mut table = Table::new(
@@ -70,6 +84,7 @@ pub fn compare_table(reports: &[Report]) -> String {
             Col::right("× fastest"),
             Col::right("speedup"),
             Col::right("× bound"),
+            Col::right("energy"),
             Col::left("bottleneck"),
             Col::left("verified"),
         ],
@@ -84,6 +99,10 @@ pub fn compare_table(reports: &[Report]) -> String {
             times(ratio(r.total_cycles, fastest)).into(),
             times(ratio(slowest, r.total_cycles)).into(),
             crate::rows::times_bound(r).into(),
+            r.energy
+                .as_ref()
+                .map_or("–".to_string(), |e| human_joules(e.total_j))
+                .into(),
             r.bottleneck_name().unwrap_or("–").into(),
             verified_mark(r.verified).into(),
         ]);
@@ -94,9 +113,14 @@ pub fn compare_table(reports: &[Report]) -> String {
         n => format!("{n} plans"),
     };
     let mut lines = vec![format!(
-        "{} on {}: {count} by total cycles",
+        "{} on {}: {count} by {}",
         distinct(reports, |r| &r.scenario),
         distinct(reports, |r| &r.machine),
+        match by {
+            Objective::Cycles => "total cycles",
+            Objective::Energy => "energy",
+            Objective::Edp => "energy × delay",
+        },
     )];
     lines.push(table.header(&w, false));
     lines.extend((0..order.len()).map(|i| table.row(i, &w, false)));
@@ -122,7 +146,13 @@ pub fn compare_table(reports: &[Report]) -> String {
 /// that are not finite (a plan of zero cycles beside a non-zero one) are `null`. `ops` is
 /// the op-by-op comparison ([`crate::op_diff_json`]).
 pub fn compare_json(reports: &[Report]) -> Value {
-    let order = ranked(reports);
+    compare_json_by(reports, Objective::Cycles)
+}
+
+/// [`compare_json`] ranked by `by`; each plan also gives `energy_j` and `edp_js` (joules ×
+/// seconds), and the document `by`.
+pub fn compare_json_by(reports: &[Report], by: Objective) -> Value {
+    let order = ranked_by(reports, by);
     let fastest = order.first().map_or(0, |r| r.total_cycles);
     let slowest = order.last().map_or(0, |r| r.total_cycles);
     let plans: Vec<Value> = order
@@ -140,11 +170,14 @@ pub fn compare_json(reports: &[Report]) -> Value {
                 "bound_cycles": r.bound_cycles,
                 "times_bound": r.times_bound(),
                 "verified": r.verified,
+                "energy_j": r.energy.as_ref().map(|e| e.total_j),
+                "edp_js": r.energy.as_ref().map(|_| Objective::Edp.of(r)),
             })
         })
         .collect();
     json!({
         "schema": COMPARE_SCHEMA,
+        "by": by.name(),
         "scenario": reports.first().map(|r| r.scenario.as_str()),
         "machine": reports.first().map(|r| r.machine.as_str()),
         "plans": plans,

@@ -17,6 +17,8 @@ macro_rules! w {
     }};
 }
 
+mod energy;
+
 /// Width of every chart's coordinate system (the page's content is about this wide at 1280 px).
 const W: f64 = 1160.0;
 /// Font size of chart text, in px.
@@ -54,6 +56,9 @@ const PALETTE: [&str; 10] = [
 /// - **Op timeline**: a Gantt chart over the run's cycles, a bar per op from `start` to `end`
 ///   (class `op-bar`), and under it a thinner bar per stage from the op's start (stages are
 ///   pipelined), the bottleneck stage outlined and labelled;
+/// - **Where the joules went** (after the cycles, when the run costs energy): a bar per
+///   charged resource and the static energy; **Power over time** (after the op timeline):
+///   the run's power in windows on the same cycle axis;
 /// - **When the PEs' data was ready**: for each op with `ready_cycles`, a range plot of min, p50,
 ///   p90, p99 and max over the op's window;
 /// - the ops table (as in `report.md`, with FLOP, FLOP/cycle and FLOP/s when an op computes) and
@@ -66,8 +71,10 @@ pub fn html(r: &Report) -> String {
     page_start(&mut s, &title);
     header(&mut s, r);
     levels_section(&mut s, r);
+    energy::joules_section(&mut s, r);
     resources_section(&mut s, r);
     timeline_section(&mut s, r);
+    energy::power_section(&mut s, r);
     if rows::ready_differs(r) {
         ready_section(&mut s, r);
     }
@@ -1648,6 +1655,7 @@ mod tests {
             bound_cycles: 0,
             bound_resource: String::new(),
             bottleneck: None,
+            energy: None,
         };
         assert_eq!(plan_href(&r), "a%20b%26c/d/report.html");
         r.plan = None;

@@ -16,6 +16,7 @@
 
 pub mod atomic;
 mod compare;
+pub mod energy;
 mod html;
 mod json;
 mod markdown;
@@ -31,9 +32,10 @@ mod text;
 mod trace;
 
 pub use compare::{
-    COMPARE_SCHEMA, OpChange, OpPair, compare_json, compare_ops, compare_table, op_diff_table,
-    op_pairs,
+    COMPARE_SCHEMA, OpChange, OpPair, compare_json, compare_json_by, compare_ops, compare_table,
+    compare_table_by, op_diff_table, op_pairs,
 };
+pub use energy::{EnergyReport, Objective, SweepMetric};
 pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;
@@ -48,7 +50,7 @@ pub use sweep::{
     AxisKind, RowResult, SWEEP_SCHEMA, Sweep, SweepAxis, SweepRow, merge as merge_sweeps,
     parse_sweep_json, point_count, point_values, shard_points, sweep_csv, sweep_json,
 };
-pub use sweep_chart::{sweep_html, sweep_svg, x_axis};
+pub use sweep_chart::{sweep_html, sweep_html_by, sweep_svg, sweep_svg_by, x_axis};
 pub use terminal::terminal;
 pub use text::{MAX_WIDTH, human_bytes};
 pub use trace::trace;

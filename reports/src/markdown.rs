@@ -58,6 +58,13 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
     if let Some(c) = rows::run_compute(r) {
         writeln!(s, "- **compute:** {}", inline(&c))?;
     }
+    if let Some(e) = crate::energy::summary_line(r) {
+        writeln!(
+            s,
+            "- **energy:** {}",
+            inline(e.trim_start_matches("energy: "))
+        )?;
+    }
     if let Some(c) = rows::streams(r) {
         writeln!(
             s,

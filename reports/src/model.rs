@@ -69,6 +69,9 @@ pub struct Report {
     /// The resource on the critical path that holds the most of the run's cycles.
     #[serde(default)]
     pub bottleneck: Option<Bottleneck>,
+    /// The run's energy (docs/model.md, energy); `null` in a report that predates it.
+    #[serde(default)]
+    pub energy: Option<crate::energy::EnergyReport>,
 }
 
 /// The run's bottleneck: the resource on the critical path holding the most cycles.
@@ -154,6 +157,10 @@ pub struct OpReport {
     /// What the op waited for longest, `null` when it waited for nothing.
     #[serde(default)]
     pub waited_on: Option<WaitedOn>,
+    /// The op's joules: its accesses, transfers and FLOP, and its share of the static
+    /// energy (static power × its `exposed_cycles`). Summed over ops: `energy.total_j`.
+    #[serde(default)]
+    pub energy_j: f64,
 }
 
 /// One pipelined stage of an op: a level's ports, or DRAM, or compute.

@@ -47,6 +47,9 @@ pub struct RowResult {
     /// The run's bound (0 in a sweep that predates it).
     #[serde(default)]
     pub bound_cycles: u64,
+    /// Joules, watts and GFLOPS/W (`null` in a sweep that predates them).
+    #[serde(default)]
+    pub energy: Option<crate::energy::RowEnergy>,
 }
 
 /// One point of the sweep and one plan: its figures or why it failed.
@@ -98,6 +101,7 @@ impl RowResult {
                 .collect(),
             bottleneck: r.bottleneck_name().unwrap_or("-").to_string(),
             bound_cycles: r.bound_cycles,
+            energy: crate::energy::RowEnergy::of(r),
         }
     }
 }
@@ -160,7 +164,8 @@ pub fn level_columns(s: &Sweep) -> Vec<String> {
     levels
 }
 
-/// `sweep.csv`: `point,plan,<axis>...,total_cycles,time_us,<level>_busy_cycles...,bound_cycles,x_bound,bottleneck,error`,
+/// `sweep.csv`: `point,plan,<axis>...,total_cycles,time_us,energy_j,average_w,peak_w,
+/// gflops_per_w,edp_js,<level>_busy_cycles...,bound_cycles,x_bound,bottleneck,error`,
 /// one row per point and plan (`x_bound` = cycles ÷ bound, 2 decimals, empty without a
 /// bound). A failed point has empty figures and its `error`.
 pub fn sweep_csv(s: &Sweep) -> String {
@@ -170,6 +175,7 @@ pub fn sweep_csv(s: &Sweep) -> String {
         let _ = write!(out, ",{}", csv_field(&a.name));
     }
     out.push_str(",total_cycles,time_us");
+    out.push_str(crate::energy::CSV_COLUMNS);
     for l in &levels {
         let _ = write!(out, ",{}", csv_field(&format!("{l}_busy_cycles")));
     }
@@ -187,6 +193,7 @@ pub fn sweep_csv(s: &Sweep) -> String {
         match &row.result {
             Some(r) => {
                 let _ = write!(out, ",{},{}", r.total_cycles, fmt_value(r.time_us));
+                out.push_str(&crate::energy::csv_cells(r.energy.as_ref()));
                 for l in &levels {
                     let v = r.levels.iter().find(|(x, _)| x == l).map_or(0, |x| x.1);
                     let _ = write!(out, ",{v}");
@@ -200,6 +207,7 @@ pub fn sweep_csv(s: &Sweep) -> String {
             }
             None => {
                 out.push_str(",,");
+                out.push_str(&crate::energy::csv_cells(None));
                 for _ in &levels {
                     out.push(',');
                 }
@@ -355,6 +363,13 @@ mod tests {
                         levels: vec![("L1B".into(), 5)],
                         bottleneck: "L1B".into(),
                         bound_cycles: 5,
+                        energy: (v[0] == 1.0).then(|| crate::energy::RowEnergy {
+                            energy_j: 0.5,
+                            average_w: 250.0,
+                            peak_w: 400.0,
+                            gflops_per_w: None,
+                            edp_js: 1e-6,
+                        }),
                     }),
                     error: (v[1] == 20.0).then(|| "bad, \"very\"".to_string()),
                 }
@@ -389,11 +404,17 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "point,plan,a,b,total_cycles,time_us,L1B_busy_cycles,bound_cycles,x_bound,bottleneck,error"
+            "point,plan,a,b,total_cycles,time_us,energy_j,average_w,peak_w,gflops_per_w,edp_js,\
+             L1B_busy_cycles,bound_cycles,x_bound,bottleneck,error"
         );
         assert_eq!(lines.len(), 7);
-        assert_eq!(lines[1], "0,-,1,10,10,0.01,5,5,2.00,L1B,");
-        assert_eq!(lines[2], "1,-,1,20,,,,,,,\"bad, \"\"very\"\"\"");
+        assert_eq!(
+            lines[1],
+            "0,-,1,10,10,0.01,0.5,250,400,,0.000001,5,5,2.00,L1B,"
+        );
+        assert_eq!(lines[2], "1,-,1,20,,,,,,,,,,,,\"bad, \"\"very\"\"\"");
+        // A point whose report has no energy leaves its cells empty.
+        assert_eq!(lines[4], "3,-,2,10,20,0.02,,,,,,5,5,4.00,L1B,");
     }
 
     #[test]

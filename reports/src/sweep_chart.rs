@@ -1,11 +1,13 @@
-//! Charts of a sweep: total cycles against one swept axis, one line per combination of
-//! the other axes (and plan), as SVG (`sweep.svg`) and as an HTML page (`sweep.html`).
+//! Charts of a sweep: total cycles (or another metric: joules, watts, GFLOPS/W, energy ×
+//! delay; `sweep --metric`) against one swept axis, one line per combination of the other
+//! axes (and plan), as SVG (`sweep.svg`) and as an HTML page (`sweep.html`).
 //!
 //! An axis whose values are all powers of two is drawn on a log₂ scale; the cycle axis is
 //! logarithmic when the cycles span more than a factor of 20. Series with the same cycles
 //! at every point are drawn once and labelled together, so no line hides another. The
 //! legend draws each series' line with its own colour and dashes.
 
+use crate::energy::SweepMetric;
 use crate::sweep::{AxisKind, Sweep, SweepAxis, fmt_value, point_values, sweep_csv};
 use std::fmt::Write as _;
 
@@ -35,6 +37,9 @@ pub fn axis_unit(a: &SweepAxis) -> &'static str {
         "clock_ghz" => "GHz",
         "m" | "n" | "k" => "elements",
         _ if a.name.starts_with("compute.") => "FLOP/cycle",
+        _ if a.name.ends_with("_pj_per_byte") => "pJ/byte",
+        _ if a.name.starts_with("energy.static_w_per_node.") => "W per node",
+        _ if a.name.starts_with("energy.") => "pJ/FLOP",
         _ => "",
     }
 }
@@ -75,13 +80,13 @@ pub fn x_axis(s: &Sweep, wanted: Option<&str>) -> Result<usize, String> {
     Ok(s.axes.iter().position(|a| a.values.len() > 1).unwrap_or(0))
 }
 
-/// One line: a label and its (x, cycles) points (failed points left out).
+/// One line: a label and its (x, value) points (failed points left out).
 struct Series {
     label: String,
-    points: Vec<(f64, Option<u64>)>,
+    points: Vec<(f64, Option<f64>)>,
 }
 
-fn series(s: &Sweep, x: usize) -> Vec<Series> {
+fn series(s: &Sweep, x: usize, metric: SweepMetric) -> Vec<Series> {
     let mut out: Vec<(String, Series)> = Vec::new();
     for row in &s.rows {
         let vals = point_values(&s.axes, row.point);
@@ -96,7 +101,7 @@ fn series(s: &Sweep, x: usize) -> Vec<Series> {
             parts.insert(0, format!("plan {}", row.plan.as_deref().unwrap_or("-")));
         }
         let key = parts.join(", ");
-        let y = row.result.as_ref().map(|r| r.total_cycles);
+        let y = row.result.as_ref().and_then(|r| metric.value(r));
         let xv = vals.get(x).copied().unwrap_or(0.0);
         match out.iter_mut().find(|(k, _)| *k == key) {
             Some((_, se)) => se.points.push((xv, y)),
@@ -107,7 +112,7 @@ fn series(s: &Sweep, x: usize) -> Vec<Series> {
                         s.plans
                             .first()
                             .and_then(|p| p.clone())
-                            .map_or("total cycles".to_string(), |p| format!("plan {p}"))
+                            .map_or(metric.scale(1.0).1, |p| format!("plan {p}"))
                     } else {
                         key
                     },
@@ -129,10 +134,26 @@ fn series(s: &Sweep, x: usize) -> Vec<Series> {
 
 /// An SVG line chart of total cycles against axis `x` of the sweep.
 pub fn sweep_svg(s: &Sweep, x: usize) -> String {
+    sweep_svg_by(s, x, SweepMetric::Cycles)
+}
+
+/// An SVG line chart of `metric` against axis `x` of the sweep.
+pub fn sweep_svg_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
     let Some(ax) = s.axes.get(x) else {
         return "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n".to_string();
     };
-    let all = series(s, x);
+    let mut all = series(s, x, metric);
+    // Joules and joule-seconds in a unit that makes them readable numbers.
+    let raw_max = all
+        .iter()
+        .flat_map(|se| se.points.iter().filter_map(|p| p.1))
+        .fold(0.0, f64::max);
+    let (factor, quantity) = metric.scale(raw_max);
+    for se in &mut all {
+        for p in &mut se.points {
+            p.1 = p.1.map(|v| v * factor);
+        }
+    }
     let (w, l, r, t, b) = (760.0, 90.0, 30.0, 44.0, 64.0);
     let legend_h = 18.0 * all.len() as f64 + 10.0;
     let plot_h = 320.0;
@@ -140,7 +161,7 @@ pub fn sweep_svg(s: &Sweep, x: usize) -> String {
     let log_x = powers_of_two(&ax.values);
     let ys: Vec<f64> = all
         .iter()
-        .flat_map(|se| se.points.iter().filter_map(|p| p.1.map(|c| c as f64)))
+        .flat_map(|se| se.points.iter().filter_map(|p| p.1))
         .collect();
     let ymax = ys.iter().copied().fold(1.0, f64::max);
     let ymin = ys.iter().copied().fold(f64::INFINITY, f64::min).max(1.0);
@@ -170,7 +191,7 @@ pub fn sweep_svg(s: &Sweep, x: usize) -> String {
     };
     let fy = |c: f64| if log_y { c.max(1.0).log10() } else { c };
     let py = |c: f64| t + plot_h - (fy(c) - ylo) / (yhi - ylo).max(1e-9) * plot_h;
-    let title = format!("{}: total cycles against {}", s.scenario, ax.name);
+    let title = format!("{}: {quantity} against {}", s.scenario, ax.name);
     let mut o = String::new();
     let _ = write!(
         o,
@@ -226,12 +247,13 @@ pub fn sweep_svg(s: &Sweep, x: usize) -> String {
     };
     let _ = write!(
         o,
-        r#"<text x="{}" y="{}" text-anchor="middle">{}{}</text><text transform="translate(18 {}) rotate(-90)" text-anchor="middle">total cycles{}</text>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}{}</text><text transform="translate(18 {}) rotate(-90)" text-anchor="middle">{}{}</text>"#,
         (l + w - r) / 2.0,
         t + plot_h + 40.0,
         esc(&axis_label(ax)),
         scale_note(log_x, "log₂"),
         t + plot_h / 2.0,
+        esc(&quantity),
         scale_note(log_y, "log")
     );
     for (i, se) in all.iter().enumerate() {
@@ -243,7 +265,7 @@ pub fn sweep_svg(s: &Sweep, x: usize) -> String {
             match y {
                 Some(y) => {
                     if let Some(last) = runs.last_mut() {
-                        last.push(format!("{:.1},{:.1}", px(xv), py(y as f64)));
+                        last.push(format!("{:.1},{:.1}", px(xv), py(y)));
                     }
                 }
                 None => runs.push(Vec::new()),
@@ -260,12 +282,13 @@ pub fn sweep_svg(s: &Sweep, x: usize) -> String {
             if let Some(y) = y {
                 let _ = write!(
                     o,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{c}"><title>{} = {}: {} cycles ({})</title></circle>"#,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{c}"><title>{} = {}: {} {} ({})</title></circle>"#,
                     px(xv),
-                    py(y as f64),
+                    py(y),
                     esc(&ax.name),
                     fmt_value(xv),
-                    y,
+                    fmt_value(y),
+                    esc(&quantity),
                     esc(&se.label)
                 );
             }
@@ -296,6 +319,11 @@ pub fn sweep_svg(s: &Sweep, x: usize) -> String {
 
 /// `sweep.html`: the chart and every row, self-contained.
 pub fn sweep_html(s: &Sweep, x: usize) -> String {
+    sweep_html_by(s, x, SweepMetric::Cycles)
+}
+
+/// [`sweep_html`] with the chart of `metric`.
+pub fn sweep_html_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
     let mut o = String::new();
     let title = format!("{}: sweep", s.scenario);
     let _ = write!(
@@ -323,7 +351,7 @@ pub fn sweep_html(s: &Sweep, x: usize) -> String {
         s.plans.len(),
         axes.join("; ")
     );
-    o.push_str(&sweep_svg(s, x));
+    o.push_str(&sweep_svg_by(s, x, metric));
     o.push_str("<h2>Points</h2>\n<table>\n");
     let csv = sweep_csv(s);
     for (i, line) in csv.lines().enumerate() {
@@ -400,6 +428,7 @@ mod tests {
                         levels: vec![],
                         bottleneck: "DRAM".into(),
                         bound_cycles: 0,
+                        energy: None,
                     }),
                     error: None,
                 }

@@ -81,6 +81,7 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
         rows::bottleneck(r),
         rows::overlap(r),
         rows::run_compute(r),
+        crate::energy::summary_line(r),
     ]
     .into_iter()
     .flatten()

@@ -154,7 +154,7 @@ fn schema_is_draft_2020_12() {
 #[test]
 fn schema_covers_every_key_of_a_report() {
     let root = schema();
-    let sample = common::sample();
+    let sample = common::with_energy();
     // The sample exercises every key: optional values present somewhere, every vector non-empty.
     assert!(
         sample

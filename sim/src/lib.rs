@@ -3,6 +3,7 @@
 
 pub mod bound;
 pub mod diag;
+pub mod energy;
 pub mod engine;
 pub mod ids;
 pub mod import;

@@ -530,6 +530,7 @@ pub fn run_with_progress(
         &report.resources,
         report.total_cycles,
     );
+    crate::energy::attach(&mut eng, &mut report);
     Ok(RunOutput {
         report,
         engine: eng,
@@ -669,6 +670,7 @@ fn build_report(
         bound_cycles: 0,
         bound_resource: String::new(),
         bottleneck: None,
+        energy: None,
     }
 }
 

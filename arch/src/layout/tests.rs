@@ -61,6 +61,7 @@ pub(crate) fn tree(levels: &[(&str, u64, bool)], word_bytes: u64, lm_bytes: u64)
                 tile: BTreeMap::new(),
             },
         },
+        energy: Default::default(),
     }
 }
 

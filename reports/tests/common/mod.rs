@@ -75,6 +75,7 @@ pub fn op(
         bound_cycles: 0,
         bound_resource: String::new(),
         waited_on: None,
+        energy_j: 0.0,
     }
 }
 
@@ -250,6 +251,7 @@ pub fn sample() -> Report {
             busy_cycles: 34_914,
             share: 0.5,
         }),
+        energy: None,
     }
 }
 
@@ -258,5 +260,72 @@ pub fn plan(name: &str, total_cycles: u64) -> Report {
     let mut r = sample();
     r.plan = Some(name.into());
     r.total_cycles = total_cycles;
+    r
+}
+
+/// The sample with energy: ops' joules summing to the total, two resources, two levels and
+/// a power profile over its 69,828 cycles.
+pub fn with_energy() -> Report {
+    use mnsim_reports::energy::{EnergyLevel, EnergyReport, EnergyResource, PowerWindow};
+    let mut r = sample();
+    let resource =
+        |name: &str, kind: &str, level: &str, amount: u64, unit: &str, pj: f64| EnergyResource {
+            name: name.into(),
+            kind: kind.into(),
+            level: level.into(),
+            amount,
+            unit: unit.into(),
+            pj_per_unit: pj,
+            joules: amount as f64 * pj * 1e-12,
+        };
+    let resources = vec![
+        resource("DRAM read", "dram", "Group", 8_388_608, "bytes", 160.0),
+        resource("MAB matrix F16", "matrix", "MAB", 50_331_648, "flop", 0.763),
+    ];
+    let dynamic_j: f64 = resources.iter().map(|x| x.joules).sum();
+    let secs = 69_828.0 / 0.75e9;
+    let static_j = 68.0 * secs;
+    let total_j = dynamic_j + static_j;
+    let n = r.ops.len() as f64;
+    for o in &mut r.ops {
+        o.energy_j = total_j / n;
+    }
+    r.ops[2].flops = Some(50_331_648);
+    r.energy = Some(EnergyReport {
+        total_j,
+        dynamic_j,
+        static_j,
+        static_w: 68.0,
+        average_w: total_j / secs,
+        peak_w: 240.0,
+        flop_per_j: Some(50_331_648.0 / total_j),
+        resources,
+        levels: vec![
+            EnergyLevel {
+                level: "Group".into(),
+                nodes: 4,
+                dynamic_j: 8_388_608.0 * 160e-12,
+                static_j: 8.0 * secs,
+            },
+            EnergyLevel {
+                level: "MAB".into(),
+                nodes: 1024,
+                dynamic_j: 50_331_648.0 * 0.763e-12,
+                static_j: 60.0 * secs,
+            },
+        ],
+        power: vec![
+            PowerWindow {
+                start: 0,
+                end: 34_914,
+                watts: 120.0,
+            },
+            PowerWindow {
+                start: 34_914,
+                end: 69_828,
+                watts: 240.0,
+            },
+        ],
+    });
     r
 }

@@ -35,6 +35,9 @@ pub struct PlanArgs {
     /// Add the chosen plan to the scenario file under this name.
     #[arg(long, value_name = "NAME")]
     pub write: Option<String>,
+    /// What to minimise: cycles, energy (joules) or edp (joules × seconds).
+    #[arg(long, value_enum, default_value = "cycles")]
+    pub objective: super::sweep::ObjectiveArg,
 }
 
 /// Thousands separators.
@@ -137,19 +140,22 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
     };
     json!({
         "plan": o.plan,
+        "objective": o.objective.name(),
         "best": {
             "total_cycles": best.total_cycles,
+            "energy_j": best.energy_j,
             "layouts": layouts,
             "plan": filled(sc, &o.plan, best).into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<String, Value>>(),
             "inserted": ins(best),
         },
         "top": o.best.iter().map(|p| json!({
             "total_cycles": p.total_cycles,
+            "energy_j": p.energy_j,
             "layouts": p.layouts.iter().map(|(v, l)| (v.clone(), Value::String(l.clone()))).collect::<Map<String, Value>>(),
             "inserted": ins(p),
         })).collect::<Vec<_>>(),
         "hand_plans": o.hand_plans.iter().map(|h| json!({
-            "plan": h.plan, "total_cycles": h.total_cycles, "error": h.error, "seed": h.seed,
+            "plan": h.plan, "total_cycles": h.total_cycles, "energy_j": h.energy_j, "error": h.error, "seed": h.seed,
         })).collect::<Vec<_>>(),
         "candidates": o.candidates.iter().map(|(v, n)| (v.clone(), json!(n))).collect::<Map<String, Value>>(),
         "pruned": o.pruned,
@@ -198,9 +204,10 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
         None => String::new(),
     };
     outln!(
-        "plan {}: {} cycles (timing run){versus}",
+        "plan {}: {} cycles, {} (timing run){versus}",
         o.plan,
-        th(best.total_cycles)
+        th(best.total_cycles),
+        mnsim_reports::energy::human_joules(best.energy_j)
     );
     if let Some(x) = times_bound(best.total_cycles, o.bound_cycles) {
         outln!(
@@ -208,6 +215,9 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
             th(o.bound_cycles),
             o.bound_resource
         );
+    }
+    if o.objective != mnsim_reports::Objective::Cycles {
+        outln!("  objective: {} (plans ranked by it)", o.objective.name());
     }
     let counts: Vec<String> = o
         .candidates
@@ -251,7 +261,14 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
             .best
             .iter()
             .enumerate()
-            .map(|(i, p)| format!("{}. {}", i + 1, th(p.total_cycles)))
+            .map(|(i, p)| {
+                format!(
+                    "{}. {} ({})",
+                    i + 1,
+                    th(p.total_cycles),
+                    mnsim_reports::energy::human_joules(p.energy_j)
+                )
+            })
             .collect();
         outln!("  best found: {}", t.join("  "));
     }
@@ -327,6 +344,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
         (None, Some(_)) => None,
     };
     opts.search.top = a.top.max(1);
+    opts.objective = a.objective.into();
     let mut outs: Vec<Outcome> = Vec::new();
     for p in &plans {
         let bar = std::io::stderr().is_terminal().then(|| {

@@ -24,6 +24,27 @@ pub struct CompareArgs {
     /// Print the ranking as JSON (what compare.json holds) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Rank by total cycles, energy (joules) or edp (joules × seconds).
+    #[arg(long, value_enum, default_value = "cycles")]
+    pub by: ObjectiveArg,
+}
+
+/// What `compare --by` and `plan --objective` minimise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ObjectiveArg {
+    Cycles,
+    Energy,
+    Edp,
+}
+
+impl From<ObjectiveArg> for mnsim_reports::Objective {
+    fn from(a: ObjectiveArg) -> Self {
+        match a {
+            ObjectiveArg::Cycles => mnsim_reports::Objective::Cycles,
+            ObjectiveArg::Energy => mnsim_reports::Objective::Energy,
+            ObjectiveArg::Edp => mnsim_reports::Objective::Edp,
+        }
+    }
 }
 
 /// Runs every plan and ranks them.
@@ -37,13 +58,15 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
         json: false,
     };
     let reps = reports(&args)?;
+    let by = a.by.into();
     if a.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&mnsim_reports::compare_json(&reps)).unwrap_or_default()
+            serde_json::to_string_pretty(&mnsim_reports::compare_json_by(&reps, by))
+                .unwrap_or_default()
         );
     } else {
-        outln!("{}", mnsim_reports::compare_table(&reps));
+        outln!("{}", mnsim_reports::compare_table_by(&reps, by));
         let ops = mnsim_reports::compare_ops(&reps);
         if !ops.is_empty() {
             outln!("{ops}");
@@ -82,6 +105,9 @@ pub struct SweepArgs {
     /// The axis to chart cycles against (default: the first with several values).
     #[arg(long = "x", value_name = "KNOB")]
     pub x: Option<String>,
+    /// What the chart plots: cycles, energy, power, peak_power, gflops_per_w or edp.
+    #[arg(long, default_value = "cycles", value_parser = metric)]
+    pub metric: mnsim_reports::SweepMetric,
     /// Write sweep.csv, sweep.json, sweep.svg and sweep.html here (default: the CSV on
     /// stdout).
     #[arg(long)]
@@ -105,6 +131,13 @@ pub struct MergeArgs {
     /// Print the whole sweep as JSON (what its sweep.json holds) instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// What the chart plots: cycles, energy, power, peak_power, gflops_per_w or edp.
+    #[arg(long, default_value = "cycles", value_parser = metric)]
+    pub metric: mnsim_reports::SweepMetric,
+}
+
+fn metric(s: &str) -> Result<mnsim_reports::SweepMetric, String> {
+    mnsim_reports::SweepMetric::parse(s)
 }
 
 /// `I/N` with N ≥ 1 and I < N.
@@ -268,9 +301,11 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
     let n = rows.len();
     let sw = identity(rows);
     match (&a.out, &log) {
-        (Some(dir), Some(log)) if a.json => write_sweep(dir, &sw, x, Some(log.text(&sw.rows)))?,
+        (Some(dir), Some(log)) if a.json => {
+            write_sweep(dir, &sw, x, Some(log.text(&sw.rows)), a.metric)?
+        }
         (Some(dir), Some(log)) => {
-            write_sweep(dir, &sw, x, Some(log.text(&sw.rows)))?;
+            write_sweep(dir, &sw, x, Some(log.text(&sw.rows)), a.metric)?;
             outln!(
                 "wrote {}: {n} run(s){}",
                 dir.display(),
@@ -366,6 +401,7 @@ fn write_sweep(
     sw: &Sweep,
     x: usize,
     points: Option<String>,
+    metric: mnsim_reports::SweepMetric,
 ) -> Result<(), Report> {
     let mut files = vec![
         (
@@ -378,11 +414,11 @@ fn write_sweep(
         ),
         (
             PathBuf::from("sweep.svg"),
-            mnsim_reports::sweep_svg(sw, x).into_bytes(),
+            mnsim_reports::sweep_svg_by(sw, x, metric).into_bytes(),
         ),
         (
             PathBuf::from("sweep.html"),
-            mnsim_reports::sweep_html(sw, x).into_bytes(),
+            mnsim_reports::sweep_html_by(sw, x, metric).into_bytes(),
         ),
     ];
     if let Some(p) = points {
@@ -406,7 +442,7 @@ pub fn merge(a: MergeArgs) -> Result<(), Report> {
     }
     let whole = mnsim_reports::merge_sweeps(&parts).map_err(|e| miette!("error: {e}"))?;
     let x = mnsim_reports::x_axis(&whole, a.x.as_deref()).map_err(|e| miette!("error: {e}"))?;
-    write_sweep(&a.out, &whole, x, None)?;
+    write_sweep(&a.out, &whole, x, None, a.metric)?;
     if a.json {
         outln!("{}", mnsim_reports::sweep_json(&whole).trim_end());
         return Ok(());

@@ -571,6 +571,7 @@ impl Engine {
             bound_cycles: 0,
             bound_resource: String::new(),
             waited_on: None,
+            energy_j: 0.0,
         };
         self.ops.push(r.clone());
         self.records.push((c.stages, c.bottleneck));

@@ -37,6 +37,8 @@ pub struct Measured {
     /// [`input_region`]`(slot)` is the input of that slot; any other id is one of the op's
     /// own allocations. `lm_words` counts only the op's own allocations.
     pub tasks: Vec<Task>,
+    /// Dynamic joules of the op and its Reduces (docs/model.md, energy).
+    pub dynamic_j: f64,
 }
 
 /// Symbolic region ids of an op's inputs in [`Measured::tasks`] start here.
@@ -267,7 +269,13 @@ impl Coster {
             cycles,
             output,
             tasks: self.tasks(),
+            dynamic_j: crate::energy::engine_dynamic_j(&self.eng),
         })
+    }
+
+    /// Dynamic joules of what was measured last (a [`Coster::relayout`]).
+    pub fn dynamic_j(&self) -> f64 {
+        crate::energy::engine_dynamic_j(&self.eng)
     }
 
     /// The machine being measured.

@@ -56,6 +56,8 @@ pub struct Planned {
     pub inserted: Vec<InsertedOp>,
     /// Total cycles of the timing run.
     pub total_cycles: u64,
+    /// Joules of the timing run (docs/model.md, energy).
+    pub energy_j: f64,
     /// Cycles per program op (kernels with their Reduces and inserted Relayouts).
     pub op_cycles: Vec<u64>,
 }
@@ -65,6 +67,8 @@ pub struct Planned {
 pub struct HandPlan {
     pub plan: String,
     pub total_cycles: Option<u64>,
+    /// Joules of its timing run.
+    pub energy_j: Option<f64>,
     pub error: Option<String>,
     /// Whether it agrees with the planned plan on every fixed variable (then it is a
     /// seed, and the planned plan is never slower).
@@ -75,6 +79,8 @@ pub struct HandPlan {
 #[derive(Clone, Debug)]
 pub struct Outcome {
     pub plan: String,
+    /// What the plans are ranked by.
+    pub objective: mnsim_reports::Objective,
     /// Best first; `best[0]` is the choice.
     pub best: Vec<Planned>,
     pub hand_plans: Vec<HandPlan>,
@@ -119,6 +125,8 @@ impl Outcome {
 pub struct PlanOptions {
     pub space: Space,
     pub search: Options,
+    /// What the search minimises and the confirmed plans are ranked by (`--objective`).
+    pub objective: mnsim_reports::Objective,
 }
 
 /// Candidate layouts (canonical text) of a tensor of `dims` and `dtype` on `m`, in the
@@ -264,6 +272,7 @@ pub fn plan_with(
     let fail = |msg: String| miette::miette!("error: {}: {msg}", src.path);
     let bound = crate::bound::program(&res);
     let mut model = Model::new(&res, opts.space).map_err(|e| fail(e.to_string()))?;
+    model.objective = opts.objective;
     if model.vars.is_empty() {
         return Err(fail(format!(
             "plan `{plan}` has no variable set to `Any`: nothing to choose"
@@ -288,6 +297,7 @@ pub fn plan_with(
                 hand_plans.push(HandPlan {
                     plan: name,
                     total_cycles: None,
+                    energy_j: None,
                     error: Some(format!("{e}")),
                     seed: false,
                 });
@@ -315,6 +325,7 @@ pub fn plan_with(
         hand_plans.push(HandPlan {
             plan: name,
             total_cycles: run.as_ref().ok().map(|o| o.report.total_cycles),
+            energy_j: run.as_ref().ok().map(|o| o.report.energy_j()),
             error: run.err(),
             seed,
         });
@@ -404,6 +415,7 @@ pub fn plan_with(
                 layouts,
                 inserted,
                 total_cycles: o.report.total_cycles,
+                energy_j: o.report.energy_j(),
                 op_cycles,
             }),
             Err(e) => {
@@ -411,7 +423,14 @@ pub fn plan_with(
             }
         }
     }
-    best.sort_by_key(|p| p.total_cycles);
+    // Ranked by the objective, ties by cycles (a stable sort keeps the search's order).
+    let clock = res.machine.clock_ghz;
+    let score = |p: &Planned| opts.objective.score(p.total_cycles, p.energy_j, clock);
+    best.sort_by(|a, b| {
+        score(a)
+            .total_cmp(&score(b))
+            .then(a.total_cycles.cmp(&b.total_cycles))
+    });
     best.truncate(opts.search.top.max(1));
     if best.is_empty() {
         return Err(fail(format!(
@@ -424,6 +443,7 @@ pub fn plan_with(
     }
     Ok(Outcome {
         plan: plan.to_string(),
+        objective: opts.objective,
         best,
         hand_plans,
         candidates: model

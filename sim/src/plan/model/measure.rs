@@ -79,6 +79,7 @@ impl Model {
                 else {
                     continue;
                 };
+                let rj = self.coster.dynamic_j();
                 let mut moved = helds.clone();
                 for (k, &rr) in op.reads.iter().enumerate() {
                     if rr == r {
@@ -106,6 +107,7 @@ impl Model {
                 };
                 let mut out = self.out_of(i, m, Some((slot, rtasks, rregion, s, ins)));
                 out.cycles = total;
+                out.dynamic_j += rj;
                 best = Some((total, out));
             }
         }
@@ -164,6 +166,7 @@ impl Model {
             });
         }
         OpOut {
+            dynamic_j: m.dynamic_j,
             cycles: m.cycles,
             output,
             moved,

@@ -51,22 +51,27 @@ pub struct Inserted {
 }
 
 /// The result of evaluating one assignment.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Eval {
     /// Ops that ran (all of them when `failure` is `None`).
     pub completed: usize,
     pub total_cycles: u64,
     /// Why and where the program stopped.
     pub failure: Option<(usize, String)>,
+    /// Joules of the ops that ran and the static energy of their time.
+    pub energy_j: f64,
+    /// What the model minimises ([`Model::objective`]): cycles, or the bits of the
+    /// (non-negative) joules or joule-seconds, which order as the numbers do.
+    pub score: u64,
 }
 
 impl Eval {
-    /// Ordering key: runnable first, then further, then fewer cycles.
+    /// Ordering key: runnable first, then further, then a lower score.
     pub fn key(&self) -> (bool, std::cmp::Reverse<usize>, u64) {
         (
             self.failure.is_some(),
             std::cmp::Reverse(self.completed),
-            self.total_cycles,
+            self.score,
         )
     }
 }
@@ -87,6 +92,8 @@ struct Moved {
 #[derive(Clone, Debug)]
 struct OpOut {
     cycles: u64,
+    /// Dynamic joules (the op, its Reduces and an inserted Relayout).
+    dynamic_j: f64,
     /// The state the op leaves its output in, and the output's region (symbolic).
     output: Option<(usize, StateId, RegionId)>,
     /// Inputs moved by inserted relayouts.
@@ -153,6 +160,8 @@ pub struct Model {
     space: Space,
     /// How the scored plan's tasks are placed in time (the scenario's schedule).
     pub schedule: Schedule,
+    /// What evaluations minimise (`plan --objective`): cycles by default.
+    pub objective: mnsim_reports::Objective,
     /// Candidates per (shape, dtype, padded), generated once.
     generated: HashMap<(Vec<u64>, mnsim_arch::DType, bool), Vec<Candidate>>,
     /// Scratch of the walk: the plan's tasks, reused from one evaluation to the next.
@@ -203,6 +212,7 @@ impl Model {
             evaluated: 0,
             space,
             schedule: res.schedule,
+            objective: mnsim_reports::Objective::Cycles,
             scratch: Vec::new(),
             generated: HashMap::new(),
         };

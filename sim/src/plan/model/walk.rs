@@ -32,6 +32,35 @@ impl Model {
         timeline::schedule(&self.scratch[..n], self.schedule, self.lm_words).total()
     }
 
+    /// The evaluation of the first `n` tasks of the scratch, whose ops' dynamic joules
+    /// sum to `dynamic_j`: its energy adds the static power over its length.
+    fn eval(
+        &self,
+        completed: usize,
+        n: usize,
+        dynamic_j: f64,
+        failure: Option<(usize, String)>,
+    ) -> Eval {
+        let total_cycles = self.placed_total(n);
+        let m = &self.res.machine;
+        let energy_j = dynamic_j
+            + m.energy.static_watts(m) * mnsim_reports::energy::seconds(total_cycles, m.clock_ghz);
+        let score = match self.objective {
+            mnsim_reports::Objective::Cycles => total_cycles,
+            o => o
+                .score(total_cycles, energy_j, m.clock_ghz)
+                .max(0.0)
+                .to_bits(),
+        };
+        Eval {
+            completed,
+            total_cycles,
+            failure,
+            energy_j,
+            score,
+        }
+    }
+
     fn run(
         &mut self,
         pick: &[LayoutId],
@@ -49,6 +78,7 @@ impl Model {
         };
         // Tasks placed so far (in `self.scratch`), and frees waiting for the next task.
         let mut ntasks = 0usize;
+        let mut dynamic_j = 0.0f64;
         let mut pending: Vec<(RegionId, u64)> = Vec::new();
         let mut scratch = std::mem::take(&mut self.scratch);
         let failed = |m: &mut Model,
@@ -57,11 +87,9 @@ impl Model {
                       ntasks: usize,
                       msg: String| {
             m.scratch = scratch;
-            Eval {
-                completed: i,
-                total_cycles: m.placed_total(ntasks),
-                failure: Some((i, msg)),
-            }
+            // The joules of the ops before it are not summed: a failed plan ranks by
+            // how far it got, then by cycles.
+            m.eval(i, ntasks, 0.0, Some((i, msg)))
         };
         for i in 0..self.ops.len() {
             let (effect, writes, var, fixed) = {
@@ -204,16 +232,12 @@ impl Model {
                 regions.of[t] = RegionId(base + region.0);
             }
             cycles.push(out.cycles);
+            dynamic_j += out.dynamic_j;
         }
         self.scratch = scratch;
-        let total = self.placed_total(ntasks);
         if let Some(d) = detail {
             d.0 = cycles;
         }
-        Eval {
-            completed: self.ops.len(),
-            total_cycles: total,
-            failure: None,
-        }
+        self.eval(self.ops.len(), ntasks, dynamic_j, None)
     }
 }
