@@ -20,6 +20,7 @@ use crate::scenario::{Op, Resolved};
 use crate::timeline::{Resource, describe};
 use mnsim_arch::{DType, Machine, TransferKind};
 use mnsim_kernels::Kernel;
+use mnsim_reports::{OpReport, Report};
 use std::collections::BTreeMap;
 
 /// The bound of one op: its cycles, the resource that sets them, and the least each
@@ -44,6 +45,35 @@ pub struct Bound {
     pub extra: Vec<(Resource, u64)>,
     pub cycles: u64,
     pub resource: String,
+}
+
+impl Bound {
+    /// Writes the bounds into a run's report: per op (`bounds`, one per op of the run)
+    /// and the run's, which is the program's (whatever the layouts, so the Reduces a
+    /// layout makes the run insert are not in it: they only add cycles).
+    pub fn annotate(&self, report: &mut Report, bounds: &[OpBound]) {
+        for (o, b) in report.ops.iter_mut().zip(bounds) {
+            o.bound_cycles = b.cycles;
+            o.bound_resource = b.resource.clone();
+        }
+        report.bound_cycles = self.cycles;
+        report.bound_resource = self.resource.clone();
+    }
+
+    /// Brings `bounds` (one per op of a run) level with the run's ops `ops`: the ops added
+    /// since the last call (by program op `next - 1`) get that op's bound, the tree Reduces
+    /// the run inserted after it a Reduce's of their tensor.
+    pub fn extend(&self, bounds: &mut Vec<OpBound>, ops: &[OpReport], res: &Resolved, next: usize) {
+        let mut first = true;
+        while let Some(op) = ops.get(bounds.len()) {
+            let b = match (first, next.checked_sub(1).and_then(|i| self.ops.get(i))) {
+                (true, Some(b)) => b.clone(),
+                _ => reduce(&res.machine, bytes_of(res, &op.tensor)),
+            };
+            first = false;
+            bounds.push(b);
+        }
+    }
 }
 
 /// `ceil(bytes / rate)`, 0 for no bytes; saturating.

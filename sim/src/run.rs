@@ -348,7 +348,7 @@ pub fn run_with_progress(
     let mut bounds: Vec<crate::bound::OpBound> = Vec::new();
     for (done, rop) in res.ops.iter().enumerate() {
         progress(done, res.ops.len());
-        bound_ops(&mut bounds, &eng, res, &program_bound, done);
+        program_bound.extend(&mut bounds, &eng.ops, res, done);
         let at = |e: SimError| {
             let prefix = format!("op {} ({}): ", rop.index, rop.op.describe());
             RunError::at_op(rop.index, e.context(&prefix))
@@ -494,7 +494,7 @@ pub fn run_with_progress(
             o.inserted_after = Some(ins.after);
         }
     }
-    bound_ops(&mut bounds, &eng, res, &program_bound, res.ops.len());
+    program_bound.extend(&mut bounds, &eng.ops, res, res.ops.len());
     progress(res.ops.len(), res.ops.len());
     if res.verify && !functional {
         warnings.push(
@@ -510,64 +510,14 @@ pub fn run_with_progress(
     }
     eng.settle();
     let mut report = build_report(res, &eng, verified, warnings, peak);
-    for (o, b) in report.ops.iter_mut().zip(&bounds) {
-        o.bound_cycles = b.cycles;
-        o.bound_resource = b.resource.clone();
-    }
-    // The run's bound is the program's (whatever the layouts, so the Reduces a layout
-    // makes the run insert are not in it: they only add cycles).
-    report.bound_cycles = program_bound.cycles;
-    report.bound_resource = program_bound.resource.clone();
-    crate::waits::fill(
-        &res.machine,
-        &eng.timeline.placed,
-        &mut report.ops,
-        &report.streams,
-    );
-    report.bottleneck = crate::waits::bottleneck(
-        &report.ops,
-        &report.streams,
-        &report.resources,
-        report.total_cycles,
-    );
+    program_bound.annotate(&mut report, &bounds);
+    crate::waits::annotate(&res.machine, &eng.timeline.placed, &mut report);
     crate::energy::attach(&mut eng, &mut report);
     Ok(RunOutput {
         report,
         engine: eng,
         inserted,
     })
-}
-
-/// Brings `bounds` level with the engine's ops: the ops added since (by program op
-/// `next - 1`) get that op's bound, and the tree Reduces the run inserted after it a
-/// Reduce's.
-fn bound_ops(
-    bounds: &mut Vec<crate::bound::OpBound>,
-    eng: &Engine,
-    res: &Resolved,
-    program: &crate::bound::Bound,
-    next: usize,
-) {
-    let mut first = true;
-    while bounds.len() < eng.ops.len() {
-        let b = match (first, next.checked_sub(1).and_then(|i| program.ops.get(i))) {
-            (true, Some(b)) => b.clone(),
-            _ => {
-                let bytes = eng.ops.get(bounds.len()).map_or(0, |o| {
-                    res.tensors.get(&o.tensor).map_or(0, |t| {
-                        t.runtime_dims
-                            .iter()
-                            .fold(u128::from(t.dtype.bytes()), |a, &x| {
-                                a.saturating_mul(u128::from(x))
-                            })
-                    })
-                });
-                crate::bound::reduce(&res.machine, bytes)
-            }
-        };
-        first = false;
-        bounds.push(b);
-    }
 }
 
 fn build_report(

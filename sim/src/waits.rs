@@ -7,7 +7,7 @@
 
 use crate::timeline::{Cause, Placement, describe};
 use mnsim_arch::Machine;
-use mnsim_reports::{Bottleneck, OpReport, ResourceTotal, StreamReport, WaitedOn};
+use mnsim_reports::{Bottleneck, OpReport, Report, ResourceTotal, StreamReport, WaitedOn};
 
 /// The resource that set op `i`'s own time (its bottleneck stage's resource).
 fn own(ops: &[OpReport], i: usize) -> Option<String> {
@@ -30,6 +30,17 @@ fn stretch(ops: &[OpReport], streams: &[StreamReport], i: usize) -> Option<(u64,
         .filter(|&p| p < ops.len())
         .max_by_key(|&p| (ops[p].work_cycles, std::cmp::Reverse(p)))?;
     Some((waited, producer))
+}
+
+/// Fills a run's report: every op's `waited_on` and the run's `bottleneck`.
+pub fn annotate(m: &Machine, placed: &[Placement], report: &mut Report) {
+    fill(m, placed, &mut report.ops, &report.streams);
+    report.bottleneck = bottleneck(
+        &report.ops,
+        &report.streams,
+        &report.resources,
+        report.total_cycles,
+    );
 }
 
 /// Fills every op's `waited_on`: the longer of the wait before its start (what the
