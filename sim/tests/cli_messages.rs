@@ -338,6 +338,7 @@ fn run_of_a_scenario_whose_every_plan_is_left_to_the_planner_fails_saying_how_to
             "{err}"
         );
         assert!(err.contains("all_any.ron --write NAME"), "{err}");
+        assert!(!err.contains("note:"), "the error says it all: {err}");
     }
 }
 

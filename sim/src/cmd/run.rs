@@ -124,33 +124,34 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
         let note = plan_with_bar(&mut sc, &src, &sets, &binds);
         eprintln!("note: {note}");
     }
+    let file = a.s.scenario.display();
     let plans: Vec<Option<String>> = match &a.plan {
         Some(p) => vec![Some(p.clone())],
-        // A plan that leaves variables to the planner cannot run as it is: say so, run the rest.
-        None => scenario::plans_to_run(&sc)
-            .into_iter()
-            .filter(|p| {
-                let open = p.as_ref().is_some_and(|p| sc.plans[p].values().any(|v| *v == scenario::PlanValue::Any));
-                if open {
-                    eprintln!(
-                        "note: plan `{}` sets variables to `Any`: skipped; `mnsim plan {}` chooses them",
-                        p.as_deref().unwrap_or(""),
-                        a.s.scenario.display()
-                    );
-                }
-                !open
-            })
-            .collect(),
+        // A plan that leaves variables to the planner cannot run as it is: say so, run
+        // the rest; with none left, nothing runs.
+        None => {
+            let (open, ready): (Vec<_>, Vec<_>) =
+                scenario::plans_to_run(&sc).into_iter().partition(|p| {
+                    p.as_ref().is_some_and(|p| {
+                        sc.plans[p].values().any(|v| *v == scenario::PlanValue::Any)
+                    })
+                });
+            if ready.is_empty() {
+                return Err(miette!(
+                    "error: {}: every plan sets variables to `Any`: nothing runs until they have \
+                     layouts; `mnsim plan {file}` chooses them (`mnsim plan {file} --write NAME` \
+                     adds the chosen plan to the file, then `mnsim run {file} --plan NAME`)",
+                    src.path
+                ));
+            }
+            for p in open.iter().flatten() {
+                eprintln!(
+                    "note: plan `{p}` sets variables to `Any`: skipped; `mnsim plan {file}` chooses them"
+                );
+            }
+            ready
+        }
     };
-    if plans.is_empty() {
-        let file = a.s.scenario.display();
-        return Err(miette!(
-            "error: {}: every plan sets variables to `Any`: nothing runs until they have \
-             layouts; `mnsim plan {file}` chooses them (`mnsim plan {file} --write NAME` \
-             adds the chosen plan to the file, then `mnsim run {file} --plan NAME`)",
-            src.path
-        ));
-    }
     let mode = a.mode.map(|m| match m {
         ModeArg::Timing => Mode::Timing,
         ModeArg::Functional => Mode::Functional,
