@@ -426,3 +426,77 @@ fn mutated_exports_never_panic() {
     eprintln!("300 mutations: {imported} imported ({ran} ran), {errors} errors");
     assert!(imported > 0 && errors > 0);
 }
+
+/// The command line: `import` and `check` take a `.mlir` with `--bind`, and without
+/// it fail naming the dimension, writing nothing.
+#[test]
+fn the_cli_imports_and_checks_mlir() {
+    let exe = env!("CARGO_BIN_EXE_mnsim");
+    let file = dir().join("softmax_dynB_12x128x128_f32.mlir");
+    let out = std::env::temp_dir().join(format!("mnsim_shlo_{}.ron", std::process::id()));
+    let ok = std::process::Command::new(exe)
+        .args([
+            "import",
+            file.to_str().unwrap(),
+            "--bind",
+            "b=2",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("bind: {\"b\": 2}") && text.contains("f32[b?,12,128,128]"));
+    std::fs::remove_file(&out).unwrap();
+    let bad = std::process::Command::new(exe)
+        .args([
+            "import",
+            file.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        e.contains("symbolic dimension") && e.contains("--bind b="),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing written");
+    let check = std::process::Command::new(exe)
+        .args(["check", file.to_str().unwrap(), "--bind", "b=2"])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+/// `Runs` must cover the tensor exactly.
+#[test]
+fn runs_that_miss_the_element_count_are_an_error() {
+    let text = r#"Scenario(name: "r", machine: Preset("toy4"), mode: Functional,
+        tensors: {"x": (dtype: F32, shape: "f32[4]", init: Runs([(1, 1.0), (2, 0.0)]))},
+        program: [Load(tensor: "x", layout: "((4_PE))"), Store(tensor: "x")])"#;
+    let sc = scenario::parse(text, "r.ron").unwrap();
+    let src = Source {
+        path: "r.ron".into(),
+        text: text.into(),
+    };
+    let e = format!(
+        "{:?}",
+        scenario::resolve(&sc, &src, None, &[], &Default::default()).unwrap_err()
+    );
+    assert!(
+        e.contains("count 3 elements where") && e.contains("the tensor has 4"),
+        "{e}"
+    );
+}
