@@ -35,11 +35,13 @@ pub enum UnaryOp {
     Round,
     /// ln x.
     Log,
+    /// The error function erf x (StableHLO's `chlo.erf`, the exact GELU's core).
+    Erf,
 }
 
 impl UnaryOp {
     /// Every unary op.
-    pub const ALL: [UnaryOp; 15] = [
+    pub const ALL: [UnaryOp; 16] = [
         UnaryOp::Relu,
         UnaryOp::Gelu,
         UnaryOp::Exp,
@@ -55,6 +57,7 @@ impl UnaryOp {
         UnaryOp::HardSwish,
         UnaryOp::Round,
         UnaryOp::Log,
+        UnaryOp::Erf,
     ];
 
     /// The variant name (`"Relu"`).
@@ -75,6 +78,7 @@ impl UnaryOp {
             UnaryOp::HardSwish => "HardSwish",
             UnaryOp::Round => "Round",
             UnaryOp::Log => "Log",
+            UnaryOp::Erf => "Erf",
         }
     }
 
@@ -96,14 +100,15 @@ impl UnaryOp {
             UnaryOp::HardSwish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
             UnaryOp::Round => x.round_ties_even(),
             UnaryOp::Log => x.ln(),
+            UnaryOp::Erf => erf(x),
         }
     }
 
     /// Vector-unit FLOP charged per element (assumed; see `docs/kernels.md`):
     /// 1 for Relu, Neg, Abs, Square, Copy, Round; 4 for Sqrt, Rsqrt, Recip (an
     /// iterative reciprocal or root) and HardSwish (an add, a clamp, two multiplies);
-    /// 8 for Exp, Log, Tanh, Sigmoid (a polynomial or table evaluation); 10 for Gelu
-    /// (a tanh plus the cubic around it).
+    /// 8 for Exp, Log, Tanh, Sigmoid, Erf (a polynomial or table evaluation); 10 for
+    /// Gelu (a tanh plus the cubic around it).
     pub fn flops_per_element(self) -> u64 {
         match self {
             UnaryOp::Relu
@@ -113,10 +118,36 @@ impl UnaryOp {
             | UnaryOp::Copy
             | UnaryOp::Round => 1,
             UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip | UnaryOp::HardSwish => 4,
-            UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid => 8,
+            UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf => 8,
             UnaryOp::Gelu => 10,
         }
     }
+}
+
+/// erf x: its Taylor series below |x| = 1/2 (to 10⁻¹⁶), Abramowitz and Stegun 7.1.26
+/// above (absolute error below 1.5·10⁻⁷, relative below 3·10⁻⁷: about f32's resolution).
+pub fn erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    let r = if a < 0.5 {
+        // 2/√π · Σ (−1)ⁿ x^(2n+1) / (n! (2n+1))
+        let (mut term, mut sum) = (a, a);
+        for n in 1..24 {
+            term *= -a * a / n as f64;
+            sum += term / (2 * n + 1) as f64;
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else {
+        let t = 1.0 / (1.0 + 0.327_591_1 * a);
+        let poly = t
+            * (0.254_829_592
+                + t * (-0.284_496_736
+                    + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+        1.0 - poly * (-a * a).exp()
+    };
+    if x < 0.0 { -r } else { r }
 }
 
 /// The tanh approximation of GELU.

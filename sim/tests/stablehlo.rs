@@ -256,9 +256,10 @@ fn an_unsupported_op_is_named_at_its_line_and_column() {
         "{e}"
     );
     assert!(e.contains("g.mlir:16:11"), "{e}");
+    // The exact GELU's erf is a kernel.
     let text = src.text.replace("stablehlo.tanh", "chlo.erf");
-    let e = import_text("g.mlir", &text, &BTreeMap::new()).unwrap_err();
-    assert!(e.contains("`chlo.erf` is not supported yet"), "{e}");
+    let imp = import_text("g.mlir", &text, &BTreeMap::new()).unwrap();
+    assert!(imp.text.contains("Unary(op: Erf"));
     let conv = "func.func public @main(%a: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32> {\n  %0 = stablehlo.convolution(%a, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32>\n  return %0 : tensor<1x6x6x8xf32>\n}\n";
     let e = import_text("c.mlir", conv, &BTreeMap::new()).unwrap_err();
     assert!(
@@ -425,4 +426,99 @@ fn mutated_exports_never_panic() {
     }
     eprintln!("300 mutations: {imported} imported ({ran} ran), {errors} errors");
     assert!(imported > 0 && errors > 0);
+}
+
+/// The command line: `import` and `check` take a `.mlir` with `--bind`, and without
+/// it fail naming the dimension, writing nothing.
+#[test]
+fn the_cli_imports_and_checks_mlir() {
+    let exe = env!("CARGO_BIN_EXE_mnsim");
+    let file = dir().join("softmax_dynB_12x128x128_f32.mlir");
+    let out = std::env::temp_dir().join(format!("mnsim_shlo_{}.ron", std::process::id()));
+    let ok = std::process::Command::new(exe)
+        .args([
+            "import",
+            file.to_str().unwrap(),
+            "--bind",
+            "b=2",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("bind: {\"b\": 2}") && text.contains("f32[b?,12,128,128]"));
+    std::fs::remove_file(&out).unwrap();
+    let bad = std::process::Command::new(exe)
+        .args([
+            "import",
+            file.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        e.contains("symbolic dimension") && e.contains("--bind b="),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing written");
+    let check = std::process::Command::new(exe)
+        .args(["check", file.to_str().unwrap(), "--bind", "b=2"])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+/// `Runs` must cover the tensor exactly.
+#[test]
+fn runs_that_miss_the_element_count_are_an_error() {
+    let text = r#"Scenario(name: "r", machine: Preset("toy4"), mode: Functional,
+        tensors: {"x": (dtype: F32, shape: "f32[4]", init: Runs([(1, 1.0), (2, 0.0)]))},
+        program: [Load(tensor: "x", layout: "((4_PE))"), Store(tensor: "x")])"#;
+    let sc = scenario::parse(text, "r.ron").unwrap();
+    let src = Source {
+        path: "r.ron".into(),
+        text: text.into(),
+    };
+    let e = format!(
+        "{:?}",
+        scenario::resolve(&sc, &src, None, &[], &Default::default()).unwrap_err()
+    );
+    assert!(
+        e.contains("count 3 elements where") && e.contains("the tensor has 4"),
+        "{e}"
+    );
+}
+
+/// `Unary Erf` (the exact GELU's `chlo.erf`) against tabulated values.
+#[test]
+fn erf_matches_its_table() {
+    for (x, want) in [
+        (0.0, 0.0),
+        (1e-9, 1.128_379_167_095_512_6e-9),
+        (0.3, 0.328_626_759_459_127_4),
+        (-0.49, -0.511_668_261_188_523),
+        (1.0, 0.842_700_792_949_714_9),
+        (2.0, 0.995_322_265_018_952_7),
+        (-3.5, -0.999_999_256_901_627_7),
+    ] {
+        let got = mnsim_kernels::UnaryOp::Erf.apply(x);
+        let tol = if f64::abs(x) < 0.5 { 1e-15 } else { 3e-7 };
+        assert!(
+            (got - want).abs() <= tol * f64::abs(want).max(1e-300),
+            "erf({x}) = {got}, want {want}"
+        );
+    }
 }

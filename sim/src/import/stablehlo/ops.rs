@@ -33,6 +33,7 @@ pub(super) fn unary_of(name: &str) -> Option<UnaryOp> {
         "stablehlo.abs" => UnaryOp::Abs,
         "stablehlo.round_nearest_even" => UnaryOp::Round,
         "chlo.square" => UnaryOp::Square,
+        "chlo.erf" => UnaryOp::Erf,
         _ => return None,
     })
 }
@@ -279,10 +280,6 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
             count(st, &vals, 2)?;
             super::emit::power(lx, st, &base, &vals)
         }
-        "chlo.erf" => Err(at(
-            &st.name_span,
-            "`chlo.erf` is not supported yet: mnsim has no erf kernel (export GELU with `approximate=True`, the tanh form, which becomes its elementwise ops)",
-        )),
         "stablehlo.broadcast_in_dim" | "stablehlo.dynamic_broadcast_in_dim" => {
             let dynamic = name == "stablehlo.dynamic_broadcast_in_dim";
             count(st, &vals, if dynamic { 2 } else { 1 })?;
