@@ -26,13 +26,12 @@ pub struct Booking {
     pub end: u64,
 }
 
-/// Per resource: when it is free again, the task that held it last, its busy cycles.
+/// Per resource: when it is free again, and the task that held it last.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     resource: Resource,
     free_at: u64,
     holder: usize,
-    busy: u64,
 }
 
 /// The busy state of a few resources, in a small dense table (resources in order of
@@ -70,43 +69,35 @@ impl BusyTable {
             .map_or((0, None), |s| (s.free_at, Some(s.holder)))
     }
 
-    /// Cycles `r` was booked, summed.
-    pub fn busy_cycles(&self, r: Resource) -> u64 {
-        self.slots
-            .iter()
-            .find(|s| s.resource == r)
-            .map_or(0, |s| s.busy)
-    }
-
     /// Books `r` for `task` over `[start, start + cycles)`; returns the end. `start` is
     /// at least `r`'s free cycle: the timeline computes every start from
     /// [`BusyTable::free_at`] (a start before it would give `r` to two tasks at once, and is
     /// moved to the free cycle).
     pub fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) -> u64 {
-        let i = match self.slots.iter().position(|s| s.resource == r) {
-            Some(i) => i,
+        let (start, end) = match self.slots.iter_mut().find(|s| s.resource == r) {
+            Some(s) => {
+                debug_assert!(
+                    start >= s.free_at,
+                    "{r:?} booked for task {task} at {start}, before it is free at {} (task {})",
+                    s.free_at,
+                    s.holder
+                );
+                let start = start.max(s.free_at);
+                let end = start.saturating_add(cycles);
+                s.free_at = end;
+                s.holder = task;
+                (start, end)
+            }
             None => {
+                let end = start.saturating_add(cycles);
                 self.slots.push(Slot {
                     resource: r,
-                    free_at: 0,
+                    free_at: end,
                     holder: task,
-                    busy: 0,
                 });
-                self.slots.len() - 1
+                (start, end)
             }
         };
-        let s = &mut self.slots[i];
-        debug_assert!(
-            start >= s.free_at,
-            "{r:?} booked for task {task} at {start}, before it is free at {} (task {})",
-            s.free_at,
-            s.holder
-        );
-        let start = start.max(s.free_at);
-        let end = start.saturating_add(cycles);
-        s.free_at = end;
-        s.holder = task;
-        s.busy = s.busy.saturating_add(cycles);
         if cycles > 0
             && let Some(log) = &mut self.log
         {
