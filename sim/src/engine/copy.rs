@@ -71,7 +71,7 @@ impl Plan {
                 lm: lm_of(l.step.addr, l.step.w, l.step.t)?,
             });
         }
-        loops.sort_by(|a, b| b.dram.cmp(&a.dram));
+        loops.sort_by_key(|l| std::cmp::Reverse(l.dram));
         let mut merged: Vec<ByteLoop> = Vec::with_capacity(loops.len());
         for l in loops {
             match merged.last_mut() {
