@@ -71,7 +71,7 @@ impl Plan {
                 lm: lm_of(l.step.addr, l.step.w, l.step.t)?,
             });
         }
-        loops.sort_by(|a, b| b.dram.cmp(&a.dram));
+        loops.sort_by_key(|l| std::cmp::Reverse(l.dram));
         let mut merged: Vec<ByteLoop> = Vec::with_capacity(loops.len());
         for l in loops {
             match merged.last_mut() {
@@ -126,62 +126,119 @@ impl Plan {
         unsafe { self.copy(lm, dram, false) }
     }
 
-    /// The copy: `src` is the DRAM buffer when `to_lm`, the LM otherwise.
+    /// The copy: `src` is the DRAM buffer when `to_lm`, the LM otherwise. A contiguous
+    /// run of a common size is a fixed-size move (no call per run).
     ///
     /// # Safety
     /// As [`Plan::to_lm`].
     unsafe fn copy(&self, src: *const u8, dst: *mut u8, to_lm: bool) {
         let eb = self.eb;
-        // (source step, destination step) of a loop.
+        // (count, source step, destination step) of a loop.
         let sides = |x: &ByteLoop| {
             if to_lm {
-                (x.dram, x.lm)
+                (x.count, x.dram, x.lm)
             } else {
-                (x.lm, x.dram)
+                (x.count, x.lm, x.dram)
             }
         };
-        let (outer, inner) = match self.loops.split_last() {
-            Some((i, o)) => (o, (i.count, sides(i))),
-            None => (&[][..], (1, (eb, eb))),
+        let (outer, (n, ss, ds)): (Vec<_>, _) = match self.loops.split_last() {
+            Some((i, o)) => (o.iter().map(sides).collect(), sides(i)),
+            None => (Vec::new(), (1, eb, eb)),
         };
-        let (n, (ss, ds)) = inner;
-        let contiguous = ss == eb && ds == eb;
-        let mut digit = vec![0usize; outer.len()];
-        let (mut s, mut d) = if to_lm {
+        let start = if to_lm {
             (self.dram0, self.lm0)
         } else {
             (self.lm0, self.dram0)
         };
-        loop {
-            // SAFETY: the caller's contract: every cell of the plan lies in both buffers.
-            unsafe {
-                if contiguous {
-                    std::ptr::copy_nonoverlapping(src.add(s), dst.add(d), n * eb);
-                } else {
-                    copy_strided_raw(dst.add(d), ds, src.add(s), ss, n, eb);
+        let bytes = n * eb;
+        // SAFETY (every call below): the caller's contract; each run starts at a cell of
+        // the plan and covers `n` of its cells.
+        unsafe {
+            if ss == eb && ds == eb {
+                match bytes {
+                    16 => odometer(&outer, start, src, dst, |s, d| fixed::<16>(s, d)),
+                    32 => odometer(&outer, start, src, dst, |s, d| fixed::<32>(s, d)),
+                    64 => odometer(&outer, start, src, dst, |s, d| fixed::<64>(s, d)),
+                    128 => odometer(&outer, start, src, dst, |s, d| fixed::<128>(s, d)),
+                    _ => odometer(&outer, start, src, dst, |s, d| {
+                        std::ptr::copy_nonoverlapping(s, d, bytes)
+                    }),
                 }
-            }
-            // The odometer over the outer loops, by additions only.
-            let mut k = outer.len();
-            loop {
-                if k == 0 {
-                    return;
-                }
-                k -= 1;
-                let (os, od) = sides(&outer[k]);
-                if digit[k] + 1 < outer[k].count {
-                    digit[k] += 1;
-                    s += os;
-                    d += od;
-                    break;
-                }
-                let back = outer[k].count - 1;
-                digit[k] = 0;
-                s -= back * os;
-                d -= back * od;
+            } else {
+                odometer(&outer, start, src, dst, |s, d| {
+                    copy_strided_raw(d, ds, s, ss, n, eb)
+                })
             }
         }
     }
+}
+
+/// Copies `N` bytes (a fixed-size move the compiler unrolls).
+///
+/// # Safety
+/// Both ranges are valid and do not overlap.
+#[inline(always)]
+unsafe fn fixed<const N: usize>(s: *const u8, d: *mut u8) {
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(s, d, N) }
+}
+
+/// Runs too far apart in the source for the hardware to see them coming are fetched this
+/// many runs ahead.
+const AHEAD: usize = 8;
+
+/// Calls `run(source, destination)` at every step of the `outer` loops (count, source
+/// step, destination step; the last one fastest) from byte offsets `start`, by additions
+/// only, asking the cache for the source `AHEAD` steps of the fastest loop ahead.
+///
+/// # Safety
+/// Every offset the loops reach lies in both buffers, as `run` needs it.
+#[inline(always)]
+unsafe fn odometer(
+    outer: &[(usize, usize, usize)],
+    start: (usize, usize),
+    src: *const u8,
+    dst: *mut u8,
+    mut run: impl FnMut(*const u8, *mut u8),
+) {
+    let ahead = outer.last().map_or(0, |o| o.1 * AHEAD);
+    let mut digit = vec![0usize; outer.len()];
+    let (mut s, mut d) = start;
+    loop {
+        prefetch(src.wrapping_add(s.wrapping_add(ahead)));
+        // SAFETY: the caller's contract.
+        run(unsafe { src.add(s) }, unsafe { dst.add(d) });
+        let mut k = outer.len();
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            let (count, os, od) = outer[k];
+            if digit[k] + 1 < count {
+                digit[k] += 1;
+                s += os;
+                d += od;
+                break;
+            }
+            digit[k] = 0;
+            s -= (count - 1) * os;
+            d -= (count - 1) * od;
+        }
+    }
+}
+
+/// A hint that `p` is read soon (nothing on targets without one). Never faults, whatever
+/// `p` is.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch does not access memory architecturally: any address is fine.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]

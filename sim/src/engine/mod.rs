@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 pub use crate::scenario::Mode;
 
 mod alloc;
+mod buffers;
 mod copy;
 mod dataplane;
 mod facts;
@@ -30,8 +31,8 @@ pub use streams::StreamState;
 
 use crate::lowering::walk::WalkPlan;
 use alloc::{Alloc, Frees};
+pub(crate) use buffers::zeroed;
 use dataplane::DramAddr;
-pub(crate) use dataplane::zeroed;
 
 /// A simulation error: a message for the user (the op and tensor named in it) and its
 /// kind, so that callers (the planner) act on the kind, not on the text.
@@ -431,7 +432,7 @@ impl Engine {
             let need = usize::try_from(self.lm_high_water_bytes()).map_err(|_| {
                 SimError::Other(format!("tensor `{name}`: LM regions too large to hold"))
             })?;
-            dataplane::grow_lms(&mut self.sw.world, need);
+            buffers::grow_lms(&mut self.sw.world, need);
         }
         Ok((off, words, region))
     }
