@@ -313,7 +313,7 @@ mod tests {
                         time_us: v[0] * v[1] / 1e3,
                         levels: vec![("L1B".into(), 5)],
                         bottleneck: "L1B".into(),
-                        energy: (v[0] == 1.0).then(|| crate::energy::RowEnergy {
+                        energy: (v[0] == 1.0).then_some(crate::energy::RowEnergy {
                             energy_j: 0.5,
                             average_w: 250.0,
                             peak_w: 400.0,
