@@ -363,7 +363,7 @@ mod tests {
                         levels: vec![("L1B".into(), 5)],
                         bottleneck: "L1B".into(),
                         bound_cycles: 5,
-                        energy: (v[0] == 1.0).then(|| crate::energy::RowEnergy {
+                        energy: (v[0] == 1.0).then_some(crate::energy::RowEnergy {
                             energy_j: 0.5,
                             average_w: 250.0,
                             peak_w: 400.0,

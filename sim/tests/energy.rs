@@ -366,3 +366,93 @@ fn planning_for_energy_costs_no_more_joules_than_planning_for_cycles() {
         );
     }
 }
+
+fn mnsim(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn the_command_line_ranks_and_plots_energy() {
+    // compare --by energy: the cheapest plan first, with its joules.
+    let out = mnsim(&[
+        "compare",
+        "scenarios/mlp_block.ron",
+        "--mode",
+        "timing",
+        "--by",
+        "energy",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["by"], "energy");
+    let j: Vec<f64> = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["energy_j"].as_f64().unwrap())
+        .collect();
+    assert!(j.len() == 2 && j[0] <= j[1], "{j:?}");
+    // plan --json: energy_j beside total_cycles for every plan shown.
+    let out = mnsim(&[
+        "plan",
+        "scenarios/plan_layernorm.ron",
+        "--objective",
+        "edp",
+        "--work",
+        "20000",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["objective"], "edp");
+    assert!(v["best"]["energy_j"].as_f64().unwrap() > 0.0);
+    for p in v["top"].as_array().unwrap() {
+        assert!(p["energy_j"].as_f64().unwrap() > 0.0 && p["total_cycles"].as_u64().is_some());
+    }
+    // A metric that does not exist is refused, naming the ones that do.
+    let out = mnsim(&[
+        "sweep",
+        "scenarios/mlp_block.ron",
+        "--set",
+        "energy.dram.read_pj_per_byte=80,160",
+        "--metric",
+        "joules",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gflops_per_w"));
+    // The sweep's CSV carries the joules; an energy knob moves them, not the cycles.
+    let out = mnsim(&[
+        "sweep",
+        "scenarios/mlp_block.ron",
+        "--mode",
+        "timing",
+        "--plan",
+        "gather",
+        "--set",
+        "energy.dram.read_pj_per_byte=80,160",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    let col = |n: &str| rows[0].iter().position(|c| *c == n).unwrap();
+    let (c, e) = (col("total_cycles"), col("energy_j"));
+    assert_eq!(rows[1][c], rows[2][c]);
+    assert!(rows[1][e].parse::<f64>().unwrap() < rows[2][e].parse::<f64>().unwrap());
+}
