@@ -288,7 +288,12 @@ pub fn sweep_svg_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
                     esc(&ax.name),
                     fmt_value(xv),
                     fmt_value(y),
-                    esc(&quantity),
+                    // The cycles chart's tooltips read as before: `N cycles`.
+                    esc(if metric == SweepMetric::Cycles {
+                        "cycles"
+                    } else {
+                        &quantity
+                    }),
                     esc(&se.label)
                 );
             }
