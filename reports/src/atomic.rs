@@ -296,10 +296,14 @@ pub fn update(
     };
     let bytes = f(current.as_deref()).map_err(io::Error::other)?;
     let tmp = Temp::beside(&real, "tmp");
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(tmp.path())?;
+    // Created where an interrupt cannot cut in: the handler then either finds the file or
+    // runs before it exists and exits before it could be made.
+    let mut file = critical(|| {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(tmp.path())
+    })?;
     file.write_all(&bytes)?;
     if let Some(m) = &meta {
         file.set_permissions(m.permissions())?;

@@ -66,7 +66,7 @@ pub fn write_outputs(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> io::Result<()>
     };
     fs::create_dir_all(parent)?;
     let tmp = Temp::beside(&dir, "tmp");
-    fs::create_dir(tmp.path())?;
+    crate::atomic::critical(|| fs::create_dir(tmp.path()))?;
     stage(tmp.path(), &rels, files)?;
     test_pause();
     let _lock = crate::atomic::Lock::acquire(&dir)?;
@@ -221,15 +221,19 @@ fn check_distinct(rels: &[PathBuf]) -> io::Result<()> {
     Ok(())
 }
 
-/// Writes every file under `tmp/new`, flushed to disk.
+/// Writes every file under `tmp/new`, flushed to disk. Folders and files are created in
+/// [`crate::atomic::critical`] sections: an interrupt's clean-up never races a creation
+/// (which could make `tmp` again after it was removed).
 fn stage(tmp: &Path, rels: &[PathBuf], files: &[(PathBuf, Vec<u8>)]) -> io::Result<()> {
-    fs::create_dir(tmp.join("new"))?;
+    crate::atomic::critical(|| fs::create_dir(tmp.join("new")))?;
     for (rel, (_, bytes)) in rels.iter().zip(files) {
         let path = tmp.join("new").join(rel);
-        if let Some(p) = path.parent() {
-            fs::create_dir_all(p)?;
-        }
-        let mut f = fs::File::create(&path)?;
+        let mut f = crate::atomic::critical(|| {
+            if let Some(p) = path.parent() {
+                fs::create_dir_all(p)?;
+            }
+            fs::File::create(&path)
+        })?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
