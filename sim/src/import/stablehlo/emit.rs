@@ -283,16 +283,7 @@ pub(super) fn elementwise(
     for v in vals {
         ins.push(operand(lx, &st.span, v)?);
     }
-    let shapes: Vec<Vec<u64>> = ins
-        .iter()
-        .map(|t| {
-            if t.dims.is_empty() {
-                vec![1]
-            } else {
-                t.dims.clone()
-            }
-        })
-        .collect();
+    let shapes: Vec<Vec<u64>> = ins.iter().map(Tens::declared_dims).collect();
     let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
     let s = numpy(&refs);
     let padded: Vec<u64> = std::iter::repeat_n(1, full.len().saturating_sub(s.len()))

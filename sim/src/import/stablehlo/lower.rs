@@ -22,6 +22,17 @@ pub struct Tens {
     pub dims: Vec<u64>,
 }
 
+impl Tens {
+    /// Its dimensions as the scenario declares them: a scalar is `[1]`.
+    pub fn declared_dims(&self) -> Vec<u64> {
+        if self.dims.is_empty() {
+            vec![1]
+        } else {
+            self.dims.clone()
+        }
+    }
+}
+
 /// What an SSA value is at import.
 #[derive(Clone, Debug)]
 pub enum Val {
@@ -142,24 +153,11 @@ impl<'a> Lx<'a> {
         inputs: &[&Tens],
         out: &Tens,
     ) -> Result<(), At> {
-        let shapes: Vec<Vec<u64>> = inputs
-            .iter()
-            .map(|t| {
-                if t.dims.is_empty() {
-                    vec![1]
-                } else {
-                    t.dims.clone()
-                }
-            })
-            .collect();
+        let shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.declared_dims()).collect();
         let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
         let want = mnsim_kernels::output_shape(&kernel, &refs).map_err(|e| at(span, e.message))?;
         let want = if want.is_empty() { vec![1] } else { want };
-        let have = if out.dims.is_empty() {
-            vec![1]
-        } else {
-            out.dims.clone()
-        };
+        let have = out.declared_dims();
         if want != have {
             return Err(at(
                 span,
