@@ -245,14 +245,7 @@ pub(super) fn elementwise(
             return Ok(vec![vals[1].clone()]);
         }
     }
-    if vals.iter().all(|v| matches!(v, Val::C(_))) {
-        let ks: Vec<&Konst> = vals
-            .iter()
-            .map(|v| match v {
-                Val::C(k) => k,
-                _ => unreachable!("all constants"),
-            })
-            .collect();
+    if let Some(ks) = Val::all_consts(vals) {
         let ks: Vec<Konst> = ks
             .iter()
             .map(|k| {

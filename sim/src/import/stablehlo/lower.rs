@@ -51,6 +51,16 @@ pub enum Val {
 }
 
 impl Val {
+    /// The constants of `vals` when every one is a constant evaluated at import.
+    pub fn all_consts(vals: &[Val]) -> Option<Vec<&Konst>> {
+        vals.iter()
+            .map(|v| match v {
+                Val::C(k) => Some(k),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn dims(&self) -> Vec<u64> {
         match self {
             Val::T(t) => t.dims.clone(),

@@ -139,14 +139,7 @@ pub(super) fn concat(
         out[axis] += d[axis];
     }
     let out = super::ops::result_dims(st, &out)?;
-    if vals.iter().all(|v| matches!(v, Val::C(_))) {
-        let ks: Vec<&Konst> = vals
-            .iter()
-            .map(|v| match v {
-                Val::C(k) => k,
-                _ => unreachable!("all constants"),
-            })
-            .collect();
+    if let Some(ks) = Val::all_consts(vals) {
         return folded(st, Konst::concat(&ks, axis, out));
     }
     let mut ins = Vec::new();
