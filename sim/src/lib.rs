@@ -9,6 +9,7 @@ pub mod ids;
 pub mod import;
 pub mod input;
 pub mod limits;
+pub mod load;
 pub mod lowering;
 pub mod memory;
 pub mod net;
