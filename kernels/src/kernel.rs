@@ -389,6 +389,12 @@ pub enum Kernel {
         /// The number of inputs.
         inputs: usize,
     },
+    /// A convolution pass on the matrix unit (implicit GEMM; see [`crate::conv`]).
+    Conv(crate::conv::Conv),
+    /// Max or average pooling, or its gradient (see [`crate::window`]).
+    Pool(crate::window::Pool),
+    /// Nearest or linear resizing, or its gradient (see [`crate::window`]).
+    Interp(crate::window::Interp),
 }
 
 impl Kernel {
@@ -399,7 +405,9 @@ impl Kernel {
             | Kernel::MatMul
             | Kernel::BatchMatMul
             | Kernel::GeneralMatMul { .. }
-            | Kernel::BiasAdd { .. } => 2,
+            | Kernel::BiasAdd { .. }
+            | Kernel::Conv(_) => 2,
+            Kernel::Pool(p) => p.arity(),
             Kernel::Select => 3,
             Kernel::Concat { inputs, .. } => *inputs,
             _ => 1,
@@ -410,7 +418,7 @@ impl Kernel {
     pub fn is_matmul(&self) -> bool {
         matches!(
             self,
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. }
+            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_)
         )
     }
 
@@ -432,6 +440,7 @@ impl Kernel {
             Kernel::MatMul
                 | Kernel::BatchMatMul
                 | Kernel::GeneralMatMul { .. }
+                | Kernel::Conv(_)
                 | Kernel::ReduceAxes {
                     op: ReduceKind::Add,
                     ..
@@ -467,7 +476,11 @@ impl Kernel {
             Kernel::ReduceAxes { op, .. } => op.flops(),
             Kernel::Softmax { .. } => (2, 13),
             Kernel::LayerNorm { .. } => (4, 2),
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => (0, 2),
+            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
+                (0, 2)
+            }
+            Kernel::Pool(p) => p.flops_per_element(),
+            Kernel::Interp(i) => i.flops_per_element(),
         }
     }
 
@@ -475,7 +488,7 @@ impl Kernel {
     /// `a reduced axis`.
     pub fn reduced_role(&self) -> &'static str {
         match self {
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => {
+            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
                 "the contraction"
             }
             Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => "the normalised axis",
@@ -503,6 +516,9 @@ impl fmt::Display for Kernel {
             Kernel::GeneralMatMul { .. } => f.write_str("MatMul"),
             Kernel::Reshape { .. } => f.write_str("Reshape"),
             Kernel::Concat { .. } => f.write_str("Concat"),
+            Kernel::Conv(c) => f.write_str(c.name()),
+            Kernel::Pool(p) => f.write_str(p.name()),
+            Kernel::Interp(i) => f.write_str(i.name()),
         }
     }
 }
