@@ -372,7 +372,7 @@ pub struct WindowMap {
 }
 
 /// The legality map of `c` (see [`WindowMap`]).
-pub fn legality_map(c: &Conv, inputs: &[&[u64]]) -> Result<WindowMap, KernelError> {
+pub(crate) fn legality_map(c: &Conv, inputs: &[&[u64]]) -> Result<WindowMap, KernelError> {
     use AxisSource::{Broadcast, Out, Reduced};
     let g = c.geometry(inputs)?;
     let d = c.strides.len();

@@ -29,4 +29,4 @@ pub use shape::{
 };
 pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use tolerance::{tolerance, within};
-pub use window::{CoordMode, Interp, InterpMode, Pool, PoolKind};
+pub use window::{CoordMode, map_of as window_map, Interp, InterpMode, Pool, PoolKind};

@@ -598,7 +598,7 @@ impl Interp {
 
 /// The legality map of a window kernel (Conv, Pool, Interp); `None` for the kernels
 /// with a per-axis index map or none at all.
-pub(crate) fn map_of(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Option<WindowMap>, KernelError> {
+pub fn map_of(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Option<WindowMap>, KernelError> {
     match k {
         Kernel::Conv(c) => crate::conv::legality_map(c, in_shapes).map(Some),
         Kernel::Pool(p) => p.legality_map(in_shapes).map(Some),
