@@ -476,9 +476,10 @@ impl Kernel {
             Kernel::ReduceAxes { op, .. } => op.flops(),
             Kernel::Softmax { .. } => (2, 13),
             Kernel::LayerNorm { .. } => (4, 2),
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
-                (0, 2)
-            }
+            Kernel::MatMul
+            | Kernel::BatchMatMul
+            | Kernel::GeneralMatMul { .. }
+            | Kernel::Conv(_) => (0, 2),
             Kernel::Pool(p) => p.flops_per_element(),
             Kernel::Interp(i) => i.flops_per_element(),
         }
@@ -488,9 +489,10 @@ impl Kernel {
     /// `a reduced axis`.
     pub fn reduced_role(&self) -> &'static str {
         match self {
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
-                "the contraction"
-            }
+            Kernel::MatMul
+            | Kernel::BatchMatMul
+            | Kernel::GeneralMatMul { .. }
+            | Kernel::Conv(_) => "the contraction",
             Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => "the normalised axis",
             _ => "a reduced axis",
         }

@@ -20,6 +20,7 @@ pub mod shape;
 pub mod tolerance;
 pub mod window;
 
+pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use cost::{KernelCost, cost, per_unit_extent};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{Legality, Unit, check, reduced_share};
@@ -27,6 +28,5 @@ pub use reference::{eval, eval_share, reference};
 pub use shape::{
     AxisSource, Gemm, InputMap, broadcast, gemm, index_map, output_shape, reduced_extents,
 };
-pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use tolerance::{tolerance, within};
-pub use window::{CoordMode, map_of as window_map, Interp, InterpMode, Pool, PoolKind};
+pub use window::{CoordMode, Interp, InterpMode, Pool, PoolKind, map_of as window_map};

@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::*;
 use common::Rng;
+use common::*;
 use mnsim_arch::DType;
 use mnsim_kernels::*;
 use proptest::prelude::*;
@@ -243,11 +243,19 @@ fn a_worked_convolution() {
     // x = 1..16 on a 4×4 grid, a 2×2 window of ones, stride 2: the sums of the four blocks.
     let k = Kernel::Conv(fwd2d(2, 0, 1));
     let x: Vec<f64> = (1..=16).map(f64::from).collect();
-    let y = reference(&k, &[(&[1, 1, 4, 4], &x), (&[1, 1, 2, 2], &[1.0; 4])], &[1, 1, 2, 2]);
+    let y = reference(
+        &k,
+        &[(&[1, 1, 4, 4], &x), (&[1, 1, 2, 2], &[1.0; 4])],
+        &[1, 1, 2, 2],
+    );
     assert_eq!(y, vec![14.0, 22.0, 46.0, 54.0]);
     // Padding 1, stride 1, 3×3 of ones: the corner sees 4 elements.
     let k = Kernel::Conv(fwd2d(1, 1, 1));
-    let y = reference(&k, &[(&[1, 1, 4, 4], &x), (&[1, 1, 3, 3], &[1.0; 9])], &[1, 1, 4, 4]);
+    let y = reference(
+        &k,
+        &[(&[1, 1, 4, 4], &x), (&[1, 1, 3, 3], &[1.0; 9])],
+        &[1, 1, 4, 4],
+    );
     assert_eq!(y[0], 1.0 + 2.0 + 5.0 + 6.0);
     // Max pooling 2×2 stride 2 on the same grid.
     let p = Kernel::Pool(Pool {
@@ -295,8 +303,11 @@ fn output_shapes_and_attribute_errors() {
     c.dilations = vec![1];
     let e = output_shape(&Kernel::Conv(c), &[&[2, 3, 7, 7], &[8, 3, 3, 3]]).unwrap_err();
     assert!(e.message.contains("`dilations` has 1 entries"), "{e}");
-    let e = output_shape(&Kernel::Conv(fwd2d(0, 0, 1)), &[&[1, 1, 4, 4], &[1, 1, 1, 1]])
-        .unwrap_err();
+    let e = output_shape(
+        &Kernel::Conv(fwd2d(0, 0, 1)),
+        &[&[1, 1, 4, 4], &[1, 1, 1, 1]],
+    )
+    .unwrap_err();
     assert!(e.message.contains("at least 1"), "{e}");
 }
 
@@ -320,11 +331,24 @@ fn implicit_gemm_flops_and_cycles() {
     assert_eq!(c.cycles, 56 * 2);
     assert_eq!(c.unit, "matrix");
     // Output channels split over L1B: weights split alike, x replicated; half the tiles.
-    let w2 = lay("((2_L1B, 2), (3), (3), (3); B@[MAB,PE])", &m, &[4, 3, 3, 3], f32);
-    let y2 = lay("((1), (2_L1B, 2), (2), (2); B@[MAB,PE])", &m, &[1, 4, 2, 2], f32);
+    let w2 = lay(
+        "((2_L1B, 2), (3), (3), (3); B@[MAB,PE])",
+        &m,
+        &[4, 3, 3, 3],
+        f32,
+    );
+    let y2 = lay(
+        "((1), (2_L1B, 2), (2), (2); B@[MAB,PE])",
+        &m,
+        &[1, 4, 2, 2],
+        f32,
+    );
     let l = check(&k, &[&x, &w2], &y2, &m, &[]).unwrap();
     assert!(l.partial.is_empty());
-    assert_eq!(cost(&k, &[&x, &w2], &y2, &l, &m, f32, None).unwrap().cycles, 28 * 2);
+    assert_eq!(
+        cost(&k, &[&x, &w2], &y2, &l, &m, f32, None).unwrap().cycles,
+        28 * 2
+    );
     // Depthwise (groups = channels): one output channel per group, K = the window.
     let dw = Kernel::Conv(fwd2d(1, 0, 3));
     let wd = lay(&format!("((3), (1), (3), (3){b}"), &m, &[3, 1, 3, 3], f32);
@@ -385,7 +409,13 @@ fn what_a_layout_may_split() {
         e.message.contains("halo") && e.message.contains("only a window of 1"),
         "{e}"
     );
-    assert!(matches!(e.kind, ErrorKind::Illegal { operand: 0, level: 0 }));
+    assert!(matches!(
+        e.kind,
+        ErrorKind::Illegal {
+            operand: 0,
+            level: 0
+        }
+    ));
     // The output split spatially while x is replicated: legal.
     go(
         "((2), (4), (4), (4); B@[L1B,MAB,PE])",
@@ -395,8 +425,18 @@ fn what_a_layout_may_split() {
     .unwrap();
     // A 1×1 window with stride 1 and no padding splits the spatial axes freely.
     let pw = Kernel::Conv(fwd2d(1, 0, 1));
-    let lx = lay("((2), (4), (2_L1B, 2), (4); B@[MAB,PE])", &m, &[2, 4, 4, 4], f32);
-    let lw = lay("((4), (4), (1), (1); B@[L1B,MAB,PE])", &m, &[4, 4, 1, 1], f32);
+    let lx = lay(
+        "((2), (4), (2_L1B, 2), (4); B@[MAB,PE])",
+        &m,
+        &[2, 4, 4, 4],
+        f32,
+    );
+    let lw = lay(
+        "((4), (4), (1), (1); B@[L1B,MAB,PE])",
+        &m,
+        &[4, 4, 1, 1],
+        f32,
+    );
     check(&pw, &[&lx, &lw], &lx, &m, &names).unwrap();
     // Pooling keeps the spatial axes whole on the PE, channels split freely.
     let p = Kernel::Pool(Pool {
@@ -411,11 +451,31 @@ fn what_a_layout_may_split() {
         channels_last: false,
         shape: Vec::new(),
     });
-    let px = lay("((2), (2_L1B, 2_PE), (4), (4); B@[MAB])", &m, &[2, 4, 4, 4], f32);
-    let py = lay("((2), (2_L1B, 2_PE), (2), (2); B@[MAB])", &m, &[2, 4, 2, 2], f32);
+    let px = lay(
+        "((2), (2_L1B, 2_PE), (4), (4); B@[MAB])",
+        &m,
+        &[2, 4, 4, 4],
+        f32,
+    );
+    let py = lay(
+        "((2), (2_L1B, 2_PE), (2), (2); B@[MAB])",
+        &m,
+        &[2, 4, 2, 2],
+        f32,
+    );
     check(&p, &[&px], &py, &m, &[]).unwrap();
-    let px = lay("((2), (4), (2_PE, 2), (4); B@[L1B,MAB])", &m, &[2, 4, 4, 4], f32);
-    let py = lay("((2), (4), (2_PE), (2); B@[L1B,MAB])", &m, &[2, 4, 2, 2], f32);
+    let px = lay(
+        "((2), (4), (2_PE, 2), (4); B@[L1B,MAB])",
+        &m,
+        &[2, 4, 4, 4],
+        f32,
+    );
+    let py = lay(
+        "((2), (4), (2_PE), (2); B@[L1B,MAB])",
+        &m,
+        &[2, 4, 2, 2],
+        f32,
+    );
     let e = check(&p, &[&px], &py, &m, &[]).unwrap_err();
     assert!(e.message.contains("whole axis"), "{e}");
 }
