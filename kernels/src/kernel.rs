@@ -219,7 +219,7 @@ impl BinaryOp {
 }
 
 /// How a reduction combines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ReduceKind {
     /// Sum.
     Add,
@@ -307,8 +307,11 @@ impl ReduceKind {
     }
 }
 
-/// A SIMD kernel: every PE runs it on its shards, in lock-step.
-#[derive(Clone, Debug, PartialEq)]
+/// A SIMD kernel: every PE runs it on its shards, in lock-step. Scenarios name one in
+/// RON through the generic `Kernel(kernel: ..., inputs: [...], out: ...)` op, with the
+/// variant's fields as written here (`Softmax(axis: 1)`, `Unary(Relu)`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Kernel {
     /// `out = op(x)`, same shape.
     Unary(UnaryOp),
@@ -410,7 +413,36 @@ impl Kernel {
             Kernel::Pool(p) => p.arity(),
             Kernel::Select => 3,
             Kernel::Concat { inputs, .. } => *inputs,
-            _ => 1,
+            Kernel::Unary(_)
+            | Kernel::ReduceAxes { .. }
+            | Kernel::Softmax { .. }
+            | Kernel::LayerNorm { .. }
+            | Kernel::Transpose { .. }
+            | Kernel::Clamp { .. }
+            | Kernel::Elu { .. }
+            | Kernel::Reshape { .. } => 1,
+        }
+    }
+
+    /// The variant name (`"Softmax"`, `"GeneralMatMul"`), as a scenario's generic
+    /// `Kernel(kernel: ...)` op writes it and reports name the op.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kernel::Unary(_) => "Unary",
+            Kernel::Binary(_) => "Binary",
+            Kernel::MatMul => "MatMul",
+            Kernel::BatchMatMul => "BatchMatMul",
+            Kernel::ReduceAxes { .. } => "ReduceAxes",
+            Kernel::Softmax { .. } => "Softmax",
+            Kernel::LayerNorm { .. } => "LayerNorm",
+            Kernel::Transpose { .. } => "Transpose",
+            Kernel::Select => "Select",
+            Kernel::Clamp { .. } => "Clamp",
+            Kernel::Elu { .. } => "Elu",
+            Kernel::BiasAdd { .. } => "BiasAdd",
+            Kernel::GeneralMatMul { .. } => "GeneralMatMul",
+            Kernel::Reshape { .. } => "Reshape",
+            Kernel::Concat { .. } => "Concat",
         }
     }
 
