@@ -420,7 +420,8 @@ impl Kernel {
             | Kernel::Transpose { .. }
             | Kernel::Clamp { .. }
             | Kernel::Elu { .. }
-            | Kernel::Reshape { .. } => 1,
+            | Kernel::Reshape { .. }
+            | Kernel::Interp(_) => 1,
         }
     }
 
@@ -443,6 +444,9 @@ impl Kernel {
             Kernel::GeneralMatMul { .. } => "GeneralMatMul",
             Kernel::Reshape { .. } => "Reshape",
             Kernel::Concat { .. } => "Concat",
+            Kernel::Conv(_) => "Conv",
+            Kernel::Pool(_) => "Pool",
+            Kernel::Interp(_) => "Interp",
         }
     }
 

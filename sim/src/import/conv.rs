@@ -37,9 +37,15 @@ fn step(cx: &mut Cx, op: &GOp, kernel: Kernel, ins: Vec<String>, out: &str) -> R
     cx.step(op, text, kernel, ins, out.to_string())
 }
 
-/// The step's text in scenario syntax (pending the generic kernel op).
-fn kernel_text(kernel: &Kernel, _ins: &[String], _out: &str) -> Result<String, String> {
-    Err(format!("{kernel}: not yet importable"))
+/// The generic `Kernel(kernel: ..., inputs: [...], out: ...` step in scenario syntax
+/// (without its `layout` and closing parenthesis, as every step's text).
+fn kernel_text(kernel: &Kernel, ins: &[String], out: &str) -> Result<String, String> {
+    let k = ron::to_string(kernel).map_err(|e| format!("{kernel}: {e}"))?;
+    let names: Vec<String> = ins.iter().map(|n| format!("\"{n}\"")).collect();
+    Ok(format!(
+        "Kernel(kernel: {k}, inputs: [{}], out: \"{out}\"",
+        names.join(", ")
+    ))
 }
 
 /// A list of non-negative integers of `d` entries (`output_padding` may carry more, all
