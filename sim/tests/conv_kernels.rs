@@ -38,7 +38,8 @@ struct Tagged {
 /// divide what is left; `partial` tags only above the PE level) or nothing.
 fn layouts(rng: &mut Rng, ts: &[Tagged], choices: &[char], partial: &[char]) -> Vec<String> {
     let mut rest: Vec<Vec<u64>> = ts.iter().map(|t| t.dims.clone()).collect();
-    let mut subs: Vec<Vec<Vec<String>>> = ts.iter().map(|t| vec![Vec::new(); t.dims.len()]).collect();
+    let mut subs: Vec<Vec<Vec<String>>> =
+        ts.iter().map(|t| vec![Vec::new(); t.dims.len()]).collect();
     let mut bcast: Vec<Vec<&str>> = vec![Vec::new(); ts.len()];
     for (name, fan) in LEVELS {
         let ok: Vec<char> = choices
@@ -112,7 +113,10 @@ fn random_conv(rng: &mut Rng) -> (Conv, Vec<u64>, Vec<u64>, Vec<u64>) {
     let n = [1, 2, 4][rng.below(3) as usize];
     let cg = [1, 2, 4][rng.below(3) as usize];
     let og = [2, 4][rng.below(2) as usize];
-    let window: Vec<u64> = if c.pads_end.iter().all(|&p| p == 0) && c.strides.iter().all(|&s| s == 1) && rng.below(2) == 0 {
+    let window: Vec<u64> = if c.pads_end.iter().all(|&p| p == 0)
+        && c.strides.iter().all(|&s| s == 1)
+        && rng.below(2) == 0
+    {
         vec![1; d]
     } else {
         (0..d).map(|_| 1 + rng.below(3)).collect()
@@ -144,47 +148,92 @@ fn run_conv(seed: u64) {
     let pointwise = ws[2..].iter().all(|&k| k == 1)
         && c.strides.iter().all(|&s| s == 1)
         && c.pads_begin.iter().chain(&c.pads_end).all(|&p| p == 0);
-    let dtype = if rng.below(2) == 0 { DType::F32 } else { DType::F16 };
+    let dtype = if rng.below(2) == 0 {
+        DType::F32
+    } else {
+        DType::F16
+    };
     let ch = if grouped { 'X' } else { 'C' };
     let sp_in = if pointwise { 'S' } else { 'X' };
     // Tags per pass: N batch, O output channels, C input channels, S an output spatial
     // axis, K a window axis of the weights' gradient.
-    let pass = [ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights]
-        [rng.below(3) as usize];
-    let (k, ins, out, ts, partial): (Kernel, Vec<(&str, Vec<u64>)>, Vec<u64>, Vec<Tagged>, Vec<char>) = match pass {
+    let pass = [
+        ConvPass::Forward,
+        ConvPass::BackwardData,
+        ConvPass::BackwardWeights,
+    ][rng.below(3) as usize];
+    let (k, ins, out, ts, partial): (
+        Kernel,
+        Vec<(&str, Vec<u64>)>,
+        Vec<u64>,
+        Vec<Tagged>,
+        Vec<char>,
+    ) = match pass {
         ConvPass::Forward => (
             Kernel::Conv(c.clone()),
             vec![("x", xs.clone()), ("w", ws.clone())],
             ys.clone(),
             vec![
-                Tagged { dims: xs.clone(), tags: tags(&['N', ch], d, sp_in) },
-                Tagged { dims: ws.clone(), tags: tags(&['O', ch], d, 'X') },
-                Tagged { dims: ys.clone(), tags: tags(&['N', 'O'], d, 'S') },
+                Tagged {
+                    dims: xs.clone(),
+                    tags: tags(&['N', ch], d, sp_in),
+                },
+                Tagged {
+                    dims: ws.clone(),
+                    tags: tags(&['O', ch], d, 'X'),
+                },
+                Tagged {
+                    dims: ys.clone(),
+                    tags: tags(&['N', 'O'], d, 'S'),
+                },
             ],
             vec!['C'],
         ),
         ConvPass::BackwardData => (
-            Kernel::Conv(Conv { pass, shape: xs.clone(), ..c.clone() }),
+            Kernel::Conv(Conv {
+                pass,
+                shape: xs.clone(),
+                ..c.clone()
+            }),
             vec![("dy", ys.clone()), ("w", ws.clone())],
             xs.clone(),
             vec![
-                Tagged { dims: ys.clone(), tags: tags(&['N', if grouped { 'X' } else { 'O' }], d, sp_in) },
+                Tagged {
+                    dims: ys.clone(),
+                    tags: tags(&['N', if grouped { 'X' } else { 'O' }], d, sp_in),
+                },
                 Tagged {
                     dims: ws.clone(),
                     tags: tags(&[if grouped { 'X' } else { 'O' }, ch], d, 'X'),
                 },
-                Tagged { dims: xs.clone(), tags: tags(&['N', 'C'], d, 'S') },
+                Tagged {
+                    dims: xs.clone(),
+                    tags: tags(&['N', 'C'], d, 'S'),
+                },
             ],
             vec!['O'],
         ),
         ConvPass::BackwardWeights => (
-            Kernel::Conv(Conv { pass, shape: ws.clone(), ..c.clone() }),
+            Kernel::Conv(Conv {
+                pass,
+                shape: ws.clone(),
+                ..c.clone()
+            }),
             vec![("x", xs.clone()), ("dy", ys.clone())],
             ws.clone(),
             vec![
-                Tagged { dims: xs.clone(), tags: tags(&['N', ch], d, 'X') },
-                Tagged { dims: ys.clone(), tags: tags(&['N', 'O'], d, 'X') },
-                Tagged { dims: ws.clone(), tags: tags(&['O', ch], d, 'K') },
+                Tagged {
+                    dims: xs.clone(),
+                    tags: tags(&['N', ch], d, 'X'),
+                },
+                Tagged {
+                    dims: ys.clone(),
+                    tags: tags(&['N', 'O'], d, 'X'),
+                },
+                Tagged {
+                    dims: ws.clone(),
+                    tags: tags(&['O', ch], d, 'K'),
+                },
             ],
             vec!['N'],
         ),
@@ -209,19 +258,32 @@ fn run_window(seed: u64) {
     let mut rng = Rng(seed | 1);
     let d = 1 + rng.below(2) as usize;
     let kernel: Vec<u64> = (0..d).map(|_| 1 + rng.below(3)).collect();
-    let xs: Vec<u64> = [&[[1, 2, 4][rng.below(3) as usize], [2, 4, 8][rng.below(3) as usize]][..], &kernel.iter().map(|k| k + rng.below(4)).collect::<Vec<_>>()].concat();
-    let dtype = if rng.below(2) == 0 { DType::F32 } else { DType::F16 };
+    let xs: Vec<u64> = [
+        &[
+            [1, 2, 4][rng.below(3) as usize],
+            [2, 4, 8][rng.below(3) as usize],
+        ][..],
+        &kernel.iter().map(|k| k + rng.below(4)).collect::<Vec<_>>(),
+    ]
+    .concat();
+    let dtype = if rng.below(2) == 0 {
+        DType::F32
+    } else {
+        DType::F16
+    };
     let mut pool = Pool {
         kind: if rng.below(2) == 0 {
             PoolKind::Max
         } else {
-            PoolKind::Avg { exclude_pad: rng.below(2) == 0 }
+            PoolKind::Avg {
+                exclude_pad: rng.below(2) == 0,
+            }
         },
         backward: false,
         strides: (0..d).map(|_| 1 + rng.below(2)).collect(),
         dilations: vec![1; d],
         pads_begin: kernel.iter().map(|&k| rng.below(k)).collect(),
-        pads_end: kernel.iter().map(|&k| rng.below(k)).collect(),
+        pads_end: kernel.iter().map(|&k| rng.below(k) as i64).collect(),
         kernel,
         ceil: rng.below(2) == 0,
         channels_last: false,
@@ -230,19 +292,44 @@ fn run_window(seed: u64) {
     let ys = mnsim_kernels::output_shape(&Kernel::Pool(pool.clone()), &[&xs]).unwrap();
     let sizes: Vec<u64> = (0..d).map(|_| 1 + rng.below(6)).collect();
     let ip = Interp {
-        mode: if rng.below(2) == 0 { InterpMode::Nearest } else { InterpMode::Linear },
-        coord: if rng.below(2) == 0 { CoordMode::HalfPixel } else { CoordMode::AlignCorners },
+        mode: if rng.below(2) == 0 {
+            InterpMode::Nearest
+        } else {
+            InterpMode::Linear
+        },
+        coord: if rng.below(2) == 0 {
+            CoordMode::HalfPixel
+        } else {
+            CoordMode::AlignCorners
+        },
         backward: false,
         channels_last: false,
         sizes: sizes.clone(),
     };
     let is = [&xs[..2], &sizes].concat();
-    let tg = |dims: &[u64], s: char| Tagged { dims: dims.to_vec(), tags: tags(&['N', 'C'], d, s) };
+    let tg = |dims: &[u64], s: char| Tagged {
+        dims: dims.to_vec(),
+        tags: tags(&['N', 'C'], d, s),
+    };
     let mut cases: Vec<(Kernel, Vec<(&str, Vec<u64>)>, Vec<u64>, Vec<Tagged>)> = vec![
-        (Kernel::Pool(pool.clone()), vec![("x", xs.clone())], ys.clone(), vec![tg(&xs, 'X'), tg(&ys, 'S')]),
-        (Kernel::Interp(ip.clone()), vec![("x", xs.clone())], is.clone(), vec![tg(&xs, 'X'), tg(&is, 'S')]),
         (
-            Kernel::Interp(Interp { backward: true, sizes: xs[2..].to_vec(), ..ip }),
+            Kernel::Pool(pool.clone()),
+            vec![("x", xs.clone())],
+            ys.clone(),
+            vec![tg(&xs, 'X'), tg(&ys, 'S')],
+        ),
+        (
+            Kernel::Interp(ip.clone()),
+            vec![("x", xs.clone())],
+            is.clone(),
+            vec![tg(&xs, 'X'), tg(&is, 'S')],
+        ),
+        (
+            Kernel::Interp(Interp {
+                backward: true,
+                sizes: xs[2..].to_vec(),
+                ..ip
+            }),
             vec![("dy", is.clone())],
             xs.clone(),
             vec![tg(&is, 'X'), tg(&xs, 'S')],
@@ -258,7 +345,12 @@ fn run_window(seed: u64) {
             vec![tg(&xs, 'X'), tg(&ys, 'X'), tg(&xs, 'S')],
         )
     } else {
-        (Kernel::Pool(pool), vec![("dy", ys.clone())], xs.clone(), vec![tg(&ys, 'X'), tg(&xs, 'S')])
+        (
+            Kernel::Pool(pool),
+            vec![("dy", ys.clone())],
+            xs.clone(),
+            vec![tg(&ys, 'X'), tg(&xs, 'S')],
+        )
     };
     cases.push(bwd);
     for (k, ins, out, ts) in &cases {
@@ -309,19 +401,49 @@ fn a_spatial_split_names_the_halo_through_the_engine() {
         shape: Vec::new(),
     };
     for (name, dims, layout) in [
-        ("x", vec![1u64, 4, 8, 8], "((1), (4), (2_L2B, 4), (8); B@[L1B,MAB,PE])"),
-        ("w", vec![4, 4, 3, 3], "((4), (4), (3), (3); B@[L2B,L1B,MAB,PE])"),
+        (
+            "x",
+            vec![1u64, 4, 8, 8],
+            "((1), (4), (2_L2B, 4), (8); B@[L1B,MAB,PE])",
+        ),
+        (
+            "w",
+            vec![4, 4, 3, 3],
+            "((4), (4), (3), (3); B@[L2B,L1B,MAB,PE])",
+        ),
     ] {
-        e.declare(name, dtype, dims.clone(), dims.clone(), XlaLayout::default_for(4), None)
-            .unwrap();
+        e.declare(
+            name,
+            dtype,
+            dims.clone(),
+            dims.clone(),
+            XlaLayout::default_for(4),
+            None,
+        )
+        .unwrap();
         e.set_in_dram(name, XlaLayout::default_for(4));
-        e.load(name, TensorLayout::parse(layout, &m, Some(&dims), dtype).unwrap())
-            .unwrap();
+        e.load(
+            name,
+            TensorLayout::parse(layout, &m, Some(&dims), dtype).unwrap(),
+        )
+        .unwrap();
     }
-    e.declare("y", dtype, vec![1, 4, 8, 8], vec![1, 4, 8, 8], XlaLayout::default_for(4), None)
-        .unwrap();
-    let yl = TensorLayout::parse("((1), (4), (2_L2B, 4), (8); B@[L1B,MAB,PE])", &m, Some(&[1, 4, 8, 8]), dtype)
-        .unwrap();
+    e.declare(
+        "y",
+        dtype,
+        vec![1, 4, 8, 8],
+        vec![1, 4, 8, 8],
+        XlaLayout::default_for(4),
+        None,
+    )
+    .unwrap();
+    let yl = TensorLayout::parse(
+        "((1), (4), (2_L2B, 4), (8); B@[L1B,MAB,PE])",
+        &m,
+        Some(&[1, 4, 8, 8]),
+        dtype,
+    )
+    .unwrap();
     let err = e
         .kernel("conv", &Kernel::Conv(c), &["x", "w"], "y", Some(yl))
         .unwrap_err()

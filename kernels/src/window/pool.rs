@@ -32,8 +32,9 @@ pub struct Pool {
     pub dilations: Vec<u64>,
     /// Implicit padding before each spatial axis.
     pub pads_begin: Vec<u64>,
-    /// Implicit padding after each spatial axis.
-    pub pads_end: Vec<u64>,
+    /// Implicit padding after each spatial axis; negative crops the input's end (no
+    /// window reaches those elements).
+    pub pads_end: Vec<i64>,
     /// Round the number of windows up (`rounding_type: ceil`); a window must still
     /// start inside the input or its leading padding.
     pub ceil: bool,
@@ -71,7 +72,6 @@ impl Pool {
             ("strides", &self.strides),
             ("dilations", &self.dilations),
             ("pads_begin", &self.pads_begin),
-            ("pads_end", &self.pads_end),
         ] {
             if v.len() != d {
                 return Err(err(format!(
@@ -79,6 +79,12 @@ impl Pool {
                     v.len()
                 )));
             }
+        }
+        if self.pads_end.len() != d {
+            return Err(err(format!(
+                "{name}: `pads_end` has {} entries but `kernel` has {d}",
+                self.pads_end.len()
+            )));
         }
         if input.len() != d {
             return Err(err(format!(
@@ -90,9 +96,10 @@ impl Pool {
             .map(|i| {
                 let (k, s, dl) = (self.kernel[i], self.strides[i], self.dilations[i]);
                 let span = (k.max(1) - 1).checked_mul(dl).and_then(|v| v.checked_add(1));
-                let padded = input[i]
-                    .checked_add(self.pads_begin[i])
-                    .and_then(|v| v.checked_add(self.pads_end[i]));
+                let padded = u64::try_from(
+                    input[i] as i128 + self.pads_begin[i] as i128 + self.pads_end[i] as i128,
+                )
+                .ok();
                 match (span, padded) {
                     (Some(sp), Some(p)) if k > 0 && s > 0 && dl > 0 && p >= sp => {
                         let mut n = if self.ceil {

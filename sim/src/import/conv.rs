@@ -6,17 +6,11 @@
 use super::graph::{At, GOp};
 use super::lower::{Cx, count};
 use mnsim_kernels::{
-    Conv, ConvPass, CoordMode, Interp, InterpMode, Kernel, Pool, PoolKind,
-    WeightsFormat,
+    Conv, ConvPass, CoordMode, Interp, InterpMode, Kernel, Pool, PoolKind, WeightsFormat,
 };
 
 /// Lowers `op` if its kind is a convolution, pooling or interpolation; `None` otherwise.
-pub(super) fn lower(
-    cx: &mut Cx,
-    op: &GOp,
-    ins: &[String],
-    out: &str,
-) -> Option<Result<(), At>> {
+pub(super) fn lower(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Option<Result<(), At>> {
     let k = op.kind.as_str();
     Some(match k {
         "Convolution"
@@ -50,7 +44,13 @@ fn kernel_text(kernel: &Kernel, ins: &[String], out: &str) -> Result<String, Str
 
 /// A list of non-negative integers of `d` entries (`output_padding` may carry more, all
 /// zero beyond `d`).
-fn uints(op: &GOp, name: &str, v: Option<Vec<i64>>, d: usize, default: u64) -> Result<Vec<u64>, At> {
+fn uints(
+    op: &GOp,
+    name: &str,
+    v: Option<Vec<i64>>,
+    d: usize,
+    default: u64,
+) -> Result<Vec<u64>, At> {
     let Some(v) = v else {
         return Ok(vec![default; d]);
     };
@@ -58,7 +58,10 @@ fn uints(op: &GOp, name: &str, v: Option<Vec<i64>>, d: usize, default: u64) -> R
     if v.len() != d && !extra_zero {
         return Err(op.attr_error(
             name,
-            format!("`{name}` has {} entries; the data has {d} spatial axes", v.len()),
+            format!(
+                "`{name}` has {} entries; the data has {d} spatial axes",
+                v.len()
+            ),
         ));
     }
     v[..d]
@@ -115,7 +118,8 @@ fn auto_pads(
         for i in 0..input.len() {
             let s = strides[i].max(1);
             let span = (window[i].max(1) - 1) * dilations[i] + 1;
-            let total = ((input[i].div_ceil(s)).saturating_sub(1) * s + span).saturating_sub(input[i]);
+            let total =
+                ((input[i].div_ceil(s)).saturating_sub(1) * s + span).saturating_sub(input[i]);
             let (small, big) = (total / 2, total - total / 2);
             if upper {
                 b.push(small);
@@ -296,7 +300,11 @@ fn pool(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), At> {
         _ => count(op, &[1], 1)?,
     }
     let cl = channels_last(op)?;
-    let x_dims = if backward { cx.dims(out) } else { cx.dims(&ins[0]) };
+    let x_dims = if backward {
+        cx.dims(out)
+    } else {
+        cx.dims(&ins[0])
+    };
     if x_dims.len() < 3 {
         return Err(op.error(format!(
             "the data has shape {x_dims:?}; pooling needs batch, channels and spatial axes"
@@ -306,9 +314,20 @@ fn pool(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), At> {
     let kernel = required_uints(op, "kernel", d)?;
     let strides = required_uints(op, "strides", d)?;
     let dilations = uints(op, "dilations", op.attr_i64s("dilations")?, d, 1)?;
+    // A negative `pads_end` crops the input's end (oneDNN allows it for pooling).
+    let given_end = op.attr_i64s("pads_end")?.unwrap_or_else(|| vec![0; d]);
+    if given_end.len() != d {
+        return Err(op.attr_error(
+            "pads_end",
+            format!(
+                "`pads_end` has {} entries; the data has {d} spatial axes",
+                given_end.len()
+            ),
+        ));
+    }
     let pads = (
         uints(op, "pads_begin", op.attr_i64s("pads_begin")?, d, 0)?,
-        uints(op, "pads_end", op.attr_i64s("pads_end")?, d, 0)?,
+        given_end.iter().map(|&p| p.max(0) as u64).collect(),
     );
     if kernel.contains(&0) || strides.contains(&0) || dilations.contains(&0) {
         return Err(op.attr_error(
@@ -316,8 +335,20 @@ fn pool(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), At> {
             "kernel, strides and dilations must be at least 1".into(),
         ));
     }
-    let (pads_begin, pads_end) =
-        auto_pads(op, &spatial(&x_dims, cl), &kernel, &strides, &dilations, pads)?;
+    let explicit = pads.clone();
+    let (pads_begin, pads_end) = auto_pads(
+        op,
+        &spatial(&x_dims, cl),
+        &kernel,
+        &strides,
+        &dilations,
+        pads,
+    )?;
+    let pads_end: Vec<i64> = if (&pads_begin, &pads_end) == (&explicit.0, &explicit.1) {
+        given_end
+    } else {
+        pads_end.iter().map(|&p| p as i64).collect()
+    };
     let ceil = match op.attr_str("rounding_type")?.as_deref().unwrap_or("floor") {
         "floor" => false,
         "ceil" => true,
@@ -371,7 +402,9 @@ fn interpolate(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), A
         Some(other) => {
             return Err(op.attr_error(
                 "mode",
-                format!("the mode `{other}` is not supported (nearest, linear, bilinear, trilinear)"),
+                format!(
+                    "the mode `{other}` is not supported (nearest, linear, bilinear, trilinear)"
+                ),
             ));
         }
         None => return Err(op.error("the attribute `mode` is required".into())),
@@ -406,7 +439,8 @@ fn interpolate(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), A
     let scales = scales(op)?;
     match (&sizes, &scales) {
         (Some(s), _) => {
-            let ok = s.len() == ys.len() && s.iter().zip(&ys).all(|(&a, &b)| a >= 0 && a as u64 == b);
+            let ok =
+                s.len() == ys.len() && s.iter().zip(&ys).all(|(&a, &b)| a >= 0 && a as u64 == b);
             if !ok {
                 return Err(op.attr_error(
                     "sizes",
@@ -416,11 +450,16 @@ fn interpolate(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), A
         }
         (None, Some(f)) => {
             let ok = f.len() == ys.len()
-                && f.iter().zip(&xs).zip(&ys).all(|((&f, &x), &y)| (x as f64 * f).floor() as u64 == y);
+                && f.iter()
+                    .zip(&xs)
+                    .zip(&ys)
+                    .all(|((&f, &x), &y)| (x as f64 * f).floor() as u64 == y);
             if !ok {
                 return Err(op.attr_error(
                     "scales",
-                    format!("`scales` {f:?} on spatial sizes {xs:?} does not give the output's {ys:?}"),
+                    format!(
+                        "`scales` {f:?} on spatial sizes {xs:?} does not give the output's {ys:?}"
+                    ),
                 ));
             }
         }

@@ -267,13 +267,12 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
             cx.step(op, text, Kernel::Concat { axis: a, inputs: n }, ins, out)
         }
         "End" => Ok(()),
-        "Quantize"
-        | "Dequantize"
-        | "DynamicQuantize"
-        | "DynamicDequantize" => Err(op.error(format!(
-            "the op kind `{k}` is not supported: mnsim imports {}",
-            KINDS.join(", ")
-        ))),
+        "Quantize" | "Dequantize" | "DynamicQuantize" | "DynamicDequantize" => {
+            Err(op.error(format!(
+                "the op kind `{k}` is not supported: mnsim imports {}",
+                KINDS.join(", ")
+            )))
+        }
         other => Err(op.error(format!(
             "unknown or unsupported op kind `{other}`: mnsim imports {}",
             KINDS.join(", ")
