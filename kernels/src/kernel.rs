@@ -392,6 +392,12 @@ pub enum Kernel {
         /// The number of inputs.
         inputs: usize,
     },
+    /// A convolution pass on the matrix unit (implicit GEMM; see [`crate::conv`]).
+    Conv(crate::conv::Conv),
+    /// Max or average pooling, or its gradient (see [`crate::window`]).
+    Pool(crate::window::Pool),
+    /// Nearest or linear resizing, or its gradient (see [`crate::window`]).
+    Interp(crate::window::Interp),
 }
 
 impl Kernel {
@@ -402,7 +408,9 @@ impl Kernel {
             | Kernel::MatMul
             | Kernel::BatchMatMul
             | Kernel::GeneralMatMul { .. }
-            | Kernel::BiasAdd { .. } => 2,
+            | Kernel::BiasAdd { .. }
+            | Kernel::Conv(_) => 2,
+            Kernel::Pool(p) => p.arity(),
             Kernel::Select => 3,
             Kernel::Concat { inputs, .. } => *inputs,
             Kernel::Unary(_)
@@ -412,7 +420,8 @@ impl Kernel {
             | Kernel::Transpose { .. }
             | Kernel::Clamp { .. }
             | Kernel::Elu { .. }
-            | Kernel::Reshape { .. } => 1,
+            | Kernel::Reshape { .. }
+            | Kernel::Interp(_) => 1,
         }
     }
 
@@ -435,6 +444,9 @@ impl Kernel {
             Kernel::GeneralMatMul { .. } => "GeneralMatMul",
             Kernel::Reshape { .. } => "Reshape",
             Kernel::Concat { .. } => "Concat",
+            Kernel::Conv(_) => "Conv",
+            Kernel::Pool(_) => "Pool",
+            Kernel::Interp(_) => "Interp",
         }
     }
 
@@ -442,7 +454,7 @@ impl Kernel {
     pub fn is_matmul(&self) -> bool {
         matches!(
             self,
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. }
+            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_)
         )
     }
 
@@ -464,6 +476,7 @@ impl Kernel {
             Kernel::MatMul
                 | Kernel::BatchMatMul
                 | Kernel::GeneralMatMul { .. }
+                | Kernel::Conv(_)
                 | Kernel::ReduceAxes {
                     op: ReduceKind::Add,
                     ..
@@ -499,7 +512,12 @@ impl Kernel {
             Kernel::ReduceAxes { op, .. } => op.flops(),
             Kernel::Softmax { .. } => (2, 13),
             Kernel::LayerNorm { .. } => (4, 2),
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => (0, 2),
+            Kernel::MatMul
+            | Kernel::BatchMatMul
+            | Kernel::GeneralMatMul { .. }
+            | Kernel::Conv(_) => (0, 2),
+            Kernel::Pool(p) => p.flops_per_element(),
+            Kernel::Interp(i) => i.flops_per_element(),
         }
     }
 
@@ -507,9 +525,10 @@ impl Kernel {
     /// `a reduced axis`.
     pub fn reduced_role(&self) -> &'static str {
         match self {
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => {
-                "the contraction"
-            }
+            Kernel::MatMul
+            | Kernel::BatchMatMul
+            | Kernel::GeneralMatMul { .. }
+            | Kernel::Conv(_) => "the contraction",
             Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => "the normalised axis",
             _ => "a reduced axis",
         }
@@ -535,6 +554,9 @@ impl fmt::Display for Kernel {
             Kernel::GeneralMatMul { .. } => f.write_str("MatMul"),
             Kernel::Reshape { .. } => f.write_str("Reshape"),
             Kernel::Concat { .. } => f.write_str("Concat"),
+            Kernel::Conv(c) => f.write_str(c.name()),
+            Kernel::Pool(p) => f.write_str(p.name()),
+            Kernel::Interp(i) => f.write_str(i.name()),
         }
     }
 }

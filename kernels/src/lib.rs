@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod conv;
 pub mod cost;
 pub mod elem;
 pub mod kernel;
@@ -17,7 +18,9 @@ pub mod legality;
 pub mod reference;
 pub mod shape;
 pub mod tolerance;
+pub mod window;
 
+pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use cost::{KernelCost, cost, per_unit_extent};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{Legality, Unit, check, reduced_share};
@@ -26,3 +29,4 @@ pub use shape::{
     AxisSource, Gemm, InputMap, broadcast, gemm, index_map, output_shape, reduced_extents,
 };
 pub use tolerance::{tolerance, within};
+pub use window::{CoordMode, Interp, InterpMode, Pool, PoolKind, map_of as window_map};

@@ -237,6 +237,9 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
             }
             debug_assert_eq!(rb, bs.len());
         }
+        Kernel::Conv(c) => return crate::conv::reference(c, inputs, out_shape),
+        Kernel::Pool(p) => return p.reference(inputs, out_shape),
+        Kernel::Interp(i) => return i.reference(inputs, out_shape),
         Kernel::Reshape { .. } => out.copy_from_slice(x),
         Kernel::Concat { axis, .. } => {
             let mut xi = vec![0u64; out_shape.len()];
@@ -496,5 +499,12 @@ fn eval_core(
             }
             fetch(0, &idx)
         }
+        Kernel::Conv(c) => {
+            let n = c.reduced_extents(in_shapes).map_or(0, |e| e.len());
+            let lists: Vec<Vec<u64>> = (0..n).map(values).collect();
+            crate::conv::eval(c, out_idx, fetch, &lists, in_shapes)
+        }
+        Kernel::Pool(p) => p.eval(out_idx, fetch, in_shapes),
+        Kernel::Interp(i) => i.eval(out_idx, fetch, in_shapes),
     }
 }

@@ -32,6 +32,7 @@ pub fn tolerance(dtype: DType, k: &Kernel, reduction_len: u64) -> (f64, f64) {
         | Kernel::Softmax { .. }
         | Kernel::LayerNorm { .. }
         | Kernel::GeneralMatMul { .. }
+        | Kernel::Conv(_)
         | Kernel::ReduceAxes {
             op: ReduceKind::Add | ReduceKind::Mean | ReduceKind::L1 | ReduceKind::L2,
             ..

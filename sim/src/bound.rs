@@ -284,8 +284,14 @@ impl<'a> View<'a> {
                 }
                 _ => inputs[0].len().checked_sub(1)?,
             };
-            let kk = u128::from(*inputs[0].get(ka)?);
-            let useful = 2u128.saturating_mul(numel(&out_rt)).saturating_mul(kk);
+            let useful = match k {
+                // A convolution's multiply-adds: 2·N·O·Π output·C/g·Π window.
+                Kernel::Conv(c) => c.flops(inputs).ok()?,
+                _ => {
+                    let kk = u128::from(*inputs[0].get(ka)?);
+                    2u128.saturating_mul(numel(&out_rt)).saturating_mul(kk)
+                }
+            };
             match m.compute.matrix.flops.get(&out) {
                 Some(&f) => {
                     let addr = m.addressable_levels();
@@ -453,7 +459,10 @@ fn capacity(res: &Resolved, v: &View) -> Vec<(Resource, u64)> {
         let Some((k, inputs, out)) = rop.op.kernel() else {
             continue;
         };
+        // The DRAM traffic bound of a contraction's blocking (a convolution reuses its
+        // input across the window as well, so it is left out).
         if !k.is_matmul()
+            || matches!(k, Kernel::Conv(_))
             || !inputs
                 .iter()
                 .all(|n| loaded.contains(n) && readers.get(n) == Some(&1))

@@ -120,6 +120,27 @@ pub fn default_layouts(m: &Machine, decls: &[Decl], steps: &[Step]) -> BTreeMap<
                 }
                 nosplit[node(o, *axis)] = true;
             }
+            // Window kernels: an axis read through a window (or a channel group), a
+            // contracted axis and an output axis reading a halo stay whole.
+            k @ (Kernel::Conv(_) | Kernel::Pool(_) | Kernel::Interp(_)) => {
+                let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
+                let Ok(Some(w)) = mnsim_kernels::window_map(k, &shapes) else {
+                    continue;
+                };
+                for (j, map) in w.maps.iter().enumerate() {
+                    for (p, src) in map.axes.iter().enumerate() {
+                        match src {
+                            AxisSource::Out(h) => uf.union(node(ins[j], p), node(o, *h)),
+                            AxisSource::Reduced(_) | AxisSource::Broadcast => {
+                                nosplit[node(ins[j], p)] = true;
+                            }
+                        }
+                    }
+                }
+                for (h, _) in w.halo {
+                    nosplit[node(o, h)] = true;
+                }
+            }
             k => {
                 let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
                 let Ok(maps) = mnsim_kernels::index_map(k, &shapes, &decls[o].dims) else {

@@ -7,6 +7,7 @@
 //! ops, `lower` turns each op into kernels, `layouts` chooses the default layouts,
 //! and this module writes the scenario text.
 
+mod conv;
 pub mod graph;
 pub mod json;
 pub mod layouts;

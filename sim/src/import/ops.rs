@@ -50,7 +50,7 @@ fn reduce_of(kind: &str) -> Option<(ReduceKind, &'static str)> {
 }
 
 /// Every op kind the import turns into kernels (docs/import.md).
-pub const KINDS: [&str; 38] = [
+pub const KINDS: [&str; 50] = [
     "MatMul",
     "Add",
     "Subtract",
@@ -89,6 +89,18 @@ pub const KINDS: [&str; 38] = [
     "ReduceL2",
     "Concat",
     "End",
+    "Convolution",
+    "ConvolutionBackwardData",
+    "ConvolutionBackwardWeights",
+    "ConvTranspose",
+    "ConvTransposeBackwardData",
+    "ConvTransposeBackwardWeights",
+    "MaxPool",
+    "AvgPool",
+    "MaxPoolBackward",
+    "AvgPoolBackward",
+    "Interpolate",
+    "InterpolateBackward",
 ];
 
 /// `"name"`, as the scenario writes a tensor name.
@@ -146,6 +158,9 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
     }
     if let Some((r, name)) = reduce_of(k) {
         return reduce(cx, op, (r, name), ins, out);
+    }
+    if let Some(r) = super::conv::lower(cx, op, &ins, &out) {
+        return r;
     }
     match k {
         "MatMul" => matmul(cx, op, ins, out),
@@ -252,22 +267,12 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
             cx.step(op, text, Kernel::Concat { axis: a, inputs: n }, ins, out)
         }
         "End" => Ok(()),
-        "Convolution"
-        | "ConvolutionBackwardData"
-        | "ConvolutionBackwardWeights"
-        | "ConvTranspose"
-        | "AvgPool"
-        | "MaxPool"
-        | "AvgPoolBackward"
-        | "MaxPoolBackward"
-        | "Interpolate"
-        | "Quantize"
-        | "Dequantize"
-        | "DynamicQuantize"
-        | "DynamicDequantize" => Err(op.error(format!(
-            "the op kind `{k}` is not supported: mnsim imports {}",
-            KINDS.join(", ")
-        ))),
+        "Quantize" | "Dequantize" | "DynamicQuantize" | "DynamicDequantize" => {
+            Err(op.error(format!(
+                "the op kind `{k}` is not supported: mnsim imports {}",
+                KINDS.join(", ")
+            )))
+        }
         other => Err(op.error(format!(
             "unknown or unsupported op kind `{other}`: mnsim imports {}",
             KINDS.join(", ")

@@ -1031,7 +1031,10 @@ fn check_axes(
         | Kernel::Clamp { .. }
         | Kernel::Elu { .. }
         | Kernel::GeneralMatMul { .. }
-        | Kernel::Reshape { .. } => return Ok(()),
+        | Kernel::Reshape { .. }
+        | Kernel::Conv(_)
+        | Kernel::Pool(_)
+        | Kernel::Interp(_) => return Ok(()),
     };
     let Some(&input) = inputs.first() else {
         return Ok(());
