@@ -1,5 +1,8 @@
 //! The kernels, their element functions, their work per element, and their errors.
 
+use crate::eltwise::Eltwise;
+use crate::norm::Norm;
+use mnsim_arch::DType;
 use std::fmt;
 
 /// Elementwise one-operand functions.
@@ -389,6 +392,12 @@ pub enum Kernel {
         /// The number of inputs.
         inputs: usize,
     },
+    /// Elementwise kernels of training graphs: activations with parameters and their
+    /// backward, PReLU, comparisons, GenIndex, Dropout, BatchNorm with given statistics
+    /// (see [`crate::eltwise`]).
+    Eltwise(Eltwise),
+    /// Normalisations and their backward along axes (see [`crate::norm`]).
+    Norm(Norm),
 }
 
 impl Kernel {
@@ -402,6 +411,8 @@ impl Kernel {
             | Kernel::BiasAdd { .. } => 2,
             Kernel::Select => 3,
             Kernel::Concat { inputs, .. } => *inputs,
+            Kernel::Eltwise(e) => e.arity(),
+            Kernel::Norm(n) => n.arity(),
             _ => 1,
         }
     }
@@ -418,10 +429,22 @@ impl Kernel {
     /// numpy broadcasting (Binary, Select, BiasAdd): an input axis of size 1 against
     /// a larger output axis broadcasts.
     pub fn broadcasts(&self) -> bool {
-        matches!(
-            self,
-            Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
-        )
+        match self {
+            Kernel::Eltwise(e) => e.broadcasts(),
+            _ => matches!(
+                self,
+                Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
+            ),
+        }
+    }
+
+    /// The dtype whose vector rate the kernel runs at, given its inputs' and output's:
+    /// the output's, but a comparison's (whose output is `pred`) is its first input's.
+    pub fn rate_dtype(&self, inputs: &[DType], out: DType) -> DType {
+        match self {
+            Kernel::Eltwise(Eltwise::Compare(_)) => inputs.first().copied().unwrap_or(out),
+            _ => out,
+        }
     }
 
     /// Whether partial results over a split reduced variable combine by addition, so
@@ -468,6 +491,8 @@ impl Kernel {
             Kernel::Softmax { .. } => (2, 13),
             Kernel::LayerNorm { .. } => (4, 2),
             Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => (0, 2),
+            Kernel::Eltwise(e) => (0, e.flops()),
+            Kernel::Norm(n) => n.flops(),
         }
     }
 
@@ -479,6 +504,8 @@ impl Kernel {
                 "the contraction"
             }
             Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => "the normalised axis",
+            Kernel::Norm(n) if n.kind == crate::norm::NormKind::GammaGrad => "a summed axis",
+            Kernel::Norm(_) => "the normalised axis",
             _ => "a reduced axis",
         }
     }
@@ -503,6 +530,8 @@ impl fmt::Display for Kernel {
             Kernel::GeneralMatMul { .. } => f.write_str("MatMul"),
             Kernel::Reshape { .. } => f.write_str("Reshape"),
             Kernel::Concat { .. } => f.write_str("Concat"),
+            Kernel::Eltwise(e) => f.write_str(&e.label()),
+            Kernel::Norm(n) => f.write_str(n.label()),
         }
     }
 }

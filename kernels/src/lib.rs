@@ -12,15 +12,20 @@
 
 pub mod cost;
 pub mod elem;
+pub mod eltwise;
 pub mod kernel;
 pub mod legality;
+pub mod norm;
 pub mod reference;
 pub mod shape;
 pub mod tolerance;
+mod training;
 
 pub use cost::{KernelCost, cost, per_unit_extent};
+pub use eltwise::{Act, Cmp, Eltwise};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{Legality, Unit, check, reduced_share};
+pub use norm::{Norm, NormKind};
 pub use reference::{eval, eval_share, reference};
 pub use shape::{
     AxisSource, Gemm, InputMap, broadcast, gemm, index_map, output_shape, reduced_extents,

@@ -237,6 +237,9 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
             }
             debug_assert_eq!(rb, bs.len());
         }
+        Kernel::Eltwise(_) | Kernel::Norm(_) => {
+            crate::training::reference(k, inputs, out_shape, &mut out)
+        }
         Kernel::Reshape { .. } => out.copy_from_slice(x),
         Kernel::Concat { axis, .. } => {
             let mut xi = vec![0u64; out_shape.len()];
@@ -489,6 +492,8 @@ fn eval_core(
                 _ => unreachable!(),
             }
         }
+        Kernel::Eltwise(e) => e.eval(out_idx, fetch, in_shapes),
+        Kernel::Norm(n) => n.eval(out_idx, fetch, in_shapes),
         Kernel::Transpose { perm } => {
             let mut idx = vec![0u64; perm.len()];
             for (i, &p) in perm.iter().enumerate() {
