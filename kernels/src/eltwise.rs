@@ -324,6 +324,7 @@ impl Cmp {
 
 /// An elementwise kernel of training graphs.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Eltwise {
     /// `f(x)`.
     Act(Act),

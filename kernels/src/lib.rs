@@ -31,3 +31,4 @@ pub use shape::{
     AxisSource, Gemm, InputMap, broadcast, gemm, index_map, output_shape, reduced_extents,
 };
 pub use tolerance::{tolerance, within};
+pub use training::{training_axes, training_eps};

@@ -38,6 +38,7 @@ pub enum NormKind {
 
 /// A normalisation kernel.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Norm {
     /// What it computes.
     pub kind: NormKind,

@@ -4,6 +4,7 @@
 //! against finite differences of the forward functions (every backward kernel) and
 //! against worked examples.
 
+use crate::eltwise::Eltwise;
 use crate::kernel::Kernel;
 use crate::reference::eval;
 
@@ -35,5 +36,26 @@ pub(crate) fn reference(
         }
         let mut fetch = |j: usize, at: &[u64]| inputs[j].1[linear(inputs[j].0, at)];
         *o = eval(k, &idx, &mut fetch, &|r| 0..ext[r], &shapes);
+    }
+}
+
+/// The `eps` of a training kernel that has one (BatchNorm, every Norm).
+pub fn training_eps(k: &Kernel) -> Option<f64> {
+    match k {
+        Kernel::Eltwise(Eltwise::BatchNorm { eps, .. }) => Some(*eps),
+        Kernel::Norm(n) => Some(n.eps),
+        _ => None,
+    }
+}
+
+/// The axes of its first input a training kernel names (Norm's normalised and
+/// parameter axes, GenIndex's and BatchNorm's axis), for checks against its rank.
+pub fn training_axes(k: &Kernel) -> Option<Vec<usize>> {
+    match k {
+        Kernel::Eltwise(Eltwise::GenIndex { axis } | Eltwise::BatchNorm { axis, .. }) => {
+            Some(vec![*axis])
+        }
+        Kernel::Norm(n) => Some(n.axes.clone()),
+        _ => None,
     }
 }
