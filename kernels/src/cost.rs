@@ -170,7 +170,8 @@ pub fn cost(
         });
     }
 
-    let rate = vector_rate(k, m, dtype)?;
+    let in_dtypes: Vec<DType> = inputs.iter().map(|l| l.dtype()).collect();
+    let rate = vector_rate(k, m, k.rate_dtype(&in_dtypes, dtype))?;
     let (fin, fout) = k.flops_per_element();
     let work =
         inputs[0].elems_per_pe() as u128 * fin as u128 + out.elems_per_pe() as u128 * fout as u128;

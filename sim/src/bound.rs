@@ -265,7 +265,13 @@ impl<'a> View<'a> {
     }
 
     /// A kernel: its useful FLOP over the peak of the unit that runs it.
-    fn kernel(&self, k: &Kernel, inputs: &[&[u64]], out: DType) -> Option<Parts> {
+    fn kernel(
+        &self,
+        k: &Kernel,
+        inputs: &[&[u64]],
+        in_dtypes: &[DType],
+        out: DType,
+    ) -> Option<Parts> {
         let out_rt = mnsim_kernels::output_shape(k, inputs).ok()?;
         let numel = |d: &[u64]| {
             d.iter()
@@ -319,11 +325,8 @@ impl<'a> View<'a> {
             let useful = numel(inputs[0])
                 .saturating_mul(u128::from(fin))
                 .saturating_add(numel(&out_rt).saturating_mul(u128::from(fout)));
-            (
-                useful,
-                Resource::VectorUnit,
-                m.compute.vector.get(&out)? * self.pes as f64,
-            )
+            let rate = m.compute.vector.get(&k.rate_dtype(in_dtypes, out))?;
+            (useful, Resource::VectorUnit, rate * self.pes as f64)
         };
         Some(Parts {
             holds: vec![(resource, over(useful, peak))],
@@ -434,7 +437,11 @@ fn kernel_bound(res: &Resolved, v: &View, op: &Op) -> OpBound {
     let (Some(dims), Some(o)) = (dims, res.tensors.get(out)) else {
         return OpBound::default();
     };
-    v.kernel(&k, &dims, o.dtype)
+    let in_dtypes: Vec<DType> = inputs
+        .iter()
+        .filter_map(|n| res.tensors.get(*n).map(|t| t.dtype))
+        .collect();
+    v.kernel(&k, &dims, &in_dtypes, o.dtype)
         .map_or_else(OpBound::default, |p| p.bound(v.m, true))
 }
 
