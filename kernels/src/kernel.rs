@@ -389,6 +389,8 @@ pub enum Kernel {
         /// The number of inputs.
         inputs: usize,
     },
+    /// Quantize or Dequantize, with static or dynamic scales (see [`crate::quant`]).
+    Quant(crate::quant::Quant),
 }
 
 impl Kernel {
@@ -402,6 +404,7 @@ impl Kernel {
             | Kernel::BiasAdd { .. } => 2,
             Kernel::Select => 3,
             Kernel::Concat { inputs, .. } => *inputs,
+            Kernel::Quant(q) => q.arity(),
             _ => 1,
         }
     }
@@ -421,6 +424,12 @@ impl Kernel {
         matches!(
             self,
             Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
+        ) || matches!(
+            self,
+            Kernel::Quant(crate::quant::Quant {
+                params: crate::quant::QuantParams::Dynamic { .. },
+                ..
+            })
         )
     }
 
@@ -452,7 +461,8 @@ impl Kernel {
     /// - LayerNorm: `(4, 2)`: a sum for the mean, a subtraction, a square and a sum for
     ///   the variance per input element; a subtraction and a multiplication by
     ///   1/√(var+ε) per output element;
-    /// - MatMul, BatchMatMul on the vector unit: 2 per multiply-add (charged separately).
+    /// - MatMul, BatchMatMul on the vector unit: 2 per multiply-add (charged separately);
+    /// - Quant: `(0, 5)` Quantize, `(0, 2)` Dequantize ([`crate::quant::Quant::flops_per_element`]).
     pub fn flops_per_element(&self) -> (u64, u64) {
         match self {
             Kernel::Unary(op) => (0, op.flops_per_element()),
@@ -468,6 +478,7 @@ impl Kernel {
             Kernel::Softmax { .. } => (2, 13),
             Kernel::LayerNorm { .. } => (4, 2),
             Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => (0, 2),
+            Kernel::Quant(q) => (0, q.flops_per_element()),
         }
     }
 
@@ -503,6 +514,7 @@ impl fmt::Display for Kernel {
             Kernel::GeneralMatMul { .. } => f.write_str("MatMul"),
             Kernel::Reshape { .. } => f.write_str("Reshape"),
             Kernel::Concat { .. } => f.write_str("Concat"),
+            Kernel::Quant(q) => f.write_str(q.name()),
         }
     }
 }

@@ -14,6 +14,9 @@ pub mod cost;
 pub mod elem;
 pub mod kernel;
 pub mod legality;
+pub mod minifloat;
+pub mod precision;
+pub mod quant;
 pub mod reference;
 pub mod shape;
 pub mod tolerance;
@@ -21,6 +24,7 @@ pub mod tolerance;
 pub use cost::{KernelCost, cost, per_unit_extent};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{Legality, Unit, check, reduced_share};
+pub use quant::{Quant, QuantDir, QuantParams};
 pub use reference::{eval, eval_share, reference};
 pub use shape::{
     AxisSource, Gemm, InputMap, broadcast, gemm, index_map, output_shape, reduced_extents,

@@ -284,13 +284,21 @@ fn matmul_on_toy4_and_the_vector_fallback() {
     assert_eq!(l.unit, Unit::Pe);
     assert_eq!((c.cycles, c.flops, c.unit), (128, 1024, "vector"));
     assert_eq!(c.peak_flops_per_cycle, 8.0);
-    // No vector rate for s32: an error that says so.
+    // No vector rate for s32 nor for f32 and f64, which it would run at: an error that
+    // says so.
+    let mut m = m;
+    m.compute.vector.retain(|d, _| *d == DType::F16);
     let x = lay("((4_PE, 2), (8))", &m, &[8, 8], DType::S32);
     let k = Kernel::Unary(UnaryOp::Abs);
     let l = check(&k, &[&x], &x, &m, &[]).unwrap();
     let e = cost(&k, &[&x], &x, &l, &m, DType::S32, None).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Rate);
-    assert!(e.message.contains("toy4 has no vector rate for s32"), "{e}");
+    assert!(
+        e.message.contains(
+            "toy4 has no vector rate for s32 nor for the types it would run at (f32, f64)"
+        ),
+        "{e}"
+    );
 }
 
 #[test]
