@@ -29,7 +29,8 @@ pub struct KernelCost {
     pub cycles: u64,
     /// Useful FLOP: on the logical (or runtime) sizes, without padding, replicas or
     /// idle units. For vector kernels, the per-element FLOP of
-    /// [`Kernel::flops_per_element`] times the real elements.
+    /// [`Kernel::flops_per_element`] times the real elements; 0 for a kernel that only
+    /// moves data ([`Kernel::moves_data`]).
     pub flops: u64,
     /// `"matrix"` or `"vector"`.
     pub unit: &'static str,
@@ -177,7 +178,11 @@ pub fn cost(
     let (fin, fout) = k.flops_per_element();
     let work =
         inputs[0].elems_per_pe() as u128 * fin as u128 + out.elems_per_pe() as u128 * fout as u128;
-    let useful = numel(rt[0]) as u128 * fin as u128 + numel(&out_rt) as u128 * fout as u128;
+    let useful = if k.moves_data() {
+        0
+    } else {
+        numel(rt[0]) as u128 * fin as u128 + numel(&out_rt) as u128 * fout as u128
+    };
     Ok(KernelCost {
         cycles: clamp((work as f64 / rate).ceil() as u128),
         flops: clamp(useful),

@@ -482,6 +482,19 @@ impl Kernel {
         }
     }
 
+    /// Whether the kernel only moves data (Transpose, Reshape, Concat, and the `Copy`
+    /// that Reorder and TypeCast become): it still takes its vector-unit cycles (one
+    /// move per element, [`Kernel::flops_per_element`]), but reports 0 useful FLOP.
+    pub fn moves_data(&self) -> bool {
+        matches!(
+            self,
+            Kernel::Transpose { .. }
+                | Kernel::Reshape { .. }
+                | Kernel::Concat { .. }
+                | Kernel::Unary(UnaryOp::Copy)
+        )
+    }
+
     /// How messages name the reduced variables: `the contraction`, `the normalised axis`,
     /// `a reduced axis`.
     pub fn reduced_role(&self) -> &'static str {

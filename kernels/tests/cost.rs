@@ -241,7 +241,7 @@ fn vector_kernels_by_hand() {
     };
     let (_, c) = legal_cost(&red, &[&rows], &y, &m, f32_);
     assert_eq!((c.cycles, c.flops), (8, 64));
-    // Transpose: one move per element.
+    // Transpose: one move per element, and no useful FLOP (data movement).
     let tr = lay("((8), (4_PE, 2))", &m, &[8, 8], f32_);
     let (_, c) = legal_cost(
         &Kernel::Transpose { perm: vec![1, 0] },
@@ -250,7 +250,19 @@ fn vector_kernels_by_hand() {
         &m,
         f32_,
     );
-    assert_eq!((c.cycles, c.flops), (8, 64));
+    assert_eq!((c.cycles, c.flops), (8, 0));
+    // Reshape, Concat and the Copy of TypeCast/Reorder likewise.
+    let (_, c) = legal_cost(&Kernel::Unary(UnaryOp::Copy), &[&rows], &rows, &m, f32_);
+    assert_eq!((c.cycles, c.flops), (8, 0));
+    let flat = lay("((4_PE, 16))", &m, &[64], f32_);
+    let (_, c) = legal_cost(
+        &Kernel::Reshape { shape: vec![64] },
+        &[&rows],
+        &flat,
+        &m,
+        f32_,
+    );
+    assert_eq!((c.cycles, c.flops), (8, 0));
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! and this module writes the scenario text.
 
 pub mod graph;
+mod infer;
 pub mod json;
 pub mod layouts;
 pub mod lower;
