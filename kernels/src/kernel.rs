@@ -219,7 +219,7 @@ impl BinaryOp {
 }
 
 /// How a reduction combines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ReduceKind {
     /// Sum.
     Add,
@@ -308,7 +308,7 @@ impl ReduceKind {
 }
 
 /// A SIMD kernel: every PE runs it on its shards, in lock-step.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Kernel {
     /// `out = op(x)`, same shape.
     Unary(UnaryOp),

@@ -13,6 +13,7 @@ pub mod json;
 pub mod layouts;
 pub mod lower;
 mod ops;
+mod quant;
 pub mod stablehlo;
 
 pub use lower::Strides;
