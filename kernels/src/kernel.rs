@@ -307,8 +307,11 @@ impl ReduceKind {
     }
 }
 
-/// A SIMD kernel: every PE runs it on its shards, in lock-step.
+/// A SIMD kernel: every PE runs it on its shards, in lock-step. Scenarios name one in
+/// RON through the generic `Kernel(kernel: ..., inputs: [...], out: ...)` op, with the
+/// variant's fields as written here (`Softmax(axis: 1)`, `Unary(Relu)`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Kernel {
     /// `out = op(x)`, same shape.
     Unary(UnaryOp),
@@ -404,8 +407,38 @@ impl Kernel {
             | Kernel::BiasAdd { .. } => 2,
             Kernel::Select => 3,
             Kernel::Concat { inputs, .. } => *inputs,
+            Kernel::Unary(_)
+            | Kernel::ReduceAxes { .. }
+            | Kernel::Softmax { .. }
+            | Kernel::LayerNorm { .. }
+            | Kernel::Transpose { .. }
+            | Kernel::Clamp { .. }
+            | Kernel::Elu { .. }
+            | Kernel::Reshape { .. } => 1,
             Kernel::Quant(q) => q.arity(),
-            _ => 1,
+        }
+    }
+
+    /// The variant name (`"Softmax"`, `"GeneralMatMul"`), as a scenario's generic
+    /// `Kernel(kernel: ...)` op writes it and reports name the op.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kernel::Unary(_) => "Unary",
+            Kernel::Binary(_) => "Binary",
+            Kernel::MatMul => "MatMul",
+            Kernel::BatchMatMul => "BatchMatMul",
+            Kernel::ReduceAxes { .. } => "ReduceAxes",
+            Kernel::Softmax { .. } => "Softmax",
+            Kernel::LayerNorm { .. } => "LayerNorm",
+            Kernel::Transpose { .. } => "Transpose",
+            Kernel::Select => "Select",
+            Kernel::Clamp { .. } => "Clamp",
+            Kernel::Elu { .. } => "Elu",
+            Kernel::BiasAdd { .. } => "BiasAdd",
+            Kernel::GeneralMatMul { .. } => "GeneralMatMul",
+            Kernel::Reshape { .. } => "Reshape",
+            Kernel::Concat { .. } => "Concat",
+            Kernel::Quant(_) => "Quant",
         }
     }
 

@@ -429,7 +429,7 @@ pub fn program(res: &Resolved) -> Bound {
 }
 
 fn kernel_bound(res: &Resolved, v: &View, op: &Op) -> OpBound {
-    let Some((k, inputs, out)) = crate::run::kernel_of(op) else {
+    let Some((k, inputs, out)) = op.kernel() else {
         return OpBound::default();
     };
     let dims: Option<Vec<&[u64]>> = inputs
@@ -465,7 +465,7 @@ fn capacity(res: &Resolved, v: &View) -> Vec<(Resource, u64)> {
     let lm = u128::from(v.m.leaf_memory_bytes()).saturating_mul(u128::from(v.pes));
     let mut most = 0u64;
     for rop in &res.ops {
-        let Some((k, inputs, out)) = crate::run::kernel_of(&rop.op) else {
+        let Some((k, inputs, out)) = rop.op.kernel() else {
             continue;
         };
         if !k.is_matmul()

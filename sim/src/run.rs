@@ -78,13 +78,19 @@ pub fn init_data(init: &Init, dtype: DType, dims: &[u64]) -> Vec<u8> {
 }
 
 /// The combine of a tree Reduce for a reduction op.
-pub(crate) fn combine_of(op: ReduceOp) -> Combine {
-    match op {
-        ReduceOp::Max => Combine::Max,
-        ReduceOp::Min => Combine::Min,
+/// How the partial results of a `ReduceAxes` of `kind` combine over levels.
+pub(crate) fn combine_of_kind(kind: mnsim_kernels::ReduceKind) -> Combine {
+    use mnsim_kernels::ReduceKind as K;
+    match kind {
+        K::Max => Combine::Max,
+        K::Min => Combine::Min,
         // Only Add leaves partial results (resolve refuses a tree Reduce of the others).
-        _ => Combine::Add,
+        K::Add | K::Prod | K::Mean | K::L1 | K::L2 => Combine::Add,
     }
+}
+
+pub(crate) fn combine_of(op: ReduceOp) -> Combine {
+    combine_of_kind(op.kind())
 }
 
 fn bound(op: &ResolvedOp) -> Result<&TensorLayout, SimError> {
@@ -122,152 +128,6 @@ pub struct RunOutput {
     pub engine: Engine,
     /// The Reduces the run inserted, in order.
     pub inserted: Vec<InsertedReduce>,
-}
-
-/// The kernel of a program op, its inputs, output and layout text.
-pub fn kernel_of(op: &Op) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
-    use mnsim_kernels::Kernel;
-    Some(match op {
-        Op::Unary { op, input, out, .. } => {
-            (Kernel::Unary(*op), vec![input.as_str()], out.as_str())
-        }
-        Op::Binary { op, a, b, out, .. } => (
-            Kernel::Binary(*op),
-            vec![a.as_str(), b.as_str()],
-            out.as_str(),
-        ),
-        Op::MatMul { a, b, out, .. } => {
-            (Kernel::MatMul, vec![a.as_str(), b.as_str()], out.as_str())
-        }
-        Op::BatchMatMul { a, b, out, .. } => (
-            Kernel::BatchMatMul,
-            vec![a.as_str(), b.as_str()],
-            out.as_str(),
-        ),
-        Op::ReduceAxes {
-            op,
-            input,
-            axes,
-            out,
-            keep_dims,
-            ..
-        } => (
-            Kernel::ReduceAxes {
-                op: op.kind(),
-                axes: axes.clone(),
-                keep_dims: *keep_dims,
-            },
-            vec![input.as_str()],
-            out.as_str(),
-        ),
-        Op::Softmax {
-            input, axis, out, ..
-        } => (
-            Kernel::Softmax { axis: *axis },
-            vec![input.as_str()],
-            out.as_str(),
-        ),
-        Op::LayerNorm {
-            input,
-            axis,
-            out,
-            eps,
-            ..
-        } => (
-            Kernel::LayerNorm {
-                axis: *axis,
-                eps: *eps,
-            },
-            vec![input.as_str()],
-            out.as_str(),
-        ),
-        Op::Transpose {
-            input, perm, out, ..
-        } => (
-            Kernel::Transpose { perm: perm.clone() },
-            vec![input.as_str()],
-            out.as_str(),
-        ),
-        Op::Select {
-            cond, a, b, out, ..
-        } => (
-            Kernel::Select,
-            vec![cond.as_str(), a.as_str(), b.as_str()],
-            out.as_str(),
-        ),
-        Op::Clamp {
-            input,
-            min,
-            max,
-            out,
-            ..
-        } => (
-            Kernel::Clamp {
-                min: *min,
-                max: *max,
-            },
-            vec![input.as_str()],
-            out.as_str(),
-        ),
-        Op::Elu {
-            input, alpha, out, ..
-        } => (
-            Kernel::Elu { alpha: *alpha },
-            vec![input.as_str()],
-            out.as_str(),
-        ),
-        Op::BiasAdd {
-            input,
-            bias,
-            axis,
-            out,
-            ..
-        } => (
-            Kernel::BiasAdd { axis: *axis },
-            vec![input.as_str(), bias.as_str()],
-            out.as_str(),
-        ),
-        Op::GeneralMatMul {
-            a,
-            b,
-            out,
-            transpose_a,
-            transpose_b,
-            ..
-        } => (
-            Kernel::GeneralMatMul {
-                transpose_a: *transpose_a,
-                transpose_b: *transpose_b,
-            },
-            vec![a.as_str(), b.as_str()],
-            out.as_str(),
-        ),
-        Op::Reshape {
-            input, shape, out, ..
-        } => (
-            Kernel::Reshape {
-                shape: shape.clone(),
-            },
-            vec![input.as_str()],
-            out.as_str(),
-        ),
-        Op::Cast { input, out, .. } => (
-            Kernel::Unary(mnsim_kernels::UnaryOp::Copy),
-            vec![input.as_str()],
-            out.as_str(),
-        ),
-        Op::Concat {
-            inputs, axis, out, ..
-        } => (
-            Kernel::Concat {
-                axis: *axis,
-                inputs: inputs.len(),
-            },
-            inputs.iter().map(String::as_str).collect(),
-            out.as_str(),
-        ),
-        _ => return None,
-    })
 }
 
 /// A run that stopped: the message, and the op (index in the program) or the tensor
@@ -437,7 +297,7 @@ pub fn run_with_progress(
             }
             Op::Free { tensor } => eng.free(tensor).map_err(at)?,
             other => {
-                let Some((k, inputs, out)) = kernel_of(other) else {
+                let Some((k, inputs, out)) = other.kernel() else {
                     return Err(at(SimError::Other(format!(
                         "{} is not an op this build runs",
                         other.name()
@@ -464,11 +324,11 @@ pub fn run_with_progress(
                 // A reduction whose axis spans a level leaves partial sums: finish them
                 // with tree Reduces, one per level (shown as ops of their own). A split
                 // contraction is finished the same way when the scenario asks for it.
-                if matches!(other, Op::ReduceAxes { .. }) || res.auto_reduce {
-                    let comb = match other {
-                        Op::ReduceAxes { op, .. } => combine_of(*op),
-                        _ => Combine::Add,
-                    };
+                if let Some(comb) = if let mnsim_kernels::Kernel::ReduceAxes { op, .. } = &k {
+                    Some(combine_of_kind(*op))
+                } else {
+                    res.auto_reduce.then_some(Combine::Add)
+                } {
                     eng.buffers = None;
                     let levels = eng.partial_levels(out);
                     let first = eng.ops.len();

@@ -494,6 +494,45 @@ fn more_resolution_errors() {
             ),
             "Expected boolean",
         ),
+        (
+            base(
+                &format!(
+                    r#"{load_x}Kernel(kernel: Softmax(axis: 1), inputs: ["x", "x"], out: "y")"#
+                ),
+                "",
+            ),
+            "Softmax takes 1 input(s), `inputs` lists 2",
+        ),
+        (
+            base(
+                &format!(r#"{load_x}Kernel(kernel: Softmax(axis: 2), inputs: ["x"], out: "y")"#),
+                "",
+            ),
+            "axis 2 is out of range for `x` of rank 2",
+        ),
+        (
+            base(
+                &format!(
+                    r#"{load_x}Kernel(kernel: LayerNorm(axis: 1, eps: -1.0), inputs: ["x"], out: "y")"#
+                ),
+                "",
+            ),
+            "eps must be a finite number ≥ 0, got -1",
+        ),
+        (
+            base(
+                &format!(r#"{load_x}Kernel(kernel: Softmax(axes: 1), inputs: ["x"], out: "y")"#),
+                "",
+            ),
+            "Unexpected field named `axes`",
+        ),
+        (
+            base(
+                &format!(r#"{load_x}Kernel(kernel: Conv, inputs: ["x"], out: "y")"#),
+                "",
+            ),
+            "Unexpected variant named `Conv`",
+        ),
     ];
     for (text, want) in cases {
         let src = source("t.ron", text);
@@ -752,4 +791,46 @@ fn mutated_scenarios_never_panic() {
     // The mutations reach resolution, not only the parser.
     assert!(parsed > 500, "only {parsed} mutations parsed");
     assert!(resolved > 100, "only {resolved} plans resolved");
+}
+
+/// The generic `Kernel(kernel: ...)` op runs exactly as the named op of the same kernel:
+/// the same values (verified) and the same cycles, op by op, in both modes.
+#[test]
+fn generic_kernel_op_runs_as_the_named_op() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let named = std::fs::read_to_string(root.join("layernorm.ron")).unwrap();
+    let generic = named
+        .replace(
+            r#"LayerNorm(input: "x", axis: 1, out: "y")"#,
+            r#"Kernel(kernel: LayerNorm(axis: 1, eps: 1e-5), inputs: ["x"], out: "y")"#,
+        )
+        .replace(
+            r#"ReduceAxes(op: Add, input: "y", axes: [0], out: "m", layout"#,
+            r#"Kernel(kernel: ReduceAxes(op: Add, axes: [0], keep_dims: false), inputs: ["y"], out: "m", layout"#,
+        );
+    assert_eq!(generic.matches("Kernel(kernel:").count(), 2);
+    let run = |text: &str, plan: &str, mode: Mode| {
+        let sc = scenario::parse(text, "ln.ron").unwrap();
+        let src = source("ln.ron", text);
+        let mut r = resolve(&sc, &src, Some(plan)).unwrap_or_else(|e| panic!("{}", render(&e)));
+        r.mode = mode;
+        mnsim_sim::run::run(&r).unwrap().report
+    };
+    for plan in ["mab", "pe"] {
+        for mode in [Mode::Timing, Mode::Functional] {
+            let a = run(&named, plan, mode);
+            let b = run(&generic, plan, mode);
+            assert_eq!(a.total_cycles, b.total_cycles, "{plan} {mode:?}");
+            let cycles = |r: &mnsim_reports::Report| {
+                r.ops
+                    .iter()
+                    .map(|o| (o.op.clone(), o.tensor.clone(), o.start, o.cycles))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(cycles(&a), cycles(&b), "{plan} {mode:?}");
+            if mode == Mode::Functional {
+                assert_eq!(b.verified, Some(true), "{plan}");
+            }
+        }
+    }
 }

@@ -12,7 +12,7 @@
 
 use crate::engine::{Engine, Mode, Resident, SimError};
 use crate::ids::RegionId;
-use crate::run::combine_of;
+use crate::run::{combine_of, combine_of_kind};
 use crate::scenario::{Op, Resolved};
 use crate::timeline::Task;
 use mnsim_arch::{TensorLayout, XlaLayout};
@@ -225,7 +225,7 @@ impl Coster {
             }
             Op::Free { .. } => {}
             other => {
-                let Some((k, ins, out)) = crate::run::kernel_of(other) else {
+                let Some((k, ins, out)) = other.kernel() else {
                     return Err(SimError::Other(format!(
                         "{} is not an op this build runs",
                         other.name()
@@ -233,11 +233,11 @@ impl Coster {
                 };
                 self.eng
                     .kernel(other.name(), &k, &ins, out, layout.cloned())?;
-                if matches!(other, Op::ReduceAxes { .. }) || self.auto_reduce {
-                    let comb = match other {
-                        Op::ReduceAxes { op, .. } => combine_of(*op),
-                        _ => Combine::Add,
-                    };
+                if let Some(comb) = if let mnsim_kernels::Kernel::ReduceAxes { op, .. } = &k {
+                    Some(combine_of_kind(*op))
+                } else {
+                    self.auto_reduce.then_some(Combine::Add)
+                } {
                     self.eng.reduce_partials(out, comb)?;
                 }
             }

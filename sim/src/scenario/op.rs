@@ -234,6 +234,20 @@ pub enum Op {
         #[serde(default)]
         buffers: Option<Buffers>,
     },
+    /// Any kernel of the kernels crate, named as it is there
+    /// (`Kernel(kernel: Softmax(axis: 1), inputs: ["x"], out: "y")`): the one form every
+    /// kernel has, and the only one a kernel added later needs. Its operands' dtypes are
+    /// the kernel's to check.
+    Kernel {
+        kernel: mnsim_kernels::Kernel,
+        inputs: Vec<String>,
+        out: String,
+        #[serde(default)]
+        layout: Option<String>,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
     /// `input` converted to the dtype of `out` (the one kernel whose operands' dtypes
     /// differ).
     Cast {
@@ -382,6 +396,7 @@ macro_rules! with_layout {
             | Op::GeneralMatMul { layout: $l, .. }
             | Op::Reshape { layout: $l, .. }
             | Op::Concat { layout: $l, .. }
+            | Op::Kernel { layout: $l, .. }
             | Op::Cast { layout: $l, .. } => $opt,
             Op::Store { .. } | Op::Free { .. } => $none,
         }
@@ -412,6 +427,7 @@ macro_rules! with_buffers {
             | Op::GeneralMatMul { buffers: $b, .. }
             | Op::Reshape { buffers: $b, .. }
             | Op::Concat { buffers: $b, .. }
+            | Op::Kernel { buffers: $b, .. }
             | Op::Cast { buffers: $b, .. } => $on,
             Op::Store { .. } | Op::Free { .. } => $none,
         }
@@ -473,6 +489,7 @@ impl Op {
             Op::Reshape { .. } => "Reshape",
             Op::Concat { .. } => "Concat",
             Op::Cast { .. } => "Cast",
+            Op::Kernel { kernel, .. } => kernel.name(),
         }
     }
 
@@ -516,7 +533,9 @@ impl Op {
             }
             Op::Select { cond, a, b, .. } => vec![("cond", cond), ("a", a), ("b", b)],
             Op::BiasAdd { input, bias, .. } => vec![("input", input), ("bias", bias)],
-            Op::Concat { inputs, .. } => inputs.iter().map(|t| ("inputs", t.as_str())).collect(),
+            Op::Concat { inputs, .. } | Op::Kernel { inputs, .. } => {
+                inputs.iter().map(|t| ("inputs", t.as_str())).collect()
+            }
         }
     }
 
@@ -547,8 +566,171 @@ impl Op {
             | Op::GeneralMatMul { out, .. }
             | Op::Reshape { out, .. }
             | Op::Concat { out, .. }
+            | Op::Kernel { out, .. }
             | Op::Cast { out, .. } => Some(("out", out)),
         }
+    }
+
+    /// The kernel a kernel op runs, its inputs and its output (`None` for transfers):
+    /// the one mapping from the file's kernel ops to the kernels crate.
+    pub fn kernel(&self) -> Option<(mnsim_kernels::Kernel, Vec<&str>, &str)> {
+        use mnsim_kernels::Kernel;
+        Some(match self {
+            Op::Unary { op, input, out, .. } => {
+                (Kernel::Unary(*op), vec![input.as_str()], out.as_str())
+            }
+            Op::Binary { op, a, b, out, .. } => (
+                Kernel::Binary(*op),
+                vec![a.as_str(), b.as_str()],
+                out.as_str(),
+            ),
+            Op::MatMul { a, b, out, .. } => {
+                (Kernel::MatMul, vec![a.as_str(), b.as_str()], out.as_str())
+            }
+            Op::BatchMatMul { a, b, out, .. } => (
+                Kernel::BatchMatMul,
+                vec![a.as_str(), b.as_str()],
+                out.as_str(),
+            ),
+            Op::ReduceAxes {
+                op,
+                input,
+                axes,
+                out,
+                keep_dims,
+                ..
+            } => (
+                Kernel::ReduceAxes {
+                    op: op.kind(),
+                    axes: axes.clone(),
+                    keep_dims: *keep_dims,
+                },
+                vec![input.as_str()],
+                out.as_str(),
+            ),
+            Op::Softmax {
+                input, axis, out, ..
+            } => (
+                Kernel::Softmax { axis: *axis },
+                vec![input.as_str()],
+                out.as_str(),
+            ),
+            Op::LayerNorm {
+                input,
+                axis,
+                out,
+                eps,
+                ..
+            } => (
+                Kernel::LayerNorm {
+                    axis: *axis,
+                    eps: *eps,
+                },
+                vec![input.as_str()],
+                out.as_str(),
+            ),
+            Op::Transpose {
+                input, perm, out, ..
+            } => (
+                Kernel::Transpose { perm: perm.clone() },
+                vec![input.as_str()],
+                out.as_str(),
+            ),
+            Op::Select {
+                cond, a, b, out, ..
+            } => (
+                Kernel::Select,
+                vec![cond.as_str(), a.as_str(), b.as_str()],
+                out.as_str(),
+            ),
+            Op::Clamp {
+                input,
+                min,
+                max,
+                out,
+                ..
+            } => (
+                Kernel::Clamp {
+                    min: *min,
+                    max: *max,
+                },
+                vec![input.as_str()],
+                out.as_str(),
+            ),
+            Op::Elu {
+                input, alpha, out, ..
+            } => (
+                Kernel::Elu { alpha: *alpha },
+                vec![input.as_str()],
+                out.as_str(),
+            ),
+            Op::BiasAdd {
+                input,
+                bias,
+                axis,
+                out,
+                ..
+            } => (
+                Kernel::BiasAdd { axis: *axis },
+                vec![input.as_str(), bias.as_str()],
+                out.as_str(),
+            ),
+            Op::GeneralMatMul {
+                a,
+                b,
+                out,
+                transpose_a,
+                transpose_b,
+                ..
+            } => (
+                Kernel::GeneralMatMul {
+                    transpose_a: *transpose_a,
+                    transpose_b: *transpose_b,
+                },
+                vec![a.as_str(), b.as_str()],
+                out.as_str(),
+            ),
+            Op::Reshape {
+                input, shape, out, ..
+            } => (
+                Kernel::Reshape {
+                    shape: shape.clone(),
+                },
+                vec![input.as_str()],
+                out.as_str(),
+            ),
+            Op::Cast { input, out, .. } => (
+                Kernel::Unary(mnsim_kernels::UnaryOp::Copy),
+                vec![input.as_str()],
+                out.as_str(),
+            ),
+            Op::Concat {
+                inputs, axis, out, ..
+            } => (
+                Kernel::Concat {
+                    axis: *axis,
+                    inputs: inputs.len(),
+                },
+                inputs.iter().map(String::as_str).collect(),
+                out.as_str(),
+            ),
+            Op::Kernel {
+                kernel,
+                inputs,
+                out,
+                ..
+            } => (
+                kernel.clone(),
+                inputs.iter().map(String::as_str).collect(),
+                out.as_str(),
+            ),
+            Op::Load { .. }
+            | Op::Store { .. }
+            | Op::Relayout { .. }
+            | Op::Broadcast { .. }
+            | Op::Reduce { .. }
+            | Op::Free { .. } => return None,
+        })
     }
 
     /// The layout text (literal or `$var`), if the op has one.

@@ -928,13 +928,35 @@ fn check_numbers(
     op: &Op,
     tensors: &BTreeMap<String, ResolvedTensor>,
 ) -> Result<(), Report> {
-    if let Op::LayerNorm { eps, .. } = op
-        && !(eps.is_finite() && *eps >= 0.0)
+    let eps = match op {
+        Op::LayerNorm { eps, .. } => Some((*eps, "eps")),
+        Op::Kernel {
+            kernel: mnsim_kernels::Kernel::LayerNorm { eps, .. },
+            ..
+        } => Some((*eps, "kernel")),
+        _ => None,
+    };
+    if let Some((eps, field)) = eps
+        && !(eps.is_finite() && eps >= 0.0)
     {
         return Err(cx.err(
-            cx.op_span(i, "eps"),
+            cx.op_span(i, field),
             &format!("{what}: eps must be a finite number ≥ 0, got {eps}"),
             "this value",
+        ));
+    }
+    if let Op::Kernel { kernel, inputs, .. } = op
+        && inputs.len() != kernel.arity()
+    {
+        return Err(cx.err(
+            cx.op_span(i, "inputs"),
+            &format!(
+                "{what}: {} takes {} input(s), `inputs` lists {}",
+                kernel.name(),
+                kernel.arity(),
+                inputs.len()
+            ),
+            "here",
         ));
     }
     let operands: Vec<(&str, &str)> = match op {
@@ -997,17 +1019,47 @@ fn check_axes(
     op: &Op,
     tensors: &BTreeMap<String, ResolvedTensor>,
 ) -> Result<(), Report> {
-    let (input, axes, field, perm) = match op {
-        Op::ReduceAxes { input, axes, .. } => (input, axes.clone(), "axes", false),
-        Op::Softmax { input, axis, .. } | Op::LayerNorm { input, axis, .. } => {
-            (input, vec![*axis], "axis", false)
+    use mnsim_kernels::Kernel;
+    let Some((kernel, inputs, _)) = op.kernel() else {
+        return Ok(());
+    };
+    // The field that holds the axes: the named op's own, or the generic op's `kernel`.
+    let named = |f: &'static str| {
+        if matches!(op, Op::Kernel { .. }) {
+            "kernel"
+        } else {
+            f
         }
-        Op::Transpose { input, perm, .. } => (input, perm.clone(), "perm", true),
-        Op::BiasAdd { input, axis, .. } => (input, vec![*axis], "axis", false),
-        Op::Concat { inputs, axis, .. } if !inputs.is_empty() => {
-            (&inputs[0], vec![*axis], "axis", false)
+    };
+    let (axes, field, perm) = match &kernel {
+        Kernel::ReduceAxes { axes, .. } => (axes.clone(), named("axes"), false),
+        Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => {
+            (vec![*axis], named("axis"), false)
         }
-        _ => return Ok(()),
+        Kernel::Transpose { perm } => (perm.clone(), named("perm"), true),
+        Kernel::BiasAdd { axis } | Kernel::Concat { axis, .. } => {
+            (vec![*axis], named("axis"), false)
+        }
+        Kernel::Quant(mnsim_kernels::Quant {
+            params:
+                mnsim_kernels::QuantParams::Static {
+                    axis: Some(axis), ..
+                },
+            ..
+        }) => (vec![*axis], named("axis"), false),
+        Kernel::Quant(_) => return Ok(()),
+        Kernel::Unary(_)
+        | Kernel::Binary(_)
+        | Kernel::MatMul
+        | Kernel::BatchMatMul
+        | Kernel::Select
+        | Kernel::Clamp { .. }
+        | Kernel::Elu { .. }
+        | Kernel::GeneralMatMul { .. }
+        | Kernel::Reshape { .. } => return Ok(()),
+    };
+    let Some(&input) = inputs.first() else {
+        return Ok(());
     };
     let rank = tensors[input].dims_at_bound.len();
     let mut seen = vec![false; rank];

@@ -190,7 +190,7 @@ impl Model {
             let ids: Vec<LayoutId> = c.into_iter().map(|c| self.intern(t, c.layout)).collect();
             self.targets.insert(t, ids);
         }
-        let Some((kern, _, _)) = crate::run::kernel_of(&self.ops[i].op) else {
+        let Some((kern, _, _)) = self.ops[i].op.kernel() else {
             return Vec::new();
         };
         let machine = self.coster.machine().clone();

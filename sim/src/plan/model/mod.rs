@@ -446,7 +446,7 @@ impl Model {
         let Some(out_layout) = op.fixed else {
             return true;
         };
-        let Some((kern, _, _)) = crate::run::kernel_of(&op.op) else {
+        let Some((kern, _, _)) = op.op.kernel() else {
             return true;
         };
         let mut ins: Vec<TensorLayout> = Vec::new();
