@@ -257,8 +257,13 @@ fn tensor(v: &Value, path: &str) -> Result<Tensor, At> {
     if unknown_shape {
         shape.clear();
     }
+    // Strides written as −2^63 are unknown: dense row-major, as for `undef`.
+    let unknown_strides = v
+        .get("stride")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|x| x.as_i64() == Some(i64::MIN)));
     let stride = match (layout_type.as_str(), v.get("stride")) {
-        ("strided", Some(_)) if unknown_shape => None,
+        ("strided", Some(_)) if unknown_shape || unknown_strides => None,
         ("strided", Some(s)) => {
             let items = s
                 .as_array()
