@@ -407,6 +407,8 @@ pub enum Kernel {
     Eltwise(Eltwise),
     /// Normalisations and their backward along axes (see [`crate::norm`]).
     Norm(Norm),
+    /// Quantize or Dequantize, with static or dynamic scales (see [`crate::quant`]).
+    Quant(crate::quant::Quant),
 }
 
 impl Kernel {
@@ -433,6 +435,7 @@ impl Kernel {
             | Kernel::Elu { .. }
             | Kernel::Reshape { .. }
             | Kernel::Interp(_) => 1,
+            Kernel::Quant(q) => q.arity(),
         }
     }
 
@@ -460,6 +463,7 @@ impl Kernel {
             Kernel::Interp(_) => "Interp",
             Kernel::Eltwise(_) => "Eltwise",
             Kernel::Norm(_) => "Norm",
+            Kernel::Quant(_) => "Quant",
         }
     }
 
@@ -477,6 +481,10 @@ impl Kernel {
     pub fn broadcasts(&self) -> bool {
         match self {
             Kernel::Eltwise(e) => e.broadcasts(),
+            Kernel::Quant(crate::quant::Quant {
+                params: crate::quant::QuantParams::Dynamic { .. },
+                ..
+            }) => true,
             _ => matches!(
                 self,
                 Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
@@ -522,7 +530,8 @@ impl Kernel {
     /// - LayerNorm: `(4, 2)`: a sum for the mean, a subtraction, a square and a sum for
     ///   the variance per input element; a subtraction and a multiplication by
     ///   1/√(var+ε) per output element;
-    /// - MatMul, BatchMatMul on the vector unit: 2 per multiply-add (charged separately).
+    /// - MatMul, BatchMatMul on the vector unit: 2 per multiply-add (charged separately);
+    /// - Quant: `(0, 5)` Quantize, `(0, 2)` Dequantize ([`crate::quant::Quant::flops_per_element`]).
     pub fn flops_per_element(&self) -> (u64, u64) {
         match self {
             Kernel::Unary(op) => (0, op.flops_per_element()),
@@ -545,7 +554,21 @@ impl Kernel {
             Kernel::Interp(i) => i.flops_per_element(),
             Kernel::Eltwise(e) => (0, e.flops()),
             Kernel::Norm(n) => n.flops(),
+            Kernel::Quant(q) => (0, q.flops_per_element()),
         }
+    }
+
+    /// Whether the kernel only moves data (Transpose, Reshape, Concat, and the `Copy`
+    /// that Reorder and TypeCast become): it still takes its vector-unit cycles (one
+    /// move per element, [`Kernel::flops_per_element`]), but reports 0 useful FLOP.
+    pub fn moves_data(&self) -> bool {
+        matches!(
+            self,
+            Kernel::Transpose { .. }
+                | Kernel::Reshape { .. }
+                | Kernel::Concat { .. }
+                | Kernel::Unary(UnaryOp::Copy)
+        )
     }
 
     /// How messages name the reduced variables: `the contraction`, `the normalised axis`,
@@ -588,6 +611,7 @@ impl fmt::Display for Kernel {
             Kernel::Interp(i) => f.write_str(i.name()),
             Kernel::Eltwise(e) => f.write_str(&e.label()),
             Kernel::Norm(n) => f.write_str(n.label()),
+            Kernel::Quant(q) => f.write_str(q.name()),
         }
     }
 }

@@ -62,6 +62,7 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
                 *o = op.apply(v);
             }
         }
+        Kernel::Quant(q) => out = q.reference(inputs, out_shape),
         Kernel::Binary(op) => {
             let (bs, b) = inputs[1];
             let r = out_shape.len();
@@ -332,6 +333,7 @@ fn eval_core(
     };
     match k {
         Kernel::Unary(op) => op.apply(fetch(0, out_idx)),
+        Kernel::Quant(q) => q.eval(out_idx, fetch, in_shapes),
         Kernel::Binary(_) | Kernel::Select => {
             let r = out_idx.len();
             let mut idx = Vec::with_capacity(r);

@@ -215,6 +215,7 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
             Ok(perm.iter().map(|&p| x[p]).collect())
         }
         Kernel::Select => select_shape(inputs[0], inputs[1], inputs[2]),
+        Kernel::Quant(q) => q.output_shape(inputs),
         Kernel::Clamp { .. } | Kernel::Elu { .. } => Ok(x.to_vec()),
         Kernel::BiasAdd { axis } => {
             let b = inputs[1];
@@ -571,6 +572,7 @@ pub fn index_map(
         }
         Kernel::Eltwise(e) => e.index_map(in_shapes, out_shape),
         Kernel::Norm(n) => n.index_map(in_shapes),
+        Kernel::Quant(q) => q.index_map(in_shapes, out_shape),
         Kernel::Transpose { perm } => {
             let mut m = vec![Broadcast; perm.len()];
             for (i, &p) in perm.iter().enumerate() {

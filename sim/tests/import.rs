@@ -247,10 +247,10 @@ fn an_unsupported_kind_names_the_op() {
 }
 
 #[test]
-fn a_quantised_dtype_names_the_tensor() {
-    let e = err_of(&one("Add", "", "u8", "[2, 3]"));
+fn an_unknown_dtype_names_the_tensor() {
+    let e = err_of(&one("Add", "", "u16", "[2, 3]"));
     assert!(e.contains("graph[0].inputs[0].dtype (tensor id 0)"), "{e}");
-    assert!(e.contains("quantised data type `u8`"), "{e}");
+    assert!(e.contains("unknown data type `u16`"), "{e}");
 }
 
 #[test]

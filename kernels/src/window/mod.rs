@@ -92,7 +92,8 @@ pub fn map_of(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Option<WindowMap>, Ker
         | Kernel::Reshape { .. }
         | Kernel::Concat { .. }
         | Kernel::Eltwise(_)
-        | Kernel::Norm(_) => Ok(None),
+        | Kernel::Norm(_)
+        | Kernel::Quant(_) => Ok(None),
     }
 }
 

@@ -9,10 +9,12 @@
 
 mod conv;
 pub mod graph;
+mod infer;
 pub mod json;
 pub mod layouts;
 pub mod lower;
 mod ops;
+mod quant;
 pub mod stablehlo;
 mod train;
 

@@ -268,12 +268,7 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
         }
         "End" => Ok(()),
         k if super::train::handles(k) => super::train::lower(cx, op, ins, out),
-        "Quantize" | "Dequantize" | "DynamicQuantize" | "DynamicDequantize" => {
-            Err(op.error(format!(
-                "the op kind `{k}` is not supported: mnsim imports {}",
-                imported()
-            )))
-        }
+        k if super::quant::KINDS.contains(&k) => super::quant::lower(cx, op, ins, out),
         other => Err(op.error(format!(
             "unknown or unsupported op kind `{other}`: mnsim imports {}",
             imported()
@@ -362,14 +357,51 @@ fn matmul(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), At
     count(op, &[2, 3], 1)?;
     let ta = op.attr_bool("transpose_a")?.unwrap_or(false);
     let tb = op.attr_bool("transpose_b")?.unwrap_or(false);
-    let (a, b) = (cx.dims(&ins[0]), cx.dims(&ins[1]));
-    if cx.rank(op, 0) < 2 || cx.rank(op, 1) < 2 {
-        return Err(op.error(
-            "operands of rank 0 or 1 are not supported (MatMul needs rank 2 or more)".into(),
-        ));
+    if cx.rank(op, 0) == 0 || cx.rank(op, 1) == 0 {
+        return Err(
+            op.error("operands of rank 0 are not supported (MatMul needs rank 1 or more)".into())
+        );
     }
-    let target = if ins.len() == 3 {
-        cx.temp(op.outputs[0], "mm")
+    // Rank-1 operands (numpy): reshaped to a row `[1,K]` (`a`) or a column `[K,1]` (`b`),
+    // and the product reshaped back without that axis.
+    let mut ins = ins;
+    let vec_a = cx.rank(op, 0) == 1;
+    let vec_b = cx.rank(op, 1) == 1;
+    for (i, is_vec) in [(0usize, vec_a), (1, vec_b)] {
+        if is_vec {
+            let k = cx.dims(&ins[i])[0];
+            let dims = if i == 0 { vec![1, k] } else { vec![k, 1] };
+            let name = cx.temp_dims(op.inputs[i], "mat", dims.clone());
+            let text = call(
+                "Reshape",
+                &[
+                    ("input", q(&ins[i])),
+                    ("shape", list(&dims)),
+                    ("out", q(&name)),
+                ],
+            );
+            let src = ins[i].clone();
+            cx.step(
+                op,
+                text,
+                Kernel::Reshape { shape: dims },
+                vec![src],
+                name.clone(),
+            )?;
+            ins[i] = name;
+        }
+    }
+    let (a, b) = (cx.dims(&ins[0]), cx.dims(&ins[1]));
+    let product = if vec_a || vec_b {
+        let g = mnsim_kernels::gemm(ta, tb, &a, &b).map_err(|e| op.error(e.message))?;
+        Some(cx.temp_dims(op.outputs[0], "prod", g.out))
+    } else {
+        None
+    };
+    let target = if ins.len() == 3 || product.is_some() {
+        product
+            .clone()
+            .unwrap_or_else(|| cx.temp(op.outputs[0], "mm"))
     } else {
         out.clone()
     };
@@ -403,8 +435,33 @@ fn matmul(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), At
         (call("GeneralMatMul", &args), kernel)
     };
     cx.step(op, text, kernel, ins[..2].to_vec(), target.clone())?;
+    let mut result = target;
+    if product.is_some() {
+        let shape = cx.dims(&out);
+        let dest = if ins.len() == 3 {
+            cx.temp(op.outputs[0], "mm")
+        } else {
+            out.clone()
+        };
+        let text = call(
+            "Reshape",
+            &[
+                ("input", q(&result)),
+                ("shape", list(&shape)),
+                ("out", q(&dest)),
+            ],
+        );
+        cx.step(
+            op,
+            text,
+            Kernel::Reshape { shape },
+            vec![result],
+            dest.clone(),
+        )?;
+        result = dest;
+    }
     if ins.len() == 3 {
-        binary(cx, op, BinaryOp::Add, &target, &ins[2], &out)?;
+        binary(cx, op, BinaryOp::Add, &result, &ins[2], &out)?;
     }
     Ok(())
 }

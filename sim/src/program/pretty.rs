@@ -271,7 +271,8 @@ fn shorthand(
         | Kernel::Pool(_)
         | Kernel::Interp(_)
         | Kernel::Eltwise(_)
-        | Kernel::Norm(_) => return None,
+        | Kernel::Norm(_)
+        | Kernel::Quant(_) => return None,
     })
 }
 
