@@ -90,7 +90,12 @@ fn peaks() {
     // No matrix F64 on toy4: falls back to the vector unit.
     let t = preset("toy4").unwrap();
     assert_eq!(peak_flops_per_cycle(&t, DType::F64), 4.0);
-    assert_eq!(peak_flops_per_cycle(&t, DType::S8), 0.0);
+    // S8 through the matrix unit's FP16 path (an assumption of the preset): 16 × 4 PEs.
+    assert_eq!(peak_flops_per_cycle(&t, DType::S8), 64.0);
+    let mut no_s8 = t.clone();
+    no_s8.compute.matrix.flops.remove(&DType::S8);
+    no_s8.compute.vector.remove(&DType::S8);
+    assert_eq!(peak_flops_per_cycle(&no_s8, DType::S8), 0.0);
 }
 
 #[test]
@@ -287,6 +292,7 @@ fn validation_messages() {
         ),
         (
             Box::new(|m| {
+                m.compute.matrix.flops.remove(&DType::S8);
                 m.compute
                     .matrix
                     .tile
