@@ -139,7 +139,7 @@ pub fn candidates(m: &Machine, dims: &[u64], dtype: DType, implicit_pad: bool) -
 }
 
 /// Joint seeds kept per kernel (the beam's width, `model::Model::joint_seeds`).
-pub const JOINT_WIDTH: usize = 8;
+pub const JOINT_WIDTH: usize = 4;
 
 /// Search time of [`plan`].
 pub const PLAN_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -355,8 +355,19 @@ pub fn plan_with(
     // Joint seeds: layouts chosen together for each kernel's operands (a plan from
     // nothing starts from assignments that run). Searched from like the hand plans, but
     // only the search's best of them are confirmed.
+    // They take at most half of the work budget, and stop at the time limit's half.
     let mut starts = seeds.clone();
-    for j in model.joint_seeds(JOINT_WIDTH) {
+    let work0 = search::work(&model);
+    let joint_work = opts.search.work_limit.map(|w| work0.saturating_add(w / 2));
+    let joint_deadline = opts
+        .search
+        .time_limit
+        .and_then(|t| started.checked_add(t.saturating_sub(started.elapsed()) / 2));
+    let mut stop = |m: &Model| {
+        joint_work.is_some_and(|w| search::work(m) >= w)
+            || joint_deadline.is_some_and(|d| std::time::Instant::now() >= d)
+    };
+    for j in model.joint_seeds(JOINT_WIDTH, &mut stop) {
         if !starts.contains(&j) {
             starts.push(j);
         }

@@ -138,13 +138,24 @@ impl Model {
     /// Joint seeds for the variables (see the module's documentation): at most `width`
     /// complete assignments, best first. Layouts they use are added to the variables'
     /// candidates.
-    pub fn joint_seeds(&mut self, width: usize) -> Vec<Vec<LayoutId>> {
+    ///
+    /// `stop()` is asked before every evaluation (a work budget or a deadline): when it
+    /// says so, the beam keeps what it has and the seeds are its states completed.
+    pub fn joint_seeds(
+        &mut self,
+        width: usize,
+        stop: &mut dyn FnMut(&Model) -> bool,
+    ) -> Vec<Vec<LayoutId>> {
         let nv = self.vars.len();
         if nv == 0 {
             return Vec::new();
         }
         let mut beam: Vec<(Vec<Decided>, Option<Eval>)> = vec![(vec![None; nv], None)];
+        let mut stopped = false;
         for k in 0..self.ops.len() {
+            if stopped {
+                break;
+            }
             if !self.ops[k].is_kernel {
                 continue;
             }
@@ -153,10 +164,14 @@ impl Model {
             };
             let mut next: Vec<(Vec<Decided>, Eval)> = Vec::new();
             let mut seen: HashSet<Vec<Decided>> = HashSet::new();
-            for (state, _) in &beam {
+            'states: for (state, _) in &beam {
                 for ext in self.extensions(k, &shape, state) {
                     if !seen.insert(ext.clone()) {
                         continue;
+                    }
+                    if stop(self) {
+                        stopped = true;
+                        break 'states;
                     }
                     let pick = self.filled(&ext);
                     let e = self.evaluate(&pick);
@@ -329,15 +344,67 @@ impl Model {
                 }
             }
         }
-        let machine = self.res.machine.clone();
-        let levels = machine.addressable_levels();
-        let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
+        let levels = self.res.machine.addressable_levels();
         let fanouts: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
-        let lm_words = self.lm_words;
         let Some((kern, _, _)) = crate::run::kernel_of(&self.ops[k].op) else {
             return out;
         };
-        for split in splits(ext, &fanouts) {
+        // Strategies that give every level a variable first (a level none takes
+        // repeats the kernel's work on each of its positions), then the others, only
+        // when none of the first is legal.
+        let unit = self.unit_level(&kern, &levels);
+        let (full, idle): (Vec<_>, Vec<_>) = splits(ext, &fanouts)
+            .into_iter()
+            .partition(|s| s.iter().take(unit + 1).all(Option::is_some));
+        let before = out.len();
+        for (pass, list) in [full, idle].into_iter().enumerate() {
+            if pass == 1 && out.len() > before {
+                break;
+            }
+            self.strategies_of(k, operands, ext, list, &who, &known, &free, state, &mut out);
+        }
+        out
+    }
+
+    /// The addressable level (index) a kernel's locality is required at: the matrix
+    /// unit's for a matmul that runs on it, else the leaf's.
+    fn unit_level(
+        &self,
+        kern: &mnsim_kernels::Kernel,
+        levels: &[mnsim_arch::machine::AddrLevel],
+    ) -> usize {
+        let leaf = levels.len().saturating_sub(1);
+        if !kern.is_matmul() {
+            return leaf;
+        }
+        let m = &self.res.machine;
+        let lvl = m.compute.matrix.level.as_str();
+        levels.iter().position(|l| l.name == lvl).unwrap_or(leaf)
+    }
+
+    /// Adds to `out` the states that the strategies of `list` give `state` at kernel `k`.
+    #[allow(clippy::too_many_arguments)]
+    fn strategies_of(
+        &mut self,
+        k: usize,
+        operands: &[Operand],
+        ext: &[u64],
+        list: Vec<Vec<Option<(usize, u64)>>>,
+        who: &[Result<usize, Option<LayoutId>>],
+        known: &[Option<LayoutId>],
+        free: &[usize],
+        state: &[Decided],
+        out: &mut Vec<Vec<Decided>>,
+    ) {
+        let n = operands.len();
+        let machine = self.res.machine.clone();
+        let levels = machine.addressable_levels();
+        let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
+        let lm_words = self.lm_words;
+        let Some((kern, _, _)) = crate::run::kernel_of(&self.ops[k].op) else {
+            return;
+        };
+        for split in list {
             let mut s = Strategy { split, time: None };
             let Some(texts) = self.texts(operands, &s, &names, &machine) else {
                 continue;
@@ -403,7 +470,7 @@ impl Model {
                     continue;
                 }
                 let mut st = state.to_vec();
-                for &j in &free {
+                for &j in free {
                     if let Ok(v) = who[j] {
                         st[v] = Some(ids[j]);
                     }
@@ -413,7 +480,6 @@ impl Model {
                 }
             }
         }
-        out
     }
 
     /// The operands' layout texts and words per PE under `s`, if it divides them all.
