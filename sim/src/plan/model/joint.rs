@@ -34,8 +34,8 @@ struct Strategy {
     /// Per addressable level (root-most first): the variable split over it and over how
     /// many positions, or `None` (replicated).
     split: Vec<Option<(usize, u64)>>,
-    /// `Time` steps of one variable.
-    time: Option<(usize, u64)>,
+    /// `Time` steps of one or two variables.
+    time: Vec<(usize, u64)>,
 }
 
 /// One operand of a kernel: its shape and the variable of each axis (`None`: a
@@ -94,9 +94,7 @@ fn operand_text(op: &Operand, s: &Strategy, names: &[String], slots: u64) -> Opt
         let mut rest = op.dims[a];
         let mut subs: Vec<String> = Vec::new();
         if let Some(v) = op.vars[a] {
-            if let Some((tv, t)) = s.time
-                && tv == v
-            {
+            if let Some(&(_, t)) = s.time.iter().find(|(tv, _)| *tv == v) {
                 if !rest.is_multiple_of(t) {
                     return None;
                 }
@@ -130,6 +128,9 @@ fn operand_text(op: &Operand, s: &Strategy, names: &[String], slots: u64) -> Opt
     }
     Some((format!("({})", body.join(", ")), words))
 }
+
+/// The most `Time` steps a joint seed gives one of two stepped variables.
+const MAX_STEPS: u64 = 128;
 
 /// A decided operand: bound to this layout in the state.
 type Decided = Option<LayoutId>;
@@ -405,27 +406,64 @@ impl Model {
             return;
         };
         for split in list {
-            let mut s = Strategy { split, time: None };
+            let mut s = Strategy {
+                split,
+                time: Vec::new(),
+            };
             let Some(texts) = self.texts(operands, &s, &names, &machine) else {
                 continue;
             };
             let words: u64 = texts.iter().map(|t| t.1).sum();
-            let mut options = Vec::new();
+            let mut options: Vec<Vec<(usize, u64)>> = Vec::new();
             if words <= lm_words {
-                options.push(None);
+                options.push(Vec::new());
             } else {
-                // The fewest steps of one variable that make the operands fit.
+                let fits = |m: &Model, s: &Strategy| {
+                    m.texts(operands, s, &names, &machine)
+                        .is_some_and(|tx| tx.iter().map(|t| t.1).sum::<u64>() <= lm_words)
+                };
+                // The fewest steps of one variable that make the operands fit; else of
+                // two variables (as many steps each).
                 for v in 0..ext.len() {
                     let mut t = 2u64;
                     while t <= ext[v] {
-                        s.time = Some((v, t));
-                        if let Some(tx) = self.texts(operands, &s, &names, &machine)
-                            && tx.iter().map(|t| t.1).sum::<u64>() <= lm_words
-                        {
-                            options.push(Some((v, t)));
+                        s.time = vec![(v, t)];
+                        if fits(self, &s) {
+                            options.push(s.time.clone());
                             break;
                         }
                         t *= 2;
+                    }
+                }
+                if options.is_empty() {
+                    // Two variables: every pair of step counts (powers of two up to
+                    // `MAX_STEPS`) that fits and halving neither of which does.
+                    let pow = |e: u64| {
+                        (1..=MAX_STEPS.trailing_zeros())
+                            .map(|k| 1u64 << k)
+                            .take_while(move |&t| t <= e)
+                            .collect::<Vec<u64>>()
+                    };
+                    for v in 0..ext.len() {
+                        for w in v + 1..ext.len() {
+                            for &tv in &pow(ext[v]) {
+                                for &tw in &pow(ext[w]) {
+                                    s.time = vec![(v, tv), (w, tw)];
+                                    if !fits(self, &s) {
+                                        continue;
+                                    }
+                                    let fits_with = |m: &Model, a: u64, b: u64| {
+                                        let mut x = s.clone();
+                                        x.time = vec![(v, a), (w, b)];
+                                        (a > 1 && b > 1) && fits(m, &x)
+                                    };
+                                    if !fits_with(self, tv / 2, tw) && !fits_with(self, tv, tw / 2)
+                                    {
+                                        options.push(s.time.clone());
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -537,7 +575,7 @@ mod tests {
         };
         let s = Strategy {
             split: vec![Some((0, 8)), Some((2, 8)), Some((1, 16)), None],
-            time: Some((2, 2)),
+            time: vec![(2, 2)],
         };
         let names: Vec<String> = ["L2B", "L1B", "MAB", "PE"].map(String::from).to_vec();
         let (text, words) = operand_text(&op, &s, &names, 4).unwrap();
