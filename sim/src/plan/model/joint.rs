@@ -135,6 +135,20 @@ const MAX_STEPS: u64 = 128;
 /// A decided operand: bound to this layout in the state.
 type Decided = Option<LayoutId>;
 
+/// A state extended at a kernel.
+type Extension = Vec<Decided>;
+
+/// Kernel `k`'s operands in one state: who decides each (a variable, or a fixed layout
+/// or nothing), the layouts known, the operands still free.
+struct Ctx<'a> {
+    k: usize,
+    operands: &'a [Operand],
+    who: Vec<Result<usize, Option<LayoutId>>>,
+    known: Vec<Option<LayoutId>>,
+    free: Vec<usize>,
+    state: &'a [Decided],
+}
+
 impl Model {
     /// Joint seeds for the variables (see the module's documentation): at most `width`
     /// complete assignments, best first. Layouts they use are added to the variables'
@@ -304,34 +318,21 @@ impl Model {
         k: usize,
         shape: &(Vec<Operand>, Vec<u64>),
         state: &[Decided],
-    ) -> Vec<Vec<Decided>> {
+    ) -> Vec<Extension> {
         let (operands, ext) = shape;
-        let n = operands.len();
-        // Per operand: its variable (if a variable decides it) and its layout if known.
-        let who: Vec<Result<usize, Option<LayoutId>>> =
-            (0..n).map(|j| self.decider(k, j)).collect();
-        let known: Vec<Option<LayoutId>> = who
-            .iter()
-            .map(|w| match w {
-                Ok(v) => state[*v],
-                Err(f) => *f,
-            })
-            .collect();
-        let free: Vec<usize> = (0..n)
-            .filter(|&j| matches!(who[j], Ok(v) if state[v].is_none()))
-            .collect();
-        if free.is_empty() {
+        let Some(ctx) = self.ctx(k, operands, state) else {
             return Vec::new();
-        }
-        let mut out: Vec<Vec<Decided>> = Vec::new();
+        };
+        let n = operands.len();
+        let mut out: Vec<Extension> = Vec::new();
         // Only the output free: the inputs' layouts of its shape, as they are.
-        if free == [n - 1] {
-            let Ok(ov) = who[n - 1] else {
+        if ctx.free == [n - 1] {
+            let Ok(ov) = ctx.who[n - 1] else {
                 return out;
             };
             let out_t = operands[n - 1].tensor;
             for j in 0..n - 1 {
-                let Some(l) = known[j] else { continue };
+                let Some(l) = ctx.known[j] else { continue };
                 if operands[j].dims != operands[n - 1].dims {
                     continue;
                 }
@@ -362,9 +363,35 @@ impl Model {
             if pass == 1 && out.len() > before {
                 break;
             }
-            self.strategies_of(k, operands, ext, list, &who, &known, &free, state, &mut out);
+            self.strategies_of(&ctx, ext, list, &mut out);
         }
         out
+    }
+
+    /// Who decides each operand of kernel `k` in `state`, what is known of it, and which
+    /// are free; `None` when nothing is free.
+    fn ctx<'a>(&self, k: usize, operands: &'a [Operand], state: &'a [Decided]) -> Option<Ctx<'a>> {
+        let n = operands.len();
+        let who: Vec<Result<usize, Option<LayoutId>>> =
+            (0..n).map(|j| self.decider(k, j)).collect();
+        let known: Vec<Option<LayoutId>> = who
+            .iter()
+            .map(|w| match w {
+                Ok(v) => state[*v],
+                Err(f) => *f,
+            })
+            .collect();
+        let free: Vec<usize> = (0..n)
+            .filter(|&j| matches!(who[j], Ok(v) if state[v].is_none()))
+            .collect();
+        (!free.is_empty()).then_some(Ctx {
+            k,
+            operands,
+            who,
+            known,
+            free,
+            state,
+        })
     }
 
     /// The addressable level (index) a kernel's locality is required at: the matrix
@@ -383,26 +410,21 @@ impl Model {
         levels.iter().position(|l| l.name == lvl).unwrap_or(leaf)
     }
 
-    /// Adds to `out` the states that the strategies of `list` give `state` at kernel `k`.
-    #[allow(clippy::too_many_arguments)]
+    /// Adds to `out` the states that the strategies of `list` give `ctx.state` at kernel
+    /// `ctx.k`.
     fn strategies_of(
         &mut self,
-        k: usize,
-        operands: &[Operand],
+        ctx: &Ctx<'_>,
         ext: &[u64],
         list: Vec<Vec<Option<(usize, u64)>>>,
-        who: &[Result<usize, Option<LayoutId>>],
-        known: &[Option<LayoutId>],
-        free: &[usize],
-        state: &[Decided],
-        out: &mut Vec<Vec<Decided>>,
+        out: &mut Vec<Extension>,
     ) {
-        let n = operands.len();
+        let operands = ctx.operands;
         let machine = self.res.machine.clone();
         let levels = machine.addressable_levels();
         let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
         let lm_words = self.lm_words;
-        let Some((kern, _, _)) = crate::run::kernel_of(&self.ops[k].op) else {
+        let Some((kern, _, _)) = crate::run::kernel_of(&self.ops[ctx.k].op) else {
             return;
         };
         for split in list {
@@ -469,55 +491,55 @@ impl Model {
             }
             for time in options {
                 s.time = time;
-                let Some(texts) = self.texts(operands, &s, &names, &machine) else {
-                    continue;
-                };
-                // Agrees with what is decided?
-                let mut ids: Vec<LayoutId> = Vec::with_capacity(n);
-                let mut ok = true;
-                for (j, op) in operands.iter().enumerate() {
-                    let Some(id) = self.bind_for(op.tensor, &texts[j].0) else {
-                        ok = false;
-                        break;
-                    };
-                    if let Some(l) = known[j]
-                        && l != id
-                    {
-                        ok = false;
-                        break;
-                    }
-                    ids.push(id);
-                }
-                if !ok {
-                    continue;
-                }
-                let ins: Vec<&TensorLayout> = ids[..n - 1]
-                    .iter()
-                    .map(|&i| &self.layouts[i as usize])
-                    .collect();
-                let names_k = vec!["x"; n];
-                if mnsim_kernels::check(
-                    &kern,
-                    &ins,
-                    &self.layouts[ids[n - 1] as usize],
-                    &machine,
-                    &names_k,
-                )
-                .is_err()
+                if let Some(st) = self.state_of(&ctx, &s, &kern, &names)
+                    && !out.contains(&st)
                 {
-                    continue;
-                }
-                let mut st = state.to_vec();
-                for &j in free {
-                    if let Ok(v) = who[j] {
-                        st[v] = Some(ids[j]);
-                    }
-                }
-                if !out.contains(&st) {
                     out.push(st);
                 }
             }
         }
+    }
+
+    /// The state `s` gives `ctx.state` at kernel `ctx.k`, if its layouts bind, agree with
+    /// what is decided and make the kernel legal.
+    fn state_of(
+        &mut self,
+        ctx: &Ctx<'_>,
+        s: &Strategy,
+        kern: &mnsim_kernels::Kernel,
+        names: &[String],
+    ) -> Option<Vec<Decided>> {
+        let machine = self.res.machine.clone();
+        let n = ctx.operands.len();
+        let texts = self.texts(ctx.operands, s, names, &machine)?;
+        let mut ids: Vec<LayoutId> = Vec::with_capacity(n);
+        for (j, op) in ctx.operands.iter().enumerate() {
+            let id = self.bind_for(op.tensor, &texts[j].0)?;
+            if ctx.known[j].is_some_and(|l| l != id) {
+                return None;
+            }
+            ids.push(id);
+        }
+        let ins: Vec<&TensorLayout> = ids[..n - 1]
+            .iter()
+            .map(|&i| &self.layouts[i as usize])
+            .collect();
+        let names_k = vec!["x"; n];
+        mnsim_kernels::check(
+            kern,
+            &ins,
+            &self.layouts[ids[n - 1] as usize],
+            &machine,
+            &names_k,
+        )
+        .ok()?;
+        let mut st = ctx.state.to_vec();
+        for &j in &ctx.free {
+            if let Ok(v) = ctx.who[j] {
+                st[v] = Some(ids[j]);
+            }
+        }
+        Some(st)
     }
 
     /// The operands' layout texts and words per PE under `s`, if it divides them all.
