@@ -1,12 +1,18 @@
 //! Plans from nothing: every layout `Any`, no hand plan. The planner's joint seeds
 //! (layouts chosen together for each kernel's operands) give a plan that runs, near what
 //! the machine allows: a plain GEMM and a MatMul followed by a Softmax
-//! (`scenarios/studies/*_from_nothing.ron`).
+//! (`scenarios/studies/*_from_nothing.ron`); and real graphs whose default layouts a
+//! search of single-variable moves never left: the gated MLP, a MatMul with a bias.
 
+mod common;
+
+use mnsim_sim::import;
 use mnsim_sim::plan::{self, PlanOptions};
 use mnsim_sim::scenario;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Plans plan `auto` of a study with the default work budget and no time limit (the
 /// same plan on any machine).
@@ -74,10 +80,66 @@ fn a_matmul_and_softmax_from_nothing_runs_near_what_the_machine_allows() {
 }
 
 #[test]
-fn a_plan_from_nothing_is_the_same_every_time() {
-    let a = plan_study("gemm_from_nothing.ron");
-    let b = plan_study("gemm_from_nothing.ron");
-    assert_eq!(a.best[0].layouts, b.best[0].layouts);
-    assert_eq!(a.best[0].total_cycles, b.best[0].total_cycles);
-    assert_eq!(a.evaluated, b.evaluated);
+fn a_plan_from_nothing_is_the_same_with_the_machine_idle_and_busy() {
+    let quiet = plan_study("gemm_from_nothing.ron");
+    // Every core spinning while the same program is planned again.
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinners: Vec<_> = (0..std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                x
+            })
+        })
+        .collect();
+    let busy = plan_study("gemm_from_nothing.ron");
+    stop.store(true, Ordering::Relaxed);
+    for s in spinners {
+        s.join().unwrap();
+    }
+    assert_eq!(busy.best[0].layouts, quiet.best[0].layouts);
+    assert_eq!(busy.best[0].total_cycles, quiet.best[0].total_cycles);
+    assert_eq!(busy.evaluated, quiet.evaluated);
+    assert!(!busy.timed_out && busy.work_spent);
+}
+
+/// Plans plan `auto` of an imported graph as `mnsim run G.json` does (the default work
+/// budget); the timing run's cycles and the bound.
+fn run_graph(path: &Path) -> (u64, u64) {
+    let (mut sc, src) = scenario::load(path).unwrap();
+    let note = import::plan_auto(&mut sc, &src, &[], &Default::default());
+    assert!(note.starts_with("planned "), "{note}");
+    let mut res = scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
+    res.mode = scenario::Mode::Timing;
+    let r = mnsim_sim::run::run(&res).unwrap().report;
+    (r.total_cycles, r.bound_cycles)
+}
+
+#[test]
+fn the_gated_mlp_deals_its_weights_out_and_runs_near_its_bound() {
+    // Its default layouts broadcast two of the three 224 MiB weights to every PE
+    // (75,971,520 cycles); planned from single-variable moves it stayed near them.
+    let (cycles, bound) = run_graph(&common::graphs::dir().join("gated-mlp-f32.json"));
+    assert!(cycles <= 3_500_000, "{cycles} cycles");
+    assert!(cycles * 10 <= bound * 11, "{cycles} cycles, bound {bound}");
+}
+
+#[test]
+fn a_matmul_with_a_bias_leaves_its_default_layouts() {
+    // `[384,4096]×[4096,1024]` f32 with a bias and a clip: 6,516,836 cycles on its
+    // default layouts.
+    let Some(dir) = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared/onednn/pattern/f32"))
+        .find(|p| p.is_dir())
+    else {
+        panic!("shared/onednn beside the repository");
+    };
+    let (cycles, bound) = run_graph(&dir.join("matmul_bias_post_ops_clip_fusion.json"));
+    assert!(cycles <= 250_000, "{cycles} cycles");
+    assert!(cycles >= bound);
 }
