@@ -196,7 +196,7 @@ impl Model {
             if next.is_empty() {
                 continue;
             }
-            next.sort_by(|a, b| a.1.key().cmp(&b.1.key()));
+            next.sort_by_key(|a| a.1.key());
             next.truncate(width.max(1));
             beam = next.into_iter().map(|(s, e)| (s, Some(e))).collect();
         }
@@ -445,10 +445,10 @@ impl Model {
                         .is_some_and(|tx| tx.iter().map(|t| t.1).sum::<u64>() <= lm_words)
                 };
                 // The fewest steps of one variable that make the operands fit; else of
-                // two variables (as many steps each).
-                for v in 0..ext.len() {
+                // two variables (below).
+                for (v, &e) in ext.iter().enumerate() {
                     let mut t = 2u64;
-                    while t <= ext[v] {
+                    while t <= e {
                         s.time = vec![(v, t)];
                         if fits(self, &s) {
                             options.push(s.time.clone());
@@ -491,7 +491,7 @@ impl Model {
             }
             for time in options {
                 s.time = time;
-                if let Some(st) = self.state_of(&ctx, &s, &kern, &names)
+                if let Some(st) = self.state_of(ctx, &s, &kern, &names)
                     && !out.contains(&st)
                 {
                     out.push(st);
