@@ -4,9 +4,9 @@
 //! A kernel's **variables** are its output axes and its reduced (contraction) variables
 //! (`mnsim_kernels::shape::index_map`). A **strategy** gives each addressable level of
 //! the machine to one variable (all of its fan-out, or the power-of-two part the
-//! variable's extent allows) or to none, may step one variable over `Time` (the fewest
-//! steps that make the operands fit LM together) and packs each operand's last axis
-//! into the words' slots. Every operand's layout follows from the strategy: an axis
+//! variable's extent allows) or to none, may step one or two variables over `Time` (the
+//! fewest steps that make the operands fit LM together) and packs each operand's last
+//! axis into the words' slots. Every operand's layout follows from the strategy: an axis
 //! takes the levels of its variable (root-most first), the rest of it stays in memory;
 //! a level none of its axes takes is replicated. So the operands of a matmul whose M is
 //! split over L2B and K over L1B are `a = ((8_L2B, ..), (8_L1B, ..))`,
