@@ -8,6 +8,9 @@
 //! - `plan/evaluate/cold`: 64 assignments that each change one variable to a candidate
 //!   never seen, with the memo emptied first: every changed op is measured by the
 //!   engine.
+//! - `plan/from_nothing/*`: the whole planning of `scenarios/studies/*_from_nothing.ron`
+//!   (every layout `Any`, no hand plan; joint seeds, search and confirming runs) under
+//!   the default work budget.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mnsim_sim::plan::candidates::Space;
@@ -65,5 +68,34 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+fn from_nothing(c: &mut Criterion) {
+    let mut g = c.benchmark_group("plan/from_nothing");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    for name in ["gemm_from_nothing", "matmul_softmax_from_nothing"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/studies")
+            .join(format!("{name}.ron"));
+        let (sc, src) = scenario::load(&path).unwrap();
+        let mut o = mnsim_sim::plan::PlanOptions::default();
+        o.search.time_limit = None;
+        o.search.work_limit = Some(mnsim_sim::import::PLAN_WORK);
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                mnsim_sim::plan::plan_with(
+                    &sc,
+                    &src,
+                    "auto",
+                    &[],
+                    &Default::default(),
+                    &o,
+                    &mut |_, _| {},
+                )
+                .unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, from_nothing);
 criterion_main!(benches);

@@ -138,6 +138,9 @@ pub fn candidates(m: &Machine, dims: &[u64], dtype: DType, implicit_pad: bool) -
         .collect()
 }
 
+/// Joint seeds kept per kernel (the beam's width, `model::Model::joint_seeds`).
+pub const JOINT_WIDTH: usize = 4;
+
 /// Search time of [`plan`].
 pub const PLAN_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -349,6 +352,26 @@ pub fn plan_with(
             )));
         }
     }
+    // Joint seeds: layouts chosen together for each kernel's operands (a plan from
+    // nothing starts from assignments that run). Searched from like the hand plans, but
+    // only the search's best of them are confirmed.
+    // They take at most half of the work budget, and stop at the time limit's half.
+    let mut starts = seeds.clone();
+    let work0 = search::work(&model);
+    let joint_work = opts.search.work_limit.map(|w| work0.saturating_add(w / 2));
+    let joint_deadline = opts
+        .search
+        .time_limit
+        .and_then(|t| started.checked_add(t.saturating_sub(started.elapsed()) / 2));
+    let mut stop = |m: &Model| {
+        joint_work.is_some_and(|w| search::work(m) >= w)
+            || joint_deadline.is_some_and(|d| std::time::Instant::now() >= d)
+    };
+    for j in model.joint_seeds(JOINT_WIDTH, &mut stop) {
+        if !starts.contains(&j) {
+            starts.push(j);
+        }
+    }
     let mut sopts = opts.search.clone();
     sopts.top = sopts.top.max(1) + seeds.len();
     // What is left of the limit, less the confirming runs after the search (as long as
@@ -358,7 +381,7 @@ pub fn plan_with(
         let confirm = one_run.saturating_mul((sopts.top + seeds.len()) as u32);
         left.saturating_sub(confirm.min(left / 2))
     });
-    let found = search::search(&mut model, &seeds, &sopts, progress);
+    let found = search::search(&mut model, &starts, &sopts, progress);
     // Confirm with timing runs (under the scenario's schedule), the best found first,
     // then the seeds: the choice is the fastest confirmed, so it is never slower than
     // a seed even where the model's ranking and the run's schedule disagree.

@@ -41,7 +41,7 @@ impl Default for Options {
 pub const MEASURE_WORK: u64 = 256;
 
 /// The work `model` has done so far (see [`Options::work_limit`]).
-fn work(model: &Model) -> u64 {
+pub fn work(model: &Model) -> u64 {
     model
         .evaluated
         .saturating_add(model.measured.saturating_mul(MEASURE_WORK))

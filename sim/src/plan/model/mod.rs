@@ -12,6 +12,7 @@
 //! and places them with [`crate::timeline::schedule`] under the scenario's schedule, so a
 //! plan whose ops overlap is scored as it will run.
 
+mod joint;
 mod measure;
 mod walk;
 

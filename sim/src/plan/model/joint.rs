@@ -1,0 +1,607 @@
+//! Joint seeds: layouts chosen together for the operands of each kernel, so that a plan
+//! with every layout `Any` and no hand plan starts from assignments that run.
+//!
+//! A kernel's **variables** are its output axes and its reduced (contraction) variables
+//! (`mnsim_kernels::shape::index_map`). A **strategy** gives each addressable level of
+//! the machine to one variable (all of its fan-out, or the power-of-two part the
+//! variable's extent allows) or to none, may step one or two variables over `Time` (the
+//! fewest steps that make the operands fit LM together) and packs each operand's last
+//! axis into the words' slots. Every operand's layout follows from the strategy: an axis
+//! takes the levels of its variable (root-most first), the rest of it stays in memory;
+//! a level none of its axes takes is replicated. So the operands of a matmul whose M is
+//! split over L2B and K over L1B are `a = ((8_L2B, ..), (8_L1B, ..))`,
+//! `b = ((8_L1B, ..), (..))`, `c = ((8_L2B, ..), (..))` replicated (partial) over L1B:
+//! legal by construction, and checked with the kernel's legality rule before anything
+//! is measured.
+//!
+//! The seeds are built by a beam over the kernels in program order: each state of the
+//! beam is a partial assignment; a kernel extends it with every strategy that agrees with
+//! the operands already decided (their layouts as the state has them, a consumer's need
+//! shaping the producer's layout), or, when only its output is free, with the layouts of
+//! its inputs of the output's shape. Each extension is evaluated (variables not decided
+//! yet take their first candidate; an assignment that fails later ranks by how far it
+//! got, then by its cycles so far) and the best `width` states are kept.
+
+use super::{Eval, LayoutId, Model};
+use crate::plan::candidates;
+use mnsim_arch::TensorLayout;
+use mnsim_kernels::shape::{AxisSource, index_map, reduced_extents};
+use std::collections::HashSet;
+
+/// A kernel's variables split over the machine's levels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Strategy {
+    /// Per addressable level (root-most first): the variable split over it and over how
+    /// many positions, or `None` (replicated).
+    split: Vec<Option<(usize, u64)>>,
+    /// `Time` steps of one or two variables.
+    time: Vec<(usize, u64)>,
+}
+
+/// One operand of a kernel: its shape and the variable of each axis (`None`: a
+/// broadcast axis of size 1).
+#[derive(Clone, Debug)]
+struct Operand {
+    tensor: usize,
+    dims: Vec<u64>,
+    vars: Vec<Option<usize>>,
+}
+
+/// The strategies of a kernel whose variables have extents `ext` on a machine with
+/// `fanouts` (root-most first): every level to one variable (its whole fan-out when the
+/// variable's remaining extent allows, else the largest power-of-two part that divides
+/// it) or to none. Without `Time` steps.
+fn splits(ext: &[u64], fanouts: &[u64]) -> Vec<Vec<Option<(usize, u64)>>> {
+    let mut out: Vec<Vec<Option<(usize, u64)>>> = vec![Vec::new()];
+    let mut rests: Vec<Vec<u64>> = vec![ext.to_vec()];
+    for &f in fanouts {
+        let mut next = Vec::new();
+        let mut next_rests = Vec::new();
+        for (s, rest) in out.iter().zip(&rests) {
+            let mut none = s.clone();
+            none.push(None);
+            next.push(none);
+            next_rests.push(rest.clone());
+            for (v, &r) in rest.iter().enumerate() {
+                let mut p = f;
+                while p > 1 && !r.is_multiple_of(p) {
+                    p /= 2;
+                }
+                if p <= 1 || !f.is_multiple_of(p) {
+                    continue;
+                }
+                let mut x = s.clone();
+                x.push(Some((v, p)));
+                let mut rr = rest.clone();
+                rr[v] /= p;
+                next.push(x);
+                next_rests.push(rr);
+            }
+        }
+        out = next;
+        rests = next_rests;
+    }
+    out
+}
+
+/// The layout text of `op` under strategy `s` (levels `names`, `slots` per word), and
+/// its words per PE (per step when stepped); `None` when the strategy does not divide it.
+fn operand_text(op: &Operand, s: &Strategy, names: &[String], slots: u64) -> Option<(String, u64)> {
+    let rank = op.dims.len();
+    let mut body = Vec::with_capacity(rank);
+    let mut words = 1u64;
+    for a in 0..rank {
+        let mut rest = op.dims[a];
+        let mut subs: Vec<String> = Vec::new();
+        if let Some(v) = op.vars[a] {
+            if let Some(&(_, t)) = s.time.iter().find(|(tv, _)| *tv == v) {
+                if !rest.is_multiple_of(t) {
+                    return None;
+                }
+                rest /= t;
+                subs.push(format!("{t}_Time"));
+            }
+            for (li, sp) in s.split.iter().enumerate() {
+                if let Some((sv, p)) = sp
+                    && *sv == v
+                {
+                    if !rest.is_multiple_of(*p) {
+                        return None;
+                    }
+                    rest /= p;
+                    subs.push(format!("{p}_{}", names[li]));
+                }
+            }
+        }
+        let packed = a + 1 == rank && slots > 1 && rest.is_multiple_of(slots);
+        if packed {
+            rest /= slots;
+        }
+        if rest > 1 || (subs.is_empty() && !packed) {
+            subs.push(rest.to_string());
+        }
+        if packed {
+            subs.push(format!("{slots}_W"));
+        }
+        words = words.checked_mul(rest)?;
+        body.push(format!("({})", subs.join(", ")));
+    }
+    Some((format!("({})", body.join(", ")), words))
+}
+
+/// The most `Time` steps a joint seed gives one of two stepped variables.
+const MAX_STEPS: u64 = 128;
+
+/// A decided operand: bound to this layout in the state.
+type Decided = Option<LayoutId>;
+
+/// A state extended at a kernel.
+type Extension = Vec<Decided>;
+
+/// Kernel `k`'s operands in one state: who decides each (a variable, or a fixed layout
+/// or nothing), the layouts known, the operands still free.
+struct Ctx<'a> {
+    k: usize,
+    operands: &'a [Operand],
+    who: Vec<Result<usize, Option<LayoutId>>>,
+    known: Vec<Option<LayoutId>>,
+    free: Vec<usize>,
+    state: &'a [Decided],
+}
+
+impl Model {
+    /// Joint seeds for the variables (see the module's documentation): at most `width`
+    /// complete assignments, best first. Layouts they use are added to the variables'
+    /// candidates.
+    ///
+    /// `stop()` is asked before every evaluation (a work budget or a deadline): when it
+    /// says so, the beam keeps what it has and the seeds are its states completed.
+    pub fn joint_seeds(
+        &mut self,
+        width: usize,
+        stop: &mut dyn FnMut(&Model) -> bool,
+    ) -> Vec<Vec<LayoutId>> {
+        let nv = self.vars.len();
+        if nv == 0 {
+            return Vec::new();
+        }
+        let mut beam: Vec<(Vec<Decided>, Option<Eval>)> = vec![(vec![None; nv], None)];
+        let mut stopped = false;
+        for k in 0..self.ops.len() {
+            if stopped {
+                break;
+            }
+            if !self.ops[k].is_kernel {
+                continue;
+            }
+            let Some(shape) = self.kernel_shape(k) else {
+                continue;
+            };
+            let mut next: Vec<(Vec<Decided>, Eval)> = Vec::new();
+            let mut seen: HashSet<Vec<Decided>> = HashSet::new();
+            'states: for (state, _) in &beam {
+                for ext in self.extensions(k, &shape, state) {
+                    if !seen.insert(ext.clone()) {
+                        continue;
+                    }
+                    if stop(self) {
+                        stopped = true;
+                        break 'states;
+                    }
+                    let pick = self.filled(&ext);
+                    let e = self.evaluate(&pick);
+                    next.push((ext, e));
+                }
+            }
+            if next.is_empty() {
+                continue;
+            }
+            next.sort_by_key(|a| a.1.key());
+            next.truncate(width.max(1));
+            beam = next.into_iter().map(|(s, e)| (s, Some(e))).collect();
+        }
+        let mut out: Vec<Vec<LayoutId>> = Vec::new();
+        for (state, _) in &beam {
+            let pick = self.filled(state);
+            for (v, &id) in pick.iter().enumerate() {
+                if !self.vars[v].candidates.contains(&id) {
+                    self.vars[v].candidates.insert(0, id);
+                    self.vars[v].core += 1;
+                }
+            }
+            if !out.contains(&pick) {
+                out.push(pick);
+            }
+        }
+        out
+    }
+
+    /// A state's variables completed: an undecided kernel output takes the layout of
+    /// its first input of the same shape (as the walk has it so far), so what a state
+    /// means for the kernels after it is evaluated too; anything else undecided takes
+    /// its first candidate.
+    fn filled(&mut self, state: &[Decided]) -> Vec<LayoutId> {
+        let mut st = state.to_vec();
+        let mut layout_of: Vec<Option<LayoutId>> = vec![None; self.tensors.len()];
+        for k in 0..self.ops.len() {
+            let Some(w) = self.ops[k].writes else {
+                continue;
+            };
+            let l = match (self.ops[k].var, self.ops[k].fixed) {
+                (Some(v), _) => {
+                    if st[v].is_none() && self.ops[k].is_kernel {
+                        let dims = &self.res.tensors[&self.tensors[w]].dims_at_bound;
+                        let from = self.ops[k].reads.iter().find_map(|&r| {
+                            let same = &self.res.tensors[&self.tensors[r]].dims_at_bound == dims;
+                            layout_of[r].filter(|_| same)
+                        });
+                        if let Some(l) = from {
+                            let text = self.layout_text[l as usize].clone();
+                            st[v] = self.bind_for(w, &text);
+                        }
+                    }
+                    st[v]
+                }
+                (None, f) => f,
+            };
+            layout_of[w] = l;
+        }
+        st.iter()
+            .zip(&self.vars)
+            .map(|(d, v)| d.unwrap_or(v.candidates[0]))
+            .collect()
+    }
+
+    /// Kernel op `k`'s operands (inputs, then the output) with their variables, and the
+    /// variables' extents.
+    fn kernel_shape(&self, k: usize) -> Option<(Vec<Operand>, Vec<u64>)> {
+        let (kern, _, _) = self.ops[k].op.kernel()?;
+        let dims = |t: usize| self.res.tensors[&self.tensors[t]].dims_at_bound.clone();
+        let reads = self.ops[k].reads.clone();
+        let out = self.ops[k].writes?;
+        let in_dims: Vec<Vec<u64>> = reads.iter().map(|&r| dims(r)).collect();
+        let in_refs: Vec<&[u64]> = in_dims.iter().map(Vec::as_slice).collect();
+        let out_dims = dims(out);
+        let maps = index_map(&kern, &in_refs, &out_dims).ok()?;
+        let red = reduced_extents(&kern, &in_refs).ok()?;
+        let r = out_dims.len();
+        let mut ext = out_dims.clone();
+        ext.extend(&red);
+        let mut ops: Vec<Operand> = Vec::new();
+        for ((&t, d), m) in reads.iter().zip(in_dims).zip(maps) {
+            let vars = m
+                .axes
+                .iter()
+                .map(|a| match a {
+                    AxisSource::Out(h) => Some(*h),
+                    AxisSource::Reduced(j) => Some(r + j),
+                    AxisSource::Broadcast => None,
+                })
+                .collect();
+            ops.push(Operand {
+                tensor: t,
+                dims: d,
+                vars,
+            });
+        }
+        ops.push(Operand {
+            tensor: out,
+            dims: out_dims,
+            vars: (0..r).map(Some).collect(),
+        });
+        Some((ops, ext))
+    }
+
+    /// Who decides operand `j` of kernel `k` (the inputs' last writers before `k`, then
+    /// `k` itself for the output): a variable, or a fixed layout (`Err`), or nothing
+    /// known (`Err(None)`).
+    fn decider(&self, k: usize, j: usize) -> Result<usize, Option<LayoutId>> {
+        let reads = &self.ops[k].reads;
+        let w = if j < reads.len() {
+            let t = reads[j];
+            match (0..k).rev().find(|&i| self.ops[i].writes == Some(t)) {
+                Some(w) => w,
+                None => return Err(None),
+            }
+        } else {
+            k
+        };
+        match (self.ops[w].var, self.ops[w].fixed) {
+            (Some(v), _) => Ok(v),
+            (None, f) => Err(f),
+        }
+    }
+
+    /// The states that extend `state` at kernel `k`.
+    fn extensions(
+        &mut self,
+        k: usize,
+        shape: &(Vec<Operand>, Vec<u64>),
+        state: &[Decided],
+    ) -> Vec<Extension> {
+        let (operands, ext) = shape;
+        let Some(ctx) = self.ctx(k, operands, state) else {
+            return Vec::new();
+        };
+        let n = operands.len();
+        let mut out: Vec<Extension> = Vec::new();
+        // Only the output free: the inputs' layouts of its shape, as they are.
+        if ctx.free == [n - 1] {
+            let Ok(ov) = ctx.who[n - 1] else {
+                return out;
+            };
+            let out_t = operands[n - 1].tensor;
+            for j in 0..n - 1 {
+                let Some(l) = ctx.known[j] else { continue };
+                if operands[j].dims != operands[n - 1].dims {
+                    continue;
+                }
+                let text = self.layout_text[l as usize].clone();
+                if let Some(id) = self.bind_for(out_t, &text) {
+                    let mut s = state.to_vec();
+                    s[ov] = Some(id);
+                    if !out.contains(&s) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        let levels = self.res.machine.addressable_levels();
+        let fanouts: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
+        let Some((kern, _, _)) = self.ops[k].op.kernel() else {
+            return out;
+        };
+        // Strategies that give every level a variable first (a level none takes
+        // repeats the kernel's work on each of its positions), then the others, only
+        // when none of the first is legal.
+        let unit = self.unit_level(&kern, &levels);
+        let (full, idle): (Vec<_>, Vec<_>) = splits(ext, &fanouts)
+            .into_iter()
+            .partition(|s| s.iter().take(unit + 1).all(Option::is_some));
+        let before = out.len();
+        for (pass, list) in [full, idle].into_iter().enumerate() {
+            if pass == 1 && out.len() > before {
+                break;
+            }
+            self.strategies_of(&ctx, ext, list, &mut out);
+        }
+        out
+    }
+
+    /// Who decides each operand of kernel `k` in `state`, what is known of it, and which
+    /// are free; `None` when nothing is free.
+    fn ctx<'a>(&self, k: usize, operands: &'a [Operand], state: &'a [Decided]) -> Option<Ctx<'a>> {
+        let n = operands.len();
+        let who: Vec<Result<usize, Option<LayoutId>>> =
+            (0..n).map(|j| self.decider(k, j)).collect();
+        let known: Vec<Option<LayoutId>> = who
+            .iter()
+            .map(|w| match w {
+                Ok(v) => state[*v],
+                Err(f) => *f,
+            })
+            .collect();
+        let free: Vec<usize> = (0..n)
+            .filter(|&j| matches!(who[j], Ok(v) if state[v].is_none()))
+            .collect();
+        (!free.is_empty()).then_some(Ctx {
+            k,
+            operands,
+            who,
+            known,
+            free,
+            state,
+        })
+    }
+
+    /// The addressable level (index) a kernel's locality is required at: the matrix
+    /// unit's for a matmul that runs on it, else the leaf's.
+    fn unit_level(
+        &self,
+        kern: &mnsim_kernels::Kernel,
+        levels: &[mnsim_arch::machine::AddrLevel],
+    ) -> usize {
+        let leaf = levels.len().saturating_sub(1);
+        if !kern.is_matmul() {
+            return leaf;
+        }
+        let m = &self.res.machine;
+        let lvl = m.compute.matrix.level.as_str();
+        levels.iter().position(|l| l.name == lvl).unwrap_or(leaf)
+    }
+
+    /// Adds to `out` the states that the strategies of `list` give `ctx.state` at kernel
+    /// `ctx.k`.
+    fn strategies_of(
+        &mut self,
+        ctx: &Ctx<'_>,
+        ext: &[u64],
+        list: Vec<Vec<Option<(usize, u64)>>>,
+        out: &mut Vec<Extension>,
+    ) {
+        let operands = ctx.operands;
+        let machine = self.res.machine.clone();
+        let levels = machine.addressable_levels();
+        let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
+        let lm_words = self.lm_words;
+        let Some((kern, _, _)) = self.ops[ctx.k].op.kernel() else {
+            return;
+        };
+        for split in list {
+            let mut s = Strategy {
+                split,
+                time: Vec::new(),
+            };
+            let Some(texts) = self.texts(operands, &s, &names, &machine) else {
+                continue;
+            };
+            let words: u64 = texts.iter().map(|t| t.1).sum();
+            let mut options: Vec<Vec<(usize, u64)>> = Vec::new();
+            if words <= lm_words {
+                options.push(Vec::new());
+            } else {
+                let fits = |m: &Model, s: &Strategy| {
+                    m.texts(operands, s, &names, &machine)
+                        .is_some_and(|tx| tx.iter().map(|t| t.1).sum::<u64>() <= lm_words)
+                };
+                // The fewest steps of one variable that make the operands fit; else of
+                // two variables (below).
+                for (v, &e) in ext.iter().enumerate() {
+                    let mut t = 2u64;
+                    while t <= e {
+                        s.time = vec![(v, t)];
+                        if fits(self, &s) {
+                            options.push(s.time.clone());
+                            break;
+                        }
+                        t *= 2;
+                    }
+                }
+                if options.is_empty() {
+                    // Two variables: every pair of step counts (powers of two up to
+                    // `MAX_STEPS`) that fits and halving neither of which does.
+                    let pow = |e: u64| {
+                        (1..=MAX_STEPS.trailing_zeros())
+                            .map(|k| 1u64 << k)
+                            .take_while(move |&t| t <= e)
+                            .collect::<Vec<u64>>()
+                    };
+                    for v in 0..ext.len() {
+                        for w in v + 1..ext.len() {
+                            for &tv in &pow(ext[v]) {
+                                for &tw in &pow(ext[w]) {
+                                    s.time = vec![(v, tv), (w, tw)];
+                                    if !fits(self, &s) {
+                                        continue;
+                                    }
+                                    let fits_with = |m: &Model, a: u64, b: u64| {
+                                        let mut x = s.clone();
+                                        x.time = vec![(v, a), (w, b)];
+                                        (a > 1 && b > 1) && fits(m, &x)
+                                    };
+                                    if !fits_with(self, tv / 2, tw) && !fits_with(self, tv, tw / 2)
+                                    {
+                                        options.push(s.time.clone());
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for time in options {
+                s.time = time;
+                if let Some(st) = self.state_of(ctx, &s, &kern, &names)
+                    && !out.contains(&st)
+                {
+                    out.push(st);
+                }
+            }
+        }
+    }
+
+    /// The state `s` gives `ctx.state` at kernel `ctx.k`, if its layouts bind, agree with
+    /// what is decided and make the kernel legal.
+    fn state_of(
+        &mut self,
+        ctx: &Ctx<'_>,
+        s: &Strategy,
+        kern: &mnsim_kernels::Kernel,
+        names: &[String],
+    ) -> Option<Vec<Decided>> {
+        let machine = self.res.machine.clone();
+        let n = ctx.operands.len();
+        let texts = self.texts(ctx.operands, s, names, &machine)?;
+        let mut ids: Vec<LayoutId> = Vec::with_capacity(n);
+        for (j, op) in ctx.operands.iter().enumerate() {
+            let id = self.bind_for(op.tensor, &texts[j].0)?;
+            if ctx.known[j].is_some_and(|l| l != id) {
+                return None;
+            }
+            ids.push(id);
+        }
+        let ins: Vec<&TensorLayout> = ids[..n - 1]
+            .iter()
+            .map(|&i| &self.layouts[i as usize])
+            .collect();
+        let names_k = vec!["x"; n];
+        mnsim_kernels::check(
+            kern,
+            &ins,
+            &self.layouts[ids[n - 1] as usize],
+            &machine,
+            &names_k,
+        )
+        .ok()?;
+        let mut st = ctx.state.to_vec();
+        for &j in &ctx.free {
+            if let Ok(v) = ctx.who[j] {
+                st[v] = Some(ids[j]);
+            }
+        }
+        Some(st)
+    }
+
+    /// The operands' layout texts and words per PE under `s`, if it divides them all.
+    fn texts(
+        &self,
+        operands: &[Operand],
+        s: &Strategy,
+        names: &[String],
+        machine: &mnsim_arch::Machine,
+    ) -> Option<Vec<(String, u64)>> {
+        operands
+            .iter()
+            .map(|op| {
+                let dt = self.res.tensors[&self.tensors[op.tensor]].dtype;
+                let slots = (machine.word_bytes / dt.bytes().max(1)).max(1);
+                operand_text(op, s, names, slots)
+            })
+            .collect()
+    }
+
+    /// `text` bound for tensor `t` and interned.
+    fn bind_for(&mut self, t: usize, text: &str) -> Option<LayoutId> {
+        let rt = &self.res.tensors[&self.tensors[t]];
+        let c = candidates::bind_text(
+            &self.res.machine,
+            text,
+            &rt.dims_at_bound,
+            rt.dtype,
+            rt.dims_at_bound != rt.runtime_dims,
+        )?;
+        Some(self.intern(t, c.layout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_cover_every_level_choice() {
+        // Two variables of 8 over two levels of 2: each level none, v0 or v1.
+        assert_eq!(splits(&[8, 8], &[2, 2]).len(), 9);
+        // A variable of 2 takes a level of 4 only in part, and only once.
+        let s = splits(&[2], &[4, 4]);
+        assert!(s.contains(&vec![Some((0, 2)), None]));
+        assert!(!s.contains(&vec![Some((0, 2)), Some((0, 2))]));
+    }
+
+    #[test]
+    fn an_operand_takes_its_variables_levels() {
+        let op = Operand {
+            tensor: 0,
+            dims: vec![1024, 1024],
+            vars: vec![Some(0), Some(2)],
+        };
+        let s = Strategy {
+            split: vec![Some((0, 8)), Some((2, 8)), Some((1, 16)), None],
+            time: vec![(2, 2)],
+        };
+        let names: Vec<String> = ["L2B", "L1B", "MAB", "PE"].map(String::from).to_vec();
+        let (text, words) = operand_text(&op, &s, &names, 4).unwrap();
+        assert_eq!(text, "((8_L2B, 128), (2_Time, 8_L1B, 16, 4_W))");
+        assert_eq!(words, 128 * 16);
+    }
+}

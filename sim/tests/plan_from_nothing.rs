@@ -1,0 +1,145 @@
+//! Plans from nothing: every layout `Any`, no hand plan. The planner's joint seeds
+//! (layouts chosen together for each kernel's operands) give a plan that runs, near what
+//! the machine allows: a plain GEMM and a MatMul followed by a Softmax
+//! (`scenarios/studies/*_from_nothing.ron`); and real graphs whose default layouts a
+//! search of single-variable moves never left: the gated MLP, a MatMul with a bias.
+
+mod common;
+
+use mnsim_sim::import;
+use mnsim_sim::plan::{self, PlanOptions};
+use mnsim_sim::scenario;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Plans plan `auto` of a study with the default work budget and no time limit (the
+/// same plan on any machine).
+fn plan_study(file: &str) -> plan::Outcome {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/studies")
+        .join(file);
+    let (sc, src) = scenario::load(&path).unwrap();
+    assert!(
+        sc.plans.len() == 1
+            && sc.plans["auto"]
+                .values()
+                .all(|v| *v == scenario::PlanValue::Any),
+        "{file}: one plan, every variable Any"
+    );
+    let mut o = PlanOptions::default();
+    o.search.time_limit = None;
+    o.search.work_limit = Some(mnsim_sim::import::PLAN_WORK);
+    plan::plan_with(&sc, &src, "auto", &[], &BTreeMap::new(), &o, &mut |_, _| {}).unwrap()
+}
+
+/// Group-down cycles when one of two operands of `small` and `large` bytes must reach
+/// all 4 Groups of mncore2 whole and the other once (4 ports of 64 B/cycle): every
+/// legal MatMul layout replicates `a` or `b` over the L2Bs, or leaves `c` partial over
+/// them (then a Reduce across the Groups costs more still).
+fn replicated_floor(small: u64, large: u64) -> u64 {
+    (4 * small + large) / (4 * 64)
+}
+
+#[test]
+fn a_gemm_from_nothing_runs_near_what_the_machine_allows() {
+    let o = plan_study("gemm_from_nothing.ron");
+    let b = &o.best[0];
+    assert!(b.inserted.is_empty(), "{:?}", b.inserted);
+    assert_eq!(b.layouts.len(), 3);
+    // The bound (16,384 cycles: the three 2 MiB tensors once through the Group ports)
+    // counts every byte once; a MatMul needs one of its operands on every Group.
+    assert_eq!(o.bound_cycles, 16_384);
+    let floor = replicated_floor(2 << 20, 2 << 20);
+    assert_eq!(floor, 40_960);
+    assert!(b.total_cycles >= floor, "{}", b.total_cycles);
+    assert!(
+        b.total_cycles * 10 <= floor * 14,
+        "{} cycles, floor {floor}",
+        b.total_cycles
+    );
+    assert!(b.total_cycles <= 4 * o.bound_cycles);
+}
+
+#[test]
+fn a_matmul_and_softmax_from_nothing_runs_near_what_the_machine_allows() {
+    let o = plan_study("matmul_softmax_from_nothing.ron");
+    let b = &o.best[0];
+    assert!(b.inserted.is_empty(), "{:?}", b.inserted);
+    assert_eq!(b.layouts.len(), 4);
+    assert_eq!(o.bound_cycles, 65_536);
+    let floor = replicated_floor(8 << 20, 8 << 20);
+    assert!(b.total_cycles >= floor, "{}", b.total_cycles);
+    assert!(
+        b.total_cycles * 10 <= floor * 16,
+        "{} cycles, floor {floor}",
+        b.total_cycles
+    );
+    assert!(b.total_cycles <= 4 * o.bound_cycles);
+}
+
+#[test]
+fn a_plan_from_nothing_is_the_same_with_the_machine_idle_and_busy() {
+    let quiet = plan_study("gemm_from_nothing.ron");
+    // Every core spinning while the same program is planned again.
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinners: Vec<_> = (0..std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                x
+            })
+        })
+        .collect();
+    let busy = plan_study("gemm_from_nothing.ron");
+    stop.store(true, Ordering::Relaxed);
+    for s in spinners {
+        s.join().unwrap();
+    }
+    assert_eq!(busy.best[0].layouts, quiet.best[0].layouts);
+    assert_eq!(busy.best[0].total_cycles, quiet.best[0].total_cycles);
+    assert_eq!(busy.evaluated, quiet.evaluated);
+    assert!(!busy.timed_out && busy.work_spent);
+}
+
+/// Plans plan `auto` of an imported graph as `mnsim run G.json` does (the default work
+/// budget); the timing run's cycles and the bound.
+fn run_graph(path: &Path) -> (u64, u64) {
+    let (mut sc, src) = scenario::load(path).unwrap();
+    let note = import::plan_auto(&mut sc, &src, &[], &Default::default());
+    assert!(note.starts_with("planned "), "{note}");
+    let mut res = scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
+    res.mode = scenario::Mode::Timing;
+    let r = mnsim_sim::run::run(&res).unwrap().report;
+    (r.total_cycles, r.bound_cycles)
+}
+
+#[test]
+fn the_gated_mlp_deals_its_weights_out_and_runs_near_its_bound() {
+    // Its default layouts broadcast two of the three 224 MiB weights to every PE
+    // (75,971,520 cycles); planned from single-variable moves it stayed near them.
+    let (cycles, bound) = run_graph(&common::graphs::dir().join("gated-mlp-f32.json"));
+    assert!(cycles <= 3_500_000, "{cycles} cycles");
+    assert!(cycles * 10 <= bound * 11, "{cycles} cycles, bound {bound}");
+}
+
+#[test]
+fn a_matmul_with_a_bias_leaves_its_default_layouts() {
+    // `[384,4096]×[4096,1024]` f32 with a bias and a clip: 6,516,836 cycles on its
+    // default layouts.
+    let Some(dir) = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared/onednn/pattern/f32"))
+        .find(|p| p.is_dir())
+    else {
+        panic!("shared/onednn beside the repository");
+    };
+    let (cycles, bound) = run_graph(&dir.join("matmul_bias_post_ops_clip_fusion.json"));
+    assert!(cycles <= 250_000, "{cycles} cycles");
+    assert!(cycles >= bound);
+}
