@@ -2,7 +2,7 @@
 //! Interpolate (and their backward kinds): every f32 one imports and runs in timing mode
 //! under plan `auto`; a fixed sample of the small ones (every tensor ≤ 2^21 elements,
 //! seconds each in the functional engine) verifies in functional mode with the same
-//! cycles; the convolutions' FLOP in the report equal the graph's
+//! cycles; no run or op beats its bound; the convolutions' FLOP in the report equal the graph's
 //! `2·N·OC·Π output·(IC/groups)·Π window`; the int8 and f8 files fail only on their
 //! dtype; and a bad attribute is an error at the op.
 
@@ -161,6 +161,15 @@ fn every_f32_file_runs_and_the_small_ones_verify() {
         }
         let t = run(&path, Mode::Timing);
         assert!(t.total_cycles > 0, "{name}");
+        // No run beats its bound, per op and in total.
+        assert!(
+            t.bound_cycles <= t.total_cycles,
+            "{name}: bound {}",
+            t.bound_cycles
+        );
+        for o in &t.ops {
+            assert!(o.bound_cycles <= o.cycles, "{name}: {} {o:?}", o.op);
+        }
         let got: Vec<u64> = t
             .ops
             .iter()

@@ -34,7 +34,13 @@ fn step(cx: &mut Cx, op: &GOp, kernel: Kernel, ins: Vec<String>, out: &str) -> R
 /// The generic `Kernel(kernel: ..., inputs: [...], out: ...` step in scenario syntax
 /// (without its `layout` and closing parenthesis, as every step's text).
 fn kernel_text(kernel: &Kernel, ins: &[String], out: &str) -> Result<String, String> {
-    let k = ron::to_string(kernel).map_err(|e| format!("{kernel}: {e}"))?;
+    let one_line = ron::ser::PrettyConfig::default()
+        .compact_structs(true)
+        .compact_arrays(true)
+        .compact_maps(true)
+        .new_line(" ")
+        .indentor("");
+    let k = ron::ser::to_string_pretty(kernel, one_line).map_err(|e| format!("{kernel}: {e}"))?;
     let names: Vec<String> = ins.iter().map(|n| format!("\"{n}\"")).collect();
     Ok(format!(
         "Kernel(kernel: {k}, inputs: [{}], out: \"{out}\"",
