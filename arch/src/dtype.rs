@@ -4,8 +4,15 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// An element type. Names follow XLA (`f32`, `bf16`, `s32`, `pred`); scenario files
-/// use the capitalised variant names (`F16`, `F32`, ...).
+/// An element type. Names follow XLA (`f32`, `bf16`, `s32`, `pred`) and oneDNN for the
+/// 8-bit floats (`f8_e4m3`, `f8_e5m2`); scenario files use the variant names (`F16`,
+/// `F32`, `F8E4M3`, `S4`, ...).
+///
+/// Sizes: every type but the 4-bit integers occupies [`DType::bytes`] bytes. `s4` and
+/// `u4` are 4-bit values ([`DType::bits`] = 4) that mnsim stores **one per byte**
+/// (unpacked) in DRAM and LM, so [`DType::bytes`] is 1 for them and every size, load
+/// and store counts them as bytes: a packed 4-bit tensor would move half the bytes
+/// mnsim charges (docs/model.md, low-precision types).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum DType {
     Pred,
@@ -17,6 +24,16 @@ pub enum DType {
     U16,
     U32,
     U64,
+    /// 4-bit signed integer, −8..7 (stored one per byte).
+    S4,
+    /// 4-bit unsigned integer, 0..15 (stored one per byte).
+    U4,
+    /// 8-bit float, 4 exponent bits (bias 7), 3 mantissa bits, no infinities (OCP
+    /// E4M3FN): largest finite 448, smallest subnormal 2⁻⁹.
+    F8E4M3,
+    /// 8-bit float, 5 exponent bits (bias 15), 2 mantissa bits, with infinities (OCP
+    /// E5M2): largest finite 57344, smallest subnormal 2⁻¹⁶.
+    F8E5M2,
     F16,
     BF16,
     F32,
@@ -24,7 +41,7 @@ pub enum DType {
 }
 
 impl DType {
-    pub const ALL: [DType; 13] = [
+    pub const ALL: [DType; 17] = [
         DType::Pred,
         DType::S8,
         DType::S16,
@@ -34,23 +51,43 @@ impl DType {
         DType::U16,
         DType::U32,
         DType::U64,
+        DType::S4,
+        DType::U4,
+        DType::F8E4M3,
+        DType::F8E5M2,
         DType::F16,
         DType::BF16,
         DType::F32,
         DType::F64,
     ];
 
-    /// Bytes per element.
+    /// Bytes per element as mnsim stores it (every size, load and store counts these):
+    /// 1 for the 4-bit types, which are held one per byte.
     pub fn bytes(self) -> u64 {
         match self {
-            DType::Pred | DType::S8 | DType::U8 => 1,
+            DType::Pred
+            | DType::S8
+            | DType::U8
+            | DType::S4
+            | DType::U4
+            | DType::F8E4M3
+            | DType::F8E5M2 => 1,
             DType::S16 | DType::U16 | DType::F16 | DType::BF16 => 2,
             DType::S32 | DType::U32 | DType::F32 => 4,
             DType::S64 | DType::U64 | DType::F64 => 8,
         }
     }
 
-    /// The lower-case XLA name (`f32`).
+    /// Bits of information per element: 4 for `s4`/`u4`, 1 for `pred`, else 8 × bytes.
+    pub fn bits(self) -> u64 {
+        match self {
+            DType::Pred => 1,
+            DType::S4 | DType::U4 => 4,
+            other => other.bytes() * 8,
+        }
+    }
+
+    /// The lower-case XLA name (`f32`); oneDNN's for the 8-bit floats (`f8_e4m3`).
     pub fn name(self) -> &'static str {
         match self {
             DType::Pred => "pred",
@@ -62,6 +99,10 @@ impl DType {
             DType::U16 => "u16",
             DType::U32 => "u32",
             DType::U64 => "u64",
+            DType::S4 => "s4",
+            DType::U4 => "u4",
+            DType::F8E4M3 => "f8_e4m3",
+            DType::F8E5M2 => "f8_e5m2",
             DType::F16 => "f16",
             DType::BF16 => "bf16",
             DType::F32 => "f32",
@@ -81,6 +122,10 @@ impl DType {
             DType::U16 => (0.0, u16::MAX as f64),
             DType::U32 => (0.0, u32::MAX as f64),
             DType::U64 => (0.0, u64::MAX as f64),
+            DType::S4 => (-8.0, 7.0),
+            DType::U4 => (0.0, 15.0),
+            DType::F8E4M3 => (-448.0, 448.0),
+            DType::F8E5M2 => (-57344.0, 57344.0),
             DType::F16 => (-65504.0, 65504.0),
             DType::BF16 => (-3.389_531_389_251_535e38, 3.389_531_389_251_535e38),
             DType::F32 => (f32::MIN as f64, f32::MAX as f64),
@@ -104,7 +149,15 @@ impl DType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+        matches!(
+            self,
+            DType::F8E4M3 | DType::F8E5M2 | DType::F16 | DType::BF16 | DType::F32 | DType::F64
+        )
+    }
+
+    /// Whether the type is an integer (signed or unsigned; not `pred`).
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != DType::Pred
     }
 }
 
@@ -117,7 +170,7 @@ impl fmt::Display for DType {
 impl FromStr for DType {
     type Err = String;
     /// Accepts XLA names (`f32`, `s32`, `pred`), their capitalised forms, and the
-    /// common aliases `i8`..`i64` and `fp16`/`fp32`/`fp64`.
+    /// common aliases `i4`..`i64`, `fp16`/`fp32`/`fp64`, and XLA's `f8e4m3fn`/`f8e5m2`.
     fn from_str(s: &str) -> Result<Self, String> {
         let l = s.to_ascii_lowercase();
         let l = match l.as_str() {
@@ -129,6 +182,9 @@ impl FromStr for DType {
             "fp32" | "float" => "f32",
             "fp64" | "double" => "f64",
             "bool" | "i1" => "pred",
+            "i4" => "s4",
+            "f8e4m3fn" | "f8e4m3" | "f8_e4m3fn" => "f8_e4m3",
+            "f8e5m2" => "f8_e5m2",
             other => other,
         };
         DType::ALL
@@ -170,6 +226,12 @@ mod tests {
             assert_eq!(d.name().to_uppercase().parse::<DType>().unwrap(), d);
         }
         assert_eq!("i32".parse::<DType>().unwrap(), DType::S32);
+        assert_eq!("f8e4m3fn".parse::<DType>().unwrap(), DType::F8E4M3);
+        assert_eq!("F8E5M2".parse::<DType>().unwrap(), DType::F8E5M2);
+        assert_eq!(DType::S4.bits(), 4);
+        assert_eq!(DType::S4.bytes(), 1);
+        assert!(DType::S4.check_value(-9.0).is_some());
+        assert!(DType::U4.check_value(15.0).is_none());
         assert!(
             "f8".parse::<DType>()
                 .unwrap_err()

@@ -11,6 +11,10 @@
 //!   `K_u`, counted from the sub-axes below the unit (memory, `W`, `Time`, levels
 //!   below the unit level), each side padded up to the dtype's tile `(tm, tn, tk)`:
 //!   `cycles = B_u · ceil(M_u/tm) · ceil(N_u/tn) · ceil(K_u/tk) · ceil(2·tm·tn·tk / FLOP per cycle per unit)`.
+//!
+//! The rates are those of the kernel's compute dtype ([`crate::precision::compute_dtype`]:
+//! a matrix kernel's widest operand, a vector kernel's widest operand or result), or of
+//! the type it is promoted to when the machine has none ([`crate::precision`]).
 
 use crate::kernel::{ErrorKind, Kernel, KernelError, fmt_dims, numel};
 use crate::legality::{Legality, Unit};
@@ -25,7 +29,8 @@ pub struct KernelCost {
     pub cycles: u64,
     /// Useful FLOP: on the logical (or runtime) sizes, without padding, replicas or
     /// idle units. For vector kernels, the per-element FLOP of
-    /// [`Kernel::flops_per_element`] times the real elements.
+    /// [`Kernel::flops_per_element`] times the real elements; 0 for a kernel that only
+    /// moves data ([`Kernel::moves_data`]).
     pub flops: u64,
     /// `"matrix"` or `"vector"`.
     pub unit: &'static str,
@@ -106,6 +111,11 @@ pub fn cost(
             ),
         ));
     }
+    let in_dtypes: Vec<DType> = inputs.iter().map(|l| l.dtype()).collect();
+    let dtype = crate::precision::compute_dtype(k, &in_dtypes, dtype);
+    if let Kernel::Quant(q) = k {
+        q.check_dtypes(in_dtypes[0], out.dtype())?;
+    }
     let rt: Vec<&[u64]> = runtime.map_or(logical, <[&[u64]]>::to_vec);
     let out_rt = output_shape(k, &rt)?;
     let leaf = m.addressable_levels().len().saturating_sub(1);
@@ -131,10 +141,7 @@ pub fn cost(
         let kk = rt[0].get(ka).copied().unwrap_or(0);
         let useful = 2u128 * numel(&out_rt) as u128 * kk as u128;
         let matrix = (legality.unit == Unit::Mab)
-            .then(|| {
-                let mx = &m.compute.matrix;
-                Some((*mx.flops.get(&dtype)?, *mx.tile.get(&dtype)?))
-            })
+            .then(|| crate::precision::matrix_rate(m, dtype).map(|(_, f, t)| (f, t)))
             .flatten();
         let u = if matrix.is_some() {
             legality.unit_level
@@ -170,11 +177,16 @@ pub fn cost(
         });
     }
 
-    let rate = vector_rate(k, m, dtype)?;
+    let in_dtypes: Vec<DType> = inputs.iter().map(|l| l.dtype()).collect();
+    let rate = vector_rate(k, m, k.rate_dtype(&in_dtypes, dtype))?;
     let (fin, fout) = k.flops_per_element();
     let work =
         inputs[0].elems_per_pe() as u128 * fin as u128 + out.elems_per_pe() as u128 * fout as u128;
-    let useful = numel(rt[0]) as u128 * fin as u128 + numel(&out_rt) as u128 * fout as u128;
+    let useful = if k.moves_data() {
+        0
+    } else {
+        numel(rt[0]) as u128 * fin as u128 + numel(&out_rt) as u128 * fout as u128
+    };
     Ok(KernelCost {
         cycles: clamp((work as f64 / rate).ceil() as u128),
         flops: clamp(useful),
@@ -184,15 +196,26 @@ pub fn cost(
 }
 
 pub(crate) fn vector_rate(k: &Kernel, m: &Machine, dtype: DType) -> Result<f64, KernelError> {
-    m.compute.vector.get(&dtype).copied().ok_or_else(|| {
-        let have: Vec<String> = m.compute.vector.keys().map(|d| d.to_string()).collect();
-        KernelError::new(
-            ErrorKind::Rate,
-            format!(
-                "{k}: {} has no vector rate for {dtype} (compute.vector has {}); add `{dtype:?}: <FLOP per cycle per PE>` to the machine's compute.vector",
-                m.name,
-                have.join(", ")
-            ),
-        )
-    })
+    match crate::precision::vector_rate(m, dtype) {
+        Some((_, r)) => Ok(r),
+        None => {
+            let have: Vec<String> = m.compute.vector.keys().map(|d| d.to_string()).collect();
+            let mut chain = Vec::new();
+            let mut c = crate::precision::promote(dtype);
+            while let Some(d) = c {
+                chain.push(d.to_string());
+                c = crate::precision::promote(d);
+            }
+            Err(KernelError::new(
+                ErrorKind::Rate,
+                format!(
+                    "{k}: {} has no vector rate for {dtype} nor for the types it would run at ({}) \
+                     (compute.vector has {}); add `{dtype:?}: <FLOP per cycle per PE>` to the machine's compute.vector",
+                    m.name,
+                    chain.join(", "),
+                    have.join(", ")
+                ),
+            ))
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! Element codec: reading, writing and combining raw little-endian elements of any dtype.
 //!
-//! Floating types round through `f64` (f16 and bf16 round to nearest even on write);
-//! integer types combine with wrapping arithmetic in their own width.
+//! Floating types round through `f64` (f8, f16 and bf16 round to nearest even on write;
+//! f8 saturates at its largest finite value, see [`crate::minifloat`]); integer types
+//! combine with wrapping arithmetic in their own width (4 bits for `s4`/`u4`, held one
+//! per byte).
 
 use mnsim_arch::DType;
 
@@ -10,6 +12,11 @@ pub fn read(dtype: DType, b: &[u8]) -> f64 {
     match dtype {
         DType::Pred | DType::U8 => b[0] as f64,
         DType::S8 => b[0] as i8 as f64,
+        // Held one per byte, in the low 4 bits (sign-extended for s4).
+        DType::S4 => (((b[0] << 4) as i8) >> 4) as f64,
+        DType::U4 => (b[0] & 0x0f) as f64,
+        DType::F8E4M3 => crate::minifloat::E4M3.decode(b[0]),
+        DType::F8E5M2 => crate::minifloat::E5M2.decode(b[0]),
         DType::S16 => i16::from_le_bytes([b[0], b[1]]) as f64,
         DType::U16 => u16::from_le_bytes([b[0], b[1]]) as f64,
         DType::S32 => i32::from_le_bytes(b[..4].try_into().unwrap()) as f64,
@@ -29,6 +36,10 @@ pub fn write(dtype: DType, v: f64, out: &mut [u8]) {
         DType::Pred => out[0] = (v != 0.0) as u8,
         DType::U8 => out[0] = v as u8,
         DType::S8 => out[0] = v as i8 as u8,
+        DType::S4 => out[0] = (v as i8).clamp(-8, 7) as u8 & 0x0f,
+        DType::U4 => out[0] = (v as u8).min(15),
+        DType::F8E4M3 => out[0] = crate::minifloat::E4M3.encode(v),
+        DType::F8E5M2 => out[0] = crate::minifloat::E5M2.encode(v),
         DType::S16 => out[..2].copy_from_slice(&(v as i16).to_le_bytes()),
         DType::U16 => out[..2].copy_from_slice(&(v as u16).to_le_bytes()),
         DType::S32 => out[..4].copy_from_slice(&(v as i32).to_le_bytes()),
@@ -99,7 +110,17 @@ pub fn combine(dtype: DType, op: Combine, acc: &mut [u8], x: &[u8]) {
             };
             acc[..4].copy_from_slice(&r.to_le_bytes());
         }
-        DType::F64 | DType::F16 | DType::BF16 => {
+        DType::S4 | DType::U4 => {
+            let (a, b) = (read(dtype, acc) as i8, read(dtype, x) as i8);
+            let r = match op {
+                Combine::Add => a.wrapping_add(b),
+                Combine::Max => a.max(b),
+                Combine::Min => a.min(b),
+            };
+            // Wrap to 4 bits: s4 sign-extends its low nibble, u4 keeps it.
+            acc[0] = r as u8 & 0x0f;
+        }
+        DType::F64 | DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => {
             let r = fl(read(dtype, acc), read(dtype, x));
             write(dtype, r, acc);
         }
@@ -128,6 +149,19 @@ mod tests {
         let mut b = [0u8; 2];
         write(DType::F16, 2049.0, &mut b);
         assert_eq!(read(DType::F16, &b), 2048.0);
+        // s4 and u4 wrap in 4 bits; f8 rounds and saturates.
+        let (mut a, x) = ([0u8], [0u8]);
+        write(DType::S4, 5.0, &mut a);
+        let mut y = x;
+        write(DType::S4, 6.0, &mut y);
+        combine(DType::S4, Combine::Add, &mut a, &y);
+        assert_eq!(read(DType::S4, &a), -5.0);
+        write(DType::U4, 20.0, &mut a);
+        assert_eq!(read(DType::U4, &a), 15.0);
+        write(DType::S4, -20.0, &mut a);
+        assert_eq!(read(DType::S4, &a), -8.0);
+        write(DType::F8E4M3, 500.0, &mut a);
+        assert_eq!(read(DType::F8E4M3, &a), 448.0);
         // i8 wraps.
         let (mut a, x) = ([100u8], [100u8]);
         combine(DType::S8, Combine::Add, &mut a, &x);

@@ -1,5 +1,8 @@
 //! The kernels, their element functions, their work per element, and their errors.
 
+use crate::eltwise::Eltwise;
+use crate::norm::Norm;
+use mnsim_arch::DType;
 use std::fmt;
 
 /// Elementwise one-operand functions.
@@ -398,6 +401,14 @@ pub enum Kernel {
     Pool(crate::window::Pool),
     /// Nearest or linear resizing, or its gradient (see [`crate::window`]).
     Interp(crate::window::Interp),
+    /// Elementwise kernels of training graphs: activations with parameters and their
+    /// backward, PReLU, comparisons, GenIndex, Dropout, BatchNorm with given statistics
+    /// (see [`crate::eltwise`]).
+    Eltwise(Eltwise),
+    /// Normalisations and their backward along axes (see [`crate::norm`]).
+    Norm(Norm),
+    /// Quantize or Dequantize, with static or dynamic scales (see [`crate::quant`]).
+    Quant(crate::quant::Quant),
 }
 
 impl Kernel {
@@ -413,6 +424,8 @@ impl Kernel {
             Kernel::Pool(p) => p.arity(),
             Kernel::Select => 3,
             Kernel::Concat { inputs, .. } => *inputs,
+            Kernel::Eltwise(e) => e.arity(),
+            Kernel::Norm(n) => n.arity(),
             Kernel::Unary(_)
             | Kernel::ReduceAxes { .. }
             | Kernel::Softmax { .. }
@@ -422,6 +435,7 @@ impl Kernel {
             | Kernel::Elu { .. }
             | Kernel::Reshape { .. }
             | Kernel::Interp(_) => 1,
+            Kernel::Quant(q) => q.arity(),
         }
     }
 
@@ -447,6 +461,9 @@ impl Kernel {
             Kernel::Conv(_) => "Conv",
             Kernel::Pool(_) => "Pool",
             Kernel::Interp(_) => "Interp",
+            Kernel::Eltwise(_) => "Eltwise",
+            Kernel::Norm(_) => "Norm",
+            Kernel::Quant(_) => "Quant",
         }
     }
 
@@ -462,10 +479,26 @@ impl Kernel {
     /// numpy broadcasting (Binary, Select, BiasAdd): an input axis of size 1 against
     /// a larger output axis broadcasts.
     pub fn broadcasts(&self) -> bool {
-        matches!(
-            self,
-            Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
-        )
+        match self {
+            Kernel::Eltwise(e) => e.broadcasts(),
+            Kernel::Quant(crate::quant::Quant {
+                params: crate::quant::QuantParams::Dynamic { .. },
+                ..
+            }) => true,
+            _ => matches!(
+                self,
+                Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
+            ),
+        }
+    }
+
+    /// The dtype whose vector rate the kernel runs at, given its inputs' and output's:
+    /// the output's, but a comparison's (whose output is `pred`) is its first input's.
+    pub fn rate_dtype(&self, inputs: &[DType], out: DType) -> DType {
+        match self {
+            Kernel::Eltwise(Eltwise::Compare(_)) => inputs.first().copied().unwrap_or(out),
+            _ => out,
+        }
     }
 
     /// Whether partial results over a split reduced variable combine by addition, so
@@ -497,7 +530,8 @@ impl Kernel {
     /// - LayerNorm: `(4, 2)`: a sum for the mean, a subtraction, a square and a sum for
     ///   the variance per input element; a subtraction and a multiplication by
     ///   1/√(var+ε) per output element;
-    /// - MatMul, BatchMatMul on the vector unit: 2 per multiply-add (charged separately).
+    /// - MatMul, BatchMatMul on the vector unit: 2 per multiply-add (charged separately);
+    /// - Quant: `(0, 5)` Quantize, `(0, 2)` Dequantize ([`crate::quant::Quant::flops_per_element`]).
     pub fn flops_per_element(&self) -> (u64, u64) {
         match self {
             Kernel::Unary(op) => (0, op.flops_per_element()),
@@ -518,7 +552,23 @@ impl Kernel {
             | Kernel::Conv(_) => (0, 2),
             Kernel::Pool(p) => p.flops_per_element(),
             Kernel::Interp(i) => i.flops_per_element(),
+            Kernel::Eltwise(e) => (0, e.flops()),
+            Kernel::Norm(n) => n.flops(),
+            Kernel::Quant(q) => (0, q.flops_per_element()),
         }
+    }
+
+    /// Whether the kernel only moves data (Transpose, Reshape, Concat, and the `Copy`
+    /// that Reorder and TypeCast become): it still takes its vector-unit cycles (one
+    /// move per element, [`Kernel::flops_per_element`]), but reports 0 useful FLOP.
+    pub fn moves_data(&self) -> bool {
+        matches!(
+            self,
+            Kernel::Transpose { .. }
+                | Kernel::Reshape { .. }
+                | Kernel::Concat { .. }
+                | Kernel::Unary(UnaryOp::Copy)
+        )
     }
 
     /// How messages name the reduced variables: `the contraction`, `the normalised axis`,
@@ -530,6 +580,8 @@ impl Kernel {
             | Kernel::GeneralMatMul { .. }
             | Kernel::Conv(_) => "the contraction",
             Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => "the normalised axis",
+            Kernel::Norm(n) if n.kind == crate::norm::NormKind::GammaGrad => "a summed axis",
+            Kernel::Norm(_) => "the normalised axis",
             _ => "a reduced axis",
         }
     }
@@ -557,6 +609,9 @@ impl fmt::Display for Kernel {
             Kernel::Conv(c) => f.write_str(c.name()),
             Kernel::Pool(p) => f.write_str(p.name()),
             Kernel::Interp(i) => f.write_str(i.name()),
+            Kernel::Eltwise(e) => f.write_str(&e.label()),
+            Kernel::Norm(n) => f.write_str(n.label()),
+            Kernel::Quant(q) => f.write_str(q.name()),
         }
     }
 }

@@ -51,12 +51,14 @@ pub struct Legality {
     pub unit_level: usize,
 }
 
-/// The addressable level that holds the matrix unit, and whether `k` runs on it for
-/// the output dtype of `out`.
-fn unit_of(k: &Kernel, out: &TensorLayout, m: &Machine) -> (Unit, usize) {
+/// The addressable level that holds the matrix unit, and whether `k` runs on it in its
+/// compute dtype (see [`crate::precision`]).
+fn unit_of(k: &Kernel, inputs: &[&TensorLayout], out: &TensorLayout, m: &Machine) -> (Unit, usize) {
     let addr = m.addressable_levels();
     let leaf = addr.len().saturating_sub(1);
-    if k.is_matmul() && m.compute.matrix.flops.contains_key(&out.dtype()) {
+    let ins: Vec<mnsim_arch::DType> = inputs.iter().map(|l| l.dtype()).collect();
+    let dtype = crate::precision::compute_dtype(k, &ins, out.dtype());
+    if k.is_matmul() && crate::precision::matrix_rate(m, dtype).is_some() {
         let lvl = m
             .level_index(&m.compute.matrix.level)
             .and_then(|li| addr.iter().position(|a| a.folded.contains(&li)))
@@ -591,6 +593,7 @@ fn default_name(k: &Kernel, i: usize) -> String {
             Kernel::Select => ["cond", "a", "b"][i.min(2)].into(),
             Kernel::BiasAdd { .. } => ["x", "bias"][i.min(1)].into(),
             Kernel::Concat { .. } => format!("x{i}"),
+            Kernel::Quant(_) => ["x", "scales", "zps"][i.min(2)].into(),
             _ => ["a", "b"][i.min(1)].into(),
         }
     }
@@ -655,7 +658,7 @@ pub fn check(
             ));
         }
     }
-    let (unit, unit_level) = unit_of(k, out, m);
+    let (unit, unit_level) = unit_of(k, inputs, out, m);
     if let Kernel::Reshape { .. } | Kernel::Concat { .. } = k {
         let leaf = addr.len().saturating_sub(1);
         if !addr.is_empty() {

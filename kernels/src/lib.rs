@@ -13,20 +13,30 @@
 pub mod conv;
 pub mod cost;
 pub mod elem;
+pub mod eltwise;
 pub mod kernel;
 pub mod legality;
+pub mod minifloat;
+pub mod norm;
+pub mod precision;
+pub mod quant;
 pub mod reference;
 pub mod shape;
 pub mod tolerance;
+mod training;
 pub mod window;
 
 pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use cost::{KernelCost, cost, per_unit_extent};
+pub use eltwise::{Act, Cmp, Eltwise};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{Legality, Unit, check, reduced_share};
+pub use norm::{Norm, NormKind};
+pub use quant::{Quant, QuantDir, QuantParams};
 pub use reference::{eval, eval_share, reference};
 pub use shape::{
     AxisSource, Gemm, InputMap, broadcast, gemm, index_map, output_shape, reduced_extents,
 };
 pub use tolerance::{tolerance, within};
+pub use training::{training_axes, training_eps};
 pub use window::{CoordMode, Interp, InterpMode, Pool, PoolKind, map_of as window_map};

@@ -62,6 +62,7 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
                 *o = op.apply(v);
             }
         }
+        Kernel::Quant(q) => out = q.reference(inputs, out_shape),
         Kernel::Binary(op) => {
             let (bs, b) = inputs[1];
             let r = out_shape.len();
@@ -240,6 +241,9 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
         Kernel::Conv(c) => return crate::conv::reference(c, inputs, out_shape),
         Kernel::Pool(p) => return p.reference(inputs, out_shape),
         Kernel::Interp(i) => return i.reference(inputs, out_shape),
+        Kernel::Eltwise(_) | Kernel::Norm(_) => {
+            crate::training::reference(k, inputs, out_shape, &mut out)
+        }
         Kernel::Reshape { .. } => out.copy_from_slice(x),
         Kernel::Concat { axis, .. } => {
             let mut xi = vec![0u64; out_shape.len()];
@@ -329,6 +333,7 @@ fn eval_core(
     };
     match k {
         Kernel::Unary(op) => op.apply(fetch(0, out_idx)),
+        Kernel::Quant(q) => q.eval(out_idx, fetch, in_shapes),
         Kernel::Binary(_) | Kernel::Select => {
             let r = out_idx.len();
             let mut idx = Vec::with_capacity(r);
@@ -492,6 +497,8 @@ fn eval_core(
                 _ => unreachable!(),
             }
         }
+        Kernel::Eltwise(e) => e.eval(out_idx, fetch, in_shapes),
+        Kernel::Norm(n) => n.eval(out_idx, fetch, in_shapes),
         Kernel::Transpose { perm } => {
             let mut idx = vec![0u64; perm.len()];
             for (i, &p) in perm.iter().enumerate() {

@@ -215,6 +215,7 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
             Ok(perm.iter().map(|&p| x[p]).collect())
         }
         Kernel::Select => select_shape(inputs[0], inputs[1], inputs[2]),
+        Kernel::Quant(q) => q.output_shape(inputs),
         Kernel::Clamp { .. } | Kernel::Elu { .. } => Ok(x.to_vec()),
         Kernel::BiasAdd { axis } => {
             let b = inputs[1];
@@ -259,6 +260,8 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
             }
             Ok(shape.clone())
         }
+        Kernel::Eltwise(e) => e.output_shape(inputs),
+        Kernel::Norm(n) => n.output_shape(inputs),
         Kernel::Concat { axis, .. } => {
             if *axis >= x.len() {
                 return Err(err(
@@ -433,6 +436,7 @@ pub fn reduced_extents(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Vec<u64>, Ker
         Kernel::ReduceAxes { axes, .. } => axes.iter().map(|&a| x[a]).collect(),
         Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => vec![x[*axis]],
         Kernel::Conv(c) => c.reduced_extents(in_shapes)?,
+        Kernel::Norm(n) => n.reduced_extents(x),
         _ => Vec::new(),
     })
 }
@@ -566,6 +570,9 @@ pub fn index_map(
                 ),
             ));
         }
+        Kernel::Eltwise(e) => e.index_map(in_shapes, out_shape),
+        Kernel::Norm(n) => n.index_map(in_shapes),
+        Kernel::Quant(q) => q.index_map(in_shapes, out_shape),
         Kernel::Transpose { perm } => {
             let mut m = vec![Broadcast; perm.len()];
             for (i, &p) in perm.iter().enumerate() {

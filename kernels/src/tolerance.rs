@@ -13,6 +13,8 @@
 //! | f32 | 1e-5 · √n |
 //! | f16 | 1e-2 · √n (unit roundoff 4.9e-4: loose) |
 //! | bf16 | 4e-2 · √n (unit roundoff 3.9e-3: loose) |
+//! | f8_e4m3 | 0.125 · √n (unit roundoff 2⁻⁴) |
+//! | f8_e5m2 | 0.25 · √n (unit roundoff 2⁻³) |
 //! | integers | abs 1, rel 0 (the result truncates toward zero; compare after converting the reference through the dtype) |
 //! | pred | exact |
 //!
@@ -37,6 +39,7 @@ pub fn tolerance(dtype: DType, k: &Kernel, reduction_len: u64) -> (f64, f64) {
             op: ReduceKind::Add | ReduceKind::Mean | ReduceKind::L1 | ReduceKind::L2,
             ..
         } => reduction_len.max(1),
+        Kernel::Norm(_) => reduction_len.max(1),
         _ => 1,
     };
     let grow = (n as f64).sqrt();
@@ -45,6 +48,8 @@ pub fn tolerance(dtype: DType, k: &Kernel, reduction_len: u64) -> (f64, f64) {
         DType::F32 => 1e-5,
         DType::F16 => 1e-2,
         DType::BF16 => 4e-2,
+        DType::F8E4M3 => 0.125,
+        DType::F8E5M2 => 0.25,
         DType::Pred => return (0.0, 0.0),
         _ => return (1.0, 0.0),
     };

@@ -241,7 +241,7 @@ fn vector_kernels_by_hand() {
     };
     let (_, c) = legal_cost(&red, &[&rows], &y, &m, f32_);
     assert_eq!((c.cycles, c.flops), (8, 64));
-    // Transpose: one move per element.
+    // Transpose: one move per element, and no useful FLOP (data movement).
     let tr = lay("((8), (4_PE, 2))", &m, &[8, 8], f32_);
     let (_, c) = legal_cost(
         &Kernel::Transpose { perm: vec![1, 0] },
@@ -250,7 +250,19 @@ fn vector_kernels_by_hand() {
         &m,
         f32_,
     );
-    assert_eq!((c.cycles, c.flops), (8, 64));
+    assert_eq!((c.cycles, c.flops), (8, 0));
+    // Reshape, Concat and the Copy of TypeCast/Reorder likewise.
+    let (_, c) = legal_cost(&Kernel::Unary(UnaryOp::Copy), &[&rows], &rows, &m, f32_);
+    assert_eq!((c.cycles, c.flops), (8, 0));
+    let flat = lay("((4_PE, 16))", &m, &[64], f32_);
+    let (_, c) = legal_cost(
+        &Kernel::Reshape { shape: vec![64] },
+        &[&rows],
+        &flat,
+        &m,
+        f32_,
+    );
+    assert_eq!((c.cycles, c.flops), (8, 0));
 }
 
 #[test]
@@ -284,13 +296,21 @@ fn matmul_on_toy4_and_the_vector_fallback() {
     assert_eq!(l.unit, Unit::Pe);
     assert_eq!((c.cycles, c.flops, c.unit), (128, 1024, "vector"));
     assert_eq!(c.peak_flops_per_cycle, 8.0);
-    // No vector rate for s32: an error that says so.
+    // No vector rate for s32 nor for f32 and f64, which it would run at: an error that
+    // says so.
+    let mut m = m;
+    m.compute.vector.retain(|d, _| *d == DType::F16);
     let x = lay("((4_PE, 2), (8))", &m, &[8, 8], DType::S32);
     let k = Kernel::Unary(UnaryOp::Abs);
     let l = check(&k, &[&x], &x, &m, &[]).unwrap();
     let e = cost(&k, &[&x], &x, &l, &m, DType::S32, None).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Rate);
-    assert!(e.message.contains("toy4 has no vector rate for s32"), "{e}");
+    assert!(
+        e.message.contains(
+            "toy4 has no vector rate for s32 nor for the types it would run at (f32, f64)"
+        ),
+        "{e}"
+    );
 }
 
 #[test]

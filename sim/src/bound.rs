@@ -265,7 +265,16 @@ impl<'a> View<'a> {
     }
 
     /// A kernel: its useful FLOP over the peak of the unit that runs it.
-    fn kernel(&self, k: &Kernel, inputs: &[&[u64]], out: DType) -> Option<Parts> {
+    fn kernel(
+        &self,
+        k: &Kernel,
+        inputs: &[&[u64]],
+        in_dtypes: &[DType],
+        out: DType,
+    ) -> Option<Parts> {
+        // The rates of the compute dtype, or of the type it is promoted to (docs/kernels.md,
+        // precision), as the kernel's cost takes them.
+        let out = mnsim_kernels::precision::compute_dtype(k, in_dtypes, out);
         let out_rt = mnsim_kernels::output_shape(k, inputs).ok()?;
         let numel = |d: &[u64]| {
             d.iter()
@@ -292,8 +301,8 @@ impl<'a> View<'a> {
                     2u128.saturating_mul(numel(&out_rt)).saturating_mul(kk)
                 }
             };
-            match m.compute.matrix.flops.get(&out) {
-                Some(&f) => {
+            match mnsim_kernels::precision::matrix_rate(m, out) {
+                Some((_, f, _)) => {
                     let addr = m.addressable_levels();
                     let li = m.level_index(&m.compute.matrix.level)?;
                     let unit = addr
@@ -311,18 +320,21 @@ impl<'a> View<'a> {
                 None => (
                     useful,
                     Resource::VectorUnit,
-                    m.compute.vector.get(&out)? * self.pes as f64,
+                    mnsim_kernels::precision::vector_rate(m, out)?.1 * self.pes as f64,
                 ),
             }
         } else {
             let (fin, fout) = k.flops_per_element();
+            // Data movement (docs/kernels.md) reports 0 useful FLOP: no compute bound.
+            let (fin, fout) = if k.moves_data() { (0, 0) } else { (fin, fout) };
             let useful = numel(inputs[0])
                 .saturating_mul(u128::from(fin))
                 .saturating_add(numel(&out_rt).saturating_mul(u128::from(fout)));
             (
                 useful,
                 Resource::VectorUnit,
-                m.compute.vector.get(&out)? * self.pes as f64,
+                mnsim_kernels::precision::vector_rate(m, k.rate_dtype(in_dtypes, out))?.1
+                    * self.pes as f64,
             )
         };
         Some(Parts {
@@ -431,10 +443,14 @@ fn kernel_bound(res: &Resolved, v: &View, op: &Op) -> OpBound {
         .iter()
         .map(|n| res.tensors.get(*n).map(|t| t.runtime_dims.as_slice()))
         .collect();
-    let (Some(dims), Some(o)) = (dims, res.tensors.get(out)) else {
+    let dtypes: Option<Vec<DType>> = inputs
+        .iter()
+        .map(|n| res.tensors.get(*n).map(|t| t.dtype))
+        .collect();
+    let (Some(dims), Some(dtypes), Some(o)) = (dims, dtypes, res.tensors.get(out)) else {
         return OpBound::default();
     };
-    v.kernel(&k, &dims, o.dtype)
+    v.kernel(&k, &dims, &dtypes, o.dtype)
         .map_or_else(OpBound::default, |p| p.bound(v.m, true))
 }
 

@@ -2,12 +2,12 @@
 //! `verify`, and the report.
 
 use crate::engine::{self, Engine, Mode, SimError};
-use crate::scenario::{Init, LayoutRef, Op, ReduceOp, Resolved, ResolvedOp};
+use crate::program::{EntityRef as _, OpId, OpKind};
+use crate::scenario::{Init, LayoutRef, Resolved, ResolvedOp};
 use crate::verify::Reference;
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
-use mnsim_kernels::elem::{self, Combine};
+use mnsim_kernels::elem;
 use mnsim_reports::{LevelTotal, Report, ResourceTotal, SCHEMA, StreamReport};
-use std::collections::BTreeMap;
 
 /// A deterministic generator (splitmix64) for `Random` initial values.
 pub struct SplitMix(pub u64);
@@ -75,22 +75,6 @@ pub fn init_data(init: &Init, dtype: DType, dims: &[u64]) -> Vec<u8> {
             }
         });
     out
-}
-
-/// The combine of a tree Reduce for a reduction op.
-/// How the partial results of a `ReduceAxes` of `kind` combine over levels.
-pub(crate) fn combine_of_kind(kind: mnsim_kernels::ReduceKind) -> Combine {
-    use mnsim_kernels::ReduceKind as K;
-    match kind {
-        K::Max => Combine::Max,
-        K::Min => Combine::Min,
-        // Only Add leaves partial results (resolve refuses a tree Reduce of the others).
-        K::Add | K::Prod | K::Mean | K::L1 | K::L2 => Combine::Add,
-    }
-}
-
-pub(crate) fn combine_of(op: ReduceOp) -> Combine {
-    combine_of_kind(op.kind())
 }
 
 fn bound(op: &ResolvedOp) -> Result<&TensorLayout, SimError> {
@@ -166,14 +150,12 @@ pub fn run_with_progress(
     let functional = res.mode == Mode::Functional;
     // The host reference is kept only when it will be compared.
     let mut reference = Reference::new(res.verify && functional);
-    let mut xla: BTreeMap<String, XlaLayout> = BTreeMap::new();
     for (name, t) in &res.tensors {
         let layout = t
             .shape
             .layout
             .clone()
             .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
-        xla.insert(name.clone(), layout.clone());
         let on_tensor = |error: SimError| RunError {
             error,
             op: None,
@@ -201,6 +183,11 @@ pub fn run_with_progress(
             eng.set_in_dram(name, layout);
         }
     }
+    let program = crate::program::lower(res).map_err(|e| RunError {
+        error: SimError::Other(e.message),
+        op: e.op,
+        tensor: None,
+    })?;
     let mut warnings = res.warnings.clone();
     let mut inserted: Vec<InsertedReduce> = Vec::new();
     let program_bound = crate::bound::program(res);
@@ -213,135 +200,58 @@ pub fn run_with_progress(
             let prefix = format!("op {} ({}): ", rop.index, rop.op.describe());
             RunError::at_op(rop.index, e.context(&prefix))
         };
-        // `buffers:` of this op, for the allocation of its result (a stream's slices).
-        eng.buffers = rop.op.buffers();
-        let first_op = eng.ops.len();
-        match &rop.op {
-            Op::Load { tensor, .. } => {
-                eng.load(
-                    tensor,
-                    bound(rop)
-                        .map_err(|e| RunError::at_op(rop.index, e))?
-                        .clone(),
-                )
-                .map_err(at)?;
-            }
-            Op::Broadcast { tensor, out, .. } => {
-                let l = bound(rop)
+        let id = OpId::new(done);
+        let po = &program.ops[id];
+        // The op's own layout (see `apply::apply`): a plan variable left `Any` or a
+        // missing layout is an error here, naming the op.
+        let layout = match (&po.kind, &rop.layout) {
+            (OpKind::Load { .. } | OpKind::Broadcast { .. } | OpKind::Relayout { .. }, _) => Some(
+                bound(rop)
                     .map_err(|e| RunError::at_op(rop.index, e))?
-                    .clone();
-                let resident = eng.tensors.get(tensor).is_some_and(|t| t.lm.is_some());
-                if resident {
-                    eng.relayout("Broadcast", tensor, l, out.as_deref())
-                        .map_err(at)?;
-                } else {
-                    eng.load(tensor, l).map_err(at)?;
-                    if let Some(o) = eng.ops.last_mut() {
-                        o.op = "Broadcast".into();
-                    }
-                }
-                reference.copy(tensor, out.as_deref());
+                    .clone(),
+            ),
+            (OpKind::Reduce { .. }, Some(LayoutRef::Any(_))) if po.layout_text.is_some() => {
+                return Err(at(SimError::Other(
+                    "a Reduce keeps the tensor's layout; follow it with a Relayout to change it"
+                        .into(),
+                )));
             }
-            Op::Relayout { tensor, out, .. } => {
-                eng.relayout(
-                    "Relayout",
-                    tensor,
-                    bound(rop)
-                        .map_err(|e| RunError::at_op(rop.index, e))?
-                        .clone(),
-                    out.as_deref(),
-                )
-                .map_err(at)?;
-                reference.copy(tensor, out.as_deref());
+            (OpKind::Reduce { .. }, Some(LayoutRef::Bound(l))) if po.layout_text.is_some() => {
+                Some(l.clone())
             }
-            Op::Reduce {
-                tensor,
-                level,
-                op,
-                layout,
-                out,
-                ..
-            } => {
-                if layout.is_some()
-                    && rop.layout.as_ref().is_some_and(|l| match l {
-                        LayoutRef::Bound(b) => eng
-                            .tensors
-                            .get(tensor)
-                            .and_then(|t| t.lm.as_ref())
-                            .is_some_and(|r| r.layout != *b),
-                        LayoutRef::Any(_) => true,
-                    })
-                {
-                    return Err(at(SimError::Other(
-                        "a Reduce keeps the tensor's layout; follow it with a Relayout to change it".into(),
-                    )));
-                }
-                let r = eng.tensors.get(tensor).and_then(|t| t.lm.as_ref()).cloned();
-                let dtype = eng.tensors.get(tensor).map(|t| t.dtype);
-                eng.reduce(tensor, level, combine_of(*op), out.as_deref())
-                    .map_err(at)?;
-                if let (Some(r), Some(dtype)) = (r, dtype) {
-                    reference.reduce(&r, dtype, tensor, level, *op, out.as_deref());
-                }
-            }
-            Op::Store { tensor } => {
-                let layout = xla
-                    .get(tensor)
-                    .cloned()
-                    .unwrap_or_else(|| XlaLayout::default_for(0));
-                eng.store(tensor, layout).map_err(at)?;
-                if reference.is_on() {
-                    let dtype = eng.tensors.get(tensor).map_or(DType::F32, |t| t.dtype);
-                    reference.store(tensor, dtype, eng.dram_row_major(tensor));
-                }
-            }
-            Op::Free { tensor } => eng.free(tensor).map_err(at)?,
-            other => {
-                let Some((k, inputs, out)) = other.kernel() else {
-                    return Err(at(SimError::Other(format!(
-                        "{} is not an op this build runs",
-                        other.name()
-                    ))));
-                };
-                let layout = match &rop.layout {
-                    Some(LayoutRef::Bound(l)) => Some(l.clone()),
-                    Some(LayoutRef::Any(_)) => Some(
-                        bound(rop)
-                            .map_err(|e| RunError::at_op(rop.index, e))?
-                            .clone(),
-                    ),
-                    None => None,
-                };
-                eng.kernel(other.name(), &k, &inputs, out, layout)
-                    .map_err(at)?;
-                if let Some(t) = eng.tensors.get(out) {
-                    let p = mnsim_arch::peak_flops_per_cycle(&res.machine, t.dtype);
-                    peak = Some(peak.map_or(p, |q: f64| q.max(p)));
-                }
-                if let Some(t) = eng.tensors.get(out) {
-                    reference.kernel(&k, &inputs, out, t.dtype);
-                }
-                // A reduction whose axis spans a level leaves partial sums: finish them
-                // with tree Reduces, one per level (shown as ops of their own). A split
-                // contraction is finished the same way when the scenario asks for it.
-                if let Some(comb) = if let mnsim_kernels::Kernel::ReduceAxes { op, .. } = &k {
-                    Some(combine_of_kind(*op))
-                } else {
-                    res.auto_reduce.then_some(Combine::Add)
-                } {
-                    eng.buffers = None;
-                    let levels = eng.partial_levels(out);
-                    let first = eng.ops.len();
-                    eng.reduce_partials(out, comb).map_err(at)?;
-                    for (k, level) in levels.into_iter().enumerate() {
-                        inserted.push(InsertedReduce {
-                            after: rop.index,
-                            op: first + k,
-                            tensor: out.to_string(),
-                            level,
-                        });
-                    }
-                }
+            (OpKind::Kernel { .. }, Some(LayoutRef::Bound(l))) => Some(l.clone()),
+            (OpKind::Kernel { .. }, Some(LayoutRef::Any(_))) => Some(
+                bound(rop)
+                    .map_err(|e| RunError::at_op(rop.index, e))?
+                    .clone(),
+            ),
+            (OpKind::Reduce { .. } | OpKind::Kernel { .. } | OpKind::Store { .. }, _)
+            | (OpKind::Free { .. }, _) => None,
+        };
+        let first_op = eng.ops.len();
+        let applied = crate::apply::apply(
+            &mut eng,
+            &program,
+            id,
+            layout.as_ref(),
+            res.auto_reduce,
+            Some(&mut reference),
+        )
+        .map_err(at)?;
+        if let OpKind::Kernel { out, .. } = &po.kind
+            && let Some(t) = eng.tensors.get(program.name(*out))
+        {
+            let p = mnsim_arch::peak_flops_per_cycle(&res.machine, t.dtype);
+            peak = Some(peak.map_or(p, |q: f64| q.max(p)));
+        }
+        if let (Some((first, levels)), OpKind::Kernel { out, .. }) = (applied.reduces, &po.kind) {
+            for (k, level) in levels.into_iter().enumerate() {
+                inserted.push(InsertedReduce {
+                    after: rop.index,
+                    op: first + k,
+                    tensor: program.name(*out).to_string(),
+                    level,
+                });
             }
         }
         // Reports number ops by their place in the program as written.

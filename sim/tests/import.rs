@@ -175,7 +175,7 @@ fn the_gpt_attention_block_verifies_under_its_default_plan() {
 fn a_small_graph_is_planned_by_the_planner() {
     // `run` plans plan `auto` first; on a tiny graph the planner finds a plan.
     let path = graphs_dir().join("softmax_post_ops_unary_fusion.json");
-    let (mut sc, src) = scenario::load(&path).unwrap();
+    let (mut sc, src) = mnsim_sim::load::load(&path).unwrap();
     assert!(import::is_imported(&src));
     let msg = import::plan_auto(&mut sc, &src, &[], &Default::default());
     assert!(msg.starts_with("planned "), "{msg}");
@@ -247,10 +247,10 @@ fn an_unsupported_kind_names_the_op() {
 }
 
 #[test]
-fn a_quantised_dtype_names_the_tensor() {
-    let e = err_of(&one("Add", "", "u8", "[2, 3]"));
+fn an_unknown_dtype_names_the_tensor() {
+    let e = err_of(&one("Add", "", "u16", "[2, 3]"));
     assert!(e.contains("graph[0].inputs[0].dtype (tensor id 0)"), "{e}");
-    assert!(e.contains("quantised data type `u8`"), "{e}");
+    assert!(e.contains("unknown data type `u16`"), "{e}");
 }
 
 #[test]

@@ -90,7 +90,10 @@ pub fn map_of(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Option<WindowMap>, Ker
         | Kernel::BiasAdd { .. }
         | Kernel::GeneralMatMul { .. }
         | Kernel::Reshape { .. }
-        | Kernel::Concat { .. } => Ok(None),
+        | Kernel::Concat { .. }
+        | Kernel::Eltwise(_)
+        | Kernel::Norm(_)
+        | Kernel::Quant(_) => Ok(None),
     }
 }
 

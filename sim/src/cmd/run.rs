@@ -82,7 +82,7 @@ impl ScenarioArgs {
     /// Loads the scenario file, with `--schedule` applied.
     pub fn load(&self) -> Result<(scenario::Scenario, scenario::Source), Report> {
         let binds = scenario::parse_binds(&self.binds)?;
-        let (mut sc, src) = scenario::load_with(&self.scenario, &binds)?;
+        let (mut sc, src) = mnsim_sim::load::load_with(&self.scenario, &binds)?;
         if let Some(s) = self.schedule {
             sc.schedule = match s {
                 ScheduleArg::Overlapped => scenario::Schedule::Overlapped,

@@ -211,7 +211,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
     let total = mnsim_reports::point_count(&axes)
         .filter(|&n| n <= 1 << 24)
         .ok_or_else(|| miette!("error: the sweep has more than 2^24 points"))?;
-    let (mut sc, src) = scenario::load(&a.scenario)?;
+    let (mut sc, src) = mnsim_sim::load::load(&a.scenario)?;
     if let Some(s) = a.schedule {
         sc.schedule = match s {
             ScheduleArg::Overlapped => scenario::Schedule::Overlapped,

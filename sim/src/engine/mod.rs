@@ -16,7 +16,25 @@ use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_reports::{OpReport, Percentiles};
 use std::collections::BTreeMap;
 
-pub use crate::scenario::Mode;
+/// How a scenario runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Mode {
+    /// Move and compute real values.
+    Functional,
+    /// Count bytes and cycles only (same cycles as functional).
+    #[default]
+    Timing,
+}
+
+impl Mode {
+    /// `"functional"` or `"timing"`, as reports write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Functional => "functional",
+            Mode::Timing => "timing",
+        }
+    }
+}
 
 mod alloc;
 mod buffers;

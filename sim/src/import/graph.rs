@@ -31,6 +31,9 @@ pub struct Tensor {
     pub stride: Option<Vec<i64>>,
     /// `property_type: constant`.
     pub constant: bool,
+    /// The file gives its dimensions as −2^63 ("to be inferred"): the shape is filled in
+    /// from the producing op (`infer.rs`) before anything reads it.
+    pub unknown_shape: bool,
     /// Where the tensor is first described (for messages).
     pub path: String,
     pub span: Range<usize>,
@@ -181,14 +184,17 @@ fn dtype(name: &str) -> Result<DType, String> {
         "f64" => DType::F64,
         "boolean" => DType::Pred,
         "s32" => DType::S32,
-        "s8" | "u8" | "s4" | "u4" | "f8_e5m2" | "f8_e4m3" => {
-            return Err(format!(
-                "the quantised data type `{name}` is not supported (f32, f16, bf16, f64, s32 and boolean are)"
-            ));
-        }
+        "s64" => DType::S64,
+        "s8" => DType::S8,
+        "u8" => DType::U8,
+        "s4" => DType::S4,
+        "u4" => DType::U4,
+        "f8_e4m3" => DType::F8E4M3,
+        "f8_e5m2" => DType::F8E5M2,
         other => {
             return Err(format!(
-                "unknown data type `{other}` (f32, f16, bf16, f64, s32 and boolean are supported)"
+                "unknown data type `{other}` (f32, f16, bf16, f64, f8_e4m3, f8_e5m2, s64, s32, s8, u8, s4, u4 \
+                 and boolean are supported)"
             ));
         }
     })
@@ -217,9 +223,12 @@ fn tensor(v: &Value, path: &str) -> Result<Tensor, At> {
         .as_array()
         .ok_or_else(|| at(sh, format!("{path}.shape: must be a list of integers")))?;
     let mut shape = Vec::with_capacity(items.len());
+    let mut unknown_shape = false;
     for (k, d) in items.iter().enumerate() {
         match d.as_i64() {
             Some(x) if x >= 0 => shape.push(x as u64),
+            // oneDNN's DNNL_GRAPH_UNKNOWN_DIM: the shape is inferred from the producer.
+            Some(i64::MIN) => unknown_shape = true,
             Some(-1) => {
                 return Err(at(
                     d,
@@ -245,7 +254,16 @@ fn tensor(v: &Value, path: &str) -> Result<Tensor, At> {
             .to_string(),
         None => "strided".into(),
     };
+    if unknown_shape {
+        shape.clear();
+    }
+    // Strides written as −2^63 are unknown: dense row-major, as for `undef`.
+    let unknown_strides = v
+        .get("stride")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|x| x.as_i64() == Some(i64::MIN)));
     let stride = match (layout_type.as_str(), v.get("stride")) {
+        ("strided", Some(_)) if unknown_shape || unknown_strides => None,
         ("strided", Some(s)) => {
             let items = s
                 .as_array()
@@ -265,12 +283,14 @@ fn tensor(v: &Value, path: &str) -> Result<Tensor, At> {
             }
             Some(st)
         }
-        ("strided" | "any" | "opaque", _) => None,
+        // `undef` (an unspecified layout, its strides −2^63) is taken as dense row-major,
+        // like `any` (docs/import.md).
+        ("strided" | "any" | "opaque" | "undef", _) => None,
         (other, _) => {
             return Err(at(
                 v.get("layout_type").unwrap_or(v),
                 format!(
-                    "{path}.layout_type (tensor id {id}): unknown layout type `{other}` (strided, any or opaque)"
+                    "{path}.layout_type (tensor id {id}): unknown layout type `{other}` (strided, any, opaque or undef)"
                 ),
             ));
         }
@@ -282,6 +302,7 @@ fn tensor(v: &Value, path: &str) -> Result<Tensor, At> {
         shape,
         stride,
         constant,
+        unknown_shape,
         path: path.to_string(),
         span: v.span.clone(),
     })
@@ -360,7 +381,9 @@ pub fn read(doc: &Value) -> Result<Graph, At> {
                 let tp = format!("{path}.{key}[{k}]");
                 let t = tensor(t, &tp)?;
                 if let Some(prev) = tensors.get(&t.id) {
-                    if prev.shape != t.shape || prev.dtype != t.dtype {
+                    let shapes_differ =
+                        !prev.unknown_shape && !t.unknown_shape && prev.shape != t.shape;
+                    if shapes_differ || prev.dtype != t.dtype {
                         return Err(At {
                             span: Some(t.span.clone()),
                             message: format!(
@@ -368,6 +391,9 @@ pub fn read(doc: &Value) -> Result<Graph, At> {
                                 t.id, t.dtype, t.shape, prev.dtype, prev.shape, prev.path
                             ),
                         });
+                    }
+                    if prev.unknown_shape && !t.unknown_shape {
+                        tensors.insert(t.id, t.clone());
                     }
                 } else {
                     tensors.insert(t.id, t.clone());
@@ -424,6 +450,7 @@ pub fn read(doc: &Value) -> Result<Graph, At> {
         order.push(k);
     }
     let ops: Vec<GOp> = order.into_iter().map(|k| ops[k].clone()).collect();
+    super::infer::shapes(&ops, &mut tensors)?;
     let mut inputs = Vec::new();
     for op in &ops {
         for &t in &op.inputs {

@@ -72,17 +72,25 @@ fn dims_of(t: &Tensor) -> Vec<u64> {
     }
 }
 
-/// The XLA minor_to_major of dense `stride`s: axes by increasing stride; size-1 axes
-/// (whose stride never matters) are the most major. `None` for row-major.
+/// The XLA minor_to_major of `stride`s: axes by increasing stride; size-1 axes (whose
+/// stride never matters) are the most major. Strides with gaps (a view into a larger
+/// buffer, such as q, k and v slices of one packed QKV tensor) keep their axis order:
+/// the view is laid out as the dense permutation (docs/import.md). Overlapping or
+/// negative strides are an error.
 pub fn minor_to_major(shape: &[u64], stride: &[i64]) -> Result<Vec<usize>, String> {
     let mut big: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] > 1).collect();
     big.sort_by_key(|&a| (stride[a], std::cmp::Reverse(a)));
     let mut expect: i64 = 1;
     for &a in &big {
+        // A gap: the view skips elements of a larger buffer; the next axis starts at
+        // its own stride.
+        if stride[a] > expect {
+            expect = stride[a];
+        }
         if stride[a] != expect {
             return Err(format!(
-                "strides {stride:?} for shape {shape:?} are not a dense layout: axis {a} (size {}) has stride {} where {expect} \
-                 was expected (a dense layout puts the axes one inside the other with no gaps or overlaps); \
+                "strides {stride:?} for shape {shape:?} are not a dense layout: axis {a} (size {}) has stride {} where at least {expect} \
+                 was expected (a layout puts the axes one inside the other with no overlaps); \
                  import with `--strides row-major` to ignore the file's strides",
                 shape[a], stride[a]
             ));
@@ -156,6 +164,16 @@ impl Cx<'_> {
             init: None,
             dim_names: Vec::new(),
         });
+        name
+    }
+
+    /// A fresh intermediate tensor `t{id}_{suffix}` of `like`'s dtype and shape `dims`.
+    pub(super) fn temp_dims(&mut self, like: u64, suffix: &str, dims: Vec<u64>) -> String {
+        let name = self.temp(like, suffix);
+        if let Some(d) = self.decls.iter_mut().find(|d| d.name == name) {
+            d.minor_to_major = (0..dims.len()).rev().collect();
+            d.dims = dims;
+        }
         name
     }
 

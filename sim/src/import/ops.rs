@@ -267,17 +267,20 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
             cx.step(op, text, Kernel::Concat { axis: a, inputs: n }, ins, out)
         }
         "End" => Ok(()),
-        "Quantize" | "Dequantize" | "DynamicQuantize" | "DynamicDequantize" => {
-            Err(op.error(format!(
-                "the op kind `{k}` is not supported: mnsim imports {}",
-                KINDS.join(", ")
-            )))
-        }
+        k if super::train::handles(k) => super::train::lower(cx, op, ins, out),
+        k if super::quant::KINDS.contains(&k) => super::quant::lower(cx, op, ins, out),
         other => Err(op.error(format!(
             "unknown or unsupported op kind `{other}`: mnsim imports {}",
-            KINDS.join(", ")
+            imported()
         ))),
     }
+}
+
+/// Every kind the import takes, for messages.
+fn imported() -> String {
+    let mut all: Vec<&str> = KINDS.to_vec();
+    all.extend(super::train::all_kinds());
+    all.join(", ")
 }
 
 /// Elementwise one-input kinds; `TypeCast` becomes an explicit `Cast`.
@@ -354,14 +357,51 @@ fn matmul(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), At
     count(op, &[2, 3], 1)?;
     let ta = op.attr_bool("transpose_a")?.unwrap_or(false);
     let tb = op.attr_bool("transpose_b")?.unwrap_or(false);
-    let (a, b) = (cx.dims(&ins[0]), cx.dims(&ins[1]));
-    if cx.rank(op, 0) < 2 || cx.rank(op, 1) < 2 {
-        return Err(op.error(
-            "operands of rank 0 or 1 are not supported (MatMul needs rank 2 or more)".into(),
-        ));
+    if cx.rank(op, 0) == 0 || cx.rank(op, 1) == 0 {
+        return Err(
+            op.error("operands of rank 0 are not supported (MatMul needs rank 1 or more)".into())
+        );
     }
-    let target = if ins.len() == 3 {
-        cx.temp(op.outputs[0], "mm")
+    // Rank-1 operands (numpy): reshaped to a row `[1,K]` (`a`) or a column `[K,1]` (`b`),
+    // and the product reshaped back without that axis.
+    let mut ins = ins;
+    let vec_a = cx.rank(op, 0) == 1;
+    let vec_b = cx.rank(op, 1) == 1;
+    for (i, is_vec) in [(0usize, vec_a), (1, vec_b)] {
+        if is_vec {
+            let k = cx.dims(&ins[i])[0];
+            let dims = if i == 0 { vec![1, k] } else { vec![k, 1] };
+            let name = cx.temp_dims(op.inputs[i], "mat", dims.clone());
+            let text = call(
+                "Reshape",
+                &[
+                    ("input", q(&ins[i])),
+                    ("shape", list(&dims)),
+                    ("out", q(&name)),
+                ],
+            );
+            let src = ins[i].clone();
+            cx.step(
+                op,
+                text,
+                Kernel::Reshape { shape: dims },
+                vec![src],
+                name.clone(),
+            )?;
+            ins[i] = name;
+        }
+    }
+    let (a, b) = (cx.dims(&ins[0]), cx.dims(&ins[1]));
+    let product = if vec_a || vec_b {
+        let g = mnsim_kernels::gemm(ta, tb, &a, &b).map_err(|e| op.error(e.message))?;
+        Some(cx.temp_dims(op.outputs[0], "prod", g.out))
+    } else {
+        None
+    };
+    let target = if ins.len() == 3 || product.is_some() {
+        product
+            .clone()
+            .unwrap_or_else(|| cx.temp(op.outputs[0], "mm"))
     } else {
         out.clone()
     };
@@ -395,8 +435,33 @@ fn matmul(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), At
         (call("GeneralMatMul", &args), kernel)
     };
     cx.step(op, text, kernel, ins[..2].to_vec(), target.clone())?;
+    let mut result = target;
+    if product.is_some() {
+        let shape = cx.dims(&out);
+        let dest = if ins.len() == 3 {
+            cx.temp(op.outputs[0], "mm")
+        } else {
+            out.clone()
+        };
+        let text = call(
+            "Reshape",
+            &[
+                ("input", q(&result)),
+                ("shape", list(&shape)),
+                ("out", q(&dest)),
+            ],
+        );
+        cx.step(
+            op,
+            text,
+            Kernel::Reshape { shape },
+            vec![result],
+            dest.clone(),
+        )?;
+        result = dest;
+    }
     if ins.len() == 3 {
-        binary(cx, op, BinaryOp::Add, &target, &ins[2], &out)?;
+        binary(cx, op, BinaryOp::Add, &result, &ins[2], &out)?;
     }
     Ok(())
 }
@@ -418,18 +483,7 @@ fn layer_norm(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<()
     }
     let eps = op.attr_f64("epsilon")?.unwrap_or(1e-5);
     let affine = op.attr_bool("use_affine")?.unwrap_or(true);
-    if op.outputs.len() > 1 {
-        let used: Vec<u64> = op.outputs[1..]
-            .iter()
-            .filter(|t| cx.g.ops.iter().any(|o| o.inputs.contains(t)) || cx.g.outputs.contains(t))
-            .copied()
-            .collect();
-        if !used.is_empty() {
-            return Err(op.error(format!(
-                "the mean and variance outputs (tensor ids {used:?}) are used; only the normalised output is supported"
-            )));
-        }
-    }
+    super::train::layer_norm_stats(cx, op, vec![begin])?;
     if affine && ins.len() != 3 {
         return Err(op.error(format!(
             "`use_affine` needs gamma and beta inputs; the file gives {} input(s)",

@@ -12,11 +12,10 @@
 
 use crate::engine::{Engine, Mode, Resident, SimError};
 use crate::ids::RegionId;
-use crate::run::{combine_of, combine_of_kind};
-use crate::scenario::{Op, Resolved};
+use crate::program::{OpId, OpKind, Program};
+use crate::scenario::Resolved;
 use crate::timeline::Task;
 use mnsim_arch::{TensorLayout, XlaLayout};
-use mnsim_kernels::elem::Combine;
 
 /// The layout and partial levels of a tensor in LM.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +56,8 @@ pub fn input_slot(r: RegionId) -> Option<usize> {
 /// An engine kept for measuring ops one at a time.
 pub struct Coster {
     eng: Engine,
+    /// The program measured (op ids are positions in the resolved program).
+    program: Program,
     auto_reduce: bool,
     placed: u64,
 }
@@ -87,8 +88,10 @@ impl Coster {
             )?;
             eng.set_in_dram(name, layout);
         }
+        let program = crate::program::lower(res).map_err(|e| SimError::Other(e.message))?;
         Ok(Coster {
             eng,
+            program,
             auto_reduce: res.auto_reduce,
             placed: 0,
         })
@@ -168,10 +171,11 @@ impl Coster {
         out
     }
 
-    /// Measures `op` with its inputs in LM as `inputs` and `layout` as its own layout.
+    /// Measures op `op` with its inputs in LM as `inputs` and `layout` as its own
+    /// layout, applied as the run applies it ([`crate::apply::apply`]).
     pub fn measure(
         &mut self,
-        op: &Op,
+        op: OpId,
         inputs: &[(&str, &Held)],
         layout: Option<&TensorLayout>,
     ) -> Result<Measured, SimError> {
@@ -180,74 +184,26 @@ impl Coster {
             self.place(n, h)?;
         }
         self.eng.ops.clear();
-        // `buffers:` of the op, for the allocation of its result (a stream's slices).
-        self.eng.buffers = op.buffers();
-        let need = || SimError::Other(format!("{} needs a layout", op.name()));
-        match op {
-            Op::Load { tensor, .. } => {
-                self.eng.load(tensor, layout.ok_or_else(need)?.clone())?;
-            }
-            Op::Broadcast { tensor, out, .. } => {
-                let l = layout.ok_or_else(need)?.clone();
-                if inputs.is_empty() {
-                    self.eng.load(tensor, l)?;
-                } else {
-                    self.eng.relayout("Broadcast", tensor, l, out.as_deref())?;
-                }
-            }
-            Op::Relayout { tensor, out, .. } => {
-                self.eng.relayout(
-                    "Relayout",
-                    tensor,
-                    layout.ok_or_else(need)?.clone(),
-                    out.as_deref(),
-                )?;
-            }
-            Op::Reduce {
-                tensor,
-                level,
-                op: rop,
-                out,
-                ..
-            } => {
-                self.eng
-                    .reduce(tensor, level, combine_of(*rop), out.as_deref())?;
-            }
-            Op::Store { tensor } => {
-                let xla = self
-                    .eng
-                    .tensors
-                    .get(tensor)
-                    .and_then(|t| t.dram.as_ref())
-                    .map(|d| d.layout.clone())
-                    .unwrap_or_else(|| XlaLayout::default_for(0));
-                self.eng.store(tensor, xla)?;
-            }
-            Op::Free { .. } => {}
-            other => {
-                let Some((k, ins, out)) = other.kernel() else {
-                    return Err(SimError::Other(format!(
-                        "{} is not an op this build runs",
-                        other.name()
-                    )));
-                };
-                self.eng
-                    .kernel(other.name(), &k, &ins, out, layout.cloned())?;
-                if let Some(comb) = if let mnsim_kernels::Kernel::ReduceAxes { op, .. } = &k {
-                    Some(combine_of_kind(*op))
-                } else {
-                    self.auto_reduce.then_some(Combine::Add)
-                } {
-                    self.eng.reduce_partials(out, comb)?;
-                }
-            }
-        }
+        crate::apply::apply(
+            &mut self.eng,
+            &self.program,
+            op,
+            layout,
+            self.auto_reduce,
+            None,
+        )?;
         let cycles = self.eng.ops.iter().map(|o| o.cycles).sum();
-        let output = op.output().and_then(|(_, name)| {
-            let name = match op {
+        let output = self.program.output(op).and_then(|out| {
+            let name = match &self.program.ops[op].kind {
                 // A Broadcast from DRAM lands in the tensor itself.
-                Op::Broadcast { tensor, .. } if inputs.is_empty() => tensor.as_str(),
-                _ => name,
+                OpKind::Broadcast { tensor, .. } if inputs.is_empty() => self.program.name(*tensor),
+                OpKind::Load { .. }
+                | OpKind::Store { .. }
+                | OpKind::Relayout { .. }
+                | OpKind::Broadcast { .. }
+                | OpKind::Reduce { .. }
+                | OpKind::Free { .. }
+                | OpKind::Kernel { .. } => self.program.name(out),
             };
             self.eng
                 .tensors

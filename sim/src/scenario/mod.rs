@@ -85,25 +85,8 @@ pub enum MachineRef {
     File(String),
 }
 
-/// How a scenario runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Mode {
-    /// Move and compute real values.
-    Functional,
-    /// Count bytes and cycles only (same cycles as functional).
-    #[default]
-    Timing,
-}
-
-impl Mode {
-    /// `"functional"` or `"timing"`, as reports write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Functional => "functional",
-            Mode::Timing => "timing",
-        }
-    }
-}
+/// How a scenario runs (defined by the engine, which runs it).
+pub use crate::engine::Mode;
 
 /// A tensor: element type, XLA shape (with DRAM layout and dynamic dimensions), and
 /// how its DRAM copy starts.
@@ -204,30 +187,26 @@ pub struct Source {
 /// The UTF-8 byte order mark.
 const BOM: char = '\u{feff}';
 
-/// Reads and parses a scenario file.
+/// Reads and parses a scenario file (RON). [`crate::load::load`] takes any input file:
+/// a scenario, a oneDNN graph or StableHLO.
 pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
-    load_with(path, &BTreeMap::new())
+    let (name, text) = read(path)?;
+    let sc = parse(&text, &name)?;
+    Ok((sc, Source { path: name, text }))
 }
 
-/// Reads and parses a scenario file; `binds` give a StableHLO file's symbolic
-/// dimensions when it is imported.
-pub fn load_with(path: &Path, binds: &BTreeMap<String, u64>) -> Result<(Scenario, Source), Report> {
+/// Reads an input file as text: its name as given and its text without a UTF-8 byte
+/// order mark (some editors write one: without it, every position in the file is what
+/// an editor shows).
+pub fn read(path: &Path) -> Result<(String, String), Report> {
     let name = path.display().to_string();
     let text = crate::input::read_text(path)
         .map_err(|e| miette!("error: cannot read scenario {name}: {e}"))?;
-    // A UTF-8 byte order mark (some editors write one) is not part of the text: without
-    // it, every position in the file is what an editor shows.
     let text = match text.strip_prefix(BOM) {
         Some(rest) => rest.to_string(),
         None => text,
     };
-    // A oneDNN Graph JSON file or StableHLO MLIR is imported (for mncore2) and loaded
-    // as its scenario.
-    if crate::import::is_graph(path, &text) {
-        return crate::import::load_with(path, &text, binds);
-    }
-    let sc = parse(&text, &name)?;
-    Ok((sc, Source { path: name, text }))
+    Ok((name, text))
 }
 
 /// Parses scenario text; `name` is the file name used in messages.

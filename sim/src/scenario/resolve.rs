@@ -934,6 +934,7 @@ fn check_numbers(
             kernel: mnsim_kernels::Kernel::LayerNorm { eps, .. },
             ..
         } => Some((*eps, "kernel")),
+        Op::Kernel { kernel, .. } => mnsim_kernels::training_eps(kernel).map(|e| (e, "kernel")),
         _ => None,
     };
     if let Some((eps, field)) = eps
@@ -976,15 +977,32 @@ fn check_numbers(
     let Some(d0) = tensors.get(first).map(|t| t.dtype) else {
         return Ok(());
     };
+    // Mixed precision (docs/kernels.md): float operands and results mix freely (the
+    // kernel computes in the widest and rounds once into the result); a matrix kernel's
+    // integer operands may accumulate into an integer or a float result; integers and
+    // floats otherwise meet only through an explicit Cast, Quantize or Dequantize.
+    let family = |d: DType| {
+        if d.is_float() {
+            0
+        } else if d == DType::Pred {
+            2
+        } else {
+            1
+        }
+    };
+    let matrix = matches!(op, Op::MatMul { .. } | Op::BatchMatMul { .. });
     for &(field, name) in &operands[1..] {
         if let Some(t) = tensors.get(name)
-            && t.dtype != d0
+            && family(t.dtype) != family(d0)
+            && !(matrix && field == "out" && family(d0) == 1 && t.dtype.is_float())
         {
             return Err(cx.err(
                 cx.op_span(i, field),
                 &format!(
-                    "{what}: `{name}` is {} but `{first}` is {d0}: the operands and result of \
-                     a kernel share one dtype; mnsim never converts implicitly",
+                    "{what}: `{name}` is {} but `{first}` is {d0}: a kernel mixes float types (and a \
+                     MatMul's integer operands accumulate into a wider result), but integers and \
+                     floats meet only through an explicit Cast, Quantize or Dequantize; mnsim never \
+                     converts implicitly between them",
                     t.dtype
                 ),
                 "another dtype",
@@ -1023,6 +1041,14 @@ fn check_axes(
         Kernel::BiasAdd { axis } | Kernel::Concat { axis, .. } => {
             (vec![*axis], named("axis"), false)
         }
+        Kernel::Quant(mnsim_kernels::Quant {
+            params:
+                mnsim_kernels::QuantParams::Static {
+                    axis: Some(axis), ..
+                },
+            ..
+        }) => (vec![*axis], named("axis"), false),
+        Kernel::Quant(_) => return Ok(()),
         Kernel::Unary(_)
         | Kernel::Binary(_)
         | Kernel::MatMul
@@ -1035,6 +1061,10 @@ fn check_axes(
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_) => return Ok(()),
+        Kernel::Eltwise(_) | Kernel::Norm(_) => match mnsim_kernels::training_axes(&kernel) {
+            Some(axes) => (axes, named("kernel"), false),
+            None => return Ok(()),
+        },
     };
     let Some(&input) = inputs.first() else {
         return Ok(());

@@ -5,6 +5,7 @@
 use super::super::cost::{Held, Measured, input_region, input_slot};
 use super::{Inserted, LayoutId, Model, Moved, NO_LAYOUT, OpOut, StateId, TARGETS_MEASURED};
 use crate::ids::RegionId;
+use crate::program::{EntityRef as _, OpId};
 use crate::timeline::Task;
 use mnsim_arch::TensorLayout;
 
@@ -50,7 +51,7 @@ impl Model {
         let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());
         let inputs: Vec<(&str, &Held)> =
             names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
-        let first = self.coster.measure(&op.op, &inputs, lay.as_ref());
+        let first = self.coster.measure(OpId::new(i), &inputs, lay.as_ref());
         let err = match first {
             Ok(m) => return Ok(self.out_of(i, m, None)),
             Err(e) if !op.is_kernel || e.is_lm_full() => return Err(e.to_string()),
@@ -91,7 +92,7 @@ impl Model {
                 }
                 let inputs: Vec<(&str, &Held)> =
                     names.iter().map(|n| n.as_str()).zip(moved.iter()).collect();
-                let Ok(m) = self.coster.measure(&op.op, &inputs, lay.as_ref()) else {
+                let Ok(m) = self.coster.measure(OpId::new(i), &inputs, lay.as_ref()) else {
                     continue;
                 };
                 let total = m.cycles.saturating_add(rc);

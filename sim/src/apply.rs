@@ -1,0 +1,157 @@
+//! One op of the program applied to the engine: the one op-application path that the
+//! run (`run.rs`), the planner's measurement (`plan/cost.rs`) and the tests share. A
+//! transfer moves its tensor; a kernel computes, and a partial output is then completed
+//! by tree Reduces, one per level (after every `ReduceAxes` whose axis spans a level, and
+//! after any kernel when the scenario asks for `auto_reduce`). The host reference, when
+//! given, is told what happened.
+
+use crate::engine::{Engine, SimError};
+use crate::program::{OpId, OpKind, Program};
+use crate::scenario::ReduceOp;
+use crate::verify::Reference;
+use mnsim_arch::{TensorLayout, XlaLayout};
+use mnsim_kernels::elem::Combine;
+
+/// What applying an op did beyond the op itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// The tree Reduces that completed a partial output: the index of the first in the
+    /// engine's ops, and the level of each, in order.
+    pub reduces: Option<(usize, Vec<String>)>,
+}
+
+/// How the partial results of a reduction combine over levels.
+pub fn combine_of_kind(kind: mnsim_kernels::ReduceKind) -> Combine {
+    use mnsim_kernels::ReduceKind as K;
+    match kind {
+        K::Max => Combine::Max,
+        K::Min => Combine::Min,
+        // Only Add leaves partial results (resolve refuses a tree Reduce of the others).
+        K::Add | K::Prod | K::Mean | K::L1 | K::L2 => Combine::Add,
+    }
+}
+
+/// The combine of a tree Reduce.
+pub fn combine_of(op: ReduceOp) -> Combine {
+    combine_of_kind(op.kind())
+}
+
+/// Applies op `id` of `p` to `eng` in `layout` (the op's own layout: the moved
+/// tensor's for Load, Relayout and Broadcast, the result's for a kernel; for a Reduce,
+/// the layout it was written with, which must be the tensor's own). `auto_reduce`
+/// completes any partial kernel output; `reference` follows what was done.
+pub fn apply(
+    eng: &mut Engine,
+    p: &Program,
+    id: OpId,
+    layout: Option<&TensorLayout>,
+    auto_reduce: bool,
+    mut reference: Option<&mut Reference>,
+) -> Result<Applied, SimError> {
+    let o = &p.ops[id];
+    let n = |t| p.name(t);
+    let need = || {
+        layout
+            .cloned()
+            .ok_or_else(|| SimError::Other(format!("{} needs a layout", o.name)))
+    };
+    // `buffers:` of this op, for the allocation of its result (a stream's slices).
+    eng.buffers = o.buffers;
+    match &o.kind {
+        OpKind::Load { tensor } => {
+            eng.load(n(*tensor), need()?)?;
+        }
+        OpKind::Broadcast { tensor, out } => {
+            let l = need()?;
+            let out = out.map(n);
+            let resident = eng.tensors.get(n(*tensor)).is_some_and(|t| t.lm.is_some());
+            if resident {
+                eng.relayout("Broadcast", n(*tensor), l, out)?;
+            } else {
+                eng.load(n(*tensor), l)?;
+                if let Some(o) = eng.ops.last_mut() {
+                    o.op = "Broadcast".into();
+                }
+            }
+            if let Some(r) = reference.as_deref_mut() {
+                r.copy(n(*tensor), out);
+            }
+        }
+        OpKind::Relayout { tensor, out } => {
+            let out = out.map(n);
+            eng.relayout("Relayout", n(*tensor), need()?, out)?;
+            if let Some(r) = reference.as_deref_mut() {
+                r.copy(n(*tensor), out);
+            }
+        }
+        OpKind::Reduce {
+            tensor,
+            level,
+            op,
+            out,
+        } => {
+            let name = n(*tensor);
+            let resident = eng.tensors.get(name).and_then(|t| t.lm.as_ref()).cloned();
+            if let Some(l) = layout
+                && resident.as_ref().is_some_and(|r| r.layout != *l)
+            {
+                return Err(SimError::Other(
+                    "a Reduce keeps the tensor's layout; follow it with a Relayout to change it"
+                        .into(),
+                ));
+            }
+            let dtype = eng.tensors.get(name).map(|t| t.dtype);
+            let out = out.map(n);
+            eng.reduce(name, level, combine_of(*op), out)?;
+            if let (Some(r), Some(res), Some(dtype)) = (reference.as_deref_mut(), resident, dtype) {
+                r.reduce(&res, dtype, name, level, *op, out);
+            }
+        }
+        OpKind::Store { tensor } => {
+            let t = &p.tensors[*tensor];
+            let xla = t
+                .shape
+                .layout
+                .clone()
+                .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
+            eng.store(n(*tensor), xla)?;
+            if let Some(r) = reference.as_deref_mut()
+                && r.is_on()
+            {
+                let dtype = eng.tensors.get(n(*tensor)).map_or(t.dtype, |t| t.dtype);
+                r.store(n(*tensor), dtype, eng.dram_row_major(n(*tensor)));
+            }
+        }
+        OpKind::Free { tensor } => eng.free(n(*tensor))?,
+        OpKind::Kernel {
+            kernel,
+            inputs,
+            out,
+        } => {
+            let ins: Vec<&str> = inputs.iter().map(|t| n(*t)).collect();
+            let out = n(*out);
+            eng.kernel(o.name, kernel, &ins, out, layout.cloned())?;
+            if let (Some(r), Some(t)) = (reference.as_deref_mut(), eng.tensors.get(out)) {
+                r.kernel(kernel, &ins, out, t.dtype);
+            }
+            // A reduction whose axis spans a level leaves partial sums: finish them with
+            // tree Reduces, one per level (shown as ops of their own). A split
+            // contraction is finished the same way when the scenario asks for it.
+            let comb = if let mnsim_kernels::Kernel::ReduceAxes { op, .. } = kernel {
+                Some(combine_of_kind(*op))
+            } else {
+                auto_reduce.then_some(Combine::Add)
+            };
+            if let Some(comb) = comb {
+                eng.buffers = None;
+                let levels = eng.partial_levels(out);
+                let first = eng.ops.len();
+                eng.reduce_partials(out, comb)?;
+                return Ok(Applied {
+                    reduces: Some((first, levels)),
+                });
+            }
+        }
+    }
+    Ok(Applied::default())
+}

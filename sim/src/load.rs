@@ -1,0 +1,24 @@
+//! Loading any input file: a scenario (RON), a oneDNN Graph JSON file or StableHLO MLIR
+//! (imported for mncore2 and loaded as its scenario). The one place that knows every
+//! input format: it sits above both `scenario` and `import`.
+
+use crate::scenario::{self, Scenario, Source};
+use miette::Report;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Reads and parses any input file.
+pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
+    load_with(path, &BTreeMap::new())
+}
+
+/// Reads and parses any input file; `binds` give a StableHLO file's symbolic
+/// dimensions when it is imported.
+pub fn load_with(path: &Path, binds: &BTreeMap<String, u64>) -> Result<(Scenario, Source), Report> {
+    let (name, text) = scenario::read(path)?;
+    if crate::import::is_graph(path, &text) {
+        return crate::import::load_with(path, &text, binds);
+    }
+    let sc = scenario::parse(&text, &name)?;
+    Ok((sc, Source { path: name, text }))
+}

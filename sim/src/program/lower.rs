@@ -1,0 +1,131 @@
+//! A resolved scenario lowered into the typed program: tensors named by ids, each op's
+//! kernel taken from the one mapping of the file's kernel ops
+//! ([`crate::scenario::Op::kernel`]).
+
+use super::{OpKind, Program, ProgramOp, TensorId};
+use crate::scenario::{Op, Resolved, ResolvedOp};
+use std::collections::BTreeMap;
+
+/// A resolved scenario the program cannot hold: an op naming a tensor no declaration
+/// has, or more entries than ids can name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct LowerError {
+    /// The op (position in the program), when one is at fault.
+    pub op: Option<usize>,
+    pub message: String,
+}
+
+/// Lowers `res` into a program.
+pub fn lower(res: &Resolved) -> Result<Program, LowerError> {
+    if res.tensors.len() > Program::MAX_ENTRIES || res.ops.len() > Program::MAX_ENTRIES {
+        return Err(LowerError {
+            op: None,
+            message: format!(
+                "a program holds at most {} tensors and ops; this one has {} tensors and {} ops",
+                Program::MAX_ENTRIES,
+                res.tensors.len(),
+                res.ops.len()
+            ),
+        });
+    }
+    let mut p = Program {
+        tensors: Default::default(),
+        ops: Default::default(),
+        by_name: BTreeMap::new(),
+    };
+    for (name, t) in &res.tensors {
+        let id = p.tensors.push(t.clone());
+        p.by_name.insert(name.clone(), id);
+    }
+    for rop in &res.ops {
+        let kind = kind_of(&p, rop)?;
+        p.ops.push(ProgramOp {
+            kind,
+            name: rop.op.name(),
+            layout_text: rop.op.layout().map(str::to_string),
+            layout: rop.layout.clone(),
+            buffers: rop.op.buffers(),
+            span: rop.span.clone(),
+        });
+    }
+    Ok(p)
+}
+
+/// What `rop` does, its tensors named by id.
+fn kind_of(p: &Program, rop: &ResolvedOp) -> Result<OpKind, LowerError> {
+    let id = |name: &str| {
+        p.tensor_id(name).ok_or_else(|| LowerError {
+            op: Some(rop.index),
+            message: format!(
+                "op {} ({}): no tensor `{name}` is declared",
+                rop.index,
+                rop.op.describe()
+            ),
+        })
+    };
+    let opt = |name: &Option<String>| name.as_deref().map(id).transpose();
+    Ok(match &rop.op {
+        Op::Load { tensor, .. } => OpKind::Load {
+            tensor: id(tensor)?,
+        },
+        Op::Store { tensor } => OpKind::Store {
+            tensor: id(tensor)?,
+        },
+        Op::Relayout { tensor, out, .. } => OpKind::Relayout {
+            tensor: id(tensor)?,
+            out: opt(out)?,
+        },
+        Op::Broadcast { tensor, out, .. } => OpKind::Broadcast {
+            tensor: id(tensor)?,
+            out: opt(out)?,
+        },
+        Op::Reduce {
+            tensor,
+            level,
+            op,
+            out,
+            ..
+        } => OpKind::Reduce {
+            tensor: id(tensor)?,
+            level: level.clone(),
+            op: *op,
+            out: opt(out)?,
+        },
+        Op::Free { tensor } => OpKind::Free {
+            tensor: id(tensor)?,
+        },
+        Op::Unary { .. }
+        | Op::Binary { .. }
+        | Op::MatMul { .. }
+        | Op::BatchMatMul { .. }
+        | Op::ReduceAxes { .. }
+        | Op::Softmax { .. }
+        | Op::LayerNorm { .. }
+        | Op::Transpose { .. }
+        | Op::Select { .. }
+        | Op::Clamp { .. }
+        | Op::Elu { .. }
+        | Op::BiasAdd { .. }
+        | Op::GeneralMatMul { .. }
+        | Op::Reshape { .. }
+        | Op::Concat { .. }
+        | Op::Kernel { .. }
+        | Op::Cast { .. } => {
+            let Some((kernel, inputs, out)) = rop.op.kernel() else {
+                return Err(LowerError {
+                    op: Some(rop.index),
+                    message: format!("op {}: {} has no kernel", rop.index, rop.op.name()),
+                });
+            };
+            OpKind::Kernel {
+                kernel,
+                inputs: inputs
+                    .into_iter()
+                    .map(id)
+                    .collect::<Result<Vec<TensorId>, _>>()?,
+                out: id(out)?,
+            }
+        }
+    })
+}

@@ -1,0 +1,130 @@
+//! The typed program: what a resolved scenario (or an imported graph) runs, with
+//! tensors and ops in primary maps named by typed ids ([`TensorId`], [`OpId`]) and each
+//! op carrying what it does: a transfer ([`OpKind::Load`], `Store`, `Relayout`,
+//! `Broadcast`, `Reduce`, `Free`) or a kernel of the kernels crate with its operands.
+//!
+//! [`lower::lower`] makes it from a resolved scenario (the one mapping from the file's
+//! ops, through [`crate::scenario::Op::kernel`]); [`pretty`] prints it back to RON
+//! (named shorthands where one exists, the generic `Kernel(...)` otherwise); the run
+//! and the planner apply its ops to the engine through [`crate::apply`].
+
+pub mod entity;
+pub mod lower;
+pub mod pretty;
+#[cfg(test)]
+mod tests;
+
+use crate::scenario::{LayoutRef, ReduceOp, ResolvedTensor};
+use entity::entity_impl;
+pub use entity::{EntityRef, PrimaryMap};
+pub use lower::{LowerError, lower};
+use mnsim_kernels::Kernel;
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+entity_impl!(TensorId, "t");
+entity_impl!(OpId, "op");
+
+/// A program: its tensors (declared, shapes bound) and its ops in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// Every declared tensor, in name order.
+    pub tensors: PrimaryMap<TensorId, ResolvedTensor>,
+    /// The ops, in program order (an op's id is its position in the file).
+    pub ops: PrimaryMap<OpId, ProgramOp>,
+    /// A tensor's id by its name.
+    by_name: BTreeMap<String, TensorId>,
+}
+
+/// One op of the program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProgramOp {
+    /// What the op does.
+    pub kind: OpKind,
+    /// The name reports and messages give it (`"Load"`, `"MatMul"`, `"Cast"`, ...).
+    pub name: &'static str,
+    /// Its layout as written: TensorLayout text, or `$var` when the plan says `Any`.
+    pub layout_text: Option<String>,
+    /// Its layout bound to the tensor it applies to (see [`crate::scenario::ResolvedOp`]).
+    pub layout: Option<LayoutRef>,
+    /// `buffers:`: slices of a `Time`-stepped result LM holds.
+    pub buffers: Option<i64>,
+    /// Byte range of the op in the scenario file, when known.
+    pub span: Option<Range<usize>>,
+}
+
+/// What an op does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpKind {
+    /// DRAM → LM in the op's layout.
+    Load { tensor: TensorId },
+    /// LM → DRAM.
+    Store { tensor: TensorId },
+    /// LM layout → another LM layout (into `out` if given, else in place).
+    Relayout {
+        tensor: TensorId,
+        out: Option<TensorId>,
+    },
+    /// A Load (tensor not in LM) or Relayout (tensor in LM) into a replicating layout.
+    Broadcast {
+        tensor: TensorId,
+        out: Option<TensorId>,
+    },
+    /// Combines partial results across `level`.
+    Reduce {
+        tensor: TensorId,
+        level: String,
+        op: ReduceOp,
+        out: Option<TensorId>,
+    },
+    /// Releases a tensor's LM.
+    Free { tensor: TensorId },
+    /// A kernel: `out = kernel(inputs)`.
+    Kernel {
+        kernel: Kernel,
+        inputs: Vec<TensorId>,
+        out: TensorId,
+    },
+}
+
+impl Program {
+    /// The most entries a map of a program holds (ids are `u32`).
+    pub const MAX_ENTRIES: usize = u32::MAX as usize;
+
+    /// A tensor's id by name.
+    pub fn tensor_id(&self, name: &str) -> Option<TensorId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// A tensor's name.
+    pub fn name(&self, t: TensorId) -> &str {
+        &self.tensors[t].name
+    }
+
+    /// The tensor the op leaves in LM: `out`, or the moved tensor when there is no
+    /// `out`. `None` for Store and Free.
+    pub fn output(&self, op: OpId) -> Option<TensorId> {
+        match &self.ops[op].kind {
+            OpKind::Load { tensor } => Some(*tensor),
+            OpKind::Store { .. } | OpKind::Free { .. } => None,
+            OpKind::Relayout { tensor, out }
+            | OpKind::Broadcast { tensor, out }
+            | OpKind::Reduce { tensor, out, .. } => Some(out.unwrap_or(*tensor)),
+            OpKind::Kernel { out, .. } => Some(*out),
+        }
+    }
+
+    /// A short description for messages: `Load of `x``, `MatMul -> `h``.
+    pub fn describe(&self, op: OpId) -> String {
+        let o = &self.ops[op];
+        match &o.kind {
+            OpKind::Load { tensor }
+            | OpKind::Store { tensor }
+            | OpKind::Relayout { tensor, .. }
+            | OpKind::Broadcast { tensor, .. }
+            | OpKind::Reduce { tensor, .. }
+            | OpKind::Free { tensor } => format!("{} of `{}`", o.name, self.name(*tensor)),
+            OpKind::Kernel { out, .. } => format!("{} -> `{}`", o.name, self.name(*out)),
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! The program printed back to RON, as a scenario's `program:` writes it: each op by
+//! its named shorthand where one exists (`MatMul(a: .., b: .., out: ..)`, `Cast(..)`),
+//! the generic `Kernel(kernel: .., inputs: .., out: ..)` otherwise; fields left at their
+//! default (`None`) are not written. Parsing the text and lowering it again gives the
+//! same program (`program/tests.rs`).
+
+use super::{OpKind, Program, ProgramOp, TensorId};
+use crate::scenario::{Buffers, Op, ReduceOp};
+use mnsim_kernels::{Kernel, ReduceKind};
+
+/// The `program: [...]` list, one op a line, indented by four spaces.
+pub fn program(p: &Program) -> String {
+    let mut out = String::from("[\n");
+    for o in p.ops.values() {
+        out.push_str("    ");
+        out.push_str(&op_text(&op(p, o)));
+        out.push_str(",\n");
+    }
+    out.push(']');
+    out
+}
+
+/// One op's RON text.
+pub fn op_text(op: &Op) -> String {
+    // An `Op` of plain data always serializes; an error would be a bug of `ron`, and
+    // its message is then the text (which then fails to parse, naming it).
+    let text = ron::to_string(op).unwrap_or_else(|e| format!("<{e}>"));
+    drop_none_fields(&text)
+}
+
+/// `op` as the scenario file writes it: its shorthand when one names it, else the
+/// generic `Kernel(...)`.
+pub fn op(p: &Program, o: &ProgramOp) -> Op {
+    let name = |t: &TensorId| p.name(*t).to_string();
+    let opt = |t: &Option<TensorId>| t.as_ref().map(name);
+    let layout = o.layout_text.clone();
+    let buffers = o.buffers.map(Buffers::Count);
+    match &o.kind {
+        OpKind::Load { tensor } => Op::Load {
+            tensor: name(tensor),
+            layout: layout.unwrap_or_default(),
+            buffers,
+        },
+        OpKind::Store { tensor } => Op::Store {
+            tensor: name(tensor),
+        },
+        OpKind::Relayout { tensor, out } => Op::Relayout {
+            tensor: name(tensor),
+            layout: layout.unwrap_or_default(),
+            out: opt(out),
+            buffers,
+        },
+        OpKind::Broadcast { tensor, out } => Op::Broadcast {
+            tensor: name(tensor),
+            layout: layout.unwrap_or_default(),
+            out: opt(out),
+            buffers,
+        },
+        OpKind::Reduce {
+            tensor,
+            level,
+            op,
+            out,
+        } => Op::Reduce {
+            tensor: name(tensor),
+            level: level.clone(),
+            op: *op,
+            layout,
+            buffers,
+            out: opt(out),
+        },
+        OpKind::Free { tensor } => Op::Free {
+            tensor: name(tensor),
+        },
+        OpKind::Kernel {
+            kernel,
+            inputs,
+            out,
+        } => {
+            let ins: Vec<String> = inputs.iter().map(name).collect();
+            let out = name(out);
+            let short = shorthand(kernel, &ins, &out, o.name, &layout, &buffers);
+            match short {
+                // The shorthand must give the op the same name (reports show it).
+                Some(s) if s.name() == o.name => s,
+                Some(_) | None => Op::Kernel {
+                    kernel: kernel.clone(),
+                    inputs: ins,
+                    out,
+                    layout,
+                    buffers,
+                },
+            }
+        }
+    }
+}
+
+/// The named shorthand of a kernel op, if the kernel has one and the operands fit it.
+fn shorthand(
+    kernel: &Kernel,
+    ins: &[String],
+    out: &str,
+    name: &str,
+    layout: &Option<String>,
+    buffers: &Option<Buffers>,
+) -> Option<Op> {
+    let out = out.to_string();
+    let layout = layout.clone();
+    let buffers = buffers.clone();
+    let one = || match ins {
+        [x] => Some(x.clone()),
+        _ => None,
+    };
+    let two = || match ins {
+        [a, b] => Some((a.clone(), b.clone())),
+        _ => None,
+    };
+    Some(match kernel {
+        Kernel::Unary(op) if name == "Cast" && *op == mnsim_kernels::UnaryOp::Copy => Op::Cast {
+            input: one()?,
+            out,
+            layout,
+            buffers,
+        },
+        Kernel::Unary(op) => Op::Unary {
+            op: *op,
+            input: one()?,
+            out,
+            layout,
+            buffers,
+        },
+        Kernel::Binary(op) => {
+            let (a, b) = two()?;
+            Op::Binary {
+                op: *op,
+                a,
+                b,
+                out,
+                layout,
+                buffers,
+            }
+        }
+        Kernel::MatMul => {
+            let (a, b) = two()?;
+            Op::MatMul {
+                a,
+                b,
+                out,
+                layout,
+                buffers,
+            }
+        }
+        Kernel::BatchMatMul => {
+            let (a, b) = two()?;
+            Op::BatchMatMul {
+                a,
+                b,
+                out,
+                layout,
+                buffers,
+            }
+        }
+        Kernel::ReduceAxes {
+            op,
+            axes,
+            keep_dims,
+        } => Op::ReduceAxes {
+            op: reduce_op(*op),
+            input: one()?,
+            axes: axes.clone(),
+            out,
+            layout,
+            buffers,
+            keep_dims: *keep_dims,
+        },
+        Kernel::Softmax { axis } => Op::Softmax {
+            input: one()?,
+            axis: *axis,
+            out,
+            layout,
+            buffers,
+        },
+        Kernel::LayerNorm { axis, eps } => Op::LayerNorm {
+            input: one()?,
+            axis: *axis,
+            out,
+            layout,
+            buffers,
+            eps: *eps,
+        },
+        Kernel::Transpose { perm } => Op::Transpose {
+            input: one()?,
+            perm: perm.clone(),
+            out,
+            layout,
+            buffers,
+        },
+        Kernel::Select => {
+            let [cond, a, b] = ins else { return None };
+            Op::Select {
+                cond: cond.clone(),
+                a: a.clone(),
+                b: b.clone(),
+                out,
+                layout,
+                buffers,
+            }
+        }
+        Kernel::Clamp { min, max } => Op::Clamp {
+            input: one()?,
+            min: *min,
+            max: *max,
+            out,
+            layout,
+            buffers,
+        },
+        Kernel::Elu { alpha } => Op::Elu {
+            input: one()?,
+            alpha: *alpha,
+            out,
+            layout,
+            buffers,
+        },
+        Kernel::BiasAdd { axis } => {
+            let (input, bias) = two()?;
+            Op::BiasAdd {
+                input,
+                bias,
+                axis: *axis,
+                out,
+                layout,
+                buffers,
+            }
+        }
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        } => {
+            let (a, b) = two()?;
+            Op::GeneralMatMul {
+                a,
+                b,
+                out,
+                transpose_a: *transpose_a,
+                transpose_b: *transpose_b,
+                layout,
+                buffers,
+            }
+        }
+        Kernel::Reshape { shape } => Op::Reshape {
+            input: one()?,
+            shape: shape.clone(),
+            out,
+            layout,
+            buffers,
+        },
+        Kernel::Concat { axis, inputs } => {
+            if *inputs != ins.len() {
+                return None;
+            }
+            Op::Concat {
+                inputs: ins.to_vec(),
+                axis: *axis,
+                out,
+                layout,
+                buffers,
+            }
+        }
+        // No shorthand: the generic `Kernel(...)` form.
+        Kernel::Conv(_)
+        | Kernel::Pool(_)
+        | Kernel::Interp(_)
+        | Kernel::Eltwise(_)
+        | Kernel::Norm(_)
+        | Kernel::Quant(_) => return None,
+    })
+}
+
+/// The file's name of a kernel's reduction.
+fn reduce_op(k: ReduceKind) -> ReduceOp {
+    match k {
+        ReduceKind::Add => ReduceOp::Add,
+        ReduceKind::Max => ReduceOp::Max,
+        ReduceKind::Min => ReduceOp::Min,
+        ReduceKind::Prod => ReduceOp::Prod,
+        ReduceKind::Mean => ReduceOp::Mean,
+        ReduceKind::L1 => ReduceOp::L1,
+        ReduceKind::L2 => ReduceOp::L2,
+    }
+}
+
+/// RON text without its `name: None` fields (outside string literals), which the
+/// scenario format defaults.
+fn drop_none_fields(text: &str) -> String {
+    // Split into tokens: string literals kept whole, the rest char by char.
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices().peekable();
+    let mut code = String::new();
+    let flush = |code: &mut String, out: &mut String| {
+        out.push_str(&drop_in_code(code));
+        code.clear();
+    };
+    while let Some((_, c)) = chars.next() {
+        if c == '"' {
+            flush(&mut code, &mut out);
+            out.push(c);
+            while let Some((_, d)) = chars.next() {
+                out.push(d);
+                if d == '\\' {
+                    if let Some((_, e)) = chars.next() {
+                        out.push(e);
+                    }
+                } else if d == '"' {
+                    break;
+                }
+            }
+        } else {
+            code.push(c);
+        }
+    }
+    flush(&mut code, &mut out);
+    out
+}
+
+/// Drops `ident: None` (`ident:None`) with its separating comma from RON text holding
+/// no string literal.
+fn drop_in_code(code: &str) -> String {
+    let mut s = code.to_string();
+    let mut from = 0;
+    while let Some(k) = s[from..].find("None") {
+        let at = from + k;
+        let end = at + "None".len();
+        let ident_after = s[end..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        let colon = s[..at].trim_end();
+        let Some(field_end) = colon.strip_suffix(':').map(|c| c.trim_end().len()) else {
+            from = end;
+            continue;
+        };
+        if ident_after {
+            from = end;
+            continue;
+        }
+        // The field name before the colon.
+        let start = s[..field_end]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        let before = s[..start].trim_end();
+        let after = s[end..].trim_start();
+        let (before, after) = if let Some(a) = after.strip_prefix(',') {
+            (before.to_string(), a.trim_start().to_string())
+        } else if let Some(b) = before.strip_suffix(',') {
+            (b.to_string(), after.to_string())
+        } else {
+            (before.to_string(), after.to_string())
+        };
+        from = before.len();
+        // Keep a space after a comma or an opening parenthesis where one was.
+        s = if before.ends_with(',') && !after.is_empty() {
+            before + " " + &after
+        } else {
+            before + &after
+        };
+    }
+    s
+}

@@ -1,0 +1,168 @@
+//! The program round-trips: lowered from a resolved scenario, printed to RON, parsed and
+//! lowered again, it is the same program, on every shipped scenario (every plan) and on
+//! every imported graph of `../shared/graphs` and `../shared/stablehlo`.
+
+use super::{OpKind, Program, lower, pretty};
+use crate::scenario::{self, Op, Scenario, Source};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    out.retain(|p| p.extension().is_some_and(|e| e == ext));
+    out.sort();
+    out
+}
+
+fn parse_ops(text: &str) -> Result<Vec<Op>, String> {
+    let opts =
+        ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
+    opts.from_str(text).map_err(|e| e.to_string())
+}
+
+/// Spans point into the file the program came from; the printed text has its own.
+fn without_spans(mut p: Program) -> Program {
+    for k in p.ops.keys().collect::<Vec<_>>() {
+        p.ops[k].span = None;
+    }
+    p
+}
+
+/// Every plan of `sc`: lowered, printed, parsed, lowered again — the same program. The
+/// number of ops checked.
+fn round_trip(name: &str, sc: &Scenario, src: &Source, binds: &BTreeMap<String, u64>) -> usize {
+    let mut ops = 0;
+    for plan in scenario::plans_to_run(sc) {
+        let at = format!("{name} plan {plan:?}");
+        let res = scenario::resolve(sc, src, plan.as_deref(), &[], binds)
+            .unwrap_or_else(|e| panic!("{at}: {e:?}"));
+        let p = lower(&res).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let text = pretty::program(&p);
+        let parsed = parse_ops(&text).unwrap_or_else(|e| panic!("{at}: {e}\n{text}"));
+        let mut again = sc.clone();
+        again.program = parsed;
+        let res2 = scenario::resolve(&again, src, plan.as_deref(), &[], binds)
+            .unwrap_or_else(|e| panic!("{at}: printed program does not resolve: {e:?}\n{text}"));
+        let p2 = lower(&res2).unwrap_or_else(|e| panic!("{at}: {e}"));
+        assert_eq!(without_spans(p2), without_spans(p.clone()), "{at}\n{text}");
+        // Printing is a function of the program: the reprint is the same text.
+        assert_eq!(pretty::program(&lower(&res2).unwrap()), text, "{at}");
+        ops += p.ops.len();
+    }
+    ops
+}
+
+#[test]
+fn every_shipped_scenario_prints_parses_and_lowers_to_the_same_program() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut ops = 0;
+    let list = files(&dir, "ron");
+    assert!(
+        list.len() >= 10,
+        "{}: {} scenarios",
+        dir.display(),
+        list.len()
+    );
+    for path in &list {
+        let (sc, src) = scenario::load(path).unwrap_or_else(|e| panic!("{path:?}: {e:?}"));
+        ops += round_trip(&path.display().to_string(), &sc, &src, &BTreeMap::new());
+    }
+    assert!(ops > 100, "{ops} ops");
+}
+
+#[test]
+fn every_imported_graph_prints_parses_and_lowers_to_the_same_program() {
+    // `shared/` beside the repository, found from the crate upwards.
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared/graphs"))
+        .find(|p| p.is_dir())
+        .and_then(|g| g.parent().map(Path::to_path_buf))
+        .expect("shared/graphs beside the repository");
+    let mut list = files(&shared.join("graphs"), "json");
+    list.extend(files(&shared.join("stablehlo"), "mlir"));
+    assert!(list.len() >= 20, "{} graphs under {shared:?}", list.len());
+    // The StableHLO exports' symbolic dimensions (`b`, `t`).
+    let binds: BTreeMap<String, u64> = [("b".to_string(), 4), ("t".to_string(), 4)].into();
+    let mut kernels = 0;
+    let mut graphs = 0;
+    for path in &list {
+        // A graph the importer refuses (e.g. non-dense strides) is `import.rs`'s to test.
+        let Ok((sc, src)) = crate::load::load_with(path, &binds) else {
+            continue;
+        };
+        graphs += 1;
+        // The import wrote the bindings into the scenario (`bind:`).
+        let none = BTreeMap::new();
+        round_trip(&path.display().to_string(), &sc, &src, &none);
+        let res = scenario::resolve(&sc, &src, Some("default"), &[], &none).unwrap();
+        kernels += lower(&res)
+            .unwrap()
+            .ops
+            .values()
+            .filter(|o| matches!(o.kind, OpKind::Kernel { .. }))
+            .count();
+    }
+    assert!(
+        graphs >= 30 && kernels > 50,
+        "{graphs} graphs, {kernels} kernel ops"
+    );
+}
+
+#[test]
+fn kernel_ops_print_as_their_shorthands_and_the_generic_kernel_op_otherwise() {
+    let text = r#"(name: "k", machine: Preset("toy4"),
+        tensors: {"x": (dtype: F32, shape: "f32[16,8]", init: Ones),
+                  "y": (dtype: F32, shape: "f32[16,8]"), "c": (dtype: F16, shape: "f16[16,8]"),
+                  "z": (dtype: F32, shape: "f32[16,8]")},
+        program: [Load(tensor: "x", layout: "((4_PE, 4:8), (8:1))"),
+                  Kernel(kernel: Unary(Relu), inputs: ["x"], out: "y"),
+                  Cast(input: "x", out: "c"), Unary(op: Copy, input: "x", out: "z")])"#;
+    let sc = scenario::parse(text, "k.ron").unwrap();
+    let src = Source {
+        path: "k.ron".into(),
+        text: text.into(),
+    };
+    let res = scenario::resolve(&sc, &src, None, &[], &BTreeMap::new()).unwrap();
+    let p = lower(&res).unwrap();
+    let printed = pretty::program(&p);
+    // The generic form names its kernel's name ("Unary"): its shorthand has that name.
+    assert_eq!(
+        printed,
+        "[\n    Load(tensor:\"x\",layout:\"((4_PE, 4:8), (8:1))\"),\n    \
+         Unary(op:Relu,input:\"x\",out:\"y\"),\n    Cast(input:\"x\",out:\"c\"),\n    \
+         Unary(op:Copy,input:\"x\",out:\"z\"),\n]"
+    );
+    assert_eq!(p.describe(super::OpId::new(2)), "Cast -> `c`");
+    // A kernel whose operands fit no shorthand prints as the generic op.
+    let mut odd = p.clone();
+    let x = odd.tensor_id("x").unwrap();
+    let y = odd.tensor_id("y").unwrap();
+    odd.ops[super::OpId::new(1)].kind = OpKind::Kernel {
+        kernel: mnsim_kernels::Kernel::Concat { axis: 0, inputs: 3 },
+        inputs: vec![x],
+        out: y,
+    };
+    let op = pretty::op(&odd, &odd.ops[super::OpId::new(1)]);
+    assert_eq!(
+        pretty::op_text(&op),
+        "Kernel(kernel:Concat(axis:0,inputs:3),inputs:[\"x\"],out:\"y\")"
+    );
+}
+
+#[test]
+fn none_fields_are_dropped_outside_strings_only() {
+    assert_eq!(
+        super::pretty::op_text(&Op::Relayout {
+            tensor: "a: None, b".into(),
+            layout: "L".into(),
+            out: None,
+            buffers: None,
+        }),
+        "Relayout(tensor:\"a: None, b\",layout:\"L\")"
+    );
+}
+
+use super::EntityRef as _;
