@@ -24,6 +24,9 @@ impl Rng {
     }
 }
 
+/// The inputs of a kernel: names and dims.
+type Operands = Vec<(&'static str, Vec<u64>)>;
+
 const LEVELS: [(&str, u64); 4] = [("L2B", 2), ("L1B", 2), ("MAB", 2), ("PE", 4)];
 
 /// A tensor for the layout generator: its dims and a tag per axis (`'X'` never
@@ -162,82 +165,77 @@ fn run_conv(seed: u64) {
         ConvPass::BackwardData,
         ConvPass::BackwardWeights,
     ][rng.below(3) as usize];
-    let (k, ins, out, ts, partial): (
-        Kernel,
-        Vec<(&str, Vec<u64>)>,
-        Vec<u64>,
-        Vec<Tagged>,
-        Vec<char>,
-    ) = match pass {
-        ConvPass::Forward => (
-            Kernel::Conv(c.clone()),
-            vec![("x", xs.clone()), ("w", ws.clone())],
-            ys.clone(),
-            vec![
-                Tagged {
-                    dims: xs.clone(),
-                    tags: tags(&['N', ch], d, sp_in),
-                },
-                Tagged {
-                    dims: ws.clone(),
-                    tags: tags(&['O', ch], d, 'X'),
-                },
-                Tagged {
-                    dims: ys.clone(),
-                    tags: tags(&['N', 'O'], d, 'S'),
-                },
-            ],
-            vec!['C'],
-        ),
-        ConvPass::BackwardData => (
-            Kernel::Conv(Conv {
-                pass,
-                shape: xs.clone(),
-                ..c.clone()
-            }),
-            vec![("dy", ys.clone()), ("w", ws.clone())],
-            xs.clone(),
-            vec![
-                Tagged {
-                    dims: ys.clone(),
-                    tags: tags(&['N', if grouped { 'X' } else { 'O' }], d, sp_in),
-                },
-                Tagged {
-                    dims: ws.clone(),
-                    tags: tags(&[if grouped { 'X' } else { 'O' }, ch], d, 'X'),
-                },
-                Tagged {
-                    dims: xs.clone(),
-                    tags: tags(&['N', 'C'], d, 'S'),
-                },
-            ],
-            vec!['O'],
-        ),
-        ConvPass::BackwardWeights => (
-            Kernel::Conv(Conv {
-                pass,
-                shape: ws.clone(),
-                ..c.clone()
-            }),
-            vec![("x", xs.clone()), ("dy", ys.clone())],
-            ws.clone(),
-            vec![
-                Tagged {
-                    dims: xs.clone(),
-                    tags: tags(&['N', ch], d, 'X'),
-                },
-                Tagged {
-                    dims: ys.clone(),
-                    tags: tags(&['N', 'O'], d, 'X'),
-                },
-                Tagged {
-                    dims: ws.clone(),
-                    tags: tags(&['O', ch], d, 'K'),
-                },
-            ],
-            vec!['N'],
-        ),
-    };
+    let (k, ins, out, ts, partial): (Kernel, Operands, Vec<u64>, Vec<Tagged>, Vec<char>) =
+        match pass {
+            ConvPass::Forward => (
+                Kernel::Conv(c.clone()),
+                vec![("x", xs.clone()), ("w", ws.clone())],
+                ys.clone(),
+                vec![
+                    Tagged {
+                        dims: xs.clone(),
+                        tags: tags(&['N', ch], d, sp_in),
+                    },
+                    Tagged {
+                        dims: ws.clone(),
+                        tags: tags(&['O', ch], d, 'X'),
+                    },
+                    Tagged {
+                        dims: ys.clone(),
+                        tags: tags(&['N', 'O'], d, 'S'),
+                    },
+                ],
+                vec!['C'],
+            ),
+            ConvPass::BackwardData => (
+                Kernel::Conv(Conv {
+                    pass,
+                    shape: xs.clone(),
+                    ..c.clone()
+                }),
+                vec![("dy", ys.clone()), ("w", ws.clone())],
+                xs.clone(),
+                vec![
+                    Tagged {
+                        dims: ys.clone(),
+                        tags: tags(&['N', if grouped { 'X' } else { 'O' }], d, sp_in),
+                    },
+                    Tagged {
+                        dims: ws.clone(),
+                        tags: tags(&[if grouped { 'X' } else { 'O' }, ch], d, 'X'),
+                    },
+                    Tagged {
+                        dims: xs.clone(),
+                        tags: tags(&['N', 'C'], d, 'S'),
+                    },
+                ],
+                vec!['O'],
+            ),
+            ConvPass::BackwardWeights => (
+                Kernel::Conv(Conv {
+                    pass,
+                    shape: ws.clone(),
+                    ..c.clone()
+                }),
+                vec![("x", xs.clone()), ("dy", ys.clone())],
+                ws.clone(),
+                vec![
+                    Tagged {
+                        dims: xs.clone(),
+                        tags: tags(&['N', ch], d, 'X'),
+                    },
+                    Tagged {
+                        dims: ys.clone(),
+                        tags: tags(&['N', 'O'], d, 'X'),
+                    },
+                    Tagged {
+                        dims: ws.clone(),
+                        tags: tags(&['O', ch], d, 'K'),
+                    },
+                ],
+                vec!['N'],
+            ),
+        };
     let ls = layouts(&mut rng, &ts, &['N', 'O', 'C', 'S', 'K'], &partial);
     let inputs: Vec<Input> = ins
         .iter()
@@ -311,7 +309,7 @@ fn run_window(seed: u64) {
         dims: dims.to_vec(),
         tags: tags(&['N', 'C'], d, s),
     };
-    let mut cases: Vec<(Kernel, Vec<(&str, Vec<u64>)>, Vec<u64>, Vec<Tagged>)> = vec![
+    let mut cases: Vec<(Kernel, Operands, Vec<u64>, Vec<Tagged>)> = vec![
         (
             Kernel::Pool(pool.clone()),
             vec![("x", xs.clone())],

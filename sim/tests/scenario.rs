@@ -528,10 +528,10 @@ fn more_resolution_errors() {
         ),
         (
             base(
-                &format!(r#"{load_x}Kernel(kernel: Conv, inputs: ["x"], out: "y")"#),
+                &format!(r#"{load_x}Kernel(kernel: Frobnicate, inputs: ["x"], out: "y")"#),
                 "",
             ),
-            "Unexpected variant named `Conv`",
+            "Unexpected variant named `Frobnicate`",
         ),
     ];
     for (text, want) in cases {

@@ -293,6 +293,11 @@ impl Conv {
                 (n, c, input, o, cg, window, output)
             }
         };
+        if [n, c, o, cg].contains(&0) {
+            return Err(err(format!(
+                "{name}: the batch and the channels must be at least 1 (batch {n}, input channels {c}, output channels {o}, per group {cg})"
+            )));
+        }
         if c != cg.saturating_mul(g) || o % g != 0 {
             return Err(KernelError::new(
                 ErrorKind::Contraction,

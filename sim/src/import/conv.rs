@@ -34,7 +34,13 @@ fn step(cx: &mut Cx, op: &GOp, kernel: Kernel, ins: Vec<String>, out: &str) -> R
 /// The generic `Kernel(kernel: ..., inputs: [...], out: ...` step in scenario syntax
 /// (without its `layout` and closing parenthesis, as every step's text).
 fn kernel_text(kernel: &Kernel, ins: &[String], out: &str) -> Result<String, String> {
-    let k = ron::to_string(kernel).map_err(|e| format!("{kernel}: {e}"))?;
+    let one_line = ron::ser::PrettyConfig::default()
+        .compact_structs(true)
+        .compact_arrays(true)
+        .compact_maps(true)
+        .new_line(" ")
+        .indentor("");
+    let k = ron::ser::to_string_pretty(kernel, one_line).map_err(|e| format!("{kernel}: {e}"))?;
     let names: Vec<String> = ins.iter().map(|n| format!("\"{n}\"")).collect();
     Ok(format!(
         "Kernel(kernel: {k}, inputs: [{}], out: \"{out}\"",
@@ -199,7 +205,7 @@ fn convolution(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), A
     }
     let d = in0.len() - 2;
     // The forward convolution's data tensors: x (its input) and y (its output).
-    let (x_dims, _y_dims) = match kind {
+    let (x_dims, y_dims) = match kind {
         "Convolution" | "ConvTransposeBackwardData" => (in0.clone(), out_dims.clone()),
         "ConvTranspose" | "ConvolutionBackwardData" => (out_dims.clone(), in0.clone()),
         "ConvolutionBackwardWeights" => (in0.clone(), cx.dims(&ins[1])),
@@ -209,6 +215,11 @@ fn convolution(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), A
         ConvPass::BackwardWeights => out_dims.clone(),
         _ => cx.dims(&ins[1]),
     };
+    if x_dims.len() != d + 2 || y_dims.len() != d + 2 {
+        return Err(op.error(format!(
+            "the data tensors {x_dims:?} and {y_dims:?} must have the same rank (batch, channels and the spatial axes)"
+        )));
+    }
     let strides = required_uints(op, "strides", d)?;
     let dilations = uints(op, "dilations", op.attr_i64s("dilations")?, d, 1)?;
     let pads = (
@@ -231,28 +242,7 @@ fn convolution(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), A
     let window = w_dims[wf..wf + d].to_vec();
     let x_sp = spatial(&x_dims, cl);
     let (pads_begin, pads_end) = auto_pads(op, &x_sp, &window, &strides, &dilations, pads)?;
-    // The sizes the file gives as attributes must be the declared ones; the kernel
-    // checks that the forward convolution of `x` gives `y`.
-    for (attr, want) in [("dst_shape", &x_dims), ("weights_shape", &w_dims)] {
-        if let Some(v) = op.attr_i64s(attr)?
-            && (v.len() != want.len() || v.iter().zip(want).any(|(&a, &b)| a < 0 || a as u64 != b))
-        {
-            return Err(op.attr_error(
-                attr,
-                format!("`{attr}` {v:?} is not the shape {want:?} the op's tensors give"),
-            ));
-        }
-    }
-    let opad = uints(op, "output_padding", op.attr_i64s("output_padding")?, d, 0)?;
-    if let Some(i) = (0..d).find(|&i| opad[i] >= strides[i].max(dilations[i])) {
-        return Err(op.attr_error(
-            "output_padding",
-            format!(
-                "`output_padding` {} on spatial axis {i} must be below the stride {} or the dilation {}",
-                opad[i], strides[i], dilations[i]
-            ),
-        ));
-    }
+    sizes_given(op, (&x_dims, &w_dims), &strides, &dilations)?;
     let conv = Conv {
         pass,
         strides,
@@ -287,6 +277,39 @@ fn convolution(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), A
         return cx.step(op, text, kernel, b.to_vec(), out.to_string());
     }
     step(cx, op, Kernel::Conv(conv), kins, out)
+}
+
+/// The sizes the file gives as attributes (`dst_shape`, `weights_shape`) must be the
+/// declared ones, and `output_padding` below the stride or the dilation; the kernel
+/// checks that the forward convolution of `x` gives `y`.
+fn sizes_given(
+    op: &GOp,
+    (x_dims, w_dims): (&[u64], &[u64]),
+    strides: &[u64],
+    dilations: &[u64],
+) -> Result<(), At> {
+    let d = strides.len();
+    for (attr, want) in [("dst_shape", x_dims), ("weights_shape", w_dims)] {
+        if let Some(v) = op.attr_i64s(attr)?
+            && (v.len() != want.len() || v.iter().zip(want).any(|(&a, &b)| a < 0 || a as u64 != b))
+        {
+            return Err(op.attr_error(
+                attr,
+                format!("`{attr}` {v:?} is not the shape {want:?} the op's tensors give"),
+            ));
+        }
+    }
+    let opad = uints(op, "output_padding", op.attr_i64s("output_padding")?, d, 0)?;
+    if let Some(i) = (0..d).find(|&i| opad[i] >= strides[i].max(dilations[i])) {
+        return Err(op.attr_error(
+            "output_padding",
+            format!(
+                "`output_padding` {} on spatial axis {i} must be below the stride {} or the dilation {}",
+                opad[i], strides[i], dilations[i]
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// MaxPool, AvgPool and their gradients.
@@ -335,7 +358,10 @@ fn pool(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), At> {
             "kernel, strides and dilations must be at least 1".into(),
         ));
     }
-    let explicit = pads.clone();
+    let explicit = matches!(
+        op.attr_str("auto_pad")?.as_deref(),
+        None | Some("None" | "none" | "NONE" | "NOTSET" | "EXPLICIT")
+    );
     let (pads_begin, pads_end) = auto_pads(
         op,
         &spatial(&x_dims, cl),
@@ -344,7 +370,7 @@ fn pool(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), At> {
         &dilations,
         pads,
     )?;
-    let pads_end: Vec<i64> = if (&pads_begin, &pads_end) == (&explicit.0, &explicit.1) {
+    let pads_end: Vec<i64> = if explicit {
         given_end
     } else {
         pads_end.iter().map(|&p| p as i64).collect()
