@@ -246,7 +246,7 @@ fn per_group(
     let (mut x2, mut s2) = (Vec::new(), Vec::new());
     for d in 0..xd.len() {
         let g = group[d];
-        if g == 0 || xd[d] % g != 0 || sd[d] != xd[d] / g {
+        if g == 0 || !xd[d].is_multiple_of(g) || sd[d] != xd[d] / g {
             return Err(bad(format!(
                 "axis {d}: x has {} elements in groups of {g}, but the scales have {}",
                 xd[d], sd[d]
