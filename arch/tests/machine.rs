@@ -90,12 +90,9 @@ fn peaks() {
     // No matrix F64 on toy4: falls back to the vector unit.
     let t = preset("toy4").unwrap();
     assert_eq!(peak_flops_per_cycle(&t, DType::F64), 4.0);
-    // S8 through the matrix unit's FP16 path (an assumption of the preset): 16 × 4 PEs.
+    // s8: the assumed matrix rate (as f16: 16 FLOP/cycle × 4 PE); no rate at all for pred.
     assert_eq!(peak_flops_per_cycle(&t, DType::S8), 64.0);
-    let mut no_s8 = t.clone();
-    no_s8.compute.matrix.flops.remove(&DType::S8);
-    no_s8.compute.vector.remove(&DType::S8);
-    assert_eq!(peak_flops_per_cycle(&no_s8, DType::S8), 0.0);
+    assert_eq!(peak_flops_per_cycle(&t, DType::Pred), 0.0);
 }
 
 #[test]
@@ -292,13 +289,12 @@ fn validation_messages() {
         ),
         (
             Box::new(|m| {
-                m.compute.matrix.flops.remove(&DType::S8);
                 m.compute
                     .matrix
                     .tile
-                    .insert(DType::S8, Tile { m: 1, n: 1, k: 1 });
+                    .insert(DType::S16, Tile { m: 1, n: 1, k: 1 });
             }),
-            "compute.matrix.tile has S8 but compute.matrix.flops has no S8 rate",
+            "compute.matrix.tile has S16 but compute.matrix.flops has no S16 rate",
         ),
         (
             Box::new(|m| m.compute.matrix.tile.get_mut(&DType::F16).unwrap().k = 0),

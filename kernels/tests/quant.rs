@@ -98,7 +98,7 @@ proptest! {
         for ((&x, &qv), &b) in xs.iter().zip(&quantised).zip(&back) {
             let ideal = (x / scale).round_ties_even() + zp;
             prop_assert_eq!(qv, ideal.clamp(lo, hi));
-            if ideal >= lo && ideal <= hi {
+            if (lo..=hi).contains(&ideal) {
                 prop_assert!((b - x).abs() <= scale / 2.0 + 1e-12, "{} -> {} -> {}", x, qv, b);
             }
         }

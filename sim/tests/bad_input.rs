@@ -302,6 +302,10 @@ fn mixed_dtypes_are_rejected_by_one_rule() {
         &TOY.replace(
             r#""y": (dtype: F32, shape: "f32[n<=8,8]"),"#,
             r#""y": (dtype: F16, shape: "f16[n<=8,8]"),"#,
+        )
+        .replace(
+            r#"out: "y"),"#,
+            r#"out: "y", layout: "((4_PE, 2:8), (8:1))"),"#,
         ),
     );
     let out = mnsim(&["check", &s]);

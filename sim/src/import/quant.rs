@@ -10,6 +10,7 @@
 //!   result back: each reshape is a step of its own (data movement, 0 FLOP).
 
 use super::graph::{At, GOp};
+use super::json::Value;
 use super::lower::{Cx, axis, count};
 use mnsim_arch::DType;
 use mnsim_kernels::{Kernel, Quant, QuantDir, QuantParams};
@@ -33,7 +34,7 @@ fn numbers(op: &GOp, name: &str) -> Result<Option<Vec<f64>>, At> {
     };
     let items = v
         .as_array()
-        .map(|a| a.iter().map(|x| x.as_f64()).collect::<Option<Vec<f64>>>());
+        .map(|a| a.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>());
     match items {
         Some(Some(xs)) if xs.iter().all(|x| x.is_finite()) => Ok(Some(xs)),
         _ => Err(op.attr_error(name, "must be a list of finite numbers".into())),
@@ -233,7 +234,7 @@ fn per_group(
         None => xd
             .iter()
             .zip(&sd)
-            .map(|(&x, &s)| if s == 0 { 0 } else { x / s })
+            .map(|(&x, &s)| x.checked_div(s).unwrap_or(0))
             .collect(),
     };
     let bad = |why: String| op.attr_error("group_shape", why);
@@ -245,7 +246,7 @@ fn per_group(
     let (mut x2, mut s2) = (Vec::new(), Vec::new());
     for d in 0..xd.len() {
         let g = group[d];
-        if g == 0 || xd[d] % g != 0 || sd[d] != xd[d] / g {
+        if g == 0 || !xd[d].is_multiple_of(g) || sd[d] != xd[d] / g {
             return Err(bad(format!(
                 "axis {d}: x has {} elements in groups of {g}, but the scales have {}",
                 xd[d], sd[d]
