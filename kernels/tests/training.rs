@@ -252,7 +252,7 @@ fn norm_backward_is_the_gradient_for_layer_and_batch_norm() {
             let idx = [l / 20, (l / 5) % 4, l % 5];
             let mut p = 0usize;
             for &a in &params {
-                p = p * shape[a] as usize + idx[a] as usize;
+                p = p * shape[a] as usize + idx[a];
             }
             gamma[p]
         };

@@ -461,6 +461,11 @@ fn prelu_backward(cx: &mut Cx, op: &GOp, ins: Vec<String>) -> Result<(), At> {
 fn group_norm(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), At> {
     count(op, &[1, 3], 1)?;
     let r = cx.rank(op, 0);
+    if r < 2 {
+        return Err(op.error(format!(
+            "GroupNorm needs a batch and a channel axis; the input has rank {r}"
+        )));
+    }
     let c = channel(op, r)?;
     if c != 1 && r > 2 {
         return Err(op.attr_error(
