@@ -355,16 +355,33 @@ pub enum Eltwise {
     /// `offset + ` the element's row-major index: the same seed gives the same mask on
     /// the machine and in the reference. `seed`, `offset`, `p` are one-element tensors.
     Dropout,
-    /// `(x, mean, var) → (x − mean[c]) / √(var[c] + eps)`, and with `affine`
-    /// `(x, mean, var, gamma, beta) → that · gamma[c] + beta[c]`, where `c` is the
-    /// index along `axis` and the other inputs are vectors along it (batch
-    /// normalisation with given statistics).
-    BatchNorm {
+    /// `(x, mean, var) → (x − mean[s]) / √(var[s] + eps)`, and with `affine`
+    /// `(x, mean, var, gamma, beta) → that · gamma[p] + beta[p]`, where `s` is the
+    /// element's index along the `stats` axes of `x` (the statistics' shape) and `p`
+    /// along the `params` axes (gamma's and beta's shape): normalisation with given
+    /// statistics (BatchNorm: both the channel axis; GroupNorm: (batch, group) and
+    /// (group, channel in group)).
+    Normalize {
+        /// The axes of `x` the statistics run along, ascending.
+        stats: Vec<usize>,
+        /// The axes of `x` gamma and beta run along, ascending.
+        params: Vec<usize>,
+        /// Added to the variance.
+        eps: f64,
+        /// Gamma and beta follow the statistics.
+        affine: bool,
+    },
+    /// `(x, dy, mean, var, a, b[, gamma]) → g · r · (dy − a/n − x̂ · b/n)` with
+    /// `r = 1/√(var + eps)`, `x̂ = (x − mean)·r`, `g` gamma (1 without), every input but
+    /// `x` and `dy` a vector along `axis`, and `n` the elements per channel (the
+    /// product of the other axes): BatchNorm's source gradient from the channel sums
+    /// `a = Σ dy` and `b = Σ dy·x̂` (the gradients of beta and gamma).
+    BatchNormBackward {
         /// The channel axis of `x`.
         axis: usize,
         /// Added to the variance.
         eps: f64,
-        /// Gamma and beta follow the statistics.
+        /// Gamma is the last input.
         affine: bool,
     },
     /// `(a, b) → w · a + (1 − w) · b`, same shapes (running statistics:
@@ -423,7 +440,8 @@ impl Eltwise {
             Eltwise::Compare(c) => c.name().into(),
             Eltwise::GenIndex { .. } => "GenIndex".into(),
             Eltwise::Dropout => "Dropout".into(),
-            Eltwise::BatchNorm { .. } => "BatchNorm".into(),
+            Eltwise::Normalize { .. } => "Normalize".into(),
+            Eltwise::BatchNormBackward { .. } => "BatchNormBackward".into(),
             Eltwise::Mix { .. } => "Mix".into(),
         }
     }
@@ -439,13 +457,14 @@ impl Eltwise {
             | Eltwise::Mix { .. } => 2,
             Eltwise::PReluBackward => 3,
             Eltwise::Dropout => 4,
-            Eltwise::BatchNorm { affine, .. } => {
+            Eltwise::Normalize { affine, .. } => {
                 if *affine {
                     5
                 } else {
                     3
                 }
             }
+            Eltwise::BatchNormBackward { affine, .. } => 6 + usize::from(*affine),
         }
     }
 
@@ -468,7 +487,8 @@ impl Eltwise {
             Eltwise::PReluBackward => &["x", "slope", "dy"],
             Eltwise::Compare(_) | Eltwise::Mix { .. } => &["a", "b"],
             Eltwise::Dropout => &["x", "seed", "offset", "p"],
-            Eltwise::BatchNorm { .. } => &["x", "mean", "var", "gamma", "beta"],
+            Eltwise::Normalize { .. } => &["x", "mean", "var", "gamma", "beta"],
+            Eltwise::BatchNormBackward { .. } => &["x", "dy", "mean", "var", "a", "b", "gamma"],
         };
         names.get(i).copied().unwrap_or("out")
     }
@@ -476,8 +496,10 @@ impl Eltwise {
     /// FLOP per output element (none per input element): Act f's; Backward f′'s plus
     /// a multiply; PRelu 2, PReluBackward 2, PReluSlope 2 (a compare and a multiply);
     /// Compare 1; GenIndex 1 (an index written); Dropout 8 (a hash, a compare, a
-    /// multiply); BatchNorm 6 (a subtract, a root and a reciprocal per element are
-    /// charged as 4, a multiply) plus 2 with `affine`; Mix 3.
+    /// multiply); Normalize 6 (a subtract, a root and a reciprocal per element are
+    /// charged as 4, a multiply) plus 2 with `affine`; BatchNormBackward 12 (x̂ 2, the
+    /// root and reciprocal 4, two multiply-subtracts 4, the scale 2), 13 with gamma;
+    /// Mix 3.
     pub fn flops(&self) -> u64 {
         match self {
             Eltwise::Act(a) => a.flops(),
@@ -485,13 +507,14 @@ impl Eltwise {
             Eltwise::PRelu | Eltwise::PReluBackward | Eltwise::PReluSlope => 2,
             Eltwise::Compare(_) | Eltwise::GenIndex { .. } => 1,
             Eltwise::Dropout => 8,
-            Eltwise::BatchNorm { affine, .. } => {
+            Eltwise::Normalize { affine, .. } => {
                 if *affine {
                     8
                 } else {
                     6
                 }
             }
+            Eltwise::BatchNormBackward { affine, .. } => 12 + u64::from(*affine),
             Eltwise::Mix { .. } => 3,
         }
     }
@@ -582,7 +605,42 @@ impl Eltwise {
                 }
                 Ok(x.to_vec())
             }
-            Eltwise::BatchNorm { axis, .. } => {
+            Eltwise::Normalize { stats, params, .. } => {
+                let along = |axes: &[usize]| -> Result<Vec<u64>, KernelError> {
+                    let ok =
+                        axes.windows(2).all(|w| w[0] < w[1]) && axes.iter().all(|&a| a < x.len());
+                    if !ok {
+                        return Err(err(
+                            ErrorKind::Axis,
+                            format!(
+                                "{l}: the axes {axes:?} must be ascending, distinct axes of `x` {} (axes 0..{})",
+                                fmt_dims(x),
+                                x.len()
+                            ),
+                        ));
+                    }
+                    Ok(axes.iter().map(|&a| x[a]).collect())
+                };
+                let want = [along(stats)?, along(params)?];
+                for (j, t) in s.iter().enumerate().skip(1) {
+                    let w = &want[(j - 1) / 2];
+                    if *t != w.as_slice() {
+                        return Err(err(
+                            ErrorKind::Broadcast,
+                            format!(
+                                "{l}: `{}` must have shape {} (`x` {} along axes {:?}), got {}",
+                                self.operand(j),
+                                fmt_dims(w),
+                                fmt_dims(x),
+                                if j < 3 { stats } else { params },
+                                fmt_dims(t)
+                            ),
+                        ));
+                    }
+                }
+                Ok(x.to_vec())
+            }
+            Eltwise::BatchNormBackward { axis, .. } => {
                 if *axis >= x.len() {
                     return Err(err(
                         ErrorKind::Axis,
@@ -593,7 +651,8 @@ impl Eltwise {
                         ),
                     ));
                 }
-                for (j, t) in s.iter().enumerate().skip(1) {
+                same(1)?;
+                for (j, t) in s.iter().enumerate().skip(2) {
                     if t.len() != 1 || t[0] != x[*axis] {
                         return Err(err(
                             ErrorKind::Broadcast,
@@ -630,9 +689,19 @@ impl Eltwise {
                 .collect(),
         };
         match self {
-            Eltwise::BatchNorm { axis, .. } => {
+            Eltwise::Normalize { stats, params, .. } => {
                 let mut m = vec![numpy(s[0])];
-                for _ in 1..s.len() {
+                for j in 1..s.len() {
+                    let axes = if j < 3 { stats } else { params };
+                    m.push(InputMap {
+                        axes: axes.iter().map(|&a| AxisSource::Out(a)).collect(),
+                    });
+                }
+                m
+            }
+            Eltwise::BatchNormBackward { axis, .. } => {
+                let mut m = vec![numpy(s[0]), numpy(s[1])];
+                for _ in 2..s.len() {
                     m.push(InputMap {
                         axes: vec![AxisSource::Out(*axis)],
                     });
@@ -694,16 +763,38 @@ impl Eltwise {
                 }
                 dropout(x, seed, offset, p, l)
             }
-            Eltwise::BatchNorm { axis, eps, affine } => {
-                let c = [idx[*axis]];
+            Eltwise::Normalize {
+                stats,
+                params,
+                eps,
+                affine,
+            } => {
+                let st: Vec<u64> = stats.iter().map(|&a| idx[a]).collect();
                 let x = fetch(0, idx);
-                let (mean, var) = (fetch(1, &c), fetch(2, &c));
+                let (mean, var) = (fetch(1, &st), fetch(2, &st));
                 let n = (x - mean) / (var + eps).sqrt();
                 if *affine {
-                    n * fetch(3, &c) + fetch(4, &c)
+                    let p: Vec<u64> = params.iter().map(|&a| idx[a]).collect();
+                    n * fetch(3, &p) + fetch(4, &p)
                 } else {
                     n
                 }
+            }
+            Eltwise::BatchNormBackward { axis, eps, affine } => {
+                let c = [idx[*axis]];
+                let count = in_shapes[0]
+                    .iter()
+                    .enumerate()
+                    .filter(|(a, _)| a != axis)
+                    .fold(1u64, |p, (_, &d)| p.saturating_mul(d))
+                    .max(1) as f64;
+                let (x, dy) = (fetch(0, idx), fetch(1, idx));
+                let (mean, var) = (fetch(2, &c), fetch(3, &c));
+                let (a, b) = (fetch(4, &c), fetch(5, &c));
+                let r = 1.0 / (var + eps).sqrt();
+                let g = if *affine { fetch(6, &c) } else { 1.0 };
+                let xhat = (x - mean) * r;
+                g * r * (dy - a / count - xhat * b / count)
             }
             Eltwise::Mix { w } => w * fetch(0, idx) + (1.0 - w) * fetch(1, idx),
         }

@@ -42,18 +42,27 @@ pub(crate) fn reference(
 /// The `eps` of a training kernel that has one (BatchNorm, every Norm).
 pub fn training_eps(k: &Kernel) -> Option<f64> {
     match k {
-        Kernel::Eltwise(Eltwise::BatchNorm { eps, .. }) => Some(*eps),
+        Kernel::Eltwise(
+            Eltwise::Normalize { eps, .. } | Eltwise::BatchNormBackward { eps, .. },
+        ) => Some(*eps),
         Kernel::Norm(n) => Some(n.eps),
         _ => None,
     }
 }
 
 /// The axes of its first input a training kernel names (Norm's normalised and
-/// parameter axes, GenIndex's and BatchNorm's axis), for checks against its rank.
+/// parameter axes, GenIndex's and BatchNormBackward's axis, Normalize's statistics and
+/// parameter axes), for checks against its rank.
 pub fn training_axes(k: &Kernel) -> Option<Vec<usize>> {
     match k {
-        Kernel::Eltwise(Eltwise::GenIndex { axis } | Eltwise::BatchNorm { axis, .. }) => {
+        Kernel::Eltwise(Eltwise::GenIndex { axis } | Eltwise::BatchNormBackward { axis, .. }) => {
             Some(vec![*axis])
+        }
+        Kernel::Eltwise(Eltwise::Normalize { stats, params, .. }) => {
+            let mut v: Vec<usize> = stats.iter().chain(params).copied().collect();
+            v.sort_unstable();
+            v.dedup();
+            Some(v)
         }
         Kernel::Norm(n) => Some(n.axes.clone()),
         _ => None,

@@ -123,8 +123,9 @@ fn eltwise_kernels_on_random_layouts() {
         check(
             &m,
             dtype,
-            &Kernel::Eltwise(Eltwise::BatchNorm {
-                axis: 1,
+            &Kernel::Eltwise(Eltwise::Normalize {
+                stats: vec![1],
+                params: vec![1],
                 eps: 0.5,
                 affine: true,
             }),
@@ -134,6 +135,26 @@ fn eltwise_kernels_on_random_layouts() {
                 vec_in("var", 10),
                 vec_in("gamma", 11),
                 vec_in("beta", 12),
+            ],
+            &logical,
+            None,
+        );
+        check(
+            &m,
+            dtype,
+            &Kernel::Eltwise(Eltwise::BatchNormBackward {
+                axis: 1,
+                eps: 1.5,
+                affine: true,
+            }),
+            &[
+                inp("x", 8),
+                inp("dy", 9),
+                vec_in("mean", 10),
+                vec_in("var", 11),
+                vec_in("a", 12),
+                vec_in("b", 13),
+                vec_in("gamma", 14),
             ],
             &logical,
             None,

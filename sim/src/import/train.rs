@@ -221,8 +221,9 @@ pub(super) fn lower(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Res
         "BatchNormInference" => {
             count(op, &[5], 1)?;
             let c = channel(op, cx.rank(op, 0))?;
-            let k = Eltwise::BatchNorm {
-                axis: c,
+            let k = Eltwise::Normalize {
+                stats: vec![c],
+                params: vec![c],
                 eps: eps(op)?,
                 affine: true,
             };
@@ -460,6 +461,11 @@ fn prelu_backward(cx: &mut Cx, op: &GOp, ins: Vec<String>) -> Result<(), At> {
 fn group_norm(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), At> {
     count(op, &[1, 3], 1)?;
     let r = cx.rank(op, 0);
+    if r < 2 {
+        return Err(op.error(format!(
+            "GroupNorm needs a batch and a channel axis; the input has rank {r}"
+        )));
+    }
     let c = channel(op, r)?;
     if c != 1 && r > 2 {
         return Err(op.attr_error(
@@ -489,13 +495,54 @@ fn group_norm(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<()
             )));
         }
     }
-    let n = Norm {
-        groups: groups as u64,
-        params: if affine { vec![c] } else { Vec::new() },
-        affine,
-        ..Norm::new(NormKind::Standardize, (c..r).collect(), eps(op)?)
+    // x [N, C, S..] as [N, G, C/G, S..]: the statistics over (C/G, S..) per (N, G), then
+    // every element normalised with its group's (the groups may split over levels).
+    let g = groups as u64;
+    let mut dims5 = vec![x[0], g, x[c] / g];
+    dims5.extend_from_slice(&x[2..]);
+    let rank5 = dims5.len();
+    let x5 = cx.temp_dims(op.inputs[0], "grouped", dims5.clone());
+    kstep(
+        cx,
+        op,
+        Kernel::Reshape {
+            shape: dims5.clone(),
+        },
+        vec![ins[0].clone()],
+        x5.clone(),
+    )?;
+    let stats_dims = vec![x[0], g];
+    let axes: Vec<usize> = (2..rank5).collect();
+    let mean = cx.temp_dims(op.inputs[0], "group_mean", stats_dims.clone());
+    let k = Kernel::ReduceAxes {
+        op: ReduceKind::Mean,
+        axes: axes.clone(),
+        keep_dims: false,
     };
-    kstep(cx, op, Kernel::Norm(n), ins, out)
+    kstep(cx, op, k, vec![x5.clone()], mean.clone())?;
+    let var = cx.temp_dims(op.inputs[0], "group_var", stats_dims);
+    let k = Kernel::Norm(Norm::new(NormKind::Variance, axes, 0.0));
+    kstep(cx, op, k, vec![x5.clone()], var.clone())?;
+    let mut nins = vec![x5, mean, var];
+    if affine {
+        for (j, suffix) in [(1usize, "gamma_grouped"), (2, "beta_grouped")] {
+            let t = cx.temp_dims(op.inputs[j], suffix, vec![g, x[c] / g]);
+            let k = Kernel::Reshape {
+                shape: vec![g, x[c] / g],
+            };
+            kstep(cx, op, k, vec![ins[j].clone()], t.clone())?;
+            nins.push(t);
+        }
+    }
+    let y5 = cx.temp_dims(op.outputs[0], "grouped", dims5);
+    let k = Eltwise::Normalize {
+        stats: vec![0, 1],
+        params: vec![1, 2],
+        eps: eps(op)?,
+        affine,
+    };
+    kstep(cx, op, Kernel::Eltwise(k), nins, y5.clone())?;
+    kstep(cx, op, Kernel::Reshape { shape: x.clone() }, vec![y5], out)
 }
 
 /// `(src, mean, var[, gamma, beta]) → (dst, running_mean, running_var, batch_mean,
@@ -528,8 +575,9 @@ fn bn_forward_training(cx: &mut Cx, op: &GOp, ins: Vec<String>) -> Result<(), At
     if affine {
         bn_ins.extend([ins[3].clone(), ins[4].clone()]);
     }
-    let bn = Eltwise::BatchNorm {
-        axis: c,
+    let bn = Eltwise::Normalize {
+        stats: vec![c],
+        params: vec![c],
         eps: eps(op)?,
         affine,
     };
@@ -547,13 +595,39 @@ fn bn_forward_training(cx: &mut Cx, op: &GOp, ins: Vec<String>) -> Result<(), At
     Ok(())
 }
 
-/// `(src, diff_dst, mean, var[, gamma]) → (diff_src[, diff_gamma, diff_beta])`.
+/// `(src, diff_dst, mean, var[, gamma]) → (diff_src[, diff_gamma, diff_beta])`: the
+/// channel sums `Σ dy` (diff_beta) and `Σ dy·x̂` (diff_gamma) first, then diff_src
+/// elementwise from them.
 fn bn_backward(cx: &mut Cx, op: &GOp, ins: Vec<String>) -> Result<(), At> {
     count(op, &[4, 5], 1)?;
     let r = cx.rank(op, 0);
     let c = channel(op, r)?;
     let axes: Vec<usize> = (0..r).filter(|&a| a != c).collect();
-    norm_backward(cx, op, ins, axes, vec![c])
+    let e = eps(op)?;
+    let out = |i: usize, cx: &mut Cx, suffix: &str| match op.outputs.get(i) {
+        Some(&t) => name_of(t),
+        None => cx.temp(op.inputs[2], suffix),
+    };
+    let a = out(2, cx, "sum_dy");
+    sum(cx, op, axes.clone(), &ins[1], a.clone())?;
+    let b = out(1, cx, "sum_dy_xhat");
+    let gg = Norm {
+        params: vec![c],
+        ..Norm::new(NormKind::GammaGrad, axes, e)
+    };
+    kstep(cx, op, Kernel::Norm(gg), ins[..4].to_vec(), b.clone())?;
+    let affine = ins.len() == 5;
+    let mut bins = ins[..4].to_vec();
+    bins.extend([a, b]);
+    if affine {
+        bins.push(ins[4].clone());
+    }
+    let k = Eltwise::BatchNormBackward {
+        axis: c,
+        eps: e,
+        affine,
+    };
+    kstep(cx, op, Kernel::Eltwise(k), bins, name_of(op.outputs[0]))
 }
 
 /// `(src, diff_dst, mean, var[, gamma, beta]) → (diff_src[, diff_gamma, diff_beta])`.
