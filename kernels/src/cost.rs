@@ -66,11 +66,11 @@ pub fn per_unit_extent(l: &TensorLayout, axis: usize, unit_level: usize) -> u64 
         .fold(1u64, |a, s| a.saturating_mul(s.size))
 }
 
-fn div_ceil(a: u128, b: u128) -> u128 {
+pub(crate) fn div_ceil(a: u128, b: u128) -> u128 {
     if b == 0 { 0 } else { a.div_ceil(b) }
 }
 
-fn clamp(x: u128) -> u64 {
+pub(crate) fn clamp(x: u128) -> u64 {
     u64::try_from(x).unwrap_or(u64::MAX)
 }
 
@@ -110,6 +110,9 @@ pub fn cost(
     let out_rt = output_shape(k, &rt)?;
     let leaf = m.addressable_levels().len().saturating_sub(1);
 
+    if let Kernel::Conv(c) = k {
+        return crate::conv::cost(c, inputs, out, legality, m, dtype, &rt);
+    }
     if k.is_matmul() {
         let r = out.logical_shape().len();
         let (a, b) = (inputs[0], inputs[1]);
@@ -167,7 +170,8 @@ pub fn cost(
         });
     }
 
-    let rate = vector_rate(k, m, dtype)?;
+    let in_dtypes: Vec<DType> = inputs.iter().map(|l| l.dtype()).collect();
+    let rate = vector_rate(k, m, k.rate_dtype(&in_dtypes, dtype))?;
     let (fin, fout) = k.flops_per_element();
     let work =
         inputs[0].elems_per_pe() as u128 * fin as u128 + out.elems_per_pe() as u128 * fout as u128;
@@ -180,7 +184,7 @@ pub fn cost(
     })
 }
 
-fn vector_rate(k: &Kernel, m: &Machine, dtype: DType) -> Result<f64, KernelError> {
+pub(crate) fn vector_rate(k: &Kernel, m: &Machine, dtype: DType) -> Result<f64, KernelError> {
     m.compute.vector.get(&dtype).copied().ok_or_else(|| {
         let have: Vec<String> = m.compute.vector.keys().map(|d| d.to_string()).collect();
         KernelError::new(

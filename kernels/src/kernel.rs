@@ -1,5 +1,8 @@
 //! The kernels, their element functions, their work per element, and their errors.
 
+use crate::eltwise::Eltwise;
+use crate::norm::Norm;
+use mnsim_arch::DType;
 use std::fmt;
 
 /// Elementwise one-operand functions.
@@ -392,6 +395,18 @@ pub enum Kernel {
         /// The number of inputs.
         inputs: usize,
     },
+    /// A convolution pass on the matrix unit (implicit GEMM; see [`crate::conv`]).
+    Conv(crate::conv::Conv),
+    /// Max or average pooling, or its gradient (see [`crate::window`]).
+    Pool(crate::window::Pool),
+    /// Nearest or linear resizing, or its gradient (see [`crate::window`]).
+    Interp(crate::window::Interp),
+    /// Elementwise kernels of training graphs: activations with parameters and their
+    /// backward, PReLU, comparisons, GenIndex, Dropout, BatchNorm with given statistics
+    /// (see [`crate::eltwise`]).
+    Eltwise(Eltwise),
+    /// Normalisations and their backward along axes (see [`crate::norm`]).
+    Norm(Norm),
 }
 
 impl Kernel {
@@ -402,9 +417,13 @@ impl Kernel {
             | Kernel::MatMul
             | Kernel::BatchMatMul
             | Kernel::GeneralMatMul { .. }
-            | Kernel::BiasAdd { .. } => 2,
+            | Kernel::BiasAdd { .. }
+            | Kernel::Conv(_) => 2,
+            Kernel::Pool(p) => p.arity(),
             Kernel::Select => 3,
             Kernel::Concat { inputs, .. } => *inputs,
+            Kernel::Eltwise(e) => e.arity(),
+            Kernel::Norm(n) => n.arity(),
             Kernel::Unary(_)
             | Kernel::ReduceAxes { .. }
             | Kernel::Softmax { .. }
@@ -412,7 +431,8 @@ impl Kernel {
             | Kernel::Transpose { .. }
             | Kernel::Clamp { .. }
             | Kernel::Elu { .. }
-            | Kernel::Reshape { .. } => 1,
+            | Kernel::Reshape { .. }
+            | Kernel::Interp(_) => 1,
         }
     }
 
@@ -435,6 +455,11 @@ impl Kernel {
             Kernel::GeneralMatMul { .. } => "GeneralMatMul",
             Kernel::Reshape { .. } => "Reshape",
             Kernel::Concat { .. } => "Concat",
+            Kernel::Conv(_) => "Conv",
+            Kernel::Pool(_) => "Pool",
+            Kernel::Interp(_) => "Interp",
+            Kernel::Eltwise(_) => "Eltwise",
+            Kernel::Norm(_) => "Norm",
         }
     }
 
@@ -442,7 +467,7 @@ impl Kernel {
     pub fn is_matmul(&self) -> bool {
         matches!(
             self,
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. }
+            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_)
         )
     }
 
@@ -450,10 +475,22 @@ impl Kernel {
     /// numpy broadcasting (Binary, Select, BiasAdd): an input axis of size 1 against
     /// a larger output axis broadcasts.
     pub fn broadcasts(&self) -> bool {
-        matches!(
-            self,
-            Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
-        )
+        match self {
+            Kernel::Eltwise(e) => e.broadcasts(),
+            _ => matches!(
+                self,
+                Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
+            ),
+        }
+    }
+
+    /// The dtype whose vector rate the kernel runs at, given its inputs' and output's:
+    /// the output's, but a comparison's (whose output is `pred`) is its first input's.
+    pub fn rate_dtype(&self, inputs: &[DType], out: DType) -> DType {
+        match self {
+            Kernel::Eltwise(Eltwise::Compare(_)) => inputs.first().copied().unwrap_or(out),
+            _ => out,
+        }
     }
 
     /// Whether partial results over a split reduced variable combine by addition, so
@@ -464,6 +501,7 @@ impl Kernel {
             Kernel::MatMul
                 | Kernel::BatchMatMul
                 | Kernel::GeneralMatMul { .. }
+                | Kernel::Conv(_)
                 | Kernel::ReduceAxes {
                     op: ReduceKind::Add,
                     ..
@@ -499,7 +537,14 @@ impl Kernel {
             Kernel::ReduceAxes { op, .. } => op.flops(),
             Kernel::Softmax { .. } => (2, 13),
             Kernel::LayerNorm { .. } => (4, 2),
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => (0, 2),
+            Kernel::MatMul
+            | Kernel::BatchMatMul
+            | Kernel::GeneralMatMul { .. }
+            | Kernel::Conv(_) => (0, 2),
+            Kernel::Pool(p) => p.flops_per_element(),
+            Kernel::Interp(i) => i.flops_per_element(),
+            Kernel::Eltwise(e) => (0, e.flops()),
+            Kernel::Norm(n) => n.flops(),
         }
     }
 
@@ -507,10 +552,13 @@ impl Kernel {
     /// `a reduced axis`.
     pub fn reduced_role(&self) -> &'static str {
         match self {
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } => {
-                "the contraction"
-            }
+            Kernel::MatMul
+            | Kernel::BatchMatMul
+            | Kernel::GeneralMatMul { .. }
+            | Kernel::Conv(_) => "the contraction",
             Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => "the normalised axis",
+            Kernel::Norm(n) if n.kind == crate::norm::NormKind::GammaGrad => "a summed axis",
+            Kernel::Norm(_) => "the normalised axis",
             _ => "a reduced axis",
         }
     }
@@ -535,6 +583,11 @@ impl fmt::Display for Kernel {
             Kernel::GeneralMatMul { .. } => f.write_str("MatMul"),
             Kernel::Reshape { .. } => f.write_str("Reshape"),
             Kernel::Concat { .. } => f.write_str("Concat"),
+            Kernel::Conv(c) => f.write_str(c.name()),
+            Kernel::Pool(p) => f.write_str(p.name()),
+            Kernel::Interp(i) => f.write_str(i.name()),
+            Kernel::Eltwise(e) => f.write_str(&e.label()),
+            Kernel::Norm(n) => f.write_str(n.label()),
         }
     }
 }

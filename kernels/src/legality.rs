@@ -183,7 +183,7 @@ fn same(f: &AxisFn, g: &AxisFn, n: u64) -> bool {
 }
 
 /// `(4_PE:1, 3:8)`: a group in canonical syntax.
-fn group_text(l: &TensorLayout, axis: usize) -> String {
+pub(crate) fn group_text(l: &TensorLayout, axis: usize) -> String {
     let subs: Vec<String> = l.groups()[axis]
         .iter()
         .map(|s| {
@@ -201,7 +201,7 @@ fn group_text(l: &TensorLayout, axis: usize) -> String {
 
 /// How to make `l` replicated over level `x`: `drop its L1B sub-axes and add L1B to
 /// B@: B@[L1B,MAB]` (the replicated levels with `x` added, root-most first).
-fn bcast_with(l: &TensorLayout, x: usize) -> String {
+pub(crate) fn bcast_with(l: &TensorLayout, x: usize) -> String {
     let names: Vec<&str> = l
         .levels()
         .iter()
@@ -672,7 +672,13 @@ pub fn check(
             unit_level,
         });
     }
-    let maps = index_map(k, &in_shapes, &want)?;
+    let maps = match crate::window::map_of(k, &in_shapes)? {
+        Some(w) => {
+            crate::window::check_whole(k, &w, inputs, out, &names, unit_level)?;
+            w.maps
+        }
+        None => index_map(k, &in_shapes, &want)?,
+    };
     let mut ext = want.clone();
     ext.extend(reduced_extents(k, &in_shapes)?);
     let ctx = Ctx {
@@ -875,7 +881,10 @@ pub fn reduced_share(
     if legality.partial.is_empty() {
         return Ok(ext.iter().map(|&n| (0..n).collect()).collect());
     }
-    let maps = index_map(k, &in_shapes, &out_shape)?;
+    let maps = match crate::window::map_of(k, &in_shapes)? {
+        Some(w) => w.maps,
+        None => index_map(k, &in_shapes, &out_shape)?,
+    };
     let mut shares: Vec<Vec<u64>> = ext.iter().map(|&n| (0..n).collect()).collect();
     for &x in &legality.partial {
         let Some(&p) = pos.get(x) else {

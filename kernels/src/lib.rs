@@ -10,19 +10,29 @@
 
 #![warn(missing_docs)]
 
+pub mod conv;
 pub mod cost;
 pub mod elem;
+pub mod eltwise;
 pub mod kernel;
 pub mod legality;
+pub mod norm;
 pub mod reference;
 pub mod shape;
 pub mod tolerance;
+pub mod window;
+mod training;
 
+pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use cost::{KernelCost, cost, per_unit_extent};
+pub use eltwise::{Act, Cmp, Eltwise};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{Legality, Unit, check, reduced_share};
+pub use norm::{Norm, NormKind};
 pub use reference::{eval, eval_share, reference};
 pub use shape::{
     AxisSource, Gemm, InputMap, broadcast, gemm, index_map, output_shape, reduced_extents,
 };
 pub use tolerance::{tolerance, within};
+pub use window::{CoordMode, Interp, InterpMode, Pool, PoolKind, map_of as window_map};
+pub use training::{training_axes, training_eps};

@@ -237,6 +237,12 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
             }
             debug_assert_eq!(rb, bs.len());
         }
+        Kernel::Conv(c) => return crate::conv::reference(c, inputs, out_shape),
+        Kernel::Pool(p) => return p.reference(inputs, out_shape),
+        Kernel::Interp(i) => return i.reference(inputs, out_shape),
+        Kernel::Eltwise(_) | Kernel::Norm(_) => {
+            crate::training::reference(k, inputs, out_shape, &mut out)
+        }
         Kernel::Reshape { .. } => out.copy_from_slice(x),
         Kernel::Concat { axis, .. } => {
             let mut xi = vec![0u64; out_shape.len()];
@@ -489,6 +495,8 @@ fn eval_core(
                 _ => unreachable!(),
             }
         }
+        Kernel::Eltwise(e) => e.eval(out_idx, fetch, in_shapes),
+        Kernel::Norm(n) => n.eval(out_idx, fetch, in_shapes),
         Kernel::Transpose { perm } => {
             let mut idx = vec![0u64; perm.len()];
             for (i, &p) in perm.iter().enumerate() {
@@ -496,5 +504,12 @@ fn eval_core(
             }
             fetch(0, &idx)
         }
+        Kernel::Conv(c) => {
+            let n = c.reduced_extents(in_shapes).map_or(0, |e| e.len());
+            let lists: Vec<Vec<u64>> = (0..n).map(values).collect();
+            crate::conv::eval(c, out_idx, fetch, &lists, in_shapes)
+        }
+        Kernel::Pool(p) => p.eval(out_idx, fetch, in_shapes),
+        Kernel::Interp(i) => i.eval(out_idx, fetch, in_shapes),
     }
 }

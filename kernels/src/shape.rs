@@ -259,6 +259,8 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
             }
             Ok(shape.clone())
         }
+        Kernel::Eltwise(e) => e.output_shape(inputs),
+        Kernel::Norm(n) => n.output_shape(inputs),
         Kernel::Concat { axis, .. } => {
             if *axis >= x.len() {
                 return Err(err(
@@ -290,6 +292,9 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
             }
             Ok(out)
         }
+        Kernel::Conv(c) => c.output_shape(inputs),
+        Kernel::Pool(p) => p.output_shape(inputs),
+        Kernel::Interp(i) => i.output_shape(inputs),
     }
 }
 
@@ -429,6 +434,8 @@ pub fn reduced_extents(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Vec<u64>, Ker
         } => vec![gemm(*transpose_a, *transpose_b, x, in_shapes[1])?.k],
         Kernel::ReduceAxes { axes, .. } => axes.iter().map(|&a| x[a]).collect(),
         Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => vec![x[*axis]],
+        Kernel::Conv(c) => c.reduced_extents(in_shapes)?,
+        Kernel::Norm(n) => n.reduced_extents(x),
         _ => Vec::new(),
     })
 }
@@ -550,7 +557,11 @@ pub fn index_map(
                 side(in_shapes[1], *transpose_b, Reduced(0), Out(nb + 1)),
             ]
         }
-        Kernel::Reshape { .. } | Kernel::Concat { .. } => {
+        Kernel::Reshape { .. }
+        | Kernel::Concat { .. }
+        | Kernel::Conv(_)
+        | Kernel::Pool(_)
+        | Kernel::Interp(_) => {
             return Err(err(
                 ErrorKind::Layout,
                 format!(
@@ -558,6 +569,8 @@ pub fn index_map(
                 ),
             ));
         }
+        Kernel::Eltwise(e) => e.index_map(in_shapes, out_shape),
+        Kernel::Norm(n) => n.index_map(in_shapes),
         Kernel::Transpose { perm } => {
             let mut m = vec![Broadcast; perm.len()];
             for (i, &p) in perm.iter().enumerate() {

@@ -32,10 +32,12 @@ pub fn tolerance(dtype: DType, k: &Kernel, reduction_len: u64) -> (f64, f64) {
         | Kernel::Softmax { .. }
         | Kernel::LayerNorm { .. }
         | Kernel::GeneralMatMul { .. }
+        | Kernel::Conv(_)
         | Kernel::ReduceAxes {
             op: ReduceKind::Add | ReduceKind::Mean | ReduceKind::L1 | ReduceKind::L2,
             ..
         } => reduction_len.max(1),
+        Kernel::Norm(_) => reduction_len.max(1),
         _ => 1,
     };
     let grow = (n as f64).sqrt();

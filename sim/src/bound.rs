@@ -266,7 +266,13 @@ impl<'a> View<'a> {
     }
 
     /// A kernel: its useful FLOP over the peak of the unit that runs it.
-    fn kernel(&self, k: &Kernel, inputs: &[&[u64]], out: DType) -> Option<Parts> {
+    fn kernel(
+        &self,
+        k: &Kernel,
+        inputs: &[&[u64]],
+        in_dtypes: &[DType],
+        out: DType,
+    ) -> Option<Parts> {
         let out_rt = mnsim_kernels::output_shape(k, inputs).ok()?;
         let numel = |d: &[u64]| {
             d.iter()
@@ -285,8 +291,14 @@ impl<'a> View<'a> {
                 }
                 _ => inputs[0].len().checked_sub(1)?,
             };
-            let kk = u128::from(*inputs[0].get(ka)?);
-            let useful = 2u128.saturating_mul(numel(&out_rt)).saturating_mul(kk);
+            let useful = match k {
+                // A convolution's multiply-adds: 2·N·O·Π output·C/g·Π window.
+                Kernel::Conv(c) => c.flops(inputs).ok()?,
+                _ => {
+                    let kk = u128::from(*inputs[0].get(ka)?);
+                    2u128.saturating_mul(numel(&out_rt)).saturating_mul(kk)
+                }
+            };
             match m.compute.matrix.flops.get(&out) {
                 Some(&f) => {
                     let addr = m.addressable_levels();
@@ -314,11 +326,8 @@ impl<'a> View<'a> {
             let useful = numel(inputs[0])
                 .saturating_mul(u128::from(fin))
                 .saturating_add(numel(&out_rt).saturating_mul(u128::from(fout)));
-            (
-                useful,
-                Resource::VectorUnit,
-                m.compute.vector.get(&out)? * self.pes as f64,
-            )
+            let rate = m.compute.vector.get(&k.rate_dtype(in_dtypes, out))?;
+            (useful, Resource::VectorUnit, rate * self.pes as f64)
         };
         Some(Parts {
             holds: vec![(resource, over(useful, peak))],
@@ -435,7 +444,11 @@ fn kernel_bound(res: &Resolved, v: &View, k: &Kernel, inputs: &[&str], out: &str
     let (Some(dims), Some(o)) = (dims, res.tensors.get(out)) else {
         return OpBound::default();
     };
-    v.kernel(k, &dims, o.dtype)
+    let in_dtypes: Vec<DType> = inputs
+        .iter()
+        .filter_map(|n| res.tensors.get(*n).map(|t| t.dtype))
+        .collect();
+    v.kernel(k, &dims, &in_dtypes, o.dtype)
         .map_or_else(OpBound::default, |p| p.bound(v.m, true))
 }
 
@@ -466,7 +479,10 @@ fn capacity(res: &Resolved, p: &Program, v: &View) -> Vec<(Resource, u64)> {
             continue;
         };
         let (inputs, out) = (names(p, inputs), p.name(*out));
+        // The DRAM traffic bound of a contraction's blocking (a convolution reuses its
+        // input across the window as well, so it is left out).
         if !k.is_matmul()
+            || matches!(k, Kernel::Conv(_))
             || !inputs
                 .iter()
                 .all(|n| loaded.contains(n) && readers.get(n) == Some(&1))

@@ -13,7 +13,9 @@
 //! What is left of an axis stays in memory, the innermost axis that divides packed
 //! into words (`W`); a
 //! tensor whose per-PE share exceeds a quarter of LM takes `Time` steps on its
-//! most major memory axes.
+//! most major memory axes; while the tensors alive at one step (from the step that
+//! first names them to the one that last does, graph outputs to the end) need more
+//! than LM together, that share shrinks.
 
 use super::lower::{Decl, Step};
 use mnsim_arch::Machine;
@@ -66,7 +68,12 @@ fn gcd(a: u64, b: u64) -> u64 {
 }
 
 /// The default layout text of every tensor the steps name.
-pub fn default_layouts(m: &Machine, decls: &[Decl], steps: &[Step]) -> BTreeMap<String, String> {
+pub fn default_layouts(
+    m: &Machine,
+    decls: &[Decl],
+    steps: &[Step],
+    outputs: &[String],
+) -> BTreeMap<String, String> {
     let index: BTreeMap<&str, usize> = decls
         .iter()
         .enumerate()
@@ -119,6 +126,27 @@ pub fn default_layouts(m: &Machine, decls: &[Decl], steps: &[Step]) -> BTreeMap<
                     }
                 }
                 nosplit[node(o, *axis)] = true;
+            }
+            // Window kernels: an axis read through a window (or a channel group), a
+            // contracted axis and an output axis reading a halo stay whole.
+            k @ (Kernel::Conv(_) | Kernel::Pool(_) | Kernel::Interp(_)) => {
+                let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
+                let Ok(Some(w)) = mnsim_kernels::window_map(k, &shapes) else {
+                    continue;
+                };
+                for (j, map) in w.maps.iter().enumerate() {
+                    for (p, src) in map.axes.iter().enumerate() {
+                        match src {
+                            AxisSource::Out(h) => uf.union(node(ins[j], p), node(o, *h)),
+                            AxisSource::Reduced(_) | AxisSource::Broadcast => {
+                                nosplit[node(ins[j], p)] = true;
+                            }
+                        }
+                    }
+                }
+                for (h, _) in w.halo {
+                    nosplit[node(o, h)] = true;
+                }
             }
             k => {
                 let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
@@ -175,14 +203,65 @@ pub fn default_layouts(m: &Machine, decls: &[Decl], steps: &[Step]) -> BTreeMap<
         }
     }
     let lm_words = m.leaf_memory_bytes() / m.word_bytes.max(1);
-    let budget = (lm_words / 4).max(1);
+    let classes: Vec<Vec<usize>> = decls
+        .iter()
+        .enumerate()
+        .map(|(t, d)| (0..d.dims.len()).map(|a| uf.find(node(t, a))).collect())
+        .collect();
+    // A quarter of LM per tensor, less while the tensors live together need more than
+    // LM holds (each holds one `Time` slice at the least).
+    let mut budget = (lm_words / 4).max(1);
     let mut out = BTreeMap::new();
-    for (t, d) in decls.iter().enumerate() {
-        let classes: Vec<usize> = (0..d.dims.len()).map(|a| uf.find(node(t, a))).collect();
-        let text = layout_for(m, d, &classes, &assigned, &levels, budget);
-        out.insert(d.name.clone(), text);
+    for _ in 0..24 {
+        out.clear();
+        let mut words = Vec::with_capacity(decls.len());
+        for (d, c) in decls.iter().zip(&classes) {
+            let (text, fp) = layout_for(m, d, c, &assigned, &levels, budget);
+            out.insert(d.name.clone(), text);
+            words.push(fp);
+        }
+        let peak = peak_live(decls, steps, outputs, &words);
+        if peak <= lm_words || budget <= 1 {
+            break;
+        }
+        let scaled = u128::from(budget) * u128::from(lm_words) * 9 / (10 * u128::from(peak));
+        budget = u64::try_from(scaled).unwrap_or(budget).clamp(1, budget - 1);
     }
     out
+}
+
+/// The most LM words per PE the tensors live at one step need together: a tensor lives
+/// from the step that first names it to the step that last does (graph outputs, which
+/// are stored at the end, to the end), holding `words[t]` (one `Time` slice).
+fn peak_live(decls: &[Decl], steps: &[Step], outputs: &[String], words: &[u64]) -> u64 {
+    let index: BTreeMap<&str, usize> = decls
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.name.as_str(), i))
+        .collect();
+    let mut span: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        for n in s.inputs.iter().chain([&s.out]) {
+            if let Some(&t) = index.get(n.as_str()) {
+                let e = span.entry(t).or_insert((i, i));
+                e.1 = i;
+            }
+        }
+    }
+    let end = steps.len().saturating_sub(1);
+    for o in outputs {
+        if let Some(e) = index.get(o.as_str()).and_then(|t| span.get_mut(t)) {
+            e.1 = end;
+        }
+    }
+    (0..steps.len())
+        .map(|i| {
+            span.iter()
+                .filter(|(_, (a, b))| *a <= i && i <= *b)
+                .fold(0u64, |acc, (t, _)| acc.saturating_add(words[*t]))
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 fn layout_for(
@@ -192,7 +271,7 @@ fn layout_for(
     assigned: &[Option<(usize, u64)>],
     levels: &[mnsim_arch::machine::AddrLevel],
     budget: u64,
-) -> String {
+) -> (String, u64) {
     let rank = d.dims.len();
     let slots = (m.word_bytes / d.dtype.bytes()).max(1);
     // Level sub-axes and the memory remainder of every axis.
@@ -263,7 +342,7 @@ fn layout_for(
             .unwrap_or(1);
         time[a] = t;
     }
-    build(&time)
+    (build(&time), footprint(&time))
 }
 
 #[cfg(test)]

@@ -159,6 +159,16 @@ impl Cx<'_> {
         name
     }
 
+    /// A fresh intermediate tensor `t{id}_{suffix}` of `like`'s dtype and shape `dims`.
+    pub(super) fn temp_dims(&mut self, like: u64, suffix: &str, dims: Vec<u64>) -> String {
+        let name = self.temp(like, suffix);
+        if let Some(d) = self.decls.iter_mut().find(|d| d.name == name) {
+            d.minor_to_major = (0..dims.len()).rev().collect();
+            d.dims = dims;
+        }
+        name
+    }
+
     /// Appends a kernel step after checking its output shape against the declared one.
     pub(super) fn step(
         &mut self,

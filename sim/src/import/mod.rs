@@ -7,12 +7,14 @@
 //! ops, `lower` turns each op into kernels, `layouts` chooses the default layouts,
 //! and this module writes the scenario text.
 
+mod conv;
 pub mod graph;
 pub mod json;
 pub mod layouts;
 pub mod lower;
 mod ops;
 pub mod stablehlo;
+mod train;
 
 pub use lower::Strides;
 
@@ -220,7 +222,8 @@ fn write(
     let keep = |n: &str| used.contains(n) || outputs.contains(&n);
     let decls: Vec<&lower::Decl> = low.decls.iter().filter(|d| keep(&d.name)).collect();
     let owned: Vec<lower::Decl> = decls.iter().map(|d| (*d).clone()).collect();
-    let defaults = layouts::default_layouts(m, &owned, &low.steps);
+    let outs: Vec<String> = outputs.iter().map(|o| o.to_string()).collect();
+    let defaults = layouts::default_layouts(m, &owned, &low.steps, &outs);
     let max_elems = decls
         .iter()
         .map(|d| d.dims.iter().fold(1u64, |a, &b| a.saturating_mul(b)))

@@ -50,7 +50,7 @@ fn reduce_of(kind: &str) -> Option<(ReduceKind, &'static str)> {
 }
 
 /// Every op kind the import turns into kernels (docs/import.md).
-pub const KINDS: [&str; 38] = [
+pub const KINDS: [&str; 50] = [
     "MatMul",
     "Add",
     "Subtract",
@@ -89,6 +89,18 @@ pub const KINDS: [&str; 38] = [
     "ReduceL2",
     "Concat",
     "End",
+    "Convolution",
+    "ConvolutionBackwardData",
+    "ConvolutionBackwardWeights",
+    "ConvTranspose",
+    "ConvTransposeBackwardData",
+    "ConvTransposeBackwardWeights",
+    "MaxPool",
+    "AvgPool",
+    "MaxPoolBackward",
+    "AvgPoolBackward",
+    "Interpolate",
+    "InterpolateBackward",
 ];
 
 /// `"name"`, as the scenario writes a tensor name.
@@ -146,6 +158,9 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
     }
     if let Some((r, name)) = reduce_of(k) {
         return reduce(cx, op, (r, name), ins, out);
+    }
+    if let Some(r) = super::conv::lower(cx, op, &ins, &out) {
+        return r;
     }
     match k {
         "MatMul" => matmul(cx, op, ins, out),
@@ -252,27 +267,25 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
             cx.step(op, text, Kernel::Concat { axis: a, inputs: n }, ins, out)
         }
         "End" => Ok(()),
-        "Convolution"
-        | "ConvolutionBackwardData"
-        | "ConvolutionBackwardWeights"
-        | "ConvTranspose"
-        | "AvgPool"
-        | "MaxPool"
-        | "AvgPoolBackward"
-        | "MaxPoolBackward"
-        | "Interpolate"
-        | "Quantize"
-        | "Dequantize"
-        | "DynamicQuantize"
-        | "DynamicDequantize" => Err(op.error(format!(
-            "the op kind `{k}` is not supported: mnsim imports {}",
-            KINDS.join(", ")
-        ))),
+        k if super::train::handles(k) => super::train::lower(cx, op, ins, out),
+        "Quantize" | "Dequantize" | "DynamicQuantize" | "DynamicDequantize" => {
+            Err(op.error(format!(
+                "the op kind `{k}` is not supported: mnsim imports {}",
+                imported()
+            )))
+        }
         other => Err(op.error(format!(
             "unknown or unsupported op kind `{other}`: mnsim imports {}",
-            KINDS.join(", ")
+            imported()
         ))),
     }
+}
+
+/// Every kind the import takes, for messages.
+fn imported() -> String {
+    let mut all: Vec<&str> = KINDS.to_vec();
+    all.extend(super::train::all_kinds());
+    all.join(", ")
 }
 
 /// Elementwise one-input kinds; `TypeCast` becomes an explicit `Cast`.
@@ -413,18 +426,7 @@ fn layer_norm(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<()
     }
     let eps = op.attr_f64("epsilon")?.unwrap_or(1e-5);
     let affine = op.attr_bool("use_affine")?.unwrap_or(true);
-    if op.outputs.len() > 1 {
-        let used: Vec<u64> = op.outputs[1..]
-            .iter()
-            .filter(|t| cx.g.ops.iter().any(|o| o.inputs.contains(t)) || cx.g.outputs.contains(t))
-            .copied()
-            .collect();
-        if !used.is_empty() {
-            return Err(op.error(format!(
-                "the mean and variance outputs (tensor ids {used:?}) are used; only the normalised output is supported"
-            )));
-        }
-    }
+    super::train::layer_norm_stats(cx, op, vec![begin])?;
     if affine && ins.len() != 3 {
         return Err(op.error(format!(
             "`use_affine` needs gamma and beta inputs; the file gives {} input(s)",

@@ -266,6 +266,12 @@ fn shorthand(
                 buffers,
             }
         }
+        // No shorthand: the generic `Kernel(...)` form.
+        Kernel::Conv(_)
+        | Kernel::Pool(_)
+        | Kernel::Interp(_)
+        | Kernel::Eltwise(_)
+        | Kernel::Norm(_) => return None,
     })
 }
 

@@ -934,6 +934,7 @@ fn check_numbers(
             kernel: mnsim_kernels::Kernel::LayerNorm { eps, .. },
             ..
         } => Some((*eps, "kernel")),
+        Op::Kernel { kernel, .. } => mnsim_kernels::training_eps(kernel).map(|e| (e, "kernel")),
         _ => None,
     };
     if let Some((eps, field)) = eps
@@ -1031,7 +1032,14 @@ fn check_axes(
         | Kernel::Clamp { .. }
         | Kernel::Elu { .. }
         | Kernel::GeneralMatMul { .. }
-        | Kernel::Reshape { .. } => return Ok(()),
+        | Kernel::Reshape { .. }
+        | Kernel::Conv(_)
+        | Kernel::Pool(_)
+        | Kernel::Interp(_) => return Ok(()),
+        Kernel::Eltwise(_) | Kernel::Norm(_) => match mnsim_kernels::training_axes(&kernel) {
+            Some(axes) => (axes, named("kernel"), false),
+            None => return Ok(()),
+        },
     };
     let Some(&input) = inputs.first() else {
         return Ok(());
