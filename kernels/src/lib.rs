@@ -20,8 +20,8 @@ pub mod norm;
 pub mod reference;
 pub mod shape;
 pub mod tolerance;
-pub mod window;
 mod training;
+pub mod window;
 
 pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use cost::{KernelCost, cost, per_unit_extent};
@@ -34,5 +34,5 @@ pub use shape::{
     AxisSource, Gemm, InputMap, broadcast, gemm, index_map, output_shape, reduced_extents,
 };
 pub use tolerance::{tolerance, within};
-pub use window::{CoordMode, Interp, InterpMode, Pool, PoolKind, map_of as window_map};
 pub use training::{training_axes, training_eps};
+pub use window::{CoordMode, Interp, InterpMode, Pool, PoolKind, map_of as window_map};
