@@ -16,7 +16,8 @@
 
 use crate::ids::{Dir, LevelId};
 use crate::net::Topo;
-use crate::scenario::{Op, Resolved};
+use crate::program::{OpKind, Program};
+use crate::scenario::Resolved;
 use crate::timeline::{Resource, describe};
 use mnsim_arch::{DType, Machine, TransferKind};
 use mnsim_kernels::Kernel;
@@ -398,18 +399,18 @@ pub fn reduce(m: &Machine, bytes: u128) -> OpBound {
 pub fn program(res: &Resolved) -> Bound {
     let m = &res.machine;
     let v = View::new(m);
+    // Resolution declared every tensor an op names, so lowering holds; were it to fail,
+    // every op's bound is 0 (still a bound).
+    let p = crate::program::lower(res).ok();
     let mut ops = Vec::with_capacity(res.ops.len());
-    for rop in &res.ops {
-        let b = match &rop.op {
-            Op::Load { tensor, .. } => v
-                .dram_transfer(Dir::Down, bytes_of(res, tensor))
-                .bound(m, true),
-            Op::Store { tensor } => v
-                .dram_transfer(Dir::Up, bytes_of(res, tensor))
-                .bound(m, true),
-            Op::Broadcast { tensor, .. } => {
+    for (p, o) in p.iter().flat_map(|p| p.ops.values().map(move |o| (p, o))) {
+        let bytes = |t| bytes_of(res, p.name(t));
+        let b = match &o.kind {
+            OpKind::Load { tensor } => v.dram_transfer(Dir::Down, bytes(*tensor)).bound(m, true),
+            OpKind::Store { tensor } => v.dram_transfer(Dir::Up, bytes(*tensor)).bound(m, true),
+            OpKind::Broadcast { tensor, .. } => {
                 // A Load when the tensor is not in LM, a Relayout when it is.
-                let bytes = bytes_of(res, tensor);
+                let bytes = bytes(*tensor);
                 let load = v.dram_transfer(Dir::Down, bytes).bound(m, false);
                 let moved = v.relayout(bytes);
                 if load.cycles < moved.cycles {
@@ -418,14 +419,19 @@ pub fn program(res: &Resolved) -> Bound {
                     moved
                 }
             }
-            Op::Relayout { tensor, .. } => v.relayout(bytes_of(res, tensor)),
-            Op::Reduce { tensor, .. } => reduce(m, bytes_of(res, tensor)),
-            Op::Free { .. } => OpBound::default(),
-            other => kernel_bound(res, &v, other),
+            OpKind::Relayout { tensor, .. } => v.relayout(bytes(*tensor)),
+            OpKind::Reduce { tensor, .. } => reduce(m, bytes(*tensor)),
+            OpKind::Free { .. } => OpBound::default(),
+            OpKind::Kernel {
+                kernel,
+                inputs,
+                out,
+            } => kernel_bound(res, &v, kernel, &names(p, inputs), p.name(*out)),
         };
         ops.push(b);
     }
-    let extra = capacity(res, &v);
+    ops.resize(res.ops.len(), OpBound::default());
+    let extra = p.as_ref().map_or_else(Vec::new, |p| capacity(res, p, &v));
     let (cycles, resource) = combine(m, &ops, &extra);
     Bound {
         ops,
@@ -435,10 +441,11 @@ pub fn program(res: &Resolved) -> Bound {
     }
 }
 
-fn kernel_bound(res: &Resolved, v: &View, op: &Op) -> OpBound {
-    let Some((k, inputs, out)) = op.kernel() else {
-        return OpBound::default();
-    };
+fn names<'a>(p: &'a Program, ts: &[crate::program::TensorId]) -> Vec<&'a str> {
+    ts.iter().map(|t| p.name(*t)).collect()
+}
+
+fn kernel_bound(res: &Resolved, v: &View, k: &Kernel, inputs: &[&str], out: &str) -> OpBound {
     let dims: Option<Vec<&[u64]>> = inputs
         .iter()
         .map(|n| res.tensors.get(*n).map(|t| t.runtime_dims.as_slice()))
@@ -450,7 +457,7 @@ fn kernel_bound(res: &Resolved, v: &View, op: &Op) -> OpBound {
     let (Some(dims), Some(dtypes), Some(o)) = (dims, dtypes, res.tensors.get(out)) else {
         return OpBound::default();
     };
-    v.kernel(&k, &dims, &dtypes, o.dtype)
+    v.kernel(k, &dims, &dtypes, o.dtype)
         .map_or_else(OpBound::default, |p| p.bound(v.m, true))
 }
 
@@ -458,23 +465,29 @@ fn kernel_bound(res: &Resolved, v: &View, op: &Op) -> OpBound {
 /// both loaded from DRAM and read by it alone, the DRAMs move at least
 /// `W / (2√2 · √S) − S` elements (Irony, Toledo and Tiskin, 2004: `W` multiply-adds,
 /// `S` the elements all the LMs hold together), whatever the layouts.
-fn capacity(res: &Resolved, v: &View) -> Vec<(Resource, u64)> {
+fn capacity(res: &Resolved, p: &Program, v: &View) -> Vec<(Resource, u64)> {
     let mut readers: BTreeMap<&str, usize> = BTreeMap::new();
     let mut loaded: Vec<&str> = Vec::new();
-    for rop in &res.ops {
-        for (_, t) in rop.op.inputs() {
-            *readers.entry(t).or_default() += 1;
+    for id in p.ops.keys() {
+        for t in p.inputs(id) {
+            *readers.entry(p.name(t)).or_default() += 1;
         }
-        if let Op::Load { tensor, .. } = &rop.op {
-            loaded.push(tensor);
+        if let OpKind::Load { tensor } = &p.ops[id].kind {
+            loaded.push(p.name(*tensor));
         }
     }
     let lm = u128::from(v.m.leaf_memory_bytes()).saturating_mul(u128::from(v.pes));
     let mut most = 0u64;
-    for rop in &res.ops {
-        let Some((k, inputs, out)) = rop.op.kernel() else {
+    for o in p.ops.values() {
+        let OpKind::Kernel {
+            kernel: k,
+            inputs,
+            out,
+        } = &o.kind
+        else {
             continue;
         };
+        let (inputs, out) = (names(p, inputs), p.name(*out));
         // The DRAM traffic bound of a contraction's blocking (a convolution reuses its
         // input across the window as well, so it is left out).
         if !k.is_matmul()
@@ -487,7 +500,7 @@ fn capacity(res: &Resolved, v: &View) -> Vec<(Resource, u64)> {
         }
         let (Some(a), Some(flops)) = (
             res.tensors.get(inputs[0]),
-            matmul_flops(res, &k, &inputs, out),
+            matmul_flops(res, k, &inputs, out),
         ) else {
             continue;
         };

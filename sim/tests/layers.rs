@@ -98,9 +98,7 @@ fn code_only(text: &str) -> String {
             let from = if b[i + 1] == b'\\' { i + 3 } else { i + 2 };
             let end = (from..b.len().min(i + 12)).find(|&j| b[j] == b'\'');
             let end = end.unwrap_or(i);
-            for _ in i..=end {
-                out.push(' ');
-            }
+            out.extend(std::iter::repeat_n(' ', end + 1 - i));
             i = end + 1;
         } else {
             let c = text[i..].chars().next().unwrap();
@@ -176,7 +174,7 @@ fn reached(rel: &Path, text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (ln, line) in code.lines().enumerate() {
         let mut rest = line;
-        while let Some(k) = rest.find(|c| c == 'c' || c == 's') {
+        while let Some(k) = rest.find(['c', 's']) {
             let at = &rest[k..];
             let boundary = k == 0
                 || !rest[..k]

@@ -114,6 +114,19 @@ impl Program {
         }
     }
 
+    /// The tensors the op reads: the moved tensor of a transfer, a kernel's inputs.
+    pub fn inputs(&self, op: OpId) -> Vec<TensorId> {
+        match &self.ops[op].kind {
+            OpKind::Load { tensor }
+            | OpKind::Store { tensor }
+            | OpKind::Relayout { tensor, .. }
+            | OpKind::Broadcast { tensor, .. }
+            | OpKind::Reduce { tensor, .. }
+            | OpKind::Free { tensor } => vec![*tensor],
+            OpKind::Kernel { inputs, .. } => inputs.clone(),
+        }
+    }
+
     /// A short description for messages: `Load of `x``, `MatMul -> `h``.
     pub fn describe(&self, op: OpId) -> String {
         let o = &self.ops[op];
