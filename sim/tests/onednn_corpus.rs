@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The share of the corpus that must run in timing mode.
-const MIN_SHARE: f64 = 0.28;
+const MIN_SHARE: f64 = 0.90;
 
 /// Files small enough to verify in functional mode: every tensor at most this many
 /// elements.

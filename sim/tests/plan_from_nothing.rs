@@ -110,7 +110,7 @@ fn a_plan_from_nothing_is_the_same_with_the_machine_idle_and_busy() {
 /// Plans plan `auto` of an imported graph as `mnsim run G.json` does (the default work
 /// budget); the timing run's cycles and the bound.
 fn run_graph(path: &Path) -> (u64, u64) {
-    let (mut sc, src) = scenario::load(path).unwrap();
+    let (mut sc, src) = mnsim_sim::load::load(path).unwrap();
     let note = import::plan_auto(&mut sc, &src, &[], &Default::default());
     assert!(note.starts_with("planned "), "{note}");
     let mut res = scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
