@@ -340,7 +340,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
         "stablehlo.reduce" => super::special::reduce(lx, st, &base, &vals),
         "stablehlo.convolution" => Err(at(
             &st.name_span,
-            "`convolution` is not supported yet: mnsim has no convolution kernel",
+            "`convolution` is not supported yet in StableHLO: its dimension numbers are not mapped to mnsim's Conv kernel (oneDNN graphs run convolutions)",
         )),
         other => Err(at(
             &st.name_span,
