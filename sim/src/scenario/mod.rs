@@ -10,6 +10,7 @@
 //! The user-facing reference of the format is `docs/scenarios.md`.
 
 mod dups;
+mod kernel_of;
 mod op;
 mod resolve;
 pub(crate) mod spans;
