@@ -191,28 +191,10 @@ const CORPUS_WORDS: [&str; 14] = [
 
 /// A deterministic sample of `../shared/onednn/`: every `step`-th file in path order.
 fn corpus_sample(step: usize) -> Vec<std::path::PathBuf> {
-    let mut all = Vec::new();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/onednn"))
-        .find(|p| p.is_dir())
-        .expect("shared/onednn beside the repository");
-    let mut dirs = vec![root];
-    while let Some(d) = dirs.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") {
-                all.push(p);
-            }
-        }
-    }
-    all.sort();
-    all.into_iter().step_by(step).collect()
+    common::graphs::onednn_files()
+        .into_iter()
+        .step_by(step)
+        .collect()
 }
 
 #[test]

@@ -2,10 +2,12 @@
 //! layouts, inferred dimensions and rank-1 MatMul operands: small hand-written graphs
 //! for each rule, and the real corpus files of `../shared/onednn/` that use them.
 
+mod common;
+
 use mnsim_reports::Report;
 use mnsim_sim::import::{self, Options};
 use mnsim_sim::scenario::{self, Mode, Source};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn import_text(text: &str) -> Result<import::Imported, String> {
     let src = Source {
@@ -210,11 +212,7 @@ fn a_mixed_precision_matmul_and_add_import_and_verify() {
 // The real files.
 
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/onednn"))
-        .find(|p| p.is_dir())
-        .expect("shared/onednn beside the repository")
+    common::graphs::onednn_dir()
 }
 
 /// Small corpus files (relative to `shared/onednn`) with int8, f8 or int4 tensors, or

@@ -45,11 +45,7 @@ const FUNCTIONAL: [&str; 12] = [
 ];
 
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/onednn"))
-        .find(|p| p.is_dir())
-        .expect("shared/onednn beside the repository")
+    common::graphs::onednn_dir()
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -6,6 +6,8 @@
 //! below [`MIN_SHARE`] of the corpus, on any panic, or on a small file that runs but
 //! does not verify.
 
+mod common;
+
 use mnsim_sim::import::{self, Options};
 use mnsim_sim::scenario::{self, Mode, Source};
 use rayon::prelude::*;
@@ -24,28 +26,6 @@ const SMALL: u64 = 1 << 21;
 /// takes a minute); `cargo test --release --test onednn_corpus -- --ignored` verifies
 /// every small file.
 const CI_VERIFY_FLOP: u64 = 1 << 25;
-
-fn corpus() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/onednn"))
-        .find(|p| p.is_dir())
-        .expect("shared/onednn beside the repository");
-    let mut out = Vec::new();
-    let mut dirs = vec![root];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 /// What became of one file.
 enum Outcome {
@@ -162,7 +142,7 @@ fn every_small_file_verifies() {
 }
 
 fn check(verify_cap: u64) {
-    let files = corpus();
+    let files = common::graphs::onednn_files();
     assert!(files.len() >= 283, "{} files in shared/onednn", files.len());
     let outcomes: Vec<(String, Outcome)> = files
         .par_iter()

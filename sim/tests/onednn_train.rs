@@ -6,6 +6,8 @@
 //! shapes; the SDPA training backward files, whose tensors overflowed LM together
 //! under the old default layouts, run.
 
+mod common;
+
 use mnsim_reports::Report;
 use mnsim_sim::import::{self, FUNCTIONAL_ELEMS, Options};
 use mnsim_sim::scenario::{self, Mode, Source};
@@ -13,11 +15,7 @@ use std::path::PathBuf;
 
 /// `shared/onednn` beside the repository (found from the crate upwards).
 fn corpus() -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/onednn"))
-        .find(|p| p.is_dir())
-        .expect("shared/onednn beside the repository")
+    common::graphs::onednn_dir()
 }
 
 /// The files, under `corpus()`.

@@ -1,4 +1,5 @@
-//! The real oneDNN graphs of `shared/graphs`, beside the repository.
+//! The real oneDNN graphs of `shared/graphs` and oneDNN's whole corpus `shared/onednn`,
+//! beside the repository.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -22,4 +23,31 @@ pub fn files() -> Vec<PathBuf> {
         .collect();
     v.sort();
     v
+}
+
+/// `shared/onednn` (oneDNN's whole graph corpus) beside the repository.
+pub fn onednn_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared/onednn"))
+        .find(|p| p.is_dir())
+        .expect("shared/onednn beside the repository")
+}
+
+/// Every graph file (`*.json`) of `shared/onednn`, in its sub-folders, sorted by path.
+pub fn onednn_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![onednn_dir()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
 }
