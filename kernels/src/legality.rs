@@ -220,6 +220,31 @@ pub(crate) fn bcast_with(l: &TensorLayout, x: usize) -> String {
     format!("{drop}add {lv} to B@: B@[{}]", names.join(","))
 }
 
+/// A rule of legality broken at level `x` (see [`Ctx::level`]): input `j`, variable
+/// `v` (an output axis below the output's rank, a reduced variable above it).
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Softmax/LayerNorm: the input splits the normalised axis.
+    NormInputSplit { x: usize, axis: usize },
+    /// Softmax/LayerNorm: the output splits the normalised axis.
+    NormOutputSplit { x: usize, axis: usize },
+    /// Input `j` splits variable `v` unlike the output.
+    Mismatch { x: usize, j: usize, v: usize },
+    /// The output is replicated but input `j` splits its output axis `h`.
+    SplitUnderReplicatedOutput { x: usize, j: usize, h: usize },
+    /// A reduced variable split where partial results are not allowed.
+    NotAdditive { x: usize, j: usize, v: usize },
+    /// The output is replicated, input `j` is held by only some positions.
+    NotHeld { x: usize, j: usize },
+    /// Inputs `j0` and `j` split reduced variable `v` differently.
+    ReducedSplitDisagrees {
+        x: usize,
+        j0: usize,
+        j: usize,
+        v: usize,
+    },
+}
+
 struct Ctx<'a> {
     k: &'a Kernel,
     inputs: &'a [&'a TensorLayout],
@@ -267,10 +292,11 @@ impl Ctx<'_> {
         KernelError::new(ErrorKind::Illegal { operand, level }, msg)
     }
 
-    /// Checks level `x`; `Ok(true)` if the output is partial over it.
-    fn level(&self, x: usize) -> Result<bool, KernelError> {
-        let (k, r, nv) = (self.k, self.out_rank, self.ext.len());
-        let lv = self.level_name(x);
+    /// The contributions at level `x`: the output's per variable (zero where it is
+    /// replicated or the variable is reduced), each input's (empty for an input
+    /// replicated at `x`), and the inputs not replicated at `x`.
+    fn contributions_at(&self, x: usize) -> (Vec<AxisFn>, Vec<Vec<AxisFn>>, Vec<usize>) {
+        let (r, nv) = (self.out_rank, self.ext.len());
         let out_rep = self.out.levels()[x].replicated;
         let cout: Vec<AxisFn> = (0..nv)
             .map(|v| {
@@ -293,43 +319,25 @@ impl Ctx<'_> {
                 }
             })
             .collect();
+        (cout, cin, non_rep)
+    }
+
+    /// Checks level `x`; `Ok(true)` if the output is partial over it. A broken rule is
+    /// a [`Fault`], which [`Ctx::explain`] turns into a message only when one is asked
+    /// for (the planner asks thousands of times whether a layout is legal).
+    fn level(&self, x: usize) -> Result<bool, Fault> {
+        let (k, r, nv) = (self.k, self.out_rank, self.ext.len());
+        let out_rep = self.out.levels()[x].replicated;
+        let (cout, cin, non_rep) = self.contributions_at(x);
 
         // Softmax, LayerNorm: the normalised axis must be whole on the PE.
         if let Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } = k {
             let axis = *axis;
             if non_rep.contains(&0) && !cin[0][r].is_zero() {
-                let x_in = self.inputs[0];
-                return Err(self.illegal(
-                    0,
-                    x,
-                    format!(
-                        "{k}: input `{}` is split over {lv} along its axis {axis} = {}, the normalised axis; \
-                         every output element needs the whole axis on its PE. Relayout `{}` so axis {axis} has \
-                         no {lv} sub-axis (keep it in memory, W or Time), or replicate it over {lv} ({})",
-                        self.name(0),
-                        group_text(x_in, axis),
-                        self.name(0),
-                        bcast_with(x_in, x)
-                    ),
-                ));
+                return Err(Fault::NormInputSplit { x, axis });
             }
             if non_rep.contains(&0) && !cout[axis].is_zero() {
-                return Err(self.illegal(
-                    1,
-                    x,
-                    format!(
-                        "{k}: the output `{}` is split over {lv} along its axis {axis} = {}, the normalised axis, \
-                         but input `{}` is not replicated over {lv}; every output element needs the whole axis \
-                         on its PE. Relayout the output `{}` so axis {axis} has no {lv} sub-axis, or replicate \
-                         `{}` over {lv} ({})",
-                        self.out_name(),
-                        group_text(self.out, axis),
-                        self.name(0),
-                        self.out_name(),
-                        self.name(0),
-                        bcast_with(self.inputs[0], x)
-                    ),
-                ));
+                return Err(Fault::NormOutputSplit { x, axis });
             }
         }
 
@@ -338,7 +346,7 @@ impl Ctx<'_> {
             for &j in &non_rep {
                 for v in (r..nv).chain(0..r) {
                     if !same(&cin[j][v], &cout[v], self.ext[v]) {
-                        return Err(self.mismatch(x, j, v, &cin, &cout, &non_rep));
+                        return Err(Fault::Mismatch { x, j, v });
                     }
                 }
             }
@@ -350,30 +358,14 @@ impl Ctx<'_> {
         // The output is replicated over X: a non-replicated input may only be split by
         // the reduced variables, and only for an Add reduction (partial results).
         for &j in &non_rep {
-            for (h, f) in cin[j][..r].iter().enumerate() {
-                if !f.is_zero() {
-                    let p = self.axis_of(j, h).unwrap_or(h);
-                    return Err(self.illegal(
-                        j,
-                        x,
-                        format!(
-                            "{k}: the output `{}` is replicated over {lv} but input `{}` is split over {lv} \
-                             along its axis {p} = {} (output axis {h}); Relayout `{}` to replicate over {lv} \
-                             ({}), or split the output's axis {h} over {lv} the same way",
-                            self.out_name(),
-                            self.name(j),
-                            group_text(self.inputs[j], p),
-                            self.name(j),
-                            bcast_with(self.inputs[j], x)
-                        ),
-                    ));
-                }
+            if let Some(h) = cin[j][..r].iter().position(|f| !f.is_zero()) {
+                return Err(Fault::SplitUnderReplicatedOutput { x, j, h });
             }
         }
         for &j in &non_rep {
             for (v, f) in cin[j].iter().enumerate().skip(r) {
                 if !f.is_zero() && !k.is_additive() {
-                    return Err(self.not_additive(x, j, v));
+                    return Err(Fault::NotAdditive { x, j, v });
                 }
             }
         }
@@ -382,30 +374,103 @@ impl Ctx<'_> {
             .map(|v| non_rep.iter().copied().find(|&j| !cin[j][v].is_zero()))
             .collect();
         if pattern.iter().all(Option::is_none) {
-            let j = non_rep[0];
-            return Err(self.illegal(
-                j,
-                x,
-                format!(
-                    "{k}: the output `{}` is replicated over {lv} but input `{}` is not: only some {lv} \
-                     positions hold it. Relayout `{}` to replicate over {lv} ({})",
-                    self.out_name(),
-                    self.name(j),
-                    self.name(j),
-                    bcast_with(self.inputs[j], x)
-                ),
-            ));
+            return Err(Fault::NotHeld { x, j: non_rep[0] });
         }
         for &j in &non_rep {
             for v in r..nv {
-                let want = pattern[v - r].map_or_else(AxisFn::zero, |j0| cin[j0][v].clone());
-                if !same(&cin[j][v], &want, self.ext[v]) {
+                let agrees = match pattern[v - r] {
+                    Some(j0) => same(&cin[j][v], &cin[j0][v], self.ext[v]),
+                    None => same(&cin[j][v], &AxisFn::zero(), self.ext[v]),
+                };
+                if !agrees {
                     let j0 = pattern[v - r].unwrap_or(j);
-                    return Err(self.reduced_split_disagrees(x, j0, j, v, &cin));
+                    return Err(Fault::ReducedSplitDisagrees { x, j0, j, v });
                 }
             }
         }
         Ok(true)
+    }
+
+    /// The message of a broken rule: which operand, which level, and the relayout that
+    /// would make the kernel legal.
+    fn explain(&self, f: Fault) -> KernelError {
+        match f {
+            Fault::NormInputSplit { x, axis } => self.norm_input_split(x, axis),
+            Fault::NormOutputSplit { x, axis } => self.norm_output_split(x, axis),
+            Fault::Mismatch { x, j, v } => {
+                let (cout, cin, non_rep) = self.contributions_at(x);
+                self.mismatch(x, j, v, &cin, &cout, &non_rep)
+            }
+            Fault::SplitUnderReplicatedOutput { x, j, h } => {
+                self.split_under_replicated_output(x, j, h)
+            }
+            Fault::NotAdditive { x, j, v } => self.not_additive(x, j, v),
+            Fault::NotHeld { x, j } => {
+                needs_replica(self.k, self.inputs[j], self.name(j), self.out_name(), j, x)
+            }
+            Fault::ReducedSplitDisagrees { x, j0, j, v } => {
+                let (_, cin, _) = self.contributions_at(x);
+                self.reduced_split_disagrees(x, j0, j, v, &cin)
+            }
+        }
+    }
+
+    fn norm_input_split(&self, x: usize, axis: usize) -> KernelError {
+        let (k, lv) = (self.k, self.level_name(x));
+        let x_in = self.inputs[0];
+        self.illegal(
+            0,
+            x,
+            format!(
+                "{k}: input `{}` is split over {lv} along its axis {axis} = {}, the normalised axis; \
+                 every output element needs the whole axis on its PE. Relayout `{}` so axis {axis} has \
+                 no {lv} sub-axis (keep it in memory, W or Time), or replicate it over {lv} ({})",
+                self.name(0),
+                group_text(x_in, axis),
+                self.name(0),
+                bcast_with(x_in, x)
+            ),
+        )
+    }
+
+    fn norm_output_split(&self, x: usize, axis: usize) -> KernelError {
+        let (k, lv) = (self.k, self.level_name(x));
+        self.illegal(
+            1,
+            x,
+            format!(
+                "{k}: the output `{}` is split over {lv} along its axis {axis} = {}, the normalised axis, \
+                 but input `{}` is not replicated over {lv}; every output element needs the whole axis \
+                 on its PE. Relayout the output `{}` so axis {axis} has no {lv} sub-axis, or replicate \
+                 `{}` over {lv} ({})",
+                self.out_name(),
+                group_text(self.out, axis),
+                self.name(0),
+                self.out_name(),
+                self.name(0),
+                bcast_with(self.inputs[0], x)
+            ),
+        )
+    }
+
+    /// The output is replicated over `x` but input `j` splits output axis `h` there.
+    fn split_under_replicated_output(&self, x: usize, j: usize, h: usize) -> KernelError {
+        let (k, lv) = (self.k, self.level_name(x));
+        let p = self.axis_of(j, h).unwrap_or(h);
+        self.illegal(
+            j,
+            x,
+            format!(
+                "{k}: the output `{}` is replicated over {lv} but input `{}` is split over {lv} \
+                 along its axis {p} = {} (output axis {h}); Relayout `{}` to replicate over {lv} \
+                 ({}), or split the output's axis {h} over {lv} the same way",
+                self.out_name(),
+                self.name(j),
+                group_text(self.inputs[j], p),
+                self.name(j),
+                bcast_with(self.inputs[j], x)
+            ),
+        )
     }
 
     /// A split reduced variable where partial results are not allowed.
@@ -617,6 +682,25 @@ pub fn check(
     m: &Machine,
     names: &[&str],
 ) -> Result<Legality, KernelError> {
+    decide(k, inputs, out, m, names, true)
+}
+
+/// Whether [`check`] would accept the layouts, without building its message: what the
+/// planner asks of thousands of candidates (an illegal one costs no formatting).
+pub fn is_legal(k: &Kernel, inputs: &[&TensorLayout], out: &TensorLayout, m: &Machine) -> bool {
+    decide(k, inputs, out, m, &[], false).is_ok()
+}
+
+/// [`check`]; a broken level rule is explained only when `explain` is set (otherwise its
+/// error carries the kind and no message).
+fn decide(
+    k: &Kernel,
+    inputs: &[&TensorLayout],
+    out: &TensorLayout,
+    m: &Machine,
+    names: &[&str],
+    explain: bool,
+) -> Result<Legality, KernelError> {
     let names: Vec<String> = (0..=k.arity())
         .map(|i| {
             names
@@ -696,8 +780,18 @@ pub fn check(
     let mut partial = Vec::new();
     if !addr.is_empty() {
         for x in 0..=unit_level {
-            if ctx.level(x)? {
-                partial.push(x);
+            match ctx.level(x) {
+                Ok(true) => partial.push(x),
+                Ok(false) => {}
+                Err(f) if explain => return Err(ctx.explain(f)),
+                // Only `is_legal` asks without `explain`, and it keeps only whether.
+                Err(_) => {
+                    let kind = ErrorKind::Illegal {
+                        operand: 0,
+                        level: x,
+                    };
+                    return Err(KernelError::new(kind, String::new()));
+                }
             }
         }
     }

@@ -524,15 +524,9 @@ impl Model {
             .iter()
             .map(|&i| &self.layouts[i as usize])
             .collect();
-        let names_k = vec!["x"; n];
-        mnsim_kernels::check(
-            kern,
-            &ins,
-            &self.layouts[ids[n - 1] as usize],
-            &machine,
-            &names_k,
-        )
-        .ok()?;
+        if !mnsim_kernels::is_legal(kern, &ins, &self.layouts[ids[n - 1] as usize], &machine) {
+            return None;
+        }
         let mut st = ctx.state.to_vec();
         for &j in &ctx.free {
             if let Ok(v) = ctx.who[j] {

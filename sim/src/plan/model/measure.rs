@@ -177,7 +177,8 @@ impl Model {
     }
 
     /// A few layouts of input `slot` of kernel op `i` that make it legal, fewest words
-    /// per PE first.
+    /// per PE first (ties by id): the candidates are kept in that order, so the scan
+    /// stops at the first few legal ones.
     fn relayout_targets(
         &mut self,
         i: usize,
@@ -188,13 +189,40 @@ impl Model {
         let t = self.ops[i].reads[slot];
         if !self.targets.contains_key(&t) {
             let c = self.generate(t);
-            let ids: Vec<LayoutId> = c.into_iter().map(|c| self.intern(t, c.layout)).collect();
+            let mut ids: Vec<LayoutId> = c.into_iter().map(|c| self.intern(t, c.layout)).collect();
+            // Fewest words per PE first: the first legal ones are the targets.
+            ids.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
             self.targets.insert(t, ids);
         }
         let Some((kern, _, _)) = self.ops[i].op.kernel() else {
             return Vec::new();
         };
         let machine = self.coster.machine().clone();
+        // A replicated input is available at every level, so if the kernel is illegal
+        // with this input replicated, no layout of it makes the kernel legal (its output
+        // layout fixed): the scan of every candidate is skipped.
+        if let Some(o) = out {
+            if !self.replicas.contains_key(&t) {
+                let r = self.replicated(t);
+                self.replicas.insert(t, r);
+            }
+            if let Some(rep) = &self.replicas[&t] {
+                let ins: Vec<&TensorLayout> = helds
+                    .iter()
+                    .enumerate()
+                    .map(|(k, h)| {
+                        if self.ops[i].reads[k] == t {
+                            rep
+                        } else {
+                            &h.layout
+                        }
+                    })
+                    .collect();
+                if !mnsim_kernels::is_legal(&kern, &ins, o, &machine) {
+                    return Vec::new();
+                }
+            }
+        }
         let mut legal: Vec<LayoutId> = Vec::new();
         for &c in &self.targets[&t] {
             let cand = &self.layouts[c as usize];
@@ -213,13 +241,13 @@ impl Model {
                 Some(o) => o,
                 None => ins[0],
             };
-            let names = vec!["x"; ins.len() + 1];
-            if mnsim_kernels::check(&kern, &ins, o, &machine, &names).is_ok() {
+            if mnsim_kernels::is_legal(&kern, &ins, o, &machine) {
                 legal.push(c);
+                if legal.len() == TARGETS_MEASURED {
+                    break;
+                }
             }
         }
-        legal.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
-        legal.truncate(TARGETS_MEASURED);
         legal
     }
 }

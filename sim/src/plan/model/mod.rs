@@ -153,6 +153,8 @@ pub struct Model {
     lm_words: u64,
     /// Relayout targets per tensor, generated on first need.
     targets: HashMap<usize, Vec<LayoutId>>,
+    /// Each tensor's fully replicated layout (`None` where it does not fit LM).
+    replicas: HashMap<usize, Option<TensorLayout>>,
     /// Legal targets per (op, slot, the other inputs' states, output layout).
     legal_targets: HashMap<(usize, usize, Vec<StateId>, LayoutId), Vec<LayoutId>>,
     /// Ops measured (memo misses) and evaluations done.
@@ -209,6 +211,7 @@ impl Model {
             lm_words,
             targets: HashMap::new(),
             legal_targets: HashMap::new(),
+            replicas: HashMap::new(),
             measured: 0,
             evaluated: 0,
             space,
@@ -465,16 +468,7 @@ impl Model {
             }
         }
         let refs: Vec<&TensorLayout> = ins.iter().collect();
-        let mut names: Vec<&str> = vec!["in"; refs.len()];
-        names.push("out");
-        mnsim_kernels::check(
-            &kern,
-            &refs,
-            &self.layouts[out_layout as usize],
-            machine,
-            &names,
-        )
-        .is_ok()
+        mnsim_kernels::is_legal(&kern, &refs, &self.layouts[out_layout as usize], machine)
     }
 
     /// The fixed layout the last writer of `t` before op `k` gives it, if fixed.
