@@ -12,7 +12,10 @@ const F32: DType = DType::F32;
 /// Legal by `check`, and the quiet `is_legal` (the planner's) agrees.
 fn ok(k: &Kernel, ins: &[&TensorLayout], out: &TensorLayout, m: &Machine) -> Legality {
     let l = check(k, ins, out, m, &[]).unwrap_or_else(|e| panic!("{k}: {e}"));
-    assert!(is_legal(k, ins, out, m), "{k}: check says legal, is_legal not");
+    assert!(
+        is_legal(k, ins, out, m),
+        "{k}: check says legal, is_legal not"
+    );
     l
 }
 
@@ -24,7 +27,10 @@ fn illegal(
     names: &[&str],
 ) -> KernelError {
     let e = check(k, ins, out, m, names).expect_err("should be illegal");
-    assert!(!is_legal(k, ins, out, m), "{k}: check says illegal, is_legal not");
+    assert!(
+        !is_legal(k, ins, out, m),
+        "{k}: check says illegal, is_legal not"
+    );
     assert!(matches!(e.kind, ErrorKind::Illegal { .. }), "{e:?}");
     e
 }

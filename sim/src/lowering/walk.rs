@@ -52,9 +52,36 @@ pub fn contribution(l: &TensorLayout, g: usize, x: u64) -> u64 {
     t
 }
 
-/// Distinct values of `key(x)` for `x` in `0..extent`, sorted.
-fn distinct<K: Ord>(extent: u64, key: impl Fn(u64) -> K) -> Vec<K> {
-    let mut v: Vec<K> = (0..extent).map(key).collect();
+/// The largest `q` such that every contribution of axis `g` of `l` is constant on each
+/// run `[k·q, (k+1)·q)` of indices: the gcd of the radices of the axis's `Time` sub-axes
+/// (0 when it has none, so that it leaves a gcd unchanged).
+fn time_period(l: &TensorLayout, g: usize) -> u64 {
+    let Some(subs) = l.groups().get(g) else {
+        return 0;
+    };
+    let mut radix = 1u64;
+    let mut q = 0u64;
+    for s in subs.iter().rev() {
+        if s.class == Class::Time {
+            q = gcd(q, radix);
+        }
+        radix = radix.saturating_mul(s.size.max(1));
+    }
+    q
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Distinct values of `key(x)` for `x` in `0..extent`, sorted, where `key` is constant
+/// on each run of `period` indices (0: constant everywhere): one index per run is read.
+fn distinct<K: Ord>(extent: u64, period: u64, key: impl Fn(u64) -> K) -> Vec<K> {
+    let step = if period == 0 { extent.max(1) } else { period };
+    let mut v: Vec<K> = (0..extent).step_by(step as usize).map(key).collect();
     v.sort();
     v.dedup();
     v
@@ -91,7 +118,14 @@ pub fn walk(
     let mut out_keys: Vec<(Pairs, OutKeys)> = Vec::new();
     for (h, &extent) in out_dims.iter().enumerate() {
         let p = pairs(AxisSource::Out(h));
-        let keys = distinct(extent, |x| {
+        let own = match out {
+            Some(l) if out_stepped => time_period(l, h),
+            _ => 0,
+        };
+        let period = p
+            .iter()
+            .fold(own, |q, &(i, a)| gcd(q, time_period(inputs[i].0, a)));
+        let keys = distinct(extent, period, |x| {
             let o = match out {
                 Some(l) if out_stepped => contribution(l, h, x),
                 _ => 0,
@@ -107,7 +141,10 @@ pub fn walk(
     let mut red_keys: Vec<(Pairs, Vec<Vec<u64>>)> = Vec::new();
     for (r, &extent) in reduced.iter().enumerate() {
         let p = pairs(AxisSource::Reduced(r));
-        let keys = distinct(extent, |x| {
+        let period = p
+            .iter()
+            .fold(0, |q, &(i, a)| gcd(q, time_period(inputs[i].0, a)));
+        let keys = distinct(extent, period, |x| {
             p.iter()
                 .map(|&(i, a)| contribution(inputs[i].0, a, x))
                 .collect::<Vec<u64>>()
@@ -289,6 +326,35 @@ mod tests {
             (p.out.clone(), p.inputs[0].clone()),
             (vec![0, 1], vec![0, 1])
         );
+    }
+
+    #[test]
+    fn reading_one_index_per_period_finds_every_distinct_contribution() {
+        // `Time` sub-axes outermost, innermost, in the middle, two of them, none.
+        let cases = [
+            ("((8_Time, 64), (64))", [512, 64]),
+            ("((64, 8_Time), (64))", [512, 64]),
+            ("((4, 4_Time, 32), (2_Time, 32))", [512, 64]),
+            ("((2_Time, 4, 4_Time, 16), (64))", [512, 64]),
+            (
+                "((8_L2B, 16_MAB, 4_PE), (4_Time, 4, 4_W); B@[L1B])",
+                [512, 64],
+            ),
+            ("((8_L2B, 64), (64))", [512, 64]),
+        ];
+        for (text, dims) in cases {
+            let l = bind(text, &dims);
+            for (g, &e) in dims.iter().enumerate() {
+                let key = |x| contribution(&l, g, x);
+                let all = distinct(e, 1, key);
+                assert_eq!(distinct(e, time_period(&l, g), key), all, "{text} axis {g}");
+            }
+        }
+        // Two layouts of one axis: the gcd of their periods.
+        let (a, b) = (bind(cases[0].0, &[512, 64]), bind(cases[2].0, &[512, 64]));
+        let key = |x| (contribution(&a, 0, x), contribution(&b, 0, x));
+        let q = gcd(time_period(&a, 0), time_period(&b, 0));
+        assert_eq!(distinct(512, q, key), distinct(512, 1, key));
     }
 
     #[test]
