@@ -232,12 +232,12 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
         th(o.pruned as u64)
     );
     outln!(
-        "  {} evaluated in {:.2} s ({}/s, {} ops measured; {:.2} s in all): {}",
+        "  {} evaluated in {:.2} s ({}/s, {} ops measured; search {:.2} s): {}",
         th(o.evaluated),
-        o.seconds,
+        o.total_seconds,
         th(o.rate() as u64),
         th(o.measured),
-        o.total_seconds,
+        o.seconds,
         coverage(o)
     );
     if !o.hand_plans.is_empty() {

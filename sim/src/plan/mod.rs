@@ -96,7 +96,7 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Whether the work budget (`search::Options::work_limit`) stopped the search.
     pub work_spent: bool,
-    /// Seconds of search (`evaluated / seconds` is the rate).
+    /// Seconds of the search proper (after the hand plans and the joint seeds).
     pub seconds: f64,
     /// Per variable, how many of its candidates some evaluated assignment gave it.
     pub tried: Vec<usize>,
@@ -110,10 +110,11 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Assignments evaluated per second of search.
+    /// Assignments evaluated per second of planning: every evaluation (joint seeds and
+    /// search, op costs included) over the whole planning's seconds.
     pub fn rate(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.evaluated as f64 / self.seconds
+        if self.total_seconds > 0.0 {
+            self.evaluated as f64 / self.total_seconds
         } else {
             0.0
         }
@@ -476,7 +477,8 @@ pub fn plan_with(
             .collect(),
         pruned,
         method: found.method,
-        evaluated: found.evaluated,
+        // Every evaluation: the joint seeds' and the search's.
+        evaluated: model.evaluated,
         measured: model.measured,
         space: found.space,
         complete: found.complete,

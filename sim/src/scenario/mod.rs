@@ -15,7 +15,7 @@ mod op;
 mod resolve;
 pub(crate) mod spans;
 
-pub use op::{BinaryOp, Buffers, Op, ReduceOp, UnaryOp, plan_variable};
+pub use op::{BinaryOp, Buffers, Op, OpClass, ReduceOp, UnaryOp, plan_variable};
 pub use resolve::{
     LayoutRef, Resolved, ResolvedOp, ResolvedTensor, machine, plans_to_run, resolve,
 };

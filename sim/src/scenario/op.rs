@@ -493,18 +493,40 @@ impl Op {
         }
     }
 
+    /// What the op does with memory: every variant named, so a new op must say.
+    pub fn class(&self) -> OpClass {
+        match self {
+            Op::Load { .. } => OpClass::Load,
+            Op::Store { .. } => OpClass::Store,
+            Op::Free { .. } => OpClass::Free,
+            Op::Relayout { .. } | Op::Broadcast { .. } | Op::Reduce { .. } => OpClass::Move,
+            Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::MatMul { .. }
+            | Op::BatchMatMul { .. }
+            | Op::ReduceAxes { .. }
+            | Op::Softmax { .. }
+            | Op::LayerNorm { .. }
+            | Op::Transpose { .. }
+            | Op::Select { .. }
+            | Op::Clamp { .. }
+            | Op::Elu { .. }
+            | Op::BiasAdd { .. }
+            | Op::GeneralMatMul { .. }
+            | Op::Reshape { .. }
+            | Op::Concat { .. }
+            | Op::Kernel { .. }
+            | Op::Cast { .. } => OpClass::Kernel,
+        }
+    }
+
     /// Whether the op is a data movement (Load, Store, Relayout, Broadcast, Reduce,
     /// Free) rather than a kernel.
     pub fn is_transfer(&self) -> bool {
-        matches!(
-            self,
-            Op::Load { .. }
-                | Op::Store { .. }
-                | Op::Relayout { .. }
-                | Op::Broadcast { .. }
-                | Op::Reduce { .. }
-                | Op::Free { .. }
-        )
+        match self.class() {
+            OpClass::Load | OpClass::Store | OpClass::Free | OpClass::Move => true,
+            OpClass::Kernel => false,
+        }
     }
 
     /// The tensors the op reads, with the names of their fields.
@@ -601,4 +623,19 @@ impl Op {
 /// The plan variable a layout text refers to: `"$act"` → `Some("act")`.
 pub fn plan_variable(layout: &str) -> Option<&str> {
     layout.trim().strip_prefix('$').map(str::trim)
+}
+
+/// What an op does with memory ([`Op::class`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpClass {
+    /// DRAM → LM.
+    Load,
+    /// LM → DRAM.
+    Store,
+    /// Releases a tensor's LM.
+    Free,
+    /// Moves a tensor inside LM over the network (Relayout, Broadcast, Reduce).
+    Move,
+    /// Computes its output from its inputs on the PEs.
+    Kernel,
 }

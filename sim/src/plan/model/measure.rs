@@ -63,10 +63,18 @@ impl Model {
             if op.reads[..slot].contains(&r) || !op.insert_ok[slot] {
                 continue;
             }
-            let others: Vec<StateId> = states
+            // Legality reads layouts only: the other inputs' layouts (not their partial
+            // sums) key the targets.
+            let others: Vec<LayoutId> = states
                 .iter()
                 .enumerate()
-                .map(|(k, &st)| if op.reads[k] == r { StateId::MAX } else { st })
+                .map(|(k, &st)| {
+                    if op.reads[k] == r {
+                        LayoutId::MAX
+                    } else {
+                        self.states[st as usize].0
+                    }
+                })
                 .collect();
             let tkey = (i, slot, others, layout);
             if !self.legal_targets.contains_key(&tkey) {
@@ -200,10 +208,11 @@ impl Model {
         let machine = self.coster.machine().clone();
         // A replicated input is available at every level, so if the kernel is illegal
         // with this input replicated, no layout of it makes the kernel legal (its output
-        // layout fixed): the scan of every candidate is skipped.
+        // layout fixed): the scan of every candidate is skipped. Legality reads levels
+        // only, so where the replica does not fit LM, one held in `Time` steps stands in.
         if let Some(o) = out {
             if !self.replicas.contains_key(&t) {
-                let r = self.replicated(t);
+                let r = self.replicated(t).or_else(|| self.replicated_in_time(t));
                 self.replicas.insert(t, r);
             }
             if let Some(rep) = &self.replicas[&t] {

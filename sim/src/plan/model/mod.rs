@@ -19,7 +19,7 @@ mod walk;
 use super::candidates::{self, Candidate, Space};
 use super::cost::{Coster, Held};
 use crate::ids::RegionId;
-use crate::scenario::{LayoutRef, Op, Resolved};
+use crate::scenario::{LayoutRef, Op, OpClass, Resolved};
 use crate::timeline::{Schedule, Task};
 use mnsim_arch::TensorLayout;
 use std::collections::HashMap;
@@ -155,8 +155,8 @@ pub struct Model {
     targets: HashMap<usize, Vec<LayoutId>>,
     /// Each tensor's fully replicated layout (`None` where it does not fit LM).
     replicas: HashMap<usize, Option<TensorLayout>>,
-    /// Legal targets per (op, slot, the other inputs' states, output layout).
-    legal_targets: HashMap<(usize, usize, Vec<StateId>, LayoutId), Vec<LayoutId>>,
+    /// Legal targets per (op, slot, the other inputs' layouts, output layout).
+    legal_targets: HashMap<(usize, usize, Vec<LayoutId>, LayoutId), Vec<LayoutId>>,
     /// Ops measured (memo misses) and evaluations done.
     pub measured: u64,
     pub evaluated: u64,
@@ -228,11 +228,17 @@ impl Model {
         };
         for rop in &res.ops {
             let op = rop.op.clone();
-            let (effect, reads, writes) = match &op {
-                Op::Load { tensor, .. } => (Effect::Load, vec![], Some(t(&m, tensor)?)),
-                Op::Store { tensor } => (Effect::Store, vec![t(&m, tensor)?], None),
-                Op::Free { tensor } => (Effect::Free, vec![], Some(t(&m, tensor)?)),
-                _ => {
+            let only = |m: &Model| -> Result<usize, String> {
+                match op.inputs().as_slice() {
+                    [(_, n)] => t(m, n),
+                    _ => Err(format!("op {} names no single tensor", rop.index)),
+                }
+            };
+            let (effect, reads, writes) = match op.class() {
+                OpClass::Load => (Effect::Load, vec![], Some(only(&m)?)),
+                OpClass::Store => (Effect::Store, vec![only(&m)?], None),
+                OpClass::Free => (Effect::Free, vec![], Some(only(&m)?)),
+                OpClass::Move | OpClass::Kernel => {
                     let reads = op
                         .inputs()
                         .iter()
@@ -489,6 +495,32 @@ impl Model {
             rt.dims_at_bound != rt.runtime_dims,
         )
         // `None` when it does not fit LM: then nothing is pruned for this kernel.
+        .map(|c| c.layout)
+    }
+
+    /// Tensor `t` replicated over every level, each axis in `Time` steps: a stand-in
+    /// for [`Model::replicated`] where legality is asked (it reads levels only) and the
+    /// tensor does not fit LM whole.
+    fn replicated_in_time(&self, t: usize) -> Option<TensorLayout> {
+        let rt = &self.res.tensors[&self.tensors[t]];
+        let groups: Vec<String> = rt
+            .dims_at_bound
+            .iter()
+            .map(|&d| {
+                if d > 1 {
+                    format!("({d}_Time)")
+                } else {
+                    format!("({d})")
+                }
+            })
+            .collect();
+        candidates::bind_text(
+            &self.res.machine,
+            &format!("({})", groups.join(", ")),
+            &rt.dims_at_bound,
+            rt.dtype,
+            rt.dims_at_bound != rt.runtime_dims,
+        )
         .map(|c| c.layout)
     }
 

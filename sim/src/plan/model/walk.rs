@@ -123,7 +123,7 @@ impl Model {
                         return failed(self, scratch, i, ntasks, msg);
                     }
                 }
-                _ => {}
+                Effect::Compute | Effect::Store => {}
             }
             let nreads = self.ops[i].reads.len();
             let mut key_states = Vec::with_capacity(nreads);
