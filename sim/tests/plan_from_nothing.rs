@@ -143,3 +143,55 @@ fn a_matmul_with_a_bias_leaves_its_default_layouts() {
     assert!(cycles <= 250_000, "{cycles} cycles");
     assert!(cycles >= bound);
 }
+
+/// A chain of `n` ReLUs on one `[64, 1024]` f32 tensor shape, every layout `Any`.
+fn relu_chain(n: usize) -> (scenario::Scenario, scenario::Source) {
+    let mut tensors =
+        String::from("\"x0\": (dtype: F32, shape: \"f32[64,1024]\", init: Random(seed: 0)),");
+    let mut program = String::from("Load(tensor: \"x0\", layout: \"$x0\"),");
+    let mut vars = String::from("\"x0\": Any,");
+    for i in 1..=n {
+        tensors += &format!("\"x{i}\": (dtype: F32, shape: \"f32[64,1024]\"),");
+        program += &format!(
+            "Unary(op: Relu, input: \"x{}\", out: \"x{i}\", layout: \"$x{i}\"), Free(tensor: \"x{}\"),",
+            i - 1,
+            i - 1
+        );
+        vars += &format!("\"x{i}\": Any,");
+    }
+    program += &format!("Store(tensor: \"x{n}\"),");
+    let text = format!(
+        "Scenario(name: \"relus\", machine: Preset(\"mncore2\"), tensors: {{{tensors}}}, \
+         program: [{program}], plans: {{\"auto\": {{{vars}}}}})"
+    );
+    let sc = scenario::parse(&text, "relus.ron").unwrap();
+    let src = scenario::Source {
+        path: "relus.ron".into(),
+        text,
+    };
+    (sc, src)
+}
+
+#[test]
+fn memory_is_bounded_by_the_work_not_by_the_variables() {
+    // Tensors of one shape share their candidate layouts: 20 times the variables, the
+    // same layouts interned.
+    let count = |n: usize| {
+        let (sc, src) = relu_chain(n);
+        let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+        let m = plan::model::Model::new(&res, plan::candidates::Space::default()).unwrap();
+        assert_eq!(m.vars.len(), n + 1);
+        m.layout_count()
+    };
+    let (few, many) = (count(10), count(200));
+    assert!(few > 100, "{few} layouts");
+    assert_eq!(few, many);
+    // A long chain plans (under the default work budget) to a plan that runs.
+    let (sc, src) = relu_chain(300);
+    let mut o = PlanOptions::default();
+    o.search.time_limit = None;
+    o.search.work_limit = Some(import::PLAN_WORK);
+    let out = plan::plan_with(&sc, &src, "auto", &[], &BTreeMap::new(), &o, &mut |_, _| {});
+    let out = out.unwrap();
+    assert!(out.best[0].total_cycles >= out.bound_cycles);
+}

@@ -196,8 +196,7 @@ impl Model {
     ) -> Vec<LayoutId> {
         let t = self.ops[i].reads[slot];
         if !self.targets.contains_key(&t) {
-            let c = self.generate(t);
-            let mut ids: Vec<LayoutId> = c.into_iter().map(|c| self.intern(t, c.layout)).collect();
+            let (mut ids, _) = self.generate(t);
             // Fewest words per PE first: the first legal ones are the targets.
             ids.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
             self.targets.insert(t, ids);

@@ -16,7 +16,7 @@ mod joint;
 mod measure;
 mod walk;
 
-use super::candidates::{self, Candidate, Space};
+use super::candidates::{self, Space};
 use super::cost::{Coster, Held};
 use crate::ids::RegionId;
 use crate::scenario::{LayoutRef, Op, OpClass, Resolved};
@@ -26,6 +26,8 @@ use std::collections::HashMap;
 
 /// An interned bound layout.
 pub type LayoutId = u32;
+/// A tensor's shape as candidates see it: dims, dtype, whether padded.
+type ShapeKey = (Vec<u64>, mnsim_arch::DType, bool);
 type StateId = u32;
 
 /// A plan variable: its name, the tensor it lays out, its candidates (bound layouts of
@@ -142,7 +144,8 @@ pub struct Model {
     pub vars: Vec<Var>,
     layouts: Vec<TensorLayout>,
     layout_text: Vec<String>,
-    layout_ids: HashMap<(usize, String), LayoutId>,
+    /// Interned layouts by (shape, canonical text): tensors of one shape share them.
+    layout_ids: HashMap<(ShapeKey, String), LayoutId>,
     footprint: Vec<u64>,
     states: Vec<(LayoutId, Vec<usize>)>,
     state_ids: HashMap<(LayoutId, Vec<usize>), StateId>,
@@ -165,8 +168,9 @@ pub struct Model {
     pub schedule: Schedule,
     /// What evaluations minimise (`plan --objective`): cycles by default.
     pub objective: mnsim_reports::Objective,
-    /// Candidates per (shape, dtype, padded), generated once.
-    generated: HashMap<(Vec<u64>, mnsim_arch::DType, bool), Vec<Candidate>>,
+    /// Candidates per shape (interned, the core first) and how many are core,
+    /// generated once.
+    generated: HashMap<ShapeKey, (Vec<LayoutId>, usize)>,
     /// Scratch of the walk: the plan's tasks, reused from one evaluation to the next.
     scratch: Vec<Task>,
 }
@@ -305,46 +309,57 @@ impl Model {
         }
         for vi in 0..m.vars.len() {
             let tensor = m.index[&m.vars[vi].tensor];
-            let cands = m.generate(tensor);
-            m.vars[vi].core = cands.iter().filter(|c| c.core).count();
-            let ids: Vec<LayoutId> = cands
-                .into_iter()
-                .map(|c| m.intern(tensor, c.layout))
-                .collect();
+            let (ids, core) = m.generate(tensor);
+            m.vars[vi].core = core;
             m.vars[vi].candidates = ids;
         }
         Ok(m)
     }
 
-    /// Candidates of tensor `t` (before pruning).
-    /// Candidates of tensor `t` (before pruning); tensors of one shape and dtype share
-    /// them (generated once).
-    fn generate(&mut self, t: usize) -> Vec<Candidate> {
+    /// The shape key of tensor `t`: its dims, dtype and whether it is padded.
+    fn shape_key(&self, t: usize) -> ShapeKey {
         let rt = &self.res.tensors[&self.tensors[t]];
-        let key = (
+        (
             rt.dims_at_bound.clone(),
             rt.dtype,
             rt.dims_at_bound != rt.runtime_dims,
-        );
+        )
+    }
+
+    /// Candidates of tensor `t` (before pruning), interned, the core first, and how many
+    /// are core; tensors of one shape and dtype share them (generated once).
+    fn generate(&mut self, t: usize) -> (Vec<LayoutId>, usize) {
+        let key = self.shape_key(t);
         if let Some(c) = self.generated.get(&key) {
             return c.clone();
         }
         let c = candidates::generate(&self.res.machine, &key.0, key.1, key.2, self.space);
-        self.generated.insert(key, c.clone());
-        c
+        let core = c.iter().filter(|c| c.core).count();
+        let ids: Vec<LayoutId> = c
+            .into_iter()
+            .map(|c| self.intern_as(&key, c.text, c.layout))
+            .collect();
+        self.generated.insert(key, (ids.clone(), core));
+        (ids, core)
     }
 
     /// Interns a bound layout of tensor `t`.
     pub fn intern(&mut self, t: usize, l: TensorLayout) -> LayoutId {
+        let key = self.shape_key(t);
         let text = l.canonical();
-        if let Some(&id) = self.layout_ids.get(&(t, text.clone())) {
+        self.intern_as(&key, text, l)
+    }
+
+    /// Interns layout `l` (canonical text `text`) of a tensor of shape `key`.
+    fn intern_as(&mut self, key: &ShapeKey, text: String, l: TensorLayout) -> LayoutId {
+        if let Some(&id) = self.layout_ids.get(&(key.clone(), text.clone())) {
             return id;
         }
         let id = self.layouts.len() as LayoutId;
         self.footprint.push(l.footprint_words());
         self.layouts.push(l);
         self.layout_text.push(text.clone());
-        self.layout_ids.insert((t, text), id);
+        self.layout_ids.insert((key.clone(), text), id);
         id
     }
 
@@ -358,6 +373,11 @@ impl Model {
             self.vars[v].core += 1;
         }
         id
+    }
+
+    /// Layouts interned so far (candidates, relayout targets, measured outputs).
+    pub fn layout_count(&self) -> usize {
+        self.layouts.len()
     }
 
     pub fn layout(&self, id: LayoutId) -> &TensorLayout {
