@@ -7,7 +7,8 @@
 //! elements share a node: root-most first is the usual block distribution). What is
 //! left of each axis stays in memory, after its levels; the last axis may be packed into
 //! the words' slots (`W`). When a shard does not fit the PE's memory, the first axis
-//! that can take them gets `Time` steps (the fewest that fit). Every candidate is bound
+//! that can take them gets `Time` steps (the fewest powers of two that fit), or where
+//! no axis can, the major axes take them together (any divisors: [`time_steps`]). Every candidate is bound
 //! with the arch crate (so it is legal for the tensor's shape, dtype and the machine's
 //! LM) and candidates are unique in canonical form.
 //!
@@ -279,28 +280,22 @@ fn emit(
             // Words per PE; Time steps on the first axis that can take enough of them.
             let words = mem.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
             let Some(words) = words else { continue };
-            let mut time: Option<(usize, u64)> = None;
+            let mut time = vec![1u64; rank];
             if words > lm_words {
-                let need = words.div_ceil(lm_words.max(1));
-                let found = (0..rank).find_map(|a| {
-                    (0..64)
-                        .map(|k| 1u64 << k)
-                        .take_while(|&t| t <= mem[a])
-                        .find(|&t| t >= need && mem[a].is_multiple_of(t))
-                        .map(|t| (a, t))
-                });
-                let Some((a, t)) = found else { continue };
-                mem[a] /= t;
-                time = Some((a, t));
+                let Some(steps) = time_steps(&mem, words.div_ceil(lm_words.max(1))) else {
+                    continue;
+                };
+                for a in 0..rank {
+                    mem[a] /= steps[a];
+                }
+                time = steps;
             }
             let mut body: Vec<String> = Vec::with_capacity(rank);
             let mut skip = false;
             for a in 0..rank {
                 let mut subs: Vec<String> = Vec::new();
-                if let Some((ta, t)) = time
-                    && ta == a
-                {
-                    subs.push(format!("{t}_Time"));
+                if time[a] > 1 {
+                    subs.push(format!("{}_Time", time[a]));
                 }
                 let last_packed = packed && a == rank - 1;
                 for &(li, p) in chosen[a] {
@@ -346,6 +341,39 @@ fn emit(
             }
         }
     }
+}
+
+/// `Time` steps per axis that divide a shard of `mem` words per axis into at least
+/// `need` steps: a power of two on the first axis that can take enough of them; where
+/// none can, whole axes and divisors, major axes first (an axis of 150 takes 2, 3, 5,
+/// ... steps), the fewest steps on the last axis they reach. `None` if even every
+/// element in its own step is not enough.
+fn time_steps(mem: &[u64], need: u64) -> Option<Vec<u64>> {
+    let rank = mem.len();
+    let mut steps = vec![1u64; rank];
+    let single = (0..rank).find_map(|a| {
+        (0..64)
+            .map(|k| 1u64 << k)
+            .take_while(|&t| t <= mem[a])
+            .find(|&t| t >= need && mem[a].is_multiple_of(t))
+            .map(|t| (a, t))
+    });
+    if let Some((a, t)) = single {
+        steps[a] = t;
+        return Some(steps);
+    }
+    let mut need = need;
+    for a in 0..rank {
+        if need <= 1 {
+            break;
+        }
+        let t = (2..=mem[a])
+            .find(|&t| t >= need && mem[a].is_multiple_of(t))
+            .unwrap_or(mem[a]);
+        steps[a] = t;
+        need = need.div_ceil(t);
+    }
+    (need <= 1).then_some(steps)
 }
 
 /// Binds a layout text (canonical or not) for a tensor, as the planner's seeds need.
