@@ -60,6 +60,8 @@ pub struct Coster {
     program: Program,
     auto_reduce: bool,
     placed: u64,
+    /// Regions of inputs loaded as streams for the op being measured, with their slot.
+    loaded: Vec<(RegionId, usize)>,
 }
 
 /// Offsets of placed inputs: far above any LM.
@@ -94,6 +96,7 @@ impl Coster {
             program,
             auto_reduce: res.auto_reduce,
             placed: 0,
+            loaded: Vec::new(),
         })
     }
 
@@ -101,6 +104,7 @@ impl Coster {
     fn reset(&mut self) {
         self.eng.clear();
         self.placed = 0;
+        self.loaded.clear();
     }
 
     /// Places `name` in LM as `held`, without moving anything. The region lies outside
@@ -151,39 +155,77 @@ impl Coster {
 
     /// A region of the measuring engine as [`Measured::tasks`] names it.
     fn symbol(&self, r: RegionId) -> RegionId {
+        if let Some(&(_, slot)) = self.loaded.iter().find(|(l, _)| *l == r) {
+            return input_region(slot);
+        }
         match r.0.checked_sub(PLACED_REGION + 1) {
             Some(k) if (k as u64) < self.placed => input_region(k as usize),
             _ => r,
         }
     }
 
-    /// The engine's tasks of the op just measured, regions made symbolic.
-    fn tasks(&self) -> Vec<Task> {
-        let mut out = self.eng.tasks.clone();
+    /// The engine's tasks of the op just measured (from task `from` on), regions made
+    /// symbolic, less `loaded_words` of LM (inputs loaded as streams, which the
+    /// planner's walk charges).
+    fn tasks_from(&self, from: usize, loaded_words: u64) -> Vec<Task> {
+        let mut out = self.eng.tasks[from.min(self.eng.tasks.len())..].to_vec();
         for t in &mut out {
+            t.lm_words = t.lm_words.saturating_sub(loaded_words);
             for r in t.reads.iter_mut().chain(t.writes.iter_mut()) {
                 *r = self.symbol(*r);
             }
             for (r, _) in t.frees_before.iter_mut().chain(t.frees_after.iter_mut()) {
                 *r = self.symbol(*r);
             }
+            for input in t.walk.iter_mut().flat_map(|w| w.inputs.iter_mut()) {
+                input.region = self.symbol(input.region);
+            }
         }
         out
     }
 
+    /// The engine's tasks of the op just measured, regions made symbolic.
+    fn tasks(&self) -> Vec<Task> {
+        self.tasks_from(0, 0)
+    }
+
     /// Measures op `op` with its inputs in LM as `inputs` and `layout` as its own
-    /// layout, applied as the run applies it ([`crate::apply::apply`]).
+    /// layout, applied as the run applies it ([`crate::apply::apply`]). An input whose
+    /// `streamed` entry is set (a Load's `Time`-stepped output, of which this op is the
+    /// first reader) is loaded, not placed, so that the op's walk reads it slice by
+    /// slice as in the run: its sends, the buffers they wait for and the slices sent
+    /// again (docs/model.md, streams) are in the op's tasks; the Load itself is not.
     pub fn measure(
         &mut self,
         op: OpId,
         inputs: &[(&str, &Held)],
         layout: Option<&TensorLayout>,
+        streamed: &[bool],
     ) -> Result<Measured, SimError> {
         self.reset();
-        for (n, h) in inputs {
-            self.place(n, h)?;
-        }
         self.eng.ops.clear();
+        for (slot, (n, h)) in inputs.iter().enumerate() {
+            let stream = streamed.get(slot).copied().unwrap_or(false)
+                && h.partial.is_empty()
+                && h.layout.time_span() > 1
+                && !inputs[..slot].iter().any(|(m, _)| m == n);
+            if stream {
+                self.eng.load(n, h.layout.clone())?;
+                if let Some(r) = self.eng.tensors.get(*n).and_then(|t| t.lm.as_ref()) {
+                    self.loaded.push((r.region, slot));
+                }
+            } else {
+                self.place(n, h)?;
+            }
+        }
+        let (first_op, first_task) = (self.eng.ops.len(), self.eng.tasks.len());
+        let loads_j = crate::energy::engine_dynamic_j(&self.eng);
+        let loaded_words: u64 = self
+            .loaded
+            .iter()
+            .filter_map(|(r, _)| self.eng.streams.get(r))
+            .map(|st| st.slice_words.saturating_mul(st.buffers))
+            .fold(0, u64::saturating_add);
         crate::apply::apply(
             &mut self.eng,
             &self.program,
@@ -192,7 +234,7 @@ impl Coster {
             self.auto_reduce,
             None,
         )?;
-        let cycles = self.eng.ops.iter().map(|o| o.cycles).sum();
+        let cycles = self.eng.ops[first_op..].iter().map(|o| o.cycles).sum();
         let output = self.program.output(op).and_then(|out| {
             let name = match &self.program.ops[op].kind {
                 // A Broadcast from DRAM lands in the tensor itself.
@@ -224,8 +266,8 @@ impl Coster {
         Ok(Measured {
             cycles,
             output,
-            tasks: self.tasks(),
-            dynamic_j: crate::energy::engine_dynamic_j(&self.eng),
+            tasks: self.tasks_from(first_task, loaded_words),
+            dynamic_j: crate::energy::engine_dynamic_j(&self.eng) - loads_j,
         })
     }
 

@@ -19,6 +19,7 @@ fn span_of(tasks: &[Task]) -> u32 {
                 .chain(&t.writes)
                 .chain(t.frees_before.iter().map(|f| &f.0))
                 .chain(t.frees_after.iter().map(|f| &f.0))
+                .chain(t.walk.iter().flat_map(|w| w.inputs.iter().map(|i| &i.region)))
         })
         .filter(|r| input_slot(**r).is_none())
         .map(|r| r.0 + 1)
@@ -33,6 +34,9 @@ pub(super) fn remap(t: &mut Task, f: impl Fn(RegionId) -> RegionId) {
     }
     for (r, _) in t.frees_before.iter_mut().chain(t.frees_after.iter_mut()) {
         *r = f(*r);
+    }
+    for input in t.walk.iter_mut().flat_map(|w| w.inputs.iter_mut()) {
+        input.region = f(input.region);
     }
 }
 
@@ -51,7 +55,9 @@ impl Model {
         let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());
         let inputs: Vec<(&str, &Held)> =
             names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
-        let first = self.coster.measure(OpId::new(i), &inputs, lay.as_ref());
+        let first = self
+            .coster
+            .measure(OpId::new(i), &inputs, lay.as_ref(), &op.streamed);
         let err = match first {
             Ok(m) => return Ok(self.out_of(i, m, None)),
             Err(e) if !op.is_kernel || e.is_lm_full() => return Err(e.to_string()),
@@ -100,7 +106,17 @@ impl Model {
                 }
                 let inputs: Vec<(&str, &Held)> =
                     names.iter().map(|n| n.as_str()).zip(moved.iter()).collect();
-                let Ok(m) = self.coster.measure(OpId::new(i), &inputs, lay.as_ref()) else {
+                // The moved input is the Relayout's output now, no longer the stream.
+                let streamed: Vec<bool> = op
+                    .reads
+                    .iter()
+                    .zip(&op.streamed)
+                    .map(|(&rr, &s)| s && rr != r)
+                    .collect();
+                let Ok(m) = self
+                    .coster
+                    .measure(OpId::new(i), &inputs, lay.as_ref(), &streamed)
+                else {
                     continue;
                 };
                 let total = m.cycles.saturating_add(rc);
