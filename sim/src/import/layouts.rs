@@ -3,8 +3,10 @@
 //!
 //! Axes that must line up (an elementwise output axis and the input axis it reads, a
 //! matmul's batch and row axes, the axes a transpose moves, the major axes of a
-//! reshape group) form **classes** (union-find). A class is never split when one of
-//! its axes is reduced by a kernel (a contraction, a reduced or normalised axis), is a
+//! reshape group, the inputs' axes of one contracted variable) form **classes**
+//! (union-find). A class is never split when one of its axes is reduced by a kernel
+//! (a contraction, a reduced or normalised axis; with `split_sums`, only a normalised
+//! axis or a reduction other than a sum), is a
 //! reshape axis that is not its group's major axis, or is a concat axis, or when one
 //! tensor has two axes in it. Each addressable level, root first, goes to the class
 //! that can use most of its fan-out (its largest common divisor with what is left of
@@ -68,11 +70,17 @@ fn gcd(a: u64, b: u64) -> u64 {
 }
 
 /// The default layout text of every tensor the steps name.
+///
+/// With `split_sums`, the reduced axes of sums and contractions (additive kernels) may
+/// split too: the kernel's output is then partial over the level, and the tree Reduce
+/// that completes it (`auto_reduce`, which imports set) leaves it replicated there.
+/// Without it they stay whole, and no kernel of the defaults leaves a partial output.
 pub fn default_layouts(
     m: &Machine,
     decls: &[Decl],
     steps: &[Step],
     outputs: &[String],
+    split_sums: bool,
 ) -> BTreeMap<String, String> {
     let index: BTreeMap<&str, usize> = decls
         .iter()
@@ -153,11 +161,21 @@ pub fn default_layouts(
                 let Ok(maps) = mnsim_kernels::index_map(k, &shapes, &decls[o].dims) else {
                     continue;
                 };
+                // The inputs' axes of one reduced variable (a contraction's K on both
+                // sides) split alike, where they may split at all.
+                let splits = split_sums && k.is_additive();
+                let mut reduced: BTreeMap<usize, usize> = BTreeMap::new();
                 for (j, map) in maps.iter().enumerate() {
                     for (p, src) in map.axes.iter().enumerate() {
                         match src {
                             AxisSource::Out(h) => uf.union(node(ins[j], p), node(o, *h)),
-                            AxisSource::Reduced(_) => nosplit[node(ins[j], p)] = true,
+                            AxisSource::Reduced(r) => {
+                                nosplit[node(ins[j], p)] |= !splits;
+                                if splits {
+                                    let first = *reduced.entry(*r).or_insert(node(ins[j], p));
+                                    uf.union(first, node(ins[j], p));
+                                }
+                            }
                             AxisSource::Broadcast => {}
                         }
                     }

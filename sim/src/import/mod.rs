@@ -225,7 +225,8 @@ fn write(
     let decls: Vec<&lower::Decl> = low.decls.iter().filter(|d| keep(&d.name)).collect();
     let owned: Vec<lower::Decl> = decls.iter().map(|d| (*d).clone()).collect();
     let outs: Vec<String> = outputs.iter().map(|o| o.to_string()).collect();
-    let defaults = layouts::default_layouts(m, &owned, &low.steps, &outs);
+    let defaults = layouts::default_layouts(m, &owned, &low.steps, &outs, false);
+    let split = layouts::default_layouts(m, &owned, &low.steps, &outs, true);
     let max_elems = decls
         .iter()
         .map(|d| d.dims.iter().fold(1u64, |a, &b| a.saturating_mul(b)))
@@ -239,7 +240,9 @@ fn write(
     t.push_str(
         "// values; graph outputs are stored; every other tensor stays in LM and is freed after its\n\
          // last use. Every layout is a plan variable named after its tensor: plan `auto` leaves\n\
-         // them to the planner (`Any`), plan `default` holds the import's default layouts.\n",
+         // them to the planner (`Any`), plan `default` holds the import's default layouts\n\
+         // (`default_split`, where present, the same with sums and contractions split over\n\
+         // the tree, their partial sums completed by Reduces).\n",
     );
     let _ = writeln!(
         t,
@@ -350,6 +353,14 @@ fn write(
     t.push_str("        },\n        \"default\": {\n");
     for v in &vars {
         let _ = writeln!(t, "            {v:?}: {:?},", defaults[*v]);
+    }
+    // The defaults with sums and contractions split over the tree too (partial sums
+    // completed by Reduces), where that gives other layouts: a second seed.
+    if vars.iter().any(|v| split[*v] != defaults[*v]) {
+        t.push_str("        },\n        \"default_split\": {\n");
+        for v in &vars {
+            let _ = writeln!(t, "            {v:?}: {:?},", split[*v]);
+        }
     }
     // Partial sums of a split contraction are completed by tree Reduces (as `run` inserts
     // them), so the planner may split a MatMul's K axis over the tree.
