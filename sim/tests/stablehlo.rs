@@ -261,11 +261,8 @@ fn an_unsupported_op_is_named_at_its_line_and_column() {
     let imp = import_text("g.mlir", &text, &BTreeMap::new()).unwrap();
     assert!(imp.text.contains("Unary(op: Erf"));
     let conv = "func.func public @main(%a: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32> {\n  %0 = stablehlo.convolution(%a, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32>\n  return %0 : tensor<1x6x6x8xf32>\n}\n";
-    let e = import_text("c.mlir", conv, &BTreeMap::new()).unwrap_err();
-    assert!(
-        e.contains("`convolution` is not supported yet") && e.contains("c.mlir:2:"),
-        "{e}"
-    );
+    let imp = import_text("c.mlir", conv, &BTreeMap::new()).unwrap();
+    assert!(imp.text.contains("Conv("), "{}", imp.text);
 }
 
 #[test]
@@ -521,4 +518,362 @@ fn erf_matches_its_table() {
             "erf({x}) = {got}, want {want}"
         );
     }
+}
+
+/// An inline module imported and run under the import's default layouts in functional
+/// mode (verified against the host reference, the same cycles as timing mode): the
+/// report, the arguments' values (`arg0`, `arg1`, ...) and the stored result's, each
+/// row-major.
+struct Ran {
+    imp: Imported,
+    report: Report,
+    args: Vec<Vec<f64>>,
+    out: Vec<f64>,
+}
+
+fn run_inline(name: &str, text: &str) -> Ran {
+    let imp = import_text(name, text, &BTreeMap::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let timing = run_plan(&imp, name, Mode::Timing);
+    let sc = scenario::parse(&imp.text, name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let src = Source {
+        path: name.into(),
+        text: imp.text.clone(),
+    };
+    let mut res = scenario::resolve(&sc, &src, Some("default"), &[], &Default::default())
+        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    res.mode = Mode::Functional;
+    let run = mnsim_sim::run::run(&res).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        run.report.verified,
+        Some(true),
+        "{name}: functional verification\n{}",
+        imp.text
+    );
+    assert_eq!(
+        run.report.total_cycles, timing.total_cycles,
+        "{name}: modes agree"
+    );
+    let values = |t: &str| -> Option<Vec<f64>> {
+        let dtype = res.tensors.get(t)?.dtype;
+        let b = run.engine.dram_row_major(t)?;
+        Some(
+            b.chunks_exact(dtype.bytes() as usize)
+                .map(|c| mnsim_kernels::elem::read(dtype, c))
+                .collect(),
+        )
+    };
+    let args: Vec<Vec<f64>> = (0..).map_while(|i| values(&format!("arg{i}"))).collect();
+    let stored = imp
+        .text
+        .rsplit("Store(tensor: \"")
+        .next()
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_string();
+    let out = values(&stored).unwrap_or_else(|| panic!("{name}: `{stored}` stored"));
+    Ran {
+        imp,
+        report: run.report,
+        args,
+        out,
+    }
+}
+
+/// One list of `dim_numbers`: `b`, `f`, `i`, `o` or a spatial index per axis.
+fn dn_list(s: &str) -> Vec<String> {
+    s.trim_matches(['[', ']'])
+        .split(',')
+        .map(|x| x.trim().to_string())
+        .collect()
+}
+
+fn pos(l: &[String], what: &str) -> usize {
+    l.iter().position(|x| x == what).unwrap()
+}
+
+/// A convolution as the StableHLO spec defines it, computed here from the module's
+/// own attributes: `dn` `[..]x[..]->[..]`, per spatial dimension stride, (lo, hi)
+/// pads and rhs dilation, feature groups.
+struct ConvCase {
+    dn: &'static str,
+    x: Vec<u64>,
+    w: Vec<u64>,
+    y: Vec<u64>,
+    stride: Vec<u64>,
+    pad: Vec<(u64, u64)>,
+    dil: Vec<u64>,
+    groups: u64,
+}
+
+fn ty(d: &[u64]) -> String {
+    let s: Vec<String> = d.iter().map(|x| x.to_string()).collect();
+    format!("tensor<{}xf32>", s.join("x"))
+}
+
+impl ConvCase {
+    fn lists(&self) -> [Vec<String>; 3] {
+        let (l, rest) = self.dn.split_once('x').unwrap();
+        let (r, o) = rest.split_once("->").unwrap();
+        [dn_list(l), dn_list(r), dn_list(o)]
+    }
+
+    fn module(&self) -> String {
+        let l = |v: &[u64]| {
+            let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+            format!("[{}]", s.join(", "))
+        };
+        let pads: Vec<String> = self
+            .pad
+            .iter()
+            .map(|(a, b)| format!("[{a}, {b}]"))
+            .collect();
+        format!(
+            "module @jit_f {{\n  func.func public @main(%arg0: {x}, %arg1: {w}) -> ({y} {{jax.result_info = \"\"}}) {{\n    %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = {dn}, window = {{stride = {s}, pad = [{p}], rhs_dilate = {d}}} {{batch_group_count = 1 : i64, feature_group_count = {g} : i64}} : ({x}, {w}) -> {y}\n    return %0 : {y}\n  }}\n}}\n",
+            x = ty(&self.x),
+            w = ty(&self.w),
+            y = ty(&self.y),
+            dn = self.dn,
+            s = l(&self.stride),
+            p = pads.join(", "),
+            d = l(&self.dil),
+            g = self.groups
+        )
+    }
+
+    /// 2·N·OC·Π(output spatial)·(IC/groups)·Π(window).
+    fn flops(&self) -> u64 {
+        let [_, r, o] = self.lists();
+        let sp = |l: &[String], d: &[u64]| -> u64 {
+            (0..l.len())
+                .filter(|&a| l[a].parse::<usize>().is_ok())
+                .map(|a| d[a])
+                .product()
+        };
+        2 * self.y[pos(&o, "b")]
+            * self.y[pos(&o, "f")]
+            * sp(&o, &self.y)
+            * self.w[pos(&r, "i")]
+            * sp(&r, &self.w)
+    }
+
+    /// The result, row-major, from the arguments' values.
+    fn reference(&self, x: &[f64], w: &[f64]) -> Vec<f64> {
+        let [l, r, o] = self.lists();
+        let d = self.stride.len();
+        let strides = |dims: &[u64]| -> Vec<u64> {
+            let mut s = vec![1u64; dims.len()];
+            for a in (0..dims.len() - 1).rev() {
+                s[a] = s[a + 1] * dims[a + 1];
+            }
+            s
+        };
+        let (xs, ws, ys) = (strides(&self.x), strides(&self.w), strides(&self.y));
+        let sp = |list: &[String], k: usize| pos(list, &k.to_string());
+        let icg = self.w[pos(&r, "i")];
+        let ocg = self.y[pos(&o, "f")] / self.groups;
+        let win: Vec<u64> = (0..d).map(|k| self.w[sp(&r, k)]).collect();
+        let n_win: u64 = win.iter().product();
+        let total: u64 = self.y.iter().product();
+        (0..total)
+            .map(|i| {
+                let yi: Vec<u64> = (0..self.y.len()).map(|a| (i / ys[a]) % self.y[a]).collect();
+                let (n, oc) = (yi[pos(&o, "b")], yi[pos(&o, "f")]);
+                let g = oc / ocg;
+                let mut acc = 0.0;
+                for c in 0..icg {
+                    'tap: for t in 0..n_win {
+                        let mut xo = n * xs[pos(&l, "b")] + (g * icg + c) * xs[pos(&l, "f")];
+                        let mut wo = c * ws[pos(&r, "i")] + oc * ws[pos(&r, "o")];
+                        let mut rem = t;
+                        for k in (0..d).rev() {
+                            let wk = rem % win[k];
+                            rem /= win[k];
+                            let at = (yi[sp(&o, k)] * self.stride[k] + wk * self.dil[k]) as i64
+                                - self.pad[k].0 as i64;
+                            if at < 0 || at >= self.x[sp(&l, k)] as i64 {
+                                continue 'tap;
+                            }
+                            xo += at as u64 * xs[sp(&l, k)];
+                            wo += wk * ws[sp(&r, k)];
+                        }
+                        acc += x[xo as usize] * w[wo as usize];
+                    }
+                }
+                acc
+            })
+            .collect()
+    }
+}
+
+fn close(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: element count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+            "{what}: element {i} is {g}, want {w}"
+        );
+    }
+}
+
+/// `convolution` becomes the Conv kernel (with transposes for dimension numbers it
+/// does not read): each case verifies, its values are the spec's convolution of the
+/// arguments, and the Conv op's FLOP are 2·N·OC·Π(output)·(IC/groups)·Π(window).
+#[test]
+fn convolutions_run_verify_and_count_their_flop() {
+    let cases = [
+        // NHWC with padding and stride 2.
+        ConvCase {
+            dn: "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
+            x: vec![1, 9, 9, 4],
+            w: vec![3, 3, 4, 8],
+            y: vec![1, 5, 5, 8],
+            stride: vec![2, 2],
+            pad: vec![(1, 1), (1, 1)],
+            dil: vec![1, 1],
+            groups: 1,
+        },
+        // Grouped: 4 groups of 2 input and 3 output channels, uneven padding.
+        ConvCase {
+            dn: "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
+            x: vec![2, 6, 6, 8],
+            w: vec![3, 3, 2, 12],
+            y: vec![2, 5, 6, 12],
+            stride: vec![1, 1],
+            pad: vec![(0, 1), (1, 1)],
+            dil: vec![1, 1],
+            groups: 4,
+        },
+        // NCHW with rhs dilation.
+        ConvCase {
+            dn: "[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]",
+            x: vec![1, 3, 10, 10],
+            w: vec![6, 3, 3, 3],
+            y: vec![1, 6, 6, 8],
+            stride: vec![1, 1],
+            pad: vec![(0, 0), (1, 1)],
+            dil: vec![2, 2],
+            groups: 1,
+        },
+        // 1-D.
+        ConvCase {
+            dn: "[b, 0, f]x[0, i, o]->[b, 0, f]",
+            x: vec![2, 16, 4],
+            w: vec![3, 4, 5],
+            y: vec![2, 16, 5],
+            stride: vec![1],
+            pad: vec![(1, 1)],
+            dil: vec![1],
+            groups: 1,
+        },
+        // 3-D, depthwise.
+        ConvCase {
+            dn: "[b, 0, 1, 2, f]x[0, 1, 2, i, o]->[b, 0, 1, 2, f]",
+            x: vec![1, 4, 5, 4, 3],
+            w: vec![2, 2, 2, 1, 3],
+            y: vec![1, 3, 2, 3, 3],
+            stride: vec![1, 2, 1],
+            pad: vec![(0, 0), (0, 0), (0, 0)],
+            dil: vec![1, 1, 1],
+            groups: 3,
+        },
+        // Dimension numbers the kernel does not read: every operand transposed.
+        ConvCase {
+            dn: "[b, 1, 0, f]x[i, 0, o, 1]->[f, 0, 1, b]",
+            x: vec![2, 7, 6, 3],
+            w: vec![3, 3, 4, 2],
+            y: vec![4, 4, 6, 2],
+            stride: vec![1, 1],
+            pad: vec![(0, 0), (0, 0)],
+            dil: vec![1, 1],
+            groups: 1,
+        },
+        // The weights in IOX, the data NCX.
+        ConvCase {
+            dn: "[b, f, 0]x[i, o, 0]->[b, f, 0]",
+            x: vec![1, 4, 12],
+            w: vec![4, 6, 5],
+            y: vec![1, 6, 4],
+            stride: vec![3],
+            pad: vec![(2, 1)],
+            dil: vec![1],
+            groups: 1,
+        },
+    ];
+    for (k, c) in cases.iter().enumerate() {
+        let name = format!("conv{k}.mlir");
+        let ran = run_inline(&name, &c.module());
+        assert!(ran.imp.text.contains("Conv("), "{name}: {}", ran.imp.text);
+        let convs: Vec<u64> = ran
+            .report
+            .ops
+            .iter()
+            .filter(|o| o.op.contains("Conv"))
+            .map(|o| o.flops.unwrap())
+            .collect();
+        assert_eq!(convs, vec![c.flops()], "{name}: FLOP");
+        close(&ran.out, &c.reference(&ran.args[0], &ran.args[1]), &name);
+    }
+}
+
+/// The convolutions mnsim does not map are errors naming the attribute at its
+/// line:column: a transposed convolution, batch groups, a reversed window, negative
+/// padding, an unknown precision.
+#[test]
+fn unmapped_convolution_attributes_are_named_at_their_place() {
+    let head = "func.func public @main(%a: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32> {\n";
+    let tail = " : (tensor<1x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32>\n  return %0 : tensor<1x6x6x8xf32>\n}\n";
+    let op = "  %0 = stablehlo.convolution(%a, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], ";
+    for (attrs, key, says) in [
+        (
+            "window = {stride = [1, 1], lhs_dilate = [2, 2]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}",
+            "lhs_dilate",
+            "transposed convolution",
+        ),
+        (
+            "window = {reverse = [1, 0]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}",
+            "reverse",
+            "reversed window",
+        ),
+        (
+            "window = {reverse = [false, true]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}",
+            "reverse",
+            "reversed window",
+        ),
+        (
+            "window = {} {batch_group_count = 2 : i64, feature_group_count = 1 : i64}",
+            "batch_group_count",
+            "`batch_group_count` 2 is not supported",
+        ),
+        (
+            "window = {pad = [[1, -1], [0, 0]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}",
+            "pad",
+            "negative `pad`",
+        ),
+        (
+            "window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64, precision_config = [#stablehlo<precision FAST>, #stablehlo<precision DEFAULT>]}",
+            "precision_config",
+            "`precision_config` must hold",
+        ),
+    ] {
+        let line = format!("{op}{attrs}");
+        let text = format!("{head}{line}{tail}");
+        let e = import_text("c.mlir", &text, &BTreeMap::new()).unwrap_err();
+        let col = line.find(&format!("{key} =")).unwrap() + 1;
+        assert!(
+            e.contains(says) && e.contains(&format!("c.mlir:2:{col}")),
+            "{key}: want `{says}` at 2:{col}: {e}"
+        );
+    }
+    // Every precision JAX writes imports (mnsim computes at the operands' dtype), and
+    // a result type that disagrees with the window is an error at the type.
+    let ok = format!(
+        "{head}{op}window = {{}} {{batch_group_count = 1 : i64, feature_group_count = 1 : i64, precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision DEFAULT>]}}{tail}"
+    );
+    import_text("c.mlir", &ok, &BTreeMap::new()).unwrap();
+    let bad = ok.replace("window = {}", "window = {stride = [2, 2]}");
+    let e = import_text("c.mlir", &bad, &BTreeMap::new()).unwrap_err();
+    assert!(
+        e.contains("the result type says [1, 6, 6, 8], but the operands give [1, 3, 3, 8]"),
+        "{e}"
+    );
 }

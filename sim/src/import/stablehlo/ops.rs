@@ -13,7 +13,7 @@ use std::ops::Range;
 /// Every op the import reads (docs/import.md).
 pub const OPS: &str = "add, subtract, multiply, divide, maximum, minimum, power, exponential, log, sqrt, rsqrt, \
 negate, tanh, logistic, abs, round_nearest_even, chlo.square, chlo.erf, compare, select, and, or, not, \
-dot_general, reduce (add, max, min, mul bodies), broadcast_in_dim, iota, convert, reshape, transpose, \
+dot_general, convolution, reduce (add, max, min, mul bodies), broadcast_in_dim, iota, convert, reshape, transpose, \
 slice, concatenate, pad, constant, get_dimension_size, dynamic_broadcast_in_dim, dynamic_reshape, \
 dynamic_iota, real_dynamic_slice, custom_call @shape_assertion, call, return";
 
@@ -338,10 +338,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
             super::dot::dot_general(lx, st, &base, &vals)
         }
         "stablehlo.reduce" => super::special::reduce(lx, st, &base, &vals),
-        "stablehlo.convolution" => Err(at(
-            &st.name_span,
-            "`convolution` is not supported yet in StableHLO: its dimension numbers are not mapped to mnsim's Conv kernel (oneDNN graphs run convolutions)",
-        )),
+        "stablehlo.convolution" => super::conv::convolution(lx, st, &base, &vals),
         other => Err(at(
             &st.name_span,
             format!("the op `{other}` is not supported: mnsim imports {OPS}"),
