@@ -2,8 +2,11 @@
 //! with their dimensions bound), loads back, runs in timing mode under the import's
 //! default layouts, and verifies in functional mode when every tensor has at most 2^21
 //! elements; the MatMul FLOP in the report equal 2·M·N·K·batch computed here from each
-//! `dot_general` line of the file. Unbound symbolic dimensions, failed shape
-//! assertions and unsupported ops are errors naming the dimension or the op at its
+//! `dot_general` line of the file. Small inline modules of `convolution`, `pad` and
+//! `compare` + `select` run in functional mode, verify, and hold the values the
+//! StableHLO spec gives, computed here from the arguments (the Conv FLOP from the
+//! shapes). Unbound symbolic dimensions, failed shape assertions, unsupported ops and
+//! unmapped attributes are errors naming the dimension, the op or the attribute at its
 //! line:column. Mutations of the real files never panic.
 
 use mnsim_reports::Report;
@@ -876,4 +879,291 @@ fn unmapped_convolution_attributes_are_named_at_their_place() {
         e.contains("the result type says [1, 6, 6, 8], but the operands give [1, 3, 3, 8]"),
         "{e}"
     );
+}
+
+/// `exp` of the argument padded with zeros on two axes.
+const PAD_EXP: &str = "func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<6x7xf32> {
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %0 = stablehlo.exponential %arg0 : tensor<3x4xf32>
+  %1 = stablehlo.pad %0, %cst, low = [1, 0], high = [2, 3], interior = [0, 0] : (tensor<3x4xf32>, tensor<f32>) -> tensor<6x7xf32>
+  return %1 : tensor<6x7xf32>
+}
+";
+
+/// The argument padded with -1.5 on three axes (the same constant at both ends of one).
+const PAD_VALUE: &str = "func.func public @main(%arg0: tensor<2x3x4xf32>) -> tensor<3x5x6xf32> {
+  %cst = stablehlo.constant dense<-1.500000e+00> : tensor<f32>
+  %0 = stablehlo.pad %arg0, %cst, low = [0, 2, 1], high = [1, 0, 1], interior = [0, 0, 0] : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<3x5x6xf32>
+  return %0 : tensor<3x5x6xf32>
+}
+";
+
+/// A pad of a constant (interior, negative), evaluated at import.
+const PAD_FOLDED: &str = "func.func public @main(%arg0: tensor<5xf32>) -> tensor<5xf32> {
+  %c = stablehlo.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>
+  %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %p = stablehlo.pad %c, %z, low = [1], high = [-1], interior = [1] : (tensor<3xf32>, tensor<f32>) -> tensor<5xf32>
+  %0 = stablehlo.add %arg0, %p : tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+";
+
+/// `x` of `dims` padded by `low`/`high` (≥ 0) elements of `value` per axis, row-major.
+fn pad_ref(x: &[f64], dims: &[u64], low: &[u64], high: &[u64], value: f64) -> Vec<f64> {
+    let out: Vec<u64> = (0..dims.len())
+        .map(|a| dims[a] + low[a] + high[a])
+        .collect();
+    let total: u64 = out.iter().product();
+    (0..total)
+        .map(|i| {
+            let mut rem = i;
+            let mut src = 0u64;
+            let mut inside = true;
+            for a in (0..out.len()).rev() {
+                let y = rem % out[a];
+                rem /= out[a];
+                let stride: u64 = dims[a + 1..].iter().product();
+                if y < low[a] || y >= low[a] + dims[a] {
+                    inside = false;
+                } else {
+                    src += (y - low[a]) * stride;
+                }
+            }
+            if inside { x[src as usize] } else { value }
+        })
+        .collect()
+}
+
+/// `pad` of a computed tensor becomes Concats with constants filled with the padding
+/// value; it verifies and holds the operand where the spec puts it. A pad of a
+/// constant (interior and negative padding included) is evaluated at import.
+#[test]
+fn pads_run_and_verify() {
+    let ran = run_inline("p0.mlir", PAD_EXP);
+    assert_eq!(
+        ran.imp.text.matches("Concat(").count(),
+        2,
+        "{}",
+        ran.imp.text
+    );
+    let e: Vec<f64> = ran.args[0].iter().map(|x| x.exp()).collect();
+    close(&ran.out, &pad_ref(&e, &[3, 4], &[1, 0], &[2, 3], 0.0), "p0");
+    let ran = run_inline("p1.mlir", PAD_VALUE);
+    assert!(
+        ran.imp.text.contains("Fill(value: -1.5)"),
+        "{}",
+        ran.imp.text
+    );
+    close(
+        &ran.out,
+        &pad_ref(&ran.args[0], &[2, 3, 4], &[0, 2, 1], &[1, 0, 1], -1.5),
+        "p1",
+    );
+    // [1, 2, 3] with one zero before, one between neighbours, one cut at the end.
+    let ran = run_inline("p2.mlir", PAD_FOLDED);
+    assert!(!ran.imp.text.contains("Concat("), "{}", ran.imp.text);
+    let want: Vec<f64> = ran.args[0]
+        .iter()
+        .zip([0.0, 1.0, 0.0, 2.0, 0.0])
+        .map(|(x, c)| x + c)
+        .collect();
+    close(&ran.out, &want, "p2");
+}
+
+/// Interior and negative padding of a computed tensor, and a padding value that is
+/// not a constant, are errors at their place.
+#[test]
+fn unmapped_pads_are_named_at_their_place() {
+    let text = |attrs: &str, value: &str, out: &str| {
+        format!(
+            "func.func public @main(%arg0: tensor<3x4xf32>, %arg1: tensor<f32>) -> tensor<{out}xf32> {{
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %0 = stablehlo.pad %arg0, {value}, {attrs} : (tensor<3x4xf32>, tensor<f32>) -> tensor<{out}xf32>
+  return %0 : tensor<{out}xf32>
+}}
+"
+        )
+    };
+    for (attrs, value, out, key, says) in [
+        (
+            "low = [0, 0], high = [1, 0], interior = [0, 1]",
+            "%cst",
+            "4x7",
+            "interior",
+            "interior padding of a computed tensor",
+        ),
+        (
+            "low = [-1, 1], high = [2, 0], interior = [0, 0]",
+            "%cst",
+            "4x5",
+            "low",
+            "negative padding",
+        ),
+        (
+            "low = [1, 1], high = [0, 0], interior = [0, 0]",
+            "%arg1",
+            "4x5",
+            "%0",
+            "the padding value must be a scalar known at import",
+        ),
+    ] {
+        let t = text(attrs, value, out);
+        let line = t.lines().nth(2).unwrap();
+        let col = line.find(key).unwrap() + 1;
+        let e = import_text("p.mlir", &t, &BTreeMap::new()).unwrap_err();
+        assert!(
+            e.contains(says) && e.contains(&format!("p.mlir:3:{col}")),
+            "{key}: want `{says}` at 3:{col}: {e}"
+        );
+    }
+}
+
+/// A ReLU written as JAX's `where(x > 0, x, 0)` over a row broadcast to every row,
+/// then a compare of the argument with the broadcast.
+const CMP_RELU: &str = "func.func public @main(%arg0: tensor<4x6xf32>, %arg1: tensor<6xf32>) -> tensor<4x6xf32> {
+  %z = stablehlo.constant dense<0.000000e+00> : tensor<4x6xf32>
+  %b = stablehlo.broadcast_in_dim %arg1, dims = [1] : (tensor<6xf32>) -> tensor<4x6xf32>
+  %s = stablehlo.add %arg0, %b : tensor<4x6xf32>
+  %0 = stablehlo.compare  GT, %s, %z,  FLOAT : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %1 = stablehlo.select %0, %s, %z : tensor<4x6xi1>, tensor<4x6xf32>
+  %2 = stablehlo.compare  LT, %arg0, %b,  FLOAT : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %3 = stablehlo.select %2, %1, %arg0 : tensor<4x6xi1>, tensor<4x6xf32>
+  return %3 : tensor<4x6xf32>
+}
+";
+
+/// `compare` of computed tensors becomes the comparison kernel (`pred`), which a
+/// `select` reads: every direction verifies and picks what the spec says, against
+/// another argument and against a value equal to the operand where it is the larger.
+#[test]
+fn compares_of_computed_tensors_feed_a_select() {
+    for dir in ["EQ", "NE", "GE", "GT", "LE", "LT"] {
+        for rhs in ["%arg1", "%m"] {
+            let text = format!(
+                "func.func public @main(%arg0: tensor<4x6xf32>, %arg1: tensor<4x6xf32>) -> tensor<4x6xf32> {{
+  %m = stablehlo.maximum %arg0, %arg1 : tensor<4x6xf32>
+  %0 = stablehlo.compare  {dir}, %arg0, {rhs},  FLOAT : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %1 = stablehlo.select %0, %arg0, %arg1 : tensor<4x6xi1>, tensor<4x6xf32>
+  return %1 : tensor<4x6xf32>
+}}
+"
+            );
+            let name = format!("cmp_{dir}_{}.mlir", &rhs[1..]);
+            let ran = run_inline(&name, &text);
+            assert!(ran.imp.text.contains("Compare("), "{}", ran.imp.text);
+            let (a, b) = (&ran.args[0], &ran.args[1]);
+            let want: Vec<f64> = (0..a.len())
+                .map(|i| {
+                    let r = if rhs == "%m" { a[i].max(b[i]) } else { b[i] };
+                    let holds = match dir {
+                        "EQ" => a[i] == r,
+                        "NE" => a[i] != r,
+                        "GE" => a[i] >= r,
+                        "GT" => a[i] > r,
+                        "LE" => a[i] <= r,
+                        _ => a[i] < r,
+                    };
+                    if holds { a[i] } else { b[i] }
+                })
+                .collect();
+            close(&ran.out, &want, &name);
+        }
+    }
+    // A broadcast operand and a constant.
+    let text = CMP_RELU;
+    let ran = run_inline("relu.mlir", text);
+    let (a, b) = (&ran.args[0], &ran.args[1]);
+    let want: Vec<f64> = (0..24)
+        .map(|i| {
+            let s = (a[i] as f32 + b[i % 6] as f32) as f64;
+            if a[i] < b[i % 6] { s.max(0.0) } else { a[i] }
+        })
+        .collect();
+    close(&ran.out, &want, "relu");
+    // A TOTALORDER comparison of computed tensors is an error at its type; on
+    // constants it is evaluated.
+    let total = text.replacen("GT, %s, %z,  FLOAT", "GT, %s, %z,  TOTALORDER", 1);
+    let e = import_text("t.mlir", &total, &BTreeMap::new()).unwrap_err();
+    let col = total.lines().nth(4).unwrap().find("TOTALORDER").unwrap() + 1;
+    assert!(
+        e.contains("`TOTALORDER` comparison") && e.contains(&format!("t.mlir:5:{col}")),
+        "{e}"
+    );
+}
+
+/// Mutations of the inline convolution, pad and compare modules: each imports to a
+/// scenario that runs (timing mode, default layouts) or ends in an error — never a
+/// panic.
+#[test]
+fn mutated_convolutions_pads_and_compares_never_panic() {
+    let conv = |dn: &'static str, x: Vec<u64>, w: Vec<u64>, y: Vec<u64>, groups| {
+        let d = x.len() - 2;
+        ConvCase {
+            dn,
+            x,
+            w,
+            y,
+            stride: vec![1; d],
+            pad: vec![(1, 0); d],
+            dil: vec![1; d],
+            groups,
+        }
+        .module()
+    };
+    let texts = [
+        conv(
+            "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
+            vec![1, 6, 6, 4],
+            vec![3, 3, 2, 6],
+            vec![1, 5, 5, 6],
+            2,
+        ),
+        conv(
+            "[b, f, 0]x[o, i, 0]->[b, f, 0]",
+            vec![2, 3, 9],
+            vec![4, 3, 2],
+            vec![2, 4, 9],
+            1,
+        ),
+        conv(
+            "[b, 1, 0, f]x[i, 0, o, 1]->[f, 0, 1, b]",
+            vec![2, 7, 6, 3],
+            vec![3, 3, 4, 2],
+            vec![4, 5, 7, 2],
+            1,
+        ),
+        PAD_EXP.to_string(),
+        PAD_VALUE.to_string(),
+        PAD_FOLDED.to_string(),
+        CMP_RELU.to_string(),
+    ];
+    let mut rng = Rng(0x5eed_c0de_0000_0002);
+    let (mut imported, mut ran, mut errors) = (0, 0, 0);
+    for k in 0..300 {
+        let name = format!("m{k}.mlir");
+        let text = mutate(&texts[k % texts.len()], &mut rng);
+        match import_text(&name, &text, &BTreeMap::new()) {
+            Err(_) => errors += 1,
+            Ok(imp) => {
+                imported += 1;
+                let Ok(sc) = scenario::parse(&imp.text, &name) else {
+                    continue;
+                };
+                let src = Source {
+                    path: name.clone(),
+                    text: imp.text.clone(),
+                };
+                if let Ok(mut res) =
+                    scenario::resolve(&sc, &src, Some("default"), &[], &Default::default())
+                {
+                    res.mode = Mode::Timing;
+                    if mnsim_sim::run::run(&res).is_ok() {
+                        ran += 1;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("300 mutations: {imported} imported ({ran} ran), {errors} errors");
+    assert!(imported > 0 && errors > 0);
 }

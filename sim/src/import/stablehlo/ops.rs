@@ -267,7 +267,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
                 .ok_or_else(|| at(&st.span, "a call needs `@callee`"))?;
             lx.call(&st.span, &callee, vals)
         }
-        "stablehlo.compare" => super::special::compare(st, &vals),
+        "stablehlo.compare" => super::special::compare(lx, st, &base, &vals),
         "stablehlo.select" => {
             count(st, &vals, 3)?;
             super::emit::select(lx, st, &base, &vals)
@@ -325,13 +325,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
         }
         "stablehlo.pad" => {
             count(st, &vals, 2)?;
-            match (&vals[0], &vals[1]) {
-                (Val::C(_), Val::C(_)) => Err(at(&st.span, "`pad` of a constant is not supported")),
-                _ => Err(at(
-                    &st.name_span,
-                    "`pad` of a computed tensor is not supported yet: mnsim has no pad kernel",
-                )),
-            }
+            super::movement::pad(lx, st, &base, &vals)
         }
         "stablehlo.dot_general" => {
             count(st, &vals, 2)?;
