@@ -2,8 +2,11 @@
 //! with their dimensions bound), loads back, runs in timing mode under the import's
 //! default layouts, and verifies in functional mode when every tensor has at most 2^21
 //! elements; the MatMul FLOP in the report equal 2·M·N·K·batch computed here from each
-//! `dot_general` line of the file. Unbound symbolic dimensions, failed shape
-//! assertions and unsupported ops are errors naming the dimension or the op at its
+//! `dot_general` line of the file. Small inline modules of `convolution`, `pad` and
+//! `compare` + `select` run in functional mode, verify, and hold the values the
+//! StableHLO spec gives, computed here from the arguments (the Conv FLOP from the
+//! shapes). Unbound symbolic dimensions, failed shape assertions, unsupported ops and
+//! unmapped attributes are errors naming the dimension, the op or the attribute at its
 //! line:column. Mutations of the real files never panic.
 
 use mnsim_reports::Report;
@@ -261,11 +264,8 @@ fn an_unsupported_op_is_named_at_its_line_and_column() {
     let imp = import_text("g.mlir", &text, &BTreeMap::new()).unwrap();
     assert!(imp.text.contains("Unary(op: Erf"));
     let conv = "func.func public @main(%a: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32> {\n  %0 = stablehlo.convolution(%a, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32>\n  return %0 : tensor<1x6x6x8xf32>\n}\n";
-    let e = import_text("c.mlir", conv, &BTreeMap::new()).unwrap_err();
-    assert!(
-        e.contains("`convolution` is not supported yet") && e.contains("c.mlir:2:"),
-        "{e}"
-    );
+    let imp = import_text("c.mlir", conv, &BTreeMap::new()).unwrap();
+    assert!(imp.text.contains("Conv("), "{}", imp.text);
 }
 
 #[test]
@@ -521,4 +521,649 @@ fn erf_matches_its_table() {
             "erf({x}) = {got}, want {want}"
         );
     }
+}
+
+/// An inline module imported and run under the import's default layouts in functional
+/// mode (verified against the host reference, the same cycles as timing mode): the
+/// report, the arguments' values (`arg0`, `arg1`, ...) and the stored result's, each
+/// row-major.
+struct Ran {
+    imp: Imported,
+    report: Report,
+    args: Vec<Vec<f64>>,
+    out: Vec<f64>,
+}
+
+fn run_inline(name: &str, text: &str) -> Ran {
+    let imp = import_text(name, text, &BTreeMap::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let timing = run_plan(&imp, name, Mode::Timing);
+    let sc = scenario::parse(&imp.text, name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let src = Source {
+        path: name.into(),
+        text: imp.text.clone(),
+    };
+    let mut res = scenario::resolve(&sc, &src, Some("default"), &[], &Default::default())
+        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    res.mode = Mode::Functional;
+    let run = mnsim_sim::run::run(&res).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        run.report.verified,
+        Some(true),
+        "{name}: functional verification\n{}",
+        imp.text
+    );
+    assert_eq!(
+        run.report.total_cycles, timing.total_cycles,
+        "{name}: modes agree"
+    );
+    let values = |t: &str| -> Option<Vec<f64>> {
+        let dtype = res.tensors.get(t)?.dtype;
+        let b = run.engine.dram_row_major(t)?;
+        Some(
+            b.chunks_exact(dtype.bytes() as usize)
+                .map(|c| mnsim_kernels::elem::read(dtype, c))
+                .collect(),
+        )
+    };
+    let args: Vec<Vec<f64>> = (0..).map_while(|i| values(&format!("arg{i}"))).collect();
+    let stored = imp
+        .text
+        .rsplit("Store(tensor: \"")
+        .next()
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_string();
+    let out = values(&stored).unwrap_or_else(|| panic!("{name}: `{stored}` stored"));
+    Ran {
+        imp,
+        report: run.report,
+        args,
+        out,
+    }
+}
+
+/// One list of `dim_numbers`: `b`, `f`, `i`, `o` or a spatial index per axis.
+fn dn_list(s: &str) -> Vec<String> {
+    s.trim_matches(['[', ']'])
+        .split(',')
+        .map(|x| x.trim().to_string())
+        .collect()
+}
+
+fn pos(l: &[String], what: &str) -> usize {
+    l.iter().position(|x| x == what).unwrap()
+}
+
+/// A convolution as the StableHLO spec defines it, computed here from the module's
+/// own attributes: `dn` `[..]x[..]->[..]`, per spatial dimension stride, (lo, hi)
+/// pads and rhs dilation, feature groups.
+struct ConvCase {
+    dn: &'static str,
+    x: Vec<u64>,
+    w: Vec<u64>,
+    y: Vec<u64>,
+    stride: Vec<u64>,
+    pad: Vec<(u64, u64)>,
+    dil: Vec<u64>,
+    groups: u64,
+}
+
+fn ty(d: &[u64]) -> String {
+    let s: Vec<String> = d.iter().map(|x| x.to_string()).collect();
+    format!("tensor<{}xf32>", s.join("x"))
+}
+
+impl ConvCase {
+    fn lists(&self) -> [Vec<String>; 3] {
+        let (l, rest) = self.dn.split_once('x').unwrap();
+        let (r, o) = rest.split_once("->").unwrap();
+        [dn_list(l), dn_list(r), dn_list(o)]
+    }
+
+    fn module(&self) -> String {
+        let l = |v: &[u64]| {
+            let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+            format!("[{}]", s.join(", "))
+        };
+        let pads: Vec<String> = self
+            .pad
+            .iter()
+            .map(|(a, b)| format!("[{a}, {b}]"))
+            .collect();
+        format!(
+            "module @jit_f {{\n  func.func public @main(%arg0: {x}, %arg1: {w}) -> ({y} {{jax.result_info = \"\"}}) {{\n    %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = {dn}, window = {{stride = {s}, pad = [{p}], rhs_dilate = {d}}} {{batch_group_count = 1 : i64, feature_group_count = {g} : i64}} : ({x}, {w}) -> {y}\n    return %0 : {y}\n  }}\n}}\n",
+            x = ty(&self.x),
+            w = ty(&self.w),
+            y = ty(&self.y),
+            dn = self.dn,
+            s = l(&self.stride),
+            p = pads.join(", "),
+            d = l(&self.dil),
+            g = self.groups
+        )
+    }
+
+    /// 2·N·OC·Π(output spatial)·(IC/groups)·Π(window).
+    fn flops(&self) -> u64 {
+        let [_, r, o] = self.lists();
+        let sp = |l: &[String], d: &[u64]| -> u64 {
+            (0..l.len())
+                .filter(|&a| l[a].parse::<usize>().is_ok())
+                .map(|a| d[a])
+                .product()
+        };
+        2 * self.y[pos(&o, "b")]
+            * self.y[pos(&o, "f")]
+            * sp(&o, &self.y)
+            * self.w[pos(&r, "i")]
+            * sp(&r, &self.w)
+    }
+
+    /// The result, row-major, from the arguments' values.
+    fn reference(&self, x: &[f64], w: &[f64]) -> Vec<f64> {
+        let [l, r, o] = self.lists();
+        let d = self.stride.len();
+        let strides = |dims: &[u64]| -> Vec<u64> {
+            let mut s = vec![1u64; dims.len()];
+            for a in (0..dims.len() - 1).rev() {
+                s[a] = s[a + 1] * dims[a + 1];
+            }
+            s
+        };
+        let (xs, ws, ys) = (strides(&self.x), strides(&self.w), strides(&self.y));
+        let sp = |list: &[String], k: usize| pos(list, &k.to_string());
+        let icg = self.w[pos(&r, "i")];
+        let ocg = self.y[pos(&o, "f")] / self.groups;
+        let win: Vec<u64> = (0..d).map(|k| self.w[sp(&r, k)]).collect();
+        let n_win: u64 = win.iter().product();
+        let total: u64 = self.y.iter().product();
+        (0..total)
+            .map(|i| {
+                let yi: Vec<u64> = (0..self.y.len()).map(|a| (i / ys[a]) % self.y[a]).collect();
+                let (n, oc) = (yi[pos(&o, "b")], yi[pos(&o, "f")]);
+                let g = oc / ocg;
+                let mut acc = 0.0;
+                for c in 0..icg {
+                    'tap: for t in 0..n_win {
+                        let mut xo = n * xs[pos(&l, "b")] + (g * icg + c) * xs[pos(&l, "f")];
+                        let mut wo = c * ws[pos(&r, "i")] + oc * ws[pos(&r, "o")];
+                        let mut rem = t;
+                        for k in (0..d).rev() {
+                            let wk = rem % win[k];
+                            rem /= win[k];
+                            let at = (yi[sp(&o, k)] * self.stride[k] + wk * self.dil[k]) as i64
+                                - self.pad[k].0 as i64;
+                            if at < 0 || at >= self.x[sp(&l, k)] as i64 {
+                                continue 'tap;
+                            }
+                            xo += at as u64 * xs[sp(&l, k)];
+                            wo += wk * ws[sp(&r, k)];
+                        }
+                        acc += x[xo as usize] * w[wo as usize];
+                    }
+                }
+                acc
+            })
+            .collect()
+    }
+}
+
+fn close(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: element count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+            "{what}: element {i} is {g}, want {w}"
+        );
+    }
+}
+
+/// `convolution` becomes the Conv kernel (with transposes for dimension numbers it
+/// does not read): each case verifies, its values are the spec's convolution of the
+/// arguments, and the Conv op's FLOP are 2·N·OC·Π(output)·(IC/groups)·Π(window).
+#[test]
+fn convolutions_run_verify_and_count_their_flop() {
+    let cases = [
+        // NHWC with padding and stride 2.
+        ConvCase {
+            dn: "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
+            x: vec![1, 9, 9, 4],
+            w: vec![3, 3, 4, 8],
+            y: vec![1, 5, 5, 8],
+            stride: vec![2, 2],
+            pad: vec![(1, 1), (1, 1)],
+            dil: vec![1, 1],
+            groups: 1,
+        },
+        // Grouped: 4 groups of 2 input and 3 output channels, uneven padding.
+        ConvCase {
+            dn: "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
+            x: vec![2, 6, 6, 8],
+            w: vec![3, 3, 2, 12],
+            y: vec![2, 5, 6, 12],
+            stride: vec![1, 1],
+            pad: vec![(0, 1), (1, 1)],
+            dil: vec![1, 1],
+            groups: 4,
+        },
+        // NCHW with rhs dilation.
+        ConvCase {
+            dn: "[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]",
+            x: vec![1, 3, 10, 10],
+            w: vec![6, 3, 3, 3],
+            y: vec![1, 6, 6, 8],
+            stride: vec![1, 1],
+            pad: vec![(0, 0), (1, 1)],
+            dil: vec![2, 2],
+            groups: 1,
+        },
+        // 1-D.
+        ConvCase {
+            dn: "[b, 0, f]x[0, i, o]->[b, 0, f]",
+            x: vec![2, 16, 4],
+            w: vec![3, 4, 5],
+            y: vec![2, 16, 5],
+            stride: vec![1],
+            pad: vec![(1, 1)],
+            dil: vec![1],
+            groups: 1,
+        },
+        // 3-D, depthwise.
+        ConvCase {
+            dn: "[b, 0, 1, 2, f]x[0, 1, 2, i, o]->[b, 0, 1, 2, f]",
+            x: vec![1, 4, 5, 4, 3],
+            w: vec![2, 2, 2, 1, 3],
+            y: vec![1, 3, 2, 3, 3],
+            stride: vec![1, 2, 1],
+            pad: vec![(0, 0), (0, 0), (0, 0)],
+            dil: vec![1, 1, 1],
+            groups: 3,
+        },
+        // Dimension numbers the kernel does not read: every operand transposed.
+        ConvCase {
+            dn: "[b, 1, 0, f]x[i, 0, o, 1]->[f, 0, 1, b]",
+            x: vec![2, 7, 6, 3],
+            w: vec![3, 3, 4, 2],
+            y: vec![4, 4, 6, 2],
+            stride: vec![1, 1],
+            pad: vec![(0, 0), (0, 0)],
+            dil: vec![1, 1],
+            groups: 1,
+        },
+        // The weights in IOX, the data NCX.
+        ConvCase {
+            dn: "[b, f, 0]x[i, o, 0]->[b, f, 0]",
+            x: vec![1, 4, 12],
+            w: vec![4, 6, 5],
+            y: vec![1, 6, 4],
+            stride: vec![3],
+            pad: vec![(2, 1)],
+            dil: vec![1],
+            groups: 1,
+        },
+    ];
+    for (k, c) in cases.iter().enumerate() {
+        let name = format!("conv{k}.mlir");
+        let ran = run_inline(&name, &c.module());
+        assert!(ran.imp.text.contains("Conv("), "{name}: {}", ran.imp.text);
+        let convs: Vec<u64> = ran
+            .report
+            .ops
+            .iter()
+            .filter(|o| o.op.contains("Conv"))
+            .map(|o| o.flops.unwrap())
+            .collect();
+        assert_eq!(convs, vec![c.flops()], "{name}: FLOP");
+        close(&ran.out, &c.reference(&ran.args[0], &ran.args[1]), &name);
+    }
+}
+
+/// The convolutions mnsim does not map are errors naming the attribute at its
+/// line:column: a transposed convolution, batch groups, a reversed window, negative
+/// padding, an unknown precision.
+#[test]
+fn unmapped_convolution_attributes_are_named_at_their_place() {
+    let head = "func.func public @main(%a: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32> {\n";
+    let tail = " : (tensor<1x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<1x6x6x8xf32>\n  return %0 : tensor<1x6x6x8xf32>\n}\n";
+    let op = "  %0 = stablehlo.convolution(%a, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], ";
+    for (attrs, key, says) in [
+        (
+            "window = {stride = [1, 1], lhs_dilate = [2, 2]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}",
+            "lhs_dilate",
+            "transposed convolution",
+        ),
+        (
+            "window = {reverse = [1, 0]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}",
+            "reverse",
+            "reversed window",
+        ),
+        (
+            "window = {reverse = [false, true]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}",
+            "reverse",
+            "reversed window",
+        ),
+        (
+            "window = {} {batch_group_count = 2 : i64, feature_group_count = 1 : i64}",
+            "batch_group_count",
+            "`batch_group_count` 2 is not supported",
+        ),
+        (
+            "window = {pad = [[1, -1], [0, 0]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}",
+            "pad",
+            "negative `pad`",
+        ),
+        (
+            "window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64, precision_config = [#stablehlo<precision FAST>, #stablehlo<precision DEFAULT>]}",
+            "precision_config",
+            "`precision_config` must hold",
+        ),
+    ] {
+        let line = format!("{op}{attrs}");
+        let text = format!("{head}{line}{tail}");
+        let e = import_text("c.mlir", &text, &BTreeMap::new()).unwrap_err();
+        let col = line.find(&format!("{key} =")).unwrap() + 1;
+        assert!(
+            e.contains(says) && e.contains(&format!("c.mlir:2:{col}")),
+            "{key}: want `{says}` at 2:{col}: {e}"
+        );
+    }
+    // Every precision JAX writes imports (mnsim computes at the operands' dtype), and
+    // a result type that disagrees with the window is an error at the type.
+    let ok = format!(
+        "{head}{op}window = {{}} {{batch_group_count = 1 : i64, feature_group_count = 1 : i64, precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision DEFAULT>]}}{tail}"
+    );
+    import_text("c.mlir", &ok, &BTreeMap::new()).unwrap();
+    let bad = ok.replace("window = {}", "window = {stride = [2, 2]}");
+    let e = import_text("c.mlir", &bad, &BTreeMap::new()).unwrap_err();
+    assert!(
+        e.contains("the result type says [1, 6, 6, 8], but the operands give [1, 3, 3, 8]"),
+        "{e}"
+    );
+}
+
+/// `exp` of the argument padded with zeros on two axes.
+const PAD_EXP: &str = "func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<6x7xf32> {
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %0 = stablehlo.exponential %arg0 : tensor<3x4xf32>
+  %1 = stablehlo.pad %0, %cst, low = [1, 0], high = [2, 3], interior = [0, 0] : (tensor<3x4xf32>, tensor<f32>) -> tensor<6x7xf32>
+  return %1 : tensor<6x7xf32>
+}
+";
+
+/// The argument padded with -1.5 on three axes (the same constant at both ends of one).
+const PAD_VALUE: &str = "func.func public @main(%arg0: tensor<2x3x4xf32>) -> tensor<3x5x6xf32> {
+  %cst = stablehlo.constant dense<-1.500000e+00> : tensor<f32>
+  %0 = stablehlo.pad %arg0, %cst, low = [0, 2, 1], high = [1, 0, 1], interior = [0, 0, 0] : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<3x5x6xf32>
+  return %0 : tensor<3x5x6xf32>
+}
+";
+
+/// A pad of a constant (interior, negative), evaluated at import.
+const PAD_FOLDED: &str = "func.func public @main(%arg0: tensor<5xf32>) -> tensor<5xf32> {
+  %c = stablehlo.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>
+  %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %p = stablehlo.pad %c, %z, low = [1], high = [-1], interior = [1] : (tensor<3xf32>, tensor<f32>) -> tensor<5xf32>
+  %0 = stablehlo.add %arg0, %p : tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+";
+
+/// `x` of `dims` padded by `low`/`high` (≥ 0) elements of `value` per axis, row-major.
+fn pad_ref(x: &[f64], dims: &[u64], low: &[u64], high: &[u64], value: f64) -> Vec<f64> {
+    let out: Vec<u64> = (0..dims.len())
+        .map(|a| dims[a] + low[a] + high[a])
+        .collect();
+    let total: u64 = out.iter().product();
+    (0..total)
+        .map(|i| {
+            let mut rem = i;
+            let mut src = 0u64;
+            let mut inside = true;
+            for a in (0..out.len()).rev() {
+                let y = rem % out[a];
+                rem /= out[a];
+                let stride: u64 = dims[a + 1..].iter().product();
+                if y < low[a] || y >= low[a] + dims[a] {
+                    inside = false;
+                } else {
+                    src += (y - low[a]) * stride;
+                }
+            }
+            if inside { x[src as usize] } else { value }
+        })
+        .collect()
+}
+
+/// `pad` of a computed tensor becomes Concats with constants filled with the padding
+/// value; it verifies and holds the operand where the spec puts it. A pad of a
+/// constant (interior and negative padding included) is evaluated at import.
+#[test]
+fn pads_run_and_verify() {
+    let ran = run_inline("p0.mlir", PAD_EXP);
+    assert_eq!(
+        ran.imp.text.matches("Concat(").count(),
+        2,
+        "{}",
+        ran.imp.text
+    );
+    let e: Vec<f64> = ran.args[0].iter().map(|x| x.exp()).collect();
+    close(&ran.out, &pad_ref(&e, &[3, 4], &[1, 0], &[2, 3], 0.0), "p0");
+    let ran = run_inline("p1.mlir", PAD_VALUE);
+    assert!(
+        ran.imp.text.contains("Fill(value: -1.5)"),
+        "{}",
+        ran.imp.text
+    );
+    close(
+        &ran.out,
+        &pad_ref(&ran.args[0], &[2, 3, 4], &[0, 2, 1], &[1, 0, 1], -1.5),
+        "p1",
+    );
+    // [1, 2, 3] with one zero before, one between neighbours, one cut at the end.
+    let ran = run_inline("p2.mlir", PAD_FOLDED);
+    assert!(!ran.imp.text.contains("Concat("), "{}", ran.imp.text);
+    let want: Vec<f64> = ran.args[0]
+        .iter()
+        .zip([0.0, 1.0, 0.0, 2.0, 0.0])
+        .map(|(x, c)| x + c)
+        .collect();
+    close(&ran.out, &want, "p2");
+}
+
+/// Interior and negative padding of a computed tensor, and a padding value that is
+/// not a constant, are errors at their place.
+#[test]
+fn unmapped_pads_are_named_at_their_place() {
+    let text = |attrs: &str, value: &str, out: &str| {
+        format!(
+            "func.func public @main(%arg0: tensor<3x4xf32>, %arg1: tensor<f32>) -> tensor<{out}xf32> {{
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %0 = stablehlo.pad %arg0, {value}, {attrs} : (tensor<3x4xf32>, tensor<f32>) -> tensor<{out}xf32>
+  return %0 : tensor<{out}xf32>
+}}
+"
+        )
+    };
+    for (attrs, value, out, key, says) in [
+        (
+            "low = [0, 0], high = [1, 0], interior = [0, 1]",
+            "%cst",
+            "4x7",
+            "interior",
+            "interior padding of a computed tensor",
+        ),
+        (
+            "low = [-1, 1], high = [2, 0], interior = [0, 0]",
+            "%cst",
+            "4x5",
+            "low",
+            "negative padding",
+        ),
+        (
+            "low = [1, 1], high = [0, 0], interior = [0, 0]",
+            "%arg1",
+            "4x5",
+            "%0",
+            "the padding value must be a scalar known at import",
+        ),
+    ] {
+        let t = text(attrs, value, out);
+        let line = t.lines().nth(2).unwrap();
+        let col = line.find(key).unwrap() + 1;
+        let e = import_text("p.mlir", &t, &BTreeMap::new()).unwrap_err();
+        assert!(
+            e.contains(says) && e.contains(&format!("p.mlir:3:{col}")),
+            "{key}: want `{says}` at 3:{col}: {e}"
+        );
+    }
+}
+
+/// A ReLU written as JAX's `where(x > 0, x, 0)` over a row broadcast to every row,
+/// then a compare of the argument with the broadcast.
+const CMP_RELU: &str = "func.func public @main(%arg0: tensor<4x6xf32>, %arg1: tensor<6xf32>) -> tensor<4x6xf32> {
+  %z = stablehlo.constant dense<0.000000e+00> : tensor<4x6xf32>
+  %b = stablehlo.broadcast_in_dim %arg1, dims = [1] : (tensor<6xf32>) -> tensor<4x6xf32>
+  %s = stablehlo.add %arg0, %b : tensor<4x6xf32>
+  %0 = stablehlo.compare  GT, %s, %z,  FLOAT : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %1 = stablehlo.select %0, %s, %z : tensor<4x6xi1>, tensor<4x6xf32>
+  %2 = stablehlo.compare  LT, %arg0, %b,  FLOAT : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %3 = stablehlo.select %2, %1, %arg0 : tensor<4x6xi1>, tensor<4x6xf32>
+  return %3 : tensor<4x6xf32>
+}
+";
+
+/// `compare` of computed tensors becomes the comparison kernel (`pred`), which a
+/// `select` reads: every direction verifies and picks what the spec says, against
+/// another argument and against a value equal to the operand where it is the larger.
+#[test]
+fn compares_of_computed_tensors_feed_a_select() {
+    for dir in ["EQ", "NE", "GE", "GT", "LE", "LT"] {
+        for rhs in ["%arg1", "%m"] {
+            let text = format!(
+                "func.func public @main(%arg0: tensor<4x6xf32>, %arg1: tensor<4x6xf32>) -> tensor<4x6xf32> {{
+  %m = stablehlo.maximum %arg0, %arg1 : tensor<4x6xf32>
+  %0 = stablehlo.compare  {dir}, %arg0, {rhs},  FLOAT : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %1 = stablehlo.select %0, %arg0, %arg1 : tensor<4x6xi1>, tensor<4x6xf32>
+  return %1 : tensor<4x6xf32>
+}}
+"
+            );
+            let name = format!("cmp_{dir}_{}.mlir", &rhs[1..]);
+            let ran = run_inline(&name, &text);
+            assert!(ran.imp.text.contains("Compare("), "{}", ran.imp.text);
+            let (a, b) = (&ran.args[0], &ran.args[1]);
+            let want: Vec<f64> = (0..a.len())
+                .map(|i| {
+                    let r = if rhs == "%m" { a[i].max(b[i]) } else { b[i] };
+                    let holds = match dir {
+                        "EQ" => a[i] == r,
+                        "NE" => a[i] != r,
+                        "GE" => a[i] >= r,
+                        "GT" => a[i] > r,
+                        "LE" => a[i] <= r,
+                        _ => a[i] < r,
+                    };
+                    if holds { a[i] } else { b[i] }
+                })
+                .collect();
+            close(&ran.out, &want, &name);
+        }
+    }
+    // A broadcast operand and a constant.
+    let text = CMP_RELU;
+    let ran = run_inline("relu.mlir", text);
+    let (a, b) = (&ran.args[0], &ran.args[1]);
+    let want: Vec<f64> = (0..24)
+        .map(|i| {
+            let s = (a[i] as f32 + b[i % 6] as f32) as f64;
+            if a[i] < b[i % 6] { s.max(0.0) } else { a[i] }
+        })
+        .collect();
+    close(&ran.out, &want, "relu");
+    // A TOTALORDER comparison of computed tensors is an error at its type; on
+    // constants it is evaluated.
+    let total = text.replacen("GT, %s, %z,  FLOAT", "GT, %s, %z,  TOTALORDER", 1);
+    let e = import_text("t.mlir", &total, &BTreeMap::new()).unwrap_err();
+    let col = total.lines().nth(4).unwrap().find("TOTALORDER").unwrap() + 1;
+    assert!(
+        e.contains("`TOTALORDER` comparison") && e.contains(&format!("t.mlir:5:{col}")),
+        "{e}"
+    );
+}
+
+/// Mutations of the inline convolution, pad and compare modules: each imports to a
+/// scenario that runs (timing mode, default layouts) or ends in an error — never a
+/// panic.
+#[test]
+fn mutated_convolutions_pads_and_compares_never_panic() {
+    let conv = |dn: &'static str, x: Vec<u64>, w: Vec<u64>, y: Vec<u64>, groups| {
+        let d = x.len() - 2;
+        ConvCase {
+            dn,
+            x,
+            w,
+            y,
+            stride: vec![1; d],
+            pad: vec![(1, 0); d],
+            dil: vec![1; d],
+            groups,
+        }
+        .module()
+    };
+    let texts = [
+        conv(
+            "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
+            vec![1, 6, 6, 4],
+            vec![3, 3, 2, 6],
+            vec![1, 5, 5, 6],
+            2,
+        ),
+        conv(
+            "[b, f, 0]x[o, i, 0]->[b, f, 0]",
+            vec![2, 3, 9],
+            vec![4, 3, 2],
+            vec![2, 4, 9],
+            1,
+        ),
+        conv(
+            "[b, 1, 0, f]x[i, 0, o, 1]->[f, 0, 1, b]",
+            vec![2, 7, 6, 3],
+            vec![3, 3, 4, 2],
+            vec![4, 5, 7, 2],
+            1,
+        ),
+        PAD_EXP.to_string(),
+        PAD_VALUE.to_string(),
+        PAD_FOLDED.to_string(),
+        CMP_RELU.to_string(),
+    ];
+    let mut rng = Rng(0x5eed_c0de_0000_0002);
+    let (mut imported, mut ran, mut errors) = (0, 0, 0);
+    for k in 0..300 {
+        let name = format!("m{k}.mlir");
+        let text = mutate(&texts[k % texts.len()], &mut rng);
+        match import_text(&name, &text, &BTreeMap::new()) {
+            Err(_) => errors += 1,
+            Ok(imp) => {
+                imported += 1;
+                let Ok(sc) = scenario::parse(&imp.text, &name) else {
+                    continue;
+                };
+                let src = Source {
+                    path: name.clone(),
+                    text: imp.text.clone(),
+                };
+                if let Ok(mut res) =
+                    scenario::resolve(&sc, &src, Some("default"), &[], &Default::default())
+                {
+                    res.mode = Mode::Timing;
+                    if mnsim_sim::run::run(&res).is_ok() {
+                        ran += 1;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("300 mutations: {imported} imported ({ran} ran), {errors} errors");
+    assert!(imported > 0 && errors > 0);
 }

@@ -32,8 +32,9 @@ fn step(cx: &mut Cx, op: &GOp, kernel: Kernel, ins: Vec<String>, out: &str) -> R
 }
 
 /// The generic `Kernel(kernel: ..., inputs: [...], out: ...` step in scenario syntax
-/// (without its `layout` and closing parenthesis, as every step's text).
-fn kernel_text(kernel: &Kernel, ins: &[String], out: &str) -> Result<String, String> {
+/// (without its `layout` and closing parenthesis, as every step's text); the StableHLO
+/// import writes its convolutions and comparisons with it too.
+pub(super) fn kernel_text(kernel: &Kernel, ins: &[String], out: &str) -> Result<String, String> {
     let one_line = ron::ser::PrettyConfig::default()
         .compact_structs(true)
         .compact_arrays(true)

@@ -5,7 +5,7 @@
 use super::fold::Konst;
 use super::lower::{Lx, Tens, Val};
 use super::parse::{At, Stmt, at};
-use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
+use mnsim_kernels::{BinaryOp, Eltwise, Kernel, UnaryOp};
 use std::ops::Range;
 
 pub(super) fn q(s: &str) -> String {
@@ -23,7 +23,11 @@ pub(super) fn folded(st: &Stmt, r: Result<Konst, String>) -> Result<Vec<Val>, At
 
 /// The init text of a constant: `Fill`, `Zeros`, `Ones` or `Runs`.
 fn init_of(k: &Konst) -> Result<String, String> {
-    let v = k.values()?;
+    let v = if k.is_splat() {
+        vec![k.data[0]]
+    } else {
+        k.values()?
+    };
     let mut runs: Vec<(u64, f64)> = Vec::new();
     for x in v {
         match runs.last_mut() {
@@ -198,8 +202,9 @@ fn numpy(shapes: &[&[u64]]) -> Vec<u64> {
     out
 }
 
-/// A kernel over elementwise operands whose full shapes must be equal: the result is
-/// a tensor, or a broadcast of a smaller one when every operand is broadcast.
+/// A kernel over elementwise operands (`Binary`, `Select`, `Eltwise Compare`) whose
+/// full shapes must be equal: the result is a tensor, or a broadcast of a smaller one
+/// when every operand is broadcast.
 pub(super) fn elementwise(
     lx: &mut Lx,
     st: &Stmt,
@@ -268,6 +273,10 @@ pub(super) fn elementwise(
                 let u = *u;
                 Konst::map(&refs, dtype, move |x| u.apply(x[0]))
             }
+            Kernel::Eltwise(Eltwise::Compare(c)) => {
+                let c = *c;
+                Konst::map(&refs, dtype, move |x| c.apply(x[0], x[1]))
+            }
             other => return Err(at(&st.span, format!("cannot evaluate {other} at import"))),
         };
         return folded(st, r);
@@ -314,6 +323,10 @@ pub(super) fn elementwise(
             names[2],
             q(&o.name)
         ),
+        Kernel::Eltwise(Eltwise::Compare(_)) => {
+            let ins: Vec<String> = ins.iter().map(|t| t.name.clone()).collect();
+            crate::import::conv::kernel_text(&kernel, &ins, &o.name).map_err(|e| at(&st.span, e))?
+        }
         other => return Err(at(&st.span, format!("{other} is not elementwise"))),
     };
     let refs: Vec<&Tens> = ins.iter().collect();

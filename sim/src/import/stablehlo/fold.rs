@@ -211,6 +211,35 @@ impl Konst {
         })
     }
 
+    /// `pad`: `low[a]` and `high[a]` elements of `value` at the ends of axis `a`
+    /// (negative: that many removed), `interior[a]` between neighbours; `out` the
+    /// result's dims.
+    pub fn pad(
+        &self,
+        value: f64,
+        (low, interior): (&[i128], &[i128]),
+        out: Vec<u64>,
+    ) -> Result<Konst, String> {
+        let ost = strides(&out);
+        let ist = strides(&self.dims);
+        let (low, interior) = (low.to_vec(), interior.to_vec());
+        let dims = self.dims.clone();
+        let o2 = out.clone();
+        Konst::from_fn(self.dtype, out, |i| {
+            let mut src = 0u64;
+            for a in 0..o2.len() {
+                // Position along axis a in the operand dilated by `interior`.
+                let y = ((i as u64 / ost[a]) % o2[a]) as i128 - low[a];
+                let step = interior[a] + 1;
+                if y < 0 || y % step != 0 || y / step >= dims[a] as i128 {
+                    return value;
+                }
+                src += (y / step) as u64 * ist[a];
+            }
+            self.get(src as usize)
+        })
+    }
+
     /// The smallest shape that numpy-broadcasts to `dims` with the same values: axes
     /// along which nothing changes become 1, leading 1s are dropped (a splat is `[1]`).
     pub fn essential(&self) -> Result<Konst, String> {

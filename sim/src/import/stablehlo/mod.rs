@@ -2,9 +2,11 @@
 //! `jax.export` with symbolic shapes): `lex` splits the text into tokens with spans,
 //! `parse` reads the module's functions and ops, `lower` walks the public `main`
 //! inlining calls, evaluating constants and shape computations (`fold`) and turning
-//! the rest into the same kernel steps as the oneDNN import (`ops`, `emit`); the
-//! import's shared writer makes the scenario. See `docs/import.md`.
+//! the rest into the same kernel steps as the oneDNN import (`ops`, `emit`,
+//! `movement`, `special`, `dot`, `conv`); the import's shared writer makes the
+//! scenario. See `docs/import.md`.
 
+pub mod conv;
 pub mod dot;
 pub mod emit;
 pub mod fold;

@@ -1,5 +1,5 @@
 //! Data movement: broadcasts (kept unmaterialised), reshapes, transposes,
-//! concatenation and slices of computed tensors.
+//! concatenation, slices and pads of computed tensors.
 
 use super::emit::{emit_const, folded, q, reshaped, tensor_of, transposed};
 use super::fold::Konst;
@@ -241,6 +241,130 @@ pub(super) fn slice(
             keep_dims: false,
         };
         lx.step(&st.span, text, kernel, &[&masked], &o)?;
+        t = o;
+    }
+    Ok(vec![Val::T(t)])
+}
+
+/// `pad %x, %v, low = [..], high = [..], interior = [..]`: on a constant, evaluated;
+/// on a computed tensor, edge padding (low and high ≥ 0, interior 0) with a constant
+/// padding value: per padded axis a `Concat` of a constant filled with the value
+/// (`low` long), the tensor and another constant (`high` long). Negative (cropping)
+/// and interior padding of computed tensors are errors: mnsim has no slice or
+/// scatter kernel to make them.
+pub(super) fn pad(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
+    let dims = vals[0].dims();
+    let r = dims.len();
+    let mut lists = Vec::new();
+    for key in ["low", "high", "interior"] {
+        let v = match super::ops::attr_lists(&st.args, key) {
+            Some((v, None)) if v.len() == r && v.iter().all(|x| i64::try_from(*x).is_ok()) => v,
+            _ => {
+                return Err(at(
+                    &st.span,
+                    format!("`pad` needs `{key} = [...]` with {r} integers, one per axis"),
+                ));
+            }
+        };
+        let span = st
+            .args
+            .iter()
+            .find(|t| t.tok == super::lex::Tok::Ident(key.into()))
+            .map_or_else(|| st.span.clone(), |t| t.span.clone());
+        lists.push((v, span));
+    }
+    let (low, high, interior) = (&lists[0].0, &lists[1].0, &lists[2].0);
+    if let Some(a) = (0..r).find(|&a| interior[a] < 0) {
+        return Err(at(
+            &lists[2].1,
+            format!("`interior` {} on axis {a} is negative", interior[a]),
+        ));
+    }
+    let mut out = Vec::new();
+    for a in 0..r {
+        let d = dims[a] as i128;
+        let n = d + low[a] + high[a] + (d - 1).max(0) * interior[a];
+        if n < 0 || n > i128::from(u64::MAX) {
+            return Err(at(
+                &st.span,
+                format!(
+                    "axis {a}: padding {}/{} (interior {}) of size {d} gives {n} elements",
+                    low[a], high[a], interior[a]
+                ),
+            ));
+        }
+        out.push(n as u64);
+    }
+    let out = super::ops::result_dims(st, &out)?;
+    let value = match &vals[1] {
+        Val::C(k) if k.is_splat() && k.dims.is_empty() => k.data[0],
+        _ => {
+            return Err(at(
+                &st.span,
+                "`pad`: the padding value must be a scalar known at import (a constant)",
+            ));
+        }
+    };
+    if vals[1].dtype() != vals[0].dtype() {
+        return Err(at(
+            &st.span,
+            format!(
+                "`pad`: the padding value is {}, the operand {}",
+                vals[1].dtype(),
+                vals[0].dtype()
+            ),
+        ));
+    }
+    if let Val::C(k) = &vals[0] {
+        return folded(st, k.pad(value, (low, interior), out));
+    }
+    if interior.iter().any(|&v| v != 0) {
+        return Err(at(
+            &lists[2].1,
+            "interior padding of a computed tensor is not supported: mnsim has no kernel to interleave the padding value",
+        ));
+    }
+    for (i, list) in [low, high].iter().enumerate() {
+        if list.iter().any(|&v| v < 0) {
+            return Err(at(
+                &lists[i].1,
+                "negative padding (cropping) of a computed tensor is not supported: mnsim has no slice kernel",
+            ));
+        }
+    }
+    let mut t = tensor_of(lx, &st.span, &vals[0], "the padded operand")?;
+    for a in 0..r {
+        if low[a] == 0 && high[a] == 0 {
+            continue;
+        }
+        let mut ins = Vec::new();
+        let side = |lx: &mut Lx, n: i128, t: &Tens| -> Result<Tens, At> {
+            let mut d = t.dims.clone();
+            d[a] = n as u64;
+            emit_const(lx, &st.span, &Konst::splat(t.dtype, d, value))
+        };
+        if low[a] > 0 {
+            ins.push(side(lx, low[a], &t)?);
+        }
+        ins.push(t.clone());
+        if high[a] > 0 {
+            ins.push(side(lx, high[a], &t)?);
+        }
+        let mut dims = t.dims.clone();
+        dims[a] = out[a];
+        let o = lx.declare(base, t.dtype, &dims);
+        let names: Vec<String> = ins.iter().map(|x| q(&x.name)).collect();
+        let text = format!(
+            "Concat(inputs: [{}], axis: {a}, out: {}",
+            names.join(", "),
+            q(&o.name)
+        );
+        let refs: Vec<&Tens> = ins.iter().collect();
+        let kernel = Kernel::Concat {
+            axis: a,
+            inputs: ins.len(),
+        };
+        lx.step(&st.span, text, kernel, &refs, &o)?;
         t = o;
     }
     Ok(vec![Val::T(t)])

@@ -13,7 +13,7 @@ use std::ops::Range;
 /// Every op the import reads (docs/import.md).
 pub const OPS: &str = "add, subtract, multiply, divide, maximum, minimum, power, exponential, log, sqrt, rsqrt, \
 negate, tanh, logistic, abs, round_nearest_even, chlo.square, chlo.erf, compare, select, and, or, not, \
-dot_general, reduce (add, max, min, mul bodies), broadcast_in_dim, iota, convert, reshape, transpose, \
+dot_general, convolution, reduce (add, max, min, mul bodies), broadcast_in_dim, iota, convert, reshape, transpose, \
 slice, concatenate, pad, constant, get_dimension_size, dynamic_broadcast_in_dim, dynamic_reshape, \
 dynamic_iota, real_dynamic_slice, custom_call @shape_assertion, call, return";
 
@@ -267,7 +267,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
                 .ok_or_else(|| at(&st.span, "a call needs `@callee`"))?;
             lx.call(&st.span, &callee, vals)
         }
-        "stablehlo.compare" => super::special::compare(st, &vals),
+        "stablehlo.compare" => super::special::compare(lx, st, &base, &vals),
         "stablehlo.select" => {
             count(st, &vals, 3)?;
             super::emit::select(lx, st, &base, &vals)
@@ -325,23 +325,14 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
         }
         "stablehlo.pad" => {
             count(st, &vals, 2)?;
-            match (&vals[0], &vals[1]) {
-                (Val::C(_), Val::C(_)) => Err(at(&st.span, "`pad` of a constant is not supported")),
-                _ => Err(at(
-                    &st.name_span,
-                    "`pad` of a computed tensor is not supported yet: mnsim has no pad kernel",
-                )),
-            }
+            super::movement::pad(lx, st, &base, &vals)
         }
         "stablehlo.dot_general" => {
             count(st, &vals, 2)?;
             super::dot::dot_general(lx, st, &base, &vals)
         }
         "stablehlo.reduce" => super::special::reduce(lx, st, &base, &vals),
-        "stablehlo.convolution" => Err(at(
-            &st.name_span,
-            "`convolution` is not supported yet in StableHLO: its dimension numbers are not mapped to mnsim's Conv kernel (oneDNN graphs run convolutions)",
-        )),
+        "stablehlo.convolution" => super::conv::convolution(lx, st, &base, &vals),
         other => Err(at(
             &st.name_span,
             format!("the op `{other}` is not supported: mnsim imports {OPS}"),

@@ -1,5 +1,6 @@
-//! Ops read beyond their operands' values: shape assertions, `compare`, `slice`
-//! (static bounds or shape operands) and `reduce` (its body).
+//! Ops read beyond their operands' values: shape assertions, `compare` (its
+//! direction and type), `slice` (static bounds or shape operands) and `reduce` (its
+//! body).
 
 use super::fold::Konst;
 use super::lex::Tok;
@@ -7,7 +8,7 @@ use super::lower::{Lx, Val};
 use super::ops::{count, folded, konst, list, list_attr, q, result_dims, shape_of, short};
 use super::parse::{At, Stmt, at};
 use mnsim_arch::DType;
-use mnsim_kernels::{Kernel, ReduceKind};
+use mnsim_kernels::{Cmp, Eltwise, Kernel, ReduceKind};
 
 /// `custom_call @shape_assertion(%ok, %dims...)`: checked now that every dimension is
 /// bound; other targets are errors.
@@ -61,15 +62,25 @@ pub(super) fn shape_assertion(st: &Stmt, vals: &[Val]) -> Result<Vec<Val>, At> {
     ))
 }
 
-pub(super) fn compare(st: &Stmt, vals: &[Val]) -> Result<Vec<Val>, At> {
+/// `compare DIR, %a, %b[, TYPE]`: evaluated at import on constants, else the
+/// comparison kernel (`Eltwise Compare`, operands broadcast as for `Binary`) giving
+/// `pred`. A `TOTALORDER` comparison of computed tensors is an error: the kernel
+/// compares as IEEE numbers (`-0 == +0`, NaN unordered).
+pub(super) fn compare(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
     count(st, vals, 2)?;
-    let dir = st
+    let (dir, cmp) = st
         .args
         .iter()
         .find_map(|t| match &t.tok {
-            Tok::Ident(w) if ["EQ", "NE", "GE", "GT", "LE", "LT"].contains(&w.as_str()) => {
-                Some(w.clone())
-            }
+            Tok::Ident(w) => Some(match w.as_str() {
+                "EQ" => (w.clone(), Cmp::Equal),
+                "NE" => (w.clone(), Cmp::NotEqual),
+                "GE" => (w.clone(), Cmp::GreaterEqual),
+                "GT" => (w.clone(), Cmp::Greater),
+                "LE" => (w.clone(), Cmp::LessEqual),
+                "LT" => (w.clone(), Cmp::Less),
+                _ => return None,
+            }),
             _ => None,
         })
         .ok_or_else(|| {
@@ -78,30 +89,42 @@ pub(super) fn compare(st: &Stmt, vals: &[Val]) -> Result<Vec<Val>, At> {
                 "`compare` needs a direction (EQ, NE, GE, GT, LE, LT)",
             )
         })?;
-    match (&vals[0], &vals[1]) {
-        (Val::C(a), Val::C(b)) => {
-            let f = move |x: &[f64]| -> f64 {
-                let (a, b) = (x[0], x[1]);
-                let r = match dir.as_str() {
-                    "EQ" => a == b,
-                    "NE" => a != b,
-                    "GE" => a >= b,
-                    "GT" => a > b,
-                    "LE" => a <= b,
-                    _ => a < b,
-                };
-                r as u8 as f64
+    if let (Val::C(a), Val::C(b)) = (&vals[0], &vals[1]) {
+        let f = move |x: &[f64]| -> f64 {
+            let (a, b) = (x[0], x[1]);
+            let r = match dir.as_str() {
+                "EQ" => a == b,
+                "NE" => a != b,
+                "GE" => a >= b,
+                "GT" => a > b,
+                "LE" => a <= b,
+                _ => a < b,
             };
-            if a.dims != b.dims {
-                return Err(at(&st.span, "`compare` operands differ in shape"));
-            }
-            folded(st, Konst::map(&[a, b], DType::Pred, f))
+            r as u8 as f64
+        };
+        if a.dims != b.dims {
+            return Err(at(&st.span, "`compare` operands differ in shape"));
         }
-        _ => Err(at(
-            &st.name_span,
-            "`compare` of computed tensors is not supported yet: mnsim has no compare kernel (compares of constants, iotas and dimension sizes are evaluated at import)",
-        )),
+        return folded(st, Konst::map(&[a, b], DType::Pred, f));
     }
+    if let Some(t) = st
+        .args
+        .iter()
+        .find(|t| t.tok == Tok::Ident("TOTALORDER".into()))
+    {
+        return Err(at(
+            &t.span,
+            "a `TOTALORDER` comparison of computed tensors is not supported: the comparison kernel compares as IEEE numbers (-0 equals +0, NaN is unordered)",
+        ));
+    }
+    let ty = super::ops::result_ty(st)?;
+    if ty.dtype != DType::Pred {
+        return Err(at(
+            &ty.span,
+            format!("`compare` gives `i1`, the result type says {}", ty.dtype),
+        ));
+    }
+    super::emit::elementwise(lx, st, base, Kernel::Eltwise(Eltwise::Compare(cmp)), vals)
 }
 
 /// `slice %x [a:b, c:d:s]` and `real_dynamic_slice %x, %start, %limit, %strides`.
