@@ -191,26 +191,29 @@ impl Coster {
 
     /// Measures op `op` with its inputs in LM as `inputs` and `layout` as its own
     /// layout, applied as the run applies it ([`crate::apply::apply`]). An input whose
-    /// `streamed` entry is set (a Load's `Time`-stepped output, of which this op is the
-    /// first reader) is loaded, not placed, so that the op's walk reads it slice by
-    /// slice as in the run: its sends, the buffers they wait for and the slices sent
-    /// again (docs/model.md, streams) are in the op's tasks; the Load itself is not.
+    /// `loaded_by` entry names a Load (a `Time`-stepped output of it, of which this op is
+    /// the first reader) is loaded by that op, not placed, so that this op's walk reads
+    /// it slice by slice as in the run: its sends, the buffers they wait for and the
+    /// slices sent again (docs/model.md, streams) are in the op's tasks; the Load's own
+    /// task is not.
     pub fn measure(
         &mut self,
         op: OpId,
         inputs: &[(&str, &Held)],
         layout: Option<&TensorLayout>,
-        streamed: &[bool],
+        loaded_by: &[Option<OpId>],
     ) -> Result<Measured, SimError> {
         self.reset();
         self.eng.ops.clear();
         for (slot, (n, h)) in inputs.iter().enumerate() {
-            let stream = streamed.get(slot).copied().unwrap_or(false)
-                && h.partial.is_empty()
-                && h.layout.time_span() > 1
-                && !inputs[..slot].iter().any(|(m, _)| m == n);
-            if stream {
-                self.eng.load(n, h.layout.clone())?;
+            let load = loaded_by.get(slot).copied().flatten().filter(|_| {
+                h.partial.is_empty()
+                    && h.layout.time_span() > 1
+                    && !inputs[..slot].iter().any(|(m, _)| m == n)
+            });
+            if let Some(load) = load {
+                let layout = Some(&h.layout);
+                crate::apply::apply(&mut self.eng, &self.program, load, layout, false, None)?;
                 if let Some(r) = self.eng.tensors.get(*n).and_then(|t| t.lm.as_ref()) {
                     self.loaded.push((r.region, slot));
                 }

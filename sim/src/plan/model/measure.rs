@@ -19,7 +19,11 @@ fn span_of(tasks: &[Task]) -> u32 {
                 .chain(&t.writes)
                 .chain(t.frees_before.iter().map(|f| &f.0))
                 .chain(t.frees_after.iter().map(|f| &f.0))
-                .chain(t.walk.iter().flat_map(|w| w.inputs.iter().map(|i| &i.region)))
+                .chain(
+                    t.walk
+                        .iter()
+                        .flat_map(|w| w.inputs.iter().map(|i| &i.region)),
+                )
         })
         .filter(|r| input_slot(**r).is_none())
         .map(|r| r.0 + 1)
@@ -55,9 +59,10 @@ impl Model {
         let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());
         let inputs: Vec<(&str, &Held)> =
             names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
+        let loaded_by: Vec<Option<OpId>> = op.streamed.iter().map(|s| s.map(OpId::new)).collect();
         let first = self
             .coster
-            .measure(OpId::new(i), &inputs, lay.as_ref(), &op.streamed);
+            .measure(OpId::new(i), &inputs, lay.as_ref(), &loaded_by);
         let err = match first {
             Ok(m) => return Ok(self.out_of(i, m, None)),
             Err(e) if !op.is_kernel || e.is_lm_full() => return Err(e.to_string()),
@@ -107,15 +112,15 @@ impl Model {
                 let inputs: Vec<(&str, &Held)> =
                     names.iter().map(|n| n.as_str()).zip(moved.iter()).collect();
                 // The moved input is the Relayout's output now, no longer the stream.
-                let streamed: Vec<bool> = op
+                let loaded_by: Vec<Option<OpId>> = op
                     .reads
                     .iter()
                     .zip(&op.streamed)
-                    .map(|(&rr, &s)| s && rr != r)
+                    .map(|(&rr, &s)| s.filter(|_| rr != r).map(OpId::new))
                     .collect();
                 let Ok(m) = self
                     .coster
-                    .measure(OpId::new(i), &inputs, lay.as_ref(), &streamed)
+                    .measure(OpId::new(i), &inputs, lay.as_ref(), &loaded_by)
                 else {
                     continue;
                 };

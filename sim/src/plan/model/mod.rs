@@ -134,10 +134,10 @@ struct ModelOp {
     /// the input comes straight from a variable's op and this is its first reader:
     /// the search chooses that layout directly.
     insert_ok: Vec<bool>,
-    /// Per read: whether the tensor comes straight from a Load and this is its first
-    /// reader, so that a `Time`-stepped layout of it is a stream this op reads slice by
-    /// slice (measured so: [`Coster::measure`]).
-    streamed: Vec<bool>,
+    /// Per read: the Load (op index) the tensor comes straight from, when this is its
+    /// first reader, so that a `Time`-stepped layout of it is a stream this op reads
+    /// slice by slice (measured so: [`Coster::measure`]).
+    streamed: Vec<Option<usize>>,
 }
 
 /// The program, its variables and the memo.
@@ -303,11 +303,10 @@ impl Model {
             let streamed = reads
                 .iter()
                 .map(|&r| {
-                    let w = m.ops.iter().rposition(|o| o.writes == Some(r));
-                    w.is_some_and(|w| {
-                        m.ops[w].effect == Effect::Load
-                            && !m.ops[w + 1..].iter().any(|o| o.reads.contains(&r))
-                    })
+                    let w = m.ops.iter().rposition(|o| o.writes == Some(r))?;
+                    (m.ops[w].effect == Effect::Load
+                        && !m.ops[w + 1..].iter().any(|o| o.reads.contains(&r)))
+                    .then_some(w)
                 })
                 .collect();
             m.ops.push(ModelOp {
