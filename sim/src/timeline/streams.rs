@@ -25,13 +25,22 @@ use super::{Busy, Hold, Timeline};
 use crate::ids::RegionId;
 use serde::{Deserialize, Serialize};
 
+/// `a · b / c` rounded down (`c` > 0), in 64 bits where the product fits (a 128-bit
+/// division is several times slower, and this runs for every step of every walk), else
+/// in 128 bits; saturating.
+fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => (a as u128 * b as u128 / c as u128).min(u64::MAX as u128) as u64,
+    }
+}
+
 /// `part`-th of `n` near-equal shares of `total` (the shares sum to `total`).
 pub fn share(total: u64, part: u64, n: u64) -> u64 {
     if n == 0 || part >= n {
         return 0;
     }
-    let at = |k: u64| (total as u128 * k as u128 / n as u128) as u64;
-    at(part + 1) - at(part)
+    mul_div(total, part + 1, n) - mul_div(total, part, n)
 }
 
 /// How a task walks `Time` steps (see [`crate::lowering::walk`]).
@@ -104,8 +113,7 @@ impl StreamIn {
 
 /// `total × times / slices`, saturating.
 fn scale(total: u64, times: u64, slices: u32) -> u64 {
-    let v = total as u128 * times as u128 / slices.max(1) as u128;
-    v.min(u64::MAX as u128) as u64
+    mul_div(total, times, u64::from(slices.max(1)))
 }
 
 /// When a stream's slices are ready.
@@ -160,7 +168,7 @@ fn book_step(
 ) -> u64 {
     let n = n.max(1);
     let len = share(own, j, n);
-    let due = |h: &Hold| (h.cycles as u128 * (j as u128 + 1) / n as u128) as u64;
+    let due = |h: &Hold| mul_div(h.cycles, j + 1, n);
     let part = |h: &Hold, b: u64| {
         let left = due(h).saturating_sub(b);
         if j + 1 == n { left } else { left.min(len) }
