@@ -27,11 +27,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 mod busy;
+mod resume;
 mod streams;
 #[cfg(test)]
 mod tests;
 
 pub use busy::{Booking, Busy, BusyTable, overlap};
+pub use resume::Resumable;
 pub use streams::{StreamIn, Walk, share};
 
 /// How ops are placed in time.

@@ -177,6 +177,9 @@ pub struct Model {
     generated: HashMap<ShapeKey, (Vec<LayoutId>, usize)>,
     /// Scratch of the walk: the plan's tasks, reused from one evaluation to the next.
     scratch: Vec<Task>,
+    /// The last plan's timeline, resumed after the tasks the next plan shares with it
+    /// (`None`: every plan placed from its first task; the same totals).
+    resume: Option<crate::timeline::Resumable>,
 }
 
 const NO_LAYOUT: LayoutId = LayoutId::MAX;
@@ -226,6 +229,7 @@ impl Model {
             schedule: res.schedule,
             objective: mnsim_reports::Objective::Cycles,
             scratch: Vec::new(),
+            resume: Some(Default::default()),
             generated: HashMap::new(),
         };
         let t = |m: &Model, n: &str| -> Result<usize, String> {
@@ -556,6 +560,12 @@ impl Model {
             rt.dims_at_bound != rt.runtime_dims,
         )
         .map(|c| c.layout)
+    }
+
+    /// Whether plans are placed from the timeline of the last one, after the tasks they
+    /// share (the default), or each from its first task: the totals are the same.
+    pub fn set_resume(&mut self, on: bool) {
+        self.resume = on.then(Default::default);
     }
 
     /// Forgets every measured op cost (the next evaluations measure again).

@@ -27,15 +27,20 @@ impl Model {
         (e, detail.0, detail.1)
     }
 
-    /// The run's length: the first `n` tasks of the scratch placed under the schedule.
-    fn placed_total(&self, n: usize) -> u64 {
-        timeline::schedule(&self.scratch[..n], self.schedule, self.lm_words).total()
+    /// The run's length: the first `n` tasks of the scratch placed under the schedule,
+    /// from the timeline after the prefix they share with the last program placed.
+    fn placed_total(&mut self, n: usize) -> u64 {
+        let tasks = &self.scratch[..n];
+        match &mut self.resume {
+            Some(r) => r.total(tasks, self.schedule, self.lm_words),
+            None => timeline::schedule(tasks, self.schedule, self.lm_words).total(),
+        }
     }
 
     /// The evaluation of the first `n` tasks of the scratch, whose ops' dynamic joules
     /// sum to `dynamic_j`: its energy adds the static power over its length.
     fn eval(
-        &self,
+        &mut self,
         completed: usize,
         n: usize,
         dynamic_j: f64,

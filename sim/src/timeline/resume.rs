@@ -1,0 +1,64 @@
+//! Placing programs that share a prefix: a search scores many programs that differ from
+//! the one before only from some task on (a coordinate descent changes one variable,
+//! and the ops before its first op keep their tasks). [`Resumable`] keeps the timeline
+//! after each task of the last program placed and starts the next one from the state
+//! after their longest common prefix. The placement is [`super::schedule`]'s, task for
+//! task: the timeline is a function of the tasks before it.
+
+use super::{BusyTable, Schedule, Task, Timeline};
+
+/// Snapshots of the last program placed, at most this many (evenly spaced beyond).
+const MAX_SNAPSHOTS: usize = 64;
+
+/// The last program placed and its timeline after some of its tasks.
+#[derive(Clone, Debug, Default)]
+pub struct Resumable {
+    tasks: Vec<Task>,
+    /// (tasks placed, the timeline and busy state after them), in increasing order.
+    snaps: Vec<(usize, Timeline, BusyTable)>,
+    key: Option<(Schedule, u64)>,
+    /// Tasks placed anew over all calls (for tests and benches).
+    pub placed: u64,
+}
+
+impl Resumable {
+    /// The total of `tasks` placed under `schedule` (as [`super::schedule`]`(tasks,
+    /// schedule, lm_capacity).total()`), from the state after the longest prefix it
+    /// shares with the last program placed.
+    pub fn total(&mut self, tasks: &[Task], schedule: Schedule, lm_capacity: u64) -> u64 {
+        if self.key != Some((schedule, lm_capacity)) {
+            self.key = Some((schedule, lm_capacity));
+            self.tasks.clear();
+            self.snaps.clear();
+        }
+        let common = self
+            .tasks
+            .iter()
+            .zip(tasks)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // The latest snapshot within the common prefix.
+        let keep = self.snaps.partition_point(|s| s.0 <= common);
+        self.snaps.truncate(keep);
+        let (from, mut t, mut busy) = match self.snaps.last() {
+            Some((n, t, b)) => (*n, t.clone(), b.clone()),
+            None => (
+                0,
+                Timeline::new(schedule, lm_capacity),
+                BusyTable::default(),
+            ),
+        };
+        self.tasks.truncate(from);
+        let every = tasks.len().div_ceil(MAX_SNAPSHOTS).max(1);
+        for (k, task) in tasks.iter().enumerate().skip(from) {
+            t.push_on(task, &mut busy);
+            self.tasks.push(task.clone());
+            self.placed += 1;
+            if (k + 1) % every == 0 && k + 1 < tasks.len() {
+                self.snaps.push((k + 1, t.clone(), busy.clone()));
+            }
+        }
+        t.settle(&mut busy);
+        t.total()
+    }
+}
