@@ -164,7 +164,14 @@ pub struct Engine {
     /// Every PE's position per addressable level, in PE order (functional mode only:
     /// timing mode walks the positions a layout touches).
     positions: Vec<Vec<u64>>,
+    /// Timing mode: a Load's charge and walk by (tensor, layout), which depend on
+    /// nothing else the engine holds; kept across [`Engine::clear`], so the planner's
+    /// measurements, which load a stream before its reader, compute each once.
+    load_memo: std::collections::HashMap<(String, String), LoadCharge>,
 }
+
+/// What a Load of one tensor in one layout is charged, and how it walks its steps.
+type LoadCharge = (net::Cost, Option<(lowering::walk::WalkPlan, bool)>);
 
 /// Percentiles of per-PE cycles, given as (cycle, PEs at it), through an hdrhistogram at
 /// 3 significant digits (within 0.1%); min and max are exact, and no percentile exceeds
@@ -260,6 +267,7 @@ impl Engine {
             buffers: None,
             charge_log: Vec::new(),
             streams: BTreeMap::new(),
+            load_memo: std::collections::HashMap::new(),
             machine,
             topo,
             sw,

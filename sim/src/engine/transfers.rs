@@ -56,22 +56,33 @@ impl Engine {
             self.free(name)?;
         }
         let (offset, words, region) = self.allocate(name, &layout)?;
-        let facts = match self.functional() {
-            None => self.closed_facts(&layout, &[], &runtime, false, None),
-            Some(f) => self.move_load(f, name, &layout, offset),
+        let key = (self.mode == Mode::Timing).then(|| (name.to_string(), layout.canonical()));
+        let memo = key.as_ref().and_then(|k| self.load_memo.get(k)).cloned();
+        let (c, walk) = match memo {
+            Some(charge) => charge,
+            None => {
+                let facts = match self.functional() {
+                    None => self.closed_facts(&layout, &[], &runtime, false, None),
+                    Some(f) => self.move_load(f, name, &layout, offset),
+                };
+                let eff = self.burst_efficiency(&layout, &xla, &runtime, dtype);
+                let route = self.down_route(
+                    layout.time_span(),
+                    Some(DramSpec {
+                        dir: Dir::Down,
+                        elem_bytes: dtype.bytes(),
+                        efficiency: eff,
+                        second: false,
+                    }),
+                );
+                let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
+                let walk = plan(Some(&layout), layout.logical_shape(), &[], &[]).map(|p| (p, true));
+                if let Some(k) = key {
+                    self.load_memo.insert(k, (c.clone(), walk.clone()));
+                }
+                (c, walk)
+            }
         };
-        let eff = self.burst_efficiency(&layout, &xla, &runtime, dtype);
-        let route = self.down_route(
-            layout.time_span(),
-            Some(DramSpec {
-                dir: Dir::Down,
-                elem_bytes: dtype.bytes(),
-                efficiency: eff,
-                second: false,
-            }),
-        );
-        let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
-        let walk = plan(Some(&layout), layout.logical_shape(), &[], &[]).map(|p| (p, true));
         let op = self.finish(
             "Load",
             name,
