@@ -395,6 +395,17 @@ pub enum Kernel {
         /// The number of inputs.
         inputs: usize,
     },
+    /// A strided block of `x`: along every axis `a`, output index `h` reads input index
+    /// `start[a] + stride[a]·h`, for the indices below `limit[a]` (StableHLO's `slice`):
+    /// the output has `ceil((limit[a] − start[a]) / stride[a])` elements on axis `a`.
+    Slice {
+        /// The first input index read on each axis.
+        start: Vec<u64>,
+        /// The end (exclusive) of each axis's range, at most the axis's length.
+        limit: Vec<u64>,
+        /// The step on each axis, at least 1.
+        stride: Vec<u64>,
+    },
     /// A convolution pass on the matrix unit (implicit GEMM; see [`crate::conv`]).
     Conv(crate::conv::Conv),
     /// Max or average pooling, or its gradient (see [`crate::window`]).
@@ -434,6 +445,7 @@ impl Kernel {
             | Kernel::Clamp { .. }
             | Kernel::Elu { .. }
             | Kernel::Reshape { .. }
+            | Kernel::Slice { .. }
             | Kernel::Interp(_) => 1,
             Kernel::Quant(q) => q.arity(),
         }
@@ -458,6 +470,7 @@ impl Kernel {
             Kernel::GeneralMatMul { .. } => "GeneralMatMul",
             Kernel::Reshape { .. } => "Reshape",
             Kernel::Concat { .. } => "Concat",
+            Kernel::Slice { .. } => "Slice",
             Kernel::Conv(_) => "Conv",
             Kernel::Pool(_) => "Pool",
             Kernel::Interp(_) => "Interp",
@@ -523,7 +536,7 @@ impl Kernel {
     /// - Unary, Binary: `(0, op)`; Transpose: `(0, 1)` (one move per element);
     /// - ReduceAxes: [`ReduceKind::flops`] (`(1, 0)` for a sum: every input element
     ///   is combined once);
-    /// - Select, BiasAdd, Reshape, Concat: `(0, 1)`; Clamp `(0, 2)`; Elu `(0, 9)` (an
+    /// - Select, BiasAdd, Reshape, Concat, Slice: `(0, 1)`; Clamp `(0, 2)`; Elu `(0, 9)` (an
     ///   exp, a subtract, a multiply, a select);
     /// - Softmax: `(2, 13)`: a max and a sum per input element; a subtraction, an exp (8)
     ///   and a division (4) per output element;
@@ -540,7 +553,8 @@ impl Kernel {
             | Kernel::Select
             | Kernel::BiasAdd { .. }
             | Kernel::Reshape { .. }
-            | Kernel::Concat { .. } => (0, 1),
+            | Kernel::Concat { .. }
+            | Kernel::Slice { .. } => (0, 1),
             Kernel::Clamp { .. } => (0, 2),
             Kernel::Elu { .. } => (0, 9),
             Kernel::ReduceAxes { op, .. } => op.flops(),
@@ -558,8 +572,8 @@ impl Kernel {
         }
     }
 
-    /// Whether the kernel only moves data (Transpose, Reshape, Concat, and the `Copy`
-    /// that Reorder and TypeCast become): it still takes its vector-unit cycles (one
+    /// Whether the kernel only moves data (Transpose, Reshape, Concat, Slice, and the
+    /// `Copy` that Reorder and TypeCast become): it still takes its vector-unit cycles (one
     /// move per element, [`Kernel::flops_per_element`]), but reports 0 useful FLOP.
     pub fn moves_data(&self) -> bool {
         matches!(
@@ -567,6 +581,7 @@ impl Kernel {
             Kernel::Transpose { .. }
                 | Kernel::Reshape { .. }
                 | Kernel::Concat { .. }
+                | Kernel::Slice { .. }
                 | Kernel::Unary(UnaryOp::Copy)
         )
     }
@@ -606,6 +621,7 @@ impl fmt::Display for Kernel {
             Kernel::GeneralMatMul { .. } => f.write_str("MatMul"),
             Kernel::Reshape { .. } => f.write_str("Reshape"),
             Kernel::Concat { .. } => f.write_str("Concat"),
+            Kernel::Slice { .. } => f.write_str("Slice"),
             Kernel::Conv(c) => f.write_str(c.name()),
             Kernel::Pool(p) => f.write_str(p.name()),
             Kernel::Interp(i) => f.write_str(i.name()),

@@ -743,12 +743,17 @@ fn decide(
         }
     }
     let (unit, unit_level) = unit_of(k, inputs, out, m);
-    if let Kernel::Reshape { .. } | Kernel::Concat { .. } = k {
+    if let Kernel::Reshape { .. } | Kernel::Concat { .. } | Kernel::Slice { .. } = k {
         let leaf = addr.len().saturating_sub(1);
         if !addr.is_empty() {
             for x in 0..=leaf {
                 match k {
                     Kernel::Concat { axis, .. } => concat_level(k, *axis, inputs, out, &names, x)?,
+                    Kernel::Slice {
+                        start,
+                        limit,
+                        stride,
+                    } => slice_level(k, (start, limit, stride), inputs[0], out, &names, x)?,
                     _ => reshape_level(k, inputs[0], out, &names, x)?,
                 }
             }
@@ -953,6 +958,67 @@ fn concat_level(
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// Slice at level `x`: output element `h` of axis `a` is input element `start[a] +
+/// stride[a]·h`; both must be at the same position. A position is a sum of per-axis
+/// contributions, each 0 at index 0 and never negative, so the rule holds exactly when
+/// it holds on every axis alone: `f_in(start + stride·h) = f_out(h)` for every `h` of
+/// the output's extent (an axis the slice keeps whole is compared as the elementwise
+/// kernels compare it).
+fn slice_level(
+    k: &Kernel,
+    (start, limit, stride): (&[u64], &[u64], &[u64]),
+    input: &TensorLayout,
+    out: &TensorLayout,
+    names: &[String],
+    x: usize,
+) -> Result<(), KernelError> {
+    if input.levels()[x].replicated {
+        return Ok(());
+    }
+    let (na, nb) = (&names[0], &names[1]);
+    if out.levels()[x].replicated {
+        return Err(needs_replica(k, input, na, nb, 0, x));
+    }
+    let shape = out.logical_shape();
+    let (fi, fo) = (axis_fns(input, x), axis_fns(out, x));
+    let lv = &out.levels()[x].name;
+    for a in 0..shape.len() {
+        let (s, l, t, n) = (start[a], limit[a], stride[a], shape[a]);
+        let whole = s == 0 && t == 1;
+        let moved = if whole && same(&fi[a], &fo[a], n.max(1)) {
+            None
+        } else {
+            (0..n).find(|&h| fi[a].at(s + t * h) != fo[a].at(h))
+        };
+        let Some(h) = moved else { continue };
+        let (pi, po) = (fi[a].at(s + t * h), fo[a].at(h));
+        let keep = if whole {
+            format!("split its axis {a} over {lv} like the output's axis {a}")
+        } else {
+            format!(
+                "keep its axis {a} (sliced {s}:{l}:{t}) unsplit over {lv}, as well as the output's axis {a} \
+                 (no {lv} sub-axis in either: memory, W or Time)"
+            )
+        };
+        return Err(KernelError::new(
+            ErrorKind::Illegal {
+                operand: 0,
+                level: x,
+            },
+            format!(
+                "{k}: output element {h} of axis {a} of `{nb}` = {} is at {lv} position {po}, but it reads \
+                 element {} of `{na}`'s axis {a} = {}, at {lv} position {pi}; every element must stay where \
+                 it is. Relayout `{na}` to {keep}, or replicate it over {lv} ({})",
+                group_text(out, a),
+                s + t * h,
+                group_text(input, a),
+                bcast_with(input, x)
+            ),
+        ));
     }
     Ok(())
 }

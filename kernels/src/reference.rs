@@ -245,6 +245,16 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
             crate::training::reference(k, inputs, out_shape, &mut out)
         }
         Kernel::Reshape { .. } => out.copy_from_slice(x),
+        Kernel::Slice { start, stride, .. } => {
+            let mut xi = vec![0u64; xs.len()];
+            for (l, o) in out.iter_mut().enumerate() {
+                unravel(out_shape, l as u64, &mut idx);
+                for a in 0..xs.len() {
+                    xi[a] = start[a] + stride[a] * idx[a];
+                }
+                *o = x[linear(xs, &xi)];
+            }
+        }
         Kernel::Concat { axis, .. } => {
             let mut xi = vec![0u64; out_shape.len()];
             for (l, o) in out.iter_mut().enumerate() {
@@ -404,6 +414,14 @@ fn eval_core(
             }
             let mut idx = vec![0u64; in_shapes[0].len()];
             unravel(in_shapes[0], l, &mut idx);
+            fetch(0, &idx)
+        }
+        Kernel::Slice { start, stride, .. } => {
+            let idx: Vec<u64> = out_idx
+                .iter()
+                .zip(start.iter().zip(stride))
+                .map(|(&h, (&s, &k))| s + k * h)
+                .collect();
             fetch(0, &idx)
         }
         Kernel::Concat { axis, .. } => {

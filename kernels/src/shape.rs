@@ -40,7 +40,8 @@ fn arity(k: &Kernel, n: usize) -> Result<(), KernelError> {
 /// Errors: the wrong number of inputs; a MatMul operand that is not a matrix, or a
 /// BatchMatMul pair of different ranks or batch axes; contraction lengths that
 /// disagree; an axis out of range or repeated; a `perm` that is not a permutation;
-/// Binary shapes that do not broadcast.
+/// Binary shapes that do not broadcast; a Slice whose bounds do not name every axis or
+/// do not fit it (`start ≤ limit ≤` length, `stride ≥ 1`).
 pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
     arity(k, inputs.len())?;
     let Some(&x) = inputs.first() else {
@@ -293,10 +294,61 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
             }
             Ok(out)
         }
+        Kernel::Slice {
+            start,
+            limit,
+            stride,
+        } => slice_shape(x, start, limit, stride),
         Kernel::Conv(c) => c.output_shape(inputs),
         Kernel::Pool(p) => p.output_shape(inputs),
         Kernel::Interp(i) => i.output_shape(inputs),
     }
+}
+
+/// A slice's output: `ceil((limit − start) / stride)` per axis, after checking that
+/// `start`, `limit` and `stride` name every axis, `start ≤ limit ≤` the axis's length
+/// and `stride ≥ 1`.
+fn slice_shape(
+    x: &[u64],
+    start: &[u64],
+    limit: &[u64],
+    stride: &[u64],
+) -> Result<Vec<u64>, KernelError> {
+    for (name, v) in [("start", start), ("limit", limit), ("stride", stride)] {
+        if v.len() != x.len() {
+            return Err(err(
+                ErrorKind::Rank,
+                format!(
+                    "Slice: `{name}` has {} entries, but `x` {} has {} axes (one entry per axis)",
+                    v.len(),
+                    fmt_dims(x),
+                    x.len()
+                ),
+            ));
+        }
+    }
+    (0..x.len())
+        .map(|a| {
+            let (s, l, k) = (start[a], limit[a], stride[a]);
+            if s > l || l > x[a] || k == 0 {
+                let why = if k == 0 {
+                    "the stride must be at least 1".to_string()
+                } else if s > l {
+                    format!("the start {s} is past the limit {l}")
+                } else {
+                    format!("the limit {l} is past the axis's length {}", x[a])
+                };
+                return Err(err(
+                    ErrorKind::Axis,
+                    format!(
+                        "Slice: axis {a} of `x` {}: {s}:{l}:{k} (start:limit:stride) does not fit: {why}",
+                        fmt_dims(x)
+                    ),
+                ));
+            }
+            Ok((l - s).div_ceil(k))
+        })
+        .collect()
 }
 
 /// Product of the dimensions, `None` on overflow.
@@ -560,6 +612,7 @@ pub fn index_map(
         }
         Kernel::Reshape { .. }
         | Kernel::Concat { .. }
+        | Kernel::Slice { .. }
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_) => {

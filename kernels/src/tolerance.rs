@@ -18,6 +18,8 @@
 //! | integers | abs 1, rel 0 (the result truncates toward zero; compare after converting the reference through the dtype) |
 //! | pred | exact |
 //!
+//! A Slice is exact in every dtype (it copies its input's elements: `(0, 0)`).
+//!
 //! n is the reduction length for MatMul, BatchMatMul (the contraction), ReduceAxes
 //! Add, Softmax and LayerNorm (the normalised axis), and 1 for everything else.
 
@@ -28,6 +30,10 @@ use mnsim_arch::DType;
 /// the length of the kernel's reduction (the contraction, the reduced elements per
 /// output, the normalised axis; ignored for elementwise kernels).
 pub fn tolerance(dtype: DType, k: &Kernel, reduction_len: u64) -> (f64, f64) {
+    // A slice copies elements of its input, in its dtype: exact.
+    if let Kernel::Slice { .. } = k {
+        return (0.0, 0.0);
+    }
     let n = match k {
         Kernel::MatMul
         | Kernel::BatchMatMul

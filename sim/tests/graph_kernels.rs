@@ -1,7 +1,7 @@
 //! The kernels graphs need (Select, Clamp, Elu, BiasAdd, the general MatMul, Reshape,
-//! Concat, the new reductions and unary functions) through the engine against the host
-//! reference, on padded, replicated, split, `W` and `Time` layouts, timing = functional;
-//! and their legality errors.
+//! Concat, Slice, the new reductions and unary functions) through the engine against the
+//! host reference, on padded, replicated, split, `W` and `Time` layouts, timing =
+//! functional; and their legality errors.
 
 mod common;
 
@@ -310,6 +310,225 @@ fn reshape_and_concat_that_move_elements_name_the_relayout() {
     );
     assert!(
         e.contains("Concat: input `x0` is laid out over L2B along its axis 0"),
+        "{e}"
+    );
+}
+
+/// A random slice of a random `[d0, d1]` input on `small()` and layouts of both that
+/// line up: every level splits an axis the slice keeps whole (the same way in both) or
+/// is replicated; a sliced axis stays in memory, `Time` or `W`; the kept axis may be
+/// padded. Returns (kernel, input dims, input layout, output dims, output layout, the
+/// axis a level splits, if any).
+#[allow(clippy::type_complexity)]
+fn random_slice_case(
+    rng: &mut u64,
+    f16: bool,
+) -> (Kernel, [u64; 2], String, [u64; 2], String, Option<usize>) {
+    let mut next = |n: u64| {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng % n
+    };
+    let dims = [[8u64, 16], [16, 8], [12, 8], [8, 12], [24, 16]][next(5) as usize];
+    // Axis 0, axis 1 or both sliced.
+    let sliced = [[true, false], [false, true], [true, true]][next(3) as usize];
+    let (mut start, mut limit, mut stride) = (vec![0u64; 2], dims.to_vec(), vec![1u64; 2]);
+    for a in 0..2 {
+        if sliced[a] {
+            let s = next(dims[a] - 1);
+            let l = s + 1 + next(dims[a] - s);
+            (start[a], limit[a], stride[a]) = (s, l, 1 + next(3));
+        }
+    }
+    let k = Kernel::Slice {
+        start: start.clone(),
+        limit: limit.clone(),
+        stride: stride.clone(),
+    };
+    let out_dims: Vec<u64> = (0..2)
+        .map(|a| (limit[a] - start[a]).div_ceil(stride[a]))
+        .collect();
+    // Levels to the kept axis, when there is one.
+    let kept = (0..2).find(|&a| !sliced[a]);
+    let mut subs: Vec<String> = Vec::new();
+    let mut bcast: Vec<&str> = Vec::new();
+    let mut rest = kept.map_or(1, |a| dims[a]);
+    for (name, fan) in [("L2B", 2u64), ("L1B", 2), ("MAB", 2), ("PE", 4)] {
+        if kept.is_some() && rest.is_multiple_of(fan) && next(3) > 0 {
+            subs.push(format!("{fan}_{name}"));
+            rest /= fan;
+        } else {
+            bcast.push(name);
+        }
+    }
+    // A memory group of `n` elements: sometimes `Time` steps, sometimes packed in `W`.
+    let mut mem = |n: u64, last: bool| -> String {
+        if last && f16 && n.is_multiple_of(4) && next(2) == 0 {
+            return if n > 4 {
+                format!("{}, 4_W", n / 4)
+            } else {
+                "4_W".into()
+            };
+        }
+        if n.is_multiple_of(2) && n > 2 && next(3) == 0 {
+            return format!("2_Time, {}", n / 2);
+        }
+        n.to_string()
+    };
+    let mut groups_in = Vec::new();
+    let mut groups_out = Vec::new();
+    for a in 0..2 {
+        if Some(a) == kept {
+            let mut g = subs.clone();
+            if rest > 1 || g.is_empty() {
+                g.push(mem(rest, a == 1));
+            }
+            let g = g.join(", ");
+            groups_in.push(g.clone());
+            groups_out.push(g);
+        } else {
+            groups_in.push(mem(dims[a], a == 1));
+            groups_out.push(mem(out_dims[a], a == 1));
+        }
+    }
+    let b = if bcast.is_empty() {
+        String::new()
+    } else {
+        format!("; B@[{}]", bcast.join(","))
+    };
+    let text = |g: &[String]| format!("(({}), ({}){b})", g[0], g[1]);
+    let split = kept.filter(|_| !subs.is_empty());
+    (
+        k,
+        dims,
+        text(&groups_in),
+        [out_dims[0], out_dims[1]],
+        text(&groups_out),
+        split,
+    )
+}
+
+#[test]
+fn slices_on_random_layouts_equal_the_reference() {
+    let m = small();
+    let mut rng = 0x0051_ce0f_7e57_u64;
+    let (mut ran, mut split, mut illegal) = (0, 0, 0);
+    for case in 0..60u64 {
+        let f16 = case % 3 == 1;
+        let dtype = if f16 { DType::F16 } else { DType::F32 };
+        let (k, dims, li, od, lo, by) = random_slice_case(&mut rng, f16);
+        let (Ok(xl), Ok(ol)) = (
+            TensorLayout::parse(&li, &m, Some(&dims), dtype),
+            TensorLayout::parse(&lo, &m, Some(&od), dtype),
+        ) else {
+            continue;
+        };
+        assert!(
+            mnsim_kernels::is_legal(&k, &[&xl], &ol, &m),
+            "{k:?}: {li} -> {lo}"
+        );
+        check(
+            &m,
+            dtype,
+            &k,
+            &[Input {
+                name: "x",
+                dims: &dims,
+                layout: &li,
+                seed: case,
+            }],
+            &od,
+            Some(&lo),
+        );
+        ran += 1;
+        // Where a level splits the kept axis, the output replicated over the levels
+        // instead is illegal: the engine names the relayout.
+        if let Some(a) = by {
+            split += 1;
+            if f16 {
+                continue;
+            }
+            let rep = format!("(({}), ({}); B@[L2B,L1B,MAB,PE])", od[0], od[1]);
+            let rl = TensorLayout::parse(&rep, &m, Some(&od), DType::F32).unwrap();
+            assert!(!mnsim_kernels::is_legal(&k, &[&xl], &rl, &m));
+            let e = engine_error(&m, &k, &[("x", &dims, &li)], &od, &rep);
+            assert!(
+                e.contains("Slice: the output `out` is replicated over")
+                    && e.contains("Relayout `x` to replicate"),
+                "axis {a}: {e}"
+            );
+            illegal += 1;
+        }
+    }
+    assert!(
+        ran >= 40 && split >= 15 && illegal >= 5,
+        "{ran} ran, {split} split, {illegal} illegal"
+    );
+}
+
+#[test]
+fn aligned_blocks_of_a_split_axis_and_what_moves() {
+    let m = small();
+    // The fused QKV split: [8, 24] into thirds of its columns, the columns split
+    // (3, 2_L1B, 4) so every third lands on the L1B positions (2_L1B, 4) names.
+    for third in 0..3u64 {
+        check(
+            &m,
+            DType::F32,
+            &Kernel::Slice {
+                start: vec![0, 8 * third],
+                limit: vec![8, 8 * third + 8],
+                stride: vec![1, 1],
+            },
+            &[Input {
+                name: "qkv",
+                dims: &[8, 24],
+                layout: "((2_L2B, 4_PE), (3, 2_L1B, 4)) B@[MAB]",
+                seed: 40 + third,
+            }],
+            &[8, 8],
+            Some("((2_L2B, 4_PE), (2_L1B, 4)) B@[MAB]"),
+        );
+    }
+    // Every other element of a minor split: all on PE position 0 of the input's
+    // split, as the output's `1_PE` puts them.
+    check(
+        &m,
+        DType::F32,
+        &Kernel::Slice {
+            start: vec![0, 0],
+            limit: vec![4, 16],
+            stride: vec![1, 4],
+        },
+        &[Input {
+            name: "x",
+            dims: &[4, 16],
+            layout: "((2_L2B, 2), (4, 4_PE)) B@[L1B,MAB]",
+            seed: 50,
+        }],
+        &[4, 4],
+        Some("((2_L2B, 2), (1_PE, 4)) B@[L1B,MAB]"),
+    );
+    // A block that is not aligned with the split: columns 4..8 are on L1B position 1
+    // of the input, where the output puts its elements 0..4 on position 0.
+    let e = engine_error(
+        &m,
+        &Kernel::Slice {
+            start: vec![0, 4],
+            limit: vec![8, 12],
+            stride: vec![1, 1],
+        },
+        &[("qkv", &[8, 24], "((8), (3, 2_L1B, 4)) B@[L2B,MAB,PE]")],
+        &[8, 8],
+        "((8), (2_L1B, 4)) B@[L2B,MAB,PE]",
+    );
+    assert!(
+        e.contains("Slice: output element 0 of axis 1 of `out` = (2_L1B:1, 4:1) is at L1B position 0, but it reads element 4"),
+        "{e}"
+    );
+    assert!(
+        e.contains("Relayout `qkv` to keep its axis 1 (sliced 4:12:1) unsplit over L1B"),
         "{e}"
     );
 }

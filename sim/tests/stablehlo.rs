@@ -2,7 +2,9 @@
 //! with their dimensions bound), loads back, runs in timing mode under the import's
 //! default layouts, and verifies in functional mode when every tensor has at most 2^21
 //! elements; the MatMul FLOP in the report equal 2·M·N·K·batch computed here from each
-//! `dot_general` line of the file. Small inline modules of `convolution`, `pad` and
+//! `dot_general` line of the file; the attention blocks split their fused QKV
+//! projection with three Slice kernels. Small inline modules of `convolution`, `pad`,
+//! `slice` (unaligned, strided, several axes, of a broadcast, `real_dynamic_slice`) and
 //! `compare` + `select` run in functional mode, verify, and hold the values the
 //! StableHLO spec gives, computed here from the arguments (the Conv FLOP from the
 //! shapes). Unbound symbolic dimensions, failed shape assertions, unsupported ops and
@@ -908,10 +910,12 @@ const PAD_FOLDED: &str = "func.func public @main(%arg0: tensor<5xf32>) -> tensor
 }
 ";
 
-/// `x` of `dims` padded by `low`/`high` (≥ 0) elements of `value` per axis, row-major.
-fn pad_ref(x: &[f64], dims: &[u64], low: &[u64], high: &[u64], value: f64) -> Vec<f64> {
+/// `x` of `dims` padded by `low`/`high` elements of `value` per axis (negative:
+/// cropped), row-major: result element `y` of an axis is `x`'s `y − low` when that is
+/// inside `x`, else `value`.
+fn pad_ref(x: &[f64], dims: &[u64], low: &[i64], high: &[i64], value: f64) -> Vec<f64> {
     let out: Vec<u64> = (0..dims.len())
-        .map(|a| dims[a] + low[a] + high[a])
+        .map(|a| (dims[a] as i64 + low[a] + high[a]) as u64)
         .collect();
     let total: u64 = out.iter().product();
     (0..total)
@@ -920,13 +924,14 @@ fn pad_ref(x: &[f64], dims: &[u64], low: &[u64], high: &[u64], value: f64) -> Ve
             let mut src = 0u64;
             let mut inside = true;
             for a in (0..out.len()).rev() {
-                let y = rem % out[a];
+                let y = (rem % out[a]) as i64;
                 rem /= out[a];
                 let stride: u64 = dims[a + 1..].iter().product();
-                if y < low[a] || y >= low[a] + dims[a] {
+                let at = y - low[a];
+                if at < 0 || at >= dims[a] as i64 {
                     inside = false;
                 } else {
-                    src += (y - low[a]) * stride;
+                    src += at as u64 * stride;
                 }
             }
             if inside { x[src as usize] } else { value }
@@ -934,9 +939,19 @@ fn pad_ref(x: &[f64], dims: &[u64], low: &[u64], high: &[u64], value: f64) -> Ve
         .collect()
 }
 
+/// Negative padding crops (a Slice), then the rest pads (a Concat per padded axis).
+const PAD_CROP: &str = "func.func public @main(%arg0: tensor<5x6xf32>) -> tensor<6x3xf32> {
+  %cst = stablehlo.constant dense<2.500000e+00> : tensor<f32>
+  %0 = stablehlo.exponential %arg0 : tensor<5x6xf32>
+  %1 = stablehlo.pad %0, %cst, low = [-1, 1], high = [2, -4], interior = [0, 0] : (tensor<5x6xf32>, tensor<f32>) -> tensor<6x3xf32>
+  return %1 : tensor<6x3xf32>
+}
+";
+
 /// `pad` of a computed tensor becomes Concats with constants filled with the padding
-/// value; it verifies and holds the operand where the spec puts it. A pad of a
-/// constant (interior and negative padding included) is evaluated at import.
+/// value (and a Slice where it crops); it verifies and holds the operand where the
+/// spec puts it. A pad of a constant (interior and negative padding included) is
+/// evaluated at import.
 #[test]
 fn pads_run_and_verify() {
     let ran = run_inline("p0.mlir", PAD_EXP);
@@ -968,10 +983,30 @@ fn pads_run_and_verify() {
         .map(|(x, c)| x + c)
         .collect();
     close(&ran.out, &want, "p2");
+    // Cropping: rows 1..5 and columns 0..2 kept, then padded with 2.5.
+    let ran = run_inline("p3.mlir", PAD_CROP);
+    assert_eq!(
+        ran.imp.text.matches("Slice(").count(),
+        1,
+        "{}",
+        ran.imp.text
+    );
+    assert_eq!(
+        ran.imp.text.matches("Concat(").count(),
+        2,
+        "{}",
+        ran.imp.text
+    );
+    let e: Vec<f64> = ran.args[0].iter().map(|x| x.exp()).collect();
+    close(
+        &ran.out,
+        &pad_ref(&e, &[5, 6], &[-1, 1], &[2, -4], 2.5),
+        "p3",
+    );
 }
 
-/// Interior and negative padding of a computed tensor, and a padding value that is
-/// not a constant, are errors at their place.
+/// Interior padding of a computed tensor, a crop that leaves nothing of an axis, and
+/// a padding value that is not a constant, are errors at their place.
 #[test]
 fn unmapped_pads_are_named_at_their_place() {
     let text = |attrs: &str, value: &str, out: &str| {
@@ -993,11 +1028,11 @@ fn unmapped_pads_are_named_at_their_place() {
             "interior padding of a computed tensor",
         ),
         (
-            "low = [-1, 1], high = [2, 0], interior = [0, 0]",
+            "low = [-3, 1], high = [1, 0], interior = [0, 0]",
             "%cst",
-            "4x5",
-            "low",
-            "negative padding",
+            "1x5",
+            "%0",
+            "`pad` crops every element of axis 0 of a computed tensor",
         ),
         (
             "low = [1, 1], high = [0, 0], interior = [0, 0]",
@@ -1015,6 +1050,214 @@ fn unmapped_pads_are_named_at_their_place() {
             e.contains(says) && e.contains(&format!("p.mlir:3:{col}")),
             "{key}: want `{says}` at 3:{col}: {e}"
         );
+    }
+}
+
+/// `x` of `dims` sliced: result index `h` of axis `a` reads `start[a] + stride[a]·h`.
+fn slice_ref(x: &[f64], dims: &[u64], start: &[u64], stride: &[u64], out: &[u64]) -> Vec<f64> {
+    let total: u64 = out.iter().product();
+    (0..total)
+        .map(|i| {
+            let (mut rem, mut src) = (i, 0u64);
+            for a in (0..out.len()).rev() {
+                let h = rem % out[a];
+                rem /= out[a];
+                let stride_in: u64 = dims[a + 1..].iter().product();
+                src += (start[a] + stride[a] * h) * stride_in;
+            }
+            x[src as usize]
+        })
+        .collect()
+}
+
+/// An unaligned block of a computed tensor.
+const SLICE_BLOCK: &str = "func.func public @main(%arg0: tensor<4x9xf32>) -> tensor<2x5xf32> {
+  %0 = stablehlo.exponential %arg0 : tensor<4x9xf32>
+  %1 = stablehlo.slice %0 [1:3, 2:7] : (tensor<4x9xf32>) -> tensor<2x5xf32>
+  return %1 : tensor<2x5xf32>
+}
+";
+
+/// Strides on every axis of a rank-3 tensor, then a slice that takes all of it.
+const SLICE_STRIDED: &str =
+    "func.func public @main(%arg0: tensor<3x5x8xf32>) -> tensor<2x3x2xf32> {
+  %0 = stablehlo.negate %arg0 : tensor<3x5x8xf32>
+  %1 = stablehlo.slice %0 [1:3, 0:5:2, 3:8:4] : (tensor<3x5x8xf32>) -> tensor<2x3x2xf32>
+  %2 = stablehlo.slice %1 [0:2, 0:3, 0:2] : (tensor<2x3x2xf32>) -> tensor<2x3x2xf32>
+  return %2 : tensor<2x3x2xf32>
+}
+";
+
+/// The fused QKV split: three aligned thirds of one computed tensor.
+const SLICE_QKV: &str = "func.func public @main(%arg0: tensor<4x12xf32>) -> tensor<4x4xf32> {
+  %0 = stablehlo.exponential %arg0 : tensor<4x12xf32>
+  %1 = stablehlo.slice %0 [0:4, 0:4] : (tensor<4x12xf32>) -> tensor<4x4xf32>
+  %2 = stablehlo.slice %0 [0:4, 4:8] : (tensor<4x12xf32>) -> tensor<4x4xf32>
+  %3 = stablehlo.slice %0 [0:4, 8:12] : (tensor<4x12xf32>) -> tensor<4x4xf32>
+  %4 = stablehlo.add %1, %2 : tensor<4x4xf32>
+  %5 = stablehlo.multiply %4, %3 : tensor<4x4xf32>
+  return %5 : tensor<4x4xf32>
+}
+";
+
+/// A slice of a broadcast stays a broadcast of its sliced source.
+const SLICE_BROADCAST: &str =
+    "func.func public @main(%arg0: tensor<2x3xf32>, %arg1: tensor<6xf32>) -> tensor<2x3xf32> {
+  %0 = stablehlo.exponential %arg1 : tensor<6xf32>
+  %1 = stablehlo.broadcast_in_dim %0, dims = [1] : (tensor<6xf32>) -> tensor<4x6xf32>
+  %2 = stablehlo.slice %1 [1:3, 1:6:2] : (tensor<4x6xf32>) -> tensor<2x3xf32>
+  %3 = stablehlo.add %arg0, %2 : tensor<2x3xf32>
+  return %3 : tensor<2x3xf32>
+}
+";
+
+/// `real_dynamic_slice` with bounds known at import.
+const SLICE_DYNAMIC: &str = "func.func public @main(%arg0: tensor<6x4xf32>) -> tensor<2x3xf32> {
+  %0 = stablehlo.exponential %arg0 : tensor<6x4xf32>
+  %c = stablehlo.constant dense<[1, 0]> : tensor<2xi64>
+  %c_0 = stablehlo.constant dense<[6, 3]> : tensor<2xi64>
+  %c_1 = stablehlo.constant dense<[3, 1]> : tensor<2xi64>
+  %1 = stablehlo.real_dynamic_slice %0, %c, %c_0, %c_1 : (tensor<6x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<2x3xf32>
+  return %1 : tensor<2x3xf32>
+}
+";
+
+/// `slice` of a computed tensor becomes the Slice kernel (any start, limit and stride):
+/// each module verifies in functional mode and holds the elements the spec's slice
+/// takes, computed here from the arguments; the Slice ops report no FLOP.
+#[test]
+fn slices_of_computed_tensors_run_and_verify() {
+    let exp = |v: &[f64]| -> Vec<f64> { v.iter().map(|x| x.exp()).collect() };
+    let slices = |ran: &Ran| ran.imp.text.matches("Kernel(kernel: Slice(").count();
+    let ran = run_inline("s0.mlir", SLICE_BLOCK);
+    assert_eq!(slices(&ran), 1, "{}", ran.imp.text);
+    assert!(
+        ran.imp
+            .text
+            .contains("Slice(start: [1, 2], limit: [3, 7], stride: [1, 1])"),
+        "{}",
+        ran.imp.text
+    );
+    let want = slice_ref(&exp(&ran.args[0]), &[4, 9], &[1, 2], &[1, 1], &[2, 5]);
+    close(&ran.out, &want, "s0");
+    let op = ran
+        .report
+        .ops
+        .iter()
+        .find(|o| o.op.contains("Slice"))
+        .unwrap();
+    assert_eq!(op.flops, Some(0));
+    assert!(op.cycles > 0);
+
+    let ran = run_inline("s1.mlir", SLICE_STRIDED);
+    assert_eq!(
+        slices(&ran),
+        1,
+        "the whole-tensor slice is no op: {}",
+        ran.imp.text
+    );
+    let neg: Vec<f64> = ran.args[0].iter().map(|x| -x).collect();
+    let want = slice_ref(&neg, &[3, 5, 8], &[1, 0, 3], &[1, 2, 4], &[2, 3, 2]);
+    close(&ran.out, &want, "s1");
+
+    let ran = run_inline("s2.mlir", SLICE_QKV);
+    assert_eq!(slices(&ran), 3, "{}", ran.imp.text);
+    assert!(
+        !ran.imp.text.contains("ReduceAxes"),
+        "no masked sums: {}",
+        ran.imp.text
+    );
+    let e = exp(&ran.args[0]);
+    let third = |t: u64| slice_ref(&e, &[4, 12], &[0, 4 * t], &[1, 1], &[4, 4]);
+    let (q, k, v) = (third(0), third(1), third(2));
+    let want: Vec<f64> = (0..16).map(|i| (q[i] + k[i]) * v[i]).collect();
+    close(&ran.out, &want, "s2");
+
+    let ran = run_inline("s3.mlir", SLICE_BROADCAST);
+    assert_eq!(slices(&ran), 1, "{}", ran.imp.text);
+    assert!(
+        ran.imp
+            .text
+            .contains("Slice(start: [1], limit: [6], stride: [2])"),
+        "the source is sliced, not the broadcast: {}",
+        ran.imp.text
+    );
+    let e = exp(&ran.args[1]);
+    let want: Vec<f64> = (0..6)
+        .map(|i| ran.args[0][i] + e[1 + 2 * (i % 3)])
+        .collect();
+    close(&ran.out, &want, "s3");
+
+    let ran = run_inline("s4.mlir", SLICE_DYNAMIC);
+    assert_eq!(slices(&ran), 1, "{}", ran.imp.text);
+    let want = slice_ref(&exp(&ran.args[0]), &[6, 4], &[1, 0], &[3, 1], &[2, 3]);
+    close(&ran.out, &want, "s4");
+}
+
+/// A slice whose bounds do not fit its operand, or that takes nothing, is an error at
+/// the op.
+#[test]
+fn slices_that_do_not_fit_are_named() {
+    for (bounds, out, says) in [
+        (
+            "[1:1, 0:9]",
+            "0x9",
+            "the slice of a computed tensor is empty (axis 0 has no elements)",
+        ),
+        ("[0:4, 2:10]", "4x8", "axis 1: 2:10:1 does not fit size 9"),
+        ("[0:4, 0:9:0]", "4x9", "axis 1: 0:9:0 does not fit size 9"),
+        ("[0:4]", "4x9", "the slice names 1 axes of a rank-2 operand"),
+        ("[0:4, 2:7]", "4x4", "the result type says"),
+    ] {
+        let text = SLICE_BLOCK
+            .replace("[1:3, 2:7]", bounds)
+            .replace("-> tensor<2x5xf32>", &format!("-> tensor<{out}xf32>"))
+            .replace(
+                "return %1 : tensor<2x5xf32>",
+                &format!("return %1 : tensor<{out}xf32>"),
+            );
+        let e = import_text("s.mlir", &text, &BTreeMap::new()).unwrap_err();
+        assert!(e.contains(says) && e.contains("s.mlir:3:"), "{bounds}: {e}");
+    }
+}
+
+/// The GPT-2 attention exports split the fused QKV projection with three Slice
+/// kernels, each reading its third only: the QKV tensor has no other reader, nothing
+/// multiplies it by a mask, and every export still runs in timing mode.
+#[test]
+fn the_attention_blocks_split_qkv_with_three_slices() {
+    for path in files() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !name.starts_with("gpt2_attn") {
+            continue;
+        }
+        let imp = import_text(&name, &src_of(&path).text, &binds()).unwrap();
+        let slices: Vec<&str> = imp
+            .text
+            .lines()
+            .filter(|l| l.contains("Kernel(kernel: Slice("))
+            .collect();
+        assert_eq!(slices.len(), 3, "{name}: {slices:#?}");
+        let qkv = slices[0]
+            .split("inputs: [\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap();
+        let readers = imp
+            .text
+            .lines()
+            .filter(|l| l.contains(&format!("\"{qkv}\"")) && l.contains(" out: "))
+            .filter(|l| !l.contains(&format!("out: \"{qkv}\"")))
+            .count();
+        assert_eq!(readers, 3, "{name}: `{qkv}` is read by the slices only");
+        let r = run_plan(&imp, &name, Mode::Timing);
+        let ops: Vec<_> = r.ops.iter().filter(|o| o.op.contains("Slice")).collect();
+        assert_eq!(ops.len(), 3, "{name}");
+        assert!(
+            ops.iter().all(|o| o.flops == Some(0) && o.cycles > 0),
+            "{name}"
+        );
+        eprintln!("{name}: {} cycles", r.total_cycles);
     }
 }
 
@@ -1091,11 +1334,11 @@ fn compares_of_computed_tensors_feed_a_select() {
     );
 }
 
-/// Mutations of the inline convolution, pad and compare modules: each imports to a
-/// scenario that runs (timing mode, default layouts) or ends in an error — never a
-/// panic.
+/// Mutations of the inline convolution, pad, compare and slice modules: each imports
+/// to a scenario that runs (timing mode, default layouts) or ends in an error — never
+/// a panic.
 #[test]
-fn mutated_convolutions_pads_and_compares_never_panic() {
+fn mutated_convolutions_pads_compares_and_slices_never_panic() {
     let conv = |dn: &'static str, x: Vec<u64>, w: Vec<u64>, y: Vec<u64>, groups| {
         let d = x.len() - 2;
         ConvCase {
@@ -1135,7 +1378,13 @@ fn mutated_convolutions_pads_and_compares_never_panic() {
         PAD_EXP.to_string(),
         PAD_VALUE.to_string(),
         PAD_FOLDED.to_string(),
+        PAD_CROP.to_string(),
         CMP_RELU.to_string(),
+        SLICE_BLOCK.to_string(),
+        SLICE_STRIDED.to_string(),
+        SLICE_QKV.to_string(),
+        SLICE_BROADCAST.to_string(),
+        SLICE_DYNAMIC.to_string(),
     ];
     let mut rng = Rng(0x5eed_c0de_0000_0002);
     let (mut imported, mut ran, mut errors) = (0, 0, 0);

@@ -91,6 +91,7 @@ pub fn map_of(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Option<WindowMap>, Ker
         | Kernel::GeneralMatMul { .. }
         | Kernel::Reshape { .. }
         | Kernel::Concat { .. }
+        | Kernel::Slice { .. }
         | Kernel::Eltwise(_)
         | Kernel::Norm(_)
         | Kernel::Quant(_) => Ok(None),

@@ -135,6 +135,26 @@ pub fn default_layouts(
                 }
                 nosplit[node(o, *axis)] = true;
             }
+            // A slice: an axis it keeps whole lines up with the output's, like an
+            // elementwise one; an axis it narrows or strides stays unsplit on both sides.
+            Kernel::Slice {
+                start,
+                limit,
+                stride,
+            } => {
+                let d = &decls[ins[0]].dims;
+                if [start.len(), limit.len(), stride.len(), decls[o].dims.len()] != [d.len(); 4] {
+                    continue;
+                }
+                for x in 0..d.len() {
+                    if (start[x], limit[x], stride[x]) == (0, d[x], 1) {
+                        uf.union(node(ins[0], x), node(o, x));
+                    } else {
+                        nosplit[node(ins[0], x)] = true;
+                        nosplit[node(o, x)] = true;
+                    }
+                }
+            }
             // Window kernels: an axis read through a window (or a channel group), a
             // contracted axis and an output axis reading a halo stay whole.
             k @ (Kernel::Conv(_) | Kernel::Pool(_) | Kernel::Interp(_)) => {

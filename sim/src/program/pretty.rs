@@ -267,7 +267,8 @@ fn shorthand(
             }
         }
         // No shorthand: the generic `Kernel(...)` form.
-        Kernel::Conv(_)
+        Kernel::Slice { .. }
+        | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_)
         | Kernel::Eltwise(_)

@@ -1058,6 +1058,7 @@ fn check_axes(
         | Kernel::Elu { .. }
         | Kernel::GeneralMatMul { .. }
         | Kernel::Reshape { .. }
+        | Kernel::Slice { .. }
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_) => return Ok(()),

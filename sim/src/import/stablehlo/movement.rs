@@ -168,90 +168,76 @@ pub(super) fn concat(
     Ok(vec![Val::T(o)])
 }
 
-/// `slice` of a computed tensor along each axis it narrows: mnsim has no slice kernel,
-/// so an aligned block (`start` a multiple of the length `limit - start`, which
-/// divides the axis, stride 1) is picked by a masked sum: a Reshape splitting the axis
-/// into (blocks, length), a Binary Mul by a one-hot constant over the blocks and a
-/// ReduceAxes Add over them (exact: the other blocks add zeros).
+/// `slice` of a computed tensor: the `Slice` kernel (output index `h` of axis `a`
+/// reads input index `start[a] + stride[a]·h`), any bounds; nothing when it takes the
+/// whole tensor. A slice of a broadcast stays a broadcast: its source is sliced along
+/// the axes it has (a size-1 source axis reads index 0 of any slice).
 pub(super) fn slice(
     lx: &mut Lx,
     st: &Stmt,
     base: &str,
     x: &Val,
-    start: &[u64],
-    stride: &[u64],
+    (start, limit, stride): (&[u64], &[u64], &[u64]),
     out: &[u64],
 ) -> Result<Vec<Val>, At> {
-    let mut t = tensor_of(lx, &st.span, x, "the sliced operand")?;
-    for a in 0..out.len() {
-        let (d, len, s0) = (t.dims[a], out[a], start[a]);
-        if len == d {
-            continue;
-        }
-        if stride[a] != 1 || len == 0 || d % len != 0 || s0 % len != 0 {
-            return Err(at(
-                &st.name_span,
-                format!(
-                    "`slice` of a computed tensor is supported for aligned blocks only (axis {a}: {s0}:{}:{} of {d}); mnsim has no slice kernel",
-                    s0 + len * stride[a],
-                    stride[a]
-                ),
-            ));
-        }
-        let blocks = d / len;
-        let mut split = t.dims.clone();
-        split[a] = len;
-        split.insert(a, blocks);
-        let r = reshaped(lx, &st.span, &t, &split)?;
-        let mut mdims = vec![1u64; split.len() - a];
-        mdims[0] = blocks;
-        let mut data = vec![0.0; blocks as usize];
-        data[(s0 / len) as usize] = 1.0;
-        let mask = Konst {
-            dtype: t.dtype,
-            dims: mdims,
-            data: std::rc::Rc::new(data),
-        };
-        let m = emit_const(lx, &st.span, &mask)?;
-        let masked = lx.declare(&format!("{base}_m{a}"), t.dtype, &split);
-        let text = format!(
-            "Binary(op: Mul, a: {}, b: {}, out: {}",
-            q(&r.name),
-            q(&m.name),
-            q(&masked.name)
-        );
-        lx.step(
+    if let Some(a) = out.iter().position(|&n| n == 0) {
+        return Err(at(
             &st.span,
-            text,
-            Kernel::Binary(mnsim_kernels::BinaryOp::Mul),
-            &[&r, &m],
-            &masked,
-        )?;
-        let mut dims = t.dims.clone();
-        dims[a] = len;
-        let o = lx.declare(&format!("{base}_s{a}"), t.dtype, &dims);
-        let text = format!(
-            "ReduceAxes(op: Add, input: {}, axes: [{a}], keep_dims: false, out: {}",
-            q(&masked.name),
-            q(&o.name)
-        );
-        let kernel = Kernel::ReduceAxes {
-            op: mnsim_kernels::ReduceKind::Add,
-            axes: vec![a],
-            keep_dims: false,
-        };
-        lx.step(&st.span, text, kernel, &[&masked], &o)?;
-        t = o;
+            format!(
+                "the slice of a computed tensor is empty (axis {a} has no elements); mnsim's tensors hold at least one element"
+            ),
+        ));
     }
-    Ok(vec![Val::T(t)])
+    if let Val::B { src, map, .. } = x {
+        let n = src.dims.len();
+        let (mut s, mut l, mut k, mut d) = (vec![0; n], vec![1; n], vec![1; n], vec![1; n]);
+        for (j, &a) in map.iter().enumerate() {
+            if src.dims[j] != 1 {
+                (s[j], l[j], k[j], d[j]) = (start[a], limit[a], stride[a], out[a]);
+            }
+        }
+        let src = slice_tensor(lx, st, base, src, (&s, &l, &k), &d)?;
+        return Ok(vec![Val::B {
+            src,
+            map: map.clone(),
+            out: out.to_vec(),
+        }]);
+    }
+    let t = tensor_of(lx, &st.span, x, "the sliced operand")?;
+    let bounds = (start, limit, stride);
+    Ok(vec![Val::T(slice_tensor(lx, st, base, &t, bounds, out)?)])
+}
+
+/// The `Slice` kernel on `t` giving `out`, or `t` itself when it takes all of `t`.
+fn slice_tensor(
+    lx: &mut Lx,
+    st: &Stmt,
+    base: &str,
+    t: &Tens,
+    (start, limit, stride): (&[u64], &[u64], &[u64]),
+    out: &[u64],
+) -> Result<Tens, At> {
+    if t.dims == out {
+        return Ok(t.clone());
+    }
+    let kernel = Kernel::Slice {
+        start: start.to_vec(),
+        limit: limit.to_vec(),
+        stride: stride.to_vec(),
+    };
+    let o = lx.declare(base, t.dtype, out);
+    let text = crate::import::conv::kernel_text(&kernel, std::slice::from_ref(&t.name), &o.name)
+        .map_err(|e| at(&st.span, e))?;
+    lx.step(&st.span, text, kernel, &[t], &o)?;
+    Ok(o)
 }
 
 /// `pad %x, %v, low = [..], high = [..], interior = [..]`: on a constant, evaluated;
-/// on a computed tensor, edge padding (low and high ≥ 0, interior 0) with a constant
-/// padding value: per padded axis a `Concat` of a constant filled with the value
-/// (`low` long), the tensor and another constant (`high` long). Negative (cropping)
-/// and interior padding of computed tensors are errors: mnsim has no slice or
-/// scatter kernel to make them.
+/// on a computed tensor, edge padding (interior 0) with a constant padding value: a
+/// `Slice` where `low` or `high` is negative (cropping), then per padded axis a `Concat`
+/// of a constant filled with the value (`low` long), the tensor and another constant
+/// (`high` long). Interior padding of a computed tensor is an error: mnsim has no
+/// scatter kernel to interleave the value.
 pub(super) fn pad(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
     let dims = vals[0].dims();
     let r = dims.len();
@@ -324,17 +310,33 @@ pub(super) fn pad(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Ve
             "interior padding of a computed tensor is not supported: mnsim has no kernel to interleave the padding value",
         ));
     }
-    for (i, list) in [low, high].iter().enumerate() {
-        if list.iter().any(|&v| v < 0) {
+    let mut t = tensor_of(lx, &st.span, &vals[0], "the padded operand")?;
+    // Negative padding crops: a Slice first.
+    if low.iter().chain(high).any(|&v| v < 0) {
+        let start: Vec<u64> = low.iter().map(|&v| (-v).max(0) as u64).collect();
+        let limit: Vec<u64> = (0..r)
+            .map(|a| (dims[a] as i128 - (-high[a]).max(0)).max(0) as u64)
+            .collect();
+        if let Some(a) = (0..r).find(|&a| start[a] >= limit[a]) {
             return Err(at(
-                &lists[i].1,
-                "negative padding (cropping) of a computed tensor is not supported: mnsim has no slice kernel",
+                &st.span,
+                format!(
+                    "`pad` crops every element of axis {a} of a computed tensor (size {}, low {}, high {}): \
+                     the result would be padding only",
+                    dims[a], low[a], high[a]
+                ),
             ));
         }
+        let kept: Vec<u64> = (0..r).map(|a| limit[a] - start[a]).collect();
+        let ones = vec![1; r];
+        let v = slice(lx, st, base, &Val::T(t), (&start, &limit, &ones), &kept)?;
+        let Some(Val::T(cropped)) = v.into_iter().next() else {
+            return Err(at(&st.span, "the cropped operand has no value"));
+        };
+        t = cropped;
     }
-    let mut t = tensor_of(lx, &st.span, &vals[0], "the padded operand")?;
     for a in 0..r {
-        if low[a] == 0 && high[a] == 0 {
+        if low[a] <= 0 && high[a] <= 0 {
             continue;
         }
         let mut ins = Vec::new();

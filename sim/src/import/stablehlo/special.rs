@@ -205,7 +205,7 @@ pub(super) fn slice(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<
     let out = result_dims(st, &out)?;
     match x {
         Val::C(k) => folded(st, k.slice(&start, &stride, out)),
-        _ => super::movement::slice(lx, st, base, x, &start, &stride, &out),
+        _ => super::movement::slice(lx, st, base, x, (&start, &limit, &stride), &out),
     }
 }
 
