@@ -11,6 +11,10 @@
 //! - `plan/from_nothing/*`: the whole planning of `scenarios/studies/*_from_nothing.ron`
 //!   (every layout `Any`, no hand plan; joint seeds, search and confirming runs) under
 //!   the default work budget.
+//! - `plan/graph/*`: what `mnsim run G.json` does before it runs a graph of
+//!   `../shared/graphs`: plan `auto` seeded by the import's `default` and
+//!   `default_split` plans under the import's work budget (`import::plan_auto`), the
+//!   import itself outside the measurement.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mnsim_sim::plan::candidates::Space;
@@ -97,5 +101,31 @@ fn from_nothing(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, from_nothing);
+fn graphs(c: &mut Criterion) {
+    let mut g = c.benchmark_group("plan/graph");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    for name in ["MHA-GPT-inf-fp32-bs1", "gated-mlp-f32", "JAX-MQA-inf-fp32"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/graphs")
+            .join(format!("{name}.json"));
+        let Ok((sc, src)) = mnsim_sim::load::load(&path) else {
+            eprintln!("{} not found: plan/graph/{name} skipped", path.display());
+            continue;
+        };
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut sc = sc.clone();
+                black_box(mnsim_sim::import::plan_auto(
+                    &mut sc,
+                    &src,
+                    &[],
+                    &Default::default(),
+                ))
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, from_nothing, graphs);
 criterion_main!(benches);
