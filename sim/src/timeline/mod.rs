@@ -369,7 +369,7 @@ impl Timeline {
                     holds: task.holds.clone(),
                 }
             } else {
-                streams::Produced::Fixed(ready.unwrap_or_default())
+                streams::Produced::Fixed(ready.unwrap_or_default().into())
             };
             self.produced.insert(r, produced);
         }

@@ -127,8 +127,9 @@ pub(super) enum Produced {
         slices: u32,
         holds: Vec<Hold>,
     },
-    /// Per slice, the cycle it is ready.
-    Fixed(Vec<u64>),
+    /// Per slice, the cycle it is ready (shared: a stream is read by every walk step
+    /// and a timeline is cloned where a search resumes it).
+    Fixed(std::sync::Arc<[u64]>),
 }
 
 /// One send of a deferred transfer: slice `k` of `slices`, starting no earlier than
@@ -213,7 +214,7 @@ impl Timeline {
             times.push(prev);
         }
         self.finish_stream(region, task, prev);
-        self.produced.insert(region, Produced::Fixed(times));
+        self.produced.insert(region, Produced::Fixed(times.into()));
     }
 
     /// Places every deferred stream's sends, in program order (the end of a program).
@@ -428,7 +429,7 @@ impl Timeline {
                 let times: Vec<u64> = times.into_iter().map(|t| t.unwrap_or(last)).collect();
                 let end = times.iter().copied().max().unwrap_or(last);
                 self.finish_stream(input.region, *task, end);
-                self.produced.insert(input.region, Produced::Fixed(times));
+                self.produced.insert(input.region, Produced::Fixed(times.into()));
             }
         }
         (prev_end, ready)
