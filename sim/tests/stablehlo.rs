@@ -1416,3 +1416,34 @@ fn mutated_convolutions_pads_compares_and_slices_never_panic() {
     eprintln!("300 mutations: {imported} imported ({ran} ran), {errors} errors");
     assert!(imported > 0 && errors > 0);
 }
+
+/// `mnsim run` on GPT-2's attention block: its tensors are small, so the import asks for
+/// a functional run, but its layouts repeat the work on every replica (about 10^11
+/// element values): the run is timing, in seconds, and says why; the small softmax
+/// export still verifies.
+#[test]
+fn run_falls_back_to_timing_where_values_would_take_hours() {
+    let exe = env!("CARGO_BIN_EXE_mnsim");
+    let run = |file: &str, extra: &[&str]| {
+        let f = dir().join(file);
+        let start = std::time::Instant::now();
+        let o = std::process::Command::new(exe)
+            .args(["run", f.to_str().unwrap(), "--plan", "default", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let reports: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        (reports, err, start.elapsed())
+    };
+    let (r, err, took) = run("gpt2_attn_block_s128_f32.mlir", &[]);
+    assert_eq!(r[0]["mode"], "timing", "{err}");
+    assert_eq!(r[0]["verified"], serde_json::Value::Null);
+    assert!(err.contains("ran in timing mode"), "{err}");
+    assert!(took.as_secs() < 60, "{took:?}");
+    let (r, err, _) = run("softmax_1x12x128x128_f32.mlir", &[]);
+    assert_eq!(r[0]["mode"], "functional", "{err}");
+    assert_eq!(r[0]["verified"], true);
+    assert!(!err.contains("ran in timing mode"), "{err}");
+}

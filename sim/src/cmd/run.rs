@@ -224,6 +224,28 @@ pub fn run_plan(
     }
     if res.mode == Mode::Functional {
         let dry = execute(sc, src, plan, &timing(&res), false)?;
+        // An imported graph is functional when its tensors are small, but a plan that
+        // repeats the work over many PEs can still make the values far too slow to
+        // compute: unless the user asked for them, run it in timing mode and say so.
+        let leaves = res.machine.leaf_count();
+        let work = mnsim_sim::memory::functional_work(&dry.report, leaves);
+        if mode.is_none()
+            && mnsim_sim::import::is_imported(src)
+            && work > mnsim_sim::memory::FUNCTIONAL_WORK_LIMIT
+        {
+            eprintln!(
+                "note: {}{}: a functional run would compute about {work:.1e} element values \
+                 on the PEs (its layouts repeat work over the replicas): ran in timing mode for \
+                 the same cycles, without verification (--mode functional runs it anyway)",
+                src.path,
+                plan.map(|p| format!(" plan `{p}`")).unwrap_or_default()
+            );
+            let mut report = dry.report;
+            if let Some(h) = bottleneck_hint(&res.machine, &report) {
+                report.warnings.push(h);
+            }
+            return Ok(report);
+        }
         // Refuse a functional run too large for this machine before anything is allocated.
         let limit = mnsim_sim::memory::available().map_err(|e| miette!("error: {e}"))?;
         mnsim_sim::memory::check(&res, dry.engine.lm_high_water_bytes(), limit)
