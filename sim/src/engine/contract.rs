@@ -24,8 +24,15 @@ use mnsim_kernels::elem;
 use mnsim_kernels::shape::AxisSource;
 
 /// `f64` values gathered per block: at most this many for the columns of `b`, and as
-/// many for the rows of `a` (64 MiB per thread at most together, usually far less).
-const BLOCK_VALUES: usize = 1 << 22;
+/// many for the rows of `a` (16 MiB per thread at most together, kept by the thread
+/// from one shard to the next).
+const BLOCK_VALUES: usize = 1 << 20;
+
+thread_local! {
+    /// Each thread's gathered panels of `b` and rows of `a`, reused across shards.
+    static BLOCKS: std::cell::RefCell<(Vec<f64>, Vec<f64>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
 
 /// Output columns computed side by side (one panel of `b`).
 const LANES: usize = 8;
@@ -315,19 +322,38 @@ impl Contraction {
         };
         let (apk, aok) = terms(a)?;
         let (bpk, bok) = terms(b)?;
-        let free_term = |op: &Operand, v: u64| -> Option<(usize, usize)> {
-            Some((
-                *op.pe[op.free].get(v as usize)?,
-                *op.off[op.free].get(v as usize)?,
-            ))
+        // Each row's and column's terms, and every batch index in range of the tables:
+        // nothing below fails once the shard's cells are written.
+        let free_terms = |op: &Operand, vs: &[u64]| -> Option<Vec<(usize, usize)>> {
+            vs.iter()
+                .map(|&v| {
+                    Some((
+                        *op.pe[op.free].get(v as usize)?,
+                        *op.off[op.free].get(v as usize)?,
+                    ))
+                })
+                .collect()
         };
+        let (row_t, col_t) = (free_terms(a, rows)?, free_terms(b, cols)?);
+        for op in [a, b] {
+            for (g, &s) in op.axes.iter().enumerate() {
+                if let AxisSource::Out(h) = s
+                    && h < nb
+                    && vals[h]
+                        .last()
+                        .is_some_and(|&v| v as usize >= op.pe[g].len())
+                {
+                    return None;
+                }
+            }
+        }
         // Blocks: panels of LANES columns (K values each), then rows, within the budget.
         let kk1 = kk.max(1);
         let panels_per_block = (BLOCK_VALUES / (kk1 * LANES)).clamp(1, nc.div_ceil(LANES));
         let block_cols = panels_per_block * LANES;
         let block_rows = (BLOCK_VALUES / kk1).clamp(1, nr);
-        let mut bp: Vec<f64> = Vec::new();
-        let mut ar: Vec<f64> = Vec::new();
+        let mut blocks = BLOCKS.with_borrow_mut(std::mem::take);
+        let (bp, ar) = (&mut blocks.0, &mut blocks.1);
         let batches = cells / (nr * nc);
         let mut bpos = vec![0usize; nb];
         let mut batch = vec![0u64; nb];
@@ -344,7 +370,7 @@ impl Contraction {
                 bp.resize(np * kk * LANES, 0.0);
                 for j in c0..c1 {
                     let (p, l) = ((j - c0) / LANES, (j - c0) % LANES);
-                    let (pe, off) = free_term(b, cols[j])?;
+                    let (pe, off) = col_t[j];
                     let panel = &mut bp[p * kk * LANES..(p + 1) * kk * LANES];
                     gather(
                         lms,
@@ -362,7 +388,7 @@ impl Contraction {
                     ar.clear();
                     ar.resize((r1 - r0) * kk, 0.0);
                     for i in r0..r1 {
-                        let (pe, off) = free_term(a, rows[i])?;
+                        let (pe, off) = row_t[i];
                         let row = &mut ar[(i - r0) * kk..(i - r0 + 1) * kk];
                         gather(lms, a_pe + pe, a_off + off, (&apk, &aok), a, row, 0, 1);
                     }
@@ -399,6 +425,7 @@ impl Contraction {
                 bpos[h] = 0;
             }
         }
+        BLOCKS.with_borrow_mut(|b| *b = blocks);
         Some((words, cells as u64))
     }
 }
