@@ -368,9 +368,8 @@ impl Contraction {
                 let np = (c1 - c0).div_ceil(LANES);
                 bp.clear();
                 bp.resize(np * kk * LANES, 0.0);
-                for j in c0..c1 {
-                    let (p, l) = ((j - c0) / LANES, (j - c0) % LANES);
-                    let (pe, off) = col_t[j];
+                for (j, &(pe, off)) in col_t[c0..c1].iter().enumerate() {
+                    let (p, l) = (j / LANES, j % LANES);
                     let panel = &mut bp[p * kk * LANES..(p + 1) * kk * LANES];
                     gather(
                         lms,
@@ -387,9 +386,8 @@ impl Contraction {
                     let r1 = nr.min(r0 + block_rows);
                     ar.clear();
                     ar.resize((r1 - r0) * kk, 0.0);
-                    for i in r0..r1 {
-                        let (pe, off) = row_t[i];
-                        let row = &mut ar[(i - r0) * kk..(i - r0 + 1) * kk];
+                    for (i, &(pe, off)) in row_t[r0..r1].iter().enumerate() {
+                        let row = &mut ar[i * kk..(i + 1) * kk];
                         gather(lms, a_pe + pe, a_off + off, (&apk, &aok), a, row, 0, 1);
                     }
                     let mut put = |i: usize, p: usize, sums: &[f64; LANES]| {
