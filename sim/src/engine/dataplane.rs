@@ -11,6 +11,7 @@
 //! closed form (`copy.rs`), other shards by runs or per cell.
 
 use super::buffers::zeroed;
+use super::contract::{Contraction, OutCells};
 use super::copy::{LmGeometry, Plan};
 use super::{DramTensor, Engine, Resident};
 use crate::net::{self, Facts, PeFact};
@@ -291,7 +292,7 @@ impl LmPtr {
     /// # Safety
     /// No one writes those bytes while the slice lives.
     #[inline]
-    unsafe fn bytes(&self, at: usize, n: usize) -> &[u8] {
+    pub(super) unsafe fn bytes(&self, at: usize, n: usize) -> &[u8] {
         assert!(at + n <= self.len, "LM read out of range");
         // SAFETY: in range (checked); the caller guarantees no concurrent writer.
         unsafe { std::slice::from_raw_parts(self.ptr.0.add(at), n) }
@@ -709,7 +710,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn move_kernel(
         &mut self,
-        _: Functional,
+        func: Functional,
         k: &mnsim_kernels::Kernel,
         inputs: &[(&Resident, DType)],
         in_rt: &[&[u64]],
@@ -735,6 +736,12 @@ impl Engine {
             .map(|&(r, d)| self.input_view(&lms, r, d))
             .collect();
         let width = views.iter().map(|v| v.tables.width()).max().unwrap_or(3);
+        // Matrix contractions: each shard's rows and columns gathered once, then a tight
+        // loop (`contract.rs`), the same values as element by element.
+        let contraction = (!self.per_element_kernels && extents.len() == 1)
+            .then(|| Contraction::new(k, inputs, in_rt, out_rt.len(), wb))
+            .flatten();
+        let cells = OutCells { fp, wb, eb, dtype };
         // The PEs of every distinct shard, by key (PE order inside).
         let positions = &self.positions;
         let mut keyed: Vec<(u64, usize)> = positions
@@ -765,17 +772,25 @@ impl Engine {
                         .collect::<Vec<_>>(),
                     Err(_) => extents.iter().map(|&n| (0..n).collect()).collect(),
                 };
-                let mut scratch = vec![0u64; width];
-                shard.for_each(|idx, a, w, t| {
-                    let dst = (t as usize * fp + a as usize) * wb + w as usize * eb;
-                    words += (w == 0) as u64;
-                    if idx.iter().zip(out_rt).all(|(i, n)| i < n) {
-                        let mut fetch = |i: usize, at: &[u64]| views[i].read(at, pos, &mut scratch);
-                        let v = mnsim_kernels::eval_share(k, idx, &mut fetch, &share, in_rt);
-                        elem::write(dtype, v, &mut buf[dst..dst + eb]);
-                        valid += 1;
-                    }
+                let fast = contraction.as_ref().and_then(|c| {
+                    c.shard(func, &lms, &shard, pos, &share[0], out_rt, &cells, &mut buf)
                 });
+                let mut scratch = vec![0u64; width];
+                if let Some((w, v)) = fast {
+                    (words, valid) = (w, v);
+                } else {
+                    shard.for_each(|idx, a, w, t| {
+                        let dst = (t as usize * fp + a as usize) * wb + w as usize * eb;
+                        words += (w == 0) as u64;
+                        if idx.iter().zip(out_rt).all(|(i, n)| i < n) {
+                            let mut fetch =
+                                |i: usize, at: &[u64]| views[i].read(at, pos, &mut scratch);
+                            let v = mnsim_kernels::eval_share(k, idx, &mut fetch, &share, in_rt);
+                            elem::write(dtype, v, &mut buf[dst..dst + eb]);
+                            valid += 1;
+                        }
+                    });
+                }
                 pes.iter()
                     .map(|&(_, p)| {
                         // SAFETY: the output's region of PE `p`: only this shard's task

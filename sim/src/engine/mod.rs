@@ -38,6 +38,7 @@ impl Mode {
 
 mod alloc;
 mod buffers;
+mod contract;
 mod copy;
 mod dataplane;
 mod facts;
@@ -168,6 +169,9 @@ pub struct Engine {
     /// nothing else the engine holds; kept across [`Engine::clear`], so the planner's
     /// measurements, which load a stream before its reader, compute each once.
     load_memo: std::collections::HashMap<(String, String), LoadCharge>,
+    /// Functional mode: evaluate every kernel element by element, matrix contractions
+    /// included (see [`Engine::set_per_element_kernels`]).
+    per_element_kernels: bool,
 }
 
 /// What a Load of one tensor in one layout is charged, and how it walks its steps.
@@ -277,7 +281,16 @@ impl Engine {
             lm_peak_bytes: 0,
             ops: Vec::new(),
             positions,
+            per_element_kernels: false,
         }
+    }
+
+    /// Functional mode computes a matrix contraction (`MatMul`, `BatchMatMul`,
+    /// `GeneralMatMul`) shard by shard from its gathered rows and columns; with `true`,
+    /// element by element through the kernels crate's `eval_share` as every other
+    /// kernel. Both give the same bytes (tests compare them); timing mode ignores it.
+    pub fn set_per_element_kernels(&mut self, on: bool) {
+        self.per_element_kernels = on;
     }
 
     /// Declares a tensor. `data` (functional mode) is its initial content in row-major
