@@ -143,6 +143,28 @@ pub fn check(res: &Resolved, lm_bytes: u64, limit: Option<u64>) -> Result<(), St
     ))
 }
 
+/// Above this many element operations (about 7·10^10) a functional run of an imported
+/// graph would take the host minutes or hours: `mnsim run` runs it in timing mode
+/// instead, and says so ([`functional_work`]).
+pub const FUNCTIONAL_WORK_LIMIT: f64 = (1u64 << 36) as f64;
+
+/// The element operations a functional run computes on the PEs, from a timing run's
+/// report of the same plan: every computing op's FLOP (or, for one that moves data, its
+/// elements) over the share of its PEs doing useful work, since every replica of a
+/// value is computed again on its PE. `leaves` (the machine's PEs) bounds how few PEs
+/// an op can use.
+pub fn functional_work(report: &mnsim_reports::Report, leaves: u64) -> f64 {
+    let floor = 1.0 / leaves.max(1) as f64;
+    report
+        .ops
+        .iter()
+        .filter_map(|o| {
+            let work = o.flops?.max(o.padded_elems) as f64;
+            Some(work / o.utilisation.max(floor))
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_size;
@@ -174,26 +196,4 @@ mod tests {
             );
         }
     }
-}
-
-/// Above this many element operations (about 7·10^10) a functional run of an imported
-/// graph would take the host minutes or hours: `mnsim run` runs it in timing mode
-/// instead, and says so ([`functional_work`]).
-pub const FUNCTIONAL_WORK_LIMIT: f64 = (1u64 << 36) as f64;
-
-/// The element operations a functional run computes on the PEs, from a timing run's
-/// report of the same plan: every computing op's FLOP (or, for one that moves data, its
-/// elements) over the share of its PEs doing useful work, since every replica of a
-/// value is computed again on its PE. `leaves` (the machine's PEs) bounds how few PEs
-/// an op can use.
-pub fn functional_work(report: &mnsim_reports::Report, leaves: u64) -> f64 {
-    let floor = 1.0 / leaves.max(1) as f64;
-    report
-        .ops
-        .iter()
-        .filter_map(|o| {
-            let work = o.flops?.max(o.padded_elems) as f64;
-            Some(work / o.utilisation.max(floor))
-        })
-        .sum()
 }

@@ -429,7 +429,8 @@ impl Timeline {
                 let times: Vec<u64> = times.into_iter().map(|t| t.unwrap_or(last)).collect();
                 let end = times.iter().copied().max().unwrap_or(last);
                 self.finish_stream(input.region, *task, end);
-                self.produced.insert(input.region, Produced::Fixed(times.into()));
+                self.produced
+                    .insert(input.region, Produced::Fixed(times.into()));
             }
         }
         (prev_end, ready)
