@@ -291,27 +291,22 @@ impl Model {
                 }
                 None => (None, None),
             };
-            let insert_ok = reads
-                .iter()
-                .map(|&r| {
-                    let w = m.ops.iter().rposition(|o| o.writes == Some(r));
-                    match w {
-                        Some(w) => {
-                            m.ops[w].var.is_none()
-                                || m.ops[w + 1..].iter().any(|o| o.reads.contains(&r))
-                        }
-                        None => true,
-                    }
-                })
-                .collect();
-            let streamed = reads
+            // Per read: its last writer so far, and whether an op read it since.
+            let origin: Vec<Option<(usize, bool)>> = reads
                 .iter()
                 .map(|&r| {
                     let w = m.ops.iter().rposition(|o| o.writes == Some(r))?;
-                    (m.ops[w].effect == Effect::Load
-                        && !m.ops[w + 1..].iter().any(|o| o.reads.contains(&r)))
-                    .then_some(w)
+                    Some((w, m.ops[w + 1..].iter().any(|o| o.reads.contains(&r))))
                 })
+                .collect();
+            let insert_ok = origin
+                .iter()
+                .map(|o| o.is_none_or(|(w, read)| m.ops[w].var.is_none() || read))
+                .collect();
+            let streamed = origin
+                .iter()
+                .map(|o| o.filter(|&(w, read)| m.ops[w].effect == Effect::Load && !read))
+                .map(|o| o.map(|(w, _)| w))
                 .collect();
             m.ops.push(ModelOp {
                 op,
