@@ -105,6 +105,7 @@ fn every_graph_imports_loads_back_runs_and_verifies() {
         let imp = import_file(&path);
         // Round trip: the text is a scenario that loads and resolves in both plans.
         let sc = scenario::parse(&imp.text, &name).unwrap();
+        assert_eq!(sc, imp.scenario, "{name}: the printed scenario parses back");
         assert!(
             sc.plans["auto"]
                 .values()

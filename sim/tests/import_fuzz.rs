@@ -126,9 +126,13 @@ fn import_and_run(text: &str) -> (bool, bool) {
     let Ok(imp) = import::import(&src, &Options::default()) else {
         return (false, false);
     };
-    let Ok(sc) = scenario::parse(&imp.text, "mutated.json (imported)") else {
-        return (true, false);
-    };
+    // What `import -o` would write parses back to the scenario the import built.
+    let sc = scenario::parse(&imp.text, "mutated.json (imported)")
+        .unwrap_or_else(|e| panic!("the printed scenario does not parse: {e:?}"));
+    assert_eq!(
+        sc, imp.scenario,
+        "the printed scenario parses to another one"
+    );
     let src = Source {
         path: "mutated.json (imported)".into(),
         text: imp.text,

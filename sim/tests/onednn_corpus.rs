@@ -91,10 +91,15 @@ fn run_file(path: &Path, verify_cap: u64) -> Outcome {
         Err(e) => return Outcome::Blocked(blocker(&e.to_string())),
     };
     let name = format!("{} (imported)", path.display());
-    let sc = match scenario::parse(&imported.text, &name) {
-        Ok(sc) => sc,
-        Err(e) => return Outcome::Blocked(blocker(&e.to_string())),
-    };
+    // What `import -o` writes parses back to the scenario the import built (a panic
+    // here fails the test, naming the file).
+    let printed = scenario::parse(&imported.text, &name)
+        .unwrap_or_else(|e| panic!("the printed scenario does not parse: {e:?}"));
+    assert!(
+        printed == imported.scenario,
+        "the printed scenario parses to another one"
+    );
+    let sc = imported.scenario;
     let isrc = Source {
         path: name,
         text: imported.text.clone(),

@@ -152,6 +152,7 @@ fn every_export_imports_loads_back_runs_and_verifies() {
         let src = src_of(&path);
         let imp = import_text(&name, &src.text, &binds()).unwrap_or_else(|e| panic!("{name}: {e}"));
         let sc = scenario::parse(&imp.text, &name).unwrap();
+        assert_eq!(sc, imp.scenario, "{name}: the printed scenario parses back");
         assert!(
             sc.plans["auto"]
                 .values()
@@ -404,9 +405,9 @@ fn mutated_exports_never_panic() {
             Err(_) => errors += 1,
             Ok(imp) => {
                 imported += 1;
-                let Ok(sc) = scenario::parse(&imp.text, &name) else {
-                    continue;
-                };
+                let sc = scenario::parse(&imp.text, &name)
+                    .unwrap_or_else(|e| panic!("{name}: the printed scenario: {e:?}"));
+                assert_eq!(sc, imp.scenario, "{name}: the printed scenario parses back");
                 let src = Source {
                     path: name.clone(),
                     text: imp.text.clone(),

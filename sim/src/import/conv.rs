@@ -27,26 +27,7 @@ pub(super) fn lower(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Option<
 
 /// A kernel step in scenario syntax.
 fn step(cx: &mut Cx, op: &GOp, kernel: Kernel, ins: Vec<String>, out: &str) -> Result<(), At> {
-    let text = kernel_text(&kernel, &ins, out).map_err(|e| op.error(e))?;
-    cx.step(op, text, kernel, ins, out.to_string())
-}
-
-/// The generic `Kernel(kernel: ..., inputs: [...], out: ...` step in scenario syntax
-/// (without its `layout` and closing parenthesis, as every step's text); the StableHLO
-/// import writes its convolutions and comparisons with it too.
-pub(super) fn kernel_text(kernel: &Kernel, ins: &[String], out: &str) -> Result<String, String> {
-    let one_line = ron::ser::PrettyConfig::default()
-        .compact_structs(true)
-        .compact_arrays(true)
-        .compact_maps(true)
-        .new_line(" ")
-        .indentor("");
-    let k = ron::ser::to_string_pretty(kernel, one_line).map_err(|e| format!("{kernel}: {e}"))?;
-    let names: Vec<String> = ins.iter().map(|n| format!("\"{n}\"")).collect();
-    Ok(format!(
-        "Kernel(kernel: {k}, inputs: [{}], out: \"{out}\"",
-        names.join(", ")
-    ))
+    cx.step(op, kernel, ins, out.to_string())
 }
 
 /// A list of non-negative integers of `d` entries (`output_padding` may carry more, all
@@ -274,8 +255,7 @@ fn convolution(cx: &mut Cx, op: &GOp, ins: &[String], out: &str) -> Result<(), A
         let axis = if cl { out_dims.len() - 1 } else { 1 };
         let b = [conv_out.clone(), ins[2].clone()];
         let kernel = Kernel::BiasAdd { axis };
-        let text = kernel_text(&kernel, &b, out).map_err(|e| op.error(e))?;
-        return cx.step(op, text, kernel, b.to_vec(), out.to_string());
+        return cx.step(op, kernel, b.to_vec(), out.to_string());
     }
     step(cx, op, Kernel::Conv(conv), kins, out)
 }

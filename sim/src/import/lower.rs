@@ -4,8 +4,9 @@
 
 use super::graph::{At, GOp, Graph, Tensor};
 use super::ops::lower_op;
+use crate::scenario::Init;
 use mnsim_arch::DType;
-use mnsim_kernels::Kernel;
+use mnsim_kernels::{Kernel, UnaryOp};
 
 /// A tensor of the scenario.
 #[derive(Clone, Debug)]
@@ -22,8 +23,8 @@ pub struct Decl {
     pub graph_id: Option<u64>,
     pub constant: bool,
     /// The `init` of an input that is not random (a StableHLO constant: `Fill(...)`,
-    /// `Runs(...)`), in scenario syntax.
-    pub init: Option<String>,
+    /// `Runs(...)`).
+    pub init: Option<Init>,
     /// The names of symbolic dimensions (`Some("b")`), per axis; empty when static.
     pub dim_names: Vec<Option<String>>,
 }
@@ -31,9 +32,9 @@ pub struct Decl {
 /// One kernel op of the program.
 #[derive(Clone, Debug)]
 pub struct Step {
-    /// The op in scenario syntax, without its `layout` field and closing parenthesis.
-    pub text: String,
     pub kernel: Kernel,
+    /// An explicit conversion (`Cast`): a `Unary(Copy)` into another dtype.
+    pub cast: bool,
     pub inputs: Vec<String>,
     pub out: String,
     /// The graph op it comes from (a comment line before its first step).
@@ -58,6 +59,22 @@ pub struct Lowered {
     pub outputs: Vec<String>,
     /// Bindings of the symbolic dimensions the lowering resolved (the scenario's `bind`).
     pub bind: Vec<(String, u64)>,
+}
+
+/// The contraction `a · b` (`transpose_a/b` given): `MatMul` for two matrices,
+/// `BatchMatMul` for equal batch axes, `GeneralMatMul` otherwise.
+pub fn contraction(transpose_a: bool, transpose_b: bool, a: &[u64], b: &[u64]) -> Kernel {
+    let plain = !transpose_a && !transpose_b;
+    if plain && a.len() == 2 && b.len() == 2 {
+        Kernel::MatMul
+    } else if plain && a.len() == b.len() && a.len() >= 2 && a[..a.len() - 2] == b[..b.len() - 2] {
+        Kernel::BatchMatMul
+    } else {
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        }
+    }
 }
 
 pub fn name_of(id: u64) -> String {
@@ -181,8 +198,23 @@ impl Cx<'_> {
     pub(super) fn step(
         &mut self,
         op: &GOp,
-        text: String,
         kernel: Kernel,
+        inputs: Vec<String>,
+        out: String,
+    ) -> Result<(), At> {
+        self.push(op, kernel, false, inputs, out)
+    }
+
+    /// Appends a `Cast` of `inputs[0]` into `out` (of another dtype).
+    pub(super) fn cast(&mut self, op: &GOp, inputs: Vec<String>, out: String) -> Result<(), At> {
+        self.push(op, Kernel::Unary(UnaryOp::Copy), true, inputs, out)
+    }
+
+    fn push(
+        &mut self,
+        op: &GOp,
+        kernel: Kernel,
+        cast: bool,
         inputs: Vec<String>,
         out: String,
     ) -> Result<(), At> {
@@ -198,8 +230,8 @@ impl Cx<'_> {
         }
         let origin = self.origin.take();
         self.steps.push(Step {
-            text,
             kernel,
+            cast,
             inputs,
             out,
             origin,

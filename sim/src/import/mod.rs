@@ -20,11 +20,13 @@ mod train;
 
 pub use lower::Strides;
 
-use crate::scenario::{self, Scenario, Source};
+use crate::scenario::print::{self, Comments};
+use crate::scenario::{
+    self, Init, MachineRef, Mode, Op, PlanValue, Scenario, Schedule, Source, TensorDecl,
+};
 use miette::{Report, miette};
 use mnsim_arch::Machine;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write;
 
 /// Import options.
 #[derive(Clone, Debug)]
@@ -51,7 +53,9 @@ pub const FUNCTIONAL_ELEMS: u64 = 1 << 21;
 /// An imported graph.
 #[derive(Clone, Debug)]
 pub struct Imported {
-    /// The scenario in RON, with comments.
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The scenario in RON, with comments (what `import -o` writes).
     pub text: String,
     /// The op kinds of the graph, in order of first appearance.
     pub kinds: Vec<String>,
@@ -72,7 +76,7 @@ pub fn is_graph(path: &std::path::Path, text: &str) -> bool {
         || stablehlo::is_mlir(path, text)
 }
 
-fn machine_of(name: &str) -> Result<(Machine, String), Report> {
+fn machine_of(name: &str) -> Result<(Machine, MachineRef), Report> {
     if name.ends_with(".ron") || name.contains('/') {
         let text = crate::input::read_text(std::path::Path::new(name))
             .map_err(|e| miette!("error: cannot read machine file {name}: {e}"))?;
@@ -80,10 +84,10 @@ fn machine_of(name: &str) -> Result<(Machine, String), Report> {
         let path = std::fs::canonicalize(name)
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| name.to_string());
-        Ok((m, format!("File({path:?})")))
+        Ok((m, MachineRef::File(path)))
     } else {
         let m = mnsim_arch::preset(name).map_err(|e| miette!("error: --machine: {e}"))?;
-        Ok((m, format!("Preset({name:?})")))
+        Ok((m, MachineRef::Preset(name.to_string())))
     }
 }
 
@@ -103,7 +107,7 @@ pub fn import(src: &Source, opts: &Options) -> Result<Imported, Report> {
     })?;
     let g = graph::read(&doc).map_err(|e| located(src, e))?;
     let low = lower::lower(&g, opts.strides).map_err(|e| located(src, e))?;
-    let (machine, machine_text) = machine_of(&opts.machine)?;
+    let (machine, machine_ref) = machine_of(&opts.machine)?;
     // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
     for d in &low.decls {
         if let Err(e) = crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims) {
@@ -138,7 +142,7 @@ pub fn import(src: &Source, opts: &Options) -> Result<Imported, Report> {
         kinds,
         ops: g.ops.len(),
     };
-    Ok(write(src, &head, &low, &machine, &machine_text))
+    Ok(write(src, &head, &low, &machine, machine_ref))
 }
 
 /// Imports StableHLO MLIR text (`mnsim import model.mlir`), its symbolic dimensions
@@ -149,7 +153,7 @@ pub fn import_mlir(
     binds: &stablehlo::Binds,
 ) -> Result<Imported, Report> {
     let out = stablehlo::lower(src, binds)?;
-    let (machine, machine_text) = machine_of(&opts.machine)?;
+    let (machine, machine_ref) = machine_of(&opts.machine)?;
     // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
     for d in &out.low.decls {
         crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims)
@@ -181,7 +185,7 @@ pub fn import_mlir(
         kinds: out.kinds,
         ops: out.ops,
     };
-    Ok(write(src, &head, &out.low, &machine, &machine_text))
+    Ok(write(src, &head, &out.low, &machine, machine_ref))
 }
 
 /// What the scenario's opening comment says about the file.
@@ -205,7 +209,7 @@ fn write(
     head: &Header,
     low: &lower::Lowered,
     m: &Machine,
-    machine_text: &str,
+    machine: MachineRef,
 ) -> Imported {
     // Tensors the program touches; outputs that no kernel produces (unused statistics
     // of a LayerNorm, say) and are not inputs are dropped.
@@ -232,58 +236,20 @@ fn write(
         .map(|d| d.dims.iter().fold(1u64, |a, &b| a.saturating_mul(b)))
         .max()
         .unwrap_or(0);
-    let functional = max_elems <= FUNCTIONAL_ELEMS;
+    let mode = if max_elems <= FUNCTIONAL_ELEMS {
+        Mode::Functional
+    } else {
+        Mode::Timing
+    };
     let file = stem(&src.path);
-    let mut t = String::new();
-    let _ = writeln!(t, "// {file}: {}.", head.title);
-    let _ = writeln!(t, "// {} with seeded random", head.inputs);
-    t.push_str(
-        "// values; graph outputs are stored; every other tensor stays in LM and is freed after its\n\
-         // last use. Every layout is a plan variable named after its tensor: plan `auto` leaves\n\
-         // them to the planner (`Any`), plan `default` holds the import's default layouts\n\
-         // (`default_split`, where present, the same with sums and contractions split over\n\
-         // the tree, their partial sums completed by Reduces).\n",
-    );
-    let _ = writeln!(
-        t,
-        "// Mode: {} (functional when every tensor has at most 2^21 elements).",
-        if functional { "Functional" } else { "Timing" }
-    );
-    let _ = writeln!(
-        t,
-        "Scenario(\n    name: {file:?},\n    machine: {machine_text},"
-    );
-    let _ = writeln!(
-        t,
-        "    mode: {},",
-        if functional { "Functional" } else { "Timing" }
-    );
-    if !low.bind.is_empty() {
-        let b: Vec<String> = low
-            .bind
-            .iter()
-            .map(|(k, v)| format!("{k:?}: {v}"))
-            .collect();
-        let _ = writeln!(t, "    bind: {{{}}},", b.join(", "));
-    }
-    t.push_str("    tensors: {\n");
+    let mut c = Comments {
+        head: header(&file, head, mode),
+        ..Comments::default()
+    };
+    let mut tensors = BTreeMap::new();
     for d in &decls {
-        let dims: Vec<String> = d
-            .dims
-            .iter()
-            .enumerate()
-            .map(|(i, v)| match d.dim_names.get(i) {
-                Some(Some(n)) => format!("{n}?"),
-                _ => v.to_string(),
-            })
-            .collect();
-        let m2m: Vec<String> = d.minor_to_major.iter().map(usize::to_string).collect();
-        let shape = format!("{}[{}]{{{}}}", d.dtype, dims.join(","), m2m.join(","));
-        let init = match (&d.init, d.seed) {
-            (Some(i), _) => format!(", init: {i}"),
-            (None, Some(s)) => format!(", init: Random(seed: {s})"),
-            (None, None) => String::new(),
-        };
+        tensors.insert(d.name.clone(), decl(d));
+        c.order.push(d.name.clone());
         let mut note = Vec::new();
         if d.seed.is_some() {
             note.push("graph input");
@@ -297,18 +263,129 @@ fn write(
         if outputs.contains(&d.name.as_str()) {
             note.push("graph output");
         }
-        let note = if note.is_empty() {
-            String::new()
-        } else {
-            format!(" // {}", note.join(", "))
-        };
-        let _ = writeln!(
-            t,
-            "        {:?}: (dtype: {:?}, shape: {shape:?}{init}),{note}",
-            d.name, d.dtype
+        if !note.is_empty() {
+            c.tensors.insert(d.name.clone(), note.join(", "));
+        }
+    }
+    let (program, loaded) = program(low, &outputs, &produced, &mut c);
+    let vars: Vec<&str> = decls
+        .iter()
+        .map(|d| d.name.as_str())
+        .filter(|n| produced.contains(n) || loaded.contains(n))
+        .collect();
+    let plan = |f: &dyn Fn(&str) -> PlanValue| -> BTreeMap<String, PlanValue> {
+        vars.iter().map(|v| (v.to_string(), f(v))).collect()
+    };
+    let mut plans = BTreeMap::new();
+    plans.insert("auto".to_string(), plan(&|_| PlanValue::Any));
+    plans.insert(
+        "default".to_string(),
+        plan(&|v| PlanValue::Layout(defaults[v].clone())),
+    );
+    // The defaults with sums and contractions split over the tree too (partial sums
+    // completed by Reduces), where that gives other layouts: a second seed.
+    if vars.iter().any(|v| split[*v] != defaults[*v]) {
+        plans.insert(
+            "default_split".to_string(),
+            plan(&|v| PlanValue::Layout(split[v].clone())),
         );
     }
-    t.push_str("    },\n    program: [\n");
+    c.tail = vec![
+        "A kernel whose output is partial (a contraction split over levels) is followed".into(),
+        "by the Reduces that complete it, so plans may split a MatMul's K axis.".into(),
+    ];
+    let scenario = Scenario {
+        name: file,
+        description: None,
+        machine,
+        overrides: BTreeMap::new(),
+        mode,
+        bind: low.bind.iter().cloned().collect(),
+        tensors,
+        program,
+        plans,
+        verify: true,
+        // Partial sums of a split contraction are completed by tree Reduces (as `run`
+        // inserts them), so the planner may split a MatMul's K axis.
+        auto_reduce: true,
+        schedule: Schedule::default(),
+    };
+    Imported {
+        text: print::print(&scenario, &c),
+        scenario,
+        kinds: head.kinds.clone(),
+        graph_ops: head.ops,
+        kernels: low.steps.len(),
+        max_elems,
+    }
+}
+
+/// The opening comment: what the file is and how it became a scenario.
+fn header(file: &str, head: &Header, mode: Mode) -> Vec<String> {
+    let mut h = vec![
+        format!("{file}: {}.", head.title),
+        format!("{} with seeded random", head.inputs),
+    ];
+    h.extend(
+        [
+            "values; graph outputs are stored; every other tensor stays in LM and is freed after its",
+            "last use. Every layout is a plan variable named after its tensor: plan `auto` leaves",
+            "them to the planner (`Any`), plan `default` holds the import's default layouts",
+            "(`default_split`, where present, the same with sums and contractions split over",
+            "the tree, their partial sums completed by Reduces).",
+        ]
+        .map(String::from),
+    );
+    h.push(format!(
+        "Mode: {} (functional when every tensor has at most 2^21 elements).",
+        print::one_line(&mode)
+    ));
+    h
+}
+
+/// A tensor's declaration: its dtype and XLA shape (symbolic dimensions by name, `b?`),
+/// and its DRAM contents.
+fn decl(d: &lower::Decl) -> TensorDecl {
+    let dims: Vec<String> = d
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(i, v)| match d.dim_names.get(i) {
+            Some(Some(n)) => format!("{n}?"),
+            _ => v.to_string(),
+        })
+        .collect();
+    let m2m: Vec<String> = d.minor_to_major.iter().map(usize::to_string).collect();
+    let init = match (&d.init, d.seed) {
+        (Some(i), _) => Some(i.clone()),
+        (None, Some(seed)) => Some(Init::Random { seed }),
+        (None, None) => None,
+    };
+    TensorDecl {
+        dtype: d.dtype,
+        shape: format!("{}[{}]{{{}}}", d.dtype, dims.join(","), m2m.join(",")),
+        init,
+    }
+}
+
+/// The program: each graph input loaded before its first use, each step with its
+/// layout variable, every tensor but the outputs freed after its last use, the outputs
+/// stored. Returns it with the tensors it loads; notes each graph op's first step in `c`.
+fn program<'a>(
+    low: &'a lower::Lowered,
+    outputs: &[&'a str],
+    produced: &BTreeSet<&str>,
+    c: &mut Comments,
+) -> (Vec<Op>, BTreeSet<&'a str>) {
+    let var = |n: &str| format!("${n}");
+    let load = |n: &str| Op::Load {
+        tensor: n.to_string(),
+        layout: var(n),
+        buffers: None,
+    };
+    let free = |n: &str| Op::Free {
+        tensor: n.to_string(),
+    };
     // Last use of every tensor, by step.
     let mut last: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, s) in low.steps.iter().enumerate() {
@@ -316,64 +393,43 @@ fn write(
             last.insert(n.as_str(), i);
         }
     }
+    let mut ops = Vec::new();
     let mut loaded: BTreeSet<&str> = BTreeSet::new();
     for (i, s) in low.steps.iter().enumerate() {
         if let Some(o) = &s.origin {
-            let _ = writeln!(t, "        // {o}");
+            c.ops.insert(ops.len(), o.clone());
         }
         for n in &s.inputs {
             if low.inputs.contains(n) && loaded.insert(n.as_str()) {
-                let _ = writeln!(t, "        Load(tensor: {n:?}, layout: \"${n}\"),");
+                ops.push(load(n));
             }
         }
-        let _ = writeln!(t, "        {}, layout: \"${}\"),", s.text, s.out);
+        let name = if s.cast { "Cast" } else { s.kernel.name() };
+        ops.push(crate::program::pretty::kernel_op(
+            &s.kernel,
+            s.inputs.clone(),
+            s.out.clone(),
+            name,
+            Some(var(&s.out)),
+            None,
+        ));
         let mut freed: BTreeSet<&str> = BTreeSet::new();
         for n in s.inputs.iter().chain([&s.out]) {
             if last.get(n.as_str()) == Some(&i) && !outputs.contains(&n.as_str()) && freed.insert(n)
             {
-                let _ = writeln!(t, "        Free(tensor: {n:?}),");
+                ops.push(free(n));
             }
         }
     }
-    for o in &outputs {
+    for o in outputs {
         if !produced.contains(o) && loaded.insert(o) {
-            let _ = writeln!(t, "        Load(tensor: {o:?}, layout: \"${o}\"),");
+            ops.push(load(o));
         }
-        let _ = writeln!(t, "        Store(tensor: {o:?}),");
+        ops.push(Op::Store {
+            tensor: o.to_string(),
+        });
     }
-    t.push_str("    ],\n    plans: {\n        \"auto\": {\n");
-    let vars: Vec<&str> = decls
-        .iter()
-        .map(|d| d.name.as_str())
-        .filter(|n| produced.contains(n) || loaded.contains(n))
-        .collect();
-    for v in &vars {
-        let _ = writeln!(t, "            {v:?}: Any,");
-    }
-    t.push_str("        },\n        \"default\": {\n");
-    for v in &vars {
-        let _ = writeln!(t, "            {v:?}: {:?},", defaults[*v]);
-    }
-    // The defaults with sums and contractions split over the tree too (partial sums
-    // completed by Reduces), where that gives other layouts: a second seed.
-    if vars.iter().any(|v| split[*v] != defaults[*v]) {
-        t.push_str("        },\n        \"default_split\": {\n");
-        for v in &vars {
-            let _ = writeln!(t, "            {v:?}: {:?},", split[*v]);
-        }
-    }
-    // Partial sums of a split contraction are completed by tree Reduces (as `run` inserts
-    // them), so the planner may split a MatMul's K axis over the tree.
-    t.push_str(
-        "        },\n    },\n    verify: true,\n    // A kernel whose output is partial (a contraction split over levels) is followed\n    // by the Reduces that complete it, so plans may split a MatMul's K axis.\n    auto_reduce: true,\n)\n",
-    );
-    Imported {
-        text: t,
-        kinds: head.kinds.clone(),
-        graph_ops: head.ops,
-        kernels: low.steps.len(),
-        max_elems,
-    }
+    (ops, loaded)
 }
 
 /// Loads a graph file as a scenario (for `run`, `plan`, `compare`, `check`): imports it
@@ -400,9 +456,8 @@ pub fn load_with(
         import(&src, &Options::default())?
     };
     let path = format!("{name} (imported)");
-    let sc = scenario::parse(&imp.text, &path)?;
     Ok((
-        sc,
+        imp.scenario,
         Source {
             path,
             text: imp.text,

@@ -36,15 +36,15 @@ fn binary_of(kind: &str) -> Option<BinaryOp> {
     })
 }
 
-fn reduce_of(kind: &str) -> Option<(ReduceKind, &'static str)> {
+fn reduce_of(kind: &str) -> Option<ReduceKind> {
     Some(match kind {
-        "ReduceSum" => (ReduceKind::Add, "Add"),
-        "ReduceMean" => (ReduceKind::Mean, "Mean"),
-        "ReduceMax" => (ReduceKind::Max, "Max"),
-        "ReduceMin" => (ReduceKind::Min, "Min"),
-        "ReduceProd" => (ReduceKind::Prod, "Prod"),
-        "ReduceL1" => (ReduceKind::L1, "L1"),
-        "ReduceL2" => (ReduceKind::L2, "L2"),
+        "ReduceSum" => ReduceKind::Add,
+        "ReduceMean" => ReduceKind::Mean,
+        "ReduceMax" => ReduceKind::Max,
+        "ReduceMin" => ReduceKind::Min,
+        "ReduceProd" => ReduceKind::Prod,
+        "ReduceL1" => ReduceKind::L1,
+        "ReduceL2" => ReduceKind::L2,
         _ => return None,
     })
 }
@@ -103,36 +103,10 @@ pub const KINDS: [&str; 50] = [
     "InterpolateBackward",
 ];
 
-/// `"name"`, as the scenario writes a tensor name.
-fn q(s: &str) -> String {
-    format!("\"{s}\"")
-}
-
-fn list<T: std::fmt::Display>(v: &[T]) -> String {
-    let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-    format!("[{}]", s.join(", "))
-}
-
-/// An op in scenario syntax, without its `layout` field and closing parenthesis:
-/// `Name(key: value, ...`.
-fn call(name: &str, args: &[(&str, String)]) -> String {
-    let a: Vec<String> = args.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    format!("{name}({}", a.join(", "))
-}
-
 /// A `Binary` step `out = a op b`.
 fn binary(cx: &mut Cx, op: &GOp, b: BinaryOp, x: &str, y: &str, out: &str) -> Result<(), At> {
-    let text = call(
-        "Binary",
-        &[
-            ("op", b.name().to_string()),
-            ("a", q(x)),
-            ("b", q(y)),
-            ("out", q(out)),
-        ],
-    );
     let inputs = vec![x.to_string(), y.to_string()];
-    cx.step(op, text, Kernel::Binary(b), inputs, out.to_string())
+    cx.step(op, Kernel::Binary(b), inputs, out.to_string())
 }
 
 /// Lowers one graph op to its kernel steps.
@@ -156,8 +130,8 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
         no_broadcast(cx, op)?;
         return binary(cx, op, b, &ins[0], &ins[1], &out);
     }
-    if let Some((r, name)) = reduce_of(k) {
-        return reduce(cx, op, (r, name), ins, out);
+    if let Some(r) = reduce_of(k) {
+        return reduce(cx, op, r, ins, out);
     }
     if let Some(r) = super::conv::lower(cx, op, &ins, &out) {
         return r;
@@ -168,16 +142,7 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
         "Select" => {
             count(op, &[3], 1)?;
             no_broadcast(cx, op)?;
-            let text = call(
-                "Select",
-                &[
-                    ("cond", q(&ins[0])),
-                    ("a", q(&ins[1])),
-                    ("b", q(&ins[2])),
-                    ("out", q(&out)),
-                ],
-            );
-            cx.step(op, text, Kernel::Select, ins, out)
+            cx.step(op, Kernel::Select, ins, out)
         }
         "SoftMax" => {
             count(op, &[1], 1)?;
@@ -187,28 +152,12 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
                 op.attr_i64("axis")?.unwrap_or(1),
                 cx.rank(op, 0),
             )?;
-            let text = call(
-                "Softmax",
-                &[
-                    ("input", q(&ins[0])),
-                    ("axis", a.to_string()),
-                    ("out", q(&out)),
-                ],
-            );
-            cx.step(op, text, Kernel::Softmax { axis: a }, ins, out)
+            cx.step(op, Kernel::Softmax { axis: a }, ins, out)
         }
         "Elu" => {
             count(op, &[1], 1)?;
             let alpha = required(op, "alpha", op.attr_f64("alpha")?)?;
-            let text = call(
-                "Elu",
-                &[
-                    ("input", q(&ins[0])),
-                    ("alpha", format!("{alpha:?}")),
-                    ("out", q(&out)),
-                ],
-            );
-            cx.step(op, text, Kernel::Elu { alpha }, ins, out)
+            cx.step(op, Kernel::Elu { alpha }, ins, out)
         }
         "Clamp" => {
             count(op, &[1], 1)?;
@@ -217,16 +166,7 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
             if min > max {
                 return Err(op.attr_error("min", format!("min {min} is above max {max}")));
             }
-            let text = call(
-                "Clamp",
-                &[
-                    ("input", q(&ins[0])),
-                    ("min", format!("{min:?}")),
-                    ("max", format!("{max:?}")),
-                    ("out", q(&out)),
-                ],
-            );
-            cx.step(op, text, Kernel::Clamp { min, max }, ins, out)
+            cx.step(op, Kernel::Clamp { min, max }, ins, out)
         }
         "BiasAdd" => bias_add(cx, op, ins, out),
         "StaticTranspose" => {
@@ -236,15 +176,7 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
             for a in order {
                 perm.push(axis(op, "order", a, cx.rank(op, 0))?);
             }
-            let text = call(
-                "Transpose",
-                &[
-                    ("input", q(&ins[0])),
-                    ("perm", list(&perm)),
-                    ("out", q(&out)),
-                ],
-            );
-            cx.step(op, text, Kernel::Transpose { perm }, ins, out)
+            cx.step(op, Kernel::Transpose { perm }, ins, out)
         }
         "StaticReshape" => reshape(cx, op, ins, out),
         "Concat" => {
@@ -254,17 +186,8 @@ pub(super) fn lower_op(cx: &mut Cx, op: &GOp) -> Result<(), At> {
             count(op, &[op.inputs.len()], 1)?;
             let given = required(op, "axis", op.attr_i64("axis")?)?;
             let a = axis(op, "axis", given, cx.rank(op, 0))?;
-            let names: Vec<String> = ins.iter().map(|n| q(n)).collect();
-            let text = call(
-                "Concat",
-                &[
-                    ("inputs", format!("[{}]", names.join(", "))),
-                    ("axis", a.to_string()),
-                    ("out", q(&out)),
-                ],
-            );
             let n = ins.len();
-            cx.step(op, text, Kernel::Concat { axis: a, inputs: n }, ins, out)
+            cx.step(op, Kernel::Concat { axis: a, inputs: n }, ins, out)
         }
         "End" => Ok(()),
         k if super::train::handles(k) => super::train::lower(cx, op, ins, out),
@@ -298,29 +221,15 @@ fn unary(cx: &mut Cx, op: &GOp, u: UnaryOp, ins: Vec<String>, out: String) -> Re
     {
         return Err(op.attr_error("mode", "unknown GELU mode (gelu_erf or gelu_tanh)".into()));
     }
-    let text = if k == "TypeCast" {
-        call("Cast", &[("input", q(&ins[0])), ("out", q(&out))])
+    if k == "TypeCast" {
+        cx.cast(op, ins, out)
     } else {
-        call(
-            "Unary",
-            &[
-                ("op", u.name().to_string()),
-                ("input", q(&ins[0])),
-                ("out", q(&out)),
-            ],
-        )
-    };
-    cx.step(op, text, Kernel::Unary(u), ins, out)
+        cx.step(op, Kernel::Unary(u), ins, out)
+    }
 }
 
 /// The `Reduce*` kinds, over the `axes` attribute.
-fn reduce(
-    cx: &mut Cx,
-    op: &GOp,
-    (r, name): (ReduceKind, &str),
-    ins: Vec<String>,
-    out: String,
-) -> Result<(), At> {
+fn reduce(cx: &mut Cx, op: &GOp, r: ReduceKind, ins: Vec<String>, out: String) -> Result<(), At> {
     count(op, &[1], 1)?;
     let axes = op.attr_i64s("axes")?.ok_or_else(|| {
         op.error(
@@ -333,22 +242,12 @@ fn reduce(
         ax.push(axis(op, "axes", a, cx.rank(op, 0))?);
     }
     let keep = op.attr_bool("keep_dims")?.unwrap_or(false);
-    let text = call(
-        "ReduceAxes",
-        &[
-            ("op", name.to_string()),
-            ("input", q(&ins[0])),
-            ("axes", list(&ax)),
-            ("keep_dims", keep.to_string()),
-            ("out", q(&out)),
-        ],
-    );
     let kernel = Kernel::ReduceAxes {
         op: r,
         axes: ax,
         keep_dims: keep,
     };
-    cx.step(op, text, kernel, ins, out)
+    cx.step(op, kernel, ins, out)
 }
 
 /// `MatMul`, with `transpose_a/b`, batch broadcasting and an optional bias (a third
@@ -372,22 +271,8 @@ fn matmul(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), At
             let k = cx.dims(&ins[i])[0];
             let dims = if i == 0 { vec![1, k] } else { vec![k, 1] };
             let name = cx.temp_dims(op.inputs[i], "mat", dims.clone());
-            let text = call(
-                "Reshape",
-                &[
-                    ("input", q(&ins[i])),
-                    ("shape", list(&dims)),
-                    ("out", q(&name)),
-                ],
-            );
             let src = ins[i].clone();
-            cx.step(
-                op,
-                text,
-                Kernel::Reshape { shape: dims },
-                vec![src],
-                name.clone(),
-            )?;
+            cx.step(op, Kernel::Reshape { shape: dims }, vec![src], name.clone())?;
             ins[i] = name;
         }
     }
@@ -405,36 +290,8 @@ fn matmul(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), At
     } else {
         out.clone()
     };
-    let operands = [("a", q(&ins[0])), ("b", q(&ins[1]))];
-    let (text, kernel) = if !ta && !tb && a.len() == 2 && b.len() == 2 {
-        let args = [
-            operands[0].clone(),
-            operands[1].clone(),
-            ("out", q(&target)),
-        ];
-        (call("MatMul", &args), Kernel::MatMul)
-    } else if !ta && !tb && a.len() == b.len() && a[..a.len() - 2] == b[..b.len() - 2] {
-        let args = [
-            operands[0].clone(),
-            operands[1].clone(),
-            ("out", q(&target)),
-        ];
-        (call("BatchMatMul", &args), Kernel::BatchMatMul)
-    } else {
-        let args = [
-            operands[0].clone(),
-            operands[1].clone(),
-            ("transpose_a", ta.to_string()),
-            ("transpose_b", tb.to_string()),
-            ("out", q(&target)),
-        ];
-        let kernel = Kernel::GeneralMatMul {
-            transpose_a: ta,
-            transpose_b: tb,
-        };
-        (call("GeneralMatMul", &args), kernel)
-    };
-    cx.step(op, text, kernel, ins[..2].to_vec(), target.clone())?;
+    let kernel = super::lower::contraction(ta, tb, &a, &b);
+    cx.step(op, kernel, ins[..2].to_vec(), target.clone())?;
     let mut result = target;
     if product.is_some() {
         let shape = cx.dims(&out);
@@ -443,21 +300,7 @@ fn matmul(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), At
         } else {
             out.clone()
         };
-        let text = call(
-            "Reshape",
-            &[
-                ("input", q(&result)),
-                ("shape", list(&shape)),
-                ("out", q(&dest)),
-            ],
-        );
-        cx.step(
-            op,
-            text,
-            Kernel::Reshape { shape },
-            vec![result],
-            dest.clone(),
-        )?;
+        cx.step(op, Kernel::Reshape { shape }, vec![result], dest.clone())?;
         result = dest;
     }
     if ins.len() == 3 {
@@ -495,17 +338,8 @@ fn layer_norm(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<()
     } else {
         out.clone()
     };
-    let text = call(
-        "LayerNorm",
-        &[
-            ("input", q(&ins[0])),
-            ("axis", begin.to_string()),
-            ("eps", format!("{eps:?}")),
-            ("out", q(&norm)),
-        ],
-    );
     let kernel = Kernel::LayerNorm { axis: begin, eps };
-    cx.step(op, text, kernel, vec![ins[0].clone()], norm.clone())?;
+    cx.step(op, kernel, vec![ins[0].clone()], norm.clone())?;
     if affine {
         let scaled = cx.temp(op.outputs[0], "scaled");
         binary(cx, op, BinaryOp::Mul, &norm, &ins[1], &scaled)?;
@@ -530,16 +364,7 @@ fn bias_add(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), 
             ));
         }
     };
-    let text = call(
-        "BiasAdd",
-        &[
-            ("input", q(&ins[0])),
-            ("bias", q(&ins[1])),
-            ("axis", a.to_string()),
-            ("out", q(&out)),
-        ],
-    );
-    cx.step(op, text, Kernel::BiasAdd { axis: a }, ins, out)
+    cx.step(op, Kernel::BiasAdd { axis: a }, ins, out)
 }
 
 /// `StaticReshape`: the `shape` attribute (with `-1` and `special_zero`) must give the
@@ -560,13 +385,5 @@ fn reshape(cx: &mut Cx, op: &GOp, ins: Vec<String>, out: String) -> Result<(), A
             format!("the shape attribute {given:?} does not give the output shape {shape:?}"),
         ));
     }
-    let text = call(
-        "Reshape",
-        &[
-            ("input", q(&ins[0])),
-            ("shape", list(&shape)),
-            ("out", q(&out)),
-        ],
-    );
-    cx.step(op, text, Kernel::Reshape { shape }, ins, out)
+    cx.step(op, Kernel::Reshape { shape }, ins, out)
 }

@@ -23,10 +23,6 @@ pub const KINDS: [&str; 4] = [
     "DynamicDequantize",
 ];
 
-fn q(s: &str) -> String {
-    format!("\"{s}\"")
-}
-
 /// A list of numbers from an attribute (`f32[]` or `s64[]`), `None` when absent.
 fn numbers(op: &GOp, name: &str) -> Result<Option<Vec<f64>>, At> {
     let Some(v) = op.attrs.get(name) else {
@@ -49,14 +45,7 @@ pub(super) fn kernel_step(
     inputs: Vec<String>,
     out: String,
 ) -> Result<(), At> {
-    let ron = ron::to_string(&k).map_err(|e| op.error(format!("cannot write the kernel: {e}")))?;
-    let names: Vec<String> = inputs.iter().map(|n| q(n)).collect();
-    let text = format!(
-        "Kernel(kernel: {ron}, inputs: [{}], out: {}",
-        names.join(", "),
-        q(&out)
-    );
-    cx.step(op, text, k, inputs, out)
+    cx.step(op, k, inputs, out)
 }
 
 /// A `Reshape` step of `input` into a new temporary of `dims` (like graph tensor `like`).
@@ -70,16 +59,8 @@ fn reshape(
 ) -> Result<String, At> {
     // Named after the op too: a scales tensor may feed several ops.
     let name = cx.temp_dims(like, &format!("{suffix}{}", op.index), dims.clone());
-    let s: Vec<String> = dims.iter().map(u64::to_string).collect();
-    let text = format!(
-        "Reshape(input: {}, shape: [{}], out: {}",
-        q(input),
-        s.join(", "),
-        q(&name)
-    );
     cx.step(
         op,
-        text,
         Kernel::Reshape { shape: dims },
         vec![input.to_string()],
         name.clone(),
@@ -279,12 +260,5 @@ fn per_group(
     }
     let grouped = cx.temp_dims(op.outputs[0], "grouped", x2);
     kernel_step(cx, op, k, all, grouped.clone())?;
-    let s: Vec<String> = xd.iter().map(u64::to_string).collect();
-    let text = format!(
-        "Reshape(input: {}, shape: [{}], out: {}",
-        q(&grouped),
-        s.join(", "),
-        q(&out)
-    );
-    cx.step(op, text, Kernel::Reshape { shape: xd }, vec![grouped], out)
+    cx.step(op, Kernel::Reshape { shape: xd }, vec![grouped], out)
 }

@@ -67,33 +67,9 @@ pub fn all_kinds() -> Vec<&'static str> {
     KINDS.iter().chain(&MORE_BACKWARD).copied().collect()
 }
 
-/// A step in scenario syntax: ReduceAxes and Reshape as their own ops (a run completes
-/// a ReduceAxes left partial), every other kernel as a generic `Kernel(...)` op.
+/// A kernel step.
 fn kstep(cx: &mut Cx, op: &GOp, k: Kernel, inputs: Vec<String>, out: String) -> Result<(), At> {
-    let names: Vec<String> = inputs.iter().map(|n| format!("{n:?}")).collect();
-    let text = match &k {
-        Kernel::ReduceAxes {
-            op: r,
-            axes,
-            keep_dims,
-        } => format!(
-            "ReduceAxes(op: {}, input: {}, axes: {axes:?}, keep_dims: {keep_dims}, out: {out:?}",
-            r.name(),
-            names[0]
-        ),
-        Kernel::Reshape { shape } => {
-            format!(
-                "Reshape(input: {}, shape: {shape:?}, out: {out:?}",
-                names[0]
-            )
-        }
-        _ => format!(
-            "Kernel(kernel: {}, inputs: [{}], out: {out:?}",
-            ron::to_string(&k).map_err(|e| op.error(format!("cannot write the kernel: {e}")))?,
-            names.join(", ")
-        ),
-    };
-    cx.step(op, text, k, inputs, out)
+    cx.step(op, k, inputs, out)
 }
 
 /// Whether graph tensor `id` is read by an op or is a graph output.

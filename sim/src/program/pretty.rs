@@ -20,12 +20,9 @@ pub fn program(p: &Program) -> String {
     out
 }
 
-/// One op's RON text.
+/// One op's RON text, on one line.
 pub fn op_text(op: &Op) -> String {
-    // An `Op` of plain data always serializes; an error would be a bug of `ron`, and
-    // its message is then the text (which then fails to parse, naming it).
-    let text = ron::to_string(op).unwrap_or_else(|e| format!("<{e}>"));
-    drop_none_fields(&text)
+    crate::scenario::print::one_line(op)
 }
 
 /// `op` as the scenario file writes it: its shorthand when one names it, else the
@@ -76,22 +73,37 @@ pub fn op(p: &Program, o: &ProgramOp) -> Op {
             kernel,
             inputs,
             out,
-        } => {
-            let ins: Vec<String> = inputs.iter().map(name).collect();
-            let out = name(out);
-            let short = shorthand(kernel, &ins, &out, o.name, &layout, &buffers);
-            match short {
-                // The shorthand must give the op the same name (reports show it).
-                Some(s) if s.name() == o.name => s,
-                Some(_) | None => Op::Kernel {
-                    kernel: kernel.clone(),
-                    inputs: ins,
-                    out,
-                    layout,
-                    buffers,
-                },
-            }
-        }
+        } => kernel_op(
+            kernel,
+            inputs.iter().map(name).collect(),
+            name(out),
+            o.name,
+            layout,
+            buffers,
+        ),
+    }
+}
+
+/// A kernel op as the scenario file writes it: the kernel's named shorthand when one
+/// fits its operands and gives the op the name `name` (reports show it: `"Cast"` for
+/// a conversion), else the generic `Kernel(...)`.
+pub fn kernel_op(
+    kernel: &Kernel,
+    ins: Vec<String>,
+    out: String,
+    name: &str,
+    layout: Option<String>,
+    buffers: Option<Buffers>,
+) -> Op {
+    match shorthand(kernel, &ins, &out, name, &layout, &buffers) {
+        Some(s) if s.name() == name => s,
+        Some(_) | None => Op::Kernel {
+            kernel: kernel.clone(),
+            inputs: ins,
+            out,
+            layout,
+            buffers,
+        },
     }
 }
 
@@ -288,82 +300,4 @@ fn reduce_op(k: ReduceKind) -> ReduceOp {
         ReduceKind::L1 => ReduceOp::L1,
         ReduceKind::L2 => ReduceOp::L2,
     }
-}
-
-/// RON text without its `name: None` fields (outside string literals), which the
-/// scenario format defaults.
-fn drop_none_fields(text: &str) -> String {
-    // Split into tokens: string literals kept whole, the rest char by char.
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.char_indices().peekable();
-    let mut code = String::new();
-    let flush = |code: &mut String, out: &mut String| {
-        out.push_str(&drop_in_code(code));
-        code.clear();
-    };
-    while let Some((_, c)) = chars.next() {
-        if c == '"' {
-            flush(&mut code, &mut out);
-            out.push(c);
-            while let Some((_, d)) = chars.next() {
-                out.push(d);
-                if d == '\\' {
-                    if let Some((_, e)) = chars.next() {
-                        out.push(e);
-                    }
-                } else if d == '"' {
-                    break;
-                }
-            }
-        } else {
-            code.push(c);
-        }
-    }
-    flush(&mut code, &mut out);
-    out
-}
-
-/// Drops `ident: None` (`ident:None`) with its separating comma from RON text holding
-/// no string literal.
-fn drop_in_code(code: &str) -> String {
-    let mut s = code.to_string();
-    let mut from = 0;
-    while let Some(k) = s[from..].find("None") {
-        let at = from + k;
-        let end = at + "None".len();
-        let ident_after = s[end..]
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-        let colon = s[..at].trim_end();
-        let Some(field_end) = colon.strip_suffix(':').map(|c| c.trim_end().len()) else {
-            from = end;
-            continue;
-        };
-        if ident_after {
-            from = end;
-            continue;
-        }
-        // The field name before the colon.
-        let start = s[..field_end]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map_or(0, |i| i + 1);
-        let before = s[..start].trim_end();
-        let after = s[end..].trim_start();
-        let (before, after) = if let Some(a) = after.strip_prefix(',') {
-            (before.to_string(), a.trim_start().to_string())
-        } else if let Some(b) = before.strip_suffix(',') {
-            (b.to_string(), after.to_string())
-        } else {
-            (before.to_string(), after.to_string())
-        };
-        from = before.len();
-        // Keep a space after a comma or an opening parenthesis where one was.
-        s = if before.ends_with(',') && !after.is_empty() {
-            before + " " + &after
-        } else {
-            before + &after
-        };
-    }
-    s
 }

@@ -131,9 +131,9 @@ fn kernel_ops_print_as_their_shorthands_and_the_generic_kernel_op_otherwise() {
     // The generic form names its kernel's name ("Unary"): its shorthand has that name.
     assert_eq!(
         printed,
-        "[\n    Load(tensor:\"x\",layout:\"((4_PE, 4:8), (8:1))\"),\n    \
-         Unary(op:Relu,input:\"x\",out:\"y\"),\n    Cast(input:\"x\",out:\"c\"),\n    \
-         Unary(op:Copy,input:\"x\",out:\"z\"),\n]"
+        "[\n    Load(tensor: \"x\", layout: \"((4_PE, 4:8), (8:1))\"),\n    \
+         Unary(op: Relu, input: \"x\", out: \"y\"),\n    Cast(input: \"x\", out: \"c\"),\n    \
+         Unary(op: Copy, input: \"x\", out: \"z\"),\n]"
     );
     assert_eq!(p.describe(super::OpId::new(2)), "Cast -> `c`");
     // A kernel whose operands fit no shorthand prints as the generic op.
@@ -148,7 +148,7 @@ fn kernel_ops_print_as_their_shorthands_and_the_generic_kernel_op_otherwise() {
     let op = pretty::op(&odd, &odd.ops[super::OpId::new(1)]);
     assert_eq!(
         pretty::op_text(&op),
-        "Kernel(kernel:Concat(axis:0,inputs:3),inputs:[\"x\"],out:\"y\")"
+        "Kernel(kernel: Concat(axis: 0, inputs: 3), inputs: [\"x\"], out: \"y\")"
     );
 }
 
@@ -161,7 +161,7 @@ fn none_fields_are_dropped_outside_strings_only() {
             out: None,
             buffers: None,
         }),
-        "Relayout(tensor:\"a: None, b\",layout:\"L\")"
+        "Relayout(tensor: \"a: None, b\", layout: \"L\")"
     );
 }
 

@@ -12,6 +12,7 @@
 mod dups;
 mod kernel_of;
 mod op;
+pub mod print;
 mod resolve;
 pub(crate) mod spans;
 

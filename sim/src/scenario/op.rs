@@ -105,14 +105,14 @@ pub enum Op {
         op: ReduceOp,
         input: String,
         axes: Vec<usize>,
+        #[serde(default)]
+        keep_dims: bool,
         out: String,
         #[serde(default)]
         layout: Option<String>,
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
-        #[serde(default)]
-        keep_dims: bool,
     },
     /// Softmax along `axis`.
     Softmax {

@@ -444,9 +444,6 @@ pub(super) fn convolution(
     super::ops::result_dims(st, &want)?;
     let dtype = super::ops::result_ty(st)?.dtype;
     let y = lx.declare(base, dtype, &kdims);
-    let text =
-        crate::import::conv::kernel_text(&kernel, &[x.name.clone(), w.name.clone()], &y.name)
-            .map_err(|e| at(&st.span, e))?;
-    lx.step(&st.span, text, kernel, &[&x, &w], &y)?;
+    lx.step(&st.span, kernel, &[&x, &w], &y)?;
     Ok(vec![Val::T(transposed(lx, &st.span, &y, &perm)?)])
 }

@@ -1,9 +1,8 @@
 //! `dot_general` → MatMul, BatchMatMul or GeneralMatMul.
 
-use super::emit::{q, reshaped, tensor_of, transposed};
+use super::emit::{reshaped, tensor_of, transposed};
 use super::lower::{Lx, Tens, Val};
 use super::parse::{At, Stmt, at};
-use mnsim_kernels::Kernel;
 
 fn dims_lists(st: &Stmt, key: &str, rl: usize, rr: usize) -> Result<(Vec<usize>, Vec<usize>), At> {
     match super::ops::attr_lists(&st.args, key) {
@@ -103,45 +102,8 @@ pub(super) fn dot_general(
     };
     let (ta, tb) = if direct { (ta, tb) } else { (false, false) };
     let o = lx.declare(base, dtype, &mm_out);
-    let (text, kernel) = if !ta && !tb && a.dims.len() == 2 && b.dims.len() == 2 {
-        (
-            format!(
-                "MatMul(a: {}, b: {}, out: {}",
-                q(&a.name),
-                q(&b.name),
-                q(&o.name)
-            ),
-            Kernel::MatMul,
-        )
-    } else if !ta
-        && !tb
-        && a.dims.len() == b.dims.len()
-        && a.dims[..a.dims.len() - 2] == b.dims[..b.dims.len() - 2]
-    {
-        (
-            format!(
-                "BatchMatMul(a: {}, b: {}, out: {}",
-                q(&a.name),
-                q(&b.name),
-                q(&o.name)
-            ),
-            Kernel::BatchMatMul,
-        )
-    } else {
-        (
-            format!(
-                "GeneralMatMul(a: {}, b: {}, transpose_a: {ta}, transpose_b: {tb}, out: {}",
-                q(&a.name),
-                q(&b.name),
-                q(&o.name)
-            ),
-            Kernel::GeneralMatMul {
-                transpose_a: ta,
-                transpose_b: tb,
-            },
-        )
-    };
-    lx.step(&st.span, text, kernel, &[&a, &b], &o)?;
+    let kernel = crate::import::lower::contraction(ta, tb, &a.dims, &b.dims);
+    lx.step(&st.span, kernel, &[&a, &b], &o)?;
     if mm_out == out {
         Ok(vec![Val::T(o)])
     } else {

@@ -5,24 +5,16 @@
 use super::fold::Konst;
 use super::lower::{Lx, Tens, Val};
 use super::parse::{At, Stmt, at};
+use crate::scenario::Init;
 use mnsim_kernels::{BinaryOp, Eltwise, Kernel, UnaryOp};
 use std::ops::Range;
-
-pub(super) fn q(s: &str) -> String {
-    format!("{s:?}")
-}
-
-pub(super) fn list<T: std::fmt::Display>(v: &[T]) -> String {
-    let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-    format!("[{}]", s.join(", "))
-}
 
 pub(super) fn folded(st: &Stmt, r: Result<Konst, String>) -> Result<Vec<Val>, At> {
     r.map(|k| vec![Val::C(k)]).map_err(|e| at(&st.span, e))
 }
 
-/// The init text of a constant: `Fill`, `Zeros`, `Ones` or `Runs`.
-fn init_of(k: &Konst) -> Result<String, String> {
+/// The init of a constant: `Fill`, `Zeros`, `Ones` or `Runs`.
+fn init_of(k: &Konst) -> Result<Init, String> {
     let v = if k.is_splat() {
         vec![k.data[0]]
     } else {
@@ -36,13 +28,10 @@ fn init_of(k: &Konst) -> Result<String, String> {
         }
     }
     Ok(match runs.as_slice() {
-        [(_, x)] if *x == 0.0 => "Zeros".into(),
-        [(_, x)] if *x == 1.0 => "Ones".into(),
-        [(_, x)] => format!("Fill(value: {x:?})"),
-        _ => {
-            let r: Vec<String> = runs.iter().map(|(n, x)| format!("({n}, {x:?})")).collect();
-            format!("Runs([{}])", r.join(", "))
-        }
+        [(_, x)] if *x == 0.0 => Init::Zeros,
+        [(_, x)] if *x == 1.0 => Init::Ones,
+        [(_, x)] => Init::Fill { value: *x },
+        _ => Init::Runs(runs),
     })
 }
 
@@ -91,13 +80,7 @@ pub(super) fn reshaped(
     } else {
         dims.to_vec()
     };
-    let text = format!(
-        "Reshape(input: {}, shape: {}, out: {}",
-        q(&x.name),
-        list(&shape),
-        q(&o.name)
-    );
-    lx.step(span, text, Kernel::Reshape { shape }, &[x], &o)?;
+    lx.step(span, Kernel::Reshape { shape }, &[x], &o)?;
     lx.reshaped.insert(key, o.name.clone());
     Ok(o)
 }
@@ -113,15 +96,8 @@ pub(super) fn transposed(
     }
     let dims: Vec<u64> = perm.iter().map(|&p| x.dims[p]).collect();
     let o = lx.declare(&format!("{}_t", x.name), x.dtype, &dims);
-    let text = format!(
-        "Transpose(input: {}, perm: {}, out: {}",
-        q(&x.name),
-        list(perm),
-        q(&o.name)
-    );
     lx.step(
         span,
-        text,
         Kernel::Transpose {
             perm: perm.to_vec(),
         },
@@ -307,30 +283,12 @@ pub(super) fn elementwise(
             },
         )
     };
-    let names: Vec<String> = ins.iter().map(|t| q(&t.name)).collect();
-    let text = match &kernel {
-        Kernel::Binary(b) => format!(
-            "Binary(op: {}, a: {}, b: {}, out: {}",
-            b.name(),
-            names[0],
-            names[1],
-            q(&o.name)
-        ),
-        Kernel::Select => format!(
-            "Select(cond: {}, a: {}, b: {}, out: {}",
-            names[0],
-            names[1],
-            names[2],
-            q(&o.name)
-        ),
-        Kernel::Eltwise(Eltwise::Compare(_)) => {
-            let ins: Vec<String> = ins.iter().map(|t| t.name.clone()).collect();
-            crate::import::conv::kernel_text(&kernel, &ins, &o.name).map_err(|e| at(&st.span, e))?
-        }
+    match &kernel {
+        Kernel::Binary(_) | Kernel::Select | Kernel::Eltwise(Eltwise::Compare(_)) => {}
         other => return Err(at(&st.span, format!("{other} is not elementwise"))),
-    };
+    }
     let refs: Vec<&Tens> = ins.iter().collect();
-    lx.step(&st.span, text, kernel, &refs, &o)?;
+    lx.step(&st.span, kernel, &refs, &o)?;
     Ok(vec![val])
 }
 
@@ -364,13 +322,7 @@ pub(super) fn unary(
 
 fn unary_step(lx: &mut Lx, st: &Stmt, base: &str, u: UnaryOp, t: &Tens) -> Result<Tens, At> {
     let o = lx.declare(base, t.dtype, &t.dims);
-    let text = format!(
-        "Unary(op: {}, input: {}, out: {}",
-        u.name(),
-        q(&t.name),
-        q(&o.name)
-    );
-    lx.step(&st.span, text, Kernel::Unary(u), &[t], &o)?;
+    lx.step(&st.span, Kernel::Unary(u), &[t], &o)?;
     Ok(o)
 }
 
@@ -397,8 +349,7 @@ pub(super) fn convert(lx: &mut Lx, st: &Stmt, base: &str, x: &Val) -> Result<Vec
     }
     let step = |lx: &mut Lx, t: &Tens| -> Result<Tens, At> {
         let o = lx.declare(base, dtype, &t.dims);
-        let text = format!("Cast(input: {}, out: {}", q(&t.name), q(&o.name));
-        lx.step(&st.span, text, Kernel::Unary(UnaryOp::Copy), &[t], &o)?;
+        lx.cast(&st.span, t, &o)?;
         Ok(o)
     };
     match x {

@@ -9,7 +9,7 @@ use super::fold::Konst;
 use super::parse::{At, Func, Module, Stmt, Ty, at};
 use crate::import::lower::{Decl, Lowered, Step};
 use mnsim_arch::DType;
-use mnsim_kernels::Kernel;
+use mnsim_kernels::{Kernel, UnaryOp};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
@@ -158,8 +158,23 @@ impl<'a> Lx<'a> {
     pub(super) fn step(
         &mut self,
         span: &Range<usize>,
-        text: String,
         kernel: Kernel,
+        inputs: &[&Tens],
+        out: &Tens,
+    ) -> Result<(), At> {
+        self.push(span, kernel, false, inputs, out)
+    }
+
+    /// Appends a `Cast` of `input` into `out` (of another dtype).
+    pub(super) fn cast(&mut self, span: &Range<usize>, input: &Tens, out: &Tens) -> Result<(), At> {
+        self.push(span, Kernel::Unary(UnaryOp::Copy), true, &[input], out)
+    }
+
+    fn push(
+        &mut self,
+        span: &Range<usize>,
+        kernel: Kernel,
+        cast: bool,
         inputs: &[&Tens],
         out: &Tens,
     ) -> Result<(), At> {
@@ -176,8 +191,8 @@ impl<'a> Lx<'a> {
         }
         let origin = self.origin.take();
         self.steps.push(Step {
-            text,
             kernel,
+            cast,
             inputs: inputs.iter().map(|t| t.name.clone()).collect(),
             out: out.name.clone(),
             origin,

@@ -1,7 +1,7 @@
 //! Data movement: broadcasts (kept unmaterialised), reshapes, transposes,
 //! concatenation, slices and pads of computed tensors.
 
-use super::emit::{emit_const, folded, q, reshaped, tensor_of, transposed};
+use super::emit::{emit_const, folded, reshaped, tensor_of, transposed};
 use super::fold::Konst;
 use super::lower::{Lx, Tens, Val};
 use super::parse::{At, Stmt, at};
@@ -148,16 +148,9 @@ pub(super) fn concat(
     }
     let dtype = super::ops::result_ty(st)?.dtype;
     let o = lx.declare(base, dtype, &out);
-    let names: Vec<String> = ins.iter().map(|t| q(&t.name)).collect();
-    let text = format!(
-        "Concat(inputs: [{}], axis: {axis}, out: {}",
-        names.join(", "),
-        q(&o.name)
-    );
     let refs: Vec<&Tens> = ins.iter().collect();
     lx.step(
         &st.span,
-        text,
         Kernel::Concat {
             axis,
             inputs: ins.len(),
@@ -226,9 +219,7 @@ fn slice_tensor(
         stride: stride.to_vec(),
     };
     let o = lx.declare(base, t.dtype, out);
-    let text = crate::import::conv::kernel_text(&kernel, std::slice::from_ref(&t.name), &o.name)
-        .map_err(|e| at(&st.span, e))?;
-    lx.step(&st.span, text, kernel, &[t], &o)?;
+    lx.step(&st.span, kernel, &[t], &o)?;
     Ok(o)
 }
 
@@ -355,18 +346,12 @@ pub(super) fn pad(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Ve
         let mut dims = t.dims.clone();
         dims[a] = out[a];
         let o = lx.declare(base, t.dtype, &dims);
-        let names: Vec<String> = ins.iter().map(|x| q(&x.name)).collect();
-        let text = format!(
-            "Concat(inputs: [{}], axis: {a}, out: {}",
-            names.join(", "),
-            q(&o.name)
-        );
         let refs: Vec<&Tens> = ins.iter().collect();
         let kernel = Kernel::Concat {
             axis: a,
             inputs: ins.len(),
         };
-        lx.step(&st.span, text, kernel, &refs, &o)?;
+        lx.step(&st.span, kernel, &refs, &o)?;
         t = o;
     }
     Ok(vec![Val::T(t)])

@@ -216,15 +216,6 @@ pub(super) fn count(st: &Stmt, vals: &[Val], n: usize) -> Result<(), At> {
     Ok(())
 }
 
-pub(super) fn q(s: &str) -> String {
-    format!("{s:?}")
-}
-
-pub(super) fn list<T: std::fmt::Display>(v: &[T]) -> String {
-    let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-    format!("[{}]", s.join(", "))
-}
-
 /// One op → its values.
 pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
     let vals = lx.operands(st, env)?;

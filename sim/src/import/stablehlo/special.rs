@@ -5,7 +5,7 @@
 use super::fold::Konst;
 use super::lex::Tok;
 use super::lower::{Lx, Val};
-use super::ops::{count, folded, konst, list, list_attr, q, result_dims, shape_of, short};
+use super::ops::{count, folded, konst, list_attr, result_dims, shape_of, short};
 use super::parse::{At, Stmt, at};
 use mnsim_arch::DType;
 use mnsim_kernels::{Cmp, Eltwise, Kernel, ReduceKind};
@@ -282,18 +282,11 @@ pub(super) fn reduce(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result
     let out = result_dims(st, &out)?;
     let x = super::emit::tensor_of(lx, &st.span, &vals[0], "the reduced operand")?;
     let o = lx.declare(base, x.dtype, &out);
-    let text = format!(
-        "ReduceAxes(op: {}, input: {}, axes: {}, keep_dims: false, out: {}",
-        kind.name(),
-        q(&x.name),
-        list(&ax),
-        q(&o.name)
-    );
     let kernel = Kernel::ReduceAxes {
         op: kind,
         axes: ax,
         keep_dims: false,
     };
-    lx.step(&st.span, text, kernel, &[&x], &o)?;
+    lx.step(&st.span, kernel, &[&x], &o)?;
     Ok(vec![Val::T(o)])
 }
