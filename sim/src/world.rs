@@ -152,10 +152,10 @@ fn level_of(r: Resource, levels: usize) -> usize {
 }
 
 impl Busy for WorldBusy<'_> {
-    fn free_at(&mut self, r: Resource) -> (u64, Option<usize>) {
+    fn earliest(&mut self, r: Resource, at: u64, cycles: u64) -> (u64, Option<usize>) {
         self.entity(r)
             .and_then(|e| self.sw.world.get::<LevelBusy>(e))
-            .map_or((0, None), |b| b.0.free_at(r))
+            .map_or((at, None), |b| b.0.earliest(r, at, cycles))
     }
 
     fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) {

@@ -17,6 +17,7 @@
 //! every order of an axis's levels and memory part. So a budget cuts the least usual
 //! layouts first, and a tensor of many axes costs milliseconds, not seconds.
 
+use mnsim_arch::layout::Class;
 use mnsim_arch::{DType, LayoutExpr, Machine, TensorLayout};
 use std::collections::HashSet;
 
@@ -374,6 +375,73 @@ fn time_steps(mem: &[u64], need: u64) -> Option<Vec<u64>> {
         need = need.div_ceil(t);
     }
     (need <= 1).then_some(steps)
+}
+
+/// The fewest `Time` steps of a stream variant ([`streamed`]).
+const STREAM_STEPS: u64 = 16;
+
+/// `l` as a stream: the same layout with at least [`STREAM_STEPS`] `Time` steps taken
+/// from its memory parts, major axes first (`time_steps`), but never from axis `skip`
+/// (a consumer's reduced axis), each axis's steps outermost in its group. A Load, the
+/// kernels and the Store of such a tensor overlap slice by slice; steps `l` already had
+/// become memory parts first. `None` when its shard has too few words.
+pub fn streamed(
+    m: &Machine,
+    l: &TensorLayout,
+    (dims, dtype, implicit_pad): (&[u64], DType, bool),
+    skip: Option<usize>,
+) -> Option<Candidate> {
+    // A layout's own `Time` steps become memory parts first (they may step the axis a
+    // consumer reduces); per axis, its first memory part is where the steps come from.
+    let in_memory = |c: Class| matches!(c, Class::Mem | Class::Time);
+    let first_mem: Vec<u64> = l
+        .groups()
+        .iter()
+        .enumerate()
+        .map(|(a, g)| {
+            g.iter()
+                .find(|s| in_memory(s.class) && skip != Some(a))
+                .map_or(1, |s| s.size)
+        })
+        .collect();
+    let words = first_mem.iter().try_fold(1u64, |a, &b| a.checked_mul(b))?;
+    if words < STREAM_STEPS {
+        return None;
+    }
+    let steps = time_steps(&first_mem, STREAM_STEPS)?;
+    let levels = l.levels();
+    let mut body = Vec::with_capacity(l.groups().len());
+    for (g, &t) in l.groups().iter().zip(&steps) {
+        let mut subs: Vec<String> = Vec::with_capacity(g.len() + 1);
+        if t > 1 {
+            subs.push(format!("{t}_Time"));
+        }
+        let mut taken = t <= 1;
+        for s in g {
+            match s.class {
+                Class::Mem | Class::Time if !taken => {
+                    taken = true;
+                    if s.size / t > 1 {
+                        subs.push((s.size / t).to_string());
+                    }
+                }
+                Class::Mem | Class::Time => subs.push(s.size.to_string()),
+                Class::Level(i) => subs.push(format!("{}_{}", s.size, levels.get(i)?.name)),
+                Class::W => subs.push(format!("{}_W", s.size)),
+            }
+        }
+        if subs.is_empty() {
+            subs.push("1".into());
+        }
+        body.push(format!("({})", subs.join(", ")));
+    }
+    bind_text(
+        m,
+        &format!("({})", body.join(", ")),
+        dims,
+        dtype,
+        implicit_pad,
+    )
 }
 
 /// Binds a layout text (canonical or not) for a tensor, as the planner's seeds need.

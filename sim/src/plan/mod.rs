@@ -373,6 +373,50 @@ pub fn plan_with(
             starts.push(j);
         }
     }
+    // Every start streamed too (each variable's layout with `Time` steps): a stream
+    // pays only when its producer and consumers all step, which moves of one variable
+    // at a time do not reach. Steps are taken from every axis but one (a consumer's
+    // reduced axis must not step), or from any; the best variant that beats its start
+    // is searched from.
+    let skips: Vec<Option<usize>> = std::iter::once(None)
+        .chain((0..model.max_rank()).map(Some))
+        .collect();
+    // Only starts that run and score within 1.5× of the best start's are streamed.
+    let evals: Vec<model::Eval> = starts.iter().map(|s| model.evaluate(s)).collect();
+    let best_score = evals
+        .iter()
+        .filter(|e| e.failure.is_none())
+        .map(|e| e.score)
+        .min();
+    for (s, e) in starts.clone().into_iter().zip(evals) {
+        let promising =
+            e.failure.is_none() && best_score.is_some_and(|b| e.score <= b.saturating_add(b / 2));
+        if !promising {
+            continue;
+        }
+        let mut best = e;
+        let mut pick = None;
+        for &skip in &skips {
+            let p: Vec<LayoutId> = s
+                .iter()
+                .enumerate()
+                .map(|(v, &id)| model.streamed(v, id, skip).unwrap_or(id))
+                .collect();
+            if p == s {
+                continue;
+            }
+            let e = model.evaluate(&p);
+            if e.key() < best.key() {
+                best = e;
+                pick = Some(p);
+            }
+        }
+        if let Some(p) = pick
+            && !starts.contains(&p)
+        {
+            starts.push(p);
+        }
+    }
     let mut sopts = opts.search.clone();
     sopts.top = sopts.top.max(1) + seeds.len();
     // What is left of the limit, less the confirming runs after the search (as long as

@@ -3,18 +3,50 @@
 //! a component of the level's entity: `world::LevelBusy`).
 //!
 //! Invariant (docs/model.md, a resource serves one op at a time): a resource is booked
-//! only from the cycle it is free, so no two bookings of one resource overlap; a
-//! resource's free cycle never moves back (no back-filling of gaps).
+//! only where it is free for the whole booking, so no two bookings of one resource
+//! overlap. A booking takes the first gap at or after its ready cycle that fits it: a
+//! later op may use the cycles an earlier one left free (back-filling), as a static
+//! schedule would, within the resource's last [`MAX_SPANS`] busy intervals (older gaps
+//! count as busy).
 
 use super::Resource;
 
 /// The busy state of resources, behind which the timeline places tasks: a
 /// [`BusyTable`], or the world's level entities (each with its own table).
 pub trait Busy {
-    /// The cycle at which `r` is free, and the task that holds it until then.
-    fn free_at(&mut self, r: Resource) -> (u64, Option<usize>);
-    /// Task `task` holds `r` from `start` (at least [`Busy::free_at`]) for `cycles`.
+    /// The earliest cycle from `at` at which `r` is free for `cycles` in a row (the
+    /// start of the first gap that fits), and the task whose booking it waited for
+    /// (`None` when it did not wait).
+    fn earliest(&mut self, r: Resource, at: u64, cycles: u64) -> (u64, Option<usize>);
+    /// Task `task` holds `r` from `start` (where [`Busy::earliest`] found room) for
+    /// `cycles`.
     fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64);
+}
+
+/// The earliest cycle from `at` at which every resource of `holds` (resource, cycles)
+/// is free for its cycles at once, and the resource and task it waited for last.
+pub fn fit<I>(busy: &mut dyn Busy, holds: I, at: u64) -> (u64, Option<(Resource, Option<usize>)>)
+where
+    I: Iterator<Item = (Resource, u64)> + Clone,
+{
+    let mut t = at;
+    let mut why = None;
+    // The start only moves later, and each resource has finitely many bookings: the
+    // loop ends once one pass moves it no more.
+    loop {
+        let mut moved = false;
+        for (r, c) in holds.clone() {
+            let (s, by) = busy.earliest(r, t, c);
+            if s > t {
+                t = s;
+                why = Some((r, by));
+                moved = true;
+            }
+        }
+        if !moved {
+            return (t, why);
+        }
+    }
 }
 
 /// One booking: `task` held `resource` over `[start, end)`.
@@ -26,16 +58,101 @@ pub struct Booking {
     pub end: u64,
 }
 
-/// Per resource: when it is free again, and the task that held it last.
+/// Busy intervals a resource remembers: past them its oldest gap is counted busy, so a
+/// task may back-fill the gaps of roughly the last 64 bursts on a resource (a stream's
+/// sends, a walk's steps) and placing a task costs the same whatever came before it.
+const MAX_SPANS: usize = 64;
+
+/// A busy interval `[start, end)` of a resource; `task` held its end (touching
+/// bookings merge).
 #[derive(Clone, Copy, Debug)]
+struct Span {
+    start: u64,
+    end: u64,
+    task: usize,
+}
+
+/// Per resource: its busy intervals, in order, disjoint and not touching, at most
+/// [`MAX_SPANS`].
+#[derive(Clone, Debug)]
 struct Slot {
     resource: Resource,
-    free_at: u64,
-    holder: usize,
+    spans: Vec<Span>,
+}
+
+impl Slot {
+    /// The first gap from `at` that fits `cycles`, and the task it waited for.
+    fn earliest(&self, at: u64, cycles: u64) -> (u64, Option<usize>) {
+        // The common case: after every booking.
+        if self.spans.last().is_none_or(|l| l.end <= at) {
+            return (at, None);
+        }
+        // The first interval that ends after `at`: earlier ones are behind it.
+        let first = self.spans.partition_point(|s| s.end <= at);
+        let mut t = at;
+        let mut by = None;
+        for s in &self.spans[first..] {
+            if t.saturating_add(cycles) <= s.start && (cycles > 0 || t < s.start) {
+                break;
+            }
+            t = t.max(s.end);
+            by = Some(s.task);
+        }
+        (t, by)
+    }
+
+    /// Marks `[start, end)` busy for `task` (it is free: [`Slot::earliest`] found it).
+    fn insert(&mut self, start: u64, end: u64, task: usize) {
+        let span = Span { start, end, task };
+        match self.spans.last_mut() {
+            // The common case: after every interval, or right at the end of the last.
+            None => self.spans.push(span),
+            Some(last) if start > last.end => self.spans.push(span),
+            Some(last) if start == last.end => {
+                last.end = end;
+                last.task = task;
+            }
+            Some(_) => self.insert_inside(span),
+        }
+        // Past [`MAX_SPANS`] intervals the oldest half of the gaps is given up (counted
+        // busy): one interval from the first to the middle one.
+        if self.spans.len() > MAX_SPANS {
+            let mid = MAX_SPANS / 2;
+            let (end, task) = (self.spans[mid].end, self.spans[mid].task);
+            self.spans[0].end = end;
+            self.spans[0].task = task;
+            self.spans.drain(1..=mid);
+        }
+    }
+
+    /// [`Slot::insert`] before the last interval: merged with those it touches.
+    fn insert_inside(&mut self, span: Span) {
+        let i = self.spans.partition_point(|s| s.end < span.start);
+        let mut j = i;
+        let mut merged = span;
+        while let Some(s) = self.spans.get(j) {
+            if s.start > span.end {
+                break;
+            }
+            merged.start = merged.start.min(s.start);
+            if s.end > merged.end {
+                merged.end = s.end;
+                merged.task = s.task;
+            }
+            j += 1;
+        }
+        if j == i {
+            self.spans.insert(i, merged);
+        } else {
+            self.spans[i] = merged;
+            self.spans.drain(i + 1..j);
+        }
+    }
 }
 
 /// The busy state of a few resources, in a small dense table (resources in order of
-/// first use). With [`BusyTable::logging`] it also keeps every booking.
+/// first use), each with its busy intervals. With [`BusyTable::logging`] it also keeps
+/// every booking.
 #[derive(Clone, Debug, Default)]
 pub struct BusyTable {
     slots: Vec<Slot>,
@@ -61,46 +178,52 @@ impl BusyTable {
         self.log.as_deref().unwrap_or_default()
     }
 
-    /// The cycle at which `r` is free (0 if never held), and the task that held it last.
+    /// The cycle after `r`'s last booking (0 if never held), and the task that held it.
     pub fn free_at(&self, r: Resource) -> (u64, Option<usize>) {
         self.slots
             .iter()
             .find(|s| s.resource == r)
-            .map_or((0, None), |s| (s.free_at, Some(s.holder)))
+            .and_then(|s| s.spans.last())
+            .map_or((0, None), |s| (s.end, Some(s.task)))
     }
 
-    /// Books `r` for `task` over `[start, start + cycles)`; returns the end. `start` is
-    /// at least `r`'s free cycle: the timeline computes every start from
-    /// [`BusyTable::free_at`] (a start before it would give `r` to two tasks at once, and is
-    /// moved to the free cycle).
+    /// The earliest cycle from `at` at which `r` is free for `cycles` in a row.
+    pub fn earliest(&self, r: Resource, at: u64, cycles: u64) -> (u64, Option<usize>) {
+        self.slots
+            .iter()
+            .find(|s| s.resource == r)
+            .map_or((at, None), |s| s.earliest(at, cycles))
+    }
+
+    /// Books `r` for `task` over `[start, start + cycles)`; returns the end. The
+    /// timeline computes every start with [`BusyTable::earliest`] (a start where `r` is
+    /// not free would give it to two tasks at once: debug builds check it).
     pub fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) -> u64 {
-        let (start, end) = match self.slots.iter_mut().find(|s| s.resource == r) {
-            Some(s) => {
-                debug_assert!(
-                    start >= s.free_at,
-                    "{r:?} booked for task {task} at {start}, before it is free at {} (task {})",
-                    s.free_at,
-                    s.holder
-                );
-                let start = start.max(s.free_at);
-                let end = start.saturating_add(cycles);
-                s.free_at = end;
-                s.holder = task;
-                (start, end)
-            }
+        let i = match self.slots.iter().position(|s| s.resource == r) {
+            Some(i) => i,
             None => {
-                let end = start.saturating_add(cycles);
                 self.slots.push(Slot {
                     resource: r,
-                    free_at: end,
-                    holder: task,
+                    spans: Vec::new(),
                 });
-                (start, end)
+                self.slots.len() - 1
             }
         };
-        if cycles > 0
-            && let Some(log) = &mut self.log
+        let slot = &mut self.slots[i];
+        #[cfg(debug_assertions)]
         {
+            let (fits, by) = slot.earliest(start, cycles);
+            debug_assert!(
+                fits == start,
+                "{r:?} booked for task {task} at {start}, where it is busy until {fits} (task {by:?})"
+            );
+        }
+        let end = start.saturating_add(cycles);
+        if cycles == 0 {
+            return end;
+        }
+        slot.insert(start, end, task);
+        if let Some(log) = &mut self.log {
             log.push(Booking {
                 resource: r,
                 task,
@@ -113,8 +236,8 @@ impl BusyTable {
 }
 
 impl Busy for BusyTable {
-    fn free_at(&mut self, r: Resource) -> (u64, Option<usize>) {
-        BusyTable::free_at(self, r)
+    fn earliest(&mut self, r: Resource, at: u64, cycles: u64) -> (u64, Option<usize>) {
+        BusyTable::earliest(self, r, at, cycles)
     }
     fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) {
         BusyTable::hold(self, r, task, start, cycles);

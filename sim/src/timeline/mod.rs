@@ -13,11 +13,11 @@
 //!   has ended (write-after-read). It holds each resource for that stage's cycles from
 //!   its start.
 //!
-//! Both schedules place a resource's holds one after another (no back-filling of gaps),
-//! so every overlapped start is at most the sequential one: Overlapped ≤ Sequential.
-//! A resource serves one task at a time: every booking starts at or after the cycle the
-//! resource is free ([`BusyTable`]), a walking task's included (it books its resources
-//! step by step, between the sends of the streams it reads).
+//! A resource serves one task at a time: every booking takes the first gap of the
+//! resource at or after its ready cycle that fits it ([`BusyTable`]), so a later task
+//! may use cycles an earlier one left free (a walk's bursts leave gaps between its
+//! steps), a walking task's bookings included (it books its resources step by step,
+//! between the sends of the streams it reads).
 //! The busy state of resources is one implementation, [`BusyTable`]: one table for the
 //! pure function, one per level entity of the machine's ECS world for a run
 //! (`world::WorldBusy` routes a resource to its level's table).
@@ -273,10 +273,6 @@ impl Timeline {
                         bound(t, Cause::Data, Some(w));
                     }
                 }
-                for h in &task.holds {
-                    let (t, by) = busy.free_at(h.resource);
-                    bound(t, Cause::Resource(h.resource), by);
-                }
                 // LM: the space the task needs beyond what is free now must have been
                 // released by the regions' last users.
                 let free_now = self.lm_capacity.saturating_sub(task.lm_words);
@@ -292,6 +288,20 @@ impl Timeline {
                         }
                     }
                 }
+            }
+        }
+        if overlapped {
+            // Every resource the task holds has room from its start: the whole hold, or
+            // for a walk (which books step by step) a first cycle.
+            let walks = task.walk.is_some();
+            let holds = task.holds.iter().map(|h| {
+                let c = if walks { h.cycles.min(1) } else { h.cycles };
+                (h.resource, c)
+            });
+            if let (t, Some((r, by))) = busy::fit(busy, holds, at.0)
+                && t > at.0
+            {
+                at = (t, Cause::Resource(r), by);
             }
         }
         let (start, cause, after) = at;
@@ -326,7 +336,7 @@ impl Timeline {
                 let at = if own {
                     start
                 } else {
-                    start.max(busy.free_at(h.resource).0)
+                    busy.earliest(h.resource, start, h.cycles).0
                 };
                 busy.hold(h.resource, index, at, h.cycles);
             } else if own && task.walk.is_none() {

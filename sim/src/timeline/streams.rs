@@ -174,12 +174,12 @@ fn book_step(
         let left = due(h).saturating_sub(b);
         if j + 1 == n { left } else { left.min(len) }
     };
-    let mut st = st;
-    for (h, &b) in holds.iter().zip(booked.iter()) {
-        if part(h, b) > 0 {
-            st = st.max(busy.free_at(h.resource).0);
-        }
-    }
+    let need = holds
+        .iter()
+        .zip(booked.iter())
+        .map(|(h, &b)| (h.resource, part(h, b)))
+        .filter(|&(_, p)| p > 0);
+    let st = super::busy::fit(busy, need, st).0;
     let mut e = st.saturating_add(len);
     for (h, b) in holds.iter().zip(booked.iter_mut()) {
         let p = part(h, *b);

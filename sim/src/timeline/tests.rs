@@ -276,3 +276,76 @@ fn re_sent_slices_cost_the_producers_slice_time_in_both_schedules() {
         .unwrap();
     assert_eq!(port.busy_cycles, 320 + 320);
 }
+
+#[test]
+fn a_booking_takes_the_first_gap_that_fits_it() {
+    let r = Resource::VectorUnit;
+    let mut b = BusyTable::logging();
+    b.hold(r, 0, 0, 10);
+    b.hold(r, 1, 30, 10);
+    b.hold(r, 2, 45, 5);
+    // Gaps: [10, 30), [40, 45), [50, ...).
+    assert_eq!(b.earliest(r, 0, 20), (10, Some(0)));
+    assert_eq!(
+        b.earliest(r, 0, 21),
+        (50, Some(2)),
+        "no earlier gap fits 21"
+    );
+    assert_eq!(b.earliest(r, 12, 5), (12, None), "inside a gap: no wait");
+    assert_eq!(b.earliest(r, 32, 5), (40, Some(1)));
+    assert_eq!(b.earliest(r, 32, 6), (50, Some(2)));
+    assert_eq!(b.earliest(r, 60, 100), (60, None));
+    // Back-filled: the gap is taken, touching intervals merge, nothing overlaps.
+    b.hold(r, 3, 10, 20);
+    assert_eq!(b.earliest(r, 0, 1), (40, Some(1)));
+    assert_eq!(b.free_at(r), (50, Some(2)));
+    assert_eq!(overlap(b.bookings()), None);
+}
+
+#[test]
+fn a_resource_forgets_its_oldest_gaps() {
+    let r = Resource::VectorUnit;
+    let mut b = BusyTable::default();
+    // Bursts of 1 cycle every 2: a gap after each.
+    for k in 0..200u64 {
+        b.hold(r, k as usize, 2 * k, 1);
+    }
+    // The recent gaps are back-filled; the oldest are counted busy.
+    assert_eq!(b.earliest(r, 397, 1), (397, None));
+    let (t, _) = b.earliest(r, 0, 1);
+    assert!(
+        t > 0 && t < 399,
+        "an old gap is given up, a recent one kept: {t}"
+    );
+    // Whatever it forgot, what it books never overlaps.
+    let mut log = BusyTable::logging();
+    let mut x = 7u64;
+    for task in 0..500usize {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let (at, len) = ((x >> 20) % 2000, 1 + (x >> 40) % 9);
+        let (s, _) = log.earliest(r, at, len);
+        assert!(s >= at);
+        log.hold(r, task, s, len);
+    }
+    assert_eq!(overlap(log.bookings()), None);
+}
+
+/// A stream's consumer leaves its producer's port idle between slices; a later
+/// transfer on that port uses those cycles instead of waiting for the stream's end.
+#[test]
+fn a_later_transfer_back_fills_a_streams_port() {
+    // A Load of 4 slices (port 40 of its 40 cycles) read by a kernel of 80 cycles with
+    // one buffer: the port is busy 10 of every 30 cycles.
+    let [l, k] = stream(4, 40, 40, 80, 1);
+    let other = load(10, 10, 9, 5);
+    let mut busy = BusyTable::logging();
+    let t = schedule_on(&[l, k, other], Schedule::Overlapped, 1000, &mut busy);
+    let s = spans(&t);
+    // The independent Load starts in a gap of the port, before the stream ends.
+    assert!(s[2].0 < s[0].1, "{s:?}");
+    assert_eq!(overlap(busy.bookings()), None);
+    // Without the gaps it would wait for the stream's last slice.
+    assert!(s[2].1 < s[1].1, "{s:?}");
+}

@@ -388,6 +388,29 @@ impl Model {
         id
     }
 
+    /// The stream variant of layout `id` of variable `v` that steps no axis `skip`
+    /// ([`candidates::streamed`]), added to its candidates; `None` if it has none.
+    pub fn streamed(&mut self, v: usize, id: LayoutId, skip: Option<usize>) -> Option<LayoutId> {
+        let t = self.index[&self.vars[v].tensor];
+        let key = self.shape_key(t);
+        let c = candidates::streamed(
+            &self.res.machine,
+            &self.layouts[id as usize],
+            (&key.0, key.1, key.2),
+            skip,
+        )?;
+        Some(self.seed(v, &c.layout))
+    }
+
+    /// The largest rank of a variable's tensor.
+    pub fn max_rank(&self) -> usize {
+        self.vars
+            .iter()
+            .map(|v| self.layouts[v.candidates[0] as usize].groups().len())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Layouts interned so far (candidates, relayout targets, measured outputs).
     pub fn layout_count(&self) -> usize {
         self.layouts.len()
