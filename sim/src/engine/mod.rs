@@ -39,6 +39,7 @@ impl Mode {
 mod alloc;
 mod buffers;
 mod contract;
+mod conv;
 mod copy;
 mod dataplane;
 mod facts;
