@@ -170,7 +170,7 @@ impl ConvPlan {
                 let grp = o.checked_div(og)?;
                 fixed = fixed.add(self.pair((self.db, n), (self.wo, o))?);
                 for &t in share0 {
-                    out.push(self.pair((self.dc, grp * cg + t), (self.wi, t))?);
+                    out.push(self.pair((self.dc, channel(grp, cg, t)?), (self.wi, t))?);
                 }
             }
             ConvPass::BackwardData => {
@@ -178,14 +178,14 @@ impl ConvPlan {
                 let grp = ch.checked_div(cg)?;
                 fixed = fixed.add(self.pair((self.db, n), (self.wi, ch % cg))?);
                 for &t in share0 {
-                    let o = grp * og + t;
+                    let o = channel(grp, og, t)?;
                     out.push(self.pair((self.dc, o), (self.wo, o))?);
                 }
             }
             ConvPass::BackwardWeights => {
                 let (o, ci) = (at(self.wo)?, at(self.wi)?);
                 let grp = o.checked_div(og)?;
-                fixed = fixed.add(self.pair((self.dc, grp * cg + ci), (self.dc, o))?);
+                fixed = fixed.add(self.pair((self.dc, channel(grp, cg, ci)?), (self.dc, o))?);
                 for &t in share0 {
                     out.push(self.pair((self.db, t), (self.db, t))?);
                 }
@@ -284,6 +284,12 @@ impl ConvPlan {
             ),
         }
     }
+}
+
+/// Channel `t` of group `grp`, `per` channels to a group.
+#[inline]
+fn channel(grp: u64, per: u64, t: u64) -> Option<u64> {
+    grp.checked_mul(per)?.checked_add(t)
 }
 
 #[inline(always)]
