@@ -25,9 +25,9 @@ const SMALL: u64 = 1 << 21;
 
 /// Under the README's test command, the small files of at most this many FLOP verify:
 /// all of them but one too large in memory (see [`CI_VERIFY_BYTES`]). Convolutions and
-/// contractions are computed shard by shard, so the test takes about 1 min 17 s on two
-/// cores in release (115 s of CPU, 12 GB peak; 1 min 51 s with another build sharing the
-/// cores; 2 min 29 s at 2^27 with the convolutions evaluated element by element and the
+/// contractions are computed shard by shard, so the test takes about 1 min 8 s on two
+/// cores in release (105 s of CPU, 12 GB peak, another build running beside it; 2 min
+/// 29 s at 2^27 with the convolutions evaluated element by element and the
 /// LMs copied as they grew); `cargo test --release --test onednn_corpus -- --ignored`
 /// verifies every small file.
 const CI_VERIFY_FLOP: u64 = 1 << 27;
