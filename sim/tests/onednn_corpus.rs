@@ -27,9 +27,9 @@ const SMALL: u64 = 1 << 21;
 /// all of them but one too large in memory (see [`CI_VERIFY_BYTES`]). Convolutions and
 /// contractions are computed shard by shard, so the test takes about 1 min 8 s on two
 /// cores in release (105 s of CPU, 12 GB peak, another build running beside it; 2 min
-/// 29 s at 2^27 with the convolutions evaluated element by element and the
-/// LMs copied as they grew); `cargo test --release --test onednn_corpus -- --ignored`
-/// verifies every small file.
+/// 29 s at 2^27 with the convolutions evaluated element by element and the LMs copied
+/// as they grew); `cargo test --release --test onednn_corpus -- --ignored` verifies
+/// every small file.
 const CI_VERIFY_FLOP: u64 = 1 << 27;
 
 /// Under the README's test command, the small files whose functional run needs at most
