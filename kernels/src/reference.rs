@@ -208,14 +208,15 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
             let kk = if *transpose_a { xs[ra - 2] } else { xs[ra - 1] };
             // An operand's index: its batch axes align to the trailing output batch
             // axes (size 1 reads 0), then its two matrix axes.
+            // (Row-major, as `linear`, without building the index per multiply-add.)
             let at = |s: &[u64], idx: &[u64], row: u64, col: u64| -> usize {
                 let rs = s.len();
                 let off = (r - 2) - (rs - 2);
-                let mut v: Vec<u64> = (0..rs - 2)
-                    .map(|a| if s[a] == 1 { 0 } else { idx[off + a] })
-                    .collect();
-                v.extend([row, col]);
-                linear(s, &v)
+                let mut l = 0u64;
+                for a in 0..rs - 2 {
+                    l = l * s[a] + if s[a] == 1 { 0 } else { idx[off + a] };
+                }
+                ((l * s[rs - 2] + row) * s[rs - 1] + col) as usize
             };
             for (l, o) in out.iter_mut().enumerate() {
                 unravel(out_shape, l as u64, &mut idx);

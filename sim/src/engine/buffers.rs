@@ -32,9 +32,10 @@ pub(crate) fn zeroed(n: usize) -> Vec<u8> {
 }
 
 /// Grows every PE's LM to `need` bytes (the allocator's high-water mark), keeping its
-/// bytes. A buffer that must move is allocated anew with [`zeroed`] and its bytes in use
-/// copied, rather than grown in place and zero-filled: the fresh part is not touched
-/// before a move writes it.
+/// bytes. An empty LM is allocated with [`zeroed`] (the fresh part is not touched before
+/// a move writes it); a non-empty one is reallocated, which for a large buffer remaps its
+/// pages rather than copying them (a stream's region holds all its `Time` steps: every
+/// PE's LM can reach megabytes, and copying them all touched each page again).
 pub(super) fn grow_lms(world: &mut bevy_ecs::world::World, need: usize) {
     let mut q = world.query::<&mut Lm>();
     let mut lms: Vec<&mut Lm> = q.iter_mut(world).map(|m| m.into_inner()).collect();
@@ -43,12 +44,11 @@ pub(super) fn grow_lms(world: &mut bevy_ecs::world::World, need: usize) {
         if len >= need {
             return;
         }
-        if lm.data.capacity() >= need {
-            lm.data.resize(need, 0);
+        if len == 0 && lm.data.capacity() < need {
+            lm.data = zeroed(need);
         } else {
-            let mut fresh = zeroed(need);
-            fresh[..len].copy_from_slice(&lm.data);
-            lm.data = fresh;
+            lm.data.reserve_exact(need - len);
+            lm.data.resize(need, 0);
         }
     });
 }

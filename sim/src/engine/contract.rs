@@ -37,36 +37,25 @@ thread_local! {
 /// Output columns computed side by side (one panel of `b`).
 const LANES: usize = 8;
 
-/// One operand: where each of its axes takes its index from, and each axis' terms of
-/// the PE index and of the LM byte per index value.
-struct Operand {
-    axes: Vec<AxisSource>,
+/// Where an operand's elements lie: each axis' terms of the PE index and of the LM byte
+/// per index value (a layout places an element by a sum of one contribution per axis).
+pub(super) struct Terms {
     /// `pe[g][v]`, `off[g][v]`: axis `g` at index `v`.
-    pe: Vec<Vec<usize>>,
-    off: Vec<Vec<usize>>,
+    pub pe: Vec<Vec<usize>>,
+    pub off: Vec<Vec<usize>>,
     /// The replicated levels, read at the computing PE's own position, with the weight
     /// of each in the PE index.
     replicated: Vec<(usize, usize)>,
     /// First byte of the operand's region.
-    base: usize,
-    /// The operand's axis indexed by the output's row (`a`) or column (`b`), and by the
-    /// contraction.
-    free: usize,
-    k: usize,
-    dtype: DType,
-    eb: usize,
+    pub base: usize,
+    pub dtype: DType,
+    pub eb: usize,
 }
 
-impl Operand {
-    fn new(
-        r: &Resident,
-        dtype: DType,
-        wb: usize,
-        axes: Vec<AxisSource>,
-        nb: usize,
-        free_out: usize,
-        rt: &[u64],
-    ) -> Option<Operand> {
+impl Terms {
+    /// The tables of resident `r` read as `dtype` (`wb` bytes per word), for indices
+    /// below the run-time extents `rt`; `None` if a size overflows or `rt` does not fit.
+    pub(super) fn new(r: &Resident, dtype: DType, wb: usize, rt: &[u64]) -> Option<Terms> {
         let l = &r.layout;
         let levels = l.levels();
         let nl = levels.len();
@@ -82,7 +71,7 @@ impl Operand {
         let eb = dtype.bytes() as usize;
         let fp = l.footprint_words() as usize;
         let padded = l.padded_shape();
-        if axes.len() != padded.len() || rt.len() != padded.len() {
+        if rt.len() != padded.len() {
             return None;
         }
         let mut scratch = vec![0u64; width];
@@ -128,6 +117,49 @@ impl Operand {
             .filter(|(_, lv)| lv.replicated)
             .map(|(i, _)| (i, mult[i]))
             .collect();
+        Some(Terms {
+            pe,
+            off,
+            replicated,
+            base: usize::try_from(r.offset).ok()?.checked_mul(wb)?,
+            dtype,
+            eb,
+        })
+    }
+
+    /// The PE index's part from the replicated levels, read at position `own`.
+    pub(super) fn own_pe(&self, own: &[u64]) -> usize {
+        self.replicated
+            .iter()
+            .map(|&(i, m)| own[i] as usize * m)
+            .sum()
+    }
+}
+
+/// One operand: where each of its axes takes its index from, and its [`Terms`].
+struct Operand {
+    axes: Vec<AxisSource>,
+    t: Terms,
+    /// The operand's axis indexed by the output's row (`a`) or column (`b`), and by the
+    /// contraction.
+    free: usize,
+    k: usize,
+}
+
+impl Operand {
+    fn new(
+        r: &Resident,
+        dtype: DType,
+        wb: usize,
+        axes: Vec<AxisSource>,
+        nb: usize,
+        free_out: usize,
+        rt: &[u64],
+    ) -> Option<Operand> {
+        if axes.len() != rt.len() {
+            return None;
+        }
+        let t = Terms::new(r, dtype, wb, rt)?;
         let free = axes.iter().position(|&s| s == AxisSource::Out(free_out))?;
         let k = axes.iter().position(|&s| s == AxisSource::Reduced(0))?;
         // Every other axis is a batch axis of the output or broadcast.
@@ -139,36 +171,22 @@ impl Operand {
                 _ => return None,
             }
         }
-        Some(Operand {
-            axes,
-            pe,
-            off,
-            replicated,
-            base: usize::try_from(r.offset).ok()?.checked_mul(wb)?,
-            free,
-            k,
-            dtype,
-            eb,
-        })
+        Some(Operand { axes, t, free, k })
     }
 
     /// The PE index and byte of the operand's element at output batch index `batch`
     /// (values per output batch axis), free index 0 and contraction index 0, read from
     /// the PE at `own` on replicated levels.
     fn origin(&self, batch: &[u64], own: &[u64]) -> (usize, usize) {
-        let mut pe: usize = self
-            .replicated
-            .iter()
-            .map(|&(i, m)| own[i] as usize * m)
-            .sum();
-        let mut off = self.base;
+        let mut pe = self.t.own_pe(own);
+        let mut off = self.t.base;
         for (g, &s) in self.axes.iter().enumerate() {
             let v = match s {
                 AxisSource::Out(o) if g != self.free => batch[o] as usize,
                 _ => 0,
             };
-            pe += self.pe[g][v];
-            off += self.off[g][v];
+            pe += self.t.pe[g][v];
+            off += self.t.off[g][v];
         }
         (pe, off)
     }
@@ -313,7 +331,7 @@ impl Contraction {
         let (nr, nc, kk) = (rows.len(), cols.len(), share.len());
         let [a, b] = &self.ops;
         let terms = |op: &Operand| -> Option<(Vec<usize>, Vec<usize>)> {
-            let (pe, off) = (&op.pe[op.k], &op.off[op.k]);
+            let (pe, off) = (&op.t.pe[op.k], &op.t.off[op.k]);
             share
                 .iter()
                 .map(|&t| Some((*pe.get(t as usize)?, *off.get(t as usize)?)))
@@ -328,8 +346,8 @@ impl Contraction {
             vs.iter()
                 .map(|&v| {
                     Some((
-                        *op.pe[op.free].get(v as usize)?,
-                        *op.off[op.free].get(v as usize)?,
+                        *op.t.pe[op.free].get(v as usize)?,
+                        *op.t.off[op.free].get(v as usize)?,
                     ))
                 })
                 .collect()
@@ -341,7 +359,7 @@ impl Contraction {
                     && h < nb
                     && vals[h]
                         .last()
-                        .is_some_and(|&v| v as usize >= op.pe[g].len())
+                        .is_some_and(|&v| v as usize >= op.t.pe[g].len())
                 {
                     return None;
                 }
@@ -460,8 +478,8 @@ fn gather(
             *v = read(unsafe { lms[pe + p].bytes(off + o, eb) });
         }
     }
-    let eb = op.eb;
-    match op.dtype {
+    let eb = op.t.eb;
+    match op.t.dtype {
         DType::F32 => each(lms, pe, off, terms, eb, out, at, step, |b| {
             f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64
         }),

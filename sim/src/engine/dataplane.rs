@@ -12,6 +12,7 @@
 
 use super::buffers::zeroed;
 use super::contract::{Contraction, OutCells};
+use super::conv::ConvPlan;
 use super::copy::{LmGeometry, Plan};
 use super::{DramTensor, Engine, Resident};
 use crate::net::{self, Facts, PeFact};
@@ -741,6 +742,11 @@ impl Engine {
         let contraction = (!self.per_element_kernels && extents.len() == 1)
             .then(|| Contraction::new(k, inputs, in_rt, out_rt.len(), wb))
             .flatten();
+        // Convolutions: each operand found by per-axis terms, each shard's window taps
+        // listed once per output position (`conv.rs`), the same values again.
+        let conv = (!self.per_element_kernels)
+            .then(|| ConvPlan::new(k, inputs, in_rt, wb))
+            .flatten();
         let cells = OutCells { fp, wb, eb, dtype };
         // The PEs of every distinct shard, by key (PE order inside).
         let positions = &self.positions;
@@ -772,9 +778,15 @@ impl Engine {
                         .collect::<Vec<_>>(),
                     Err(_) => extents.iter().map(|&n| (0..n).collect()).collect(),
                 };
-                let fast = contraction.as_ref().and_then(|c| {
-                    c.shard(func, &lms, &shard, pos, &share[0], out_rt, &cells, &mut buf)
-                });
+                let fast = contraction
+                    .as_ref()
+                    .and_then(|c| {
+                        c.shard(func, &lms, &shard, pos, &share[0], out_rt, &cells, &mut buf)
+                    })
+                    .or_else(|| {
+                        let c = conv.as_ref()?;
+                        c.shard(func, &lms, &shard, pos, &share, out_rt, &cells, &mut buf)
+                    });
                 let mut scratch = vec![0u64; width];
                 if let Some((w, v)) = fast {
                     (words, valid) = (w, v);

@@ -39,6 +39,7 @@ impl Mode {
 mod alloc;
 mod buffers;
 mod contract;
+mod conv;
 mod copy;
 mod dataplane;
 mod facts;
@@ -170,7 +171,7 @@ pub struct Engine {
     /// measurements, which load a stream before its reader, compute each once.
     load_memo: std::collections::HashMap<(String, String), LoadCharge>,
     /// Functional mode: evaluate every kernel element by element, matrix contractions
-    /// included (see [`Engine::set_per_element_kernels`]).
+    /// and convolutions included (see [`Engine::set_per_element_kernels`]).
     per_element_kernels: bool,
 }
 
@@ -286,9 +287,9 @@ impl Engine {
     }
 
     /// Functional mode computes a matrix contraction (`MatMul`, `BatchMatMul`,
-    /// `GeneralMatMul`) shard by shard from its gathered rows and columns; with `true`,
-    /// element by element through the kernels crate's `eval_share` as every other
-    /// kernel. Both give the same bytes (tests compare them); timing mode ignores it.
+    /// `GeneralMatMul`) shard by shard from its gathered rows and columns, and a
+    /// convolution from its shards' listed window taps; with `true`, element by element
+    /// through the kernels crate's `eval_share` as every other kernel. Both give the same bytes (tests compare them); timing mode ignores it.
     pub fn set_per_element_kernels(&mut self, on: bool) {
         self.per_element_kernels = on;
     }
