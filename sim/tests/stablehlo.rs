@@ -1448,3 +1448,28 @@ fn run_falls_back_to_timing_where_values_would_take_hours() {
     assert_eq!(r[0]["verified"], true);
     assert!(!err.contains("ran in timing mode"), "{err}");
 }
+
+/// An imported graph whose functional run would not fit the host's memory runs in
+/// timing mode with a note; asked for values (`--mode functional`), it is refused.
+#[test]
+fn run_falls_back_to_timing_where_values_would_not_fit_in_memory() {
+    let exe = env!("CARGO_BIN_EXE_mnsim");
+    let f = dir().join("softmax_1x12x128x128_f32.mlir");
+    let run = |extra: &[&str]| {
+        std::process::Command::new(exe)
+            .args(["run", f.to_str().unwrap(), "--plan", "default", "--json"])
+            .args(extra)
+            .env(mnsim_sim::memory::LIMIT_VAR, "1M")
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r[0]["mode"], "timing", "{err}");
+    assert!(err.contains("ran in timing mode"), "{err}");
+    let o = run(&["--mode", "functional"]);
+    assert!(!o.status.success());
+    assert!(o.stdout.is_empty());
+}

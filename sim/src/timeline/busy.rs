@@ -7,7 +7,8 @@
 //! overlap. A booking takes the first gap at or after its ready cycle that fits it: a
 //! later op may use the cycles an earlier one left free (back-filling), as a static
 //! schedule would, within the resource's last [`MAX_SPANS`] busy intervals (older gaps
-//! count as busy).
+//! count as busy). Compute units are not back-filled: kernels run one after another in
+//! program order (one instruction stream).
 
 use super::Resource;
 
@@ -187,8 +188,14 @@ impl BusyTable {
             .map_or((0, None), |s| (s.end, Some(s.task)))
     }
 
-    /// The earliest cycle from `at` at which `r` is free for `cycles` in a row.
+    /// The earliest cycle from `at` at which `r` is free for `cycles` in a row. A compute
+    /// unit is not back-filled: all PEs run one instruction stream, so a kernel runs after
+    /// the earlier kernels on its unit (in program order), never in their pauses.
     pub fn earliest(&self, r: Resource, at: u64, cycles: u64) -> (u64, Option<usize>) {
+        if r.is_compute() {
+            let (free, by) = self.free_at(r);
+            return if free > at { (free, by) } else { (at, None) };
+        }
         self.slots
             .iter()
             .find(|s| s.resource == r)

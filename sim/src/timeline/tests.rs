@@ -279,7 +279,7 @@ fn re_sent_slices_cost_the_producers_slice_time_in_both_schedules() {
 
 #[test]
 fn a_booking_takes_the_first_gap_that_fits_it() {
-    let r = Resource::VectorUnit;
+    let r = port(0).resource;
     let mut b = BusyTable::logging();
     b.hold(r, 0, 0, 10);
     b.hold(r, 1, 30, 10);
@@ -300,11 +300,16 @@ fn a_booking_takes_the_first_gap_that_fits_it() {
     assert_eq!(b.earliest(r, 0, 1), (40, Some(1)));
     assert_eq!(b.free_at(r), (50, Some(2)));
     assert_eq!(overlap(b.bookings()), None);
+    // A compute unit is not back-filled: kernels run in program order.
+    let v = Resource::VectorUnit;
+    b.hold(v, 4, 0, 10);
+    b.hold(v, 5, 30, 10);
+    assert_eq!(b.earliest(v, 0, 5), (40, Some(5)));
 }
 
 #[test]
 fn a_resource_forgets_its_oldest_gaps() {
-    let r = Resource::VectorUnit;
+    let r = port(0).resource;
     let mut b = BusyTable::default();
     // Bursts of 1 cycle every 2: a gap after each.
     for k in 0..200u64 {
