@@ -50,6 +50,38 @@ where
     }
 }
 
+/// [`fit`]'s start alone, checking each resource again only until all of them, one
+/// after another, fit at the same start (`holds` is iterated several times: cheap to
+/// clone).
+pub fn fit_all<I>(busy: &mut dyn Busy, holds: I, at: u64) -> u64
+where
+    I: ExactSizeIterator<Item = (Resource, u64)> + Clone,
+{
+    let n = holds.len();
+    let mut t = at;
+    // Resources found to fit at `t` in a row; the scan wraps around.
+    let mut fine = 0;
+    let mut it = holds.clone();
+    while fine < n {
+        let (r, c) = match it.next() {
+            Some(x) => x,
+            None => {
+                it = holds.clone();
+                continue;
+            }
+        };
+        let (s, _) = busy.earliest(r, t, c);
+        if s > t {
+            t = s;
+            // `r` fits at its own earliest start.
+            fine = 1;
+        } else {
+            fine += 1;
+        }
+    }
+    t
+}
+
 /// One booking: `task` held `resource` over `[start, end)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Booking {

@@ -174,20 +174,30 @@ fn book_step(
         let left = due(h).saturating_sub(b);
         if j + 1 == n { left } else { left.min(len) }
     };
-    let need = holds
-        .iter()
-        .zip(booked.iter())
-        .map(|(h, &b)| (h.resource, part(h, b)))
-        .filter(|&(_, p)| p > 0);
-    let st = super::busy::fit(busy, need, st).0;
-    let mut e = st.saturating_add(len);
-    for (h, b) in holds.iter().zip(booked.iter_mut()) {
-        let p = part(h, *b);
+    // The parts this step books (a task holds a handful of resources: on the stack).
+    let mut buf = [(super::Resource::VectorUnit, 0u64, 0usize); 8];
+    let mut heap = Vec::new();
+    let need: &mut [(super::Resource, u64, usize)] = if holds.len() <= buf.len() {
+        &mut buf[..holds.len()]
+    } else {
+        heap.resize(holds.len(), (super::Resource::VectorUnit, 0, 0));
+        &mut heap
+    };
+    let mut k = 0;
+    for (i, (h, &b)) in holds.iter().zip(booked.iter()).enumerate() {
+        let p = part(h, b);
         if p > 0 {
-            busy.hold(h.resource, index, st, p);
-            *b += p;
-            e = e.max(st.saturating_add(p));
+            need[k] = (h.resource, p, i);
+            k += 1;
         }
+    }
+    let need = &need[..k];
+    let st = super::busy::fit_all(busy, need.iter().map(|&(r, p, _)| (r, p)), st);
+    let mut e = st.saturating_add(len);
+    for &(r, p, i) in need {
+        busy.hold(r, index, st, p);
+        booked[i] += p;
+        e = e.max(st.saturating_add(p));
     }
     e
 }
