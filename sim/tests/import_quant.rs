@@ -6,7 +6,7 @@ mod common;
 
 use mnsim_reports::Report;
 use mnsim_sim::import::{self, Options};
-use mnsim_sim::scenario::{self, Mode, Source};
+use mnsim_sim::scenario::{Mode, Source};
 use std::path::PathBuf;
 
 fn import_text(text: &str) -> Result<import::Imported, String> {
@@ -19,17 +19,7 @@ fn import_text(text: &str) -> Result<import::Imported, String> {
 
 /// Runs an imported scenario under plan `default` in `mode`.
 fn run(imp: &import::Imported, name: &str, mode: Mode) -> Report {
-    let sc = scenario::parse(&imp.text, name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    let src = Source {
-        path: name.into(),
-        text: imp.text.clone(),
-    };
-    let mut res = scenario::resolve(&sc, &src, Some("default"), &[], &Default::default())
-        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    res.mode = mode;
-    mnsim_sim::run::run(&res)
-        .unwrap_or_else(|e| panic!("{name} {mode:?}: {e}"))
-        .report
+    common::graphs::run_imported(imp, name, "default", &[], mode).report
 }
 
 /// A logical tensor in oneDNN's JSON.

@@ -11,6 +11,8 @@
 //! unmapped attributes are errors naming the dimension, the op or the attribute at its
 //! line:column. Mutations of the real files never panic.
 
+mod common;
+
 use mnsim_reports::Report;
 use mnsim_sim::import::{self, Imported, Options};
 use mnsim_sim::scenario::{self, Mode, Source};
@@ -77,23 +79,7 @@ fn sets_for(name: &str) -> Vec<(String, f64)> {
 }
 
 fn run_plan(imp: &Imported, name: &str, mode: Mode) -> Report {
-    let sc = scenario::parse(&imp.text, name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    let src = Source {
-        path: name.into(),
-        text: imp.text.clone(),
-    };
-    let mut res = scenario::resolve(
-        &sc,
-        &src,
-        Some("default"),
-        &sets_for(name),
-        &Default::default(),
-    )
-    .unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    res.mode = mode;
-    mnsim_sim::run::run(&res)
-        .unwrap_or_else(|e| panic!("{name} {mode:?}: {e}"))
-        .report
+    common::graphs::run_imported(imp, name, "default", &sets_for(name), mode).report
 }
 
 /// The integers of the first `[...]` after `key = ` and of the `[...]` after ` x `.
@@ -540,15 +526,7 @@ struct Ran {
 fn run_inline(name: &str, text: &str) -> Ran {
     let imp = import_text(name, text, &BTreeMap::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let timing = run_plan(&imp, name, Mode::Timing);
-    let sc = scenario::parse(&imp.text, name).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    let src = Source {
-        path: name.into(),
-        text: imp.text.clone(),
-    };
-    let mut res = scenario::resolve(&sc, &src, Some("default"), &[], &Default::default())
-        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    res.mode = Mode::Functional;
-    let run = mnsim_sim::run::run(&res).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let run = common::graphs::run_imported(&imp, name, "default", &[], Mode::Functional);
     assert_eq!(
         run.report.verified,
         Some(true),
@@ -560,7 +538,7 @@ fn run_inline(name: &str, text: &str) -> Ran {
         "{name}: modes agree"
     );
     let values = |t: &str| -> Option<Vec<f64>> {
-        let dtype = res.tensors.get(t)?.dtype;
+        let dtype = imp.scenario.tensors.get(t)?.dtype;
         let b = run.engine.dram_row_major(t)?;
         Some(
             b.chunks_exact(dtype.bytes() as usize)
@@ -570,12 +548,15 @@ fn run_inline(name: &str, text: &str) -> Ran {
     };
     let args: Vec<Vec<f64>> = (0..).map_while(|i| values(&format!("arg{i}"))).collect();
     let stored = imp
-        .text
-        .rsplit("Store(tensor: \"")
-        .next()
-        .and_then(|s| s.split('"').next())
-        .unwrap()
-        .to_string();
+        .scenario
+        .program
+        .iter()
+        .rev()
+        .find_map(|op| match op {
+            scenario::Op::Store { tensor } => Some(tensor.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{name}: nothing stored"));
     let out = values(&stored).unwrap_or_else(|| panic!("{name}: `{stored}` stored"));
     Ran {
         imp,

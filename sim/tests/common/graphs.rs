@@ -51,3 +51,23 @@ pub fn onednn_files() -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Resolves plan `plan` of an imported graph (with the `--set`s `sets`) and runs it in
+/// `mode`: the scenario the import built, its printed text the source messages point into.
+pub fn run_imported(
+    imp: &mnsim_sim::import::Imported,
+    name: &str,
+    plan: &str,
+    sets: &[(String, f64)],
+    mode: mnsim_sim::scenario::Mode,
+) -> mnsim_sim::run::RunOutput {
+    let src = mnsim_sim::scenario::Source {
+        path: name.into(),
+        text: imp.text.clone(),
+    };
+    let mut res =
+        mnsim_sim::scenario::resolve(&imp.scenario, &src, Some(plan), sets, &Default::default())
+            .unwrap_or_else(|e| panic!("{name} {plan}: {e:?}"));
+    res.mode = mode;
+    mnsim_sim::run::run(&res).unwrap_or_else(|e| panic!("{name} {plan} {mode:?}: {e}"))
+}
