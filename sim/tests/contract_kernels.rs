@@ -8,13 +8,12 @@
 
 mod common;
 
-use common::kernels::small;
+use common::kernels::{out_bytes, small};
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::Kernel;
 use mnsim_sim::engine::{Engine, Mode};
 use mnsim_sim::run::init_data;
 use mnsim_sim::scenario::Init;
-use mnsim_sim::world::{Lm, Pe};
 
 struct Rng(u64);
 
@@ -287,20 +286,6 @@ fn random_case(rng: &mut Rng, n: u64) -> Case {
         .collect();
     case.pad = pads;
     case
-}
-
-/// Every PE's bytes of `out`'s LM region, in PE order.
-fn out_bytes(e: &mut Engine) -> Vec<Vec<u8>> {
-    let r = e.tensors["out"].lm.clone().expect("in LM");
-    let wb = e.machine.word_bytes as usize;
-    let (lo, hi) = (r.offset as usize * wb, (r.offset + r.words) as usize * wb);
-    let mut q = e.sw.world.query::<(&Pe, &Lm)>();
-    let mut v: Vec<(u64, Vec<u8>)> = q
-        .iter(&e.sw.world)
-        .map(|(p, l)| (p.global, l.data[lo..hi].to_vec()))
-        .collect();
-    v.sort_unstable_by_key(|x| x.0);
-    v.into_iter().map(|x| x.1).collect()
 }
 
 /// Runs the case's kernel in functional mode, element by element or not; `None` when

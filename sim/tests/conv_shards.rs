@@ -9,88 +9,12 @@
 
 mod common;
 
-use common::kernels::small;
+use common::kernels::{Rng, Tagged, layouts, out_bytes, small};
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::{Conv, ConvPass, Kernel, WeightsFormat};
 use mnsim_sim::engine::{Engine, Mode};
 use mnsim_sim::run::init_data;
 use mnsim_sim::scenario::Init;
-use mnsim_sim::world::{Lm, Pe};
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
-const LEVELS: [(&str, u64); 4] = [("L2B", 2), ("L1B", 2), ("MAB", 2), ("PE", 4)];
-
-/// A tensor for the layout generator: its dims and a tag per axis (`'X'` never
-/// splits). Splitting tag `t` over a level splits every axis tagged `t` there; a tensor
-/// without it is replicated there.
-struct Tagged {
-    dims: Vec<u64>,
-    tags: Vec<char>,
-}
-
-/// Layouts for every tensor: each level splits one tag of `choices` (the tags that
-/// divide what is left; `partial` tags only above the PE level) or nothing.
-fn layouts(rng: &mut Rng, ts: &[Tagged], choices: &[char], partial: &[char]) -> Vec<String> {
-    let mut rest: Vec<Vec<u64>> = ts.iter().map(|t| t.dims.clone()).collect();
-    let mut subs: Vec<Vec<Vec<String>>> =
-        ts.iter().map(|t| vec![Vec::new(); t.dims.len()]).collect();
-    let mut bcast: Vec<Vec<&str>> = vec![Vec::new(); ts.len()];
-    for (name, fan) in LEVELS {
-        let ok: Vec<char> = choices
-            .iter()
-            .copied()
-            .filter(|c| name != "PE" || !partial.contains(c))
-            .filter(|&c| {
-                ts.iter().enumerate().all(|(i, t)| {
-                    t.tags
-                        .iter()
-                        .enumerate()
-                        .all(|(a, &g)| g != c || rest[i][a].is_multiple_of(fan))
-                })
-            })
-            .collect();
-        let pick = rng.below(ok.len() as u64 + 1) as usize;
-        let tag = ok.get(pick).copied();
-        for (i, t) in ts.iter().enumerate() {
-            match t.tags.iter().position(|&g| Some(g) == tag) {
-                Some(a) => {
-                    subs[i][a].push(format!("{fan}_{name}"));
-                    rest[i][a] /= fan;
-                }
-                None => bcast[i].push(name),
-            }
-        }
-    }
-    ts.iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let groups: Vec<String> = (0..t.dims.len())
-                .map(|a| {
-                    let mut g = subs[i][a].clone();
-                    if rest[i][a] > 1 || g.is_empty() {
-                        g.push(rest[i][a].to_string());
-                    }
-                    format!("({})", g.join(", "))
-                })
-                .collect();
-            let b = if bcast[i].is_empty() {
-                String::new()
-            } else {
-                format!("; B@[{}]", bcast[i].join(","))
-            };
-            format!("({}{b})", groups.join(", "))
-        })
-        .collect()
-}
 
 /// A data tensor's axes in `c`'s order: batch, channels, spatial.
 fn data<T: Clone>(c: &Conv, n: T, ch: T, sp: &[T]) -> Vec<T> {
@@ -247,20 +171,6 @@ fn random_case(rng: &mut Rng, n: u64) -> Case {
         layouts,
         dtypes: DTYPES[(n % DTYPES.len() as u64) as usize],
     }
-}
-
-/// Every PE's bytes of `out`'s LM region, in PE order.
-fn out_bytes(e: &mut Engine) -> Vec<Vec<u8>> {
-    let r = e.tensors["out"].lm.clone().expect("in LM");
-    let wb = e.machine.word_bytes as usize;
-    let (lo, hi) = (r.offset as usize * wb, (r.offset + r.words) as usize * wb);
-    let mut q = e.sw.world.query::<(&Pe, &Lm)>();
-    let mut v: Vec<(u64, Vec<u8>)> = q
-        .iter(&e.sw.world)
-        .map(|(p, l)| (p.global, l.data[lo..hi].to_vec()))
-        .collect();
-    v.sort_unstable_by_key(|x| x.0);
-    v.into_iter().map(|x| x.1).collect()
 }
 
 /// Runs the case's kernel in functional mode, element by element or not; `None` when

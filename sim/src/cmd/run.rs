@@ -233,18 +233,12 @@ pub fn run_plan(
             && mnsim_sim::import::is_imported(src)
             && work > mnsim_sim::memory::FUNCTIONAL_WORK_LIMIT
         {
-            eprintln!(
-                "note: {}{}: a functional run would compute about {work:.1e} element values \
-                 on the PEs (its layouts repeat work over the replicas): ran in timing mode for \
-                 the same cycles, without verification (--mode functional runs it anyway)",
-                src.path,
-                plan.map(|p| format!(" plan `{p}`")).unwrap_or_default()
+            let why = format!(
+                "a functional run would compute about {work:.1e} element values on the PEs \
+                 (its layouts repeat work over the replicas): ran in timing mode for the same \
+                 cycles, without verification (--mode functional runs it anyway)"
             );
-            let mut report = dry.report;
-            if let Some(h) = bottleneck_hint(&res.machine, &report) {
-                report.warnings.push(h);
-            }
-            return Ok(report);
+            return Ok(timing_instead(src, plan, &why, dry.report, &res.machine));
         }
         // Refuse a functional run too large for this machine before anything is
         // allocated; an imported graph, functional only because its tensors are small,
@@ -254,16 +248,8 @@ pub fn run_plan(
             if mode.is_some() || !mnsim_sim::import::is_imported(src) {
                 return Err(miette!("error: {}: {e}", src.path));
             }
-            eprintln!(
-                "note: {}{}: ran in timing mode for the same cycles, without verification: {e}",
-                src.path,
-                plan.map(|p| format!(" plan `{p}`")).unwrap_or_default()
-            );
-            let mut report = dry.report;
-            if let Some(h) = bottleneck_hint(&res.machine, &report) {
-                report.warnings.push(h);
-            }
-            return Ok(report);
+            let why = format!("ran in timing mode for the same cycles, without verification: {e}");
+            return Ok(timing_instead(src, plan, &why, dry.report, &res.machine));
         }
     }
     let mut report = execute(sc, src, plan, &res, progress)?.report;
@@ -317,6 +303,26 @@ pub fn execute(
 
 /// A hint when the level that bounds the run is one layouts cannot name (mncore2's
 /// Group): the user cannot split data over it directly.
+/// The timing run's report of an imported graph run in timing mode instead of the
+/// functional mode it asked for, and why (a note on stderr).
+fn timing_instead(
+    src: &scenario::Source,
+    plan: Option<&str>,
+    why: &str,
+    mut report: mnsim_reports::Report,
+    m: &mnsim_arch::Machine,
+) -> mnsim_reports::Report {
+    eprintln!(
+        "note: {}{}: {why}",
+        src.path,
+        plan.map(|p| format!(" plan `{p}`")).unwrap_or_default()
+    );
+    if let Some(h) = bottleneck_hint(m, &report) {
+        report.warnings.push(h);
+    }
+    report
+}
+
 pub fn bottleneck_hint(m: &mnsim_arch::Machine, r: &mnsim_reports::Report) -> Option<String> {
     // The bottleneck resource's level (`Group down` → `Group`).
     let b = r.bottleneck_name()?.split_whitespace().next()?;
