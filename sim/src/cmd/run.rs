@@ -301,8 +301,6 @@ pub fn execute(
     Ok(r)
 }
 
-/// A hint when the level that bounds the run is one layouts cannot name (mncore2's
-/// Group): the user cannot split data over it directly.
 /// The timing run's report of an imported graph run in timing mode instead of the
 /// functional mode it asked for, and why (a note on stderr).
 fn timing_instead(
@@ -323,6 +321,8 @@ fn timing_instead(
     report
 }
 
+/// A hint when the level that bounds the run is one layouts cannot name (mncore2's
+/// Group): the user cannot split data over it directly.
 pub fn bottleneck_hint(m: &mnsim_arch::Machine, r: &mnsim_reports::Report) -> Option<String> {
     // The bottleneck resource's level (`Group down` → `Group`).
     let b = r.bottleneck_name()?.split_whitespace().next()?;

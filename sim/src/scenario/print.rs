@@ -48,43 +48,58 @@ pub fn one_line<T: Serialize + ?Sized>(v: &T) -> String {
 
 /// The scenario's RON text, with `c`'s comments.
 pub fn print(sc: &Scenario, c: &Comments) -> String {
+    // Every field named: a new one must say how it prints.
+    let Scenario {
+        name,
+        description,
+        machine,
+        overrides,
+        mode,
+        bind,
+        tensors,
+        program,
+        plans,
+        verify,
+        auto_reduce,
+        schedule,
+    } = sc;
     let mut t = String::new();
     for l in &c.head {
         let _ = writeln!(t, "// {l}");
     }
     t.push_str("Scenario(\n");
-    let _ = writeln!(t, "    name: {},", one_line(&sc.name));
-    if let Some(d) = &sc.description {
+    let _ = writeln!(t, "    name: {},", one_line(name));
+    if let Some(d) = description {
         let _ = writeln!(t, "    description: {},", one_line(d));
     }
-    let _ = writeln!(t, "    machine: {},", one_line(&sc.machine));
-    if !sc.overrides.is_empty() {
-        let _ = writeln!(t, "    overrides: {},", one_line(&sc.overrides));
+    let _ = writeln!(t, "    machine: {},", one_line(machine));
+    if !overrides.is_empty() {
+        let _ = writeln!(t, "    overrides: {},", one_line(overrides));
     }
-    let _ = writeln!(t, "    mode: {},", one_line(&sc.mode));
-    if !sc.bind.is_empty() {
-        let _ = writeln!(t, "    bind: {},", one_line(&sc.bind));
+    let _ = writeln!(t, "    mode: {},", one_line(mode));
+    if !bind.is_empty() {
+        let _ = writeln!(t, "    bind: {},", one_line(bind));
     }
     t.push_str("    tensors: {\n");
-    for (name, d) in ordered(&sc.tensors, &c.order) {
+    for (tname, d) in ordered(tensors, &c.order) {
         let note = c
             .tensors
-            .get(name)
+            .get(tname)
             .map(|n| format!(" // {n}"))
             .unwrap_or_default();
-        let _ = writeln!(t, "        {}: {},{note}", one_line(name), one_line(d));
+        let _ = writeln!(t, "        {}: {},{note}", one_line(tname), one_line(d));
     }
     t.push_str("    },\n    program: [\n");
-    for (i, op) in sc.program.iter().enumerate() {
+    for (i, op) in program.iter().enumerate() {
         if let Some(l) = c.ops.get(&i) {
             let _ = writeln!(t, "        // {l}");
         }
         let _ = writeln!(t, "        {},", one_line(op));
     }
     t.push_str("    ],\n");
-    if !sc.plans.is_empty() {
+    if !plans.is_empty() {
         t.push_str("    plans: {\n");
-        for (plan, vars) in &sc.plans {
+        for (plan, vars) in plans {
             let _ = writeln!(t, "        {}: {{", one_line(plan));
             for (v, value) in ordered(vars, &c.order) {
                 let _ = writeln!(t, "            {}: {},", one_line(v), plan_value(value));
@@ -96,14 +111,14 @@ pub fn print(sc: &Scenario, c: &Comments) -> String {
     for l in &c.tail {
         let _ = writeln!(t, "    // {l}");
     }
-    if sc.verify {
+    if *verify {
         t.push_str("    verify: true,\n");
     }
-    if sc.auto_reduce {
+    if *auto_reduce {
         t.push_str("    auto_reduce: true,\n");
     }
-    if sc.schedule != Schedule::default() {
-        let _ = writeln!(t, "    schedule: {},", one_line(&sc.schedule));
+    if *schedule != Schedule::default() {
+        let _ = writeln!(t, "    schedule: {},", one_line(schedule));
     }
     t.push_str(")\n");
     t

@@ -26,60 +26,35 @@ pub trait Busy {
 
 /// The earliest cycle from `at` at which every resource of `holds` (resource, cycles)
 /// is free for its cycles at once, and the resource and task it waited for last.
+/// Each resource is asked in turn, wrapping around, until all of them, one after
+/// another, fit at the same start: the start only moves later, to where some resource
+/// fits, so it ends at the least start where all do.
 pub fn fit<I>(busy: &mut dyn Busy, holds: I, at: u64) -> (u64, Option<(Resource, Option<usize>)>)
-where
-    I: Iterator<Item = (Resource, u64)> + Clone,
-{
-    let mut t = at;
-    let mut why = None;
-    // The start only moves later, and each resource has finitely many bookings: the
-    // loop ends once one pass moves it no more.
-    loop {
-        let mut moved = false;
-        for (r, c) in holds.clone() {
-            let (s, by) = busy.earliest(r, t, c);
-            if s > t {
-                t = s;
-                why = Some((r, by));
-                moved = true;
-            }
-        }
-        if !moved {
-            return (t, why);
-        }
-    }
-}
-
-/// [`fit`]'s start alone, checking each resource again only until all of them, one
-/// after another, fit at the same start (`holds` is iterated several times: cheap to
-/// clone).
-pub fn fit_all<I>(busy: &mut dyn Busy, holds: I, at: u64) -> u64
 where
     I: ExactSizeIterator<Item = (Resource, u64)> + Clone,
 {
     let n = holds.len();
     let mut t = at;
-    // Resources found to fit at `t` in a row; the scan wraps around.
+    let mut why = None;
+    // Resources found to fit at `t` in a row.
     let mut fine = 0;
     let mut it = holds.clone();
     while fine < n {
-        let (r, c) = match it.next() {
-            Some(x) => x,
-            None => {
-                it = holds.clone();
-                continue;
-            }
+        let Some((r, c)) = it.next() else {
+            it = holds.clone();
+            continue;
         };
-        let (s, _) = busy.earliest(r, t, c);
+        let (s, by) = busy.earliest(r, t, c);
         if s > t {
             t = s;
+            why = Some((r, by));
             // `r` fits at its own earliest start.
             fine = 1;
         } else {
             fine += 1;
         }
     }
-    t
+    (t, why)
 }
 
 /// One booking: `task` held `resource` over `[start, end)`.
@@ -91,9 +66,10 @@ pub struct Booking {
     pub end: u64,
 }
 
-/// Busy intervals a resource remembers: past them its oldest gap is counted busy, so a
-/// task may back-fill the gaps of roughly the last 64 bursts on a resource (a stream's
-/// sends, a walk's steps) and placing a task costs the same whatever came before it.
+/// Busy intervals a resource remembers: past them the oldest half of its gaps is counted
+/// busy, so a task may back-fill the gaps of the last 32 to 64 bursts on a resource (a
+/// stream's sends, a walk's steps) and placing a task costs the same whatever came
+/// before it.
 const MAX_SPANS: usize = 64;
 
 /// A busy interval `[start, end)` of a resource; `task` held its end (touching

@@ -192,7 +192,7 @@ fn book_step(
         }
     }
     let need = &need[..k];
-    let st = super::busy::fit_all(busy, need.iter().map(|&(r, p, _)| (r, p)), st);
+    let st = super::busy::fit(busy, need.iter().map(|&(r, p, _)| (r, p)), st).0;
     let mut e = st.saturating_add(len);
     for &(r, p, i) in need {
         busy.hold(r, index, st, p);

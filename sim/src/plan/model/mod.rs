@@ -406,7 +406,7 @@ impl Model {
     pub fn max_rank(&self) -> usize {
         self.vars
             .iter()
-            .map(|v| self.layouts[v.candidates[0] as usize].groups().len())
+            .map(|v| self.res.tensors[&v.tensor].dims_at_bound.len())
             .max()
             .unwrap_or(0)
     }
