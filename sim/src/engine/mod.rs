@@ -461,6 +461,7 @@ impl Engine {
                     sends: 0,
                     resends: 0,
                     resend_cycles: 0,
+                    external: None,
                 },
             );
         }

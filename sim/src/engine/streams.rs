@@ -8,7 +8,7 @@ use super::{Engine, SimError, err};
 use crate::ids::RegionId;
 use crate::lowering::{self, Source, walk, walk::WalkPlan};
 use crate::net;
-use crate::timeline::Walk;
+use crate::timeline::{Task, Walk};
 use mnsim_arch::TensorLayout;
 use mnsim_kernels::shape::AxisSource;
 
@@ -34,6 +34,9 @@ pub struct StreamState {
     pub sends: u64,
     pub resends: u64,
     pub resend_cycles: u64,
+    /// The producer's task when the producer is not an op of this engine (a stream the
+    /// planner's measuring engine assumes: [`Engine::assume_stream`]).
+    pub external: Option<Box<Task>>,
 }
 
 /// Axes longer than this are not scanned for a walk (their operands are read whole).
@@ -156,6 +159,46 @@ impl Engine {
         true
     }
 
+    /// The planner's measuring engine: `name`, placed in LM in a `Time`-stepped layout,
+    /// is the output stream of a kernel measured apart, whose task is `producer`; the
+    /// next op to read it reads it slice by slice, as in the run. It holds `buffers:`
+    /// slices if the producer gave it, else two when two fit the `free` LM words its
+    /// producer found.
+    pub fn assume_stream(
+        &mut self,
+        name: &str,
+        (buffers, free): (Option<i64>, u64),
+        producer: Task,
+    ) -> Result<(), SimError> {
+        let Some(r) = self.tensors.get(name).and_then(|t| t.lm.clone()) else {
+            return err(format!("tensor `{name}` is not in LM"));
+        };
+        let lm = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
+        self.buffers = buffers;
+        let held = self.hold(name, &r.layout, lm.saturating_sub(free), lm);
+        self.buffers = None;
+        let (held, _, fallback, requested) = held?;
+        self.streams.insert(
+            r.region,
+            StreamState {
+                tensor: name.to_string(),
+                producer: usize::MAX,
+                slices: r.layout.time_span(),
+                slice_words: r.layout.footprint_words(),
+                buffers: held,
+                requested,
+                fallback,
+                log_at: 0,
+                consumer: None,
+                sends: 0,
+                resends: 0,
+                resend_cycles: 0,
+                external: Some(Box::new(producer)),
+            },
+        );
+        Ok(())
+    }
+
     /// The walk of the op being recorded: its stream inputs (the first read of a
     /// stream), their sends and re-sends, and the producers' stages the re-sends charge
     /// again.
@@ -180,7 +223,10 @@ impl Engine {
                         && !chosen.iter().flatten().any(|c| c.0 == *r) =>
                 {
                     match self.streams.get(r) {
-                        Some(st) if st.consumer.is_none() && st.producer < self.tasks.len() => {
+                        Some(st)
+                            if st.consumer.is_none()
+                                && (st.external.is_some() || st.producer < self.tasks.len()) =>
+                        {
                             Some((*r, st.buffers as u32, st.slices as u32, st.producer))
                         }
                         _ => None,
@@ -197,7 +243,14 @@ impl Engine {
                     region,
                     buffers,
                     slices,
-                    producer: &self.tasks[p],
+                    producer: match self
+                        .streams
+                        .get(&region)
+                        .and_then(|s| s.external.as_deref())
+                    {
+                        Some(t) => t,
+                        None => &self.tasks[p],
+                    },
                 })
             })
             .collect();
@@ -219,6 +272,10 @@ impl Engine {
             }
             let (r, n) = (st.resends, st.slices.max(1));
             let scale = |v: u64| (v as u128 * r as u128 / n as u128).min(u64::MAX as u128) as u64;
+            if st.external.is_some() {
+                // Its producer's stages are another engine's.
+                continue;
+            }
             if let Some((stages, _)) = self.records.get(st.producer) {
                 extra.extend(stages.iter().map(|s| net::Stage {
                     bytes: scale(s.bytes),

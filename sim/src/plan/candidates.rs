@@ -377,19 +377,23 @@ fn time_steps(mem: &[u64], need: u64) -> Option<Vec<u64>> {
     (need <= 1).then_some(steps)
 }
 
-/// The fewest `Time` steps of a stream variant ([`streamed`]).
-const STREAM_STEPS: u64 = 16;
+/// The `Time` steps the planner tries a stream variant with ([`streamed`]): many steps
+/// hide more of a long transfer, each step pays the path's latency once more, so a
+/// small tensor streams best in a few.
+pub const STREAM_STEPS: [u64; 3] = [16, 4, 2];
 
-/// `l` as a stream: the same layout with at least [`STREAM_STEPS`] `Time` steps taken
-/// from its memory parts, major axes first (`time_steps`), but never from axis `skip`
-/// (a consumer's reduced axis), each axis's steps outermost in its group. A Load, the
-/// kernels and the Store of such a tensor overlap slice by slice; steps `l` already had
-/// become memory parts first. `None` when its shard has too few words.
+/// `l` as a stream: the same layout with at least `need` `Time` steps (as many as its
+/// shard has words, if fewer) taken from its memory parts, major axes first
+/// (`time_steps`), but never from axis `skip` (a consumer's reduced axis), each axis's
+/// steps outermost in its group. A Load, the kernels and the Store of such a tensor
+/// overlap slice by slice; steps `l` already had become memory parts first. `None` when
+/// its shard has too few words.
 pub fn streamed(
     m: &Machine,
     l: &TensorLayout,
     (dims, dtype, implicit_pad): (&[u64], DType, bool),
     skip: Option<usize>,
+    need: u64,
 ) -> Option<Candidate> {
     // A layout's own `Time` steps become memory parts first (they may step the axis a
     // consumer reduces); per axis, its first memory part is where the steps come from.
@@ -405,10 +409,10 @@ pub fn streamed(
         })
         .collect();
     let words = first_mem.iter().try_fold(1u64, |a, &b| a.checked_mul(b))?;
-    if words < STREAM_STEPS {
+    if words < 2 {
         return None;
     }
-    let steps = time_steps(&first_mem, STREAM_STEPS)?;
+    let steps = time_steps(&first_mem, need.min(words))?;
     let levels = l.levels();
     let mut body = Vec::with_capacity(l.groups().len());
     for (g, &t) in l.groups().iter().zip(&steps) {

@@ -53,6 +53,17 @@ pub fn input_slot(r: RegionId) -> Option<usize> {
     (r.0 >= INPUT_REGION).then(|| (r.0 - INPUT_REGION) as usize)
 }
 
+/// Where an input the measured op reads slice by slice (its first reader) comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum StreamFrom<'a> {
+    /// A Load (op id): the Load is applied before the op, so that the op's walk places
+    /// its sends.
+    Load(OpId),
+    /// A kernel (op id) whose task was `Task`, which found the given LM words free: the
+    /// input is placed and assumed to be its output stream ([`Engine::assume_stream`]).
+    Kernel(OpId, &'a Task, u64),
+}
+
 /// An engine kept for measuring ops one at a time.
 pub struct Coster {
     eng: Engine,
@@ -62,6 +73,8 @@ pub struct Coster {
     placed: u64,
     /// Regions of inputs loaded as streams for the op being measured, with their slot.
     loaded: Vec<(RegionId, usize)>,
+    /// Regions of inputs placed for the op being measured, with their slot.
+    inputs: Vec<(RegionId, usize)>,
 }
 
 /// Offsets of placed inputs: far above any LM.
@@ -97,6 +110,7 @@ impl Coster {
             auto_reduce: res.auto_reduce,
             placed: 0,
             loaded: Vec::new(),
+            inputs: Vec::new(),
         })
     }
 
@@ -105,17 +119,20 @@ impl Coster {
         self.eng.clear();
         self.placed = 0;
         self.loaded.clear();
+        self.inputs.clear();
     }
 
-    /// Places `name` in LM as `held`, without moving anything. The region lies outside
-    /// the engine's allocator (the planner's own walk charges LM), at an offset no
-    /// allocation reaches, so freeing it is a no-op for the allocator.
-    fn place(&mut self, name: &str, held: &Held) -> Result<(), SimError> {
+    /// Places `name` (input `slot`) in LM as `held`, without moving anything. The region
+    /// lies outside the engine's allocator (the planner's own walk charges LM), at an
+    /// offset no allocation reaches, so freeing it is a no-op for the allocator.
+    fn place(&mut self, name: &str, held: &Held, slot: usize) -> Result<(), SimError> {
         let words = held
             .layout
             .footprint_words()
             .saturating_mul(held.layout.time_span());
         self.placed += 1;
+        let region = RegionId(PLACED_REGION + self.placed as u32);
+        self.inputs.push((region, slot));
         let t = self
             .eng
             .tensors
@@ -127,7 +144,7 @@ impl Coster {
             words,
             partial: held.partial.clone(),
             // Ids the engine's allocator (restarted by `reset`) does not reach.
-            region: RegionId(PLACED_REGION + self.placed as u32),
+            region,
         });
         Ok(())
     }
@@ -141,7 +158,7 @@ impl Coster {
         to: &TensorLayout,
     ) -> Result<(u64, Vec<Task>, RegionId), SimError> {
         self.reset();
-        self.place(name, from)?;
+        self.place(name, from, 0)?;
         self.eng.ops.clear();
         let r = self.eng.relayout("Relayout", name, to.clone(), None)?;
         let region = self
@@ -155,12 +172,14 @@ impl Coster {
 
     /// A region of the measuring engine as [`Measured::tasks`] names it.
     fn symbol(&self, r: RegionId) -> RegionId {
-        if let Some(&(_, slot)) = self.loaded.iter().find(|(l, _)| *l == r) {
-            return input_region(slot);
-        }
-        match r.0.checked_sub(PLACED_REGION + 1) {
-            Some(k) if (k as u64) < self.placed => input_region(k as usize),
-            _ => r,
+        match self
+            .loaded
+            .iter()
+            .chain(&self.inputs)
+            .find(|(l, _)| *l == r)
+        {
+            Some(&(_, slot)) => input_region(slot),
+            None => r,
         }
     }
 
@@ -191,34 +210,40 @@ impl Coster {
 
     /// Measures op `op` with its inputs in LM as `inputs` and `layout` as its own
     /// layout, applied as the run applies it ([`crate::apply::apply`]). An input whose
-    /// `loaded_by` entry names a Load (a `Time`-stepped output of it, of which this op is
-    /// the first reader) is loaded by that op, not placed, so that this op's walk reads
-    /// it slice by slice as in the run: its sends, the buffers they wait for and the
-    /// slices sent again (docs/model.md, streams) are in the op's tasks; the Load's own
-    /// task is not.
+    /// `streams` entry names its producer (a `Time`-stepped output of it, of which this
+    /// op is the first reader) is read slice by slice as in the run: a Load's stream is
+    /// loaded by the Load, not placed, so that its sends, the buffers they wait for and
+    /// the slices sent again (docs/model.md, streams) are in the op's tasks (the Load's
+    /// own task is not); a kernel's is placed as that kernel's output stream.
     pub fn measure(
         &mut self,
         op: OpId,
         inputs: &[(&str, &Held)],
         layout: Option<&TensorLayout>,
-        loaded_by: &[Option<OpId>],
+        streams: &[Option<StreamFrom>],
     ) -> Result<Measured, SimError> {
         self.reset();
         self.eng.ops.clear();
         for (slot, (n, h)) in inputs.iter().enumerate() {
-            let load = loaded_by.get(slot).copied().flatten().filter(|_| {
+            let from = streams.get(slot).copied().flatten().filter(|_| {
                 h.partial.is_empty()
                     && h.layout.time_span() > 1
                     && !inputs[..slot].iter().any(|(m, _)| m == n)
             });
-            if let Some(load) = load {
-                let layout = Some(&h.layout);
-                crate::apply::apply(&mut self.eng, &self.program, load, layout, false, None)?;
-                if let Some(r) = self.eng.tensors.get(*n).and_then(|t| t.lm.as_ref()) {
-                    self.loaded.push((r.region, slot));
+            match from {
+                Some(StreamFrom::Load(load)) => {
+                    let layout = Some(&h.layout);
+                    crate::apply::apply(&mut self.eng, &self.program, load, layout, false, None)?;
+                    if let Some(r) = self.eng.tensors.get(*n).and_then(|t| t.lm.as_ref()) {
+                        self.loaded.push((r.region, slot));
+                    }
                 }
-            } else {
-                self.place(n, h)?;
+                Some(StreamFrom::Kernel(k, task, free)) => {
+                    self.place(n, h, slot)?;
+                    let buffers = self.program.ops.get(k).and_then(|o| o.buffers);
+                    self.eng.assume_stream(n, (buffers, free), task.clone())?;
+                }
+                None => self.place(n, h, slot)?,
             }
         }
         let (first_op, first_task) = (self.eng.ops.len(), self.eng.tasks.len());

@@ -375,12 +375,7 @@ pub fn plan_with(
     }
     // Every start streamed too (each variable's layout with `Time` steps): a stream
     // pays only when its producer and consumers all step, which moves of one variable
-    // at a time do not reach. Steps are taken from every axis but one (a consumer's
-    // reduced axis must not step), or from any; the best variant that beats its start
-    // is searched from.
-    let skips: Vec<Option<usize>> = std::iter::once(None)
-        .chain((0..model.max_rank()).map(Some))
-        .collect();
+    // at a time do not reach. The best variant that beats its start is searched from.
     // Only starts that run and score within 1.5× of the best start's are streamed.
     let evals: Vec<model::Eval> = starts.iter().map(|s| model.evaluate(s)).collect();
     let best_score = evals
@@ -394,24 +389,7 @@ pub fn plan_with(
         if !promising {
             continue;
         }
-        let mut best = e;
-        let mut pick = None;
-        for &skip in &skips {
-            let p: Vec<LayoutId> = s
-                .iter()
-                .enumerate()
-                .map(|(v, &id)| model.streamed(v, id, skip).unwrap_or(id))
-                .collect();
-            if p == s {
-                continue;
-            }
-            let e = model.evaluate(&p);
-            if e.key() < best.key() {
-                best = e;
-                pick = Some(p);
-            }
-        }
-        if let Some(p) = pick
+        if let Some((p, _)) = streamed_variant(&mut model, &s, &e)
             && !starts.contains(&p)
         {
             starts.push(p);
@@ -426,7 +404,20 @@ pub fn plan_with(
         let confirm = one_run.saturating_mul((sopts.top + seeds.len()) as u32);
         left.saturating_sub(confirm.min(left / 2))
     });
-    let found = search::search(&mut model, &starts, &sopts, progress);
+    let mut found = search::search(&mut model, &starts, &sopts, progress);
+    // The search's best streamed too (a layout it reached by moves, not a start): an
+    // improving variant is confirmed first.
+    let mut variants: Vec<search::Found> = Vec::new();
+    for f in &found.best {
+        if f.eval.failure.is_none()
+            && let Some((pick, eval)) = streamed_variant(&mut model, &f.pick, &f.eval)
+            && !found.best.iter().chain(&variants).any(|g| g.pick == pick)
+        {
+            variants.push(search::Found { pick, eval });
+        }
+    }
+    found.best.extend(variants);
+    found.best.sort_by_key(|f| f.eval.key());
     // Confirm with timing runs (under the scenario's schedule), the best found first,
     // then the seeds: the choice is the fastest confirmed, so it is never slower than
     // a seed even where the model's ranking and the run's schedule disagree.
@@ -534,4 +525,36 @@ pub fn plan_with(
         bound_cycles: bound.cycles,
         bound_resource: bound.resource,
     })
+}
+
+/// The best of `pick`'s stream variants (every variable's layout in each of
+/// [`candidates::STREAM_STEPS`] `Time` steps, [`Model::streamed`]: from every axis, or
+/// from all but one, since a consumer's reduced axis must not step) when it beats
+/// `eval`, with its evaluation.
+fn streamed_variant(
+    model: &mut Model,
+    pick: &[LayoutId],
+    eval: &model::Eval,
+) -> Option<(Vec<LayoutId>, model::Eval)> {
+    let skips: Vec<Option<usize>> = std::iter::once(None)
+        .chain((0..model.max_rank()).map(Some))
+        .collect();
+    let mut best: Option<(Vec<LayoutId>, model::Eval)> = None;
+    for how in candidates::STREAM_STEPS
+        .iter()
+        .flat_map(|&n| skips.iter().map(move |&s| (s, n)))
+    {
+        let p: Vec<LayoutId> = (pick.iter().enumerate())
+            .map(|(v, &id)| model.streamed(v, id, how).unwrap_or(id))
+            .collect();
+        if p == pick {
+            continue;
+        }
+        let e = model.evaluate(&p);
+        let to_beat = best.as_ref().map_or(eval, |b| &b.1);
+        if e.key() < to_beat.key() {
+            best = Some((p, e));
+        }
+    }
+    best
 }

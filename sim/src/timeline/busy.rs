@@ -196,14 +196,10 @@ impl BusyTable {
             .map_or((0, None), |s| (s.end, Some(s.task)))
     }
 
-    /// The earliest cycle from `at` at which `r` is free for `cycles` in a row. A compute
-    /// unit is not back-filled: all PEs run one instruction stream, so a kernel runs after
-    /// the earlier kernels on its unit (in program order), never in their pauses.
+    /// The earliest cycle from `at` at which `r` is free for `cycles` in a row: the first
+    /// gap that fits, compute units included (the instruction stream is static, so a
+    /// kernel's steps may fill the pauses of an earlier kernel waiting for a stream).
     pub fn earliest(&self, r: Resource, at: u64, cycles: u64) -> (u64, Option<usize>) {
-        if r.is_compute() {
-            let (free, by) = self.free_at(r);
-            return if free > at { (free, by) } else { (at, None) };
-        }
         self.slots
             .iter()
             .find(|s| s.resource == r)

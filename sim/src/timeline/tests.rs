@@ -300,11 +300,13 @@ fn a_booking_takes_the_first_gap_that_fits_it() {
     assert_eq!(b.earliest(r, 0, 1), (40, Some(1)));
     assert_eq!(b.free_at(r), (50, Some(2)));
     assert_eq!(overlap(b.bookings()), None);
-    // A compute unit is not back-filled: kernels run in program order.
+    // A compute unit is back-filled alike: a later kernel's step fills the pause of a
+    // walk waiting for its next slice, if it fits.
     let v = Resource::VectorUnit;
     b.hold(v, 4, 0, 10);
     b.hold(v, 5, 30, 10);
-    assert_eq!(b.earliest(v, 0, 5), (40, Some(5)));
+    assert_eq!(b.earliest(v, 0, 5), (10, Some(4)));
+    assert_eq!(b.earliest(v, 0, 21), (40, Some(5)));
 }
 
 #[test]

@@ -2,8 +2,10 @@
 //! Relayout of one input inserted where the kernel is illegal for the layouts its inputs
 //! arrive in.
 
-use super::super::cost::{Held, Measured, input_region, input_slot};
-use super::{Inserted, LayoutId, Model, Moved, NO_LAYOUT, OpOut, StateId, TARGETS_MEASURED};
+use super::super::cost::{Held, Measured, StreamFrom, input_region, input_slot};
+use super::{
+    Effect, Inserted, LayoutId, Model, Moved, NO_LAYOUT, OpOut, StateId, TARGETS_MEASURED,
+};
 use crate::ids::RegionId;
 use crate::program::{EntityRef as _, OpId};
 use crate::timeline::Task;
@@ -46,11 +48,14 @@ pub(super) fn remap(t: &mut Task, f: impl Fn(RegionId) -> RegionId) {
 
 impl Model {
     /// Measures op `i` (a memo miss).
+    /// `producers[k]`: the task of the kernel whose output stream input `k` is (this op
+    /// its first reader), and the LM words it found free.
     pub(super) fn measure(
         &mut self,
         i: usize,
         states: &[StateId],
         layout: LayoutId,
+        producers: &[Option<(Task, u64)>],
     ) -> Result<OpOut, String> {
         self.measured += 1;
         let op = self.ops[i].clone();
@@ -59,10 +64,24 @@ impl Model {
         let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());
         let inputs: Vec<(&str, &Held)> =
             names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
-        let loaded_by: Vec<Option<OpId>> = op.streamed.iter().map(|s| s.map(OpId::new)).collect();
+        let loads: Vec<bool> = (op.streamed.iter())
+            .map(|s| s.is_some_and(|w| self.ops[w].effect == Effect::Load))
+            .collect();
+        let from = |k: usize, s: Option<usize>| {
+            let w = s?;
+            match producers.get(k).and_then(Option::as_ref) {
+                Some((task, free)) => Some(StreamFrom::Kernel(OpId::new(w), task, *free)),
+                // A kernel's output that is no stream (or not one this op reads first).
+                None if !loads.get(k).copied().unwrap_or(false) => None,
+                None => Some(StreamFrom::Load(OpId::new(w))),
+            }
+        };
+        let streams: Vec<Option<StreamFrom>> = (op.streamed.iter().enumerate())
+            .map(|(k, &s)| from(k, s))
+            .collect();
         let first = self
             .coster
-            .measure(OpId::new(i), &inputs, lay.as_ref(), &loaded_by);
+            .measure(OpId::new(i), &inputs, lay.as_ref(), &streams);
         let err = match first {
             Ok(m) => return Ok(self.out_of(i, m, None)),
             Err(e) if !op.is_kernel || e.is_lm_full() => return Err(e.to_string()),
@@ -112,15 +131,13 @@ impl Model {
                 let inputs: Vec<(&str, &Held)> =
                     names.iter().map(|n| n.as_str()).zip(moved.iter()).collect();
                 // The moved input is the Relayout's output now, no longer the stream.
-                let loaded_by: Vec<Option<OpId>> = op
-                    .reads
-                    .iter()
-                    .zip(&op.streamed)
-                    .map(|(&rr, &s)| s.filter(|_| rr != r).map(OpId::new))
+                let streams: Vec<Option<StreamFrom>> = (op.reads.iter().zip(&op.streamed))
+                    .enumerate()
+                    .map(|(k, (&rr, &s))| from(k, s.filter(|_| rr != r)))
                     .collect();
                 let Ok(m) = self
                     .coster
-                    .measure(OpId::new(i), &inputs, lay.as_ref(), &loaded_by)
+                    .measure(OpId::new(i), &inputs, lay.as_ref(), &streams)
                 else {
                     continue;
                 };

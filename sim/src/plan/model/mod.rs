@@ -29,6 +29,8 @@ pub type LayoutId = u32;
 /// A tensor's shape as candidates see it: dims, dtype, whether padded.
 type ShapeKey = (Vec<u64>, mnsim_arch::DType, bool);
 type StateId = u32;
+/// An op's measurement: (op, its inputs' states, its layout, its producers' fingerprint).
+type MemoKey = (u32, Vec<StateId>, LayoutId, u64);
 
 /// A plan variable: its name, the tensor it lays out, its candidates (bound layouts of
 /// that tensor) and the ops whose layout it is.
@@ -134,9 +136,9 @@ struct ModelOp {
     /// the input comes straight from a variable's op and this is its first reader:
     /// the search chooses that layout directly.
     insert_ok: Vec<bool>,
-    /// Per read: the Load (op index) the tensor comes straight from, when this is its
-    /// first reader, so that a `Time`-stepped layout of it is a stream this op reads
-    /// slice by slice (measured so: [`Coster::measure`]).
+    /// Per read: the Load or kernel (op index) the tensor comes straight from, when this
+    /// is its first reader, so that a `Time`-stepped layout of it is a stream this op
+    /// reads slice by slice (measured so: [`Coster::measure`]).
     streamed: Vec<Option<usize>>,
 }
 
@@ -153,7 +155,10 @@ pub struct Model {
     footprint: Vec<u64>,
     states: Vec<(LayoutId, Vec<usize>)>,
     state_ids: HashMap<(LayoutId, Vec<usize>), StateId>,
-    memo: HashMap<(u32, Vec<StateId>, LayoutId), Result<OpOut, String>>,
+    /// Keyed by (op, its inputs' states, its layout, a fingerprint of the tasks of the
+    /// kernels whose output streams it reads: their cycles and holds price a re-sent
+    /// slice).
+    memo: HashMap<MemoKey, Result<OpOut, String>>,
     coster: Coster,
     res: Resolved,
     initial_dram: Vec<bool>,
@@ -305,7 +310,11 @@ impl Model {
                 .collect();
             let streamed = origin
                 .iter()
-                .map(|o| o.filter(|&(w, read)| m.ops[w].effect == Effect::Load && !read))
+                .map(|o| {
+                    o.filter(|&(w, read)| {
+                        !read && (m.ops[w].effect == Effect::Load || m.ops[w].is_kernel)
+                    })
+                })
                 .map(|o| o.map(|(w, _)| w))
                 .collect();
             m.ops.push(ModelOp {
@@ -388,9 +397,15 @@ impl Model {
         id
     }
 
-    /// The stream variant of layout `id` of variable `v` that steps no axis `skip`
-    /// ([`candidates::streamed`]), added to its candidates; `None` if it has none.
-    pub fn streamed(&mut self, v: usize, id: LayoutId, skip: Option<usize>) -> Option<LayoutId> {
+    /// The stream variant of layout `id` of variable `v` in `steps` `Time` steps that
+    /// steps no axis `skip` ([`candidates::streamed`]), added to its candidates; `None`
+    /// if it has none.
+    pub fn streamed(
+        &mut self,
+        v: usize,
+        id: LayoutId,
+        (skip, steps): (Option<usize>, u64),
+    ) -> Option<LayoutId> {
         let t = self.index[&self.vars[v].tensor];
         let key = self.shape_key(t);
         let c = candidates::streamed(
@@ -398,6 +413,7 @@ impl Model {
             &self.layouts[id as usize],
             (&key.0, key.1, key.2),
             skip,
+            steps,
         )?;
         Some(self.seed(v, &c.layout))
     }

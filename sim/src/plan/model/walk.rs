@@ -6,7 +6,7 @@ use super::super::cost::input_slot;
 use super::{Effect, Eval, Inserted, LayoutId, Model, NO_LAYOUT, StateId};
 use crate::ids::RegionId;
 use crate::scenario::Op;
-use crate::timeline;
+use crate::timeline::{self, Task};
 
 /// Per evaluation: where each tensor's LM region is, and the regions handed out.
 struct Regions {
@@ -86,6 +86,12 @@ impl Model {
         let mut dynamic_j = 0.0f64;
         let mut pending: Vec<(RegionId, u64)> = Vec::new();
         let mut scratch = std::mem::take(&mut self.scratch);
+        // Per tensor: the task (in `scratch`) that wrote it last, and the LM words it
+        // found free.
+        let mut writer: Vec<Option<(usize, u64)>> = vec![None; n];
+        // Per tensor: the words of a stream's second slice; and their sum over what lives.
+        let mut seconds: Vec<u64> = vec![0; n];
+        let mut second = 0u64;
         let failed = |m: &mut Model,
                       scratch: Vec<crate::timeline::Task>,
                       i: usize,
@@ -113,6 +119,7 @@ impl Model {
                     {
                         let words = self.footprint[self.states[s as usize].0 as usize];
                         charged -= words;
+                        second -= std::mem::take(&mut seconds[w]);
                         pending.push((regions.of[w], words));
                     }
                     cycles.push(0);
@@ -144,9 +151,18 @@ impl Model {
                     }
                 }
             }
-            let key = (i as u32, key_states, layout);
+            // The tasks of the kernels whose output streams this op reads first.
+            let producers: Vec<Option<(Task, u64)>> = (self.ops[i].reads.iter())
+                .zip(&self.ops[i].streamed)
+                .map(|(&r, s)| {
+                    s.filter(|&w| self.ops[w].is_kernel)?;
+                    let (k, free) = writer[r]?;
+                    Some((scratch.get(k)?.clone(), free))
+                })
+                .collect();
+            let key = (i as u32, key_states, layout, fingerprint(&producers));
             if !self.memo.contains_key(&key) {
-                let out = self.measure(i, &key.1, layout);
+                let out = self.measure(i, &key.1, layout, &producers);
                 self.memo.insert(key.clone(), out);
             }
             let out = match &self.memo[&key] {
@@ -235,6 +251,32 @@ impl Model {
                 charged = charged - old + new;
                 st[t] = Some(s);
                 regions.of[t] = RegionId(base + region.0);
+                // A stream for the next reader when a task of the op made it slice by
+                // slice and no later task of the op (a Reduce it needed) walked it.
+                let region = regions.of[t];
+                let made = (first..ntasks).find(|&k| {
+                    let task = &scratch[k];
+                    task.writes.contains(&region)
+                        && !task.reads.contains(&region)
+                        && task.walk.as_ref().is_some_and(|w| w.out_slices > 0)
+                });
+                writer[t] = made
+                    .filter(|&k| {
+                        !scratch[k + 1..ntasks].iter().any(|task| {
+                            (task.walk.iter().flat_map(|w| &w.inputs)).any(|i| i.region == region)
+                        })
+                    })
+                    .map(|k| (k, self.lm_words.saturating_sub(before + second)));
+                // A stream keeps a second slice where two fit beside everything live (the
+                // engine's default `buffers:`), which the next stream's choice sees.
+                second -= std::mem::take(&mut seconds[t]);
+                let layout = self.states[s as usize].0 as usize;
+                if self.layouts[layout].time_span() > 1
+                    && before + second + 2 * new <= self.lm_words
+                {
+                    seconds[t] = new;
+                    second += new;
+                }
             }
             cycles.push(out.cycles);
             dynamic_j += out.dynamic_j;
@@ -245,4 +287,22 @@ impl Model {
         }
         self.eval(self.ops.len(), ntasks, dynamic_j, None)
     }
+}
+
+/// What of the producers a consumer's measurement depends on (the cost of a re-sent
+/// slice: cycles and holds; the LM free for the stream's buffers); 0 when it reads no
+/// kernel's stream.
+fn fingerprint(producers: &[Option<(Task, u64)>]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    if producers.iter().all(Option::is_none) {
+        return 0;
+    }
+    // SipHash with fixed keys: the same on every machine.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for p in producers {
+        p.as_ref()
+            .map(|(t, free)| (t.cycles, &t.holds, free))
+            .hash(&mut h);
+    }
+    h.finish() | 1
 }
