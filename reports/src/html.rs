@@ -469,9 +469,12 @@ fn header(s: &mut String, r: &Report) {
             "bound",
             &format!("{} cycles", thousands(r.bound_cycles)),
             &esc(&format!(
-                "set by {} · the run takes {} the fewest cycles any layout could give",
+                "set by {} · the run takes {} the fewest cycles any layout could give{}",
                 r.bound_resource,
-                rows::times_bound(r)
+                rows::times_bound(r),
+                rows::above_bound(r)
+                    .map(|a| format!(" · {a}"))
+                    .unwrap_or_default()
             )),
         );
     }
@@ -1655,6 +1658,7 @@ mod tests {
             bound_cycles: 0,
             bound_resource: String::new(),
             bottleneck: None,
+            above_bound: None,
             energy: None,
         };
         assert_eq!(plan_href(&r), "a%20b%26c/d/report.html");

@@ -40,8 +40,8 @@ pub use html::{compare_html, html};
 pub use json::to_json;
 pub use markdown::markdown;
 pub use model::{
-    Bottleneck, LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA, StageReport,
-    StreamReport, WaitedOn,
+    AboveBound, Bottleneck, LevelTotal, OpReport, Percentiles, Report, ResourceTotal, SCHEMA,
+    StageReport, StreamReport, WaitedOn,
 };
 pub use op_diff::op_diff_json;
 pub use ops_csv::{OPS_CSV_COLUMNS, ops_csv};

@@ -45,6 +45,13 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
     if let Some(b) = rows::bound(r) {
         writeln!(s, "- **bound:** {}", inline(b.trim_start_matches("bound ")))?;
     }
+    if let Some(b) = rows::above_bound(r) {
+        writeln!(
+            s,
+            "- **above the bound:** {}",
+            inline(b.trim_start_matches("above the bound: "))
+        )?;
+    }
     if let Some(b) = rows::bottleneck(r) {
         writeln!(
             s,

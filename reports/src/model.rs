@@ -69,9 +69,35 @@ pub struct Report {
     /// The resource on the critical path that holds the most of the run's cycles.
     #[serde(default)]
     pub bottleneck: Option<Bottleneck>,
+    /// What keeps the run from its bound, where it takes more than 1.25× it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above_bound: Option<AboveBound>,
     /// The run's energy (docs/model.md, energy); `null` in a report that predates it.
     #[serde(default)]
     pub energy: Option<crate::energy::EnergyReport>,
+}
+
+/// Why a run takes more than its bound (docs/model.md, what keeps a run from its
+/// bound): its busiest resource either worked longer than the bound alone (`excess`:
+/// more than every layout must make it do, or more than an even share), or was idle
+/// while ops waited on each other (`serial`), whichever factor is larger.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AboveBound {
+    /// `excess` or `serial`.
+    pub cause: String,
+    /// The run's busiest resource, named as in `resources`.
+    pub resource: String,
+    /// Its busy cycles, and the fewest every layout must hold it (the bound's
+    /// compulsory work on it).
+    pub busy_cycles: u64,
+    pub compulsory_cycles: u64,
+    /// `busy ÷ bound` and `total ÷ busy`: their product is `× bound`.
+    pub excess: f64,
+    pub idle: f64,
+    /// The op that contributes most to the cause (position in `ops`).
+    pub op: Option<usize>,
+    /// The constraint in words: what the op did, and why.
+    pub detail: String,
 }
 
 /// The run's bottleneck: the resource on the critical path holding the most cycles.

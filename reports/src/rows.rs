@@ -220,6 +220,26 @@ pub(crate) fn bound(r: &Report) -> Option<String> {
     })
 }
 
+/// What keeps the run from its bound: its busiest resource busy longer than the bound
+/// alone, or idle while ops wait, and the op and constraint behind it. `None` within
+/// 1.25× of the bound or without one.
+pub(crate) fn above_bound(r: &Report) -> Option<String> {
+    let a = r.above_bound.as_ref()?;
+    let head = match a.cause.as_str() {
+        "excess" => format!(
+            "{} alone is busy {}× the bound",
+            a.resource,
+            real(a.excess, 2)
+        ),
+        _ => format!(
+            "{}, the busiest resource, stands idle {} of the run while ops wait",
+            a.resource,
+            percent(1.0 - 1.0 / a.idle.max(1.0))
+        ),
+    };
+    Some(format!("above the bound: {head}: {}", a.detail))
+}
+
 /// The bottleneck line: the resource on the critical path holding the most cycles, its
 /// busy cycles and their share of the run. `None` for a report without one.
 pub(crate) fn bottleneck(r: &Report) -> Option<String> {

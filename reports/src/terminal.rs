@@ -88,6 +88,10 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
     {
         out.push(truncate(&line, MAX_WIDTH));
     }
+    if let Some(line) = rows::above_bound(r) {
+        let body = line.trim_start_matches("above the bound: ");
+        out.extend(wrap(body, "above the bound: ", "  ", MAX_WIDTH));
+    }
     if let Some(line) = rows::streams(r) {
         let body = line.trim_start_matches("streams: ");
         out.extend(wrap(body, "streams ", "  ", MAX_WIDTH));

@@ -525,3 +525,44 @@ fn the_bound_and_the_bottleneck_in_every_view() {
     assert_eq!(old.bottleneck_name(), old.bottleneck_level());
     assert!(!markdown(&old).contains("**bound:**"));
 }
+
+#[test]
+fn every_view_says_what_keeps_the_run_from_its_bound() {
+    let mut r = sample();
+    assert!(!terminal(&r, false).contains("above the bound"));
+    r.above_bound = Some(mnsim_reports::AboveBound {
+        cause: "serial".into(),
+        resource: "L1B down".into(),
+        busy_cycles: 34_914,
+        compulsory_cycles: 20_000,
+        excess: 34_914.0 / 41_000.0,
+        idle: r.total_cycles as f64 / 34_914.0,
+        op: Some(1),
+        detail: "op 1 `Reshape` waited 9 cycles for the end of op 0 `Load`: `Reshape` reads \
+                 and writes whole tensors, so it cannot start on a first slice"
+            .into(),
+    });
+    let t = terminal(&r, false);
+    let at = t
+        .find("above the bound: L1B down, the busiest resource, stands idle")
+        .unwrap();
+    // Wrapped under the bound line, every word kept.
+    assert!(at > t.find("bound 41,000 cycles").unwrap());
+    let words: Vec<&str> = t[at..].split_whitespace().take(60).collect();
+    assert!(
+        words.join(" ").contains("cannot start on a first slice"),
+        "{t}"
+    );
+    for line in t.lines() {
+        assert!(columns(line) <= 100, "{line}");
+    }
+    let md = markdown(&r);
+    assert!(
+        md.contains("- **above the bound:** L1B down, the busiest resource"),
+        "{md}"
+    );
+    let html = mnsim_reports::html(&r);
+    assert!(html.contains("above the bound: L1B down"), "{html}");
+    let json = to_json(&r);
+    assert!(json.contains("\"above_bound\""));
+}

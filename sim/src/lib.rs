@@ -6,6 +6,7 @@ pub mod bound;
 pub mod diag;
 pub mod energy;
 pub mod engine;
+pub mod gap;
 pub mod ids;
 pub mod import;
 pub mod input;

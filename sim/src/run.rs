@@ -282,12 +282,36 @@ pub fn run_with_progress(
     let mut report = build_report(res, &eng, verified, warnings, peak);
     program_bound.annotate(&mut report, &bounds);
     crate::waits::annotate(&res.machine, &eng.timeline.placed, &mut report);
+    let whole: Vec<bool> = report.ops.iter().map(|o| reads_whole(res, o)).collect();
+    crate::gap::annotate(&res.machine, &program_bound, &bounds, &whole, &mut report);
     crate::energy::attach(&mut eng, &mut report);
     Ok(RunOutput {
         report,
         engine: eng,
         inserted,
     })
+}
+
+/// Whether report op `o` is a kernel that reads and writes whole tensors: no per-axis
+/// index map, so it cannot walk `Time` steps (docs/model.md, streams).
+fn reads_whole(res: &Resolved, o: &mnsim_reports::OpReport) -> bool {
+    if o.inserted_after.is_some() {
+        return false;
+    }
+    let Some((k, ins, out)) = (res.ops.iter())
+        .find(|r| r.index == o.index)
+        .and_then(|r| r.op.kernel())
+    else {
+        return false;
+    };
+    let dims = |n: &str| res.tensors.get(n).map(|t| t.dims_at_bound.as_slice());
+    let Some(shapes) = ins.iter().map(|n| dims(n)).collect::<Option<Vec<&[u64]>>>() else {
+        return false;
+    };
+    let Some(out) = dims(out) else {
+        return false;
+    };
+    mnsim_kernels::shape::index_map(&k, &shapes, out).is_err()
 }
 
 fn build_report(
@@ -390,6 +414,7 @@ fn build_report(
         bound_cycles: 0,
         bound_resource: String::new(),
         bottleneck: None,
+        above_bound: None,
         energy: None,
     }
 }

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["plan"],
     &["run"],
     &["apply"],
-    &["bound", "energy", "memory", "verify", "waits"],
+    &["bound", "energy", "gap", "memory", "verify", "waits"],
     &["program"],
     &["scenario"],
     &["engine"],

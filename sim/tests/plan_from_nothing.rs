@@ -107,15 +107,10 @@ fn a_plan_from_nothing_is_the_same_with_the_machine_idle_and_busy() {
     assert!(!busy.timed_out && busy.work_spent);
 }
 
-/// Plans plan `auto` of an imported graph as `mnsim run G.json` does (the default work
-/// budget); the timing run's cycles and the bound.
+/// The timing run's cycles and the bound of an imported graph planned as `mnsim run
+/// G.json` plans it.
 fn run_graph(path: &Path) -> (u64, u64) {
-    let (mut sc, src) = mnsim_sim::load::load(path).unwrap();
-    let note = import::plan_auto(&mut sc, &src, &[], &Default::default());
-    assert!(note.starts_with("planned "), "{note}");
-    let mut res = scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
-    res.mode = scenario::Mode::Timing;
-    let r = mnsim_sim::run::run(&res).unwrap().report;
+    let r = common::graphs::plan_and_run(path);
     (r.total_cycles, r.bound_cycles)
 }
 

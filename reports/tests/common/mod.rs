@@ -251,6 +251,7 @@ pub fn sample() -> Report {
             busy_cycles: 34_914,
             share: 0.5,
         }),
+        above_bound: None,
         energy: None,
     }
 }

@@ -71,3 +71,15 @@ pub fn run_imported(
     res.mode = mode;
     mnsim_sim::run::run(&res).unwrap_or_else(|e| panic!("{name} {plan} {mode:?}: {e}"))
 }
+
+/// Plans plan `auto` of a graph file as `mnsim run G.json` does (the default work
+/// budget, no time limit) and runs the plan in timing mode: its report.
+pub fn plan_and_run(path: &Path) -> mnsim_reports::Report {
+    let (mut sc, src) = mnsim_sim::load::load(path).unwrap();
+    let note = mnsim_sim::import::plan_auto(&mut sc, &src, &[], &Default::default());
+    assert!(note.starts_with("planned "), "{}: {note}", path.display());
+    let mut res =
+        mnsim_sim::scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
+    res.mode = mnsim_sim::scenario::Mode::Timing;
+    mnsim_sim::run::run(&res).unwrap().report
+}
