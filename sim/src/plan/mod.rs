@@ -527,10 +527,11 @@ pub fn plan_with(
     })
 }
 
-/// The best of `pick`'s stream variants (every variable's layout in each of
-/// [`candidates::STREAM_STEPS`] `Time` steps, [`Model::streamed`]: from every axis, or
-/// from all but one, since a consumer's reduced axis must not step) when it beats
-/// `eval`, with its evaluation.
+/// The best of `pick`'s stream variants (every variable's layout in `Time` steps,
+/// [`Model::streamed`]: from every axis, or from all but one, since a consumer's reduced
+/// axis must not step) when it beats `eval`, with its evaluation. Per axis left out, the
+/// step counts of [`candidates::STREAM_STEPS`] are tried from the most down, while fewer
+/// steps (less latency) still gain.
 fn streamed_variant(
     model: &mut Model,
     pick: &[LayoutId],
@@ -540,20 +541,25 @@ fn streamed_variant(
         .chain((0..model.max_rank()).map(Some))
         .collect();
     let mut best: Option<(Vec<LayoutId>, model::Eval)> = None;
-    for how in candidates::STREAM_STEPS
-        .iter()
-        .flat_map(|&n| skips.iter().map(move |&s| (s, n)))
-    {
-        let p: Vec<LayoutId> = (pick.iter().enumerate())
-            .map(|(v, &id)| model.streamed(v, id, how).unwrap_or(id))
-            .collect();
-        if p == pick {
-            continue;
-        }
-        let e = model.evaluate(&p);
-        let to_beat = best.as_ref().map_or(eval, |b| &b.1);
-        if e.key() < to_beat.key() {
-            best = Some((p, e));
+    for skip in skips {
+        let mut last: Option<model::Eval> = None;
+        for n in candidates::STREAM_STEPS {
+            let p: Vec<LayoutId> = (pick.iter().enumerate())
+                .map(|(v, &id)| model.streamed(v, id, (skip, n)).unwrap_or(id))
+                .collect();
+            if p == pick {
+                break;
+            }
+            let e = model.evaluate(&p);
+            let gains = last.as_ref().is_none_or(|l| e.key() < l.key());
+            let to_beat = best.as_ref().map_or(eval, |b| &b.1);
+            if e.key() < to_beat.key() {
+                best = Some((p, e.clone()));
+            }
+            if !gains {
+                break;
+            }
+            last = Some(e);
         }
     }
     best
