@@ -515,7 +515,8 @@ impl Kernel {
     }
 
     /// Whether partial results over a split reduced variable combine by addition, so
-    /// the output may be left partial for a Reduce to complete.
+    /// the output may be left partial for a Reduce to complete. A Mean's partial results
+    /// are partial sums of `x / n` (`n` the whole reduced extent), which add up to it.
     pub fn is_additive(&self) -> bool {
         matches!(
             self,
@@ -524,7 +525,7 @@ impl Kernel {
                 | Kernel::GeneralMatMul { .. }
                 | Kernel::Conv(_)
                 | Kernel::ReduceAxes {
-                    op: ReduceKind::Add,
+                    op: ReduceKind::Add | ReduceKind::Mean,
                     ..
                 }
         )

@@ -7,7 +7,7 @@
 //! output axis, or a reduced variable) gets one contribution per tensor (0 when the
 //! tensor does not use it). An input is **available** at X if it is replicated at X,
 //! or if its contribution equals the output's for every variable (0 for reduced
-//! variables). The output is **partial** over X (Add reductions only) if it is
+//! variables). The output is **partial** over X (Add and Mean reductions only) if it is
 //! replicated at X and every input not replicated at X is split by the reduced
 //! variables with one common function and by nothing else. See `docs/kernels.md`.
 
@@ -481,7 +481,7 @@ impl Ctx<'_> {
             j,
             x,
             format!(
-                "{k}: input `{}` is split over {lv} along its axis {p} = {}, {}; only Add reductions may leave \
+                "{k}: input `{}` is split over {lv} along its axis {p} = {}, {}; only Add and Mean reductions may leave \
                  partial results. Relayout `{}` so axis {p} has no {lv} sub-axis, or replicate it over {lv} ({})",
                 self.name(j),
                 group_text(self.inputs[j], p),

@@ -1,7 +1,7 @@
 //! Values: a plain host reference for whole tensors, and the per-element evaluation
 //! the functional engine runs on each PE. Both compute in `f64`.
 
-use crate::kernel::{Kernel, numel};
+use crate::kernel::{Kernel, ReduceKind, numel};
 use std::ops::Range;
 
 /// Row-major strides of `shape`.
@@ -470,7 +470,15 @@ fn eval_core(
             if lists.iter().any(Vec::is_empty) {
                 return acc;
             }
-            let count: u64 = lists.iter().map(|l| l.len() as u64).product();
+            // A Mean divides by the whole reduced extent, also where this unit holds part
+            // of it: its partial results are then partial sums of `x / n`, which a Reduce
+            // adds up to the mean.
+            let count: u64 = match op {
+                ReduceKind::Mean => (axes.iter())
+                    .map(|&a| in_shapes[0].get(a).copied().unwrap_or(1))
+                    .product(),
+                _ => lists.iter().map(|l| l.len() as u64).product(),
+            };
             // Odometer over the reduced variables, the last one fastest.
             let mut at = vec![0usize; axes.len()];
             loop {

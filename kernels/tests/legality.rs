@@ -298,7 +298,7 @@ fn reductions_partial_only_for_add() {
     assert_eq!(
         e.message,
         "ReduceAxes Max: input `x` is split over PE along its axis 0 = (4_PE:1, 2:4), a reduced \
-         axis; only Add reductions may leave partial results. Relayout `x` so axis 0 has no PE \
+         axis; only Add and Mean reductions may leave partial results. Relayout `x` so axis 0 has no PE \
          sub-axis, or replicate it over PE (drop its PE sub-axes and add PE to B@: B@[PE])"
     );
     // Add, but the output split: no room for partials.

@@ -66,6 +66,21 @@ fn cycles_with(sc: &Scenario, src: &Source, plan: &str, layouts: &[(String, Stri
     mnsim_sim::run::run(&res).unwrap().report.total_cycles
 }
 
+/// The model's assignment for a hand plan (`hres`, resolved under plan `name`): each
+/// variable's layout as its first op there binds it.
+fn hand_pick(
+    model: &mut mnsim_sim::plan::model::Model,
+    hres: &scenario::Resolved,
+    name: &str,
+) -> Vec<mnsim_sim::plan::model::LayoutId> {
+    (0..model.vars.len())
+        .map(|vi| match &hres.ops[model.vars[vi].ops[0]].layout {
+            Some(scenario::LayoutRef::Bound(l)) => model.seed(vi, l),
+            other => panic!("{name}: {other:?}"),
+        })
+        .collect()
+}
+
 /// Timing cycles of every plan without `Any`.
 fn hand_cycles(sc: &Scenario, src: &Source) -> Vec<(String, u64)> {
     sc.plans
@@ -471,12 +486,7 @@ fn the_model_scores_every_hand_plan_as_the_run_does_under_both_schedules() {
             for (name, hand) in hand_cycles(&sc, &src) {
                 let hres =
                     scenario::resolve(&sc, &src, Some(&name), &[], &BTreeMap::new()).unwrap();
-                let pick: Vec<_> = (0..model.vars.len())
-                    .map(|vi| match &hres.ops[model.vars[vi].ops[0]].layout {
-                        Some(scenario::LayoutRef::Bound(l)) => model.seed(vi, l),
-                        other => panic!("{name}: {other:?}"),
-                    })
-                    .collect();
+                let pick = hand_pick(&mut model, &hres, &name);
                 let e = model.evaluate(&pick);
                 assert_eq!(e.failure, None, "{} {name}", path.display());
                 // Streams (`Time` steps) under the overlapped schedule: the first reader
@@ -647,12 +657,7 @@ fn a_stream_through_two_kernels_to_its_store_is_scored_as_it_runs() {
     let mut totals = BTreeMap::new();
     for name in ["whole", "streamed"] {
         let hres = scenario::resolve(&sc, &src, Some(name), &[], &BTreeMap::new()).unwrap();
-        let pick: Vec<_> = (0..model.vars.len())
-            .map(|vi| match &hres.ops[model.vars[vi].ops[0]].layout {
-                Some(scenario::LayoutRef::Bound(l)) => model.seed(vi, l),
-                other => panic!("{name}: {other:?}"),
-            })
-            .collect();
+        let pick = hand_pick(&mut model, &hres, name);
         let e = model.evaluate(&pick);
         let run = cycles_with(&sc, &src, name, &[]);
         assert_eq!(e.total_cycles, run, "{name}");
