@@ -54,8 +54,9 @@ fn a_gemm_from_nothing_runs_near_what_the_machine_allows() {
     let floor = replicated_floor(2 << 20, 2 << 20);
     assert_eq!(floor, 40_960);
     assert!(b.total_cycles >= floor, "{}", b.total_cycles);
+    // Streamed (the search's best tried in `Time` steps): the Store overlaps the rest.
     assert!(
-        b.total_cycles * 10 <= floor * 14,
+        b.total_cycles * 10 <= floor * 11,
         "{} cycles, floor {floor}",
         b.total_cycles
     );
@@ -72,11 +73,33 @@ fn a_matmul_and_softmax_from_nothing_runs_near_what_the_machine_allows() {
     let floor = replicated_floor(8 << 20, 8 << 20);
     assert!(b.total_cycles >= floor, "{}", b.total_cycles);
     assert!(
-        b.total_cycles * 10 <= floor * 16,
+        b.total_cycles * 10 <= floor * 15,
         "{} cycles, floor {floor}",
         b.total_cycles
     );
     assert!(b.total_cycles <= 4 * o.bound_cycles);
+}
+
+#[test]
+fn the_peak_matmul_from_nothing_runs_at_two_fifths_of_peak() {
+    // 8192³ fp16: three 128 MiB operands, 128 MiB of LM in all. The hand plan
+    // (`scenarios/peak_matmul_fp16.ron`) runs at 30.6% of the matrix units' peak.
+    let o = plan_study("peak_matmul_from_nothing.ron");
+    let b = &o.best[0];
+    let flop = 2u64 * 8192 * 8192 * 8192;
+    let peak = 524_288u64;
+    assert_eq!(
+        o.bound_cycles,
+        flop / peak,
+        "the bound is the matrix units' peak"
+    );
+    assert!(
+        flop * 10 >= b.total_cycles * peak * 4,
+        "{} cycles: {:.1}% of peak",
+        b.total_cycles,
+        flop as f64 / b.total_cycles as f64 / peak as f64 * 100.0
+    );
+    assert!(b.total_cycles >= o.bound_cycles);
 }
 
 #[test]
