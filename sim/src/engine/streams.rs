@@ -162,12 +162,12 @@ impl Engine {
     /// The planner's measuring engine: `name`, placed in LM in a `Time`-stepped layout,
     /// is the output stream of a kernel measured apart, whose task is `producer`; the
     /// next op to read it reads it slice by slice, as in the run. It holds `buffers:`
-    /// slices if the producer gave it, else two when two fit the `free` LM words its
-    /// producer found.
+    /// slices if the producer gave it, else `held` (the default the caller decided: two
+    /// where two fit beside what lived when the producer allocated it).
     pub fn assume_stream(
         &mut self,
         name: &str,
-        (buffers, free): (Option<i64>, u64),
+        (buffers, held): (Option<i64>, u64),
         producer: Task,
     ) -> Result<(), SimError> {
         let Some(r) = self.tensors.get(name).and_then(|t| t.lm.clone()) else {
@@ -175,9 +175,14 @@ impl Engine {
         };
         let lm = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
         self.buffers = buffers;
-        let held = self.hold(name, &r.layout, lm.saturating_sub(free), lm);
+        let asked = self.hold(name, &r.layout, 0, lm);
         self.buffers = None;
-        let (held, _, fallback, requested) = held?;
+        let (asked, _, fallback, requested) = asked?;
+        let held = if requested.is_some() {
+            asked
+        } else {
+            held.clamp(1, r.layout.time_span().max(1))
+        };
         self.streams.insert(
             r.region,
             StreamState {

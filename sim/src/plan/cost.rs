@@ -59,8 +59,9 @@ pub enum StreamFrom<'a> {
     /// A Load (op id): the Load is applied before the op, so that the op's walk places
     /// its sends.
     Load(OpId),
-    /// A kernel (op id) whose task was `Task`, which found the given LM words free: the
-    /// input is placed and assumed to be its output stream ([`Engine::assume_stream`]).
+    /// A kernel (op id) whose task was `Task`, its stream holding the given slices unless
+    /// the op says `buffers:`: the input is placed and assumed to be its output stream
+    /// ([`Engine::assume_stream`]).
     Kernel(OpId, &'a Task, u64),
 }
 
@@ -238,10 +239,10 @@ impl Coster {
                         self.loaded.push((r.region, slot));
                     }
                 }
-                Some(StreamFrom::Kernel(k, task, free)) => {
+                Some(StreamFrom::Kernel(k, task, held)) => {
                     self.place(n, h, slot)?;
                     let buffers = self.program.ops.get(k).and_then(|o| o.buffers);
-                    self.eng.assume_stream(n, (buffers, free), task.clone())?;
+                    self.eng.assume_stream(n, (buffers, held), task.clone())?;
                 }
                 None => self.place(n, h, slot)?,
             }

@@ -49,7 +49,7 @@ pub(super) fn remap(t: &mut Task, f: impl Fn(RegionId) -> RegionId) {
 impl Model {
     /// Measures op `i` (a memo miss).
     /// `producers[k]`: the task of the kernel whose output stream input `k` is (this op
-    /// its first reader), and the LM words it found free.
+    /// its first reader), and the slices LM holds of it by default.
     pub(super) fn measure(
         &mut self,
         i: usize,
@@ -70,7 +70,7 @@ impl Model {
         let from = |k: usize, s: Option<usize>| {
             let w = s?;
             match producers.get(k).and_then(Option::as_ref) {
-                Some((task, free)) => Some(StreamFrom::Kernel(OpId::new(w), task, *free)),
+                Some((task, held)) => Some(StreamFrom::Kernel(OpId::new(w), task, *held)),
                 // A kernel's output that is no stream (or not one this op reads first).
                 None if !loads.get(k).copied().unwrap_or(false) => None,
                 None => Some(StreamFrom::Load(OpId::new(w))),

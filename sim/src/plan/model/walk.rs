@@ -86,8 +86,8 @@ impl Model {
         let mut dynamic_j = 0.0f64;
         let mut pending: Vec<(RegionId, u64)> = Vec::new();
         let mut scratch = std::mem::take(&mut self.scratch);
-        // Per tensor: the task (in `scratch`) that wrote it last, and the LM words it
-        // found free.
+        // Per tensor: the task (in `scratch`) that wrote it last, and the slices LM holds
+        // of it (its default `buffers:`).
         let mut writer: Vec<Option<(usize, u64)>> = vec![None; n];
         // Per tensor: the words of a stream's second slice; and their sum over what lives.
         let mut seconds: Vec<u64> = vec![0; n];
@@ -156,15 +156,37 @@ impl Model {
                 .zip(&self.ops[i].streamed)
                 .map(|(&r, s)| {
                     s.filter(|&w| self.ops[w].is_kernel)?;
-                    let (k, free) = writer[r]?;
-                    Some((scratch.get(k)?.clone(), free))
+                    let (k, held) = writer[r]?;
+                    Some((scratch.get(k)?.clone(), held))
                 })
                 .collect();
-            let key = (i as u32, key_states, layout, fingerprint(&producers));
-            if !self.memo.contains_key(&key) {
-                let out = self.measure(i, &key.1, layout, &producers);
-                self.memo.insert(key.clone(), out);
-            }
+            // A measurement that sends no slice again does not depend on the producers'
+            // tasks (only a re-send costs one of their slices): it is kept under the
+            // buffers alone, so other producers' costs find it.
+            let (light, full) = fingerprints(&producers);
+            let key = (i as u32, key_states, layout, light);
+            let key = if self.memo.contains_key(&key) {
+                key
+            } else {
+                let full = (key.0, key.1, key.2, full);
+                if self.memo.contains_key(&full) {
+                    full
+                } else {
+                    let out = self.measure(i, &full.1, layout, &producers);
+                    let resends = out.as_ref().is_ok_and(|o| {
+                        (o.tasks.iter().flat_map(|t| &t.walk))
+                            .flat_map(|w| &w.inputs)
+                            .any(|x| x.resends() > 0)
+                    });
+                    let key = if resends {
+                        full
+                    } else {
+                        (full.0, full.1, full.2, light)
+                    };
+                    self.memo.insert(key.clone(), out);
+                    key
+                }
+            };
             let out = match &self.memo[&key] {
                 Ok(o) => o,
                 Err(msg) => {
@@ -266,7 +288,12 @@ impl Model {
                             (task.walk.iter().flat_map(|w| &w.inputs)).any(|i| i.region == region)
                         })
                     })
-                    .map(|k| (k, self.lm_words.saturating_sub(before + second)));
+                    .map(|k| {
+                        // Two slices where they fit beside everything live, as the
+                        // engine's default `buffers:` decides.
+                        let free = self.lm_words.saturating_sub(before + second);
+                        (k, if 2 * new <= free { 2 } else { 1 })
+                    });
                 // A stream keeps a second slice where two fit beside everything live (the
                 // engine's default `buffers:`), which the next stream's choice sees.
                 second -= std::mem::take(&mut seconds[t]);
@@ -289,20 +316,26 @@ impl Model {
     }
 }
 
-/// What of the producers a consumer's measurement depends on (the cost of a re-sent
-/// slice: cycles and holds; the LM free for the stream's buffers); 0 when it reads no
-/// kernel's stream.
-fn fingerprint(producers: &[Option<(Task, u64)>]) -> u64 {
+/// What of the producers a consumer's measurement depends on: the slices each stream
+/// holds (`light`), and with them the cost of a re-sent slice (its producer's cycles and
+/// holds: `full`); both 0 when it reads no kernel's stream.
+fn fingerprints(producers: &[Option<(Task, u64)>]) -> (u64, u64) {
     use std::hash::{Hash, Hasher};
     if producers.iter().all(Option::is_none) {
-        return 0;
+        return (0, 0);
     }
     // SipHash with fixed keys: the same on every machine.
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let (mut light, mut full) = (
+        std::collections::hash_map::DefaultHasher::new(),
+        std::collections::hash_map::DefaultHasher::new(),
+    );
+    "light".hash(&mut light);
+    "full".hash(&mut full);
     for p in producers {
+        p.as_ref().map(|(_, held)| held).hash(&mut light);
         p.as_ref()
-            .map(|(t, free)| (t.cycles, &t.holds, free))
-            .hash(&mut h);
+            .map(|(t, held)| (t.cycles, &t.holds, held))
+            .hash(&mut full);
     }
-    h.finish() | 1
+    (light.finish() | 1, full.finish() | 1)
 }
