@@ -2,7 +2,9 @@
 //! resource and the static energy) and "Power over time" (the run's power in windows, on
 //! the same cycle axis as the timeline).
 
-use super::{GRID, INK, MUTED, PALETTE, TRACK, W, esc, fit, grid, svg_open, text_w, ticks, tip};
+use super::page::esc;
+use super::svg::{fit, grid, svg_open, text_w, ticks, tip};
+use super::{GRID, INK, MUTED, PALETTE, TRACK, W};
 use crate::energy::{EnergyReport, human_joules, three};
 use crate::model::Report;
 use crate::text::thousands;

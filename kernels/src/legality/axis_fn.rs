@@ -1,0 +1,133 @@
+//! Per-axis position functions: the contribution of one logical axis to a position at
+//! one level, in a canonical form that makes two functions easy to compare.
+
+use mnsim_arch::layout::{Class, SubAxis, TensorLayout};
+
+/// One term of a per-axis position function: `((i / radix) % size) · stride`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Term {
+    radix: u64,
+    size: u64,
+    stride: u64,
+}
+
+/// The contribution of one logical axis to the position at one level, restricted to
+/// indices `0..extent`, in a canonical form (terms that never move dropped, sizes
+/// that never wrap cut to what is reached, adjacent digits merged).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct AxisFn {
+    terms: Vec<Term>,
+    /// A period of the function (the product span of its widest term).
+    period: u64,
+}
+
+impl AxisFn {
+    pub(super) fn zero() -> Self {
+        AxisFn {
+            terms: Vec::new(),
+            period: 1,
+        }
+    }
+
+    pub(super) fn of(layout: &TensorLayout, axis: usize, level: usize, extent: u64) -> Self {
+        Self::from_group(&layout.groups()[axis], level, extent)
+    }
+
+    pub(super) fn from_group(group: &[SubAxis], level: usize, extent: u64) -> Self {
+        let mut raw = Vec::new();
+        let mut radix = 1u64;
+        for s in group.iter().rev() {
+            if s.class == Class::Level(level) && s.size > 1 && radix < extent {
+                raw.push(Term {
+                    radix,
+                    size: s.size,
+                    stride: s.stride,
+                });
+            }
+            radix = radix.saturating_mul(s.size);
+        }
+        raw.reverse(); // major to minor
+        let period = raw
+            .iter()
+            .map(|t| t.radix.saturating_mul(t.size))
+            .max()
+            .unwrap_or(1);
+        let mut terms: Vec<Term> = Vec::with_capacity(raw.len());
+        for mut t in raw {
+            let reach = (extent - 1) / t.radix; // largest i / radix
+            if reach < t.size {
+                t.size = reach + 1;
+            }
+            // Merge with the previous (more major) term when it continues this digit.
+            if let Some(prev) = terms.last_mut()
+                && prev.radix == t.radix.saturating_mul(t.size)
+                && prev.stride == t.stride.saturating_mul(t.size)
+            {
+                *prev = Term {
+                    radix: t.radix,
+                    size: prev.size.saturating_mul(t.size),
+                    stride: t.stride,
+                };
+                continue;
+            }
+            terms.push(t);
+        }
+        AxisFn { terms, period }
+    }
+
+    pub(super) fn at(&self, i: u64) -> u64 {
+        self.terms
+            .iter()
+            .map(|t| ((i / t.radix) % t.size) * t.stride)
+            .sum()
+    }
+
+    pub(super) fn is_zero(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// The function is constant on blocks of this many indices.
+    fn block(&self) -> u64 {
+        self.terms.iter().map(|t| t.radix).min().unwrap_or(u64::MAX)
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// Whether `f` and `g` agree on `0..n`.
+pub(super) fn same(f: &AxisFn, g: &AxisFn, n: u64) -> bool {
+    if f.terms == g.terms {
+        return true;
+    }
+    // Both are step functions, constant on blocks of f.block() and g.block(), and
+    // periodic: compare at every block start up to the common period.
+    let lcm = (f.period / gcd(f.period, g.period)).checked_mul(g.period);
+    let limit = lcm.map_or(n, |l| l.min(n));
+    let (bf, bg) = (f.block(), g.block());
+    let mut i = 0u64;
+    while i < limit {
+        if f.at(i) != g.at(i) {
+            return false;
+        }
+        let nf = (i / bf + 1).saturating_mul(bf);
+        let ng = (i / bg + 1).saturating_mul(bg);
+        i = nf.min(ng);
+    }
+    true
+}
+
+/// The position of element `idx` of `l` at addressable level `x` (the sum of the
+/// per-axis contributions), given each axis's function.
+pub(super) fn position(fns: &[AxisFn], idx: &[u64]) -> u64 {
+    fns.iter().zip(idx).map(|(f, &i)| f.at(i)).sum()
+}
+
+/// Per-axis functions of `l` at level `x`.
+pub(super) fn axis_fns(l: &TensorLayout, x: usize) -> Vec<AxisFn> {
+    let shape = l.logical_shape();
+    (0..shape.len())
+        .map(|a| AxisFn::of(l, a, x, shape[a].max(1)))
+        .collect()
+}

@@ -1,0 +1,244 @@
+//! Legality (docs/kernels.md): can every output element be computed from data already on the
+//! unit that holds it?
+//!
+//! The rule, per addressable level X at or above the unit level: a level position is a
+//! sum over the logical axes of a per-axis contribution `f(i) = Σ ((i / radix) % size)
+//! · stride` over the axis's sub-axes of level X. Every variable of the kernel (an
+//! output axis, or a reduced variable) gets one contribution per tensor (0 when the
+//! tensor does not use it). An input is **available** at X if it is replicated at X,
+//! or if its contribution equals the output's for every variable (0 for reduced
+//! variables). The output is **partial** over X (Add and Mean reductions only) if it is
+//! replicated at X and every input not replicated at X is split by the reduced
+//! variables with one common function and by nothing else. See `docs/kernels.md`.
+
+mod axis_fn;
+mod messages;
+mod rule;
+mod share;
+mod views;
+
+use crate::kernel::{ErrorKind, Kernel, KernelError, fmt_dims};
+use crate::shape::{index_map, output_shape, reduced_extents};
+use mnsim_arch::Machine;
+use mnsim_arch::layout::TensorLayout;
+use rule::Ctx;
+use std::fmt;
+use views::{concat_level, reshape_level, slice_level};
+
+pub(crate) use messages::{bcast_with, group_text};
+pub use share::reduced_share;
+
+/// The unit whose locality a kernel needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// Vector kernels: every input element an output element needs must be on the PE
+    /// that holds the output element.
+    Pe,
+    /// MatMul and BatchMatMul on the matrix unit (one per node of
+    /// `compute.matrix.level`: a MAB on MN-Core): data must line up at the unit's level
+    /// and above; among the PEs of one unit anything goes.
+    Mab,
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unit::Pe => "PE",
+            Unit::Mab => "MAB",
+        })
+    }
+}
+
+/// A legal kernel: where its output is partial, and the unit it runs on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Legality {
+    /// Addressable level indices (root-most first) over which the output holds partial
+    /// sums: a Reduce (add) over each of them completes it.
+    pub partial: Vec<usize>,
+    /// The unit of locality.
+    pub unit: Unit,
+    /// The addressable level of the unit: requirements apply at this level and above
+    /// (the leaf level for [`Unit::Pe`]).
+    pub unit_level: usize,
+}
+
+/// The addressable level that holds the matrix unit, and whether `k` runs on it in its
+/// compute dtype (see [`crate::precision`]).
+fn unit_of(k: &Kernel, inputs: &[&TensorLayout], out: &TensorLayout, m: &Machine) -> (Unit, usize) {
+    let addr = m.addressable_levels();
+    let leaf = addr.len().saturating_sub(1);
+    let ins: Vec<mnsim_arch::DType> = inputs.iter().map(|l| l.dtype()).collect();
+    let dtype = crate::precision::compute_dtype(k, &ins, out.dtype());
+    if k.is_matmul() && crate::precision::matrix_rate(m, dtype).is_some() {
+        let lvl = m
+            .level_index(&m.compute.matrix.level)
+            .and_then(|li| addr.iter().position(|a| a.folded.contains(&li)))
+            .unwrap_or(leaf);
+        (Unit::Mab, lvl)
+    } else {
+        (Unit::Pe, leaf)
+    }
+}
+
+/// Default operand names: `a`, `b` for two inputs, `x` for one; `out` for the output.
+fn default_name(k: &Kernel, i: usize) -> String {
+    if i >= k.arity() {
+        "out".into()
+    } else if k.arity() == 1 {
+        "x".into()
+    } else {
+        match k {
+            Kernel::Select => ["cond", "a", "b"][i.min(2)].into(),
+            Kernel::BiasAdd { .. } => ["x", "bias"][i.min(1)].into(),
+            Kernel::Concat { .. } => format!("x{i}"),
+            Kernel::Quant(_) => ["x", "scales", "zps"][i.min(2)].into(),
+            _ => ["a", "b"][i.min(1)].into(),
+        }
+    }
+}
+
+/// Whether `k` may run on `inputs` laid out as given, writing `out` as laid out, on
+/// machine `m`. `names` names the operands in messages: the inputs in order, then the
+/// output (missing names default to `a`, `b` / `x`, and `out`).
+///
+/// Vector kernels need every input element an output element reads on the PE that
+/// holds it ([`Unit::Pe`]); MatMul and BatchMatMul on the matrix unit need it on the
+/// unit ([`Unit::Mab`]: the level `m.compute.matrix.level` and above), or fall back to
+/// the vector unit (and [`Unit::Pe`]) when the output dtype has no matrix rate.
+///
+/// An illegal combination is an [`ErrorKind::Illegal`] error that names the operand,
+/// the level and the relayout that would make it legal.
+pub fn check(
+    k: &Kernel,
+    inputs: &[&TensorLayout],
+    out: &TensorLayout,
+    m: &Machine,
+    names: &[&str],
+) -> Result<Legality, KernelError> {
+    decide(k, inputs, out, m, names, true)
+}
+
+/// Whether [`check`] would accept the layouts, without building its message: what the
+/// planner asks of thousands of candidates (an illegal one costs no formatting).
+pub fn is_legal(k: &Kernel, inputs: &[&TensorLayout], out: &TensorLayout, m: &Machine) -> bool {
+    decide(k, inputs, out, m, &[], false).is_ok()
+}
+
+/// [`check`]; a broken level rule is explained only when `explain` is set (otherwise its
+/// error carries the kind and no message).
+fn decide(
+    k: &Kernel,
+    inputs: &[&TensorLayout],
+    out: &TensorLayout,
+    m: &Machine,
+    names: &[&str],
+    explain: bool,
+) -> Result<Legality, KernelError> {
+    let names: Vec<String> = (0..=k.arity())
+        .map(|i| {
+            names
+                .get(i)
+                .map_or_else(|| default_name(k, i), |s| s.to_string())
+        })
+        .collect();
+    let in_shapes: Vec<&[u64]> = inputs.iter().map(|l| l.logical_shape()).collect();
+    let want = output_shape(k, &in_shapes)?;
+    let out_name = &names[k.arity()];
+    if want != out.logical_shape() {
+        return Err(KernelError::new(
+            ErrorKind::Layout,
+            format!(
+                "{k}: the output `{out_name}` has shape {}, but the inputs give {}",
+                fmt_dims(out.logical_shape()),
+                fmt_dims(&want)
+            ),
+        ));
+    }
+    let addr = m.addressable_levels();
+    let all = inputs.iter().copied().chain(std::iter::once(out));
+    for (i, l) in all.enumerate() {
+        let same_levels = l.levels().len() == addr.len()
+            && l.levels().iter().zip(&addr).all(|(u, a)| u.name == a.name);
+        if !same_levels {
+            return Err(KernelError::new(
+                ErrorKind::Layout,
+                format!(
+                    "{k}: `{}` is laid out for another machine than {} (levels {})",
+                    names[i],
+                    m.name,
+                    l.levels()
+                        .iter()
+                        .map(|u| u.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    let (unit, unit_level) = unit_of(k, inputs, out, m);
+    if let Kernel::Reshape { .. } | Kernel::Concat { .. } | Kernel::Slice { .. } = k {
+        let leaf = addr.len().saturating_sub(1);
+        if !addr.is_empty() {
+            for x in 0..=leaf {
+                match k {
+                    Kernel::Concat { axis, .. } => concat_level(k, *axis, inputs, out, &names, x)?,
+                    Kernel::Slice {
+                        start,
+                        limit,
+                        stride,
+                    } => slice_level(k, (start, limit, stride), inputs[0], out, &names, x)?,
+                    _ => reshape_level(k, inputs[0], out, &names, x)?,
+                }
+            }
+        }
+        return Ok(Legality {
+            partial: Vec::new(),
+            unit,
+            unit_level,
+        });
+    }
+    let maps = match crate::window::map_of(k, &in_shapes)? {
+        Some(w) => {
+            crate::window::check_whole(k, &w, inputs, out, &names, unit_level)?;
+            w.maps
+        }
+        None => index_map(k, &in_shapes, &want)?,
+    };
+    let mut ext = want.clone();
+    ext.extend(reduced_extents(k, &in_shapes)?);
+    let ctx = Ctx {
+        k,
+        inputs,
+        out,
+        names,
+        maps,
+        out_rank: want.len(),
+        ext,
+    };
+    let mut partial = Vec::new();
+    if !addr.is_empty() {
+        for x in 0..=unit_level {
+            match ctx.level(x) {
+                Ok(true) => partial.push(x),
+                Ok(false) => {}
+                Err(f) if explain => return Err(ctx.explain(f)),
+                // Only `is_legal` asks without `explain`, and it keeps only whether.
+                Err(_) => {
+                    let kind = ErrorKind::Illegal {
+                        operand: 0,
+                        level: x,
+                    };
+                    return Err(KernelError::new(kind, String::new()));
+                }
+            }
+        }
+    }
+    Ok(Legality {
+        partial,
+        unit,
+        unit_level,
+    })
+}
+
+#[cfg(test)]
+mod tests;

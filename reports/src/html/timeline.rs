@@ -1,0 +1,262 @@
+//! The "Op timeline" chart of `report.html`: a Gantt chart of the ops over the run's
+//! cycles, with a thinner bar per stage.
+
+use super::page::esc;
+use super::svg::{BarLabel, Colours, bar_label, fit, grid, svg_open, ticks, tip};
+use super::{FONT, HOT, INK, MUTED, OP_FILL, W};
+use crate::model::{OpReport, Report, StageReport};
+use crate::rows;
+use crate::text::{human_bytes, share, thousands};
+use std::fmt::Write;
+
+/// `#3 Load x`.
+pub(super) fn op_name(op: &OpReport) -> String {
+    format!("#{} {} {}", op.index, op.op, op.tensor)
+}
+
+pub(super) fn timeline_section(s: &mut String, r: &Report) {
+    s.push_str("<section id=\"timeline\">\n<h2>Op timeline</h2>\n");
+    if r.ops.is_empty() {
+        s.push_str("<p>No ops ran.</p>\n</section>\n");
+        return;
+    }
+    s.push_str(
+        "<p class=\"lead\">Each op from its first to its last cycle (dark bar), and under it \
+         its stages, pipelined from the op's start, coloured by level; the stage that set the \
+         op's time is outlined. Hover a bar for details.</p>\n",
+    );
+    let colours = Colours::of_report(r);
+    let label_w = 230.0;
+    let x0 = label_w + 12.0;
+    let x1 = W - 14.0;
+    let max = time_extent(r);
+    let x = |c: f64| x0 + (x1 - x0) * c / max;
+    let (op_row, stage_row) = (24.0, 14.0);
+    let top = 24.0;
+    let rows_h: f64 = r
+        .ops
+        .iter()
+        .map(|op| op_row + stage_row * op.stages.len() as f64 + 6.0)
+        .sum();
+    let bottom = top + rows_h;
+    let height = bottom + 40.0;
+    let stages: usize = r.ops.iter().map(|op| op.stages.len()).sum();
+    svg_open(
+        s,
+        "timeline-chart",
+        height,
+        "Op timeline",
+        &format!(
+            "Gantt chart of {} ops and {stages} stages over {} cycles",
+            r.ops.len(),
+            thousands(r.total_cycles)
+        ),
+    );
+    // Bands behind each op's rows, then the grid over them.
+    let mut y = top;
+    for (i, op) in r.ops.iter().enumerate() {
+        let h = op_row + stage_row * op.stages.len() as f64 + 6.0;
+        if i % 2 == 0 {
+            w!(
+                s,
+                "<rect x=\"0\" y=\"{y:.1}\" width=\"{W}\" height=\"{h:.1}\" fill=\"#f8fafc\"/>\n"
+            );
+        }
+        y += h;
+    }
+    grid(s, x, &ticks(max, 10.0), top, bottom);
+    let mut y = top;
+    for op in &r.ops {
+        let (bx0, bx1) = (x(op.start as f64), x(op.end.max(op.start) as f64));
+        let bx1 = bx1.max(bx0 + 1.5);
+        let name = op_name(op);
+        let mut tooltip = format!(
+            "{name}: cycles {} to {} ({} cycles, {} of the run)\nbottleneck: {}",
+            thousands(op.start),
+            thousands(op.end),
+            thousands(op.cycles),
+            share(op.cycles, r.total_cycles),
+            if op.bottleneck.is_empty() {
+                "–"
+            } else {
+                &op.bottleneck
+            }
+        );
+        if op.bound_cycles > 0 {
+            w!(
+                tooltip,
+                "\nbound: {} cycles ({})",
+                thousands(op.bound_cycles),
+                op.bound_resource
+            );
+        }
+        if let Some(wait) = &op.waited_on {
+            w!(
+                tooltip,
+                "\nwaited {} cycles on {}{} ({})",
+                thousands(wait.cycles),
+                wait.op.map_or_else(String::new, |i| format!("op {i} ")),
+                wait.resource.as_deref().unwrap_or(""),
+                wait.reason
+            );
+        }
+        if let Some(layout) = &op.layout {
+            w!(tooltip, "\nlayout: {layout}");
+        }
+        let critical = op.exposed_cycles > 0 && r.schedule == "overlapped";
+        if r.schedule == "overlapped" {
+            w!(
+                tooltip,
+                "\n{}",
+                if critical {
+                    format!(
+                        "on the critical path: {} cycles exposed",
+                        thousands(op.exposed_cycles)
+                    )
+                } else {
+                    "hidden behind other ops".to_string()
+                }
+            );
+        }
+        w!(
+            s,
+            "<g class=\"op{}\">\
+             <text x=\"8\" y=\"{:.1}\" font-weight=\"600\">{}{}</text>\
+             <rect class=\"op-bar\" x=\"{bx0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" \
+             rx=\"2\" fill=\"{OP_FILL}\"{}>{}</rect>",
+            if critical { " critical" } else { "" },
+            y + 17.0,
+            tip(&name),
+            esc(&fit(&name, label_w - 8.0, FONT)),
+            y + 4.0,
+            bx1 - bx0,
+            if critical {
+                format!(" stroke=\"{HOT}\" stroke-width=\"2\"")
+            } else {
+                String::new()
+            },
+            tip(&tooltip)
+        );
+        let text = format!(
+            "{} cyc · {}",
+            thousands(op.cycles),
+            share(op.cycles, r.total_cycles)
+        );
+        let label = BarLabel {
+            text: &text,
+            size: FONT,
+            colour: INK,
+            bold: true,
+            inside: true,
+        };
+        bar_label(s, &label, (bx0, bx1), y + 16.5);
+        s.push('\n');
+        let marked = op.bottleneck_stage();
+        for (j, st) in op.stages.iter().enumerate() {
+            let sy = y + op_row + stage_row * j as f64;
+            stage_bar(
+                s,
+                op,
+                st,
+                marked == Some(j),
+                colours.of(&st.level),
+                sy,
+                (x(op.start as f64), x((op.start + st.cycles) as f64)),
+                label_w,
+            );
+        }
+        s.push_str("</g>\n");
+        y += op_row + stage_row * op.stages.len() as f64 + 6.0;
+    }
+    let clock = if r.clock_ghz.is_finite() && r.clock_ghz > 0.0 {
+        format!(
+            " · 1 µs = {} cycles at {}",
+            crate::text::real(r.clock_ghz * 1000.0, 0),
+            rows::clock(r)
+        )
+    } else {
+        String::new()
+    };
+    w!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"{MUTED}\">cycles{}</text>\n",
+        (x0 + x1) / 2.0,
+        bottom + 32.0,
+        esc(&clock)
+    );
+    s.push_str("</svg>\n</section>\n");
+}
+
+/// A stage's row in the timeline: its name in the label column, a thin bar from `xs`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn stage_bar(
+    s: &mut String,
+    op: &OpReport,
+    st: &StageReport,
+    hot: bool,
+    colour: &str,
+    y: f64,
+    (sx0, sx1): (f64, f64),
+    label_w: f64,
+) {
+    let sx1 = sx1.max(sx0 + 1.5);
+    let label = st.label();
+    let tooltip = format!(
+        "{} · {label}: {} cycles from cycle {}, {}, {} port{}, {} chunk{}, latency {}{}",
+        op_name(op),
+        thousands(st.cycles),
+        thousands(op.start),
+        human_bytes(st.bytes),
+        st.ports,
+        if st.ports == 1 { "" } else { "s" },
+        st.chunks,
+        if st.chunks == 1 { "" } else { "s" },
+        st.latency,
+        if hot { " · bottleneck" } else { "" }
+    );
+    let outline = if hot {
+        format!(" stroke=\"{INK}\" stroke-width=\"1.5\"")
+    } else {
+        " fill-opacity=\"0.75\"".to_string()
+    };
+    w!(
+        s,
+        "<g class=\"stage{}\"><text x=\"24\" y=\"{:.1}\" font-size=\"11\" fill=\"{}\">{}</text>\
+         <rect class=\"stage-bar\" x=\"{sx0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"9\" \
+         fill=\"{colour}\"{outline}>{}</rect>",
+        if hot { " bottleneck" } else { "" },
+        y + 10.0,
+        if hot { HOT } else { MUTED },
+        esc(&fit(&label, label_w - 24.0, 11.0)),
+        y + 2.0,
+        sx1 - sx0,
+        tip(&tooltip)
+    );
+    let text = if hot {
+        format!("{} cyc ◀ bottleneck", thousands(st.cycles))
+    } else {
+        format!("{} cyc", thousands(st.cycles))
+    };
+    let label = BarLabel {
+        text: &text,
+        size: 10.5,
+        colour: if hot { HOT } else { MUTED },
+        bold: hot,
+        inside: false,
+    };
+    bar_label(s, &label, (sx0, sx1), y + 10.0);
+    s.push_str("</g>\n");
+}
+
+/// The last cycle any op or stage reaches (at least the run's total, at least 1): the
+/// right end of the time axis of the timeline and resource charts.
+pub(super) fn time_extent(r: &Report) -> f64 {
+    r.ops
+        .iter()
+        .flat_map(|op| {
+            std::iter::once(op.end.max(op.start))
+                .chain(op.stages.iter().map(|st| op.start + st.cycles))
+        })
+        .fold(r.total_cycles, u64::max)
+        .max(1) as f64
+}
