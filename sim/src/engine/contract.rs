@@ -14,7 +14,7 @@
 //! PE index and the LM byte of an operand element are sums of per-axis terms: a row is
 //! its fixed axes' terms plus, per contraction index, the contraction axis' term.
 //!
-//! Only called from `dataplane.rs`'s kernel move, with its `Functional` token.
+//! Only called from `dataplane/kernel_values.rs`'s kernel move, with its `Functional` token.
 
 use super::Resident;
 use super::dataplane::{Functional, LmPtr};

@@ -10,7 +10,7 @@
 //! (the channel — or batch — variable slowest, then the spatial ones, the last fastest,
 //! taps outside the input skipped), then rounded to the output dtype once.
 //!
-//! Only called from `dataplane.rs`'s kernel move, with its `Functional` token.
+//! Only called from `dataplane/kernel_values.rs`'s kernel move, with its `Functional` token.
 
 use super::Resident;
 use super::contract::{OutCells, Terms};
