@@ -10,7 +10,7 @@
 //! bound only; it never changes a figure.
 
 use crate::bound::{Bound, OpBound};
-use crate::timeline::describe;
+use crate::timeline::{Resource, describe};
 use mnsim_arch::Machine;
 use mnsim_reports::{AboveBound, OpReport, Report};
 
@@ -47,16 +47,10 @@ fn above_bound(
     }
     // The bound's compulsory work on it: every op's least hold, summed (or the run's
     // own lower bound on it, where larger).
-    let named = |holds: &[(crate::timeline::Resource, u64)]| -> u64 {
-        (holds.iter())
-            .filter(|(r, _)| describe(*r, m).0 == busiest.name)
-            .map(|(_, c)| *c)
-            .fold(0, u64::saturating_add)
-    };
     let summed = (bound.ops.iter())
-        .map(|o| named(&o.holds))
+        .map(|o| held_on(m, &o.holds, &busiest.name))
         .fold(0, u64::saturating_add);
-    let compulsory = summed.max(named(&bound.extra));
+    let compulsory = summed.max(held_on(m, &bound.extra, &busiest.name));
     let excess = busiest.busy_cycles as f64 / report.bound_cycles as f64;
     let idle = total as f64 / busiest.busy_cycles as f64;
     let (cause, op, detail) = if excess >= idle {
@@ -87,16 +81,11 @@ fn excess_detail(
 ) -> (Option<usize>, String) {
     let on = |o: &OpReport| {
         (o.stages.iter())
-            .filter(|s| stage_resource(&s.level, &s.direction, &s.kind) == resource)
+            .filter(|s| s.resource() == resource)
             .max_by_key(|s| s.cycles)
             .cloned()
     };
-    let least = |k: usize| {
-        (bounds.get(k).map_or(&[][..], |b| &b.holds[..]).iter())
-            .filter(|(r, _)| describe(*r, m).0 == resource)
-            .map(|(_, c)| *c)
-            .sum::<u64>()
-    };
+    let least = |k: usize| bounds.get(k).map_or(0, |b| held_on(m, &b.holds, resource));
     let worst = (ops.iter().enumerate())
         .filter_map(|(k, o)| on(o).map(|s| (k, s.cycles.saturating_sub(least(k)), s)))
         .max_by_key(|&(k, extra, _)| (extra, std::cmp::Reverse(k)));
@@ -159,14 +148,12 @@ fn excess_detail(
     )
 }
 
-/// The resource a stage holds, named as `resources` names it.
-fn stage_resource(level: &str, direction: &str, kind: &str) -> String {
-    match (direction, kind) {
-        (_, "dram") => "DRAM".to_string(),
-        ("local", "compute") => format!("{level} compute"),
-        ("local", _) => format!("{level} LM"),
-        _ => format!("{level} {direction}"),
-    }
+/// The cycles `holds` hold the resource named `resource` (as `resources` names it).
+fn held_on(m: &Machine, holds: &[(Resource, u64)], resource: &str) -> u64 {
+    (holds.iter())
+        .filter(|(r, _)| describe(*r, m).0 == resource)
+        .map(|(_, c)| *c)
+        .fold(0, u64::saturating_add)
 }
 
 /// The longest wait of an op for another's end, and why the two did not overlap.

@@ -21,6 +21,16 @@ fn load(file: &str) -> (Scenario, Source) {
     (sc, src)
 }
 
+/// A scenario written inline, and its source as error messages point into it.
+fn parsed(text: &str, path: &str) -> (Scenario, Source) {
+    let sc = scenario::parse(text, path).unwrap();
+    let src = Source {
+        path: path.into(),
+        text: text.into(),
+    };
+    (sc, src)
+}
+
 fn opts(seconds: u64) -> PlanOptions {
     let mut o = PlanOptions::default();
     o.search.time_limit = Some(Duration::from_secs(seconds));
@@ -263,11 +273,7 @@ const SMALL: &str = r#"Scenario(
 
 #[test]
 fn equal_to_exhaustive_search_on_a_small_case() {
-    let sc = scenario::parse(SMALL, "small.ron").unwrap();
-    let src = Source {
-        path: "small.ron".into(),
-        text: SMALL.into(),
-    };
+    let (sc, src) = parsed(SMALL, "small.ron");
     // Force the local search, then compare with every pair run for real.
     let mut o = opts(30);
     o.search.exhaustive_limit = 0;
@@ -340,11 +346,7 @@ fn a_relayout_is_inserted_where_a_kernel_needs_one() {
     ],
     plans: {"auto": {"x": Any}},
 )"#;
-    let sc = scenario::parse(text, "r.ron").unwrap();
-    let src = Source {
-        path: "r.ron".into(),
-        text: text.into(),
-    };
+    let (sc, src) = parsed(text, "r.ron");
     let o = plan_auto(&sc, &src, 30);
     let best = &o.best[0];
     assert_eq!(best.inserted.len(), 1, "{:?}", best.inserted);
@@ -647,11 +649,7 @@ fn a_stream_through_two_kernels_to_its_store_is_scored_as_it_runs() {
     // output stream the Store writes slice by slice: the Store overlaps the Load. The
     // model measures each kernel's output stream as its next reader reads it, so its
     // score is the run's, and the planner finds a plan at least as fast from nothing.
-    let sc = scenario::parse(CHAIN, "chain.ron").unwrap();
-    let src = Source {
-        path: "chain.ron".into(),
-        text: CHAIN.into(),
-    };
+    let (sc, src) = parsed(CHAIN, "chain.ron");
     let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
     let mut model = mnsim_sim::plan::model::Model::new(&res, Space::default()).unwrap();
     let mut totals = BTreeMap::new();

@@ -151,28 +151,37 @@ impl Model {
                     }
                 }
             }
-            // The tasks of the kernels whose output streams this op reads first.
-            let producers: Vec<Option<(Task, u64)>> = (self.ops[i].reads.iter())
-                .zip(&self.ops[i].streamed)
-                .map(|(&r, s)| {
-                    s.filter(|&w| self.ops[w].is_kernel)?;
-                    let (k, held) = writer[r]?;
-                    Some((scratch.get(k)?.clone(), held))
-                })
-                .collect();
+            // The kernels whose output streams this op reads first: their tasks (in
+            // `scratch`) and the slices each stream holds (none for most ops: no
+            // allocation).
+            let kernel_streams =
+                (self.ops[i].streamed.iter()).any(|s| s.is_some_and(|w| self.ops[w].is_kernel));
+            let producers: Vec<Option<(usize, u64)>> = if kernel_streams {
+                (self.ops[i].reads.iter())
+                    .zip(&self.ops[i].streamed)
+                    .map(|(&r, s)| {
+                        s.filter(|&w| self.ops[w].is_kernel)?;
+                        writer[r]
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             // A measurement that sends no slice again does not depend on the producers'
             // tasks (only a re-send costs one of their slices): it is kept under the
             // buffers alone, so other producers' costs find it.
-            let (light, full) = fingerprints(&producers);
-            let key = (i as u32, key_states, layout, light);
+            let key = (i as u32, key_states, layout, light_fingerprint(&producers));
             let key = if self.memo.contains_key(&key) {
                 key
             } else {
-                let full = (key.0, key.1, key.2, full);
+                let full = (key.0, key.1, key.2, full_fingerprint(&producers, &scratch));
                 if self.memo.contains_key(&full) {
                     full
                 } else {
-                    let out = self.measure(i, &full.1, layout, &producers);
+                    let tasks: Vec<Option<(Task, u64)>> = (producers.iter())
+                        .map(|p| p.and_then(|(k, held)| Some((scratch.get(k)?.clone(), held))))
+                        .collect();
+                    let out = self.measure(i, &full.1, layout, &tasks);
                     let resends = out.as_ref().is_ok_and(|o| {
                         (o.tasks.iter().flat_map(|t| &t.walk))
                             .flat_map(|w| &w.inputs)
@@ -181,7 +190,7 @@ impl Model {
                     let key = if resends {
                         full
                     } else {
-                        (full.0, full.1, full.2, light)
+                        (full.0, full.1, full.2, key.3)
                     };
                     self.memo.insert(key.clone(), out);
                     key
@@ -316,26 +325,34 @@ impl Model {
     }
 }
 
+/// What of the producers a consumer's measurement depends on where its walk sends no
+/// slice again: the slices each stream holds; 0 when it reads no kernel's stream.
+fn light_fingerprint(producers: &[Option<(usize, u64)>]) -> u64 {
+    fingerprint("light", producers.iter().map(|p| p.map(|(_, held)| held)))
+}
+
 /// What of the producers a consumer's measurement depends on: the slices each stream
-/// holds (`light`), and with them the cost of a re-sent slice (its producer's cycles and
-/// holds: `full`); both 0 when it reads no kernel's stream.
-fn fingerprints(producers: &[Option<(Task, u64)>]) -> (u64, u64) {
-    use std::hash::{Hash, Hasher};
-    if producers.iter().all(Option::is_none) {
-        return (0, 0);
+/// holds, and the cost of a re-sent slice (its producer's cycles and holds, from the
+/// producer's task in `scratch`); 0 when it reads no kernel's stream.
+fn full_fingerprint(producers: &[Option<(usize, u64)>], scratch: &[Task]) -> u64 {
+    fingerprint(
+        "full",
+        (producers.iter())
+            .map(|p| p.and_then(|(k, held)| scratch.get(k).map(|t| (t.cycles, &t.holds, held)))),
+    )
+}
+
+/// A hash of `parts` under `tag` (SipHash with fixed keys: the same on every machine),
+/// never 0; 0 when there are none.
+fn fingerprint<T: std::hash::Hash>(tag: &str, parts: impl ExactSizeIterator<Item = T>) -> u64 {
+    use std::hash::Hasher;
+    if parts.len() == 0 {
+        return 0;
     }
-    // SipHash with fixed keys: the same on every machine.
-    let (mut light, mut full) = (
-        std::collections::hash_map::DefaultHasher::new(),
-        std::collections::hash_map::DefaultHasher::new(),
-    );
-    "light".hash(&mut light);
-    "full".hash(&mut full);
-    for p in producers {
-        p.as_ref().map(|(_, held)| held).hash(&mut light);
-        p.as_ref()
-            .map(|(t, held)| (t.cycles, &t.holds, held))
-            .hash(&mut full);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(tag, &mut h);
+    for p in parts {
+        p.hash(&mut h);
     }
-    (light.finish() | 1, full.finish() | 1)
+    h.finish() | 1
 }
