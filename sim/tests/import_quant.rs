@@ -157,11 +157,7 @@ fn undef_layouts_inferred_shapes_and_rank_1_operands() {
         &[t(1, "f32", "[2]", "strided")],
     )]);
     let e = import_text(&g).unwrap_err();
-    let flat: String = e
-        .replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let flat = common::one_line(&e);
     assert!(
         flat.contains("tensor id 0 has dimensions to be inferred (−2^63), but no op produces it"),
         "{e}"

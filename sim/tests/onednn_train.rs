@@ -168,10 +168,7 @@ fn import_errors_name_the_attribute() {
             import::import(&src, &Options::default()).expect_err("the import must fail")
         );
         // The message as one line (the report wraps it in a box).
-        e.replace('│', " ")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
+        common::one_line(&e)
     };
     let e = fails(graph(
         "SoftPlusBackward",

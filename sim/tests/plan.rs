@@ -2,6 +2,8 @@
 //! slower than a hand plan, equal to exhaustive search on small cases, write-back that
 //! keeps the file as written, and the command line's JSON.
 
+mod common;
+
 use mnsim_sim::plan::{self, PlanOptions, candidates::Space};
 use mnsim_sim::scenario::{self, Mode, PlanValue, Scenario, Source};
 use mnsim_sim::timeline::Schedule;
@@ -439,11 +441,7 @@ fn cli_plan_json_and_write() {
         .unwrap();
     assert!(!again.status.success());
     // (miette wraps long lines: compare the words only)
-    let err: String = String::from_utf8_lossy(&again.stderr)
-        .replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let err = common::one_line(&String::from_utf8_lossy(&again.stderr));
     assert!(err.contains("already has a plan `planned`"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), src2.text);
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,5 +1,7 @@
 //! Scenario files: loading, resolution, located errors, `mnsim check`.
 
+mod common;
+
 use miette::{GraphicalReportHandler, GraphicalTheme, Report};
 use mnsim_sim::scenario::{
     self, Init, LayoutRef, MachineRef, Mode, Op, PlanValue, Resolved, Scenario, Source, UnaryOp,
@@ -656,11 +658,7 @@ fn check_command() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     // (miette wraps long lines, where depends on the checkout's path: compare the words)
-    let words: String = err
-        .replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let words = common::one_line(&err);
     assert!(
         words.contains("plan `rows`") && words.contains("input `w1` is split over L2B"),
         "{err}"

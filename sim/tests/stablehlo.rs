@@ -59,13 +59,8 @@ fn import_text(name: &str, text: &str, binds: &BTreeMap<String, u64>) -> Result<
         text: text.into(),
     };
     // Messages as one line (the rendering wraps them).
-    import::import_mlir(&src, &Options::default(), binds).map_err(|e| {
-        format!("{e:?}")
-            .replace('│', " ")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    })
+    import::import_mlir(&src, &Options::default(), binds)
+        .map_err(|e| common::one_line(&format!("{e:?}")))
 }
 
 /// The attention blocks' live set (the residual input, q, k and v) overflows LM under

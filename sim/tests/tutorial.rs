@@ -88,10 +88,7 @@ fn words(line: &str) -> Vec<String> {
 /// Output as the quotes are compared with it: the diagnostics' gutter gone, every run
 /// of whitespace (line breaks included) one space.
 fn normalise(s: &str) -> String {
-    s.replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+    common::one_line(s)
 }
 
 /// One command of a page, run; its combined output and whether it succeeded.

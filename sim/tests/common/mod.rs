@@ -1,3 +1,13 @@
 pub mod graphs;
 pub mod kernels;
 pub mod study;
+
+/// A diagnostic as one line: miette's gutter gone and every run of whitespace (its line
+/// breaks, which fall where the width and the file's path put them) one space.
+#[allow(dead_code)]
+pub fn one_line(s: &str) -> String {
+    s.replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
