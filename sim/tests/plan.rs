@@ -547,67 +547,126 @@ fn resuming_the_last_plans_timeline_changes_no_total() {
         "graphs/sdpa-plain-simplified-f16.ron",
         "double_buffer.ron",
     ] {
-        let (sc, src) = load(file);
         for schedule in [Schedule::Overlapped, Schedule::Sequential] {
-            let mut sc = sc.clone();
-            sc.schedule = schedule;
-            let mut auto: BTreeMap<String, PlanValue> = BTreeMap::new();
-            for p in sc.plans.values() {
-                for v in p.keys().filter(|v| v.as_str() != "wb") {
-                    auto.insert(v.clone(), PlanValue::Any);
-                }
-            }
-            auto.insert("wb".into(), PlanValue::Layout("2".into()));
-            sc.plans.insert("auto".into(), auto);
-            let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
-            let space = Space {
-                max: 40,
-                ..Space::default()
-            };
-            let mut on = mnsim_sim::plan::model::Model::new(&res, space).unwrap();
-            let mut off = mnsim_sim::plan::model::Model::new(&res, space).unwrap();
-            off.set_resume(false);
-            let mut rng = 0x5eed_u64;
-            let mut next = |n: usize| {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                (rng % n as u64) as usize
-            };
-            // Walks from a hand plan (back to it every 10 steps), one variable at a time.
-            let hand = if file == "double_buffer.ron" {
-                "double"
-            } else {
-                "default"
-            };
-            let hres = scenario::resolve(&sc, &src, Some(hand), &[], &BTreeMap::new()).unwrap();
-            let seed: Vec<_> = (0..on.vars.len())
-                .map(|vi| match &hres.ops[on.vars[vi].ops[0]].layout {
-                    Some(scenario::LayoutRef::Bound(l)) => {
-                        off.seed(vi, l);
-                        on.seed(vi, l)
-                    }
-                    other => panic!("{hand}: {other:?}"),
-                })
-                .collect();
-            let mut pick = seed.clone();
+            let (mut on, mut off, picks) = walk_from_hand(file, schedule, true);
             let (mut ran, mut differ) = (0, 0);
-            for step in 0..300 {
-                if step % 10 == 0 {
-                    pick.clone_from(&seed);
-                } else {
-                    let k = next(on.vars.len());
-                    pick[k] = on.vars[k].candidates[next(on.vars[k].candidates.len())];
-                }
-                let (a, b) = (on.evaluate(&pick), off.evaluate(&pick));
+            for (step, pick) in picks.iter().enumerate() {
+                let (a, b) = (on.evaluate(pick), off.evaluate(pick));
                 assert_eq!(a, b, "{file} step {step}, {}", schedule.name());
                 ran += usize::from(a.failure.is_none());
-                differ += usize::from(a.total_cycles != on.evaluate(&pick).total_cycles);
+                differ += usize::from(a.total_cycles != on.evaluate(pick).total_cycles);
             }
             assert_eq!(differ, 0);
             assert!(ran >= 10, "{file}: only {ran} of 300 assignments ran");
         }
     }
+}
+
+/// An evaluation the model decides by a bound without placing it (`evaluate_below`) is
+/// one whose full evaluation is no better than the cutoff; any other is the full
+/// evaluation itself. Over the same random walks, with the cutoff the best key seen so
+/// far (as the search's), a failing plan's, and one no plan reaches.
+#[test]
+fn an_evaluation_decided_by_a_bound_is_no_better_than_its_cutoff() {
+    for file in ["graphs/MHA-GPT-inf-fp32-bs1.ron", "double_buffer.ron"] {
+        for schedule in [Schedule::Overlapped, Schedule::Sequential] {
+            let (mut model, mut full, picks) = walk_from_hand(file, schedule, false);
+            let mut best: Option<mnsim_sim::plan::model::Key> = None;
+            let (mut decided, mut placed) = (0, 0);
+            for (step, pick) in picks.iter().enumerate() {
+                let e = full.evaluate(pick);
+                let fails = (true, std::cmp::Reverse(1), 0);
+                for cutoff in [best, Some(fails), Some((false, std::cmp::Reverse(0), 0))] {
+                    let Some(cutoff) = cutoff else { continue };
+                    match model.evaluate_below(pick, cutoff) {
+                        None => {
+                            assert!(e.key() >= cutoff, "{file} step {step}: {e:?} < {cutoff:?}");
+                            decided += 1;
+                        }
+                        Some(b) => {
+                            assert_eq!(b, e, "{file} step {step}");
+                            placed += 1;
+                        }
+                    }
+                }
+                best = best.min(Some(e.key())).or(Some(e.key()));
+            }
+            assert_eq!(model.bounded, decided);
+            assert!(
+                decided >= 100 && placed >= 100,
+                "{file}: {decided} decided, {placed} placed"
+            );
+        }
+    }
+}
+
+/// Two models of `file` with every variable `Any` (but `wb`), the first resuming
+/// timelines and the second placing every plan from its first task when `resume_off`,
+/// and 300 assignments each from the one before by one variable, back to the hand plan
+/// every 10.
+fn walk_from_hand(
+    file: &str,
+    schedule: Schedule,
+    resume_off: bool,
+) -> (
+    mnsim_sim::plan::model::Model,
+    mnsim_sim::plan::model::Model,
+    Vec<Vec<mnsim_sim::plan::model::LayoutId>>,
+) {
+    let (mut sc, src) = load(file);
+    sc.schedule = schedule;
+    let mut auto: BTreeMap<String, PlanValue> = BTreeMap::new();
+    for p in sc.plans.values() {
+        for v in p.keys().filter(|v| v.as_str() != "wb") {
+            auto.insert(v.clone(), PlanValue::Any);
+        }
+    }
+    auto.insert("wb".into(), PlanValue::Layout("2".into()));
+    sc.plans.insert("auto".into(), auto);
+    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+    let space = Space {
+        max: 40,
+        ..Space::default()
+    };
+    let mut on = mnsim_sim::plan::model::Model::new(&res, space).unwrap();
+    let mut off = mnsim_sim::plan::model::Model::new(&res, space).unwrap();
+    if resume_off {
+        off.set_resume(false);
+    }
+    let mut rng = 0x5eed_u64;
+    let mut next = |n: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as usize
+    };
+    let hand = if file == "double_buffer.ron" {
+        "double"
+    } else {
+        "default"
+    };
+    let hres = scenario::resolve(&sc, &src, Some(hand), &[], &BTreeMap::new()).unwrap();
+    let seed: Vec<_> = (0..on.vars.len())
+        .map(|vi| match &hres.ops[on.vars[vi].ops[0]].layout {
+            Some(scenario::LayoutRef::Bound(l)) => {
+                off.seed(vi, l);
+                on.seed(vi, l)
+            }
+            other => panic!("{hand}: {other:?}"),
+        })
+        .collect();
+    let mut pick = seed.clone();
+    let mut picks = Vec::new();
+    for step in 0..300 {
+        if step % 10 == 0 {
+            pick.clone_from(&seed);
+        } else {
+            let k = next(on.vars.len());
+            pick[k] = on.vars[k].candidates[next(on.vars[k].candidates.len())];
+        }
+        picks.push(pick.clone());
+    }
+    (on, off, picks)
 }
 
 const CHAIN: &str = r#"Scenario(

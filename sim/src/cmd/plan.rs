@@ -165,6 +165,7 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
         "timed_out": o.timed_out,
         "work_spent": o.work_spent,
         "evaluated": o.evaluated,
+        "bounded": o.bounded,
         "measured_ops": o.measured,
         "seconds": o.seconds,
         "total_seconds": o.total_seconds,
@@ -232,10 +233,11 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
         th(o.pruned as u64)
     );
     outln!(
-        "  {} evaluated in {:.2} s ({}/s, {} ops measured; search {:.2} s): {}",
+        "  {} evaluated in {:.2} s ({}/s, {} decided by a bound, {} ops measured; search {:.2} s): {}",
         th(o.evaluated),
         o.total_seconds,
         th(o.rate() as u64),
+        th(o.bounded),
         th(o.measured),
         o.seconds,
         coverage(o)

@@ -89,6 +89,9 @@ pub struct Outcome {
     pub pruned: usize,
     pub method: &'static str,
     pub evaluated: u64,
+    /// Evaluations decided without placing their tasks: their busiest resource, or how
+    /// far a failing one got, proved them no better than what the search keeps.
+    pub bounded: u64,
     /// Ops measured by the engine (memo misses).
     pub measured: u64,
     pub space: u128,
@@ -514,6 +517,7 @@ pub fn plan_with(
         method: found.method,
         // Every evaluation: the joint seeds' and the search's.
         evaluated: model.evaluated,
+        bounded: model.bounded,
         measured: model.measured,
         space: found.space,
         complete: found.complete,

@@ -5,7 +5,7 @@
 //! stops either; the work budget stops at the same point on every machine, so a search
 //! bound by it alone gives the same plan everywhere.
 
-use super::model::{Eval, LayoutId, Model};
+use super::model::{Eval, Key, LayoutId, Model};
 use std::time::{Duration, Instant};
 
 /// How to search.
@@ -81,6 +81,11 @@ struct Top {
 }
 
 impl Top {
+    /// The key an assignment must beat to be kept: the worst kept one's, once `k` are.
+    fn bar(&self) -> Option<Key> {
+        (self.v.len() >= self.k).then(|| self.v.last().map(|w| w.eval.key()))?
+    }
+
     fn offer(&mut self, pick: &[LayoutId], eval: &Eval) {
         if self.v.iter().any(|f| f.pick == pick) {
             return;
@@ -97,6 +102,15 @@ impl Top {
             },
         );
         self.v.truncate(self.k);
+    }
+}
+
+/// `pick` evaluated, or `None` where it is proved no better than `bar` (no assignment
+/// scoring `bar` or worse changes the search: it is neither kept nor moved to).
+fn evaluate_below(model: &mut Model, pick: &[LayoutId], bar: Option<Key>) -> Option<Eval> {
+    match bar {
+        Some(b) => model.evaluate_below(pick, b),
+        None => Some(model.evaluate(pick)),
     }
 }
 
@@ -153,8 +167,10 @@ impl Run<'_> {
         let mut pick: Vec<LayoutId> = model.vars.iter().map(|v| v.candidates[0]).collect();
         let mut n = 0u64;
         'all: loop {
-            let e = model.evaluate(&pick);
-            self.top.offer(&pick, &e);
+            // An assignment that cannot be kept need not be placed.
+            if let Some(e) = evaluate_below(model, &pick, self.top.bar()) {
+                self.top.offer(&pick, &e);
+            }
             for (v, &k) in idx.iter().enumerate() {
                 self.tried[v][k] = true;
             }
@@ -202,13 +218,16 @@ impl Run<'_> {
                         continue;
                     }
                     pick[v] = c;
-                    let e = model.evaluate(&pick);
-                    self.top.offer(&pick, &e);
+                    // Placed only if it may be kept or beat the current assignment.
+                    let bar = self.top.bar().map(|b| b.max(cur.key()));
                     self.tried[v][k] = true;
-                    if e.key() < cur.key() {
-                        cur = e;
-                        best = c;
-                        improved = true;
+                    if let Some(e) = evaluate_below(model, &pick, bar) {
+                        self.top.offer(&pick, &e);
+                        if e.key() < cur.key() {
+                            cur = e;
+                            best = c;
+                            improved = true;
+                        }
                     }
                     if k % 256 == 0 {
                         (self.progress)(model.evaluated - self.before, self.planned);

@@ -22,11 +22,11 @@
 //! yet take their first candidate; an assignment that fails later ranks by how far it
 //! got, then by its cycles so far) and the best `width` states are kept.
 
-use super::{Eval, LayoutId, Model};
+use super::{Eval, Key, LayoutId, Model};
 use crate::plan::candidates;
 use mnsim_arch::TensorLayout;
 use mnsim_kernels::shape::{AxisSource, index_map, reduced_extents};
-use std::collections::HashSet;
+use std::collections::{BinaryHeap, HashSet};
 
 /// A kernel's variables split over the machine's levels.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -178,6 +178,9 @@ impl Model {
                 continue;
             };
             let mut next: Vec<(Vec<Decided>, Eval)> = Vec::new();
+            // The `width` least keys so far: a state no better than the most of them
+            // cannot be kept (the sort below is stable), so it need not be placed.
+            let mut kept: BinaryHeap<Key> = BinaryHeap::new();
             let mut seen: HashSet<Vec<Decided>> = HashSet::new();
             'states: for (state, _) in &beam {
                 for ext in self.extensions(k, &shape, state) {
@@ -189,8 +192,18 @@ impl Model {
                         break 'states;
                     }
                     let pick = self.filled(&ext);
-                    let e = self.evaluate(&pick);
-                    next.push((ext, e));
+                    let bar = (kept.len() >= width.max(1)).then(|| kept.peek().copied());
+                    let e = match bar.flatten() {
+                        Some(b) => self.evaluate_below(&pick, b),
+                        None => Some(self.evaluate(&pick)),
+                    };
+                    if let Some(e) = e {
+                        kept.push(e.key());
+                        if kept.len() > width.max(1) {
+                            kept.pop();
+                        }
+                        next.push((ext, e));
+                    }
                 }
             }
             if next.is_empty() {

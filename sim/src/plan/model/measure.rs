@@ -8,7 +8,7 @@ use super::{
 };
 use crate::ids::RegionId;
 use crate::program::{EntityRef as _, OpId};
-use crate::timeline::Task;
+use crate::timeline::{Resource, Task};
 use mnsim_arch::TensorLayout;
 
 /// One past the largest of an op's own (non-input) regions in `tasks`.
@@ -212,6 +212,13 @@ impl Model {
                 insert,
             });
         }
+        let mut busy: Vec<(Resource, u64)> = Vec::new();
+        for h in tasks.iter().flat_map(|t| &t.holds) {
+            match busy.iter_mut().find(|b| b.0 == h.resource) {
+                Some(b) => b.1 = b.1.saturating_add(h.cycles),
+                None => busy.push((h.resource, h.cycles)),
+            }
+        }
         OpOut {
             dynamic_j: m.dynamic_j,
             cycles: m.cycles,
@@ -219,6 +226,7 @@ impl Model {
             moved,
             tasks,
             span,
+            busy,
         }
     }
 

@@ -20,7 +20,7 @@ use super::candidates::{self, Space};
 use super::cost::{Coster, Held};
 use crate::ids::RegionId;
 use crate::scenario::{LayoutRef, Op, OpClass, Resolved};
-use crate::timeline::{Schedule, Task};
+use crate::timeline::{Resource, Schedule, Task};
 use mnsim_arch::TensorLayout;
 use std::collections::HashMap;
 
@@ -70,9 +70,12 @@ pub struct Eval {
     pub score: u64,
 }
 
+/// An evaluation's ordering key ([`Eval::key`]).
+pub type Key = (bool, std::cmp::Reverse<usize>, u64);
+
 impl Eval {
     /// Ordering key: runnable first, then further, then a lower score.
-    pub fn key(&self) -> (bool, std::cmp::Reverse<usize>, u64) {
+    pub fn key(&self) -> Key {
         (
             self.failure.is_some(),
             std::cmp::Reverse(self.completed),
@@ -107,6 +110,9 @@ struct OpOut {
     /// ([`super::cost::input_region`] for inputs, else the op's own, below `span`).
     tasks: Vec<Task>,
     span: u32,
+    /// Per resource, the cycles its tasks hold it (a part of that resource's busy
+    /// time in any plan that runs them, which no run's total is below).
+    busy: Vec<(Resource, u64)>,
 }
 
 /// What kind of LM effect an op has (for the walk's bookkeeping).
@@ -172,6 +178,9 @@ pub struct Model {
     /// Ops measured (memo misses) and evaluations done.
     pub measured: u64,
     pub evaluated: u64,
+    /// Evaluations decided by their busiest resource alone, without placing their tasks
+    /// ([`Model::evaluate_below`]).
+    pub bounded: u64,
     space: Space,
     /// How the scored plan's tasks are placed in time (the scenario's schedule).
     pub schedule: Schedule,
@@ -230,6 +239,7 @@ impl Model {
             replicas: HashMap::new(),
             measured: 0,
             evaluated: 0,
+            bounded: 0,
             space,
             schedule: res.schedule,
             objective: mnsim_reports::Objective::Cycles,

@@ -3,10 +3,10 @@
 //! miss), renumbers their LM regions for this plan and places them on the timeline.
 
 use super::super::cost::input_slot;
-use super::{Effect, Eval, Inserted, LayoutId, Model, NO_LAYOUT, StateId};
+use super::{Effect, Eval, Inserted, Key, LayoutId, Model, NO_LAYOUT, StateId};
 use crate::ids::RegionId;
 use crate::scenario::Op;
-use crate::timeline::{self, Task};
+use crate::timeline::{self, Resource, Task};
 
 /// Per evaluation: where each tensor's LM region is, and the regions handed out.
 struct Regions {
@@ -14,17 +14,81 @@ struct Regions {
     next: u32,
 }
 
+/// How far a walk over an assignment got.
+enum Walked {
+    /// It stopped at op `at` for `msg`: the first `ntasks` of the scratch ran.
+    Failed {
+        at: usize,
+        msg: String,
+        ntasks: usize,
+    },
+    /// Every op's tasks are in the scratch: the first `ntasks`, whose ops' dynamic
+    /// joules sum to `dynamic_j`, and the busiest resource's held cycles.
+    Done {
+        ntasks: usize,
+        dynamic_j: f64,
+        busiest: u64,
+    },
+}
+
 impl Model {
     /// Evaluates the assignment `pick` (a layout id per variable).
     pub fn evaluate(&mut self, pick: &[LayoutId]) -> Eval {
-        self.run(pick, None)
+        self.finish(pick, None)
+    }
+
+    /// Evaluates `pick` unless its key is proved no lower than `cutoff` without placing
+    /// it: its busiest resource holds cycles that no run of it is shorter than, and its
+    /// score grows with the run's cycles. `None` then (counted in [`Model::bounded`]);
+    /// otherwise the evaluation [`Model::evaluate`] gives.
+    pub fn evaluate_below(&mut self, pick: &[LayoutId], cutoff: Key) -> Option<Eval> {
+        match self.walk(pick, None) {
+            // A failure ranks by how far it got, then by cycles (at least 0).
+            Walked::Failed { at, msg, ntasks } => {
+                if (true, std::cmp::Reverse(at), 0) >= cutoff {
+                    self.bounded += 1;
+                    return None;
+                }
+                Some(self.failure(at, msg, ntasks))
+            }
+            Walked::Done {
+                ntasks,
+                dynamic_j,
+                busiest,
+            } => {
+                let least = (
+                    false,
+                    std::cmp::Reverse(self.ops.len()),
+                    self.score(busiest, dynamic_j).1,
+                );
+                if least >= cutoff {
+                    self.bounded += 1;
+                    return None;
+                }
+                Some(self.eval(self.ops.len(), ntasks, dynamic_j, None))
+            }
+        }
     }
 
     /// Evaluates `pick`, also listing per op cycles and the inserted relayouts.
     pub fn explain(&mut self, pick: &[LayoutId]) -> (Eval, Vec<u64>, Vec<Inserted>) {
         let mut detail = (Vec::new(), Vec::new());
-        let e = self.run(pick, Some(&mut detail));
+        let e = self.finish(pick, Some(&mut detail));
         (e, detail.0, detail.1)
+    }
+
+    /// Walks `pick` and places what it ran.
+    fn finish(
+        &mut self,
+        pick: &[LayoutId],
+        detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
+    ) -> Eval {
+        match self.walk(pick, detail) {
+            Walked::Failed { at, msg, ntasks } => self.failure(at, msg, ntasks),
+            Walked::Done {
+                ntasks, dynamic_j, ..
+            } => self.eval(self.ops.len(), ntasks, dynamic_j, None),
+        }
     }
 
     /// The run's length: the first `n` tasks of the scratch placed under the schedule,
@@ -37,16 +101,9 @@ impl Model {
         }
     }
 
-    /// The evaluation of the first `n` tasks of the scratch, whose ops' dynamic joules
-    /// sum to `dynamic_j`: its energy adds the static power over its length.
-    fn eval(
-        &mut self,
-        completed: usize,
-        n: usize,
-        dynamic_j: f64,
-        failure: Option<(usize, String)>,
-    ) -> Eval {
-        let total_cycles = self.placed_total(n);
+    /// The joules and the score of a run of `total_cycles` whose ops' dynamic joules sum
+    /// to `dynamic_j`: the static power over its length is added; both grow with it.
+    fn score(&self, total_cycles: u64, dynamic_j: f64) -> (f64, u64) {
         let m = &self.res.machine;
         let energy_j = dynamic_j
             + m.energy.static_watts(m) * mnsim_reports::energy::seconds(total_cycles, m.clock_ghz);
@@ -57,6 +114,27 @@ impl Model {
                 .max(0.0)
                 .to_bits(),
         };
+        (energy_j, score)
+    }
+
+    /// The evaluation of a plan that stopped at op `at` for `msg`, after the first
+    /// `ntasks` of the scratch. The joules of the ops before it are not summed: a failed
+    /// plan ranks by how far it got, then by cycles.
+    fn failure(&mut self, at: usize, msg: String, ntasks: usize) -> Eval {
+        self.eval(at, ntasks, 0.0, Some((at, msg)))
+    }
+
+    /// The evaluation of the first `n` tasks of the scratch, whose ops' dynamic joules
+    /// sum to `dynamic_j`.
+    fn eval(
+        &mut self,
+        completed: usize,
+        n: usize,
+        dynamic_j: f64,
+        failure: Option<(usize, String)>,
+    ) -> Eval {
+        let total_cycles = self.placed_total(n);
+        let (energy_j, score) = self.score(total_cycles, dynamic_j);
         Eval {
             completed,
             total_cycles,
@@ -66,11 +144,11 @@ impl Model {
         }
     }
 
-    fn run(
+    fn walk(
         &mut self,
         pick: &[LayoutId],
         mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
-    ) -> Eval {
+    ) -> Walked {
         self.evaluated += 1;
         let n = self.tensors.len();
         let mut st: Vec<Option<StateId>> = vec![None; n];
@@ -92,15 +170,15 @@ impl Model {
         // Per tensor: the words of a stream's second slice; and their sum over what lives.
         let mut seconds: Vec<u64> = vec![0; n];
         let mut second = 0u64;
+        // Per resource, the cycles the ops' tasks hold it.
+        let mut busy: Vec<(Resource, u64)> = Vec::new();
         let failed = |m: &mut Model,
                       scratch: Vec<crate::timeline::Task>,
                       i: usize,
                       ntasks: usize,
                       msg: String| {
             m.scratch = scratch;
-            // The joules of the ops before it are not summed: a failed plan ranks by
-            // how far it got, then by cycles.
-            m.eval(i, ntasks, 0.0, Some((i, msg)))
+            Walked::Failed { at: i, msg, ntasks }
         };
         for i in 0..self.ops.len() {
             let (effect, writes, var, fixed) = {
@@ -314,6 +392,12 @@ impl Model {
                     second += new;
                 }
             }
+            for &(r, c) in &out.busy {
+                match busy.iter_mut().find(|b| b.0 == r) {
+                    Some(b) => b.1 = b.1.saturating_add(c),
+                    None => busy.push((r, c)),
+                }
+            }
             cycles.push(out.cycles);
             dynamic_j += out.dynamic_j;
         }
@@ -321,7 +405,11 @@ impl Model {
         if let Some(d) = detail {
             d.0 = cycles;
         }
-        self.eval(self.ops.len(), ntasks, dynamic_j, None)
+        Walked::Done {
+            ntasks,
+            dynamic_j,
+            busiest: busy.iter().map(|b| b.1).max().unwrap_or(0),
+        }
     }
 }
 
