@@ -3,7 +3,7 @@
 //! miss), renumbers their LM regions for this plan and places them on the timeline.
 
 use super::super::cost::input_slot;
-use super::{Effect, Eval, Inserted, Key, LayoutId, Model, NO_LAYOUT, StateId};
+use super::{Effect, Eval, Inserted, Key, LayoutId, MemoKey, Model, NO_LAYOUT, OpOut, StateId};
 use crate::ids::RegionId;
 use crate::scenario::Op;
 use crate::timeline::{self, Resource, Task};
@@ -144,271 +144,347 @@ impl Model {
         }
     }
 
+    /// Walks the program under `pick`: each op's tasks into the scratch, from the memo
+    /// (measuring a miss), with the LM and DRAM bookkeeping of the run.
     fn walk(
         &mut self,
         pick: &[LayoutId],
         mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
     ) -> Walked {
         self.evaluated += 1;
-        let n = self.tensors.len();
-        let mut st: Vec<Option<StateId>> = vec![None; n];
-        let mut dram = self.initial_dram.clone();
-        let mut charged = 0u64;
-        let mut cycles: Vec<u64> = Vec::new();
-        let mut regions = Regions {
-            of: vec![RegionId(u32::MAX); n],
-            next: 0,
-        };
-        // Tasks placed so far (in `self.scratch`), and frees waiting for the next task.
-        let mut ntasks = 0usize;
-        let mut dynamic_j = 0.0f64;
-        let mut pending: Vec<(RegionId, u64)> = Vec::new();
-        let mut scratch = std::mem::take(&mut self.scratch);
-        // Per tensor: the task (in `scratch`) that wrote it last, and the slices LM holds
-        // of it (its default `buffers:`).
-        let mut writer: Vec<Option<(usize, u64)>> = vec![None; n];
-        // Per tensor: the words of a stream's second slice; and their sum over what lives.
-        let mut seconds: Vec<u64> = vec![0; n];
-        let mut second = 0u64;
-        // Per resource, the cycles the ops' tasks hold it.
-        let mut busy: Vec<(Resource, u64)> = Vec::new();
-        let failed = |m: &mut Model,
-                      scratch: Vec<crate::timeline::Task>,
-                      i: usize,
-                      ntasks: usize,
-                      msg: String| {
-            m.scratch = scratch;
-            Walked::Failed { at: i, msg, ntasks }
-        };
+        let mut w = State::new(self);
         for i in 0..self.ops.len() {
-            let (effect, writes, var, fixed) = {
-                let o = &self.ops[i];
-                (o.effect, o.writes, o.var, o.fixed)
-            };
-            let layout = match (var, fixed) {
+            let layout = match (self.ops[i].var, self.ops[i].fixed) {
                 (Some(v), _) => pick[v],
                 (None, Some(l)) => l,
                 (None, None) => NO_LAYOUT,
             };
-            match effect {
-                Effect::Free => {
-                    if let Some(w) = writes
-                        && let Some(s) = st[w].take()
-                    {
-                        let words = self.footprint[self.states[s as usize].0 as usize];
-                        charged -= words;
-                        second -= std::mem::take(&mut seconds[w]);
-                        pending.push((regions.of[w], words));
-                    }
-                    cycles.push(0);
-                    continue;
-                }
-                Effect::Load => {
-                    let w = writes.unwrap_or(0);
-                    if !dram[w] {
-                        let msg = format!(
-                            "tensor `{}` is not in DRAM: give it an `init` or Store it first",
-                            self.tensors[w]
-                        );
-                        return failed(self, scratch, i, ntasks, msg);
-                    }
-                }
-                Effect::Compute | Effect::Store => {}
+            if let Err(msg) = self.step(i, layout, &mut w, detail.as_deref_mut()) {
+                let ntasks = w.ntasks;
+                self.scratch = w.scratch;
+                return Walked::Failed { at: i, msg, ntasks };
             }
-            let nreads = self.ops[i].reads.len();
-            let mut key_states = Vec::with_capacity(nreads);
-            for k in 0..nreads {
-                let r = self.ops[i].reads[k];
-                match st[r] {
-                    Some(s) => key_states.push(s),
-                    None if matches!(self.ops[i].op, Op::Broadcast { .. }) => {}
-                    None => {
-                        let msg =
-                            format!("tensor `{}` is not in LM: Load it first", self.tensors[r]);
-                        return failed(self, scratch, i, ntasks, msg);
-                    }
-                }
-            }
-            // The kernels whose output streams this op reads first: their tasks (in
-            // `scratch`) and the slices each stream holds (none for most ops: no
-            // allocation).
-            let kernel_streams =
-                (self.ops[i].streamed.iter()).any(|s| s.is_some_and(|w| self.ops[w].is_kernel));
-            let producers: Vec<Option<(usize, u64)>> = if kernel_streams {
-                (self.ops[i].reads.iter())
-                    .zip(&self.ops[i].streamed)
-                    .map(|(&r, s)| {
-                        s.filter(|&w| self.ops[w].is_kernel)?;
-                        writer[r]
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            // A measurement that sends no slice again does not depend on the producers'
-            // tasks (only a re-send costs one of their slices): it is kept under the
-            // buffers alone, so other producers' costs find it.
-            let key = (i as u32, key_states, layout, light_fingerprint(&producers));
-            let key = if self.memo.contains_key(&key) {
-                key
-            } else {
-                let full = (key.0, key.1, key.2, full_fingerprint(&producers, &scratch));
-                if self.memo.contains_key(&full) {
-                    full
-                } else {
-                    let tasks: Vec<Option<(Task, u64)>> = (producers.iter())
-                        .map(|p| p.and_then(|(k, held)| Some((scratch.get(k)?.clone(), held))))
-                        .collect();
-                    let out = self.measure(i, &full.1, layout, &tasks);
-                    let resends = out.as_ref().is_ok_and(|o| {
-                        (o.tasks.iter().flat_map(|t| &t.walk))
-                            .flat_map(|w| &w.inputs)
-                            .any(|x| x.resends() > 0)
-                    });
-                    let key = if resends {
-                        full
-                    } else {
-                        (full.0, full.1, full.2, key.3)
-                    };
-                    self.memo.insert(key.clone(), out);
-                    key
-                }
-            };
-            let out = match &self.memo[&key] {
-                Ok(o) => o,
-                Err(msg) => {
-                    let msg = msg.clone();
-                    return failed(self, scratch, i, ntasks, msg);
-                }
-            };
-            // The op's tasks, regions renumbered for this plan: inputs where their
-            // tensors are, the op's own regions fresh.
-            let first = ntasks;
-            let base = regions.next;
-            regions.next = regions.next.saturating_add(out.span);
-            let reads = &self.ops[i].reads;
-            for t in &out.tasks {
-                if scratch.len() <= ntasks {
-                    scratch.push(t.clone());
-                } else {
-                    scratch[ntasks].clone_from(t);
-                }
-                let task = &mut scratch[ntasks];
-                super::measure::remap(task, |r| match input_slot(r) {
-                    Some(s) => reads.get(s).map_or(r, |&t| regions.of[t]),
-                    None => RegionId(base + r.0),
-                });
-                task.lm_words = task.lm_words.saturating_add(charged);
-                ntasks += 1;
-            }
-            if ntasks > first {
-                scratch[first].frees_before.append(&mut pending);
-            }
-            // LM bookkeeping: inserted relayouts (in place), then the output.
-            for m in &out.moved {
-                let t = m.tensor;
-                let old = st[t].map_or(0, |o| self.footprint[self.states[o as usize].0 as usize]);
-                let new = self.footprint[self.states[m.state as usize].0 as usize];
-                if charged + new > self.lm_words {
-                    let msg = format!("LM overflow relayouting `{}`", self.tensors[t]);
-                    return failed(self, scratch, i, ntasks, msg);
-                }
-                charged = charged + new - old;
-                st[t] = Some(m.state);
-                if let Some(task) = scratch.get_mut(first + m.task) {
-                    task.frees_after.push((regions.of[t], old));
-                }
-                regions.of[t] = RegionId(base + m.region.0);
-                if let Some(d) = detail.as_deref_mut() {
-                    d.1.push(m.insert.clone());
-                }
-            }
-            let is_kernel = self.ops[i].is_kernel;
-            let first_read = self.ops[i].reads.first().copied();
-            if effect == Effect::Store {
-                if let Some(r) = first_read {
-                    dram[r] = true;
-                }
-            } else if let Some((t, s, region)) = out.output {
-                let new = self.footprint[self.states[s as usize].0 as usize];
-                let old = st[t].map_or(0, |o| self.footprint[self.states[o as usize].0 as usize]);
-                // As the engine allocates: a Load, a move into another tensor and a
-                // Reduce free the old region first; a move in place and a kernel
-                // allocate beside it.
-                let in_place_move = !is_kernel
-                    && first_read == Some(t)
-                    && !matches!(self.ops[i].op, Op::Reduce { .. });
-                let frees_first = effect == Effect::Load || !(is_kernel || in_place_move);
-                let before = if frees_first { charged - old } else { charged };
-                if before + new > self.lm_words {
-                    let msg = format!(
-                        "tensor `{}` needs {new} LM words per PE but only {} of {} are free",
-                        self.tensors[t],
-                        self.lm_words - before.min(self.lm_words),
-                        self.lm_words
-                    );
-                    return failed(self, scratch, i, ntasks, msg);
-                }
-                if st[t].is_some() && ntasks > first {
-                    let free = (regions.of[t], old);
-                    if frees_first {
-                        scratch[first].frees_before.push(free);
-                    } else {
-                        scratch[ntasks - 1].frees_after.push(free);
-                    }
-                }
-                charged = charged - old + new;
-                st[t] = Some(s);
-                regions.of[t] = RegionId(base + region.0);
-                // A stream for the next reader when a task of the op made it slice by
-                // slice and no later task of the op (a Reduce it needed) walked it.
-                let region = regions.of[t];
-                let made = (first..ntasks).find(|&k| {
-                    let task = &scratch[k];
-                    task.writes.contains(&region)
-                        && !task.reads.contains(&region)
-                        && task.walk.as_ref().is_some_and(|w| w.out_slices > 0)
-                });
-                writer[t] = made
-                    .filter(|&k| {
-                        !scratch[k + 1..ntasks].iter().any(|task| {
-                            (task.walk.iter().flat_map(|w| &w.inputs)).any(|i| i.region == region)
-                        })
-                    })
-                    .map(|k| {
-                        // Two slices where they fit beside everything live, as the
-                        // engine's default `buffers:` decides.
-                        let free = self.lm_words.saturating_sub(before + second);
-                        (k, if 2 * new <= free { 2 } else { 1 })
-                    });
-                // A stream keeps a second slice where two fit beside everything live (the
-                // engine's default `buffers:`), which the next stream's choice sees.
-                second -= std::mem::take(&mut seconds[t]);
-                let layout = self.states[s as usize].0 as usize;
-                if self.layouts[layout].time_span() > 1
-                    && before + second + 2 * new <= self.lm_words
-                {
-                    seconds[t] = new;
-                    second += new;
-                }
-            }
-            for &(r, c) in &out.busy {
-                match busy.iter_mut().find(|b| b.0 == r) {
-                    Some(b) => b.1 = b.1.saturating_add(c),
-                    None => busy.push((r, c)),
-                }
-            }
-            cycles.push(out.cycles);
-            dynamic_j += out.dynamic_j;
         }
-        self.scratch = scratch;
+        self.scratch = std::mem::take(&mut w.scratch);
         if let Some(d) = detail {
-            d.0 = cycles;
+            d.0 = w.cycles;
         }
         Walked::Done {
-            ntasks,
-            dynamic_j,
-            busiest: busy.iter().map(|b| b.1).max().unwrap_or(0),
+            ntasks: w.ntasks,
+            dynamic_j: w.dynamic_j,
+            busiest: w.busy.iter().map(|b| b.1).max().unwrap_or(0),
+        }
+    }
+
+    /// Op `i` under `layout`: its tasks appended, its effects on LM and DRAM applied;
+    /// why the plan stops there if it does.
+    fn step(
+        &mut self,
+        i: usize,
+        layout: LayoutId,
+        w: &mut State,
+        detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
+    ) -> Result<(), String> {
+        let (effect, writes) = (self.ops[i].effect, self.ops[i].writes);
+        match effect {
+            Effect::Free => {
+                if let Some(t) = writes
+                    && let Some(s) = w.st[t].take()
+                {
+                    let words = self.words(s);
+                    w.charged -= words;
+                    w.second -= std::mem::take(&mut w.seconds[t]);
+                    w.pending.push((w.regions.of[t], words));
+                }
+                w.cycles.push(0);
+                return Ok(());
+            }
+            Effect::Load => {
+                let t = writes.unwrap_or(0);
+                if !w.dram[t] {
+                    return Err(format!(
+                        "tensor `{}` is not in DRAM: give it an `init` or Store it first",
+                        self.tensors[t]
+                    ));
+                }
+            }
+            Effect::Compute | Effect::Store => {}
+        }
+        let mut states = Vec::with_capacity(self.ops[i].reads.len());
+        for &r in &self.ops[i].reads {
+            match w.st[r] {
+                Some(s) => states.push(s),
+                None if matches!(self.ops[i].op, Op::Broadcast { .. }) => {}
+                None => {
+                    return Err(format!(
+                        "tensor `{}` is not in LM: Load it first",
+                        self.tensors[r]
+                    ));
+                }
+            }
+        }
+        let key = self.memo_key(i, states, layout, w);
+        let out = self.memo[&key].as_ref().map_err(Clone::clone)?;
+        let first = w.ntasks;
+        let base = self.append_tasks(i, out, w);
+        self.apply_moves(out, (first, base), w, detail)?;
+        if effect == Effect::Store {
+            if let Some(&r) = self.ops[i].reads.first() {
+                w.dram[r] = true;
+            }
+        } else if let Some(output) = out.output {
+            self.apply_output(i, output, (first, base), w)?;
+        }
+        for &(r, c) in &out.busy {
+            match w.busy.iter_mut().find(|b| b.0 == r) {
+                Some(b) => b.1 = b.1.saturating_add(c),
+                None => w.busy.push((r, c)),
+            }
+        }
+        w.cycles.push(out.cycles);
+        w.dynamic_j += out.dynamic_j;
+        Ok(())
+    }
+
+    /// LM words per PE of a tensor in state `s`.
+    fn words(&self, s: StateId) -> u64 {
+        self.footprint[self.states[s as usize].0 as usize]
+    }
+
+    /// The memo's key of op `i` reading its inputs in `states`, under `layout`, with the
+    /// kernels' streams it reads as `w` has them; measured first on a miss.
+    fn memo_key(&mut self, i: usize, states: Vec<StateId>, layout: LayoutId, w: &State) -> MemoKey {
+        // The kernels whose output streams this op reads first: their tasks (in
+        // `scratch`) and the slices each stream holds (none for most ops: no
+        // allocation).
+        let op = &self.ops[i];
+        let kernel_streams = (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].is_kernel));
+        let producers: Vec<Option<(usize, u64)>> = if kernel_streams {
+            (op.reads.iter().zip(&op.streamed))
+                .map(|(&r, s)| {
+                    s.filter(|&p| self.ops[p].is_kernel)?;
+                    w.writer[r]
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // A measurement that sends no slice again does not depend on the producers'
+        // tasks (only a re-send costs one of their slices): it is kept under the
+        // buffers alone, so other producers' costs find it.
+        let key = (i as u32, states, layout, light_fingerprint(&producers));
+        if self.memo.contains_key(&key) {
+            return key;
+        }
+        let full = (
+            key.0,
+            key.1,
+            key.2,
+            full_fingerprint(&producers, &w.scratch),
+        );
+        if self.memo.contains_key(&full) {
+            return full;
+        }
+        let tasks: Vec<Option<(Task, u64)>> = (producers.iter())
+            .map(|p| p.and_then(|(k, held)| Some((w.scratch.get(k)?.clone(), held))))
+            .collect();
+        let out = self.measure(i, &full.1, layout, &tasks);
+        let resends = out.as_ref().is_ok_and(|o| {
+            (o.tasks.iter().flat_map(|t| &t.walk))
+                .flat_map(|w| &w.inputs)
+                .any(|x| x.resends() > 0)
+        });
+        let key = if resends {
+            full
+        } else {
+            (full.0, full.1, full.2, key.3)
+        };
+        self.memo.insert(key.clone(), out);
+        key
+    }
+
+    /// Appends op `i`'s tasks to the scratch, regions renumbered for this plan: inputs
+    /// where their tensors are, the op's own regions fresh (from the returned base); the
+    /// frees waiting go before the first.
+    fn append_tasks(&self, i: usize, out: &OpOut, w: &mut State) -> u32 {
+        let first = w.ntasks;
+        let base = w.regions.next;
+        w.regions.next = w.regions.next.saturating_add(out.span);
+        let reads = &self.ops[i].reads;
+        for t in &out.tasks {
+            let n = w.ntasks;
+            if w.scratch.len() <= n {
+                w.scratch.push(t.clone());
+            } else {
+                w.scratch[n].clone_from(t);
+            }
+            let of = &w.regions.of;
+            let task = &mut w.scratch[n];
+            super::measure::remap(task, |r| match input_slot(r) {
+                Some(s) => reads.get(s).map_or(r, |&t| of[t]),
+                None => RegionId(base + r.0),
+            });
+            task.lm_words = task.lm_words.saturating_add(w.charged);
+            w.ntasks += 1;
+        }
+        if w.ntasks > first {
+            w.scratch[first].frees_before.append(&mut w.pending);
+        }
+        base
+    }
+
+    /// The inputs the op's inserted Relayouts moved (in place): their new states and
+    /// regions, the old ones freed after the Relayout.
+    fn apply_moves(
+        &self,
+        out: &OpOut,
+        (first, base): (usize, u32),
+        w: &mut State,
+        mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
+    ) -> Result<(), String> {
+        for m in &out.moved {
+            let t = m.tensor;
+            let old = w.st[t].map_or(0, |o| self.words(o));
+            let new = self.words(m.state);
+            if w.charged + new > self.lm_words {
+                return Err(format!("LM overflow relayouting `{}`", self.tensors[t]));
+            }
+            w.charged = w.charged + new - old;
+            w.st[t] = Some(m.state);
+            if let Some(task) = w.scratch.get_mut(first + m.task) {
+                task.frees_after.push((w.regions.of[t], old));
+            }
+            w.regions.of[t] = RegionId(base + m.region.0);
+            if let Some(d) = detail.as_deref_mut() {
+                d.1.push(m.insert.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Op `i`'s output `(t, s, region)`: LM charged as the engine allocates, the old
+    /// region freed, and the stream it leaves for its next reader.
+    fn apply_output(
+        &self,
+        i: usize,
+        (t, s, region): (usize, StateId, RegionId),
+        (first, base): (usize, u32),
+        w: &mut State,
+    ) -> Result<(), String> {
+        let op = &self.ops[i];
+        let new = self.words(s);
+        let old = w.st[t].map_or(0, |o| self.words(o));
+        // As the engine allocates: a Load, a move into another tensor and a Reduce free
+        // the old region first; a move in place and a kernel allocate beside it.
+        let in_place_move =
+            !op.is_kernel && op.reads.first() == Some(&t) && !matches!(op.op, Op::Reduce { .. });
+        let frees_first = op.effect == Effect::Load || !(op.is_kernel || in_place_move);
+        let before = if frees_first {
+            w.charged - old
+        } else {
+            w.charged
+        };
+        if before + new > self.lm_words {
+            return Err(format!(
+                "tensor `{}` needs {new} LM words per PE but only {} of {} are free",
+                self.tensors[t],
+                self.lm_words - before.min(self.lm_words),
+                self.lm_words
+            ));
+        }
+        let ntasks = w.ntasks;
+        if w.st[t].is_some() && ntasks > first {
+            let free = (w.regions.of[t], old);
+            if frees_first {
+                w.scratch[first].frees_before.push(free);
+            } else {
+                w.scratch[ntasks - 1].frees_after.push(free);
+            }
+        }
+        w.charged = w.charged - old + new;
+        w.st[t] = Some(s);
+        w.regions.of[t] = RegionId(base + region.0);
+        // A stream for the next reader when a task of the op made it slice by slice and
+        // no later task of the op (a Reduce it needed) walked it.
+        let region = w.regions.of[t];
+        let scratch = &w.scratch;
+        let made = (first..ntasks).find(|&k| {
+            let task = &scratch[k];
+            task.writes.contains(&region)
+                && !task.reads.contains(&region)
+                && task.walk.as_ref().is_some_and(|w| w.out_slices > 0)
+        });
+        let second = w.second;
+        w.writer[t] = made
+            .filter(|&k| {
+                !scratch[k + 1..ntasks].iter().any(|task| {
+                    (task.walk.iter().flat_map(|w| &w.inputs)).any(|i| i.region == region)
+                })
+            })
+            .map(|k| {
+                // Two slices where they fit beside everything live, as the engine's
+                // default `buffers:` decides.
+                let free = self.lm_words.saturating_sub(before + second);
+                (k, if 2 * new <= free { 2 } else { 1 })
+            });
+        // A stream keeps a second slice where two fit beside everything live (the
+        // engine's default `buffers:`), which the next stream's choice sees.
+        w.second -= std::mem::take(&mut w.seconds[t]);
+        let layout = self.states[s as usize].0 as usize;
+        if self.layouts[layout].time_span() > 1 && before + w.second + 2 * new <= self.lm_words {
+            w.seconds[t] = new;
+            w.second += new;
+        }
+        Ok(())
+    }
+}
+
+/// What a walk tracks over one assignment.
+struct State {
+    /// Per tensor: its state in LM, and whether DRAM holds it.
+    st: Vec<Option<StateId>>,
+    dram: Vec<bool>,
+    /// LM words per PE charged.
+    charged: u64,
+    regions: Regions,
+    /// The plan's tasks so far (the first `ntasks` of the model's reused scratch), and
+    /// frees waiting for the next task.
+    scratch: Vec<Task>,
+    ntasks: usize,
+    pending: Vec<(RegionId, u64)>,
+    /// Per tensor: the task (in `scratch`) that wrote it last as a stream, and the
+    /// slices LM holds of it (its default `buffers:`).
+    writer: Vec<Option<(usize, u64)>>,
+    /// Per tensor: the words of a stream's second slice; and their sum over what lives.
+    seconds: Vec<u64>,
+    second: u64,
+    /// Per resource, the cycles the ops' tasks hold it.
+    busy: Vec<(Resource, u64)>,
+    /// Per op its cycles, and the ops' dynamic joules.
+    cycles: Vec<u64>,
+    dynamic_j: f64,
+}
+
+impl State {
+    fn new(m: &mut Model) -> State {
+        let n = m.tensors.len();
+        State {
+            st: vec![None; n],
+            dram: m.initial_dram.clone(),
+            charged: 0,
+            regions: Regions {
+                of: vec![RegionId(u32::MAX); n],
+                next: 0,
+            },
+            scratch: std::mem::take(&mut m.scratch),
+            ntasks: 0,
+            pending: Vec::new(),
+            writer: vec![None; n],
+            seconds: vec![0; n],
+            second: 0,
+            busy: Vec::new(),
+            cycles: Vec::new(),
+            dynamic_j: 0.0,
         }
     }
 }
