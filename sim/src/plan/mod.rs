@@ -7,13 +7,15 @@
 //!   needs them;
 //! - [`search`]: seeds (the file's hand plans), exhaustive on small spaces, coordinate
 //!   descent with restarts on large ones, under a time limit;
-//! - this module: the whole (resolve, seed, search, then confirm the best assignments
-//!   with real timing runs and compare them with the hand plans);
+//! - this module: the whole, [`plan_with`]; `passes`: its passes (the hand plans and
+//!   their runs, pruning, the starts, the search, then the confirming timing runs of the
+//!   best assignments, compared with the hand plans);
 //! - [`write`]: adding the chosen plan to the scenario file.
 
 pub mod candidates;
 pub mod cost;
 pub mod model;
+mod passes;
 pub mod search;
 pub mod write;
 
@@ -21,7 +23,7 @@ use crate::engine::Mode;
 use crate::scenario::{self, LayoutRef, Op, PlanValue, Resolved, ResolvedOp, Scenario, Source};
 use candidates::Space;
 use mnsim_arch::{DType, Machine};
-use model::{LayoutId, Model};
+use model::Model;
 pub use search::Options;
 use std::collections::BTreeMap;
 
@@ -261,7 +263,7 @@ pub fn apply(
 /// Plans `plan` of `sc`: resolves it once, seeds the search with every hand plan that
 /// agrees with it on its fixed variables, searches, and confirms the best assignments
 /// (and the seeds) with timing runs. `progress(evaluated, planned)` is called during the
-/// search.
+/// search. The passes, in order, are in [`passes`].
 pub fn plan_with(
     sc: &Scenario,
     src: &Source,
@@ -285,215 +287,17 @@ pub fn plan_with(
             "plan `{plan}` has no variable set to `Any`: nothing to choose"
         )));
     }
-    // Hand plans: their cycles, and as seeds when they agree on the fixed variables.
-    let fixed: BTreeMap<&String, &PlanValue> = sc.plans[plan]
-        .iter()
-        .filter(|(_, v)| **v != PlanValue::Any)
-        .collect();
-    let mut hand_plans = Vec::new();
-    let mut seeds: Vec<Vec<LayoutId>> = Vec::new();
-    // The longest timing run of a hand plan: what each confirming run will take.
-    let mut one_run = std::time::Duration::ZERO;
-    for name in hand_plan_names(sc) {
-        let hp = &sc.plans[&name];
-        let agrees = fixed.iter().all(|(k, v)| hp.get(*k) == Some(*v))
-            && model.vars.iter().all(|v| hp.contains_key(&v.name));
-        let hres = match scenario::resolve(sc, src, Some(&name), sets, binds) {
-            Ok(r) => r,
-            Err(e) => {
-                hand_plans.push(HandPlan {
-                    plan: name,
-                    total_cycles: None,
-                    energy_j: None,
-                    error: Some(format!("{e}")),
-                    seed: false,
-                });
-                continue;
-            }
-        };
-        let t0 = std::time::Instant::now();
-        let run = time(&hres);
-        one_run = one_run.max(t0.elapsed());
-        let mut seed = false;
-        if agrees {
-            let mut pick = Vec::new();
-            for vi in 0..model.vars.len() {
-                let op = model.vars[vi].ops[0];
-                match hres.ops.get(op).and_then(|o| o.layout.as_ref()) {
-                    Some(LayoutRef::Bound(l)) => pick.push(model.seed(vi, l)),
-                    _ => break,
-                }
-            }
-            if pick.len() == model.vars.len() {
-                seeds.push(pick);
-                seed = true;
-            }
-        }
-        hand_plans.push(HandPlan {
-            plan: name,
-            total_cycles: run.as_ref().ok().map(|o| o.report.total_cycles),
-            energy_j: run.as_ref().ok().map(|o| o.report.energy_j()),
-            error: run.err(),
-            seed,
-        });
-    }
-    let pruned = model.prune();
-    // Seeds stay even if pruning would drop them (pruning keeps nothing it cannot
-    // prove illegal, but a seed is kept whatever).
-    for s in &seeds {
-        for (vi, &id) in s.iter().enumerate() {
-            if !model.vars[vi].candidates.contains(&id) {
-                model.vars[vi].candidates.insert(0, id);
-                model.vars[vi].core += 1;
-            }
-        }
-    }
-    for v in &model.vars {
-        if v.candidates.is_empty() {
-            return Err(fail(format!(
-                "no layout of `{}` fits {} for `${}`",
-                v.tensor, res.machine.name, v.name
-            )));
-        }
-    }
-    // Joint seeds: layouts chosen together for each kernel's operands (a plan from
-    // nothing starts from assignments that run). Searched from like the hand plans, but
-    // only the search's best of them are confirmed.
-    // They take at most half of the work budget, and stop at the time limit's half.
-    let mut starts = seeds.clone();
-    let work0 = search::work(&model);
-    let joint_work = opts.search.work_limit.map(|w| work0.saturating_add(w / 2));
-    let joint_deadline = opts
-        .search
-        .time_limit
-        .and_then(|t| started.checked_add(t.saturating_sub(started.elapsed()) / 2));
-    let mut stop = |m: &Model| {
-        joint_work.is_some_and(|w| search::work(m) >= w)
-            || joint_deadline.is_some_and(|d| std::time::Instant::now() >= d)
-    };
-    for j in model.joint_seeds(JOINT_WIDTH, &mut stop) {
-        if !starts.contains(&j) {
-            starts.push(j);
-        }
-    }
-    // Every start streamed too (each variable's layout with `Time` steps): a stream
-    // pays only when its producer and consumers all step, which moves of one variable
-    // at a time do not reach. The best variant that beats its start is searched from.
-    // Only starts that run and score within 1.5× of the best start's are streamed.
-    let evals: Vec<model::Eval> = starts.iter().map(|s| model.evaluate(s)).collect();
-    let best_score = evals
-        .iter()
-        .filter(|e| e.failure.is_none())
-        .map(|e| e.score)
-        .min();
-    for (s, e) in starts.clone().into_iter().zip(evals) {
-        let promising =
-            e.failure.is_none() && best_score.is_some_and(|b| e.score <= b.saturating_add(b / 2));
-        if !promising {
-            continue;
-        }
-        if let Some((p, _)) = streamed_variant(&mut model, &s, &e)
-            && !starts.contains(&p)
-        {
-            starts.push(p);
-        }
-    }
-    let mut sopts = opts.search.clone();
-    sopts.top = sopts.top.max(1) + seeds.len();
-    // What is left of the limit, less the confirming runs after the search (as long as
-    // a hand plan's run each; at most half of what is left).
-    sopts.time_limit = opts.search.time_limit.map(|t| {
-        let left = t.saturating_sub(started.elapsed());
-        let confirm = one_run.saturating_mul((sopts.top + seeds.len()) as u32);
-        left.saturating_sub(confirm.min(left / 2))
-    });
-    let mut found = search::search(&mut model, &starts, &sopts, progress);
-    // The search's best streamed too (a layout it reached by moves, not a start): an
-    // improving variant is confirmed first.
-    let mut variants: Vec<search::Found> = Vec::new();
-    for f in &found.best {
-        if f.eval.failure.is_none()
-            && let Some((pick, eval)) = streamed_variant(&mut model, &f.pick, &f.eval)
-            && !found.best.iter().chain(&variants).any(|g| g.pick == pick)
-        {
-            variants.push(search::Found { pick, eval });
-        }
-    }
-    found.best.extend(variants);
-    found.best.sort_by_key(|f| f.eval.key());
-    // Confirm with timing runs (under the scenario's schedule), the best found first,
-    // then the seeds: the choice is the fastest confirmed, so it is never slower than
-    // a seed even where the model's ranking and the run's schedule disagree.
-    let mut confirm: Vec<search::Found> = found.best.clone();
-    for s in &seeds {
-        if !confirm.iter().any(|f| &f.pick == s) {
-            let eval = model.evaluate(s);
-            confirm.push(search::Found {
-                pick: s.clone(),
-                eval,
-            });
-        }
-    }
-    let mut best: Vec<Planned> = Vec::new();
-    let mut last_error = None;
-    let nfound = found.best.len();
-    for (k, f) in confirm.iter().enumerate() {
-        // Past the time limit, only the search's best runnable assignment (and the
-        // seeds, which the choice must not be slower than) are still confirmed.
-        let over = opts
-            .search
-            .time_limit
-            .is_some_and(|t| started.elapsed() >= t);
-        if over && k < nfound && !best.is_empty() {
-            continue;
-        }
-        if f.eval.failure.is_some() {
-            if let Some((i, m)) = &f.eval.failure {
-                last_error.get_or_insert_with(|| format!("op {i}: {m}"));
-            }
-            continue;
-        }
-        let (_, op_cycles, ins) = model.explain(&f.pick);
-        let layouts: Vec<(String, String)> = model
-            .vars
-            .iter()
-            .zip(&f.pick)
-            .map(|(v, &id)| (v.name.clone(), model.text(id).to_string()))
-            .collect();
-        let inserted: Vec<InsertedOp> = ins
-            .iter()
-            .map(|i| InsertedOp {
-                before: i.before,
-                tensor: i.tensor.clone(),
-                layout: model.text(i.layout).to_string(),
-                cycles: i.cycles,
-            })
-            .collect();
-        let Ok(applied) = apply(&res, &layouts, &inserted) else {
-            continue;
-        };
-        match time(&applied) {
-            Ok(o) => best.push(Planned {
-                layouts,
-                inserted,
-                total_cycles: o.report.total_cycles,
-                energy_j: o.report.energy_j(),
-                op_cycles,
-            }),
-            Err(e) => {
-                last_error.get_or_insert(e);
-            }
-        }
-    }
-    // Ranked by the objective, ties by cycles (a stable sort keeps the search's order).
-    let clock = res.machine.clock_ghz;
-    let score = |p: &Planned| opts.objective.score(p.total_cycles, p.energy_j, clock);
-    best.sort_by(|a, b| {
-        score(a)
-            .total_cmp(&score(b))
-            .then(a.total_cycles.cmp(&b.total_cycles))
-    });
-    best.truncate(opts.search.top.max(1));
+    let hands = passes::hand_plans(sc, src, (plan, sets, binds), &mut model);
+    let pruned = passes::prune(&mut model, &hands.seeds).map_err(|(tensor, var)| {
+        fail(format!(
+            "no layout of `{tensor}` fits {} for `${var}`",
+            res.machine.name
+        ))
+    })?;
+    let starts = passes::starts(&mut model, &hands.seeds, opts, started);
+    let found = passes::search(&mut model, (&starts, &hands), opts, started, progress);
+    let (best, last_error) =
+        passes::confirm(&mut model, &res, (&found.best, &hands.seeds), opts, started);
     if best.is_empty() {
         return Err(fail(format!(
             "no assignment of {} candidate layouts runs plan `{plan}` to the end{}",
@@ -507,7 +311,7 @@ pub fn plan_with(
         plan: plan.to_string(),
         objective: opts.objective,
         best,
-        hand_plans,
+        hand_plans: hands.plans,
         candidates: model
             .vars
             .iter()
@@ -529,42 +333,4 @@ pub fn plan_with(
         bound_cycles: bound.cycles,
         bound_resource: bound.resource,
     })
-}
-
-/// The best of `pick`'s stream variants (every variable's layout in `Time` steps,
-/// [`Model::streamed`]: from every axis, or from all but one, since a consumer's reduced
-/// axis must not step) when it beats `eval`, with its evaluation. Per axis left out, the
-/// step counts of [`candidates::STREAM_STEPS`] are tried from the most down, while fewer
-/// steps (less latency) still gain.
-fn streamed_variant(
-    model: &mut Model,
-    pick: &[LayoutId],
-    eval: &model::Eval,
-) -> Option<(Vec<LayoutId>, model::Eval)> {
-    let skips: Vec<Option<usize>> = std::iter::once(None)
-        .chain((0..model.max_rank()).map(Some))
-        .collect();
-    let mut best: Option<(Vec<LayoutId>, model::Eval)> = None;
-    for skip in skips {
-        let mut last: Option<model::Eval> = None;
-        for n in candidates::STREAM_STEPS {
-            let p: Vec<LayoutId> = (pick.iter().enumerate())
-                .map(|(v, &id)| model.streamed(v, id, (skip, n)).unwrap_or(id))
-                .collect();
-            if p == pick {
-                break;
-            }
-            let e = model.evaluate(&p);
-            let gains = last.as_ref().is_none_or(|l| e.key() < l.key());
-            let to_beat = best.as_ref().map_or(eval, |b| &b.1);
-            if e.key() < to_beat.key() {
-                best = Some((p, e.clone()));
-            }
-            if !gains {
-                break;
-            }
-            last = Some(e);
-        }
-    }
-    best
 }

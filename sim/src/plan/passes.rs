@@ -1,0 +1,321 @@
+//! The planner's passes, in the order [`super::plan_with`] runs them: the file's hand
+//! plans (their runs, and the seeds among them), pruning, the starts (hand plans, joint
+//! seeds and their stream variants), the search, and the confirming timing runs.
+
+use super::model::{self, LayoutId, Model};
+use super::{
+    HandPlan, InsertedOp, JOINT_WIDTH, PlanOptions, Planned, apply, candidates, hand_plan_names,
+    search, time,
+};
+use crate::scenario::{self, LayoutRef, PlanValue, Resolved, Scenario, Source};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The file's hand plans: their runs, the seeds among them (those that agree with the
+/// planned plan on its fixed variables and define all its `Any` ones), and the longest
+/// of their runs (what each confirming run will take).
+pub(super) struct Hands {
+    pub plans: Vec<HandPlan>,
+    pub seeds: Vec<Vec<LayoutId>>,
+    pub one_run: Duration,
+}
+
+/// Runs the hand plans of `sc` and seeds `model` with those that agree with `plan`.
+pub(super) fn hand_plans(
+    sc: &Scenario,
+    src: &Source,
+    (plan, sets, binds): (&str, &[(String, f64)], &BTreeMap<String, u64>),
+    model: &mut Model,
+) -> Hands {
+    let fixed: BTreeMap<&String, &PlanValue> = sc.plans[plan]
+        .iter()
+        .filter(|(_, v)| **v != PlanValue::Any)
+        .collect();
+    let mut hands = Hands {
+        plans: Vec::new(),
+        seeds: Vec::new(),
+        one_run: Duration::ZERO,
+    };
+    for name in hand_plan_names(sc) {
+        let hp = &sc.plans[&name];
+        let agrees = fixed.iter().all(|(k, v)| hp.get(*k) == Some(*v))
+            && model.vars.iter().all(|v| hp.contains_key(&v.name));
+        let hres = match scenario::resolve(sc, src, Some(&name), sets, binds) {
+            Ok(r) => r,
+            Err(e) => {
+                hands.plans.push(HandPlan {
+                    plan: name,
+                    total_cycles: None,
+                    energy_j: None,
+                    error: Some(format!("{e}")),
+                    seed: false,
+                });
+                continue;
+            }
+        };
+        let t0 = Instant::now();
+        let run = time(&hres);
+        hands.one_run = hands.one_run.max(t0.elapsed());
+        let mut seed = false;
+        if agrees {
+            let mut pick = Vec::new();
+            for vi in 0..model.vars.len() {
+                let op = model.vars[vi].ops[0];
+                match hres.ops.get(op).and_then(|o| o.layout.as_ref()) {
+                    Some(LayoutRef::Bound(l)) => pick.push(model.seed(vi, l)),
+                    _ => break,
+                }
+            }
+            if pick.len() == model.vars.len() {
+                hands.seeds.push(pick);
+                seed = true;
+            }
+        }
+        hands.plans.push(HandPlan {
+            plan: name,
+            total_cycles: run.as_ref().ok().map(|o| o.report.total_cycles),
+            energy_j: run.as_ref().ok().map(|o| o.report.energy_j()),
+            error: run.err(),
+            seed,
+        });
+    }
+    hands
+}
+
+/// Prunes the candidates `model` can prove illegal, keeping the seeds' whatever;
+/// returns how many it dropped, or the (tensor, variable) left with no candidate.
+pub(super) fn prune(model: &mut Model, seeds: &[Vec<LayoutId>]) -> Result<usize, (String, String)> {
+    let pruned = model.prune();
+    // Seeds stay even if pruning would drop them (pruning keeps nothing it cannot
+    // prove illegal, but a seed is kept whatever).
+    for s in seeds {
+        for (vi, &id) in s.iter().enumerate() {
+            if !model.vars[vi].candidates.contains(&id) {
+                model.vars[vi].candidates.insert(0, id);
+                model.vars[vi].core += 1;
+            }
+        }
+    }
+    match model.vars.iter().find(|v| v.candidates.is_empty()) {
+        Some(v) => Err((v.tensor.clone(), v.name.clone())),
+        None => Ok(pruned),
+    }
+}
+
+/// The search's starts: the seeds, the joint seeds, and the best stream variant of each
+/// promising start.
+pub(super) fn starts(
+    model: &mut Model,
+    seeds: &[Vec<LayoutId>],
+    opts: &PlanOptions,
+    started: Instant,
+) -> Vec<Vec<LayoutId>> {
+    // Joint seeds: layouts chosen together for each kernel's operands (a plan from
+    // nothing starts from assignments that run). Searched from like the hand plans, but
+    // only the search's best of them are confirmed.
+    // They take at most half of the work budget, and stop at the time limit's half.
+    let mut starts = seeds.to_vec();
+    let work0 = search::work(model);
+    let joint_work = opts.search.work_limit.map(|w| work0.saturating_add(w / 2));
+    let joint_deadline = opts
+        .search
+        .time_limit
+        .and_then(|t| started.checked_add(t.saturating_sub(started.elapsed()) / 2));
+    let mut stop = |m: &Model| {
+        joint_work.is_some_and(|w| search::work(m) >= w)
+            || joint_deadline.is_some_and(|d| Instant::now() >= d)
+    };
+    for j in model.joint_seeds(JOINT_WIDTH, &mut stop) {
+        if !starts.contains(&j) {
+            starts.push(j);
+        }
+    }
+    // Every start streamed too (each variable's layout with `Time` steps): a stream
+    // pays only when its producer and consumers all step, which moves of one variable
+    // at a time do not reach. The best variant that beats its start is searched from.
+    // Only starts that run and score within 1.5× of the best start's are streamed.
+    let evals: Vec<model::Eval> = starts.iter().map(|s| model.evaluate(s)).collect();
+    let best_score = evals
+        .iter()
+        .filter(|e| e.failure.is_none())
+        .map(|e| e.score)
+        .min();
+    for (s, e) in starts.clone().into_iter().zip(evals) {
+        let promising =
+            e.failure.is_none() && best_score.is_some_and(|b| e.score <= b.saturating_add(b / 2));
+        if !promising {
+            continue;
+        }
+        if let Some((p, _)) = streamed_variant(model, &s, &e)
+            && !starts.contains(&p)
+        {
+            starts.push(p);
+        }
+    }
+    starts
+}
+
+/// The search from `starts`, within what is left of the limits (less the confirming
+/// runs), and the stream variants of its best: best first.
+pub(super) fn search(
+    model: &mut Model,
+    (starts, hands): (&[Vec<LayoutId>], &Hands),
+    opts: &PlanOptions,
+    started: Instant,
+    progress: &mut dyn FnMut(u64, u64),
+) -> search::Searched {
+    let mut sopts = opts.search.clone();
+    sopts.top = sopts.top.max(1) + hands.seeds.len();
+    // What is left of the limit, less the confirming runs after the search (as long as
+    // a hand plan's run each; at most half of what is left).
+    sopts.time_limit = opts.search.time_limit.map(|t| {
+        let left = t.saturating_sub(started.elapsed());
+        let confirm = hands
+            .one_run
+            .saturating_mul((sopts.top + hands.seeds.len()) as u32);
+        left.saturating_sub(confirm.min(left / 2))
+    });
+    let mut found = search::search(model, starts, &sopts, progress);
+    // The search's best streamed too (a layout it reached by moves, not a start): an
+    // improving variant is confirmed first.
+    let mut variants: Vec<search::Found> = Vec::new();
+    for f in &found.best {
+        if f.eval.failure.is_none()
+            && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
+            && !found.best.iter().chain(&variants).any(|g| g.pick == pick)
+        {
+            variants.push(search::Found { pick, eval });
+        }
+    }
+    found.best.extend(variants);
+    found.best.sort_by_key(|f| f.eval.key());
+    found
+}
+
+/// Confirms the search's best (`found`, best first) and the seeds with timing runs of
+/// `res` under its schedule: the plans that ran, ranked by the objective (at most
+/// `top`), and the first error met. The choice is the fastest confirmed, so it is never
+/// slower than a seed even where the model's ranking and the run's schedule disagree.
+pub(super) fn confirm(
+    model: &mut Model,
+    res: &Resolved,
+    (found, seeds): (&[search::Found], &[Vec<LayoutId>]),
+    opts: &PlanOptions,
+    started: Instant,
+) -> (Vec<Planned>, Option<String>) {
+    let mut confirm: Vec<search::Found> = found.to_vec();
+    for s in seeds {
+        if !confirm.iter().any(|f| &f.pick == s) {
+            let eval = model.evaluate(s);
+            confirm.push(search::Found {
+                pick: s.clone(),
+                eval,
+            });
+        }
+    }
+    let mut best: Vec<Planned> = Vec::new();
+    let mut last_error = None;
+    for (k, f) in confirm.iter().enumerate() {
+        // Past the time limit, only the search's best runnable assignment (and the
+        // seeds, which the choice must not be slower than) are still confirmed.
+        let over = opts
+            .search
+            .time_limit
+            .is_some_and(|t| started.elapsed() >= t);
+        if over && k < found.len() && !best.is_empty() {
+            continue;
+        }
+        if let Some((i, m)) = &f.eval.failure {
+            last_error.get_or_insert_with(|| format!("op {i}: {m}"));
+            continue;
+        }
+        match planned(model, res, &f.pick) {
+            Some(Ok(p)) => best.push(p),
+            Some(Err(e)) => {
+                last_error.get_or_insert(e);
+            }
+            None => {}
+        }
+    }
+    // Ranked by the objective, ties by cycles (a stable sort keeps the search's order).
+    let clock = res.machine.clock_ghz;
+    let score = |p: &Planned| opts.objective.score(p.total_cycles, p.energy_j, clock);
+    best.sort_by(|a, b| {
+        score(a)
+            .total_cmp(&score(b))
+            .then(a.total_cycles.cmp(&b.total_cycles))
+    });
+    best.truncate(opts.search.top.max(1));
+    (best, last_error)
+}
+
+/// The timing run of `pick` (with the Relayouts the model inserts): the confirmed plan,
+/// the run's error, or `None` where its layouts do not apply to `res`.
+fn planned(
+    model: &mut Model,
+    res: &Resolved,
+    pick: &[LayoutId],
+) -> Option<Result<Planned, String>> {
+    let (_, op_cycles, ins) = model.explain(pick);
+    let layouts: Vec<(String, String)> = model
+        .vars
+        .iter()
+        .zip(pick)
+        .map(|(v, &id)| (v.name.clone(), model.text(id).to_string()))
+        .collect();
+    let inserted: Vec<InsertedOp> = ins
+        .iter()
+        .map(|i| InsertedOp {
+            before: i.before,
+            tensor: i.tensor.clone(),
+            layout: model.text(i.layout).to_string(),
+            cycles: i.cycles,
+        })
+        .collect();
+    let applied = apply(res, &layouts, &inserted).ok()?;
+    Some(time(&applied).map(|o| Planned {
+        layouts,
+        inserted,
+        total_cycles: o.report.total_cycles,
+        energy_j: o.report.energy_j(),
+        op_cycles,
+    }))
+}
+
+/// The best of `pick`'s stream variants (every variable's layout in `Time` steps,
+/// [`Model::streamed`]: from every axis, or from all but one, since a consumer's reduced
+/// axis must not step) when it beats `eval`, with its evaluation. Per axis left out, the
+/// step counts of [`candidates::STREAM_STEPS`] are tried from the most down, while fewer
+/// steps (less latency) still gain.
+fn streamed_variant(
+    model: &mut Model,
+    pick: &[LayoutId],
+    eval: &model::Eval,
+) -> Option<(Vec<LayoutId>, model::Eval)> {
+    let skips: Vec<Option<usize>> = std::iter::once(None)
+        .chain((0..model.max_rank()).map(Some))
+        .collect();
+    let mut best: Option<(Vec<LayoutId>, model::Eval)> = None;
+    for skip in skips {
+        let mut last: Option<model::Eval> = None;
+        for n in candidates::STREAM_STEPS {
+            let p: Vec<LayoutId> = (pick.iter().enumerate())
+                .map(|(v, &id)| model.streamed(v, id, (skip, n)).unwrap_or(id))
+                .collect();
+            if p == pick {
+                break;
+            }
+            let e = model.evaluate(&p);
+            let gains = last.as_ref().is_none_or(|l| e.key() < l.key());
+            let to_beat = best.as_ref().map_or(eval, |b| &b.1);
+            if e.key() < to_beat.key() {
+                best = Some((p, e.clone()));
+            }
+            if !gains {
+                break;
+            }
+            last = Some(e);
+        }
+    }
+    best
+}
