@@ -431,7 +431,8 @@ pub fn program(res: &Resolved) -> Bound {
         ops.push(b);
     }
     ops.resize(res.ops.len(), OpBound::default());
-    let extra = p.as_ref().map_or_else(Vec::new, |p| capacity(res, p, &v));
+    let mut extra = p.as_ref().map_or_else(Vec::new, |p| capacity(res, p, &v));
+    extra.extend(p.as_ref().and_then(|p| replication(res, p, &v)));
     let (cycles, resource) = combine(m, &ops, &extra);
     Bound {
         ops,
@@ -518,6 +519,94 @@ fn capacity(res: &Resolved, p: &Program, v: &View) -> Vec<(Resource, u64)> {
     } else {
         Vec::new()
     }
+}
+
+/// What layout legality forces a matrix product to move through the DRAM level's down
+/// ports, where the DRAM level has several nodes (mncore2's 4 Groups) above the
+/// root-most addressable level `X`. At `X`, every legal layout of a 2-D `c = a·b`
+/// (`docs/kernels.md`, the per-level rule) either replicates `a` over `X` (the output
+/// splits `N` there, or nothing), or replicates `b` (it splits `M`), or leaves `c`
+/// partial over `X` (only `K` is split there), or holds everything under one node of
+/// `X`. Bytes reach a node's subtree only through its down port, so over the `D` ports:
+/// `D·|a| + |b|`, `|a| + D·|b|`, or `|a| + |b| + D·|c|` (a partial `c` must be reduced
+/// over `X` before anything but a Free reads it, and a Reduce leaves the result on every
+/// node of `X`), or `|a| + |b|` on one port alone; at least the least of these. Only
+/// for operands that come from DRAM alone (written by Loads and moved in place, never
+/// computed on the chip).
+fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Resource, u64)> {
+    let first = v
+        .links
+        .first()
+        .filter(|l| l.level == v.dram && l.parents > 1)?;
+    let top = v.m.addressable_levels().first()?.level_index;
+    if top <= v.dram.index() {
+        return None;
+    }
+    let from_dram = |t: crate::program::TensorId| {
+        let mut loaded = false;
+        for id in p.ops.keys() {
+            if p.output(id) != Some(t) {
+                continue;
+            }
+            match &p.ops[id].kind {
+                OpKind::Load { .. } => loaded = true,
+                OpKind::Relayout { out: None, .. } | OpKind::Broadcast { out: None, .. } => {}
+                _ => return false,
+            }
+        }
+        loaded
+    };
+    // Whether something must read `t` whole (a partial `t` must be reduced first).
+    let read = |t: crate::program::TensorId| {
+        p.ops.keys().any(|id| {
+            p.inputs(id).contains(&t)
+                && !matches!(
+                    p.ops[id].kind,
+                    OpKind::Free { .. } | OpKind::Reduce { .. } | OpKind::Broadcast { .. }
+                )
+        })
+    };
+    let d = u128::from(first.parents);
+    let mut most = 0u64;
+    for o in p.ops.values() {
+        let OpKind::Kernel {
+            kernel: Kernel::MatMul | Kernel::GeneralMatMul { .. },
+            inputs,
+            out,
+        } = &o.kind
+        else {
+            continue;
+        };
+        let (&[a, b], c) = (inputs.as_slice(), *out) else {
+            continue;
+        };
+        let two_d = [a, b].iter().all(|&t| {
+            res.tensors
+                .get(p.name(t))
+                .is_some_and(|x| x.runtime_dims.len() == 2)
+        });
+        if a == b || !two_d || !from_dram(a) || !from_dram(b) {
+            continue;
+        }
+        let (ba, bb) = (bytes_of(res, p.name(a)), bytes_of(res, p.name(b)));
+        let bc = if read(c) { bytes_of(res, p.name(c)) } else { 0 };
+        let options = [
+            d.saturating_mul(ba).saturating_add(bb),
+            ba.saturating_add(d.saturating_mul(bb)),
+            ba.saturating_add(bb).saturating_add(d.saturating_mul(bc)),
+            // One node of `X`: one port carries both, as `D` ports carrying as much.
+            d.saturating_mul(ba.saturating_add(bb)),
+        ];
+        let least = options.into_iter().min().unwrap_or(0);
+        most = most.max(View::stage(first, Dir::Down, least));
+    }
+    (most > 0).then_some((
+        Resource::Port {
+            level: first.level,
+            dir: Dir::Down,
+        },
+        most,
+    ))
 }
 
 /// Useful FLOP of a contraction (2 per multiply-add) at run-time shapes.

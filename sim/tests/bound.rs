@@ -5,6 +5,10 @@
 //!   fewer cycles than its bound, op by op and in total;
 //! - worked by hand: a Load on toy4 (the bound is reached), an fp16 matmul at the
 //!   matrix units' peak on mncore2;
+//! - what layout legality forces a matrix product to move: a 256³ fp16 GEMM on mncore2
+//!   under every kind of legal layout (`a` or `b` on every Group, `c` partial over the
+//!   L2Bs) holds the Group down ports at least the bound, which is one operand on every
+//!   Group;
 //! - a streamed 2048² fp16 MatMul + Softmax on mncore2: the MatMul waited on the L1B
 //!   down ports (its B's broadcast), and the run's bottleneck is them, not the MAB.
 
@@ -147,6 +151,82 @@ fn a_streamed_matmul_waits_on_the_l1b_down_ports() {
 // Random programs
 
 /// A machine: a preset cut down to a few PEs, with random what-if knobs.
+const GEMM: &str = r#"Scenario(
+    name: "gemm 256, every kind of layout",
+    machine: Preset("mncore2"),
+    mode: Timing,
+    tensors: {
+        "a": (dtype: F16, shape: "f16[256,256]", init: Random(seed: 1)),
+        "b": (dtype: F16, shape: "f16[256,256]", init: Random(seed: 2)),
+        "c": (dtype: F16, shape: "f16[256,256]"),
+    },
+    program: [
+        Load(tensor: "a", layout: "$a"),
+        Load(tensor: "b", layout: "$b"),
+        MatMul(a: "a", b: "b", out: "c", layout: "$c"),
+        Store(tensor: "c"),
+    ],
+    plans: {
+        // `a` on every L2B (the output splits N over them), packed.
+        "a_everywhere": {
+            "a": "((8_L1B, 16_MAB, 2), (4_PE, 16, 4_W); B@[L2B])",
+            "b": "((4_PE, 64), (8_L2B, 8, 4_W); B@[L1B,MAB])",
+            "c": "((8_L1B, 16_MAB, 2), (8_L2B, 8, 4_W); B@[PE])",
+        },
+        // `b` on every L2B (the output splits M over them), packed.
+        "b_everywhere": {
+            "a": "((8_L2B, 16_MAB, 2), (4_PE, 16, 4_W); B@[L1B])",
+            "b": "((4_PE, 64), (8_L1B, 8, 4_W); B@[L2B,MAB])",
+            "c": "((8_L2B, 16_MAB, 2), (8_L1B, 8, 4_W); B@[PE])",
+        },
+        // `a` on every L2B, unpacked (an f16 a word).
+        "a_unpacked": {
+            "a": "((8_L1B, 16_MAB, 2), (4_PE, 64); B@[L2B])",
+            "b": "((4_PE, 64), (8_L2B, 32); B@[L1B,MAB])",
+            "c": "((8_L1B, 16_MAB, 2), (8_L2B, 32); B@[PE])",
+        },
+        // K over the L2Bs: `c` partial over them, reduced across the Groups.
+        "c_partial": {
+            "a": "((8_L1B, 16_MAB, 2), (8_L2B, 4_PE, 2, 4_W))",
+            "b": "((8_L2B, 4_PE, 8), (64, 4_W); B@[L1B,MAB])",
+            "c": "((8_L1B, 16_MAB, 2), (64, 4_W); B@[L2B,PE])",
+        },
+        "c_partial_unpacked": {
+            "a": "((8_L1B, 16_MAB, 2), (8_L2B, 4_PE, 8))",
+            "b": "((8_L2B, 4_PE, 8), (256); B@[L1B,MAB])",
+            "c": "((8_L1B, 16_MAB, 2), (256); B@[L2B,PE])",
+        },
+    },
+    auto_reduce: true,
+)"#;
+
+#[test]
+fn a_matmul_moves_one_operand_to_every_group_whatever_its_layout() {
+    // |a| = |b| = |c| = 256² × 2 B = 128 KiB. Over the 4 Group down ports (64 B/cycle
+    // each): `a` on every Group and `b` once is 5 × 128 KiB / 256 = 2,560 cycles; `c`
+    // partial over the L2Bs is (128 + 128 + 4 × 128) KiB / 256 = 3,072 (its Reduce
+    // sends the sum down every Group port); every byte once would be 1,024.
+    let floor = (4 * (128 << 10) + (128 << 10)) / (4 * 64);
+    assert_eq!(floor, 2_560);
+    let mut ran = 0;
+    for s in [Schedule::Sequential, Schedule::Overlapped] {
+        for r in run(GEMM, s).unwrap() {
+            let plan = r.plan.clone().unwrap_or_default();
+            assert_within_bound(&r, &format!("{plan} {s:?}"));
+            assert_eq!(r.bound_cycles, floor, "{plan}");
+            assert_eq!(r.bound_resource, "Group down");
+            let down = r.resources.iter().find(|x| x.name == "Group down").unwrap();
+            assert!(
+                down.busy_cycles >= floor,
+                "{plan}: Group down busy {}",
+                down.busy_cycles
+            );
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 10);
+}
+
 fn machine(rng: &mut SplitMix) -> (&'static str, Vec<(String, f64)>) {
     let mut knobs: Vec<(String, f64)> = Vec::new();
     let preset = ["toy4", "mncore2", "mncore1"][(rng.next_u64() % 3) as usize];

@@ -37,7 +37,8 @@ fn plan_study(file: &str) -> plan::Outcome {
 /// Group-down cycles when one of two operands of `small` and `large` bytes must reach
 /// all 4 Groups of mncore2 whole and the other once (4 ports of 64 B/cycle): every
 /// legal MatMul layout replicates `a` or `b` over the L2Bs, or leaves `c` partial over
-/// them (then a Reduce across the Groups costs more still).
+/// them (then a Reduce across the Groups sends `c` down every Group port, which costs
+/// more still when `c` is as large). The bound counts it (docs/model.md, the bound).
 fn replicated_floor(small: u64, large: u64) -> u64 {
     (4 * small + large) / (4 * 64)
 }
@@ -48,19 +49,19 @@ fn a_gemm_from_nothing_runs_near_what_the_machine_allows() {
     let b = &o.best[0];
     assert!(b.inserted.is_empty(), "{:?}", b.inserted);
     assert_eq!(b.layouts.len(), 3);
-    // The bound (16,384 cycles: the three 2 MiB tensors once through the Group ports)
-    // counts every byte once; a MatMul needs one of its operands on every Group.
-    assert_eq!(o.bound_cycles, 16_384);
+    // The bound is what layout legality forces through the Group ports: one operand
+    // on every Group (40,960 cycles; every byte once would be 16,384).
     let floor = replicated_floor(2 << 20, 2 << 20);
     assert_eq!(floor, 40_960);
+    assert_eq!(o.bound_cycles, floor);
+    assert_eq!(o.bound_resource, "Group down");
     assert!(b.total_cycles >= floor, "{}", b.total_cycles);
     // Streamed (the search's best tried in `Time` steps): the Store overlaps the rest.
     assert!(
         b.total_cycles * 10 <= floor * 11,
-        "{} cycles, floor {floor}",
+        "{} cycles, bound {floor}",
         b.total_cycles
     );
-    assert!(b.total_cycles <= 4 * o.bound_cycles);
 }
 
 #[test]
@@ -69,15 +70,14 @@ fn a_matmul_and_softmax_from_nothing_runs_near_what_the_machine_allows() {
     let b = &o.best[0];
     assert!(b.inserted.is_empty(), "{:?}", b.inserted);
     assert_eq!(b.layouts.len(), 4);
-    assert_eq!(o.bound_cycles, 65_536);
     let floor = replicated_floor(8 << 20, 8 << 20);
+    assert_eq!(o.bound_cycles, floor);
     assert!(b.total_cycles >= floor, "{}", b.total_cycles);
     assert!(
         b.total_cycles * 10 <= floor * 15,
-        "{} cycles, floor {floor}",
+        "{} cycles, bound {floor}",
         b.total_cycles
     );
-    assert!(b.total_cycles <= 4 * o.bound_cycles);
 }
 
 #[test]
@@ -88,11 +88,12 @@ fn the_peak_matmul_from_nothing_runs_at_two_fifths_of_peak() {
     let b = &o.best[0];
     let flop = 2u64 * 8192 * 8192 * 8192;
     let peak = 524_288u64;
-    assert_eq!(
-        o.bound_cycles,
-        flop / peak,
-        "the bound is the matrix units' peak"
-    );
+    // One operand on every Group (2,621,440 cycles) weighs more than the matrix units'
+    // peak (2,097,152).
+    let floor = replicated_floor(128 << 20, 128 << 20);
+    assert!(floor > flop / peak);
+    assert_eq!(o.bound_cycles, floor);
+    assert!(b.total_cycles <= 2 * o.bound_cycles, "{}", b.total_cycles);
     assert!(
         flop * 10 >= b.total_cycles * peak * 4,
         "{} cycles: {:.1}% of peak",
