@@ -4,7 +4,7 @@
 #![allow(clippy::type_complexity)]
 
 use super::*;
-use crate::machine::{Compute, Dram, Level, Link, MatrixUnit, Memory, Rate};
+use crate::machine::{Compute, Dram, Level, Link, Machine, MatrixUnit, Memory, Rate};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
