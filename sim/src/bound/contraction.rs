@@ -1,0 +1,195 @@
+//! The run-level terms of matrix products: what LM capacity forces a contraction to read
+//! again, and what layout legality forces a matrix product to move through the DRAM
+//! level's ports.
+
+use super::view::{View, over};
+use super::{bytes_of, names};
+use crate::ids::Dir;
+use crate::program::{OpKind, Program};
+use crate::scenario::Resolved;
+use crate::timeline::Resource;
+use mnsim_kernels::Kernel;
+use std::collections::BTreeMap;
+
+/// What LM capacity forces contractions to move: for a MatMul whose operands are
+/// both loaded from DRAM and read by it alone, the DRAMs move at least
+/// `W / (2√2 · √S) − S` elements (Irony, Toledo and Tiskin, 2004: `W` multiply-adds,
+/// `S` the elements all the LMs hold together), whatever the layouts.
+pub(super) fn capacity(res: &Resolved, p: &Program, v: &View) -> Vec<(Resource, u64)> {
+    let mut readers: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut loaded: Vec<&str> = Vec::new();
+    for id in p.ops.keys() {
+        for t in p.inputs(id) {
+            *readers.entry(p.name(t)).or_default() += 1;
+        }
+        if let OpKind::Load { tensor } = &p.ops[id].kind {
+            loaded.push(p.name(*tensor));
+        }
+    }
+    let lm = u128::from(v.m.leaf_memory_bytes()).saturating_mul(u128::from(v.pes));
+    let mut most = 0u64;
+    for o in p.ops.values() {
+        let OpKind::Kernel {
+            kernel: k,
+            inputs,
+            out,
+        } = &o.kind
+        else {
+            continue;
+        };
+        let (inputs, out) = (names(p, inputs), p.name(*out));
+        // The DRAM traffic bound of a contraction's blocking (a convolution reuses its
+        // input across the window as well, so it is left out).
+        if !k.is_matmul()
+            || matches!(k, Kernel::Conv(_))
+            || !inputs
+                .iter()
+                .all(|n| loaded.contains(n) && readers.get(n) == Some(&1))
+        {
+            continue;
+        }
+        let (Some(a), Some(flops)) = (
+            res.tensors.get(inputs[0]),
+            matmul_flops(res, k, &inputs, out),
+        ) else {
+            continue;
+        };
+        let eb = u128::from(a.dtype.bytes().max(1));
+        let s = (lm / eb) as f64;
+        let w = (flops / 2) as f64;
+        let q = w / (2.0 * std::f64::consts::SQRT_2 * s.sqrt()) - s;
+        if q > 0.0 {
+            let bytes = (q * eb as f64) as u128;
+            most = most.max(over(bytes, v.m.dram.bytes_per_cycle * v.drams as f64));
+        }
+    }
+    if most > 0 {
+        vec![(Resource::Dram { level: v.dram }, most)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// What layout legality forces a matrix product to move through the DRAM level's down
+/// ports, where the DRAM level has several nodes (mncore2's 4 Groups) above the
+/// root-most addressable level `X`. At `X`, every legal layout of a 2-D `c = a·b`
+/// (`docs/kernels.md`, the per-level rule) either replicates `a` over `X` (the output
+/// splits `N` there, or nothing), or replicates `b` (it splits `M`), or leaves `c`
+/// partial over `X` (only `K` is split there), or holds everything under one node of
+/// `X`. Bytes reach a node's subtree only through its down port, so over the `D` ports:
+/// `D·|a| + |b|`, `|a| + D·|b|`, or `|a| + |b| + D·|c|` (a partial `c` must be reduced
+/// over `X` before anything but a Free reads it, and a Reduce leaves the result on every
+/// node of `X`), or `|a| + |b|` on one port alone; at least the least of these. Only
+/// for operands that come from DRAM alone (written by Loads and moved in place, never
+/// computed on the chip).
+pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Resource, u64)> {
+    let first = v
+        .links
+        .first()
+        .filter(|l| l.level == v.dram && l.parents > 1)?;
+    let top = v.m.addressable_levels().first()?.level_index;
+    if top <= v.dram.index() {
+        return None;
+    }
+    let from_dram = |t: crate::program::TensorId| {
+        let mut loaded = false;
+        for id in p.ops.keys() {
+            if p.output(id) != Some(t) {
+                continue;
+            }
+            match &p.ops[id].kind {
+                OpKind::Load { .. } => loaded = true,
+                // Moved in place: the same bytes.
+                OpKind::Relayout { out: None, .. } | OpKind::Broadcast { out: None, .. } => {}
+                // Made on the chip (a copy of another tensor, a sum, a kernel's result).
+                OpKind::Relayout { out: Some(_), .. }
+                | OpKind::Broadcast { out: Some(_), .. }
+                | OpKind::Reduce { .. }
+                | OpKind::Kernel { .. } => return false,
+                // No output.
+                OpKind::Store { .. } | OpKind::Free { .. } => {}
+            }
+        }
+        loaded
+    };
+    // Whether something must read `t` whole (a partial `t` must be reduced first).
+    let read = |t: crate::program::TensorId| {
+        p.ops.keys().any(|id| {
+            p.inputs(id).contains(&t)
+                && !matches!(
+                    p.ops[id].kind,
+                    OpKind::Free { .. } | OpKind::Reduce { .. } | OpKind::Broadcast { .. }
+                )
+        })
+    };
+    let d = u128::from(first.parents);
+    let mut most = 0u64;
+    for o in p.ops.values() {
+        let OpKind::Kernel {
+            kernel: Kernel::MatMul | Kernel::GeneralMatMul { .. },
+            inputs,
+            out,
+        } = &o.kind
+        else {
+            continue;
+        };
+        let (&[a, b], c) = (inputs.as_slice(), *out) else {
+            continue;
+        };
+        let two_d = [a, b].iter().all(|&t| {
+            res.tensors
+                .get(p.name(t))
+                .is_some_and(|x| x.runtime_dims.len() == 2)
+        });
+        if a == b || !two_d || !from_dram(a) || !from_dram(b) {
+            continue;
+        }
+        let (ba, bb) = (bytes_of(res, p.name(a)), bytes_of(res, p.name(b)));
+        let bc = if read(c) { bytes_of(res, p.name(c)) } else { 0 };
+        let options = [
+            d.saturating_mul(ba).saturating_add(bb),
+            ba.saturating_add(d.saturating_mul(bb)),
+            ba.saturating_add(bb).saturating_add(d.saturating_mul(bc)),
+            // One node of `X`: one port carries both, as `D` ports carrying as much.
+            d.saturating_mul(ba.saturating_add(bb)),
+        ];
+        let least = options.into_iter().min().unwrap_or(0);
+        most = most.max(View::stage(first, Dir::Down, least));
+    }
+    (most > 0).then_some((
+        Resource::Port {
+            level: first.level,
+            dir: Dir::Down,
+        },
+        most,
+    ))
+}
+
+/// Useful FLOP of a contraction (2 per multiply-add) at run-time shapes.
+fn matmul_flops(res: &Resolved, k: &Kernel, inputs: &[&str], out: &str) -> Option<u128> {
+    let dims: Vec<&[u64]> = inputs
+        .iter()
+        .map(|n| res.tensors.get(*n).map(|t| t.runtime_dims.as_slice()))
+        .collect::<Option<_>>()?;
+    let o = res.tensors.get(out)?;
+    let ka = match k {
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        } => {
+            mnsim_kernels::shape::gemm(*transpose_a, *transpose_b, dims[0], dims[1])
+                .ok()?
+                .k_axis_a
+        }
+        _ => dims[0].len().checked_sub(1)?,
+    };
+    let n = o
+        .runtime_dims
+        .iter()
+        .fold(1u128, |a, &x| a.saturating_mul(u128::from(x)));
+    Some(
+        2u128
+            .saturating_mul(n)
+            .saturating_mul(u128::from(*dims[0].get(ka)?)),
+    )
+}

@@ -1,0 +1,203 @@
+//! The bound (docs/model.md, the bound): the fewest cycles any layout could give an op,
+//! and a run, on this machine under this model.
+//!
+//! An op's bound is the largest of its resources' compulsory work over their best
+//! rates (every byte a Load or Store must move through the DRAMs and each link level,
+//! spread evenly over every node at the level's fastest rate; a kernel's FLOP over the
+//! peak of the unit that runs it), plus the latency of one pass through its path (the
+//! fastest kind's latency of every link it must cross, once per chunk it must be cut
+//! into). A run's bound is the largest of its ops' bounds, of each resource's compulsory
+//! work summed over the ops (a resource serves one op at a time), and of what LM
+//! capacity and layout legality force a contraction to move ([`contraction`]).
+//!
+//! - this module: the bounds' types, every op's bound, the program's and the run's;
+//! - [`view`]: the machine as the bound sees it (the chain of links, the DRAMs, the
+//!   PEs) and the compulsory holds of one way to run an op;
+//! - [`contraction`]: the run-level terms of matrix products (LM capacity, legality).
+//!
+//! It depends only on the machine, the kernels and the resolved program (shapes,
+//! dtypes, ops), never on a layout or on the engine, so the planner and the reports
+//! share it.
+
+mod contraction;
+mod view;
+
+use crate::ids::Dir;
+use crate::program::{OpKind, Program};
+use crate::scenario::Resolved;
+use crate::timeline::{Resource, describe};
+use contraction::{capacity, replication};
+use mnsim_arch::{DType, Machine};
+use mnsim_kernels::Kernel;
+use mnsim_reports::{OpReport, Report};
+use view::View;
+
+/// The bound of one op: its cycles, the resource that sets them, and the least each
+/// resource must be held (what the run's bound sums).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpBound {
+    pub cycles: u64,
+    /// Named as the report's `resources` name them (`DRAM`, `L1B down`, `MAB compute`),
+    /// or `latency` when only the path's latency is compulsory; empty for an op that
+    /// need not take any cycle (a `Free`).
+    pub resource: String,
+    /// Resources every layout holds, with the fewest cycles it holds them.
+    pub holds: Vec<(Resource, u64)>,
+}
+
+/// The bound of a program: per op (in `Resolved::ops` order) and for the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bound {
+    pub ops: Vec<OpBound>,
+    /// Lower bounds on a resource's busy cycles over the whole run that no single op
+    /// carries (what LM capacity forces a contraction to read again).
+    pub extra: Vec<(Resource, u64)>,
+    pub cycles: u64,
+    pub resource: String,
+}
+
+impl Bound {
+    /// Writes the bounds into a run's report: per op (`bounds`, one per op of the run)
+    /// and the run's, which is the program's (whatever the layouts, so the Reduces a
+    /// layout makes the run insert are not in it: they only add cycles).
+    pub fn annotate(&self, report: &mut Report, bounds: &[OpBound]) {
+        for (o, b) in report.ops.iter_mut().zip(bounds) {
+            o.bound_cycles = b.cycles;
+            o.bound_resource = b.resource.clone();
+        }
+        report.bound_cycles = self.cycles;
+        report.bound_resource = self.resource.clone();
+    }
+
+    /// Brings `bounds` (one per op of a run) level with the run's ops `ops`: the ops added
+    /// since the last call (by program op `next - 1`) get that op's bound, the tree Reduces
+    /// the run inserted after it a Reduce's of their tensor.
+    pub fn extend(&self, bounds: &mut Vec<OpBound>, ops: &[OpReport], res: &Resolved, next: usize) {
+        let mut first = true;
+        while let Some(op) = ops.get(bounds.len()) {
+            let b = match (first, next.checked_sub(1).and_then(|i| self.ops.get(i))) {
+                (true, Some(b)) => b.clone(),
+                _ => reduce(&res.machine, bytes_of(res, &op.tensor)),
+            };
+            first = false;
+            bounds.push(b);
+        }
+    }
+}
+
+/// Real bytes of a tensor: its run-time elements × its element bytes.
+fn bytes_of(res: &Resolved, tensor: &str) -> u128 {
+    res.tensors.get(tensor).map_or(0, |t| {
+        t.runtime_dims
+            .iter()
+            .fold(u128::from(t.dtype.bytes()), |a, &x| {
+                a.saturating_mul(u128::from(x))
+            })
+    })
+}
+
+/// The bound of a tree Reduce of `bytes` (one the run inserts after a kernel, or a
+/// program's `Reduce`): up over the lowest link and down again, at the least.
+pub fn reduce(m: &Machine, bytes: u128) -> OpBound {
+    let v = View::new(m);
+    v.lowest_crossing(bytes)
+        .map_or_else(OpBound::default, |p| p.bound(m, true))
+}
+
+/// The bound of every op of `res` and of the run.
+pub fn program(res: &Resolved) -> Bound {
+    let m = &res.machine;
+    let v = View::new(m);
+    // Resolution declared every tensor an op names, so lowering holds; were it to fail,
+    // every op's bound is 0 (still a bound).
+    let p = crate::program::lower(res).ok();
+    let mut ops = Vec::with_capacity(res.ops.len());
+    for (p, o) in p.iter().flat_map(|p| p.ops.values().map(move |o| (p, o))) {
+        let bytes = |t| bytes_of(res, p.name(t));
+        let b = match &o.kind {
+            OpKind::Load { tensor } => v.dram_transfer(Dir::Down, bytes(*tensor)).bound(m, true),
+            OpKind::Store { tensor } => v.dram_transfer(Dir::Up, bytes(*tensor)).bound(m, true),
+            OpKind::Broadcast { tensor, .. } => {
+                // A Load when the tensor is not in LM, a Relayout when it is.
+                let bytes = bytes(*tensor);
+                let load = v.dram_transfer(Dir::Down, bytes).bound(m, false);
+                let moved = v.relayout(bytes);
+                if load.cycles < moved.cycles {
+                    load
+                } else {
+                    moved
+                }
+            }
+            OpKind::Relayout { tensor, .. } => v.relayout(bytes(*tensor)),
+            OpKind::Reduce { tensor, .. } => reduce(m, bytes(*tensor)),
+            OpKind::Free { .. } => OpBound::default(),
+            OpKind::Kernel {
+                kernel,
+                inputs,
+                out,
+            } => kernel_bound(res, &v, kernel, &names(p, inputs), p.name(*out)),
+        };
+        ops.push(b);
+    }
+    ops.resize(res.ops.len(), OpBound::default());
+    let mut extra = p.as_ref().map_or_else(Vec::new, |p| capacity(res, p, &v));
+    extra.extend(p.as_ref().and_then(|p| replication(res, p, &v)));
+    let (cycles, resource) = combine(m, &ops, &extra);
+    Bound {
+        ops,
+        extra,
+        cycles,
+        resource,
+    }
+}
+
+fn names<'a>(p: &'a Program, ts: &[crate::program::TensorId]) -> Vec<&'a str> {
+    ts.iter().map(|t| p.name(*t)).collect()
+}
+
+fn kernel_bound(res: &Resolved, v: &View, k: &Kernel, inputs: &[&str], out: &str) -> OpBound {
+    let dims: Option<Vec<&[u64]>> = inputs
+        .iter()
+        .map(|n| res.tensors.get(*n).map(|t| t.runtime_dims.as_slice()))
+        .collect();
+    let dtypes: Option<Vec<DType>> = inputs
+        .iter()
+        .map(|n| res.tensors.get(*n).map(|t| t.dtype))
+        .collect();
+    let (Some(dims), Some(dtypes), Some(o)) = (dims, dtypes, res.tensors.get(out)) else {
+        return OpBound::default();
+    };
+    v.kernel(k, &dims, &dtypes, o.dtype)
+        .map_or_else(OpBound::default, |p| p.bound(v.m, true))
+}
+
+/// The run's bound from its ops' bounds: the largest op bound, and every resource's
+/// holds summed over the ops (or a larger `extra` lower bound of its own). Returns the
+/// cycles and what sets them (a resource, or `op N` when one op's bound does).
+pub fn combine(m: &Machine, ops: &[OpBound], extra: &[(Resource, u64)]) -> (u64, String) {
+    let mut sums: Vec<(Resource, u64)> = Vec::new();
+    for (r, c) in ops.iter().flat_map(|o| o.holds.iter()) {
+        match sums.iter_mut().find(|s| s.0 == *r) {
+            Some(s) => s.1 = s.1.saturating_add(*c),
+            None => sums.push((*r, *c)),
+        }
+    }
+    for (r, c) in extra {
+        match sums.iter_mut().find(|s| s.0 == *r) {
+            Some(s) => s.1 = s.1.max(*c),
+            None => sums.push((*r, *c)),
+        }
+    }
+    let mut best = (0u64, String::new());
+    for (r, c) in &sums {
+        if *c > best.0 {
+            best = (*c, describe(*r, m).0);
+        }
+    }
+    for o in ops {
+        if o.cycles > best.0 {
+            best = (o.cycles, o.resource.clone());
+        }
+    }
+    best
+}
