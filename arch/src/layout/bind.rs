@@ -5,10 +5,14 @@
 use super::inverse::{Inverse, build_inverse, checked_product, max_value};
 use super::{AxisName, Class, LayoutError, LayoutExpr, LevelUse, SubAxis, TensorLayout};
 use crate::dtype::DType;
-use crate::machine::Machine;
+use crate::machine::{AddrLevel, Machine};
 use std::ops::Range;
 
 const CLASS_NAMES: [&str; 3] = ["memory", "W", "Time"];
+
+/// The sub-axes of each class, as `(group, index in group)` in order of appearance.
+/// Classes: 0 mem, 1 W, 2 Time, 3+i level i.
+type Members = Vec<Vec<(usize, usize)>>;
 
 impl TensorLayout {
     /// Parses and binds in one step. `shape` is the logical shape; `None` takes it
@@ -33,46 +37,131 @@ impl TensorLayout {
         dtype: DType,
         implicit_pad: bool,
     ) -> Result<Self, LayoutError> {
+        let b = Binder::new(expr, machine);
+        let (word_bytes, slots) = b.word_slots(dtype)?;
+        let members = b.gather_members()?;
+        let strides = b.resolve_strides(&members)?;
+        b.check_bcast(&members)?;
+        let groups = b.resolved_groups(&strides);
+        let padded = b.padded_sizes(&groups)?;
+        let logical = b.logical_shape(shape, &padded)?;
+        b.check_padding(&logical, &padded, implicit_pad)?;
+        let classes = ClassView {
+            expr,
+            members: &members,
+            groups: &groups,
+            whole: &b.whole,
+        };
+        let (levels, inv_levels) = b.bind_levels(&classes)?;
+        let [inv_mem, inv_w, inv_time] = bind_cell_classes(&classes, word_bytes, slots, dtype)?;
+        let footprint_words = b.check_footprint(&classes, word_bytes)?;
+        let flat = flat_sub_axes(&groups);
+        Ok(TensorLayout {
+            logical,
+            padded,
+            groups,
+            levels,
+            dtype,
+            word_bytes,
+            slots,
+            footprint_words,
+            flat,
+            inv_mem,
+            inv_w,
+            inv_time,
+            inv_levels,
+        })
+    }
+}
+
+/// What the steps of [`TensorLayout::bind`] share: the parsed layout, the machine
+/// with its addressable levels, and the span of the whole layout text.
+struct Binder<'a> {
+    expr: &'a LayoutExpr,
+    machine: &'a Machine,
+    addr: Vec<AddrLevel>,
+    whole: Range<usize>,
+}
+
+impl<'a> Binder<'a> {
+    /// Collects the machine's addressable levels and the span of the whole layout.
+    fn new(expr: &'a LayoutExpr, machine: &'a Machine) -> Self {
         let whole = 0..expr.group_spans.last().map_or(0, |s| s.end);
         let addr = machine.addressable_levels();
-        let level_names: Vec<&str> = addr.iter().map(|l| l.name.as_str()).collect();
+        Binder {
+            expr,
+            machine,
+            addr,
+            whole,
+        }
+    }
 
-        // Resolve names.
-        let resolve = |name: &str, span: &Range<usize>| -> Result<usize, LayoutError> {
-            if let Some(i) = level_names.iter().position(|n| *n == name) {
-                return Ok(i);
-            }
-            if let Some(l) = machine.levels.iter().find(|l| l.name == name) {
-                let into = addr
-                    .iter()
-                    .find(|a| a.folded.iter().any(|&f| machine.levels[f].name == l.name))
-                    .map_or("nothing".to_string(), |a| a.name.clone());
-                return Err(LayoutError::new(
-                    format!(
-                        "level `{name}` is not addressable on {} (it folds into {into})",
-                        machine.name
-                    ),
-                    span.clone(),
-                ));
-            }
-            let hint = level_names
+    /// The names of the addressable levels, root-most first.
+    fn level_names(&self) -> Vec<&str> {
+        self.addr.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    /// Resolves a level name to its index among the addressable levels; a folded
+    /// level or an unknown name (with a near-miss hint) is an error.
+    fn resolve(&self, name: &str, span: &Range<usize>) -> Result<usize, LayoutError> {
+        let (machine, addr) = (self.machine, &self.addr);
+        let level_names = self.level_names();
+        if let Some(i) = level_names.iter().position(|n| *n == name) {
+            return Ok(i);
+        }
+        if let Some(l) = machine.levels.iter().find(|l| l.name == name) {
+            let into = addr
                 .iter()
-                .copied()
-                .chain(["W", "Time"])
-                .find(|n| n.eq_ignore_ascii_case(name))
-                .map(|n| format!("; did you mean `{n}`?"))
-                .unwrap_or_default();
-            Err(LayoutError::new(
+                .find(|a| a.folded.iter().any(|&f| machine.levels[f].name == l.name))
+                .map_or("nothing".to_string(), |a| a.name.clone());
+            return Err(LayoutError::new(
                 format!(
-                    "unknown level `{name}`: {} has {}, plus W and Time{hint}",
-                    machine.name,
-                    level_names.join(", ")
+                    "level `{name}` is not addressable on {} (it folds into {into})",
+                    machine.name
                 ),
                 span.clone(),
-            ))
-        };
+            ));
+        }
+        let hint = level_names
+            .iter()
+            .copied()
+            .chain(["W", "Time"])
+            .find(|n| n.eq_ignore_ascii_case(name))
+            .map(|n| format!("; did you mean `{n}`?"))
+            .unwrap_or_default();
+        Err(LayoutError::new(
+            format!(
+                "unknown level `{name}`: {} has {}, plus W and Time{hint}",
+                machine.name,
+                level_names.join(", ")
+            ),
+            span.clone(),
+        ))
+    }
 
-        // Element slots per word.
+    /// The class of a sub-axis name: 0 mem, 1 W, 2 Time, 3+i level i.
+    fn class_of(&self, n: &AxisName, span: &Range<usize>) -> Result<usize, LayoutError> {
+        Ok(match n {
+            AxisName::Mem => 0,
+            AxisName::W => 1,
+            AxisName::Time => 2,
+            AxisName::Level(l) => 3 + self.resolve(l, span)?,
+        })
+    }
+
+    /// A class's name for error messages (`memory`, `W`, `Time`, `level L2B`).
+    fn class_name(&self, c: usize) -> String {
+        if c < 3 {
+            CLASS_NAMES[c].to_string()
+        } else {
+            format!("level {}", self.addr[c - 3].name)
+        }
+    }
+
+    /// Element slots per word: checks that an element fits a word and returns the
+    /// word's bytes and the number of elements it holds.
+    fn word_slots(&self, dtype: DType) -> Result<(u64, u64), LayoutError> {
+        let machine = self.machine;
         let word_bytes = machine.word_bytes.max(1);
         if dtype.bytes() > word_bytes {
             return Err(LayoutError::new(
@@ -81,38 +170,29 @@ impl TensorLayout {
                     dtype.bytes(),
                     machine.name
                 ),
-                whole,
+                self.whole.clone(),
             ));
         }
         let slots = word_bytes / dtype.bytes();
+        Ok((word_bytes, slots))
+    }
 
-        // Classes: 0 mem, 1 W, 2 Time, 3+i level i.
-        let nclass = 3 + addr.len();
-        let class_of = |n: &AxisName, span: &Range<usize>| -> Result<usize, LayoutError> {
-            Ok(match n {
-                AxisName::Mem => 0,
-                AxisName::W => 1,
-                AxisName::Time => 2,
-                AxisName::Level(l) => 3 + resolve(l, span)?,
-            })
-        };
-        let class_name = |c: usize| -> String {
-            if c < 3 {
-                CLASS_NAMES[c].to_string()
-            } else {
-                format!("level {}", level_names[c - 3])
-            }
-        };
-
-        // Gather sub-axes per class in order of appearance.
-        let mut members: Vec<Vec<(usize, usize)>> = vec![Vec::new(); nclass];
-        for (g, subs) in expr.groups.iter().enumerate() {
+    /// Gathers sub-axes per class in order of appearance, resolving level names.
+    fn gather_members(&self) -> Result<Members, LayoutError> {
+        let nclass = 3 + self.addr.len();
+        let mut members: Members = vec![Vec::new(); nclass];
+        for (g, subs) in self.expr.groups.iter().enumerate() {
             for (k, s) in subs.iter().enumerate() {
-                members[class_of(&s.name, &s.span)?].push((g, k));
+                members[self.class_of(&s.name, &s.span)?].push((g, k));
             }
         }
+        Ok(members)
+    }
 
-        // Resolve strides: all given or all omitted per class (one alone may omit).
+    /// Resolves strides: all given or all omitted per class (one alone may omit);
+    /// omitted strides are the products of the sizes of the class's later sub-axes.
+    fn resolve_strides(&self, members: &Members) -> Result<Vec<Vec<u64>>, LayoutError> {
+        let expr = self.expr;
         let mut strides: Vec<Vec<u64>> = expr.groups.iter().map(|g| vec![0; g.len()]).collect();
         for (c, ms) in members.iter().enumerate() {
             let given = ms
@@ -149,15 +229,20 @@ impl TensorLayout {
                 return Err(LayoutError::new(
                     format!(
                         "strides of the {} sub-axes must be all given or all omitted; `{}` omits its stride",
-                        class_name(c),
+                        self.class_name(c),
                         expr.groups[g][k]
                     ),
                     expr.groups[g][k].span.clone(),
                 ));
             }
         }
+        Ok(strides)
+    }
 
-        // Broadcast list.
+    /// Checks the broadcast list `B@[..]`: machine levels only, none split by a
+    /// sub-axis, none named twice, and each over the whole level.
+    fn check_bcast(&self, members: &Members) -> Result<(), LayoutError> {
+        let (expr, addr) = (self.expr, &self.addr);
         let mut explicit_bcast = vec![false; addr.len()];
         for b in &expr.bcast {
             let (n, sp) = (&b.name, &b.span);
@@ -167,7 +252,7 @@ impl TensorLayout {
                     sp.clone(),
                 ));
             }
-            let i = resolve(n, sp)?;
+            let i = self.resolve(n, sp)?;
             if !members[3 + i].is_empty() {
                 let (g, k) = members[3 + i][0];
                 return Err(LayoutError::new(
@@ -206,9 +291,12 @@ impl TensorLayout {
                 ));
             }
         }
+        Ok(())
+    }
 
-        // Resolved groups.
-        let groups: Vec<Vec<SubAxis>> = expr
+    /// The resolved groups: each sub-axis with its class and resolved stride.
+    fn resolved_groups(&self, strides: &[Vec<u64>]) -> Vec<Vec<SubAxis>> {
+        self.expr
             .groups
             .iter()
             .enumerate()
@@ -216,7 +304,7 @@ impl TensorLayout {
                 subs.iter()
                     .enumerate()
                     .map(|(k, s)| {
-                        let c = class_of(&s.name, &s.span).unwrap_or(0);
+                        let c = self.class_of(&s.name, &s.span).unwrap_or(0);
                         let class = match c {
                             0 => Class::Mem,
                             1 => Class::W,
@@ -231,16 +319,33 @@ impl TensorLayout {
                     })
                     .collect()
             })
-            .collect();
+            .collect()
+    }
 
-        // Shapes.
+    /// The padded shape: the product of each group's sub-axis sizes.
+    fn padded_sizes(&self, groups: &[Vec<SubAxis>]) -> Result<Vec<u64>, LayoutError> {
         let mut padded = Vec::with_capacity(groups.len());
         for (g, subs) in groups.iter().enumerate() {
             let p = checked_product(subs.iter().map(|s| s.size)).ok_or_else(|| {
-                LayoutError::new("group size overflows 64 bits", expr.group_spans[g].clone())
+                LayoutError::new(
+                    "group size overflows 64 bits",
+                    self.expr.group_spans[g].clone(),
+                )
             })?;
             padded.push(p);
         }
+        Ok(padded)
+    }
+
+    /// The logical shape, from the pad prefix, the given shape or the padded shape
+    /// (the pad prefix and the given shape must agree); its rank must be the number
+    /// of groups.
+    fn logical_shape(
+        &self,
+        shape: Option<&[u64]>,
+        padded: &[u64],
+    ) -> Result<Vec<u64>, LayoutError> {
+        let expr = self.expr;
         let logical: Vec<u64> = match (&expr.pad, shape) {
             (Some((p, sp)), Some(s)) if p.as_slice() != s => {
                 return Err(LayoutError::new(
@@ -254,21 +359,36 @@ impl TensorLayout {
             }
             (Some((p, _)), _) => p.clone(),
             (None, Some(s)) => s.to_vec(),
-            (None, None) => padded.clone(),
+            (None, None) => padded.to_vec(),
         };
-        if logical.len() != groups.len() {
-            let sp = expr.pad.as_ref().map_or(whole.clone(), |(_, s)| s.clone());
+        if logical.len() != expr.groups.len() {
+            let sp = expr
+                .pad
+                .as_ref()
+                .map_or(self.whole.clone(), |(_, s)| s.clone());
             return Err(LayoutError::new(
                 format!(
                     "the layout has {} group(s) but the shape {} has rank {}",
-                    groups.len(),
+                    expr.groups.len(),
                     fmt_dims(&logical),
                     logical.len()
                 ),
                 sp,
             ));
         }
-        for (g, (&l, &p)) in logical.iter().zip(&padded).enumerate() {
+        Ok(logical)
+    }
+
+    /// Checks each axis fits its group, and is smaller only when padding is allowed
+    /// (a pad prefix, or `implicit_pad`).
+    fn check_padding(
+        &self,
+        logical: &[u64],
+        padded: &[u64],
+        implicit_pad: bool,
+    ) -> Result<(), LayoutError> {
+        let expr = self.expr;
+        for (g, (&l, &p)) in logical.iter().zip(padded).enumerate() {
             let may_pad = expr.pad.is_some() || implicit_pad;
             if (!may_pad && l != p) || l > p {
                 let subs: Vec<String> = expr.groups[g].iter().map(ToString::to_string).collect();
@@ -286,27 +406,20 @@ impl TensorLayout {
                 ));
             }
         }
+        Ok(())
+    }
 
-        // Per-class checks and inverses.
-        let class_axes =
-            |c: usize| -> Vec<SubAxis> { members[c].iter().map(|&(g, k)| groups[g][k]).collect() };
-        let first_span = |c: usize| -> Range<usize> {
-            members[c]
-                .first()
-                .map_or(whole.clone(), |&(g, k)| expr.groups[g][k].span.clone())
-        };
-        let subs_text = |c: usize| -> String {
-            members[c]
-                .iter()
-                .map(|&(g, k)| format!("`{}`", expr.groups[g][k]))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-
-        let mut levels = Vec::with_capacity(addr.len());
-        let mut inv_levels = Vec::with_capacity(addr.len());
-        for (i, a) in addr.iter().enumerate() {
-            let axes = class_axes(3 + i);
+    /// Per-level checks and inverses: a level no sub-axis names is replicated; the
+    /// others must stay within the fan-out and reach each position at most once.
+    fn bind_levels(
+        &self,
+        classes: &ClassView,
+    ) -> Result<(Vec<LevelUse>, Vec<Inverse>), LayoutError> {
+        let (expr, members, groups) = (self.expr, classes.members, classes.groups);
+        let mut levels = Vec::with_capacity(self.addr.len());
+        let mut inv_levels = Vec::with_capacity(self.addr.len());
+        for (i, a) in self.addr.iter().enumerate() {
+            let axes = classes.axes(3 + i);
             if axes.is_empty() {
                 levels.push(LevelUse {
                     name: a.name.clone(),
@@ -330,7 +443,7 @@ impl TensorLayout {
                 return Err(LayoutError::new(
                     format!(
                         "{} reach(es) {} position {}, but {} has only {} (positions 0..{})",
-                        subs_text(3 + i),
+                        classes.subs_text(3 + i),
                         a.name,
                         max,
                         a.name,
@@ -344,10 +457,10 @@ impl TensorLayout {
                 LayoutError::new(
                     format!(
                         "two index combinations of {} reach the same {} position",
-                        subs_text(3 + i),
+                        classes.subs_text(3 + i),
                         a.name
                     ),
-                    first_span(3 + i),
+                    classes.first_span(3 + i),
                 )
             })?;
             let used = checked_product(axes.iter().map(|s| s.size)).unwrap_or(u64::MAX);
@@ -359,34 +472,14 @@ impl TensorLayout {
             });
             inv_levels.push(inv);
         }
+        Ok((levels, inv_levels))
+    }
 
-        let mut inv = Vec::with_capacity(3);
-        for (c, cname) in CLASS_NAMES.iter().enumerate() {
-            let axes = class_axes(c);
-            let max = max_value(&axes)
-                .ok_or_else(|| LayoutError::new("strides overflow 64 bits", first_span(c)))?;
-            if c == 1 && max >= slots {
-                return Err(LayoutError::new(
-                    format!(
-                        "W sub-axes {} reach slot {max}, but a {word_bytes}-byte word holds {slots} {dtype} element(s)",
-                        subs_text(1)
-                    ),
-                    first_span(1),
-                ));
-            }
-            let i = build_inverse(&axes, max.saturating_add(1)).map_err(|()| {
-                LayoutError::new(
-                    format!(
-                        "two elements share a (PE, word, slot, step) cell: the {} sub-axes {} overlap",
-                        cname,
-                        subs_text(c)
-                    ),
-                    first_span(c),
-                )
-            })?;
-            inv.push(i);
-        }
-        let mem_axes = class_axes(0);
+    /// Checks the LM footprint (the memory class's highest word + 1) fits a PE's
+    /// memory, and returns it in words.
+    fn check_footprint(&self, classes: &ClassView, word_bytes: u64) -> Result<u64, LayoutError> {
+        let machine = self.machine;
+        let mem_axes = classes.axes(0);
         let footprint_words = max_value(&mem_axes).map_or(u64::MAX, |m| m.saturating_add(1));
         let lm = machine.leaf_memory_bytes();
         let fp_bytes = footprint_words.saturating_mul(word_bytes);
@@ -396,44 +489,105 @@ impl TensorLayout {
                     "LM footprint of {footprint_words} words ({fp_bytes} bytes) per PE exceeds the PE's {lm}-byte memory on {}",
                     machine.name
                 ),
-                first_span(0),
+                classes.first_span(0),
             ));
         }
-
-        let mut flat = Vec::new();
-        for (g, subs) in groups.iter().enumerate() {
-            let mut radix = 1u64;
-            let mut tmp = Vec::with_capacity(subs.len());
-            for s in subs.iter().rev() {
-                tmp.push((g, *s, radix));
-                radix = radix.saturating_mul(s.size);
-            }
-            tmp.reverse();
-            flat.extend(tmp);
-        }
-
-        let mut inv = inv.into_iter();
-        let (inv_mem, inv_w, inv_time) = (
-            inv.next().unwrap(),
-            inv.next().unwrap(),
-            inv.next().unwrap(),
-        );
-        Ok(TensorLayout {
-            logical,
-            padded,
-            groups,
-            levels,
-            dtype,
-            word_bytes,
-            slots,
-            footprint_words,
-            flat,
-            inv_mem,
-            inv_w,
-            inv_time,
-            inv_levels,
-        })
+        Ok(footprint_words)
     }
+}
+
+/// The sub-axes of each class once resolved, with what error messages say of them.
+struct ClassView<'a> {
+    expr: &'a LayoutExpr,
+    members: &'a Members,
+    groups: &'a [Vec<SubAxis>],
+    whole: &'a Range<usize>,
+}
+
+impl ClassView<'_> {
+    /// The resolved sub-axes of class `c`, in order of appearance.
+    fn axes(&self, c: usize) -> Vec<SubAxis> {
+        self.members[c]
+            .iter()
+            .map(|&(g, k)| self.groups[g][k])
+            .collect()
+    }
+
+    /// The span of class `c`'s first sub-axis (the whole layout if it has none).
+    fn first_span(&self, c: usize) -> Range<usize> {
+        self.members[c]
+            .first()
+            .map_or(self.whole.clone(), |&(g, k)| {
+                self.expr.groups[g][k].span.clone()
+            })
+    }
+
+    /// Class `c`'s sub-axes as text: "`a`, `b`".
+    fn subs_text(&self, c: usize) -> String {
+        self.members[c]
+            .iter()
+            .map(|&(g, k)| format!("`{}`", self.expr.groups[g][k]))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Checks and inverts the memory, W and Time classes (in that order): W must stay
+/// within the word's slots, and no two elements may share a cell.
+fn bind_cell_classes(
+    classes: &ClassView,
+    word_bytes: u64,
+    slots: u64,
+    dtype: DType,
+) -> Result<[Inverse; 3], LayoutError> {
+    let mut inv = Vec::with_capacity(3);
+    for (c, cname) in CLASS_NAMES.iter().enumerate() {
+        let axes = classes.axes(c);
+        let max = max_value(&axes)
+            .ok_or_else(|| LayoutError::new("strides overflow 64 bits", classes.first_span(c)))?;
+        if c == 1 && max >= slots {
+            return Err(LayoutError::new(
+                format!(
+                    "W sub-axes {} reach slot {max}, but a {word_bytes}-byte word holds {slots} {dtype} element(s)",
+                    classes.subs_text(1)
+                ),
+                classes.first_span(1),
+            ));
+        }
+        let i = build_inverse(&axes, max.saturating_add(1)).map_err(|()| {
+            LayoutError::new(
+                format!(
+                    "two elements share a (PE, word, slot, step) cell: the {} sub-axes {} overlap",
+                    cname,
+                    classes.subs_text(c)
+                ),
+                classes.first_span(c),
+            )
+        })?;
+        inv.push(i);
+    }
+    let mut inv = inv.into_iter();
+    Ok([
+        inv.next().unwrap(),
+        inv.next().unwrap(),
+        inv.next().unwrap(),
+    ])
+}
+
+/// Flat list of all sub-axes (group-major) with the radix of each inside its group.
+fn flat_sub_axes(groups: &[Vec<SubAxis>]) -> Vec<(usize, SubAxis, u64)> {
+    let mut flat = Vec::new();
+    for (g, subs) in groups.iter().enumerate() {
+        let mut radix = 1u64;
+        let mut tmp = Vec::with_capacity(subs.len());
+        for s in subs.iter().rev() {
+            tmp.push((g, *s, radix));
+            radix = radix.saturating_mul(s.size);
+        }
+        tmp.reverse();
+        flat.extend(tmp);
+    }
+    flat
 }
 
 fn fmt_dims(d: &[u64]) -> String {
