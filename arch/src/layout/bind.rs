@@ -105,8 +105,7 @@ impl<'a> Binder<'a> {
     /// level or an unknown name (with a near-miss hint) is an error.
     fn resolve(&self, name: &str, span: &Range<usize>) -> Result<usize, LayoutError> {
         let (machine, addr) = (self.machine, &self.addr);
-        let level_names = self.level_names();
-        if let Some(i) = level_names.iter().position(|n| *n == name) {
+        if let Some(i) = addr.iter().position(|l| l.name == name) {
             return Ok(i);
         }
         if let Some(l) = machine.levels.iter().find(|l| l.name == name) {
@@ -122,6 +121,7 @@ impl<'a> Binder<'a> {
                 span.clone(),
             ));
         }
+        let level_names = self.level_names();
         let hint = level_names
             .iter()
             .copied()
