@@ -8,6 +8,10 @@
 //! - `plan/evaluate/cold`: 64 assignments that each change one variable to a candidate
 //!   never seen, with the memo emptied first: every changed op is measured by the
 //!   engine.
+//! - `plan/evaluate/bounded`: the warm assignments against a cutoff none of them beats
+//!   (the least of their keys), as a search asks (`Model::evaluate_below`): those its
+//!   busiest resource, or how far it got, proves no better are decided without placing
+//!   their tasks, the others placed.
 //! - `plan/from_nothing/*`: the whole planning of `scenarios/studies/*_from_nothing.ron`
 //!   (every layout `Any`, no hand plan; joint seeds, search and confirming runs) under
 //!   the default work budget.
@@ -56,6 +60,17 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             for p in &warm {
                 black_box(m.evaluate(black_box(p)));
+            }
+        })
+    });
+    // A cutoff no assignment is below: the least key of them all.
+    let best = (warm.iter().map(|p| m.evaluate(p).key()))
+        .min()
+        .unwrap();
+    g.bench_function("bounded", |b| {
+        b.iter(|| {
+            for p in &warm {
+                black_box(m.evaluate_below(black_box(p), best));
             }
         })
     });
