@@ -64,9 +64,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     // A cutoff no assignment is below: the least key of them all.
-    let best = (warm.iter().map(|p| m.evaluate(p).key()))
-        .min()
-        .unwrap();
+    let best = (warm.iter().map(|p| m.evaluate(p).key())).min().unwrap();
     g.bench_function("bounded", |b| {
         b.iter(|| {
             for p in &warm {

@@ -72,11 +72,12 @@ pub(super) fn capacity(res: &Resolved, p: &Program, v: &View) -> Vec<(Resource, 
 
 /// What layout legality forces a matrix product to move through the DRAM level's down
 /// ports, where the DRAM level has several nodes (mncore2's 4 Groups) above the
-/// root-most addressable level `X`. At `X`, every legal layout of a 2-D `c = a·b`
-/// (`docs/kernels.md`, the per-level rule) either replicates `a` over `X` (the output
-/// splits `N` there, or nothing), or replicates `b` (it splits `M`), or leaves `c`
-/// partial over `X` (only `K` is split there), or holds everything under one node of
-/// `X`. Bytes reach a node's subtree only through its down port, so over the `D` ports:
+/// root-most addressable level `X`. At `X`, every legal layout of `c = a·b` with one
+/// operand 2-D (the other may carry batch axes, which the 2-D one lacks as it lacks the
+/// other's `M` or `N`; `docs/kernels.md`, the per-level rule) either replicates over `X`
+/// the operand that lacks an output axis split there (`a` for `N`, `b` for `M` or a
+/// batch axis of `a`), or leaves `c` partial over `X` (only `K` is split there), or
+/// holds everything under one node of `X`. Bytes reach a node's subtree only through its down port, so over the `D` ports:
 /// `D·|a| + |b|`, `|a| + D·|b|`, or `|a| + |b| + D·|c|` (a partial `c` must be reduced
 /// over `X` before anything but a Free reads it, and a Reduce leaves the result on every
 /// node of `X`), or `|a| + |b|` on one port alone; at least the least of these. Only
@@ -136,12 +137,16 @@ pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Reso
         let (&[a, b], c) = (inputs.as_slice(), *out) else {
             continue;
         };
-        let two_d = [a, b].iter().all(|&t| {
+        // One operand 2-D: every output axis but its own comes from the other alone
+        // (batch axes included), so the four ways above are all there are.
+        let rank = |t| {
             res.tensors
                 .get(p.name(t))
-                .is_some_and(|x| x.runtime_dims.len() == 2)
-        });
-        if a == b || !two_d || !from_dram(a) || !from_dram(b) {
+                .map_or(0, |x| x.runtime_dims.len())
+        };
+        let (ra, rb) = (rank(a), rank(b));
+        let one_2d = (ra == 2 && rb >= 2) || (rb == 2 && ra >= 2);
+        if a == b || !one_2d || !from_dram(a) || !from_dram(b) {
             continue;
         }
         let (ba, bb) = (bytes_of(res, p.name(a)), bytes_of(res, p.name(b)));
