@@ -1,7 +1,7 @@
 //! Planning inside `run G.json` stops on work alone (docs/planner.md): the same plan and
 //! the same cycles however fast the machine is, with every core busy or not; a wall-clock
 //! limit applies only when the user gives `--time-limit`, and a huge one is refused,
-//! not a panic.
+//! not a panic; and the same on one thread as on every core.
 
 mod common;
 
@@ -53,6 +53,29 @@ fn run_plans_a_graph_alike_with_the_machine_idle_and_busy() {
     }
     assert_eq!(busy.0, quiet, "the plan");
     assert_eq!(busy.1, cycles, "the cycles");
+}
+
+/// The planner generates the variables' candidates on every core at once: on one
+/// thread it plans the same layouts, cycles and work.
+#[test]
+fn run_plans_a_graph_alike_on_one_thread_and_on_every_core() {
+    let name = "MHA-GPT-inf-fp32-bs1.json";
+    let all = plan_and_run(name);
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| plan_and_run(name));
+    assert_eq!(one.0, all.0, "the plan");
+    assert_eq!(one.1, all.1, "the cycles");
+    // The note says how long it took, then how much was evaluated and the cycles.
+    let work = |n: &str| n.split_once(" s (").map(|x| x.1.to_string());
+    assert!(
+        work(&all.2).is_some_and(|w| w.contains("evaluated")),
+        "{}",
+        all.2
+    );
+    assert_eq!(work(&one.2), work(&all.2), "{} / {}", one.2, all.2);
 }
 
 #[test]

@@ -339,9 +339,32 @@ impl Model {
                 streamed,
             });
         }
+        // The variables' shapes generate their candidates on every core at once (each
+        // shape's are a pure function of it); they are interned in variable order below,
+        // so the ids are the same whatever the thread count.
+        let mut shapes: Vec<ShapeKey> = Vec::new();
+        for v in &m.vars {
+            let key = m.shape_key(m.index[&v.tensor]);
+            if !shapes.contains(&key) {
+                shapes.push(key);
+            }
+        }
+        let (machine, space) = (&m.res.machine, m.space);
+        let made: Vec<Vec<candidates::Candidate>> = {
+            use rayon::prelude::*;
+            (shapes.par_iter())
+                .map(|k| candidates::generate(machine, &k.0, k.1, k.2, space))
+                .collect()
+        };
+        let mut made: HashMap<ShapeKey, Vec<candidates::Candidate>> =
+            shapes.into_iter().zip(made).collect();
         for vi in 0..m.vars.len() {
             let tensor = m.index[&m.vars[vi].tensor];
-            let (ids, core) = m.generate(tensor);
+            let key = m.shape_key(tensor);
+            let (ids, core) = match made.remove(&key) {
+                Some(c) => m.intern_generated(key, c),
+                None => m.generate(tensor),
+            };
             m.vars[vi].core = core;
             m.vars[vi].candidates = ids;
         }
@@ -366,6 +389,19 @@ impl Model {
             return c.clone();
         }
         let c = candidates::generate(&self.res.machine, &key.0, key.1, key.2, self.space);
+        self.intern_generated(key, c)
+    }
+
+    /// Interns the candidates `c` generated for shape `key`, the core first as
+    /// generated, and keeps them for the shape: their ids and how many are core.
+    fn intern_generated(
+        &mut self,
+        key: ShapeKey,
+        c: Vec<candidates::Candidate>,
+    ) -> (Vec<LayoutId>, usize) {
+        if let Some(g) = self.generated.get(&key) {
+            return g.clone();
+        }
         let core = c.iter().filter(|c| c.core).count();
         let ids: Vec<LayoutId> = c
             .into_iter()
