@@ -294,6 +294,41 @@ fn a_batched_matmul_moves_one_operand_to_every_group_whatever_its_layout() {
     }
 }
 
+/// A product left partial over the L2Bs and freed unread needs no Reduce across the
+/// Groups: the legality term does not count one (an earlier Store of the tensor is no
+/// reader of the product). `a` 2 MiB, `b` 512 KiB, `c` 32 KiB in f16.
+#[test]
+fn a_partial_product_freed_unread_is_not_charged_a_reduce() {
+    let text = r#"Scenario(
+    name: "a partial product freed unread",
+    machine: Preset("mncore2"),
+    mode: Timing,
+    tensors: {
+        "a": (dtype: F16, shape: "f16[256,4096]", init: Random(seed: 1)),
+        "b": (dtype: F16, shape: "f16[4096,64]", init: Random(seed: 2)),
+        "c": (dtype: F16, shape: "f16[256,64]", init: Random(seed: 3)),
+    },
+    program: [
+        Load(tensor: "c", layout: "((8_L2B, 16_MAB, 2), (4_PE, 4, 4_W); B@[L1B])"),
+        Store(tensor: "c"),
+        Load(tensor: "a", layout: "((8_L1B, 16_MAB, 2), (8_L2B, 4_PE, 32, 4_W))"),
+        Load(tensor: "b", layout: "((8_L2B, 4_PE, 128), (16, 4_W); B@[L1B,MAB])"),
+        MatMul(a: "a", b: "b", out: "c", layout: "((8_L1B, 16_MAB, 2), (16, 4_W); B@[L2B,PE])"),
+        Free(tensor: "c"),
+    ],
+)"#;
+    // The three Loads through the 4 Group ports of 64 B/cycle: (32 + 2,048 + 512) KiB
+    // / 256 = 10,368 cycles. Had the partial `c` been reduced, its sum would go down
+    // every Group port: (2,048 + 512 + 4 × 32) KiB / 256 = 10,752.
+    let loads = ((32 << 10) + (2 << 20) + (512 << 10)) / (4 * 64);
+    assert_eq!(loads, 10_368);
+    for s in [Schedule::Sequential, Schedule::Overlapped] {
+        let r = &run(text, s).unwrap()[0];
+        assert_within_bound(r, &format!("{s:?}"));
+        assert_eq!(r.bound_cycles, loads);
+    }
+}
+
 fn machine(rng: &mut SplitMix) -> (&'static str, Vec<(String, f64)>) {
     let mut knobs: Vec<(String, f64)> = Vec::new();
     let preset = ["toy4", "mncore2", "mncore1"][(rng.next_u64() % 3) as usize];

@@ -77,12 +77,13 @@ pub(super) fn capacity(res: &Resolved, p: &Program, v: &View) -> Vec<(Resource, 
 /// other's `M` or `N`; `docs/kernels.md`, the per-level rule) either replicates over `X`
 /// the operand that lacks an output axis split there (`a` for `N`, `b` for `M` or a
 /// batch axis of `a`), or leaves `c` partial over `X` (only `K` is split there), or
-/// holds everything under one node of `X`. Bytes reach a node's subtree only through its down port, so over the `D` ports:
-/// `D·|a| + |b|`, `|a| + D·|b|`, or `|a| + |b| + D·|c|` (a partial `c` must be reduced
-/// over `X` before anything but a Free reads it, and a Reduce leaves the result on every
-/// node of `X`), or `|a| + |b|` on one port alone; at least the least of these. Only
-/// for operands that come from DRAM alone (written by Loads and moved in place, never
-/// computed on the chip).
+/// holds everything under one node of `X`. Bytes reach a node's subtree only through
+/// its down port, so over the `D` ports: `D·|a| + |b|`, `|a| + D·|b|`, or `|a| + |b| +
+/// D·|c|` (a partial `c` must be reduced over `X` before anything but a Free reads it,
+/// and a Reduce leaves the result on every node of `X`; counted where the next op to
+/// touch `c` reads it whole), or `|a| + |b|` on one port alone; at least the least of
+/// these. Only for operands that come from DRAM alone (written by Loads and moved in
+/// place, never computed on the chip).
 pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Resource, u64)> {
     let first = v
         .links
@@ -113,19 +114,23 @@ pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Reso
         }
         loaded
     };
-    // Whether something must read `t` whole (a partial `t` must be reduced first).
-    let read = |t: crate::program::TensorId| {
-        p.ops.keys().any(|id| {
-            p.inputs(id).contains(&t)
-                && !matches!(
+    // Whether the first op after `at` that touches `t` reads it whole (a Store, a
+    // kernel, a move: a partial `t` must be reduced before it), not a Free, a Reduce
+    // (perhaps over another level), a Broadcast or an op that writes `t` anew.
+    let read_after = |at: crate::program::OpId, t: crate::program::TensorId| {
+        let next = (p.ops.keys().skip_while(|&id| id != at).skip(1))
+            .find(|&id| p.inputs(id).contains(&t) || p.output(id) == Some(t));
+        next.is_some_and(|id| {
+            p.output(id) != Some(t)
+                && matches!(
                     p.ops[id].kind,
-                    OpKind::Free { .. } | OpKind::Reduce { .. } | OpKind::Broadcast { .. }
+                    OpKind::Store { .. } | OpKind::Kernel { .. } | OpKind::Relayout { .. }
                 )
         })
     };
     let d = u128::from(first.parents);
     let mut most = 0u64;
-    for o in p.ops.values() {
+    for (id, o) in p.ops.iter() {
         let OpKind::Kernel {
             kernel: Kernel::MatMul | Kernel::GeneralMatMul { .. },
             inputs,
@@ -150,7 +155,11 @@ pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Reso
             continue;
         }
         let (ba, bb) = (bytes_of(res, p.name(a)), bytes_of(res, p.name(b)));
-        let bc = if read(c) { bytes_of(res, p.name(c)) } else { 0 };
+        let bc = if read_after(id, c) {
+            bytes_of(res, p.name(c))
+        } else {
+            0
+        };
         let options = [
             d.saturating_mul(ba).saturating_add(bb),
             ba.saturating_add(d.saturating_mul(bb)),
