@@ -68,7 +68,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("bounded", |b| {
         b.iter(|| {
             for p in &warm {
-                black_box(m.evaluate_below(black_box(p), best));
+                black_box(m.evaluate_below(black_box(p), Some(best)));
             }
         })
     });

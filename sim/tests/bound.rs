@@ -14,16 +14,22 @@
 
 use mnsim_reports::Report;
 use mnsim_sim::run::SplitMix;
-use mnsim_sim::scenario::{self, Schedule, Source};
+use mnsim_sim::scenario::{self, Scenario, Schedule, Source};
 
-/// Every plan of a scenario text, run under `schedule` in timing mode.
-fn run(text: &str, schedule: Schedule) -> Result<Vec<Report>, String> {
+/// A scenario text parsed, under `schedule`, with its source.
+fn parsed(text: &str, schedule: Schedule) -> Result<(Scenario, Source), String> {
     let mut sc = scenario::parse(text, "t.ron").map_err(|e| format!("{e:?}"))?;
     sc.schedule = schedule;
     let src = Source {
         path: "t.ron".into(),
         text: text.into(),
     };
+    Ok((sc, src))
+}
+
+/// Every plan of a scenario text, run under `schedule` in timing mode.
+fn run(text: &str, schedule: Schedule) -> Result<Vec<Report>, String> {
+    let (sc, src) = parsed(text, schedule)?;
     let mut out = Vec::new();
     for plan in scenario::plans_to_run(&sc) {
         let mut res = scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default())
@@ -147,10 +153,7 @@ fn a_streamed_matmul_waits_on_the_l1b_down_ports() {
     assert_eq!(r.bottleneck_name(), Some("L1B down"));
 }
 
-// ---------------------------------------------------------------------------------
-// Random programs
-
-/// A machine: a preset cut down to a few PEs, with random what-if knobs.
+/// A 256³ fp16 GEMM on mncore2, a plan for each kind of legal layout at the L2Bs.
 const GEMM: &str = r#"Scenario(
     name: "gemm 256, every kind of layout",
     machine: Preset("mncore2"),
@@ -259,12 +262,7 @@ fn a_batched_matmul_moves_one_operand_to_every_group_whatever_its_layout() {
     let floor = ((1 << 20) + 4 * (64 << 10)) / (4 * 64);
     assert_eq!(floor, 5_120);
     for schedule in [Schedule::Sequential, Schedule::Overlapped] {
-        let mut sc = scenario::parse(text, "t.ron").unwrap();
-        sc.schedule = schedule;
-        let src = Source {
-            path: "t.ron".into(),
-            text: text.into(),
-        };
+        let (sc, src) = parsed(text, schedule).unwrap();
         let mut o = mnsim_sim::plan::PlanOptions::default();
         o.search.time_limit = None;
         o.search.work_limit = Some(100_000);
@@ -329,6 +327,10 @@ fn a_partial_product_freed_unread_is_not_charged_a_reduce() {
     }
 }
 
+// ---------------------------------------------------------------------------------
+// Random programs
+
+/// A machine: a preset cut down to a few PEs, with random what-if knobs.
 fn machine(rng: &mut SplitMix) -> (&'static str, Vec<(String, f64)>) {
     let mut knobs: Vec<(String, f64)> = Vec::new();
     let preset = ["toy4", "mncore2", "mncore1"][(rng.next_u64() % 3) as usize];

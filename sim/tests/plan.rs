@@ -578,7 +578,7 @@ fn an_evaluation_decided_by_a_bound_is_no_better_than_its_cutoff() {
                 let fails = (true, std::cmp::Reverse(1), 0);
                 for cutoff in [best, Some(fails), Some((false, std::cmp::Reverse(0), 0))] {
                     let Some(cutoff) = cutoff else { continue };
-                    match model.evaluate_below(pick, cutoff) {
+                    match model.evaluate_below(pick, Some(cutoff)) {
                         None => {
                             assert!(e.key() >= cutoff, "{file} step {step}: {e:?} < {cutoff:?}");
                             decided += 1;

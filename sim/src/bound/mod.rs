@@ -176,11 +176,8 @@ fn kernel_bound(res: &Resolved, v: &View, k: &Kernel, inputs: &[&str], out: &str
 /// cycles and what sets them (a resource, or `op N` when one op's bound does).
 pub fn combine(m: &Machine, ops: &[OpBound], extra: &[(Resource, u64)]) -> (u64, String) {
     let mut sums: Vec<(Resource, u64)> = Vec::new();
-    for (r, c) in ops.iter().flat_map(|o| o.holds.iter()) {
-        match sums.iter_mut().find(|s| s.0 == *r) {
-            Some(s) => s.1 = s.1.saturating_add(*c),
-            None => sums.push((*r, *c)),
-        }
+    for &(r, c) in ops.iter().flat_map(|o| o.holds.iter()) {
+        crate::timeline::tally(&mut sums, r, c);
     }
     for (r, c) in extra {
         match sums.iter_mut().find(|s| s.0 == *r) {

@@ -105,15 +105,6 @@ impl Top {
     }
 }
 
-/// `pick` evaluated, or `None` where it is proved no better than `bar` (no assignment
-/// scoring `bar` or worse changes the search: it is neither kept nor moved to).
-fn evaluate_below(model: &mut Model, pick: &[LayoutId], bar: Option<Key>) -> Option<Eval> {
-    match bar {
-        Some(b) => model.evaluate_below(pick, b),
-        None => Some(model.evaluate(pick)),
-    }
-}
-
 /// splitmix64, for reproducible random starts.
 fn next(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -168,7 +159,7 @@ impl Run<'_> {
         let mut n = 0u64;
         'all: loop {
             // An assignment that cannot be kept need not be placed.
-            if let Some(e) = evaluate_below(model, &pick, self.top.bar()) {
+            if let Some(e) = model.evaluate_below(&pick, self.top.bar()) {
                 self.top.offer(&pick, &e);
             }
             for (v, &k) in idx.iter().enumerate() {
@@ -221,7 +212,7 @@ impl Run<'_> {
                     // Placed only if it may be kept or beat the current assignment.
                     let bar = self.top.bar().map(|b| b.max(cur.key()));
                     self.tried[v][k] = true;
-                    if let Some(e) = evaluate_below(model, &pick, bar) {
+                    if let Some(e) = model.evaluate_below(&pick, bar) {
                         self.top.offer(&pick, &e);
                         if e.key() < cur.key() {
                             cur = e;

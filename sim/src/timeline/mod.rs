@@ -108,6 +108,15 @@ pub struct Hold {
     pub cycles: u64,
 }
 
+/// Adds `cycles` to `r`'s entry of `sums` (a few resources: a short list, in order of
+/// first use), saturating.
+pub fn tally(sums: &mut Vec<(Resource, u64)>, r: Resource, cycles: u64) {
+    match sums.iter_mut().find(|s| s.0 == r) {
+        Some(s) => s.1 = s.1.saturating_add(cycles),
+        None => sums.push((r, cycles)),
+    }
+}
+
 /// One op, lowered: what the schedule needs to know of it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Task {

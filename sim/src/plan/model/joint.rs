@@ -193,11 +193,7 @@ impl Model {
                     }
                     let pick = self.filled(&ext);
                     let bar = (kept.len() >= width.max(1)).then(|| kept.peek().copied());
-                    let e = match bar.flatten() {
-                        Some(b) => self.evaluate_below(&pick, b),
-                        None => Some(self.evaluate(&pick)),
-                    };
-                    if let Some(e) = e {
+                    if let Some(e) = self.evaluate_below(&pick, bar.flatten()) {
                         kept.push(e.key());
                         if kept.len() > width.max(1) {
                             kept.pop();

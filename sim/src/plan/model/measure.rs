@@ -8,7 +8,7 @@ use super::{
 };
 use crate::ids::RegionId;
 use crate::program::{EntityRef as _, OpId};
-use crate::timeline::{Resource, Task};
+use crate::timeline::{self, Resource, Task};
 use mnsim_arch::TensorLayout;
 
 /// One past the largest of an op's own (non-input) regions in `tasks`.
@@ -214,10 +214,7 @@ impl Model {
         }
         let mut busy: Vec<(Resource, u64)> = Vec::new();
         for h in tasks.iter().flat_map(|t| &t.holds) {
-            match busy.iter_mut().find(|b| b.0 == h.resource) {
-                Some(b) => b.1 = b.1.saturating_add(h.cycles),
-                None => busy.push((h.resource, h.cycles)),
-            }
+            timeline::tally(&mut busy, h.resource, h.cycles);
         }
         OpOut {
             dynamic_j: m.dynamic_j,

@@ -37,11 +37,14 @@ impl Model {
         self.finish(pick, None)
     }
 
-    /// Evaluates `pick` unless its key is proved no lower than `cutoff` without placing
-    /// it: its busiest resource holds cycles that no run of it is shorter than, and its
-    /// score grows with the run's cycles. `None` then (counted in [`Model::bounded`]);
-    /// otherwise the evaluation [`Model::evaluate`] gives.
-    pub fn evaluate_below(&mut self, pick: &[LayoutId], cutoff: Key) -> Option<Eval> {
+    /// Evaluates `pick` unless its key is proved no lower than `cutoff` (when there is
+    /// one) without placing it: its busiest resource holds cycles that no run of it is
+    /// shorter than, and its score grows with the run's cycles. `None` then (counted in
+    /// [`Model::bounded`]); otherwise the evaluation [`Model::evaluate`] gives.
+    pub fn evaluate_below(&mut self, pick: &[LayoutId], cutoff: Option<Key>) -> Option<Eval> {
+        let Some(cutoff) = cutoff else {
+            return Some(self.evaluate(pick));
+        };
         match self.walk(pick, None) {
             // A failure ranks by how far it got, then by cycles (at least 0).
             Walked::Failed { at, msg, ntasks } => {
@@ -236,10 +239,7 @@ impl Model {
             self.apply_output(i, output, (first, base), w)?;
         }
         for &(r, c) in &out.busy {
-            match w.busy.iter_mut().find(|b| b.0 == r) {
-                Some(b) => b.1 = b.1.saturating_add(c),
-                None => w.busy.push((r, c)),
-            }
+            timeline::tally(&mut w.busy, r, c);
         }
         w.cycles.push(out.cycles);
         w.dynamic_j += out.dynamic_j;
