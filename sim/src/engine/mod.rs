@@ -173,6 +173,10 @@ pub struct Engine {
     /// Functional mode: evaluate every kernel element by element, matrix contractions
     /// and convolutions included (see [`Engine::set_per_element_kernels`]).
     per_element_kernels: bool,
+    /// Measuring for the planner ([`Engine::set_measuring`]): what only a report reads
+    /// (per-port statistics, PEs' ready cycles and their percentiles, the layout's
+    /// canonical text, stage reports) is not computed.
+    measuring: bool,
 }
 
 /// What a Load of one tensor in one layout is charged, and how it walks its steps.
@@ -283,6 +287,7 @@ impl Engine {
             ops: Vec::new(),
             positions,
             per_element_kernels: false,
+            measuring: false,
         }
     }
 
@@ -292,6 +297,13 @@ impl Engine {
     /// through the kernels crate's `eval_share` as every other kernel. Both give the same bytes (tests compare them); timing mode ignores it.
     pub fn set_per_element_kernels(&mut self, on: bool) {
         self.per_element_kernels = on;
+    }
+
+    /// With `true`, ops are recorded for the planner's measurements only: their cycles,
+    /// tasks, typed stages and FLOP, the same as otherwise, and none of what only a report
+    /// reads (per-port statistics, ready-cycle percentiles, layout and stage texts).
+    pub fn set_measuring(&mut self, on: bool) {
+        self.measuring = on;
     }
 
     /// Declares a tensor. `data` (functional mode) is its initial content in row-major
@@ -552,6 +564,9 @@ impl Engine {
         let (start, end) = (placed.start, placed.end);
         let clock = self.sw.clock().max(end);
         self.sw.set_clock(clock);
+        if self.measuring {
+            return self.record_measured(op, tensor, (start, end, task_cycles), c);
+        }
         // Port statistics on the chain nodes that took part, ready cycles on the PEs.
         for port in &c.ports {
             let k = self.topo.chain[port.link];
@@ -622,6 +637,43 @@ impl Engine {
 }
 
 impl Engine {
+    /// [`Engine::finish`]'s record of an op when measuring: what a report alone reads is
+    /// left empty.
+    fn record_measured(
+        &mut self,
+        op: &str,
+        tensor: &str,
+        (start, end, cycles): (u64, u64, u64),
+        c: net::Cost,
+    ) -> OpReport {
+        let r = OpReport {
+            index: self.ops.len(),
+            inserted_after: None,
+            op: op.to_string(),
+            tensor: tensor.to_string(),
+            layout: None,
+            start,
+            end,
+            cycles,
+            bottleneck: String::new(),
+            stages: Vec::new(),
+            exposed_cycles: cycles,
+            work_cycles: cycles,
+            ready_cycles: None,
+            flops: None,
+            utilisation: 0.0,
+            padding_elems: 0,
+            padded_elems: 0,
+            bound_cycles: 0,
+            bound_resource: String::new(),
+            waited_on: None,
+            energy_j: 0.0,
+        };
+        self.ops.push(r.clone());
+        self.records.push((c.stages, c.bottleneck));
+        r
+    }
+
     /// Ends the program on the timeline: streams nothing read slice by slice are sent,
     /// and every op's start, end and cycles (= end − start) are the timeline's.
     pub fn settle(&mut self) {

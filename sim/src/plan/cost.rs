@@ -88,6 +88,7 @@ impl Coster {
     /// every tensor counts as present in DRAM in its declared layout).
     pub fn new(res: &Resolved) -> Result<Coster, SimError> {
         let mut eng = Engine::new(res.machine.clone(), Mode::Timing);
+        eng.set_measuring(true);
         for (name, t) in &res.tensors {
             let layout = t
                 .shape

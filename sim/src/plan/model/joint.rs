@@ -84,22 +84,42 @@ fn splits(ext: &[u64], fanouts: &[u64]) -> Vec<Vec<Option<(usize, u64)>>> {
     out
 }
 
-/// The layout text of `op` under strategy `s` (levels `names`, `slots` per word), and
-/// its words per PE (per step when stepped); `None` when the strategy does not divide it.
-fn operand_text(op: &Operand, s: &Strategy, names: &[String], slots: u64) -> Option<(String, u64)> {
+/// One sub-axis of an operand's axis under a strategy, major to minor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sub {
+    /// Steps over `Time`.
+    Time(u64),
+    /// Positions of addressable level `li`.
+    Level(usize, u64),
+    /// What stays in each PE's memory.
+    Mem(u64),
+    /// The slots of a word (the last axis packed).
+    Packed(u64),
+}
+
+/// Walks the sub-axes of `op` under strategy `s` (`slots` per word): `sub(axis, sub)`
+/// for each, in order; returns the words per PE (per step when stepped), or `None` when
+/// the strategy does not divide it. No text is built: the words decide whether a
+/// strategy fits LM before any layout is written.
+fn operand_walk(
+    op: &Operand,
+    s: &Strategy,
+    slots: u64,
+    mut sub: impl FnMut(usize, Sub),
+) -> Option<u64> {
     let rank = op.dims.len();
-    let mut body = Vec::with_capacity(rank);
     let mut words = 1u64;
     for a in 0..rank {
         let mut rest = op.dims[a];
-        let mut subs: Vec<String> = Vec::new();
+        let mut any = false;
         if let Some(v) = op.vars[a] {
             if let Some(&(_, t)) = s.time.iter().find(|(tv, _)| *tv == v) {
                 if !rest.is_multiple_of(t) {
                     return None;
                 }
                 rest /= t;
-                subs.push(format!("{t}_Time"));
+                sub(a, Sub::Time(t));
+                any = true;
             }
             for (li, sp) in s.split.iter().enumerate() {
                 if let Some((sv, p)) = sp
@@ -109,7 +129,8 @@ fn operand_text(op: &Operand, s: &Strategy, names: &[String], slots: u64) -> Opt
                         return None;
                     }
                     rest /= p;
-                    subs.push(format!("{p}_{}", names[li]));
+                    sub(a, Sub::Level(li, *p));
+                    any = true;
                 }
             }
         }
@@ -117,15 +138,35 @@ fn operand_text(op: &Operand, s: &Strategy, names: &[String], slots: u64) -> Opt
         if packed {
             rest /= slots;
         }
-        if rest > 1 || (subs.is_empty() && !packed) {
-            subs.push(rest.to_string());
+        if rest > 1 || (!any && !packed) {
+            sub(a, Sub::Mem(rest));
         }
         if packed {
-            subs.push(format!("{slots}_W"));
+            sub(a, Sub::Packed(slots));
         }
         words = words.checked_mul(rest)?;
-        body.push(format!("({})", subs.join(", ")));
     }
+    Some(words)
+}
+
+/// The words per PE of `op` under `s` (see [`operand_walk`]).
+fn operand_words(op: &Operand, s: &Strategy, slots: u64) -> Option<u64> {
+    operand_walk(op, s, slots, |_, _| {})
+}
+
+/// The layout text of `op` under strategy `s` (levels `names`, `slots` per word), and
+/// its words per PE (per step when stepped); `None` when the strategy does not divide it.
+fn operand_text(op: &Operand, s: &Strategy, names: &[String], slots: u64) -> Option<(String, u64)> {
+    let mut body: Vec<Vec<String>> = vec![Vec::new(); op.dims.len()];
+    let words = operand_walk(op, s, slots, |a, x| {
+        body[a].push(match x {
+            Sub::Time(t) => format!("{t}_Time"),
+            Sub::Level(li, p) => format!("{p}_{}", names[li]),
+            Sub::Mem(n) => n.to_string(),
+            Sub::Packed(w) => format!("{w}_W"),
+        })
+    })?;
+    let body: Vec<String> = body.iter().map(|b| format!("({})", b.join(", "))).collect();
     Some((format!("({})", body.join(", ")), words))
 }
 
@@ -441,17 +482,16 @@ impl Model {
                 split,
                 time: Vec::new(),
             };
-            let Some(texts) = self.texts(operands, &s, &names, &machine) else {
+            let Some(words) = self.operands_words(operands, &s, &machine) else {
                 continue;
             };
-            let words: u64 = texts.iter().map(|t| t.1).sum();
             let mut options: Vec<Vec<(usize, u64)>> = Vec::new();
             if words <= lm_words {
                 options.push(Vec::new());
             } else {
                 let fits = |m: &Model, s: &Strategy| {
-                    m.texts(operands, s, &names, &machine)
-                        .is_some_and(|tx| tx.iter().map(|t| t.1).sum::<u64>() <= lm_words)
+                    m.operands_words(operands, s, &machine)
+                        .is_some_and(|w| w <= lm_words)
                 };
                 // The fewest steps of one variable that make the operands fit; else of
                 // two variables (below).
@@ -561,6 +601,20 @@ impl Model {
                 operand_text(op, s, names, slots)
             })
             .collect()
+    }
+
+    /// The operands' words per PE together under `s`, if it divides them all.
+    fn operands_words(
+        &self,
+        operands: &[Operand],
+        s: &Strategy,
+        machine: &mnsim_arch::Machine,
+    ) -> Option<u64> {
+        operands.iter().try_fold(0u64, |sum, op| {
+            let dt = self.res.tensors[&self.tensors[op.tensor]].dtype;
+            let slots = (machine.word_bytes / dt.bytes().max(1)).max(1);
+            sum.checked_add(operand_words(op, s, slots)?)
+        })
     }
 
     /// `text` bound for tensor `t` and interned.
