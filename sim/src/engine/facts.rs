@@ -54,23 +54,20 @@ impl Engine {
             .collect()
     }
 
-    /// Per-PE facts in closed form (timing mode, and the source side of moves), of the
-    /// PEs that take part only: the cartesian product of the positions each level lets
-    /// take part, walked in PE order. Work and memory follow the PEs the layout
-    /// touches, not the machine's size.
-    pub(super) fn closed_facts(
-        &self,
+    /// The facts of `layout` as a product of per-level choices: per level, the
+    /// positions that take part with their key digit and reduced-key digit (the same
+    /// rule as `key`), the bytes of a PE's shard, and its real elements when no shard is
+    /// padded.
+    pub(super) fn closed_product(
         layout: &TensorLayout,
         partial: &[usize],
         runtime: &[u64],
         one_replica: bool,
         skip: Option<usize>,
-    ) -> Facts {
+    ) -> net::Product {
         let used = Self::used_table(layout);
-        let levels = layout.levels();
-        // Per level: the positions that take part, with their key digit (and reduced key
-        // digit): the same rule as `key`.
-        let choices: Vec<Vec<(u64, u64, u64)>> = levels
+        let levels = layout
+            .levels()
             .iter()
             .enumerate()
             .map(|(i, lv)| {
@@ -79,7 +76,7 @@ impl Engine {
                     let d = if include { p } else { 0 };
                     (d, if skip == Some(i) { 0 } else { d })
                 };
-                if lv.replicated {
+                let positions = if lv.replicated {
                     let n = if one_replica && !part { 1 } else { lv.fanout };
                     (0..n)
                         .map(|p| {
@@ -95,8 +92,51 @@ impl Engine {
                             (p, d, r)
                         })
                         .collect()
+                };
+                net::Choices {
+                    fanout: lv.fanout,
+                    positions,
                 }
             })
+            .collect();
+        net::Product {
+            levels,
+            bytes: layout.words_per_pe().saturating_mul(layout.word_bytes()),
+            valid: (runtime == layout.padded_shape()).then(|| layout.elems_per_pe()),
+        }
+    }
+
+    /// Per-PE facts in closed form (timing mode, and the source side of moves), of the
+    /// PEs that take part only: the cartesian product of the positions each level lets
+    /// take part ([`Engine::closed_product`]), walked in PE order. Work and memory follow
+    /// the PEs the layout touches, not the machine's size.
+    pub(super) fn closed_facts(
+        &self,
+        layout: &TensorLayout,
+        partial: &[usize],
+        runtime: &[u64],
+        one_replica: bool,
+        skip: Option<usize>,
+    ) -> Facts {
+        Self::expand(
+            layout,
+            &Self::closed_product(layout, partial, runtime, one_replica, skip),
+            runtime,
+            skip.is_some(),
+        )
+    }
+
+    /// The per-PE facts a product stands for, in PE order.
+    fn expand(
+        layout: &TensorLayout,
+        product: &net::Product,
+        runtime: &[u64],
+        reduced_keys: bool,
+    ) -> Facts {
+        let choices: Vec<&[(u64, u64, u64)]> = product
+            .levels
+            .iter()
+            .map(|c| c.positions.as_slice())
             .collect();
         let count = choices
             .iter()
@@ -105,10 +145,8 @@ impl Engine {
         if count == 0 {
             return Vec::new();
         }
-        let fan: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
-        let bytes = layout.words_per_pe().saturating_mul(layout.word_bytes());
-        let full = runtime == layout.padded_shape();
-        let elems = layout.elems_per_pe();
+        let fan: Vec<u64> = product.levels.iter().map(|l| l.fanout).collect();
+        let bytes = product.bytes;
         let mut valid_cache: HashMap<u64, u64> = HashMap::new();
         let mut out: Facts = Vec::with_capacity(count.min(1 << 20));
         // An odometer over the choices, most significant level first: PE order.
@@ -123,18 +161,17 @@ impl Engine {
                 key = key * fan[i] + d;
                 reduced = reduced * fan[i] + r;
             }
-            let valid = if full {
-                elems
-            } else {
-                *valid_cache
+            let valid = match product.valid {
+                Some(v) => v,
+                None => *valid_cache
                     .entry(key)
-                    .or_insert_with(|| layout.shard(&pos).map_or(0, |s| s.valid_elems(runtime)))
+                    .or_insert_with(|| layout.shard(&pos).map_or(0, |s| s.valid_elems(runtime))),
             };
             out.push((
                 pe,
                 PeFact {
                     key,
-                    reduced_key: if skip.is_some() { reduced } else { key },
+                    reduced_key: if reduced_keys { reduced } else { key },
                     bytes,
                     valid,
                 },

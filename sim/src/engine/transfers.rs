@@ -15,6 +15,21 @@ use mnsim_kernels::elem::Combine;
 use mnsim_reports::OpReport;
 
 impl Engine {
+    /// A timing-mode transfer's charge in closed form (`net::cost_product`) from the
+    /// products `products()` gives, when the engine measures for the planner and the
+    /// closed form applies; `None` otherwise (the caller charges per-PE facts).
+    fn closed_cost(
+        &self,
+        route: &Route,
+        products: impl FnOnce() -> [net::Product; 2],
+    ) -> Option<net::Cost> {
+        if !self.measuring || self.mode != Mode::Timing {
+            return None;
+        }
+        let [a, b] = products();
+        net::cost_product(&self.machine, &self.topo, route, [&a, &b])
+    }
+
     pub(super) fn down_route(&self, steps: u64, dram: Option<DramSpec>) -> Route {
         let n = self.topo.chain.len();
         Route {
@@ -61,10 +76,6 @@ impl Engine {
         let (c, walk) = match memo {
             Some(charge) => charge,
             None => {
-                let facts = match self.functional() {
-                    None => self.closed_facts(&layout, &[], &runtime, false, None),
-                    Some(f) => self.move_load(f, name, &layout, offset),
-                };
                 let eff = self.burst_efficiency(&layout, &xla, &runtime, dtype);
                 let route = self.down_route(
                     layout.time_span(),
@@ -75,7 +86,20 @@ impl Engine {
                         second: false,
                     }),
                 );
-                let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
+                let closed = self.closed_cost(&route, || {
+                    let p = Self::closed_product(&layout, &[], &runtime, false, None);
+                    [p.clone(), p]
+                });
+                let c = match closed {
+                    Some(c) => c,
+                    None => {
+                        let facts = match self.functional() {
+                            None => self.closed_facts(&layout, &[], &runtime, false, None),
+                            Some(f) => self.move_load(f, name, &layout, offset),
+                        };
+                        net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
+                    }
+                };
                 let walk = plan(Some(&layout), layout.logical_shape(), &[], &[]).map(|p| (p, true));
                 if let Some(k) = key {
                     self.load_memo.insert(k, (c.clone(), walk.clone()));
@@ -115,10 +139,6 @@ impl Engine {
         }
         let t = self.state(name)?;
         let (dtype, runtime) = (t.dtype, t.runtime.clone());
-        let facts = match self.functional() {
-            None => self.closed_facts(&r.layout, &[], &runtime, true, None),
-            Some(f) => self.move_store(f, name, &r, &xla),
-        };
         let n = self.topo.chain.len();
         let eff = self.burst_efficiency(&r.layout, &xla, &runtime, dtype);
         let route = Route {
@@ -140,7 +160,20 @@ impl Engine {
             local_copy: false,
             steps: r.layout.time_span(),
         };
-        let c = net::cost(&self.machine, &self.topo, &route, [&facts, &facts]);
+        let closed = self.closed_cost(&route, || {
+            let p = Self::closed_product(&r.layout, &[], &runtime, true, None);
+            [p.clone(), p]
+        });
+        let c = match closed {
+            Some(c) => c,
+            None => {
+                let facts = match self.functional() {
+                    None => self.closed_facts(&r.layout, &[], &runtime, true, None),
+                    Some(f) => self.move_store(f, name, &r, &xla),
+                };
+                net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
+            }
+        };
         if self.mode == Mode::Timing {
             self.set_in_dram(name, xla);
         }
@@ -257,12 +290,26 @@ impl Engine {
         let crossing = (0..addr.len())
             .filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime))
             .min();
+        let steps = src.layout.time_span().max(layout.time_span());
+        let closed = crossing.and_then(|i| {
+            let meet = self.topo.meet_above(addr[i].level_index);
+            let route = self.up_down_route(meet, false, steps);
+            self.closed_cost(&route, || {
+                [
+                    Self::closed_product(&src.layout, &[], &runtime, true, None),
+                    Self::closed_product(&layout, &[], &runtime, false, None),
+                ]
+            })
+        });
+        if let Some(c) = closed {
+            let at = (layout, offset, words, region);
+            return Ok(self.relayouted(op, (name, &dst_name), &src, at, c));
+        }
         let src_facts = self.closed_facts(&src.layout, &[], &runtime, true, None);
         let dst_facts = match self.functional() {
             None => self.closed_facts(&layout, &[], &runtime, false, None),
             Some(f) => self.move_relayout(f, &src, &layout, offset, &runtime, dtype),
         };
-        let steps = src.layout.time_span().max(layout.time_span());
         let c = match crossing {
             Some(i) => {
                 let meet = self.topo.meet_above(addr[i].level_index);
@@ -296,9 +343,33 @@ impl Engine {
                 net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
             }
         };
-        if dst_name == name {
+        Ok(self.relayouted(
+            op,
+            (name, &dst_name),
+            &src,
+            (layout, offset, words, region),
+            c,
+        ))
+    }
+
+    /// Records a Relayout of `name` (resident as `src`) into `dst` charged `c`: the source
+    /// released if moved in place, the op finished, the destination resident where it
+    /// was allocated (layout, offset, words, region).
+    fn relayouted(
+        &mut self,
+        op: &str,
+        (name, dst): (&str, &str),
+        src: &Resident,
+        (layout, offset, words, region): (TensorLayout, u64, u64, crate::ids::RegionId),
+        c: net::Cost,
+    ) -> OpReport {
+        if dst == name {
             self.release(src.offset);
         }
+        let dims = layout.logical_shape().to_vec();
+        let runtime = (self.tensors.get(name))
+            .map(|t| t.runtime.clone())
+            .unwrap_or_default();
         let walk = plan(
             Some(&layout),
             &dims,
@@ -308,7 +379,7 @@ impl Engine {
         .map(|p| (p, true));
         let rep = self.finish(
             op,
-            &dst_name,
+            dst,
             Some(&layout),
             &runtime,
             c,
@@ -316,14 +387,14 @@ impl Engine {
             &[region],
             walk,
         );
-        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
+        self.tensors.get_mut(dst).expect("checked").lm = Some(Resident {
             layout,
             offset,
             words,
             partial: Vec::new(),
             region,
         });
-        Ok(rep)
+        rep
     }
 
     /// The levels over which the copies of `name` in LM hold partial results, leaf-most
@@ -396,16 +467,27 @@ impl Engine {
         if !partial.contains(&i) {
             partial.push(i);
         }
-        let up = self.closed_facts(&layout, &partial, &runtime, true, Some(i));
         let rest: Vec<usize> = src.partial.iter().copied().filter(|&p| p != i).collect();
-        let down = match self.functional() {
-            None => self.closed_facts(&layout, &rest, &runtime, false, None),
-            Some(f) => self.move_reduce(f, &src, i, op, offset, dtype, &runtime),
-        };
         let addr = self.machine.addressable_levels();
         let meet = self.topo.meet_above(addr[i].level_index);
         let route = self.up_down_route(meet, true, layout.time_span());
-        let c = net::cost(&self.machine, &self.topo, &route, [&up, &down]);
+        let closed = self.closed_cost(&route, || {
+            [
+                Self::closed_product(&layout, &partial, &runtime, true, Some(i)),
+                Self::closed_product(&layout, &rest, &runtime, false, None),
+            ]
+        });
+        let c = match closed {
+            Some(c) => c,
+            None => {
+                let up = self.closed_facts(&layout, &partial, &runtime, true, Some(i));
+                let down = match self.functional() {
+                    None => self.closed_facts(&layout, &rest, &runtime, false, None),
+                    Some(f) => self.move_reduce(f, &src, i, op, offset, dtype, &runtime),
+                };
+                net::cost(&self.machine, &self.topo, &route, [&up, &down])
+            }
+        };
         let dims = layout.logical_shape().to_vec();
         let walk = plan(
             Some(&layout),

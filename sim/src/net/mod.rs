@@ -21,6 +21,11 @@ use mnsim_arch::machine::{Link, Rate};
 use mnsim_arch::{Machine, TransferKind};
 use mnsim_reports::StageReport;
 
+mod pes;
+mod product;
+
+pub use product::{Choices, Product};
+
 /// Marks a PE that takes no part in a transfer.
 pub const NONE: u64 = u64::MAX;
 
@@ -236,23 +241,6 @@ pub fn sparse(dense: &[PeFact]) -> Facts {
         .collect()
 }
 
-/// Splits facts sorted by PE into runs of equal `p / per` (the PEs under one node of a
-/// level with `per` leaves under each node): (node index, its facts).
-fn groups(f: &[(u64, PeFact)], per: u64) -> impl Iterator<Item = (u64, &[(u64, PeFact)])> {
-    let per = per.max(1);
-    let mut rest = f;
-    std::iter::from_fn(move || {
-        let first = rest.first()?.0 / per;
-        // A node holds at most `per` PEs (distinct, in order): search only those.
-        let end = (first + 1).saturating_mul(per);
-        let window = rest.len().min(usize::try_from(per).unwrap_or(usize::MAX));
-        let n = rest[..window].partition_point(|x| x.0 < end);
-        let (g, r) = rest.split_at(n);
-        rest = r;
-        Some((first, g))
-    })
-}
-
 fn rate_of(link: &Link, kind: TransferKind) -> &Rate {
     link.rate(kind)
 }
@@ -265,92 +253,6 @@ fn cycles(bytes: u64, rate: f64) -> u64 {
     } else {
         (bytes as f64 / rate).ceil() as u64
     }
-}
-
-/// Sum of the values over the distinct keys (NONE skipped), and an order-independent
-/// signature of the key set. Sorting a reused buffer: no hashing, no per-call clearing
-/// of a large table.
-fn distinct(buf: &mut Vec<(u64, u64)>, items: impl Iterator<Item = (u64, u64)>) -> (u64, u64) {
-    let sig_of = |k: u64| k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D;
-    let mut items = items.filter(|x| x.0 != NONE).peekable();
-    let Some(first) = items.next() else {
-        return (0, 0);
-    };
-    if items.peek().is_none() {
-        // One PE (a child that is a PE): no sorting.
-        return (first.1, sig_of(first.0));
-    }
-    buf.clear();
-    buf.push(first);
-    buf.extend(items);
-    // Keys of a layout grow with the PE index: usually sorted already.
-    if !buf.is_sorted() {
-        buf.sort_unstable();
-    }
-    buf.dedup_by_key(|x| x.0);
-    let sum = buf.iter().map(|x| x.1).sum();
-    let sig = buf.iter().fold(0u64, |s, x| s.wrapping_add(sig_of(x.0)));
-    (sum, sig)
-}
-
-/// One stage's times per node, for the PEs' ready cycles: the fact set it charges, the
-/// PEs under one node, and (node, cycles) of every node that takes part, in node order.
-struct Timer {
-    set: usize,
-    per: u64,
-    nodes: Vec<(u64, u64)>,
-}
-
-/// Every PE that takes part (in a fact set some stage charges), with its slowest stage
-/// plus the path latency, as runs of PEs `[first, end)` with one cycle, in PE order.
-fn ready_runs(
-    facts: [&[(u64, PeFact)]; 2],
-    timers: &[Timer],
-    local_bw: Option<f64>,
-    lat: u64,
-) -> Vec<(u64, u64, u64)> {
-    let used = |set: usize| timers.iter().any(|t| t.set == set) || (set == 0 && local_bw.is_some());
-    let a: &[(u64, PeFact)] = if used(0) { facts[0] } else { &[] };
-    let b: &[(u64, PeFact)] = if used(1) { facts[1] } else { &[] };
-    let (mut i, mut j) = (0usize, 0usize);
-    let mut at = vec![0usize; timers.len()];
-    let mut out: Vec<(u64, u64, u64)> = Vec::new();
-    loop {
-        let (pa, pb) = (a.get(i).map(|x| x.0), b.get(j).map(|x| x.0));
-        let p = match (pa, pb) {
-            (None, None) => break,
-            (Some(x), None) | (None, Some(x)) => x,
-            (Some(x), Some(y)) => x.min(y),
-        };
-        let inside = [pa == Some(p), pb == Some(p)];
-        let mut t = 0u64;
-        for (tm, c) in timers.iter().zip(&mut at) {
-            if !inside[tm.set] {
-                continue;
-            }
-            // Every PE of the set lies under a node of the list; PEs come in order.
-            let n = p / tm.per.max(1);
-            while tm.nodes.get(*c).is_some_and(|x| x.0 < n) {
-                *c += 1;
-            }
-            t = t.max(tm.nodes.get(*c).map_or(0, |x| x.1));
-        }
-        if inside[0] {
-            if let Some(bw) = local_bw {
-                t = t.max(cycles(a[i].1.bytes, bw));
-            }
-            i += 1;
-        }
-        if inside[1] {
-            j += 1;
-        }
-        let t = t.saturating_add(lat);
-        match out.last_mut() {
-            Some(r) if r.1 == p && r.2 == t => r.1 = p + 1,
-            _ => out.push((p, p + 1, t)),
-        }
-    }
-    out
 }
 
 /// Runs of PEs `[first, end)` with one cycle from (PE, cycle) pairs in PE order.
@@ -411,83 +313,147 @@ pub struct Route {
     pub steps: u64,
 }
 
+/// One node of a stage, or a class of `count` nodes with the same figures (node index
+/// `n` is the first's, and only meaningful for a single node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NodeStat {
+    pub n: u64,
+    /// Distinct bytes through the node's port.
+    pub bytes: u64,
+    /// The most bytes one of its children receives.
+    pub max_child: u64,
+    pub count: u64,
+}
+
+/// A link stage's nodes and what its children receive.
+#[derive(Clone, Debug)]
+pub(crate) struct StageNodes {
+    pub nodes: Vec<NodeStat>,
+    /// Bytes every child receives, summed.
+    pub total_child: u64,
+    pub max_child: u64,
+    /// Some node sends to several children.
+    pub any_multi: bool,
+    /// Every node that sends to several children sends them all the same data.
+    pub all_same: bool,
+}
+
+/// Where a route's node figures come from.
+enum Source<'a> {
+    /// Per-PE facts (the reference; every node listed, with the PEs' ready cycles).
+    Pes([&'a [(u64, PeFact)]; 2]),
+    /// Per-level choices (classes of nodes; no per-node lists, no ready cycles).
+    Product([&'a Product; 2]),
+}
+
+impl Source<'_> {
+    fn link(&self, st: &StageSpec, per: u64, child: u64) -> Option<StageNodes> {
+        match self {
+            Source::Pes(f) => Some(pes::link(f[st.second as usize], st, per, child)),
+            Source::Product(p) => p[st.second as usize].link(per, child, st.reduce),
+        }
+    }
+
+    fn dram(&self, d: &DramSpec, per: u64) -> Option<Vec<NodeStat>> {
+        match self {
+            Source::Pes(f) => Some(pes::dram(f[d.second as usize], per, d.elem_bytes)),
+            Source::Product(p) => p[d.second as usize].dram(per, d.elem_bytes),
+        }
+    }
+
+    /// A copy inside the LMs: (most bytes of one PE, bytes in all, PEs).
+    fn local(&self) -> (u64, u64, u64) {
+        match self {
+            Source::Pes(f) => f[0].iter().fold((0, 0, 0), |(most, total, n), (_, x)| {
+                (most.max(x.bytes), total + x.bytes, n + 1)
+            }),
+            Source::Product(p) => {
+                let n = p[0].pes();
+                let most = if n > 0 { p[0].bytes } else { 0 };
+                (most, p[0].bytes.saturating_mul(n), n)
+            }
+        }
+    }
+}
+
 /// Charges a transfer. `facts[0]` and `facts[1]` are the facts of the PEs that take
 /// part (the second set is used by stages marked `second`), in PE order.
 pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[(u64, PeFact)]; 2]) -> Cost {
+    let (mut out, timers, local_bw, lat) =
+        charge(m, topo, route, &Source::Pes(facts)).expect("per-PE facts charge every stage");
+    out.ready = pes::ready_runs(facts, &timers, local_bw, lat);
+    out
+}
+
+/// Charges a transfer whose fact sets are products of per-level choices, in closed
+/// form: the same cycles and stages as [`cost`] on the facts they stand for, without
+/// per-node port lists or the PEs' ready cycles (`ports` and `ready` are empty). `None`
+/// where the closed form does not apply (nodes that do not fall on the levels'
+/// positions, a DRAM stage over shards of varying real elements).
+pub fn cost_product(m: &Machine, topo: &Topo, route: &Route, facts: [&Product; 2]) -> Option<Cost> {
+    if facts.iter().any(|p| {
+        p.levels
+            .iter()
+            .fold(1u64, |a, l| a.saturating_mul(l.fanout))
+            != topo.pes
+    }) {
+        return None;
+    }
+    charge(m, topo, route, &Source::Product(facts)).map(|c| c.0)
+}
+
+/// The charge shared by both sources: the cost (ready cycles left empty), the per-node
+/// timers of the per-PE source, the local copy's bandwidth and the path latency.
+fn charge(
+    m: &Machine,
+    topo: &Topo,
+    route: &Route,
+    src: &Source<'_>,
+) -> Option<(Cost, Vec<pes::Timer>, Option<f64>, u64)> {
+    let per_node = matches!(src, Source::Pes(_));
     let mut out = Cost::default();
     // Per stage, its nodes' times: a PE's ready cycle is its slowest stage.
-    let mut timers: Vec<Timer> = Vec::new();
+    let mut timers: Vec<pes::Timer> = Vec::new();
     let mut local_bw = None;
     let mut latency = 0u64;
     let mut chunks = route.steps.max(1);
     let mut best: (u64, Option<Place>) = (0, None);
-    let mut buf: Vec<(u64, u64)> = Vec::new();
-    let mut child_sig: Vec<(u64, u64)> = Vec::new();
+    let mut offer = |t: u64, place: Place| {
+        if t > best.0 || best.1.is_none() {
+            best = (t, Some(place));
+        }
+    };
 
     for st in &route.stages {
-        let f = facts[st.second as usize];
         let (k, c) = (topo.chain[st.link], topo.chain[st.link + 1]);
-        let lk = topo.leaves_under[k];
-        let lc = topo.leaves_under[c];
         let level = &m.levels[k];
         let Some(link) = m.links.get(&level.name) else {
             continue;
         };
-        // First pass, per node that takes part: distinct bytes, most bytes to one child,
-        // broadcast test.
-        let mut per_node: Vec<(u64, u64, u64)> = Vec::new();
-        let mut total_child = 0u64;
-        let mut max_child_all = 0u64;
-        let mut any_multi = false;
-        let mut all_same = true;
-        for (n, under) in groups(f, lk) {
-            let parent_keys = under
-                .iter()
-                .map(|(_, x)| (if st.reduce { x.reduced_key } else { x.key }, x.bytes));
-            let pd = distinct(&mut buf, parent_keys).0;
-            // Children.
-            child_sig.clear();
-            let mut maxc = 0u64;
-            for (_, child) in groups(under, lc) {
-                let (b, sig) = distinct(&mut buf, child.iter().map(|(_, x)| (x.key, x.bytes)));
-                if b > 0 {
-                    child_sig.push((sig, b));
-                }
-                total_child += b;
-                maxc = maxc.max(b);
-            }
-            max_child_all = max_child_all.max(maxc);
-            if child_sig.len() > 1 {
-                any_multi = true;
-                if child_sig.iter().any(|s| *s != child_sig[0]) {
-                    all_same = false;
-                }
-            }
-            per_node.push((n, pd, maxc));
-        }
+        let sn = src.link(st, topo.leaves_under[k], topo.leaves_under[c])?;
         let kind = match (st.dir, st.reduce) {
             (Dir::Up, true) => TransferKind::Reduce,
             (Dir::Up, false) => TransferKind::Gather,
-            (Dir::Down, _) if any_multi && all_same => TransferKind::Broadcast,
+            (Dir::Down, _) if sn.any_multi && sn.all_same => TransferKind::Broadcast,
             (Dir::Down, _) => TransferKind::Distribute,
         };
         let rate = rate_of(link, kind);
-        let mut stage_cycles = 0u64;
-        let nodes: Vec<(u64, u64, u64)> = per_node
-            .iter()
-            .map(|&(n, pd, maxc)| {
-                let t = cycles(pd, rate.parent).max(cycles(maxc, rate.child));
-                stage_cycles = stage_cycles.max(t);
-                (n, t, pd)
-            })
-            .collect();
-        timers.push(Timer {
-            set: st.second as usize,
-            per: lk,
-            nodes: nodes.iter().map(|&(n, t, _)| (n, t)).collect(),
-        });
+        let time = |x: &NodeStat| cycles(x.bytes, rate.parent).max(cycles(x.max_child, rate.child));
+        let stage_cycles = sn.nodes.iter().map(time).max().unwrap_or(0);
+        let most = sn.nodes.iter().map(|x| x.bytes).max().unwrap_or(0);
+        if per_node {
+            timers.push(pes::Timer {
+                set: st.second as usize,
+                per: topo.leaves_under[k],
+                nodes: sn.nodes.iter().map(|x| (x.n, time(x))).collect(),
+            });
+            out.ports.push(PortUse {
+                link: st.link,
+                dir: st.dir,
+                nodes: sn.nodes.iter().map(|x| (x.n, time(x), x.bytes)).collect(),
+            });
+        }
         // Chunks: an intermediate buffer smaller than what passes through it.
-        let most = nodes.iter().map(|x| x.2).max().unwrap_or(0);
         if st.link > 0
             && let Some(mem) = &level.memory
             && mem.bytes > 0
@@ -499,30 +465,31 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[(u64, PeFact)]; 2
             level: LevelId::of(k),
             dir: st.dir,
         };
-        if stage_cycles > best.0 || best.1.is_none() {
-            best = (stage_cycles, Some(place));
-        }
+        offer(stage_cycles, place);
         out.stages.push(Stage {
             place,
             kind: StageKind::Transfer(kind),
-            bytes: nodes.iter().map(|x| x.2).sum(),
-            child_bytes: total_child,
+            bytes: sn
+                .nodes
+                .iter()
+                .map(|x| x.bytes.saturating_mul(x.count))
+                .sum(),
+            child_bytes: sn.total_child,
             max_port_bytes: most,
-            max_child_bytes: max_child_all,
-            ports: nodes.iter().filter(|x| x.2 > 0).count() as u64,
+            max_child_bytes: sn.max_child,
+            ports: sn
+                .nodes
+                .iter()
+                .filter(|x| x.bytes > 0)
+                .map(|x| x.count)
+                .sum(),
             cycles: stage_cycles,
             latency: rate.latency,
             chunks: 1,
         });
-        out.ports.push(PortUse {
-            link: st.link,
-            dir: st.dir,
-            nodes,
-        });
     }
 
     if route.local_copy {
-        let f = facts[0];
         let mem = m.levels.last().and_then(|l| l.memory.as_ref());
         let bw = mem.map_or(0.0, |x| x.bytes_per_cycle);
         let bw = if bw > 0.0 {
@@ -530,22 +497,13 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[(u64, PeFact)]; 2
         } else {
             2.0 * m.word_bytes as f64
         };
-        let mut most = 0u64;
-        let mut total = 0u64;
-        let mut ports = 0u64;
         local_bw = Some(bw);
-        for &(_, fact) in f {
-            most = most.max(fact.bytes);
-            total += fact.bytes;
-            ports += 1;
-        }
+        let (most, total, ports) = src.local();
         let t = cycles(most, bw);
         let place = Place::LocalCopy {
             level: LevelId::of(m.levels.len().saturating_sub(1)),
         };
-        if t > best.0 || best.1.is_none() {
-            best = (t, Some(place));
-        }
+        offer(t, place);
         out.stages.push(endpoint_stage(
             place,
             StageKind::Copy,
@@ -557,40 +515,29 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[(u64, PeFact)]; 2
     }
 
     if let Some(d) = route.dram {
-        let f = facts[d.second as usize];
         let k = topo.chain[0];
-        let lk = topo.leaves_under[k];
         let rate = m.dram.bytes_per_cycle * d.efficiency.clamp(1e-6, 1.0);
-        let mut most = 0u64;
-        let mut total = 0u64;
-        let mut ports = 0u64;
-        let mut t = 0u64;
-        let mut times: Vec<(u64, u64)> = Vec::new();
-        for (n, under) in groups(f, lk) {
-            let b = distinct(
-                &mut buf,
-                under.iter().map(|(_, x)| (x.key, x.valid * d.elem_bytes)),
-            )
-            .0;
-            let node_time = cycles(b, rate);
-            times.push((n, node_time));
-            t = t.max(node_time);
-            most = most.max(b);
-            total += b;
-            ports += (b > 0) as u64;
+        let nodes = src.dram(&d, topo.leaves_under[k])?;
+        let t = nodes
+            .iter()
+            .map(|x| cycles(x.bytes, rate))
+            .max()
+            .unwrap_or(0);
+        let most = nodes.iter().map(|x| x.bytes).max().unwrap_or(0);
+        let total = nodes.iter().map(|x| x.bytes.saturating_mul(x.count)).sum();
+        let ports = nodes.iter().filter(|x| x.bytes > 0).map(|x| x.count).sum();
+        if per_node {
+            timers.push(pes::Timer {
+                set: d.second as usize,
+                per: topo.leaves_under[k],
+                nodes: nodes.iter().map(|x| (x.n, cycles(x.bytes, rate))).collect(),
+            });
         }
-        timers.push(Timer {
-            set: d.second as usize,
-            per: lk,
-            nodes: times,
-        });
         let place = Place::Dram {
             level: LevelId::of(k),
             dir: d.dir,
         };
-        if t > best.0 || best.1.is_none() {
-            best = (t, Some(place));
-        }
+        offer(t, place);
         out.stages.insert(
             if d.dir == Dir::Down {
                 0
@@ -609,6 +556,5 @@ pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[(u64, PeFact)]; 2
     out.bottleneck = best
         .1
         .and_then(|b| out.stages.iter().position(|s| s.place == b));
-    out.ready = ready_runs(facts, &timers, local_bw, lat);
-    out
+    Some((out, timers, local_bw, lat))
 }

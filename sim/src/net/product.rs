@@ -1,0 +1,308 @@
+//! A transfer's facts in closed form: node figures from the layout's per-level choices,
+//! in work proportional to the levels' fan-outs, not to the PEs.
+//!
+//! The PEs a closed-form layout touches are the cartesian product of the positions each
+//! layout level lets take part, and a PE's key is the mixed-radix number of one digit
+//! per level (`engine::facts`). A node of the tree covers a contiguous range of PEs: the
+//! levels above it are fixed, the levels below it free, and one level may be split
+//! between the two (the node holds `lo` consecutive positions of it). So a node's
+//! distinct bytes are its bytes per PE times the product, over the levels, of the
+//! distinct digits among the positions it holds; nodes that differ only in the
+//! positions of fixed levels have the same figures, and one class stands for them all.
+//! [`super::cost_product`] charges a route from these classes as [`super::cost`] does
+//! from per-PE facts, and a test compares the two on random layouts.
+
+use super::{NodeStat, StageNodes};
+
+/// One layout level of a [`Product`]: its fan-out and the positions that take part, in
+/// position order, each with its key digit and its reduced-key digit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choices {
+    pub fanout: u64,
+    /// (position, key digit, reduced-key digit); digits are below the fan-out.
+    pub positions: Vec<(u64, u64, u64)>,
+}
+
+/// The facts of a transfer's PEs as a product of per-level choices (root-most level
+/// first): every PE of the product takes part, with `bytes` of LM and, when every shard
+/// is whole, `valid` real elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Product {
+    pub levels: Vec<Choices>,
+    /// LM bytes of every PE's shard.
+    pub bytes: u64,
+    /// Real elements of every PE's shard, when they are all the same (no padding);
+    /// `None` when they vary, and a DRAM stage must then be charged per PE.
+    pub valid: Option<u64>,
+}
+
+/// Which digit of a position a count reads.
+#[derive(Clone, Copy)]
+enum Digit {
+    Key,
+    Reduced,
+}
+
+/// The distinct digits among `positions`.
+fn distinct(positions: impl Iterator<Item = (u64, u64, u64)>, d: Digit) -> u64 {
+    let mut v: Vec<u64> = positions
+        .map(|x| match d {
+            Digit::Key => x.1,
+            Digit::Reduced => x.2,
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v.len() as u64
+}
+
+/// Where nodes with `per` PEs under each cut the levels: (the level they split, how many
+/// consecutive positions of it one node holds). `None` if `per` does not fall on the
+/// levels' positions.
+fn cut(levels: &[Choices], per: u64) -> Option<(usize, u64)> {
+    let per = per.max(1);
+    let mut under = 1u64;
+    for i in (0..levels.len()).rev() {
+        let fan = levels[i].fanout.max(1);
+        let above = under.checked_mul(fan)?;
+        if above <= per {
+            if i == 0 {
+                // One node holds every PE.
+                return Some((0, fan));
+            }
+            under = above;
+            continue;
+        }
+        if !per.is_multiple_of(under) {
+            return None;
+        }
+        let lo = per / under;
+        return fan.is_multiple_of(lo).then_some((i, lo));
+    }
+    None
+}
+
+impl Product {
+    /// The PEs that take part.
+    pub fn pes(&self) -> u64 {
+        self.levels
+            .iter()
+            .fold(1u64, |a, l| a.saturating_mul(l.positions.len() as u64))
+    }
+
+    /// The positions of level `i` a node holding the `lo` positions from `hi · lo` has.
+    fn held(&self, i: usize, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.levels[i]
+            .positions
+            .iter()
+            .copied()
+            .filter(move |x| x.0 / lo == hi)
+    }
+
+    /// Distinct digits of the levels below `i` (all their positions).
+    fn below(&self, i: usize, d: Digit) -> u64 {
+        self.levels[i + 1..]
+            .iter()
+            .map(|l| distinct(l.positions.iter().copied(), d))
+            .fold(1u64, u64::saturating_mul)
+    }
+
+    /// Nodes that hold the fixed levels above `i` (one class per position of level `i`'s
+    /// range): how many of them there are.
+    fn above(&self, i: usize) -> u64 {
+        self.levels[..i]
+            .iter()
+            .fold(1u64, |a, l| a.saturating_mul(l.positions.len() as u64))
+    }
+
+    /// Node classes of nodes with `per` PEs under each: per class, (the range `hi` of
+    /// the cut level, distinct digits of `d`, how many nodes). `None` if `per` does not
+    /// fall on the levels.
+    fn classes(&self, per: u64, d: Digit) -> Option<Vec<(u64, u64, u64)>> {
+        let (i, lo) = cut(&self.levels, per)?;
+        let many = self.above(i);
+        let rest = self.below(i, d);
+        let fan = self.levels[i].fanout.max(1);
+        let mut out = Vec::new();
+        if many == 0 || rest == 0 {
+            return Some(out);
+        }
+        for hi in 0..fan / lo {
+            let n = distinct(self.held(i, lo, hi), d);
+            if n > 0 {
+                out.push((hi, n.saturating_mul(rest), many));
+            }
+        }
+        Some(out)
+    }
+
+    /// A link stage's nodes: each node of `per` PEs sends its distinct bytes (by reduced
+    /// keys when `reduce`) to its children of `child` PEs, each of which receives its
+    /// own distinct bytes.
+    pub(super) fn link(&self, per: u64, child: u64, reduce: bool) -> Option<StageNodes> {
+        let parent = if reduce { Digit::Reduced } else { Digit::Key };
+        let (i, lo) = cut(&self.levels, per)?;
+        let (j, lo2) = cut(&self.levels, child)?;
+        if j < i || (j == i && !lo.is_multiple_of(lo2)) {
+            return None;
+        }
+        let mut out = StageNodes {
+            nodes: Vec::new(),
+            total_child: 0,
+            max_child: 0,
+            any_multi: false,
+            all_same: true,
+        };
+        let classes = self.classes(per, parent)?;
+        let below_j = self.below(j, Digit::Key);
+        for (hi, pd, many) in classes {
+            // The node's children: their positions at the levels from `i` to `j`.
+            let mut kids: Vec<(Vec<u64>, Vec<u64>, u64)> = Vec::new();
+            let mut push = |fixed: Vec<u64>, hi2: u64| {
+                let set: Vec<(u64, u64, u64)> = self.held(j, lo2, hi2).collect();
+                if set.is_empty() || below_j == 0 {
+                    return;
+                }
+                let mut digits: Vec<u64> = set.iter().map(|x| x.1).collect();
+                digits.sort_unstable();
+                digits.dedup();
+                let b = (digits.len() as u64)
+                    .saturating_mul(below_j)
+                    .saturating_mul(self.bytes);
+                kids.push((fixed, digits, b));
+            };
+            if j == i {
+                for hi2 in hi * (lo / lo2)..(hi + 1) * (lo / lo2) {
+                    push(Vec::new(), hi2);
+                }
+            } else {
+                // Fixed digits of levels i..j (i within the node's range), then j's ranges.
+                let mut prefixes: Vec<Vec<u64>> = self.held(i, lo, hi).map(|x| vec![x.1]).collect();
+                for l in &self.levels[i + 1..j] {
+                    prefixes = prefixes
+                        .iter()
+                        .flat_map(|p| {
+                            l.positions.iter().map(move |x| {
+                                let mut q = p.clone();
+                                q.push(x.1);
+                                q
+                            })
+                        })
+                        .collect();
+                }
+                let fan2 = self.levels[j].fanout.max(1);
+                for p in prefixes {
+                    for hi2 in 0..fan2 / lo2 {
+                        push(p.clone(), hi2);
+                    }
+                }
+            }
+            let maxc = kids.iter().map(|k| k.2).max().unwrap_or(0);
+            let sending: Vec<&(Vec<u64>, Vec<u64>, u64)> =
+                kids.iter().filter(|k| k.2 > 0).collect();
+            if sending.len() > 1 {
+                out.any_multi = true;
+                if sending
+                    .iter()
+                    .any(|k| (&k.0, &k.1) != (&sending[0].0, &sending[0].1))
+                {
+                    out.all_same = false;
+                }
+            }
+            let sum: u64 = kids.iter().map(|k| k.2).fold(0, u64::saturating_add);
+            out.total_child = out.total_child.saturating_add(sum.saturating_mul(many));
+            out.max_child = out.max_child.max(maxc);
+            out.nodes.push(NodeStat {
+                n: 0,
+                bytes: pd.saturating_mul(self.bytes),
+                max_child: maxc,
+                count: many,
+            });
+        }
+        Some(out)
+    }
+
+    /// A DRAM stage's nodes of `per` PEs each: the real bytes of their distinct shards.
+    /// `None` when the shards' real elements vary.
+    pub(super) fn dram(&self, per: u64, elem_bytes: u64) -> Option<Vec<NodeStat>> {
+        let valid = self.valid?;
+        let each = valid.saturating_mul(elem_bytes);
+        Some(
+            self.classes(per, Digit::Key)?
+                .into_iter()
+                .map(|(_, n, many)| NodeStat {
+                    n: 0,
+                    bytes: n.saturating_mul(each),
+                    max_child: 0,
+                    count: many,
+                })
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(fanout: u64, used: &[u64], key: bool) -> Choices {
+        Choices {
+            fanout,
+            positions: used
+                .iter()
+                .map(|&p| (p, if key { p } else { 0 }, if key { p } else { 0 }))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn nodes_cut_the_levels_where_their_pes_fall() {
+        // Levels of 8, 8, 16, 4 PEs (4096): a node of 1024 PEs holds 2 positions of the
+        // first level; one of 512, one position of it; one of 64, one position of the
+        // second; one of 2, half a PE level.
+        let l = [8u64, 8, 16, 4].map(|f| level(f, &[0], true));
+        assert_eq!(cut(&l, 1024), Some((0, 2)));
+        assert_eq!(cut(&l, 512), Some((0, 1)));
+        assert_eq!(cut(&l, 64), Some((1, 1)));
+        assert_eq!(cut(&l, 2), Some((3, 2)));
+        assert_eq!(cut(&l, 1), Some((3, 1)));
+        assert_eq!(cut(&l, 4096), Some((0, 8)));
+        assert_eq!(cut(&l, 8192), Some((0, 8)));
+        // 3 PEs do not fall on the positions.
+        assert_eq!(cut(&l, 3), None);
+    }
+
+    #[test]
+    fn a_node_sends_the_distinct_digits_below_it() {
+        // Two levels of 4: split over the first (all used), replicated over the second.
+        let p = Product {
+            levels: vec![
+                level(4, &[0, 1, 2, 3], true),
+                level(4, &[0, 1, 2, 3], false),
+            ],
+            bytes: 10,
+            valid: Some(5),
+        };
+        // The root (16 PEs) holds 4 distinct shards; each child (4 PEs) one, the same for
+        // its four PEs: a broadcast below the children, a distribute to them.
+        let root = p.link(16, 4, false).unwrap();
+        assert_eq!(root.nodes.len(), 1);
+        assert_eq!((root.nodes[0].bytes, root.nodes[0].max_child), (40, 10));
+        assert_eq!(root.total_child, 40);
+        assert!(root.any_multi && !root.all_same);
+        let mid = p.link(4, 1, false).unwrap();
+        let each: Vec<(u64, u64, u64)> = mid
+            .nodes
+            .iter()
+            .map(|n| (n.bytes, n.max_child, n.count))
+            .collect();
+        assert_eq!(each, [(10, 10, 1); 4]);
+        assert_eq!(mid.total_child, 160);
+        assert!(mid.any_multi && mid.all_same);
+        let dram = p.dram(8, 2).unwrap();
+        assert_eq!(
+            dram.iter().map(|n| (n.bytes, n.count)).collect::<Vec<_>>(),
+            [(20, 1), (20, 1)]
+        );
+    }
+}
