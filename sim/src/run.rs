@@ -144,7 +144,19 @@ pub fn run_with_progress(
     res: &Resolved,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<RunOutput, RunError> {
-    let mut eng = Engine::with_schedule(res.machine.clone(), res.mode, res.schedule);
+    let eng = Engine::with_schedule(res.machine.clone(), res.mode, res.schedule);
+    run_on(res, eng, progress)
+}
+
+/// Runs a resolved scenario on `eng`, an engine for its machine, mode and schedule that
+/// has run nothing; e.g. one that measures as the planner does
+/// ([`Engine::set_measuring`]): the same cycles and tasks, transfers charged in closed
+/// form, and a report without per-port statistics or ready cycles.
+pub fn run_on(
+    res: &Resolved,
+    mut eng: Engine,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<RunOutput, RunError> {
     // The machine's peak in the dtypes the program computes in.
     let mut peak: Option<f64> = None;
     let functional = res.mode == Mode::Functional;

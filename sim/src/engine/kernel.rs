@@ -5,7 +5,7 @@
 //! Invariant: the output gets a fresh region (it may replace an input); a split
 //! contraction leaves the output partial over the levels `Legality::partial` names.
 
-use super::{Engine, Resident, SimError, err};
+use super::{Engine, Mode, Resident, SimError, err};
 use crate::ids::RegionId;
 use crate::net;
 use mnsim_arch::{DType, TensorLayout};
@@ -126,7 +126,11 @@ impl Engine {
             .and_then(|t| t.lm.as_ref())
             .map(|r| r.offset);
         let (offset, words, region) = self.allocate(out, &layout)?;
+        // Measuring for the planner: the units that compute, counted in closed form; the
+        // PEs' ready cycles (a report's) are not kept.
+        let measured = self.measuring && self.mode == Mode::Timing;
         let facts = match self.functional() {
+            None if measured => Vec::new(),
             None => self.closed_facts(&layout, &legal.partial, &out_rt, false, None),
             Some(f) => {
                 let inputs: Vec<(&Resident, DType)> = res.iter().zip(in_dtypes).collect();
@@ -148,7 +152,11 @@ impl Engine {
             self.release(o);
         }
         let unit = self.machine.addressable_levels()[legal.unit_level].level_index;
-        let units = facts.len() as u64;
+        let units = if measured {
+            Self::closed_product(&layout, &legal.partial, &out_rt, false, None).pes()
+        } else {
+            facts.len() as u64
+        };
         let place = net::Place::Compute {
             level: crate::ids::LevelId::of(unit),
             leaf: unit + 1 == self.machine.levels.len(),

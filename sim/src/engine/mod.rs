@@ -177,6 +177,8 @@ pub struct Engine {
     /// (per-port statistics, PEs' ready cycles and their percentiles, the layout's
     /// canonical text, stage reports) is not computed.
     measuring: bool,
+    /// While measuring: transfers charged in closed form, and those left to per-PE facts.
+    closed: [u64; 2],
 }
 
 /// What a Load of one tensor in one layout is charged, and how it walks its steps.
@@ -288,6 +290,7 @@ impl Engine {
             positions,
             per_element_kernels: false,
             measuring: false,
+            closed: [0; 2],
         }
     }
 
@@ -304,6 +307,12 @@ impl Engine {
     /// reads (per-port statistics, ready-cycle percentiles, layout and stage texts).
     pub fn set_measuring(&mut self, on: bool) {
         self.measuring = on;
+    }
+
+    /// While measuring, how many transfers were charged in closed form, and how many
+    /// were left to per-PE facts (the closed form does not apply to them).
+    pub fn closed_form_charges(&self) -> (u64, u64) {
+        (self.closed[0], self.closed[1])
     }
 
     /// Declares a tensor. `data` (functional mode) is its initial content in row-major

@@ -19,7 +19,7 @@ impl Engine {
     /// products `products()` gives, when the engine measures for the planner and the
     /// closed form applies; `None` otherwise (the caller charges per-PE facts).
     fn closed_cost(
-        &self,
+        &mut self,
         route: &Route,
         products: impl FnOnce() -> [net::Product; 2],
     ) -> Option<net::Cost> {
@@ -27,7 +27,9 @@ impl Engine {
             return None;
         }
         let [a, b] = products();
-        net::cost_product(&self.machine, &self.topo, route, [&a, &b])
+        let c = net::cost_product(&self.machine, &self.topo, route, [&a, &b]);
+        self.closed[usize::from(c.is_none())] += 1;
+        c
     }
 
     pub(super) fn down_route(&self, steps: u64, dram: Option<DramSpec>) -> Route {

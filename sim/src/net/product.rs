@@ -244,6 +244,7 @@ impl Product {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::{Dir, DramSpec, PeFact, Route, StageSpec, Topo};
 
     fn level(fanout: u64, used: &[u64], key: bool) -> Choices {
         Choices {
@@ -304,5 +305,204 @@ mod tests {
             dram.iter().map(|n| (n.bytes, n.count)).collect::<Vec<_>>(),
             [(20, 1), (20, 1)]
         );
+    }
+
+    /// Random numbers for the property below.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n.max(1)
+        }
+    }
+
+    /// A random product over a machine's addressable levels: each level split over some
+    /// of its positions, replicated (all, or the first replica only), or partial; one
+    /// level may be skipped in the reduced keys.
+    fn random_product(m: &mnsim_arch::Machine, rng: &mut Rng, valid: bool) -> Product {
+        let levels = m.addressable_levels();
+        let skip = (rng.below(3) == 0).then(|| rng.below(levels.len() as u64) as usize);
+        let levels = levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let f = l.fanout;
+                let take = |p: u64, keyed: bool| {
+                    let d = if keyed { p } else { 0 };
+                    (p, d, if skip == Some(i) { 0 } else { d })
+                };
+                let positions = match rng.below(4) {
+                    // Split over a prefix of the positions (or every other one).
+                    0 => {
+                        let n = 1 + rng.below(f);
+                        let step = 1 + rng.below(2);
+                        (0..f)
+                            .filter(|p| p % step == 0)
+                            .take(n as usize)
+                            .map(|p| take(p, true))
+                            .collect()
+                    }
+                    1 => (0..f).map(|p| take(p, false)).collect(),
+                    2 => vec![take(0, false)],
+                    _ => (0..f).map(|p| take(p, true)).collect(),
+                };
+                Choices {
+                    fanout: f,
+                    positions,
+                }
+            })
+            .collect();
+        Product {
+            levels,
+            bytes: 1 + rng.below(5000),
+            valid: valid.then(|| rng.below(2000)),
+        }
+    }
+
+    /// The per-PE facts a product stands for, in PE order.
+    fn expand(p: &Product) -> Vec<(u64, PeFact)> {
+        let mut out: Vec<(u64, PeFact)> = vec![(
+            0,
+            PeFact {
+                key: 0,
+                reduced_key: 0,
+                bytes: p.bytes,
+                valid: p.valid.unwrap_or(0),
+            },
+        )];
+        for l in &p.levels {
+            out = out
+                .iter()
+                .flat_map(|&(pe, f)| {
+                    l.positions.iter().map(move |&(q, d, r)| {
+                        (
+                            pe * l.fanout + q,
+                            PeFact {
+                                key: f.key * l.fanout + d,
+                                reduced_key: f.reduced_key * l.fanout + r,
+                                ..f
+                            },
+                        )
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// A random route over a machine's memory chain: down from DRAM, up to DRAM, up and
+    /// down through a meeting level (reducing there or not), or a copy inside the LMs.
+    fn random_route(topo: &Topo, rng: &mut Rng) -> Route {
+        let n = topo.chain.len();
+        let link = |link: usize, dir: Dir, reduce: bool, second: bool| StageSpec {
+            link,
+            dir,
+            reduce,
+            second,
+        };
+        let dram = |dir: Dir, rng: &mut Rng| DramSpec {
+            dir,
+            elem_bytes: [1, 2, 4][rng.below(3) as usize],
+            efficiency: [1.0, 0.5, 0.125][rng.below(3) as usize],
+            second: rng.below(2) == 0,
+        };
+        let steps = 1 + rng.below(4);
+        match rng.below(4) {
+            0 => Route {
+                stages: (0..n - 1)
+                    .map(|l| link(l, Dir::Down, false, false))
+                    .collect(),
+                dram: Some(dram(Dir::Down, rng)),
+                local_copy: false,
+                steps,
+            },
+            1 => Route {
+                stages: (0..n - 1)
+                    .rev()
+                    .map(|l| link(l, Dir::Up, false, false))
+                    .collect(),
+                dram: Some(dram(Dir::Up, rng)),
+                local_copy: false,
+                steps,
+            },
+            2 => {
+                let meet = rng.below(n as u64 - 1) as usize;
+                let reduce = rng.below(2) == 0;
+                let mut stages: Vec<StageSpec> = (meet..n - 1)
+                    .rev()
+                    .map(|l| link(l, Dir::Up, reduce && l == meet, false))
+                    .collect();
+                stages.extend((meet..n - 1).map(|l| link(l, Dir::Down, false, true)));
+                Route {
+                    stages,
+                    dram: None,
+                    local_copy: false,
+                    steps,
+                }
+            }
+            _ => Route {
+                stages: Vec::new(),
+                dram: None,
+                local_copy: true,
+                steps,
+            },
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// The closed form charges what the per-PE facts it stands for charge: the same
+        /// stages (bytes, ports, cycles, kinds), cycles and slowest stage, on random
+        /// products and routes of every preset, some with what-if fan-outs.
+        #[test]
+        fn the_closed_form_charges_as_the_per_pe_facts(seed in proptest::prelude::any::<u64>()) {
+            let mut rng = Rng(seed);
+            let preset = ["mncore2", "mncore1", "toy4"][rng.below(3) as usize];
+            let mut m = mnsim_arch::preset(preset).unwrap();
+            if preset != "toy4" && rng.below(2) == 0 {
+                mnsim_arch::set_knob(&mut m, "levels.MAB.count", 2.0).unwrap();
+                mnsim_arch::set_knob(&mut m, "levels.L1B.count", 4.0).unwrap();
+            }
+            let topo = Topo::new(&m);
+            let a = random_product(&m, &mut rng, true);
+            let b = if rng.below(2) == 0 { a.clone() } else { random_product(&m, &mut rng, true) };
+            let route = random_route(&topo, &mut rng);
+            let (fa, fb) = (expand(&a), expand(&b));
+            let reference = super::super::cost(&m, &topo, &route, [&fa, &fb]);
+            let closed = super::super::cost_product(&m, &topo, &route, [&a, &b]);
+            let closed = closed.expect("products over the addressable levels charge in closed form");
+            proptest::prop_assert_eq!(&closed.stages, &reference.stages);
+            proptest::prop_assert_eq!(closed.cycles, reference.cycles);
+            proptest::prop_assert_eq!(closed.bottleneck, reference.bottleneck);
+        }
+    }
+
+    #[test]
+    fn a_dram_stage_over_padded_shards_is_left_to_the_per_pe_facts() {
+        let m = mnsim_arch::preset("toy4").unwrap();
+        let topo = Topo::new(&m);
+        let mut rng = Rng(7);
+        let p = random_product(&m, &mut rng, false);
+        let route = Route {
+            stages: Vec::new(),
+            dram: Some(DramSpec {
+                dir: Dir::Down,
+                elem_bytes: 4,
+                efficiency: 1.0,
+                second: false,
+            }),
+            local_copy: false,
+            steps: 1,
+        };
+        assert!(super::super::cost_product(&m, &topo, &route, [&p, &p]).is_none());
     }
 }

@@ -1,5 +1,6 @@
 pub mod graphs;
 pub mod kernels;
+pub mod random;
 pub mod study;
 
 /// A diagnostic as one line: miette's gutter gone and every run of whitespace (its line
