@@ -48,8 +48,8 @@ pub fn walk_of(
             Some(StreamIn {
                 region: src.region,
                 buffers: src.buffers,
-                need: per_step,
-                sends,
+                need: per_step.into(),
+                sends: sends.into(),
                 slices: src.slices,
                 producer_cycles: src.producer.cycles,
                 producer_holds: src.producer.holds.clone(),
@@ -59,7 +59,7 @@ pub fn walk_of(
     Walk {
         steps: plan.steps.max(1) as u32,
         own_cycles,
-        out: plan.out.clone(),
+        out: plan.out.as_slice().into(),
         out_slices,
         deferred,
         inputs,

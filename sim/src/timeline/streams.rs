@@ -24,6 +24,7 @@
 use super::{Busy, Hold, Timeline};
 use crate::ids::RegionId;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// `a · b / c` rounded down (`c` > 0), in 64 bits where the product fits (a 128-bit
 /// division is several times slower, and this runs for every step of every walk), else
@@ -51,7 +52,8 @@ pub struct Walk {
     /// The task's own cycles (its work without re-sends), spread evenly over the steps.
     pub own_cycles: u64,
     /// Per walk step, the output slice it writes (empty: the output is not a stream).
-    pub out: Vec<u32>,
+    /// Shared: the planner copies a task for every plan it places.
+    pub out: Arc<[u32]>,
     /// Slices of the output stream (0: the output is not a stream).
     pub out_slices: u32,
     /// The output is a transfer's stream: its sends are placed with its consumer's.
@@ -65,10 +67,10 @@ pub struct Walk {
 pub struct StreamIn {
     pub region: RegionId,
     pub buffers: u32,
-    /// Per walk step, the send whose slice the step reads.
-    pub need: Vec<u32>,
+    /// Per walk step, the send whose slice the step reads (shared, as `Walk::out`).
+    pub need: Arc<[u32]>,
     /// Per send in order: the slice it carries, and the send whose buffer it takes.
-    pub sends: Vec<(u32, Option<u32>)>,
+    pub sends: Arc<[(u32, Option<u32>)]>,
     /// The producer's slices, cycles and holds: a re-sent slice costs one slice of them.
     pub slices: u32,
     pub producer_cycles: u64,
@@ -80,7 +82,7 @@ impl StreamIn {
     pub fn resends(&self) -> u64 {
         let mut seen = vec![false; self.slices.max(1) as usize];
         let mut n = 0u64;
-        for &(s, _) in &self.sends {
+        for &(s, _) in self.sends.iter() {
             match seen.get_mut(s as usize) {
                 Some(x) if *x => n += 1,
                 Some(x) => *x = true,

@@ -206,14 +206,14 @@ fn stream(n: u32, cycles: u64, busy: u64, work: u64, buffers: u32) -> [Task; 2] 
     k.walk = Some(Walk {
         steps: n,
         own_cycles: work,
-        out: Vec::new(),
+        out: Vec::new().into(),
         out_slices: 0,
         deferred: false,
         inputs: vec![StreamIn {
             region: RegionId(0),
             buffers,
-            need,
-            sends,
+            need: need.into(),
+            sends: sends.into(),
             slices: n,
             producer_cycles: load.cycles,
             producer_holds: load.holds.clone(),
@@ -257,8 +257,8 @@ fn re_sent_slices_cost_the_producers_slice_time_in_both_schedules() {
     let (per_step, sends) = crate::lowering::walk::sends(&need, 2);
     if let Some(w) = k.walk.as_mut() {
         w.steps = 8;
-        w.inputs[0].need = per_step;
-        w.inputs[0].sends = sends;
+        w.inputs[0].need = per_step.into();
+        w.inputs[0].sends = sends.into();
         assert_eq!(w.inputs[0].resends(), 4);
         assert_eq!(w.inputs[0].resend_cycles(), 400);
         k.cycles = 400 + w.inputs[0].resend_cycles();
