@@ -43,17 +43,42 @@ enum Digit {
     Reduced,
 }
 
-/// The distinct digits among `positions`.
-fn distinct(positions: impl Iterator<Item = (u64, u64, u64)>, d: Digit) -> u64 {
-    let mut v: Vec<u64> = positions
-        .map(|x| match d {
-            Digit::Key => x.1,
-            Digit::Reduced => x.2,
-        })
-        .collect();
+/// The digit `d` of a position.
+fn digit(x: &(u64, u64, u64), d: Digit) -> u64 {
+    match d {
+        Digit::Key => x.1,
+        Digit::Reduced => x.2,
+    }
+}
+
+/// The distinct digits among `positions`: counted in one pass when they do not decrease
+/// (a split level's digits are its positions, a replicated level's all 0), else sorted.
+fn distinct(positions: &[(u64, u64, u64)], d: Digit) -> u64 {
+    if positions
+        .windows(2)
+        .all(|w| digit(&w[0], d) <= digit(&w[1], d))
+    {
+        let steps = positions
+            .windows(2)
+            .filter(|w| digit(&w[0], d) != digit(&w[1], d))
+            .count();
+        return (!positions.is_empty()) as u64 + steps as u64;
+    }
+    let mut v: Vec<u64> = positions.iter().map(|x| digit(x, d)).collect();
     v.sort_unstable();
     v.dedup();
     v.len() as u64
+}
+
+/// Whether two runs of positions have the same set of key digits.
+fn same_digits(a: &[(u64, u64, u64)], b: &[(u64, u64, u64)]) -> bool {
+    let set = |s: &[(u64, u64, u64)]| {
+        let mut v: Vec<u64> = s.iter().map(|x| x.1).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    set(a) == set(b)
 }
 
 /// Where nodes with `per` PEs under each cut the levels: (the level they split, how many
@@ -90,20 +115,20 @@ impl Product {
             .fold(1u64, |a, l| a.saturating_mul(l.positions.len() as u64))
     }
 
-    /// The positions of level `i` a node holding the `lo` positions from `hi · lo` has.
-    fn held(&self, i: usize, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        self.levels[i]
-            .positions
-            .iter()
-            .copied()
-            .filter(move |x| x.0 / lo == hi)
+    /// The positions of level `i` a node holding the `lo` positions from `hi · lo` has
+    /// (positions are in order: a run of them).
+    fn held(&self, i: usize, lo: u64, hi: u64) -> &[(u64, u64, u64)] {
+        let all = &self.levels[i].positions;
+        let from = all.partition_point(|x| x.0 < hi.saturating_mul(lo));
+        let to = all.partition_point(|x| x.0 < hi.saturating_add(1).saturating_mul(lo));
+        &all[from..to]
     }
 
     /// Distinct digits of the levels below `i` (all their positions).
     fn below(&self, i: usize, d: Digit) -> u64 {
         self.levels[i + 1..]
             .iter()
-            .map(|l| distinct(l.positions.iter().copied(), d))
+            .map(|l| distinct(&l.positions, d))
             .fold(1u64, u64::saturating_mul)
     }
 
@@ -156,57 +181,49 @@ impl Product {
         let classes = self.classes(per, parent)?;
         let below_j = self.below(j, Digit::Key);
         for (hi, pd, many) in classes {
-            // The node's children: their positions at the levels from `i` to `j`.
-            let mut kids: Vec<(Vec<u64>, Vec<u64>, u64)> = Vec::new();
-            let mut push = |fixed: Vec<u64>, hi2: u64| {
-                let set: Vec<(u64, u64, u64)> = self.held(j, lo2, hi2).collect();
-                if set.is_empty() || below_j == 0 {
+            // The node's children: the key digits of their positions at the levels from
+            // `i` to `j` (mixed radix), the run of level `j`'s positions each holds, and
+            // the bytes it receives.
+            let mut kids: Vec<(u64, &[(u64, u64, u64)], u64)> = Vec::new();
+            let mut push = |fixed: u64, hi2: u64| {
+                let run = self.held(j, lo2, hi2);
+                if run.is_empty() || below_j == 0 {
                     return;
                 }
-                let mut digits: Vec<u64> = set.iter().map(|x| x.1).collect();
-                digits.sort_unstable();
-                digits.dedup();
-                let b = (digits.len() as u64)
+                let b = distinct(run, Digit::Key)
                     .saturating_mul(below_j)
                     .saturating_mul(self.bytes);
-                kids.push((fixed, digits, b));
+                kids.push((fixed, run, b));
             };
             if j == i {
                 for hi2 in hi * (lo / lo2)..(hi + 1) * (lo / lo2) {
-                    push(Vec::new(), hi2);
+                    push(0, hi2);
                 }
             } else {
-                // Fixed digits of levels i..j (i within the node's range), then j's ranges.
-                let mut prefixes: Vec<Vec<u64>> = self.held(i, lo, hi).map(|x| vec![x.1]).collect();
+                // Fixed digits of levels i..j (i within the node's range), then j's runs.
+                let mut prefixes: Vec<u64> = self.held(i, lo, hi).iter().map(|x| x.1).collect();
                 for l in &self.levels[i + 1..j] {
                     prefixes = prefixes
                         .iter()
-                        .flat_map(|p| {
-                            l.positions.iter().map(move |x| {
-                                let mut q = p.clone();
-                                q.push(x.1);
-                                q
-                            })
-                        })
+                        .flat_map(|&p| l.positions.iter().map(move |x| p * l.fanout + x.1))
                         .collect();
                 }
                 let fan2 = self.levels[j].fanout.max(1);
                 for p in prefixes {
                     for hi2 in 0..fan2 / lo2 {
-                        push(p.clone(), hi2);
+                        push(p, hi2);
                     }
                 }
             }
             let maxc = kids.iter().map(|k| k.2).max().unwrap_or(0);
-            let sending: Vec<&(Vec<u64>, Vec<u64>, u64)> =
-                kids.iter().filter(|k| k.2 > 0).collect();
-            if sending.len() > 1 {
-                out.any_multi = true;
-                if sending
-                    .iter()
-                    .any(|k| (&k.0, &k.1) != (&sending[0].0, &sending[0].1))
-                {
-                    out.all_same = false;
+            let mut sending = kids.iter().filter(|k| k.2 > 0);
+            if let Some(first) = sending.next() {
+                let mut rest = sending.peekable();
+                if rest.peek().is_some() {
+                    out.any_multi = true;
+                    if rest.any(|k| k.0 != first.0 || !same_digits(k.1, first.1)) {
+                        out.all_same = false;
+                    }
                 }
             }
             let sum: u64 = kids.iter().map(|k| k.2).fold(0, u64::saturating_add);
