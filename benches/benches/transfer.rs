@@ -1,6 +1,7 @@
 //! Load and Store on mncore1 and mncore2: functional throughput (bytes of real data per
 //! second) and timing-mode cost per call, at several tensor sizes, beside a memcpy of the
-//! same bytes on the same machine (the ceiling of a functional move).
+//! same bytes on the same machine (the ceiling of a functional move); and a Store as the
+//! planner's measuring engine charges it, in closed form (`measured_store`).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mnsim_arch::{DType, TensorLayout, XlaLayout, preset};
@@ -111,6 +112,14 @@ fn bench(c: &mut Criterion) {
             })
         });
         g.bench_with_input(BenchmarkId::new("timing_store", name), &layout, |b, _| {
+            b.iter(|| black_box(e.store("x", XlaLayout::default_for(2)).unwrap().cycles))
+        });
+        // The planner's engine: the same charge in closed form from the layout's
+        // per-level choices (net::cost_product), no per-PE facts.
+        let mut e = engine(machine, Mode::Timing, dtype, shape);
+        e.set_measuring(true);
+        e.load("x", layout.clone()).unwrap();
+        g.bench_with_input(BenchmarkId::new("measured_store", name), &layout, |b, _| {
             b.iter(|| black_box(e.store("x", XlaLayout::default_for(2)).unwrap().cycles))
         });
     }
