@@ -14,13 +14,16 @@
 
 use super::{NodeStat, StageNodes};
 
+/// A position that takes part: (position, key digit, reduced-key digit).
+pub type Position = (u64, u64, u64);
+
 /// One layout level of a [`Product`]: its fan-out and the positions that take part, in
 /// position order, each with its key digit and its reduced-key digit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Choices {
     pub fanout: u64,
     /// (position, key digit, reduced-key digit); digits are below the fan-out.
-    pub positions: Vec<(u64, u64, u64)>,
+    pub positions: Vec<Position>,
 }
 
 /// The facts of a transfer's PEs as a product of per-level choices (root-most level
@@ -44,7 +47,7 @@ enum Digit {
 }
 
 /// The digit `d` of a position.
-fn digit(x: &(u64, u64, u64), d: Digit) -> u64 {
+fn digit(x: &Position, d: Digit) -> u64 {
     match d {
         Digit::Key => x.1,
         Digit::Reduced => x.2,
@@ -53,7 +56,7 @@ fn digit(x: &(u64, u64, u64), d: Digit) -> u64 {
 
 /// The distinct digits among `positions`: counted in one pass when they do not decrease
 /// (a split level's digits are its positions, a replicated level's all 0), else sorted.
-fn distinct(positions: &[(u64, u64, u64)], d: Digit) -> u64 {
+fn distinct(positions: &[Position], d: Digit) -> u64 {
     if positions
         .windows(2)
         .all(|w| digit(&w[0], d) <= digit(&w[1], d))
@@ -71,8 +74,8 @@ fn distinct(positions: &[(u64, u64, u64)], d: Digit) -> u64 {
 }
 
 /// Whether two runs of positions have the same set of key digits.
-fn same_digits(a: &[(u64, u64, u64)], b: &[(u64, u64, u64)]) -> bool {
-    let set = |s: &[(u64, u64, u64)]| {
+fn same_digits(a: &[Position], b: &[Position]) -> bool {
+    let set = |s: &[Position]| {
         let mut v: Vec<u64> = s.iter().map(|x| x.1).collect();
         v.sort_unstable();
         v.dedup();
@@ -117,7 +120,7 @@ impl Product {
 
     /// The positions of level `i` a node holding the `lo` positions from `hi · lo` has
     /// (positions are in order: a run of them).
-    fn held(&self, i: usize, lo: u64, hi: u64) -> &[(u64, u64, u64)] {
+    fn held(&self, i: usize, lo: u64, hi: u64) -> &[Position] {
         let all = &self.levels[i].positions;
         let from = all.partition_point(|x| x.0 < hi.saturating_mul(lo));
         let to = all.partition_point(|x| x.0 < hi.saturating_add(1).saturating_mul(lo));
@@ -184,7 +187,7 @@ impl Product {
             // The node's children: the key digits of their positions at the levels from
             // `i` to `j` (mixed radix), the run of level `j`'s positions each holds, and
             // the bytes it receives.
-            let mut kids: Vec<(u64, &[(u64, u64, u64)], u64)> = Vec::new();
+            let mut kids: Vec<(u64, &[Position], u64)> = Vec::new();
             let mut push = |fixed: u64, hi2: u64| {
                 let run = self.held(j, lo2, hi2);
                 if run.is_empty() || below_j == 0 {
