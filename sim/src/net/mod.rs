@@ -21,8 +21,11 @@ use mnsim_arch::machine::{Link, Rate};
 use mnsim_arch::{Machine, TransferKind};
 use mnsim_reports::StageReport;
 
+mod charge;
 mod pes;
 mod product;
+
+use charge::{Source, charge};
 
 pub use product::{Choices, Product};
 
@@ -338,44 +341,6 @@ pub(crate) struct StageNodes {
     pub all_same: bool,
 }
 
-/// Where a route's node figures come from.
-enum Source<'a> {
-    /// Per-PE facts (the reference; every node listed, with the PEs' ready cycles).
-    Pes([&'a [(u64, PeFact)]; 2]),
-    /// Per-level choices (classes of nodes; no per-node lists, no ready cycles).
-    Product([&'a Product; 2]),
-}
-
-impl Source<'_> {
-    fn link(&self, st: &StageSpec, per: u64, child: u64) -> Option<StageNodes> {
-        match self {
-            Source::Pes(f) => Some(pes::link(f[st.second as usize], st, per, child)),
-            Source::Product(p) => p[st.second as usize].link(per, child, st.reduce),
-        }
-    }
-
-    fn dram(&self, d: &DramSpec, per: u64) -> Option<Vec<NodeStat>> {
-        match self {
-            Source::Pes(f) => Some(pes::dram(f[d.second as usize], per, d.elem_bytes)),
-            Source::Product(p) => p[d.second as usize].dram(per, d.elem_bytes),
-        }
-    }
-
-    /// A copy inside the LMs: (most bytes of one PE, bytes in all, PEs).
-    fn local(&self) -> (u64, u64, u64) {
-        match self {
-            Source::Pes(f) => f[0].iter().fold((0, 0, 0), |(most, total, n), (_, x)| {
-                (most.max(x.bytes), total + x.bytes, n + 1)
-            }),
-            Source::Product(p) => {
-                let n = p[0].pes();
-                let most = if n > 0 { p[0].bytes } else { 0 };
-                (most, p[0].bytes.saturating_mul(n), n)
-            }
-        }
-    }
-}
-
 /// Charges a transfer. `facts[0]` and `facts[1]` are the facts of the PEs that take
 /// part (the second set is used by stages marked `second`), in PE order.
 pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[(u64, PeFact)]; 2]) -> Cost {
@@ -400,161 +365,4 @@ pub fn cost_product(m: &Machine, topo: &Topo, route: &Route, facts: [&Product; 2
         return None;
     }
     charge(m, topo, route, &Source::Product(facts)).map(|c| c.0)
-}
-
-/// The charge shared by both sources: the cost (ready cycles left empty), the per-node
-/// timers of the per-PE source, the local copy's bandwidth and the path latency.
-fn charge(
-    m: &Machine,
-    topo: &Topo,
-    route: &Route,
-    src: &Source<'_>,
-) -> Option<(Cost, Vec<pes::Timer>, Option<f64>, u64)> {
-    let per_node = matches!(src, Source::Pes(_));
-    let mut out = Cost::default();
-    // Per stage, its nodes' times: a PE's ready cycle is its slowest stage.
-    let mut timers: Vec<pes::Timer> = Vec::new();
-    let mut local_bw = None;
-    let mut latency = 0u64;
-    let mut chunks = route.steps.max(1);
-    let mut best: (u64, Option<Place>) = (0, None);
-    let mut offer = |t: u64, place: Place| {
-        if t > best.0 || best.1.is_none() {
-            best = (t, Some(place));
-        }
-    };
-
-    for st in &route.stages {
-        let (k, c) = (topo.chain[st.link], topo.chain[st.link + 1]);
-        let level = &m.levels[k];
-        let Some(link) = m.links.get(&level.name) else {
-            continue;
-        };
-        let sn = src.link(st, topo.leaves_under[k], topo.leaves_under[c])?;
-        let kind = match (st.dir, st.reduce) {
-            (Dir::Up, true) => TransferKind::Reduce,
-            (Dir::Up, false) => TransferKind::Gather,
-            (Dir::Down, _) if sn.any_multi && sn.all_same => TransferKind::Broadcast,
-            (Dir::Down, _) => TransferKind::Distribute,
-        };
-        let rate = rate_of(link, kind);
-        let time = |x: &NodeStat| cycles(x.bytes, rate.parent).max(cycles(x.max_child, rate.child));
-        let stage_cycles = sn.nodes.iter().map(time).max().unwrap_or(0);
-        let most = sn.nodes.iter().map(|x| x.bytes).max().unwrap_or(0);
-        if per_node {
-            timers.push(pes::Timer {
-                set: st.second as usize,
-                per: topo.leaves_under[k],
-                nodes: sn.nodes.iter().map(|x| (x.n, time(x))).collect(),
-            });
-            out.ports.push(PortUse {
-                link: st.link,
-                dir: st.dir,
-                nodes: sn.nodes.iter().map(|x| (x.n, time(x), x.bytes)).collect(),
-            });
-        }
-        // Chunks: an intermediate buffer smaller than what passes through it.
-        if st.link > 0
-            && let Some(mem) = &level.memory
-            && mem.bytes > 0
-        {
-            chunks = chunks.max(most.div_ceil(mem.bytes));
-        }
-        latency += rate.latency;
-        let place = Place::Link {
-            level: LevelId::of(k),
-            dir: st.dir,
-        };
-        offer(stage_cycles, place);
-        out.stages.push(Stage {
-            place,
-            kind: StageKind::Transfer(kind),
-            bytes: sn
-                .nodes
-                .iter()
-                .map(|x| x.bytes.saturating_mul(x.count))
-                .sum(),
-            child_bytes: sn.total_child,
-            max_port_bytes: most,
-            max_child_bytes: sn.max_child,
-            ports: sn
-                .nodes
-                .iter()
-                .filter(|x| x.bytes > 0)
-                .map(|x| x.count)
-                .sum(),
-            cycles: stage_cycles,
-            latency: rate.latency,
-            chunks: 1,
-        });
-    }
-
-    if route.local_copy {
-        let mem = m.levels.last().and_then(|l| l.memory.as_ref());
-        let bw = mem.map_or(0.0, |x| x.bytes_per_cycle);
-        let bw = if bw > 0.0 {
-            bw
-        } else {
-            2.0 * m.word_bytes as f64
-        };
-        local_bw = Some(bw);
-        let (most, total, ports) = src.local();
-        let t = cycles(most, bw);
-        let place = Place::LocalCopy {
-            level: LevelId::of(m.levels.len().saturating_sub(1)),
-        };
-        offer(t, place);
-        out.stages.push(endpoint_stage(
-            place,
-            StageKind::Copy,
-            total,
-            most,
-            ports,
-            t,
-        ));
-    }
-
-    if let Some(d) = route.dram {
-        let k = topo.chain[0];
-        let rate = m.dram.bytes_per_cycle * d.efficiency.clamp(1e-6, 1.0);
-        let nodes = src.dram(&d, topo.leaves_under[k])?;
-        let t = nodes
-            .iter()
-            .map(|x| cycles(x.bytes, rate))
-            .max()
-            .unwrap_or(0);
-        let most = nodes.iter().map(|x| x.bytes).max().unwrap_or(0);
-        let total = nodes.iter().map(|x| x.bytes.saturating_mul(x.count)).sum();
-        let ports = nodes.iter().filter(|x| x.bytes > 0).map(|x| x.count).sum();
-        if per_node {
-            timers.push(pes::Timer {
-                set: d.second as usize,
-                per: topo.leaves_under[k],
-                nodes: nodes.iter().map(|x| (x.n, cycles(x.bytes, rate))).collect(),
-            });
-        }
-        let place = Place::Dram {
-            level: LevelId::of(k),
-            dir: d.dir,
-        };
-        offer(t, place);
-        out.stages.insert(
-            if d.dir == Dir::Down {
-                0
-            } else {
-                out.stages.len()
-            },
-            endpoint_stage(place, StageKind::Dram, total, most, ports, t),
-        );
-    }
-
-    for s in &mut out.stages {
-        s.chunks = chunks;
-    }
-    let lat = latency.saturating_mul(chunks);
-    out.cycles = best.0.saturating_add(lat);
-    out.bottleneck = best
-        .1
-        .and_then(|b| out.stages.iter().position(|s| s.place == b));
-    Some((out, timers, local_bw, lat))
 }
