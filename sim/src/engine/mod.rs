@@ -8,12 +8,11 @@
 
 use crate::ids::RegionId;
 use crate::lowering;
-use crate::net::{self, Dir, Topo};
+use crate::net::{self, Topo};
 use crate::timeline::{Schedule, Task, Timeline};
-use crate::world::{Nodes, Pe, PortStats, Ready, SimWorld, WorldBusy};
-use hdrhistogram::Histogram;
+use crate::world::{Nodes, Pe, SimWorld, WorldBusy};
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
-use mnsim_reports::{OpReport, Percentiles};
+use mnsim_reports::OpReport;
 use std::collections::BTreeMap;
 
 /// How a scenario runs.
@@ -44,12 +43,12 @@ mod copy;
 mod dataplane;
 mod facts;
 mod kernel;
+mod record;
 mod streams;
 mod transfers;
 
 pub use streams::StreamState;
 
-use crate::lowering::walk::WalkPlan;
 use alloc::{Alloc, Frees};
 pub(crate) use buffers::zeroed;
 use dataplane::DramAddr;
@@ -183,29 +182,6 @@ pub struct Engine {
 
 /// What a Load of one tensor in one layout is charged, and how it walks its steps.
 type LoadCharge = (net::Cost, Option<(lowering::walk::WalkPlan, bool)>);
-
-/// Percentiles of per-PE cycles, given as (cycle, PEs at it), through an hdrhistogram at
-/// 3 significant digits (within 0.1%); min and max are exact, and no percentile exceeds
-/// the max.
-fn percentiles(values: impl Iterator<Item = (u64, u64)>) -> Option<Percentiles> {
-    let values: Vec<(u64, u64)> = values.filter(|v| v.1 > 0).collect();
-    let lo = values.iter().map(|v| v.0).min()?;
-    let hi = values.iter().map(|v| v.0).max()?;
-    // Bounds from the data: a histogram over the whole u64 range would allocate tens of MB.
-    let mut h = Histogram::<u64>::new_with_bounds(1, hi.max(2), 3).ok()?;
-    for &(v, n) in &values {
-        h.saturating_record_n(v.max(1), n);
-    }
-    let q = |x: f64| h.value_at_quantile(x).min(hi);
-    Some(Percentiles {
-        p50: q(0.5),
-        p90: q(0.9),
-        p99: q(0.99),
-        max: hi,
-        min: lo,
-        count: values.iter().map(|v| v.1).sum(),
-    })
-}
 
 /// DRAM bytes of the whole machine: every DRAM node's.
 pub fn dram_capacity(m: &Machine) -> u64 {
@@ -536,153 +512,9 @@ impl Engine {
         }
         Ok(())
     }
-
-    /// Records an op: lowers it to a task, places it on the timeline (resource state on
-    /// the world's entities), updates port statistics and ready cycles.
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        &mut self,
-        op: &str,
-        tensor: &str,
-        layout: Option<&TensorLayout>,
-        runtime: &[u64],
-        c: net::Cost,
-        reads: &[RegionId],
-        writes: &[RegionId],
-        walk: Option<(WalkPlan, bool)>,
-    ) -> OpReport {
-        let frees = std::mem::take(&mut self.frees);
-        let (walk, resent) = self.lower_walk(walk, reads, writes, c.cycles);
-        let task = lowering::task(
-            &c,
-            reads,
-            writes,
-            frees.lm_words.max(self.alloc.charged()),
-            frees.before,
-            frees.after,
-            walk,
-        );
-        let placed = self
-            .timeline
-            .push_on(&task, &mut WorldBusy::new(&mut self.sw));
-        let task_cycles = task.cycles;
-        self.tasks.push(task);
-        // The report shows the re-sends as stages of the op that needs them.
-        let mut c = c;
-        c.stages.extend(resent);
-        let (start, end) = (placed.start, placed.end);
-        let clock = self.sw.clock().max(end);
-        self.sw.set_clock(clock);
-        if self.measuring {
-            return self.record_measured(op, tensor, (start, end, task_cycles), c);
-        }
-        // Port statistics on the chain nodes that took part, ready cycles on the PEs.
-        for port in &c.ports {
-            let k = self.topo.chain[port.link];
-            for &(n, t, b) in &port.nodes {
-                let e = self.sw.node(k, n);
-                if let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e) {
-                    ps.busy_cycles += t;
-                    match port.dir {
-                        Dir::Down => ps.bytes_down += b,
-                        Dir::Up => ps.bytes_up += b,
-                    }
-                }
-            }
-        }
-        if let Some(&leaf) = self.sw.levels.last()
-            && let Some(mut rd) = self.sw.world.get_mut::<Ready>(leaf)
-        {
-            rd.record(&c.ready, start);
-        }
-        let ready = percentiles(c.ready.iter().map(|&(a, b, r)| (start + r, b - a)));
-        let (util, pad, padded) = match layout {
-            Some(l) => {
-                let total: u64 = l
-                    .levels()
-                    .iter()
-                    .fold(1u64, |a, x| a.saturating_mul(x.fanout));
-                let real: u64 = runtime.iter().fold(1u64, |a, &b| a.saturating_mul(b));
-                let u = l.pes_used() as f64 / total.max(1) as f64 * real as f64
-                    / l.padded_elems().max(1) as f64;
-                (
-                    u,
-                    l.padded_elems() - real.min(l.padded_elems()),
-                    l.padded_elems(),
-                )
-            }
-            None => (0.0, 0, 0),
-        };
-        let r = OpReport {
-            index: self.ops.len(),
-            inserted_after: None,
-            op: op.to_string(),
-            tensor: tensor.to_string(),
-            layout: layout.map(|l| l.canonical()),
-            start,
-            end,
-            cycles: task_cycles,
-            bottleneck: c
-                .bottleneck
-                .map(|b| c.stages[b].bottleneck_name(&self.machine))
-                .unwrap_or_default(),
-            stages: c.stages.iter().map(|s| s.report(&self.machine)).collect(),
-            exposed_cycles: task_cycles,
-            work_cycles: task_cycles,
-            ready_cycles: ready,
-            flops: None,
-            utilisation: util,
-            padding_elems: pad,
-            padded_elems: padded,
-            bound_cycles: 0,
-            bound_resource: String::new(),
-            waited_on: None,
-            energy_j: 0.0,
-        };
-        self.ops.push(r.clone());
-        self.records.push((c.stages, c.bottleneck));
-        r
-    }
 }
 
 impl Engine {
-    /// [`Engine::finish`]'s record of an op when measuring: what a report alone reads is
-    /// left empty.
-    fn record_measured(
-        &mut self,
-        op: &str,
-        tensor: &str,
-        (start, end, cycles): (u64, u64, u64),
-        c: net::Cost,
-    ) -> OpReport {
-        let r = OpReport {
-            index: self.ops.len(),
-            inserted_after: None,
-            op: op.to_string(),
-            tensor: tensor.to_string(),
-            layout: None,
-            start,
-            end,
-            cycles,
-            bottleneck: String::new(),
-            stages: Vec::new(),
-            exposed_cycles: cycles,
-            work_cycles: cycles,
-            ready_cycles: None,
-            flops: None,
-            utilisation: 0.0,
-            padding_elems: 0,
-            padded_elems: 0,
-            bound_cycles: 0,
-            bound_resource: String::new(),
-            waited_on: None,
-            energy_j: 0.0,
-        };
-        self.ops.push(r.clone());
-        self.records.push((c.stages, c.bottleneck));
-        r
-    }
-
     /// Ends the program on the timeline: streams nothing read slice by slice are sent,
     /// and every op's start, end and cycles (= end − start) are the timeline's.
     pub fn settle(&mut self) {
@@ -694,44 +526,5 @@ impl Engine {
         }
         let total = self.timeline.total();
         self.sw.set_clock(total);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentiles_do_not_depend_on_the_histogram_bound() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        for round in 0..25u64 {
-            let n = 1 + round % 97;
-            let scale = [10u64, 1_000, 100_000, 10_000_000, 1 << 40][round as usize % 5];
-            let values: Vec<u64> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x % scale
-                })
-                .collect();
-            let mut wide = Histogram::<u64>::new_with_bounds(1, u64::MAX / 4, 3).unwrap();
-            for &v in &values {
-                wide.saturating_record(v.max(1));
-            }
-            let hi = *values.iter().max().unwrap();
-            let p = percentiles(values.iter().map(|&v| (v, 1))).unwrap();
-            let q = |x: f64| wide.value_at_quantile(x).min(hi);
-            assert_eq!(
-                (p.p50, p.p90, p.p99),
-                (q(0.5), q(0.9), q(0.99)),
-                "{values:?}"
-            );
-            assert_eq!(
-                (p.min, p.max, p.count),
-                (*values.iter().min().unwrap(), hi, n)
-            );
-        }
-        assert_eq!(percentiles(std::iter::empty()), None);
     }
 }

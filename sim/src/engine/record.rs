@@ -1,0 +1,218 @@
+//! Recording an op: its task lowered and placed on the timeline, and its report (the
+//! parts only a report reads left out when the engine measures for the planner).
+
+use super::Engine;
+use crate::ids::RegionId;
+use crate::lowering::{self, walk::WalkPlan};
+use crate::net::{self, Dir};
+use crate::world::{PortStats, Ready, WorldBusy};
+use hdrhistogram::Histogram;
+use mnsim_arch::TensorLayout;
+use mnsim_reports::{OpReport, Percentiles};
+
+/// The parts of an op's report only a report reads (`Engine::shown`).
+#[derive(Default)]
+struct Shown {
+    layout: Option<String>,
+    bottleneck: String,
+    stages: Vec<mnsim_reports::StageReport>,
+    ready: Option<Percentiles>,
+    utilisation: f64,
+    padding: u64,
+    padded: u64,
+}
+
+/// Percentiles of per-PE cycles, given as (cycle, PEs at it), through an hdrhistogram at
+/// 3 significant digits (within 0.1%); min and max are exact, and no percentile exceeds
+/// the max.
+fn percentiles(values: impl Iterator<Item = (u64, u64)>) -> Option<Percentiles> {
+    let values: Vec<(u64, u64)> = values.filter(|v| v.1 > 0).collect();
+    let lo = values.iter().map(|v| v.0).min()?;
+    let hi = values.iter().map(|v| v.0).max()?;
+    // Bounds from the data: a histogram over the whole u64 range would allocate tens of MB.
+    let mut h = Histogram::<u64>::new_with_bounds(1, hi.max(2), 3).ok()?;
+    for &(v, n) in &values {
+        h.saturating_record_n(v.max(1), n);
+    }
+    let q = |x: f64| h.value_at_quantile(x).min(hi);
+    Some(Percentiles {
+        p50: q(0.5),
+        p90: q(0.9),
+        p99: q(0.99),
+        max: hi,
+        min: lo,
+        count: values.iter().map(|v| v.1).sum(),
+    })
+}
+
+impl Engine {
+    /// Records an op: lowers it to a task, places it on the timeline (resource state on
+    /// the world's entities), updates port statistics and ready cycles.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn finish(
+        &mut self,
+        op: &str,
+        tensor: &str,
+        layout: Option<&TensorLayout>,
+        runtime: &[u64],
+        c: net::Cost,
+        reads: &[RegionId],
+        writes: &[RegionId],
+        walk: Option<(WalkPlan, bool)>,
+    ) -> OpReport {
+        let frees = std::mem::take(&mut self.frees);
+        let (walk, resent) = self.lower_walk(walk, reads, writes, c.cycles);
+        let task = lowering::task(
+            &c,
+            reads,
+            writes,
+            frees.lm_words.max(self.alloc.charged()),
+            frees.before,
+            frees.after,
+            walk,
+        );
+        let placed = self
+            .timeline
+            .push_on(&task, &mut WorldBusy::new(&mut self.sw));
+        let task_cycles = task.cycles;
+        self.tasks.push(task);
+        // The report shows the re-sends as stages of the op that needs them.
+        let mut c = c;
+        c.stages.extend(resent);
+        let (start, end) = (placed.start, placed.end);
+        let clock = self.sw.clock().max(end);
+        self.sw.set_clock(clock);
+        // What only a report reads; left empty when measuring for the planner.
+        let shown = if self.measuring {
+            Shown::default()
+        } else {
+            self.shown(layout, runtime, &c, start)
+        };
+        let r = OpReport {
+            index: self.ops.len(),
+            inserted_after: None,
+            op: op.to_string(),
+            tensor: tensor.to_string(),
+            layout: shown.layout,
+            start,
+            end,
+            cycles: task_cycles,
+            bottleneck: shown.bottleneck,
+            stages: shown.stages,
+            exposed_cycles: task_cycles,
+            work_cycles: task_cycles,
+            ready_cycles: shown.ready,
+            flops: None,
+            utilisation: shown.utilisation,
+            padding_elems: shown.padding,
+            padded_elems: shown.padded,
+            bound_cycles: 0,
+            bound_resource: String::new(),
+            waited_on: None,
+            energy_j: 0.0,
+        };
+        self.ops.push(r.clone());
+        self.records.push((c.stages, c.bottleneck));
+        r
+    }
+
+    /// What only a report reads of an op charged `c` that started at `start`: port
+    /// statistics and the PEs' ready cycles recorded on the world, and the report's
+    /// texts and figures.
+    fn shown(
+        &mut self,
+        layout: Option<&TensorLayout>,
+        runtime: &[u64],
+        c: &net::Cost,
+        start: u64,
+    ) -> Shown {
+        // Port statistics on the chain nodes that took part, ready cycles on the PEs.
+        for port in &c.ports {
+            let k = self.topo.chain[port.link];
+            for &(n, t, b) in &port.nodes {
+                let e = self.sw.node(k, n);
+                if let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e) {
+                    ps.busy_cycles += t;
+                    match port.dir {
+                        Dir::Down => ps.bytes_down += b,
+                        Dir::Up => ps.bytes_up += b,
+                    }
+                }
+            }
+        }
+        if let Some(&leaf) = self.sw.levels.last()
+            && let Some(mut rd) = self.sw.world.get_mut::<Ready>(leaf)
+        {
+            rd.record(&c.ready, start);
+        }
+        let ready = percentiles(c.ready.iter().map(|&(a, b, r)| (start + r, b - a)));
+        let (util, pad, padded) = match layout {
+            Some(l) => {
+                let total: u64 = l
+                    .levels()
+                    .iter()
+                    .fold(1u64, |a, x| a.saturating_mul(x.fanout));
+                let real: u64 = runtime.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+                let u = l.pes_used() as f64 / total.max(1) as f64 * real as f64
+                    / l.padded_elems().max(1) as f64;
+                (
+                    u,
+                    l.padded_elems() - real.min(l.padded_elems()),
+                    l.padded_elems(),
+                )
+            }
+            None => (0.0, 0, 0),
+        };
+        Shown {
+            layout: layout.map(|l| l.canonical()),
+            bottleneck: c
+                .bottleneck
+                .map(|b| c.stages[b].bottleneck_name(&self.machine))
+                .unwrap_or_default(),
+            stages: c.stages.iter().map(|s| s.report(&self.machine)).collect(),
+            ready,
+            utilisation: util,
+            padding: pad,
+            padded,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_do_not_depend_on_the_histogram_bound() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..25u64 {
+            let n = 1 + round % 97;
+            let scale = [10u64, 1_000, 100_000, 10_000_000, 1 << 40][round as usize % 5];
+            let values: Vec<u64> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x % scale
+                })
+                .collect();
+            let mut wide = Histogram::<u64>::new_with_bounds(1, u64::MAX / 4, 3).unwrap();
+            for &v in &values {
+                wide.saturating_record(v.max(1));
+            }
+            let hi = *values.iter().max().unwrap();
+            let p = percentiles(values.iter().map(|&v| (v, 1))).unwrap();
+            let q = |x: f64| wide.value_at_quantile(x).min(hi);
+            assert_eq!(
+                (p.p50, p.p90, p.p99),
+                (q(0.5), q(0.9), q(0.99)),
+                "{values:?}"
+            );
+            assert_eq!(
+                (p.min, p.max, p.count),
+                (*values.iter().min().unwrap(), hi, n)
+            );
+        }
+        assert_eq!(percentiles(std::iter::empty()), None);
+    }
+}
