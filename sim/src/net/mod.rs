@@ -341,6 +341,19 @@ pub(crate) struct StageNodes {
     pub all_same: bool,
 }
 
+impl StageNodes {
+    /// No node yet (every node so far sends its children the same data).
+    pub(crate) fn empty() -> StageNodes {
+        StageNodes {
+            nodes: Vec::new(),
+            total_child: 0,
+            max_child: 0,
+            any_multi: false,
+            all_same: true,
+        }
+    }
+}
+
 /// Charges a transfer. `facts[0]` and `facts[1]` are the facts of the PEs that take
 /// part (the second set is used by stages marked `second`), in PE order.
 pub fn cost(m: &Machine, topo: &Topo, route: &Route, facts: [&[(u64, PeFact)]; 2]) -> Cost {

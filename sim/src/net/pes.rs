@@ -115,13 +115,7 @@ pub(super) fn ready_runs(
 pub(super) fn link(f: &[(u64, PeFact)], st: &StageSpec, per: u64, child: u64) -> StageNodes {
     let mut buf: Vec<(u64, u64)> = Vec::new();
     let mut child_sig: Vec<(u64, u64)> = Vec::new();
-    let mut out = StageNodes {
-        nodes: Vec::new(),
-        total_child: 0,
-        max_child: 0,
-        any_multi: false,
-        all_same: true,
-    };
+    let mut out = StageNodes::empty();
     for (n, under) in groups(f, per) {
         let parent_keys = under
             .iter()

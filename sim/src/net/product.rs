@@ -174,13 +174,7 @@ impl Product {
         if j < i || (j == i && !lo.is_multiple_of(lo2)) {
             return None;
         }
-        let mut out = StageNodes {
-            nodes: Vec::new(),
-            total_child: 0,
-            max_child: 0,
-            any_multi: false,
-            all_same: true,
-        };
+        let mut out = StageNodes::empty();
         let classes = self.classes(per, parent)?;
         let below_j = self.below(j, Digit::Key);
         for (hi, pd, many) in classes {
