@@ -1,9 +1,12 @@
 //! The transfers: Load, Store, Relayout and Reduce (docs/model.md). Each checks its operands,
 //! allocates its result, takes its per-PE facts (closed form in timing mode, counted by
 //! the data plane in functional mode), charges them with `net::cost` and records the op.
+//! An engine measuring for the planner charges the layouts' per-level choices instead
+//! (`net::cost_product`), where the closed form applies.
 //!
 //! Invariant: both modes build the same route and the same facts, so they charge the
-//! same cycles.
+//! same cycles; the measuring engine's closed form charges what those facts charge
+//! (`sim/tests/closed_form.rs`).
 
 use super::streams::{identity, plan};
 use super::{Engine, Mode, Resident, SimError, err};
