@@ -135,8 +135,8 @@ impl Product {
             .fold(1u64, u64::saturating_mul)
     }
 
-    /// Nodes that hold the fixed levels above `i` (one class per position of level `i`'s
-    /// range): how many of them there are.
+    /// How many nodes cut at level `i` share each class: the nodes differ above `i` only
+    /// in the positions taking part there, and have the same figures.
     fn above(&self, i: usize) -> u64 {
         self.levels[..i]
             .iter()
@@ -202,7 +202,12 @@ impl Product {
                 for l in &self.levels[i + 1..j] {
                     prefixes = prefixes
                         .iter()
-                        .flat_map(|&p| l.positions.iter().map(move |x| p * l.fanout + x.1))
+                        .flat_map(|&p| {
+                            let f = l.fanout;
+                            l.positions
+                                .iter()
+                                .map(move |x| p.saturating_mul(f).saturating_add(x.1))
+                        })
                         .collect();
                 }
                 let fan2 = self.levels[j].fanout.max(1);
