@@ -45,6 +45,8 @@ struct Operand {
     tensor: usize,
     dims: Vec<u64>,
     vars: Vec<Option<usize>>,
+    /// Elements of its dtype per word (its last axis packs into them).
+    slots: u64,
 }
 
 /// The strategies of a kernel whose variables have extents `ext` on a machine with
@@ -97,17 +99,13 @@ enum Sub {
     Packed(u64),
 }
 
-/// Walks the sub-axes of `op` under strategy `s` (`slots` per word): `sub(axis, sub)`
+/// Walks the sub-axes of `op` under strategy `s`: `sub(axis, sub)`
 /// for each, in order; returns the words per PE (per step when stepped), or `None` when
 /// the strategy does not divide it. No text is built: the words decide whether a
 /// strategy fits LM before any layout is written.
-fn operand_walk(
-    op: &Operand,
-    s: &Strategy,
-    slots: u64,
-    mut sub: impl FnMut(usize, Sub),
-) -> Option<u64> {
+fn operand_walk(op: &Operand, s: &Strategy, mut sub: impl FnMut(usize, Sub)) -> Option<u64> {
     let rank = op.dims.len();
+    let slots = op.slots;
     let mut words = 1u64;
     for a in 0..rank {
         let mut rest = op.dims[a];
@@ -150,15 +148,15 @@ fn operand_walk(
 }
 
 /// The words per PE of `op` under `s` (see [`operand_walk`]).
-fn operand_words(op: &Operand, s: &Strategy, slots: u64) -> Option<u64> {
-    operand_walk(op, s, slots, |_, _| {})
+fn operand_words(op: &Operand, s: &Strategy) -> Option<u64> {
+    operand_walk(op, s, |_, _| {})
 }
 
-/// The layout text of `op` under strategy `s` (levels `names`, `slots` per word), and
+/// The layout text of `op` under strategy `s` (levels `names`), and
 /// its words per PE (per step when stepped); `None` when the strategy does not divide it.
-fn operand_text(op: &Operand, s: &Strategy, names: &[String], slots: u64) -> Option<(String, u64)> {
+fn operand_text(op: &Operand, s: &Strategy, names: &[String]) -> Option<(String, u64)> {
     let mut body: Vec<Vec<String>> = vec![Vec::new(); op.dims.len()];
-    let words = operand_walk(op, s, slots, |a, x| {
+    let words = operand_walk(op, s, |a, x| {
         body[a].push(match x {
             Sub::Time(t) => format!("{t}_Time"),
             Sub::Level(li, p) => format!("{p}_{}", names[li]),
@@ -168,6 +166,21 @@ fn operand_text(op: &Operand, s: &Strategy, names: &[String], slots: u64) -> Opt
     })?;
     let body: Vec<String> = body.iter().map(|b| format!("({})", b.join(", "))).collect();
     Some((format!("({})", body.join(", ")), words))
+}
+
+/// The operands' layout texts and words per PE under `s`, if it divides them all.
+fn texts(operands: &[Operand], s: &Strategy, names: &[String]) -> Option<Vec<(String, u64)>> {
+    operands
+        .iter()
+        .map(|op| operand_text(op, s, names))
+        .collect()
+}
+
+/// The operands' words per PE together under `s`, if it divides them all.
+fn words(operands: &[Operand], s: &Strategy) -> Option<u64> {
+    operands
+        .iter()
+        .try_fold(0u64, |sum, op| sum.checked_add(operand_words(op, s)?))
 }
 
 /// The most `Time` steps a joint seed gives one of two stepped variables.
@@ -307,6 +320,10 @@ impl Model {
     fn kernel_shape(&self, k: usize) -> Option<(Vec<Operand>, Vec<u64>)> {
         let (kern, _, _) = self.ops[k].op.kernel()?;
         let dims = |t: usize| self.res.tensors[&self.tensors[t]].dims_at_bound.clone();
+        let slots = |t: usize| {
+            let dt = self.res.tensors[&self.tensors[t]].dtype;
+            (self.res.machine.word_bytes / dt.bytes().max(1)).max(1)
+        };
         let reads = self.ops[k].reads.clone();
         let out = self.ops[k].writes?;
         let in_dims: Vec<Vec<u64>> = reads.iter().map(|&r| dims(r)).collect();
@@ -332,12 +349,14 @@ impl Model {
                 tensor: t,
                 dims: d,
                 vars,
+                slots: slots(t),
             });
         }
         ops.push(Operand {
             tensor: out,
             dims: out_dims,
             vars: (0..r).map(Some).collect(),
+            slots: slots(out),
         });
         Some((ops, ext))
     }
@@ -482,24 +501,21 @@ impl Model {
                 split,
                 time: Vec::new(),
             };
-            let Some(words) = self.operands_words(operands, &s, &machine) else {
+            let Some(need) = words(operands, &s) else {
                 continue;
             };
             let mut options: Vec<Vec<(usize, u64)>> = Vec::new();
-            if words <= lm_words {
+            if need <= lm_words {
                 options.push(Vec::new());
             } else {
-                let fits = |m: &Model, s: &Strategy| {
-                    m.operands_words(operands, s, &machine)
-                        .is_some_and(|w| w <= lm_words)
-                };
+                let fits = |s: &Strategy| words(operands, s).is_some_and(|w| w <= lm_words);
                 // The fewest steps of one variable that make the operands fit; else of
                 // two variables (below).
                 for (v, &e) in ext.iter().enumerate() {
                     let mut t = 2u64;
                     while t <= e {
                         s.time = vec![(v, t)];
-                        if fits(self, &s) {
+                        if fits(&s) {
                             options.push(s.time.clone());
                             break;
                         }
@@ -520,16 +536,15 @@ impl Model {
                             for &tv in &pow(ext[v]) {
                                 for &tw in &pow(ext[w]) {
                                     s.time = vec![(v, tv), (w, tw)];
-                                    if !fits(self, &s) {
+                                    if !fits(&s) {
                                         continue;
                                     }
-                                    let fits_with = |m: &Model, a: u64, b: u64| {
+                                    let fits_with = |a: u64, b: u64| {
                                         let mut x = s.clone();
                                         x.time = vec![(v, a), (w, b)];
-                                        (a > 1 && b > 1) && fits(m, &x)
+                                        (a > 1 && b > 1) && fits(&x)
                                     };
-                                    if !fits_with(self, tv / 2, tw) && !fits_with(self, tv, tw / 2)
-                                    {
+                                    if !fits_with(tv / 2, tw) && !fits_with(tv, tw / 2) {
                                         options.push(s.time.clone());
                                     }
                                 }
@@ -560,7 +575,7 @@ impl Model {
     ) -> Option<Vec<Decided>> {
         let machine = self.res.machine.clone();
         let n = ctx.operands.len();
-        let texts = self.texts(ctx.operands, s, names, &machine)?;
+        let texts = texts(ctx.operands, s, names)?;
         let mut ids: Vec<LayoutId> = Vec::with_capacity(n);
         for (j, op) in ctx.operands.iter().enumerate() {
             let id = self.bind_for(op.tensor, &texts[j].0)?;
@@ -583,38 +598,6 @@ impl Model {
             }
         }
         Some(st)
-    }
-
-    /// The operands' layout texts and words per PE under `s`, if it divides them all.
-    fn texts(
-        &self,
-        operands: &[Operand],
-        s: &Strategy,
-        names: &[String],
-        machine: &mnsim_arch::Machine,
-    ) -> Option<Vec<(String, u64)>> {
-        operands
-            .iter()
-            .map(|op| {
-                let dt = self.res.tensors[&self.tensors[op.tensor]].dtype;
-                let slots = (machine.word_bytes / dt.bytes().max(1)).max(1);
-                operand_text(op, s, names, slots)
-            })
-            .collect()
-    }
-
-    /// The operands' words per PE together under `s`, if it divides them all.
-    fn operands_words(
-        &self,
-        operands: &[Operand],
-        s: &Strategy,
-        machine: &mnsim_arch::Machine,
-    ) -> Option<u64> {
-        operands.iter().try_fold(0u64, |sum, op| {
-            let dt = self.res.tensors[&self.tensors[op.tensor]].dtype;
-            let slots = (machine.word_bytes / dt.bytes().max(1)).max(1);
-            sum.checked_add(operand_words(op, s, slots)?)
-        })
     }
 
     /// `text` bound for tensor `t` and interned.
@@ -651,13 +634,14 @@ mod tests {
             tensor: 0,
             dims: vec![1024, 1024],
             vars: vec![Some(0), Some(2)],
+            slots: 4,
         };
         let s = Strategy {
             split: vec![Some((0, 8)), Some((2, 8)), Some((1, 16)), None],
             time: vec![(2, 2)],
         };
         let names: Vec<String> = ["L2B", "L1B", "MAB", "PE"].map(String::from).to_vec();
-        let (text, words) = operand_text(&op, &s, &names, 4).unwrap();
+        let (text, words) = operand_text(&op, &s, &names).unwrap();
         assert_eq!(text, "((8_L2B, 128), (2_Time, 8_L1B, 16, 4_W))");
         assert_eq!(words, 128 * 16);
     }
