@@ -19,18 +19,20 @@ use mnsim_reports::OpReport;
 
 impl Engine {
     /// A timing-mode transfer's charge in closed form (`net::cost_product`) from the
-    /// products `products()` gives, when the engine measures for the planner and the
-    /// closed form applies; `None` otherwise (the caller charges per-PE facts).
+    /// products `products()` gives (the second fact set's, when not the first's), when
+    /// the engine measures for the planner and the closed form applies; `None`
+    /// otherwise (the caller charges per-PE facts).
     fn closed_cost(
         &mut self,
         route: &Route,
-        products: impl FnOnce() -> [net::Product; 2],
+        products: impl FnOnce() -> (net::Product, Option<net::Product>),
     ) -> Option<net::Cost> {
         if !self.measuring || self.mode != Mode::Timing {
             return None;
         }
-        let [a, b] = products();
-        let c = net::cost_product(&self.machine, &self.topo, route, [&a, &b]);
+        let (a, b) = products();
+        let b = b.as_ref().unwrap_or(&a);
+        let c = net::cost_product(&self.machine, &self.topo, route, [&a, b]);
         self.closed[usize::from(c.is_none())] += 1;
         c
     }
@@ -92,8 +94,10 @@ impl Engine {
                     }),
                 );
                 let closed = self.closed_cost(&route, || {
-                    let p = Self::closed_product(&layout, &[], &runtime, false, None);
-                    [p.clone(), p]
+                    (
+                        Self::closed_product(&layout, &[], &runtime, false, None),
+                        None,
+                    )
                 });
                 let c = match closed {
                     Some(c) => c,
@@ -166,8 +170,10 @@ impl Engine {
             steps: r.layout.time_span(),
         };
         let closed = self.closed_cost(&route, || {
-            let p = Self::closed_product(&r.layout, &[], &runtime, true, None);
-            [p.clone(), p]
+            (
+                Self::closed_product(&r.layout, &[], &runtime, true, None),
+                None,
+            )
         });
         let c = match closed {
             Some(c) => c,
@@ -296,14 +302,18 @@ impl Engine {
             .filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime))
             .min();
         let steps = src.layout.time_span().max(layout.time_span());
-        let closed = crossing.and_then(|i| {
+        // The route through the level they meet above, when a level is crossed.
+        let route = crossing.map(|i| {
             let meet = self.topo.meet_above(addr[i].level_index);
-            let route = self.up_down_route(meet, false, steps);
-            self.closed_cost(&route, || {
-                [
+            self.up_down_route(meet, false, steps)
+        });
+        let closed = route.as_ref().and_then(|route| {
+            self.closed_cost(route, || {
+                let dst = Self::closed_product(&layout, &[], &runtime, false, None);
+                (
                     Self::closed_product(&src.layout, &[], &runtime, true, None),
-                    Self::closed_product(&layout, &[], &runtime, false, None),
-                ]
+                    Some(dst),
+                )
             })
         });
         if let Some(c) = closed {
@@ -315,12 +325,8 @@ impl Engine {
             None => self.closed_facts(&layout, &[], &runtime, false, None),
             Some(f) => self.move_relayout(f, &src, &layout, offset, &runtime, dtype),
         };
-        let c = match crossing {
-            Some(i) => {
-                let meet = self.topo.meet_above(addr[i].level_index);
-                let route = self.up_down_route(meet, false, steps);
-                net::cost(&self.machine, &self.topo, &route, [&src_facts, &dst_facts])
-            }
+        let c = match &route {
+            Some(route) => net::cost(&self.machine, &self.topo, route, [&src_facts, &dst_facts]),
             None => {
                 // No level to cross: a copy inside each LM (the larger of the two shards).
                 // Every PE of the destination; the source's shard on that PE, if any.
@@ -477,10 +483,10 @@ impl Engine {
         let meet = self.topo.meet_above(addr[i].level_index);
         let route = self.up_down_route(meet, true, layout.time_span());
         let closed = self.closed_cost(&route, || {
-            [
+            (
                 Self::closed_product(&layout, &partial, &runtime, true, Some(i)),
-                Self::closed_product(&layout, &rest, &runtime, false, None),
-            ]
+                Some(Self::closed_product(&layout, &rest, &runtime, false, None)),
+            )
         });
         let c = match closed {
             Some(c) => c,

@@ -113,9 +113,7 @@ fn cut(levels: &[Choices], per: u64) -> Option<(usize, u64)> {
 impl Product {
     /// The PEs that take part.
     pub fn pes(&self) -> u64 {
-        self.levels
-            .iter()
-            .fold(1u64, |a, l| a.saturating_mul(l.positions.len() as u64))
+        self.above(self.levels.len())
     }
 
     /// The positions of level `i` a node holding the `lo` positions from `hi · lo` has
