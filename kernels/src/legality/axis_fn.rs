@@ -82,6 +82,15 @@ impl AxisFn {
             .sum()
     }
 
+    /// The least index past `i` where the function may change (`extent` at most): every
+    /// term is constant until its digit `i / radix` moves.
+    pub(super) fn next_change(&self, i: u64, extent: u64) -> u64 {
+        self.terms
+            .iter()
+            .map(|t| (i / t.radix + 1).saturating_mul(t.radix))
+            .fold(extent, u64::min)
+    }
+
     pub(super) fn is_zero(&self) -> bool {
         self.terms.is_empty()
     }

@@ -1,7 +1,7 @@
 //! The per-level rules of the view kernels (Reshape, Concat, Slice): every element
 //! keeps its position.
 
-use super::axis_fn::{axis_fns, position, same};
+use super::axis_fn::{AxisFn, axis_fns, position, same};
 use super::messages::{bcast_with, group_text, needs_replica};
 use crate::kernel::{ErrorKind, Kernel, KernelError, fmt_dims};
 use mnsim_arch::layout::TensorLayout;
@@ -9,7 +9,9 @@ use mnsim_arch::layout::TensorLayout;
 /// Reshape at level `x`: every element must keep its position. The row-major index
 /// splits into groups of axes where the two shapes' suffix products meet; the
 /// position is a sum of per-group parts, each zero at index 0, so the rule holds
-/// when it holds within every group, checked element by element.
+/// when it holds within every group. Within a group, both positions are constant
+/// between change points of their axes' functions, so only the first element of each
+/// such block is checked (the first element that moves is one of them).
 pub(super) fn reshape_level(
     k: &Kernel,
     input: &TensorLayout,
@@ -30,16 +32,10 @@ pub(super) fn reshape_level(
     let mut ib = vec![0u64; b.len()];
     for (lo_a, hi_a, lo_b, hi_b) in crate::shape::reshape_groups(a, b) {
         let n = a[lo_a..hi_a].iter().fold(1u64, |p, &d| p.saturating_mul(d));
-        for t in 0..n {
-            let (mut ra, mut rb) = (t, t);
-            for ax in (lo_a..hi_a).rev() {
-                ia[ax] = ra % a[ax].max(1);
-                ra /= a[ax].max(1);
-            }
-            for ax in (lo_b..hi_b).rev() {
-                ib[ax] = rb % b[ax].max(1);
-                rb /= b[ax].max(1);
-            }
+        let mut t = 0u64;
+        while t < n {
+            let next_a = block_end(t, &a[lo_a..hi_a], &fa[lo_a..hi_a], &mut ia[lo_a..hi_a]);
+            let next_b = block_end(t, &b[lo_b..hi_b], &fb[lo_b..hi_b], &mut ib[lo_b..hi_b]);
             let pa = position(&fa[lo_a..hi_a], &ia[lo_a..hi_a]);
             let pb = position(&fb[lo_b..hi_b], &ib[lo_b..hi_b]);
             if pa != pb {
@@ -59,12 +55,35 @@ pub(super) fn reshape_level(
                     ),
                 ));
             }
+            t = next_a.min(next_b).max(t + 1);
         }
         for v in ia[lo_a..hi_a].iter_mut().chain(ib[lo_b..hi_b].iter_mut()) {
             *v = 0;
         }
     }
     Ok(())
+}
+
+/// Writes the digits of row-major index `t` over `dims` into `idx`, and returns the
+/// least index past `t` where the position through `fns` may change: the least, over
+/// the axes, of the index where that axis's digit reaches its function's next change
+/// point (the lower digits zero). Below it no digit passes a change point of its
+/// function, nor wraps.
+fn block_end(t: u64, dims: &[u64], fns: &[AxisFn], idx: &mut [u64]) -> u64 {
+    let mut rest = t;
+    let mut radix = 1u64;
+    let mut end = u64::MAX;
+    for ax in (0..dims.len()).rev() {
+        let d = dims[ax].max(1);
+        let i = rest % d;
+        rest /= d;
+        idx[ax] = i;
+        let next = fns[ax].next_change(i, d);
+        let base = t - t % radix;
+        end = end.min(base.saturating_add((next - i).saturating_mul(radix)));
+        radix = radix.saturating_mul(d);
+    }
+    end
 }
 
 /// Concat at level `x`: input `j`'s element `i` on the joined axis is the output's

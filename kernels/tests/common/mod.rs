@@ -107,3 +107,58 @@ pub fn indices(shape: &[u64]) -> Vec<Vec<u64>> {
         })
         .collect()
 }
+
+/// A random layout of `padded` on `mini` (L1B 2 → MAB 2 → PE 2): each level splits a
+/// random axis that its factor divides (at a random place in the group), holds the
+/// tensor at its position 0 only (`1_PE`) or is replicated; the logical shape may be smaller than `padded` (a pad prefix).
+pub fn random_layout(rng: &mut Rng, padded: &[u64], logical: &[u64]) -> String {
+    let rank = padded.len();
+    let mut rest = padded.to_vec();
+    let mut groups: Vec<Vec<String>> = vec![Vec::new(); rank];
+    let mut bcast = Vec::new();
+    for name in ["L1B", "MAB", "PE"] {
+        let a = rng.range(0, rank as u64 + 1) as usize;
+        if a < rank && rest[a].is_multiple_of(2) {
+            let at = rng.range(0, groups[a].len() as u64 + 1) as usize;
+            groups[a].insert(at, format!("2_{name}"));
+            rest[a] /= 2;
+        } else if rng.range(0, 4) == 0 {
+            // Position 0 of the level only.
+            let a = rng.range(0, rank as u64) as usize;
+            groups[a].insert(0, format!("1_{name}"));
+        } else {
+            bcast.push(name);
+        }
+    }
+    for (a, g) in groups.iter_mut().enumerate() {
+        // The memory rest, sometimes in two pieces around the level sub-axes.
+        let r = rest[a];
+        let split = (2..r).find(|f| r.is_multiple_of(*f) && rng.range(0, 2) == 0);
+        match split {
+            Some(f) if !g.is_empty() => {
+                g.insert(0, f.to_string());
+                g.push((r / f).to_string());
+            }
+            _ => {
+                let at = rng.range(0, g.len() as u64 + 1) as usize;
+                g.insert(at, r.to_string());
+            }
+        }
+    }
+    let pad = if logical != padded {
+        let l: Vec<String> = logical.iter().map(u64::to_string).collect();
+        format!("({})/", l.join(","))
+    } else {
+        String::new()
+    };
+    let gs: Vec<String> = groups
+        .iter()
+        .map(|g| format!("({})", g.join(", ")))
+        .collect();
+    let b = if bcast.is_empty() {
+        String::new()
+    } else {
+        format!("; B@[{}]", bcast.join(","))
+    };
+    format!("{pad}({}{b})", gs.join(", "))
+}
