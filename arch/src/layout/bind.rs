@@ -56,7 +56,7 @@ impl TensorLayout {
         let [inv_mem, inv_w, inv_time] = bind_cell_classes(&classes, word_bytes, slots, dtype)?;
         let footprint_words = b.check_footprint(&classes, word_bytes)?;
         let flat = flat_sub_axes(&groups);
-        Ok(TensorLayout {
+        Ok(TensorLayout(std::sync::Arc::new(super::body::Body {
             logical,
             padded,
             groups,
@@ -70,7 +70,7 @@ impl TensorLayout {
             inv_w,
             inv_time,
             inv_levels,
-        })
+        })))
     }
 }
 

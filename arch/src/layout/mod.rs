@@ -95,21 +95,44 @@ pub struct Placement {
     pub t: u64,
 }
 
-/// A layout bound to a machine, a logical shape and an element type.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TensorLayout {
-    logical: Vec<u64>,
-    padded: Vec<u64>,
-    groups: Vec<Vec<SubAxis>>,
-    levels: Vec<LevelUse>,
-    dtype: DType,
-    word_bytes: u64,
-    slots: u64,
-    footprint_words: u64,
-    /// Flat list of all sub-axes (group-major) with the radix of each inside its group.
-    flat: Vec<(usize, SubAxis, u64)>,
-    inv_mem: Inverse,
-    inv_w: Inverse,
-    inv_time: Inverse,
-    inv_levels: Vec<Inverse>,
+/// A layout bound to a machine, a logical shape and an element type. Immutable once
+/// bound: its body is shared, so a clone (a planner copies layouts into every op it
+/// measures) costs a reference count, not the body's dozen vectors.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TensorLayout(std::sync::Arc<body::Body>);
+
+impl std::ops::Deref for TensorLayout {
+    type Target = body::Body;
+    fn deref(&self) -> &body::Body {
+        &self.0
+    }
+}
+
+impl fmt::Debug for TensorLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+mod body {
+    use super::{DType, Inverse, LevelUse, SubAxis};
+
+    /// The body of a [`super::TensorLayout`] (its fields are the layout module's).
+    #[derive(Debug, PartialEq, Eq)]
+    pub struct Body {
+        pub(in crate::layout) logical: Vec<u64>,
+        pub(in crate::layout) padded: Vec<u64>,
+        pub(in crate::layout) groups: Vec<Vec<SubAxis>>,
+        pub(in crate::layout) levels: Vec<LevelUse>,
+        pub(in crate::layout) dtype: DType,
+        pub(in crate::layout) word_bytes: u64,
+        pub(in crate::layout) slots: u64,
+        pub(in crate::layout) footprint_words: u64,
+        /// Flat list of all sub-axes (group-major) with the radix of each inside its group.
+        pub(in crate::layout) flat: Vec<(usize, SubAxis, u64)>,
+        pub(in crate::layout) inv_mem: Inverse,
+        pub(in crate::layout) inv_w: Inverse,
+        pub(in crate::layout) inv_time: Inverse,
+        pub(in crate::layout) inv_levels: Vec<Inverse>,
+    }
 }
