@@ -470,11 +470,11 @@ pub fn is_imported(src: &Source) -> bool {
     src.path.ends_with(" (imported)")
 }
 
-/// How much the planner may search an imported graph before `run` (its work budget:
-/// an evaluation counts 1, an op measured anew 256; a few seconds on a laptop). A
-/// budget of work, not of time, so that `run` gives the same plan, and the same
-/// cycles, on every machine and at any load.
-pub const PLAN_WORK: u64 = 600_000;
+/// How much the planner may search an imported graph before `run` (its work budget,
+/// counted by `plan::search::work`: some 2–4 µs a unit, so under a second on one
+/// core). A budget of work, not of time, so that `run` gives the same plan, and the
+/// same cycles, on every machine and at any load.
+pub const PLAN_WORK: u64 = 300_000;
 
 /// Plans plan `auto` of an imported graph with the planner (`crate::plan`, seeded by
 /// plan `default`, within [`PLAN_WORK`] and no time limit: the same plan on every

@@ -19,7 +19,8 @@
 
 use mnsim_arch::layout::Class;
 use mnsim_arch::{DType, LayoutExpr, Machine, TensorLayout};
-use std::collections::HashSet;
+/// Candidate texts hash with a fixed, fast hasher (not SipHash: thousands per tensor).
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// Which layouts to generate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,8 +102,8 @@ pub fn generate(
     space: Space,
 ) -> Vec<Candidate> {
     let mut out = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut tried: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::default();
+    let mut tried: HashSet<String> = HashSet::default();
     let core = Space {
         partial_fanout: false,
         level_orders: false,

@@ -72,6 +72,8 @@ pub struct Coster {
     program: Program,
     auto_reduce: bool,
     placed: u64,
+    /// Ops the engine ran (measures and inserted Relayouts) since the coster was built.
+    pub runs: u64,
     /// Regions of inputs loaded as streams for the op being measured, with their slot.
     loaded: Vec<(RegionId, usize)>,
     /// Regions of inputs placed for the op being measured, with their slot.
@@ -111,6 +113,7 @@ impl Coster {
             program,
             auto_reduce: res.auto_reduce,
             placed: 0,
+            runs: 0,
             loaded: Vec::new(),
             inputs: Vec::new(),
         })
@@ -119,6 +122,7 @@ impl Coster {
     /// Empties LM and the op log.
     fn reset(&mut self) {
         self.eng.clear();
+        self.runs += 1;
         self.placed = 0;
         self.loaded.clear();
         self.inputs.clear();

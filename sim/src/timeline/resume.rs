@@ -19,6 +19,8 @@ pub struct Resumable {
     key: Option<(Schedule, u64)>,
     /// Tasks placed anew over all calls (for tests and benches).
     pub placed: u64,
+    /// Walk steps and sends of the tasks placed anew over all calls ([`super::Walk::booked`]).
+    pub booked: u64,
 }
 
 impl Resumable {
@@ -54,6 +56,8 @@ impl Resumable {
             t.push_on(task, &mut busy);
             self.tasks.push(task.clone());
             self.placed += 1;
+            self.booked =
+                (self.booked).saturating_add(task.walk.as_ref().map_or(0, |w| w.booked()));
             if (k + 1) % every == 0 && k + 1 < tasks.len() {
                 self.snaps.push((k + 1, t.clone(), busy.clone()));
             }

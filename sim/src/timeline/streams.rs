@@ -62,6 +62,15 @@ pub struct Walk {
     pub inputs: Vec<StreamIn>,
 }
 
+impl Walk {
+    /// The steps placing it books: its own steps and its inputs' sends (the work a
+    /// planner's budget counts for it).
+    pub fn booked(&self) -> u64 {
+        let sends: usize = self.inputs.iter().map(|i| i.sends.len()).sum();
+        u64::from(self.steps).saturating_add(sends as u64)
+    }
+}
+
 /// A stream read slice by slice: from the region `region`, held in `buffers` slices.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct StreamIn {

@@ -58,6 +58,24 @@ impl Model {
         producers: &[Option<(Task, u64)>],
     ) -> Result<OpOut, String> {
         self.measured += 1;
+        let out = self.measure_op(i, states, layout, producers);
+        if let Ok(o) = &out {
+            let booked: u64 = (o.tasks.iter().flat_map(|t| &t.walk))
+                .map(|w| w.booked())
+                .fold(0, u64::saturating_add);
+            self.booked = self.booked.saturating_add(booked);
+        }
+        out
+    }
+
+    /// [`Model::measure`]'s measurement.
+    fn measure_op(
+        &mut self,
+        i: usize,
+        states: &[StateId],
+        layout: LayoutId,
+        producers: &[Option<(Task, u64)>],
+    ) -> Result<OpOut, String> {
         let op = self.ops[i].clone();
         let names: Vec<String> = op.reads.iter().map(|&r| self.tensors[r].clone()).collect();
         let helds: Vec<Held> = states.iter().map(|&s| self.held(s)).collect();

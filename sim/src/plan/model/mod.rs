@@ -22,7 +22,9 @@ use crate::ids::RegionId;
 use crate::scenario::{LayoutRef, Op, OpClass, Resolved};
 use crate::timeline::{Resource, Schedule, Task};
 use mnsim_arch::TensorLayout;
-use std::collections::HashMap;
+/// The model's tables hash with a fixed, fast hasher (not SipHash: they are looked up
+/// at every op of every evaluation; iteration order is never relied on).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 
 /// An interned bound layout.
 pub type LayoutId = u32;
@@ -177,6 +179,9 @@ pub struct Model {
     legal_targets: HashMap<(usize, usize, Vec<LayoutId>, LayoutId), Vec<LayoutId>>,
     /// Ops measured (memo misses) and evaluations done.
     pub measured: u64,
+    /// Walk steps and sends booked by the measured ops' tasks and by placements that
+    /// did not resume a timeline ([`Model::work_done`]).
+    booked: u64,
     pub evaluated: u64,
     /// Evaluations decided by their busiest resource alone, without placing their tasks
     /// ([`Model::evaluate_below`]).
@@ -225,19 +230,20 @@ impl Model {
             vars: Vec::new(),
             layouts: Vec::new(),
             layout_text: Vec::new(),
-            layout_ids: HashMap::new(),
+            layout_ids: HashMap::default(),
             footprint: Vec::new(),
             states: Vec::new(),
-            state_ids: HashMap::new(),
-            memo: HashMap::new(),
+            state_ids: HashMap::default(),
+            memo: HashMap::default(),
             coster,
             res: res.clone(),
             initial_dram,
             lm_words,
-            targets: HashMap::new(),
-            legal_targets: HashMap::new(),
-            replicas: HashMap::new(),
+            targets: HashMap::default(),
+            legal_targets: HashMap::default(),
+            replicas: HashMap::default(),
             measured: 0,
+            booked: 0,
             evaluated: 0,
             bounded: 0,
             space,
@@ -245,7 +251,7 @@ impl Model {
             objective: mnsim_reports::Objective::Cycles,
             scratch: Vec::new(),
             resume: Some(Default::default()),
-            generated: HashMap::new(),
+            generated: HashMap::default(),
         };
         let t = |m: &Model, n: &str| -> Result<usize, String> {
             m.index
@@ -640,6 +646,19 @@ impl Model {
             rt.dims_at_bound != rt.runtime_dims,
         )
         .map(|c| c.layout)
+    }
+
+    /// The work done so far, in counts that grow with the time it took (a search's
+    /// budget is spent in them, the same on every machine): evaluations, ops the
+    /// measuring engine ran (measures and the Relayouts it tried), and walk steps and
+    /// sends booked (by measured ops and by evaluations' placements).
+    pub fn work_done(&self) -> (u64, u64, u64) {
+        let placed = self.resume.as_ref().map_or(0, |r| r.booked);
+        (
+            self.evaluated,
+            self.coster.runs,
+            self.booked.saturating_add(placed),
+        )
     }
 
     /// Whether plans are placed from the timeline of the last one, after the tasks they

@@ -100,7 +100,13 @@ impl Model {
         let tasks = &self.scratch[..n];
         match &mut self.resume {
             Some(r) => r.total(tasks, self.schedule, self.lm_words),
-            None => timeline::schedule(tasks, self.schedule, self.lm_words).total(),
+            None => {
+                let booked: u64 = (tasks.iter().flat_map(|t| &t.walk))
+                    .map(|w| w.booked())
+                    .fold(0, u64::saturating_add);
+                self.booked = self.booked.saturating_add(booked);
+                timeline::schedule(tasks, self.schedule, self.lm_words).total()
+            }
         }
     }
 
