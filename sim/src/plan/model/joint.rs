@@ -489,9 +489,9 @@ impl Model {
         out: &mut Vec<Extension>,
     ) {
         let operands = ctx.operands;
-        let machine = self.res.machine.clone();
-        let levels = machine.addressable_levels();
-        let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
+        let names: Vec<String> = (self.res.machine.addressable_levels().iter())
+            .map(|l| l.name.clone())
+            .collect();
         let lm_words = self.lm_words;
         let Some((kern, _, _)) = self.ops[ctx.k].op.kernel() else {
             return;
@@ -573,7 +573,6 @@ impl Model {
         kern: &mnsim_kernels::Kernel,
         names: &[String],
     ) -> Option<Vec<Decided>> {
-        let machine = self.res.machine.clone();
         let n = ctx.operands.len();
         let texts = texts(ctx.operands, s, names)?;
         let mut ids: Vec<LayoutId> = Vec::with_capacity(n);
@@ -588,7 +587,8 @@ impl Model {
             .iter()
             .map(|&i| &self.layouts[i as usize])
             .collect();
-        if !mnsim_kernels::is_legal(kern, &ins, &self.layouts[ids[n - 1] as usize], &machine) {
+        let out = &self.layouts[ids[n - 1] as usize];
+        if !mnsim_kernels::is_legal(kern, &ins, out, &self.res.machine) {
             return None;
         }
         let mut st = ctx.state.to_vec();
@@ -601,16 +601,22 @@ impl Model {
     }
 
     /// `text` bound for tensor `t` and interned.
+    /// Remembered: the beam's states repeat the same strategies, so the same texts.
     fn bind_for(&mut self, t: usize, text: &str) -> Option<LayoutId> {
+        if let Some(&id) = self.bound_texts.get(&(t, text.to_string())) {
+            return id;
+        }
         let rt = &self.res.tensors[&self.tensors[t]];
-        let c = candidates::bind_text(
+        let id = candidates::bind_text(
             &self.res.machine,
             text,
             &rt.dims_at_bound,
             rt.dtype,
             rt.dims_at_bound != rt.runtime_dims,
-        )?;
-        Some(self.intern(t, c.layout))
+        )
+        .map(|c| self.intern(t, c.layout));
+        self.bound_texts.insert((t, text.to_string()), id);
+        id
     }
 }
 

@@ -171,6 +171,8 @@ pub struct Model {
     res: Resolved,
     initial_dram: Vec<bool>,
     lm_words: u64,
+    /// Layout texts the joint seeds bound for a tensor, and what they bound to.
+    bound_texts: HashMap<(usize, String), Option<LayoutId>>,
     /// Relayout targets per tensor, generated on first need.
     targets: HashMap<usize, Vec<LayoutId>>,
     /// Each tensor's fully replicated layout (`None` where it does not fit LM).
@@ -240,6 +242,7 @@ impl Model {
             initial_dram,
             lm_words,
             targets: HashMap::default(),
+            bound_texts: HashMap::default(),
             legal_targets: HashMap::default(),
             replicas: HashMap::default(),
             measured: 0,
