@@ -56,6 +56,12 @@ impl TensorLayout {
         let [inv_mem, inv_w, inv_time] = bind_cell_classes(&classes, word_bytes, slots, dtype)?;
         let footprint_words = b.check_footprint(&classes, word_bytes)?;
         let flat = flat_sub_axes(&groups);
+        let time_span = (groups.iter().flatten())
+            .filter(|s| s.class == Class::Time)
+            .fold(0u64, |a, s| {
+                a.saturating_add((s.size - 1).saturating_mul(s.stride))
+            })
+            .saturating_add(1);
         Ok(TensorLayout(std::sync::Arc::new(super::body::Body {
             logical,
             padded,
@@ -65,6 +71,7 @@ impl TensorLayout {
             word_bytes,
             slots,
             footprint_words,
+            time_span,
             flat,
             inv_mem,
             inv_w,

@@ -128,6 +128,8 @@ mod body {
         pub(in crate::layout) word_bytes: u64,
         pub(in crate::layout) slots: u64,
         pub(in crate::layout) footprint_words: u64,
+        /// Time steps spanned (max step + 1), read at every op a planner walks.
+        pub(in crate::layout) time_span: u64,
         /// Flat list of all sub-axes (group-major) with the radix of each inside its group.
         pub(in crate::layout) flat: Vec<(usize, SubAxis, u64)>,
         pub(in crate::layout) inv_mem: Inverse,

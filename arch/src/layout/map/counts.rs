@@ -72,14 +72,7 @@ impl TensorLayout {
     }
     /// Time steps the layout spans (max step + 1): steps run in sequence.
     pub fn time_span(&self) -> u64 {
-        self.groups
-            .iter()
-            .flatten()
-            .filter(|s| s.class == Class::Time)
-            .fold(0u64, |a, s| {
-                a.saturating_add((s.size - 1).saturating_mul(s.stride))
-            })
-            .saturating_add(1)
+        self.time_span
     }
     /// Padded elements one used PE holds over all time steps.
     pub fn elems_per_pe(&self) -> u64 {

@@ -165,8 +165,10 @@ pub struct Model {
     state_ids: HashMap<(LayoutId, Vec<usize>), StateId>,
     /// Keyed by (op, its inputs' states, its layout, a fingerprint of the tasks of the
     /// kernels whose output streams it reads: their cycles and holds price a re-sent
-    /// slice).
-    memo: HashMap<MemoKey, Result<OpOut, String>>,
+    /// slice); the index of the measurement in `measured_ops`.
+    memo: HashMap<MemoKey, u32>,
+    /// The memo's measurements, in the order they were made.
+    measured_ops: Vec<Result<OpOut, String>>,
     coster: Coster,
     res: Resolved,
     initial_dram: Vec<bool>,
@@ -237,6 +239,7 @@ impl Model {
             states: Vec::new(),
             state_ids: HashMap::default(),
             memo: HashMap::default(),
+            measured_ops: Vec::new(),
             coster,
             res: res.clone(),
             initial_dram,
@@ -673,6 +676,7 @@ impl Model {
     /// Forgets every measured op cost (the next evaluations measure again).
     pub fn clear_memo(&mut self) {
         self.memo.clear();
+        self.measured_ops.clear();
     }
 
     /// Size of the search space (product of candidate counts), saturating.

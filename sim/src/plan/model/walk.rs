@@ -3,7 +3,7 @@
 //! miss), renumbers their LM regions for this plan and places them on the timeline.
 
 use super::super::cost::input_slot;
-use super::{Effect, Eval, Inserted, Key, LayoutId, MemoKey, Model, NO_LAYOUT, OpOut, StateId};
+use super::{Effect, Eval, Inserted, Key, LayoutId, Model, NO_LAYOUT, OpOut, StateId};
 use crate::ids::RegionId;
 use crate::scenario::Op;
 use crate::timeline::{self, Resource, Task};
@@ -232,8 +232,8 @@ impl Model {
                 }
             }
         }
-        let key = self.memo_key(i, states, layout, w);
-        let out = self.memo[&key].as_ref().map_err(Clone::clone)?;
+        let at = self.memo_key(i, states, layout, w);
+        let out = self.measured_ops[at].as_ref().map_err(Clone::clone)?;
         let first = w.ntasks;
         let base = self.append_tasks(i, out, w);
         self.apply_moves(out, (first, base), w, detail)?;
@@ -257,9 +257,10 @@ impl Model {
         self.footprint[self.states[s as usize].0 as usize]
     }
 
-    /// The memo's key of op `i` reading its inputs in `states`, under `layout`, with the
-    /// kernels' streams it reads as `w` has them; measured first on a miss.
-    fn memo_key(&mut self, i: usize, states: Vec<StateId>, layout: LayoutId, w: &State) -> MemoKey {
+    /// Where the memo holds op `i` reading its inputs in `states`, under `layout`, with
+    /// the kernels' streams it reads as `w` has them (in `measured_ops`); measured first
+    /// on a miss.
+    fn memo_key(&mut self, i: usize, states: Vec<StateId>, layout: LayoutId, w: &State) -> usize {
         // The kernels whose output streams this op reads first: their tasks (in
         // `scratch`) and the slices each stream holds (none for most ops: no
         // allocation).
@@ -279,8 +280,8 @@ impl Model {
         // tasks (only a re-send costs one of their slices): it is kept under the
         // buffers alone, so other producers' costs find it.
         let key = (i as u32, states, layout, light_fingerprint(&producers));
-        if self.memo.contains_key(&key) {
-            return key;
+        if let Some(&at) = self.memo.get(&key) {
+            return at as usize;
         }
         let full = (
             key.0,
@@ -288,8 +289,8 @@ impl Model {
             key.2,
             full_fingerprint(&producers, &w.scratch),
         );
-        if self.memo.contains_key(&full) {
-            return full;
+        if let Some(&at) = self.memo.get(&full) {
+            return at as usize;
         }
         let tasks: Vec<Option<(Task, u64)>> = (producers.iter())
             .map(|p| p.and_then(|(k, held)| Some((w.scratch.get(k)?.clone(), held))))
@@ -305,8 +306,10 @@ impl Model {
         } else {
             (full.0, full.1, full.2, key.3)
         };
-        self.memo.insert(key.clone(), out);
-        key
+        let at = self.measured_ops.len();
+        self.measured_ops.push(out);
+        self.memo.insert(key, at as u32);
+        at
     }
 
     /// Appends op `i`'s tasks to the scratch, regions renumbered for this plan: inputs
