@@ -206,6 +206,22 @@ impl Machine {
         out
     }
 
+    /// The names of the addressable levels, root-most first ([`Machine::addressable_levels`]
+    /// without building them: a legality check reads them for every layout it checks).
+    pub fn addressable_names(&self) -> impl Iterator<Item = &str> {
+        self.levels
+            .iter()
+            .filter(|l| l.addressable)
+            .map(|l| l.name.as_str())
+    }
+
+    /// The position among the addressable levels of the one that level `i` folds into
+    /// (the first addressable level at or below it), if any.
+    pub fn addressable_of(&self, i: usize) -> Option<usize> {
+        let at = (i..self.levels.len()).find(|&j| self.levels[j].addressable)?;
+        Some(self.levels[..at].iter().filter(|l| l.addressable).count())
+    }
+
     /// Index of a level by name.
     pub fn level_index(&self, name: &str) -> Option<usize> {
         self.levels.iter().position(|l| l.name == name)

@@ -65,14 +65,13 @@ pub struct Legality {
 /// The addressable level that holds the matrix unit, and whether `k` runs on it in its
 /// compute dtype (see [`crate::precision`]).
 fn unit_of(k: &Kernel, inputs: &[&TensorLayout], out: &TensorLayout, m: &Machine) -> (Unit, usize) {
-    let addr = m.addressable_levels();
-    let leaf = addr.len().saturating_sub(1);
+    let leaf = m.addressable_names().count().saturating_sub(1);
     let ins: Vec<mnsim_arch::DType> = inputs.iter().map(|l| l.dtype()).collect();
     let dtype = crate::precision::compute_dtype(k, &ins, out.dtype());
     if k.is_matmul() && crate::precision::matrix_rate(m, dtype).is_some() {
         let lvl = m
             .level_index(&m.compute.matrix.level)
-            .and_then(|li| addr.iter().position(|a| a.folded.contains(&li)))
+            .and_then(|li| m.addressable_of(li))
             .unwrap_or(leaf);
         (Unit::Mab, lvl)
     } else {
@@ -154,11 +153,14 @@ fn decide(
             ),
         ));
     }
-    let addr = m.addressable_levels();
+    let naddr = m.addressable_names().count();
     let all = inputs.iter().copied().chain(std::iter::once(out));
     for (i, l) in all.enumerate() {
-        let same_levels = l.levels().len() == addr.len()
-            && l.levels().iter().zip(&addr).all(|(u, a)| u.name == a.name);
+        let same_levels = l.levels().len() == naddr
+            && l.levels()
+                .iter()
+                .zip(m.addressable_names())
+                .all(|(u, a)| u.name == a);
         if !same_levels {
             return Err(KernelError::new(
                 ErrorKind::Layout,
@@ -177,8 +179,8 @@ fn decide(
     }
     let (unit, unit_level) = unit_of(k, inputs, out, m);
     if let Kernel::Reshape { .. } | Kernel::Concat { .. } | Kernel::Slice { .. } = k {
-        let leaf = addr.len().saturating_sub(1);
-        if !addr.is_empty() {
+        let leaf = naddr.saturating_sub(1);
+        if naddr > 0 {
             for x in 0..=leaf {
                 match k {
                     Kernel::Concat { axis, .. } => concat_level(k, *axis, inputs, out, &names, x)?,
@@ -216,7 +218,7 @@ fn decide(
         ext,
     };
     let mut partial = Vec::new();
-    if !addr.is_empty() {
+    if naddr > 0 {
         for x in 0..=unit_level {
             match ctx.level(x) {
                 Ok(true) => partial.push(x),

@@ -184,6 +184,8 @@ impl Engine {
         };
         let walk =
             super::streams::plan(Some(&layout), &out_dims, &ins, &reduced).map(|p| (p, false));
+        let steps = walk.as_ref().map_or(0, |(p, _)| p.steps as u64);
+        self.walked = self.walked.saturating_add(steps);
         let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region], walk);
         rep.flops = Some(cost.flops);
         rep.utilisation = cost.utilisation();

@@ -177,6 +177,8 @@ pub struct Engine {
     /// canonical text, stage reports) is not computed.
     measuring: bool,
     /// While measuring: transfers charged in closed form, and those left to per-PE facts.
+    /// Walk steps planned for the ops (a planner counts its work in them).
+    walked: u64,
     closed: [u64; 2],
 }
 
@@ -267,6 +269,7 @@ impl Engine {
             per_element_kernels: false,
             measuring: false,
             closed: [0; 2],
+            walked: 0,
         }
     }
 
@@ -289,6 +292,12 @@ impl Engine {
     /// were left to per-PE facts (the closed form does not apply to them).
     pub fn closed_form_charges(&self) -> (u64, u64) {
         (self.closed[0], self.closed[1])
+    }
+
+    /// Walk steps planned for the ops so far: the work of streaming them, whatever
+    /// became of them (an op that then fails, or a Relayout a planner only tried).
+    pub fn walked(&self) -> u64 {
+        self.walked
     }
 
     /// Declares a tensor. `data` (functional mode) is its initial content in row-major

@@ -305,6 +305,11 @@ impl Coster {
         })
     }
 
+    /// Walk steps the measuring engine planned (see [`Engine::walked`]).
+    pub fn walked(&self) -> u64 {
+        self.eng.walked()
+    }
+
     /// Dynamic joules of what was measured last (a [`Coster::relayout`]).
     pub fn dynamic_j(&self) -> f64 {
         crate::energy::engine_dynamic_j(&self.eng)

@@ -43,15 +43,21 @@ pub const MEASURE_WORK: u64 = 4;
 /// Walk steps and sends booked per unit of work (booking one takes some 40 ns).
 pub const BOOKED_PER_WORK: u64 = 50;
 
+/// Legality checks of candidate Relayout targets per unit of work (one takes some 1 µs;
+/// an illegal kernel scans its input's candidates for a few legal targets).
+pub const CHECKS_PER_WORK: u64 = 2;
+
 /// The work `model` has done so far (see [`Options::work_limit`]): an evaluation counts
-/// 1, a run of the measuring engine [`MEASURE_WORK`], and [`BOOKED_PER_WORK`] walk
-/// steps or sends booked (measuring or placing a plan) count 1. Every count is a
-/// function of the plans evaluated, not of the machine.
+/// 1, a run of the measuring engine [`MEASURE_WORK`], [`BOOKED_PER_WORK`] walk steps or
+/// sends booked (measuring or placing a plan) 1, and [`CHECKS_PER_WORK`] legality checks
+/// of Relayout targets 1. Every count is a function of the plans evaluated, not of the
+/// machine.
 pub fn work(model: &Model) -> u64 {
-    let (evaluated, runs, booked) = model.work_done();
-    evaluated
-        .saturating_add(runs.saturating_mul(MEASURE_WORK))
-        .saturating_add(booked / BOOKED_PER_WORK)
+    let w = model.work_done();
+    w.evaluated
+        .saturating_add(w.runs.saturating_mul(MEASURE_WORK))
+        .saturating_add(w.booked / BOOKED_PER_WORK)
+        .saturating_add(w.legal_checks / CHECKS_PER_WORK)
 }
 
 /// An assignment (a candidate id per variable) and its evaluation.

@@ -310,6 +310,7 @@ impl Model {
                 Some(o) => o,
                 None => ins[0],
             };
+            self.legal_checks += 1;
             if mnsim_kernels::is_legal(&kern, &ins, o, &machine) {
                 legal.push(c);
                 if legal.len() == TARGETS_MEASURED {

@@ -47,6 +47,19 @@ pub struct Var {
     pub ops: Vec<usize>,
 }
 
+/// The work a model has done ([`Model::work_done`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkDone {
+    pub evaluated: u64,
+    /// Ops the measuring engine ran: measures, and the Relayouts it tried.
+    pub runs: u64,
+    /// Walk steps and sends booked, by measured ops and by evaluations' placements, and
+    /// the walk steps the measuring engine planned.
+    pub booked: u64,
+    /// Legality checks of candidate Relayout targets.
+    pub legal_checks: u64,
+}
+
 /// A Relayout the model inserted before a kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inserted {
@@ -183,6 +196,8 @@ pub struct Model {
     legal_targets: HashMap<(usize, usize, Vec<LayoutId>, LayoutId), Vec<LayoutId>>,
     /// Ops measured (memo misses) and evaluations done.
     pub measured: u64,
+    /// Legality checks of relayout targets ([`Model::work_done`]).
+    legal_checks: u64,
     /// Walk steps and sends booked by the measured ops' tasks and by placements that
     /// did not resume a timeline ([`Model::work_done`]).
     booked: u64,
@@ -249,6 +264,7 @@ impl Model {
             legal_targets: HashMap::default(),
             replicas: HashMap::default(),
             measured: 0,
+            legal_checks: 0,
             booked: 0,
             evaluated: 0,
             bounded: 0,
@@ -655,16 +671,15 @@ impl Model {
     }
 
     /// The work done so far, in counts that grow with the time it took (a search's
-    /// budget is spent in them, the same on every machine): evaluations, ops the
-    /// measuring engine ran (measures and the Relayouts it tried), and walk steps and
-    /// sends booked (by measured ops and by evaluations' placements).
-    pub fn work_done(&self) -> (u64, u64, u64) {
+    /// budget is spent in them, the same on every machine).
+    pub fn work_done(&self) -> WorkDone {
         let placed = self.resume.as_ref().map_or(0, |r| r.booked);
-        (
-            self.evaluated,
-            self.coster.runs,
-            self.booked.saturating_add(placed),
-        )
+        WorkDone {
+            evaluated: self.evaluated,
+            runs: self.coster.runs,
+            booked: (self.booked.saturating_add(placed)).saturating_add(self.coster.walked()),
+            legal_checks: self.legal_checks,
+        }
     }
 
     /// Whether plans are placed from the timeline of the last one, after the tasks they
