@@ -12,12 +12,12 @@
 #
 # Usage (from the repository root, after `cargo build --release`):
 #   scenarios/studies/graph_table.sh [WORK] [GRAPH.json|SCENARIO.ron ...]
-# Default: a work budget of 600000 (`mnsim plan --work`, the budget `mnsim run` gives an
+# Default: a work budget of 300000 (`mnsim plan --work`, the budget `mnsim run` gives an
 # imported graph, so the rows are what `run` plans, on any machine), scenarios/graphs/*.ron (GPT attention, the gated MLP, SDPA in
 # f16) and LLaMa attention, JAX-MQA, two matmuls, a layer norm, a softmax and a bias add
 # of ../shared/graphs. Needs `jq`.
 set -eu
-work=${1:-600000}
+work=${1:-300000}
 [ $# -gt 0 ] && shift
 mnsim=${MNSIM:-target/release/mnsim}
 flags=${MNSIM_FLAGS:-}

@@ -27,9 +27,10 @@ pub struct PlanArgs {
     #[arg(long, value_name = "SECONDS")]
     pub time_limit: Option<f64>,
     /// Stop searching after this much work and keep the best found: an evaluation
-    /// counts 1, a run of the measuring engine 4, 50 walk steps booked 1 (some 2–4 µs
-    /// a unit). Unlike a time limit, it stops at the same point on every machine, so
-    /// the plan is the same everywhere. Default: 300,000 when no --time-limit is given.
+    /// counts 1, a run of the measuring engine 4, 50 walk steps 1, 2 legality checks 1
+    /// (some 1.5–4 µs a unit). Unlike a time limit, it stops at the same point on every
+    /// machine, so the plan is the same everywhere. Default: 300,000 when no
+    /// --time-limit is given.
     #[arg(long, value_name = "UNITS")]
     pub work: Option<u64>,
     /// Add the chosen plan to the scenario file under this name.
