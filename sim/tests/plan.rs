@@ -358,6 +358,13 @@ fn a_relayout_is_inserted_where_a_kernel_needs_one() {
     // The inserted op is costed: the per-op cycles (Softmax with its Relayout) add up
     // to the confirmed total.
     assert_eq!(best.op_cycles.iter().sum::<u64>(), best.total_cycles);
+    // Finding it scanned y's candidates for legal targets: work the budget counts.
+    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+    let mut model = mnsim_sim::plan::model::Model::new(&res, Space::default()).unwrap();
+    let pick: Vec<_> = model.vars.iter().map(|v| v.candidates[0]).collect();
+    assert_eq!(model.evaluate(&pick).failure, None);
+    let w = model.work_done();
+    assert!(w.legal_checks > 0 && w.runs >= 2, "{w:?}");
 }
 
 #[test]
@@ -560,6 +567,30 @@ fn resuming_the_last_plans_timeline_changes_no_total() {
             assert!(ran >= 10, "{file}: only {ran} of 300 assignments ran");
         }
     }
+}
+
+/// The search's work (what its budget counts) is a function of the plans evaluated:
+/// two models walking the same plans count the same evaluations, engine runs and
+/// streamed steps. Placing every plan from its first task books more steps than
+/// resuming the last plan's timeline (the tasks a plan shares with it are not placed
+/// again); the evaluations and runs are the same.
+#[test]
+fn the_work_is_a_function_of_the_plans_evaluated() {
+    let (mut on, mut off, picks) = walk_from_hand("double_buffer.ron", Schedule::Overlapped, true);
+    let (mut twin, _, _) = walk_from_hand("double_buffer.ron", Schedule::Overlapped, false);
+    for pick in &picks {
+        on.evaluate(pick);
+        off.evaluate(pick);
+        twin.evaluate(pick);
+    }
+    let (a, b) = (on.work_done(), off.work_done());
+    assert_eq!(a, twin.work_done());
+    assert_eq!(a.evaluated, picks.len() as u64);
+    assert!(a.runs >= on.measured && on.measured > 0, "{a:?}");
+    assert!(a.booked > 0, "double_buffer streams: {a:?}");
+    assert_eq!((b.evaluated, b.runs), (a.evaluated, a.runs));
+    assert!(b.booked > a.booked, "{b:?} {a:?}");
+    assert!(plan::search::work(&on) < plan::search::work(&off));
 }
 
 /// An evaluation the model decides by a bound without placing it (`evaluate_below`) is

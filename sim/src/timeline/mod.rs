@@ -34,7 +34,7 @@ mod tests;
 
 pub use busy::{Booking, Busy, BusyTable, overlap};
 pub use resume::Resumable;
-pub use streams::{StreamIn, Walk, share};
+pub use streams::{StreamIn, Walk, booked, share};
 
 /// How ops are placed in time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

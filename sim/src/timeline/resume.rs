@@ -56,8 +56,8 @@ impl Resumable {
             t.push_on(task, &mut busy);
             self.tasks.push(task.clone());
             self.placed += 1;
-            self.booked =
-                (self.booked).saturating_add(task.walk.as_ref().map_or(0, |w| w.booked()));
+            let booked = super::booked(std::slice::from_ref(task));
+            self.booked = self.booked.saturating_add(booked);
             if (k + 1) % every == 0 && k + 1 < tasks.len() {
                 self.snaps.push((k + 1, t.clone(), busy.clone()));
             }

@@ -71,6 +71,13 @@ impl Walk {
     }
 }
 
+/// The steps placing `tasks` books ([`Walk::booked`] of each walk).
+pub fn booked(tasks: &[super::Task]) -> u64 {
+    (tasks.iter().flat_map(|t| &t.walk))
+        .map(Walk::booked)
+        .fold(0, u64::saturating_add)
+}
+
 /// A stream read slice by slice: from the region `region`, held in `buffers` slices.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct StreamIn {

@@ -60,10 +60,7 @@ impl Model {
         self.measured += 1;
         let out = self.measure_op(i, states, layout, producers);
         if let Ok(o) = &out {
-            let booked: u64 = (o.tasks.iter().flat_map(|t| &t.walk))
-                .map(|w| w.booked())
-                .fold(0, u64::saturating_add);
-            self.booked = self.booked.saturating_add(booked);
+            self.booked = self.booked.saturating_add(timeline::booked(&o.tasks));
         }
         out
     }

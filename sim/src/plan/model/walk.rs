@@ -101,10 +101,7 @@ impl Model {
         match &mut self.resume {
             Some(r) => r.total(tasks, self.schedule, self.lm_words),
             None => {
-                let booked: u64 = (tasks.iter().flat_map(|t| &t.walk))
-                    .map(|w| w.booked())
-                    .fold(0, u64::saturating_add);
-                self.booked = self.booked.saturating_add(booked);
+                self.booked = self.booked.saturating_add(timeline::booked(tasks));
                 timeline::schedule(tasks, self.schedule, self.lm_words).total()
             }
         }
