@@ -58,11 +58,39 @@ impl Model {
         producers: &[Option<(Task, u64)>],
     ) -> Result<OpOut, String> {
         self.measured += 1;
-        let out = self.measure_op(i, states, layout, producers);
-        if let Ok(o) = &out {
+        let mut out = self.measure_op(i, states, layout, producers);
+        if let Ok(o) = &mut out {
             self.booked = self.booked.saturating_add(timeline::booked(&o.tasks));
+            self.share_walks(&mut o.tasks);
         }
         out
+    }
+
+    /// Points the walks of `tasks` at the step vectors the memo holds already where they
+    /// are equal (most are: an op's walk depends on its layouts only, not on what else
+    /// its measurement keys), so that the memo keeps one copy of each.
+    fn share_walks(&mut self, tasks: &mut [Task]) {
+        fn share<T: Eq + std::hash::Hash>(
+            set: &mut super::HashSet<std::sync::Arc<[T]>>,
+            v: &mut std::sync::Arc<[T]>,
+        ) {
+            if v.is_empty() {
+                return;
+            }
+            match set.get(&**v) {
+                Some(kept) => *v = kept.clone(),
+                None => {
+                    set.insert(v.clone());
+                }
+            }
+        }
+        for w in tasks.iter_mut().filter_map(|t| t.walk.as_mut()) {
+            share(&mut self.step_vectors, &mut w.out);
+            for input in &mut w.inputs {
+                share(&mut self.step_vectors, &mut input.need);
+                share(&mut self.send_vectors, &mut input.sends);
+            }
+        }
     }
 
     /// [`Model::measure`]'s measurement.

@@ -25,6 +25,7 @@ use mnsim_arch::TensorLayout;
 /// The model's tables hash with a fixed, fast hasher (not SipHash: they are looked up
 /// at every op of every evaluation; iteration order is never relied on).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// An interned bound layout.
 pub type LayoutId = u32;
@@ -182,6 +183,10 @@ pub struct Model {
     memo: HashMap<MemoKey, u32>,
     /// The memo's measurements, in the order they were made.
     measured_ops: Vec<Result<OpOut, String>>,
+    /// The walks' step and send vectors the memo holds, one copy of each
+    /// ([`Model::share_walks`]).
+    step_vectors: HashSet<std::sync::Arc<[u32]>>,
+    send_vectors: HashSet<std::sync::Arc<[(u32, Option<u32>)]>>,
     coster: Coster,
     res: Resolved,
     initial_dram: Vec<bool>,
@@ -255,6 +260,8 @@ impl Model {
             state_ids: HashMap::default(),
             memo: HashMap::default(),
             measured_ops: Vec::new(),
+            step_vectors: HashSet::default(),
+            send_vectors: HashSet::default(),
             coster,
             res: res.clone(),
             initial_dram,
