@@ -26,6 +26,8 @@ use mnsim_arch::TensorLayout;
 /// at every op of every evaluation; iteration order is never relied on).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
+/// A stream's sends as a walk holds them ([`crate::timeline::StreamIn::sends`]).
+type Sends = std::sync::Arc<[(u32, Option<u32>)]>;
 
 /// An interned bound layout.
 pub type LayoutId = u32;
@@ -186,7 +188,7 @@ pub struct Model {
     /// The walks' step and send vectors the memo holds, one copy of each
     /// ([`Model::share_walks`]).
     step_vectors: HashSet<std::sync::Arc<[u32]>>,
-    send_vectors: HashSet<std::sync::Arc<[(u32, Option<u32>)]>>,
+    send_vectors: HashSet<Sends>,
     coster: Coster,
     res: Resolved,
     initial_dram: Vec<bool>,
