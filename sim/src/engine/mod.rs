@@ -176,9 +176,9 @@ pub struct Engine {
     /// (per-port statistics, PEs' ready cycles and their percentiles, the layout's
     /// canonical text, stage reports) is not computed.
     measuring: bool,
-    /// While measuring: transfers charged in closed form, and those left to per-PE facts.
     /// Walk steps planned for the ops (a planner counts its work in them).
     walked: u64,
+    /// While measuring: transfers charged in closed form, and those left to per-PE facts.
     closed: [u64; 2],
 }
 

@@ -229,7 +229,7 @@ impl Model {
                 }
             }
         }
-        let at = self.memo_key(i, states, layout, w);
+        let at = self.memo_index(i, states, layout, w);
         let out = self.measured_ops[at].as_ref().map_err(Clone::clone)?;
         let first = w.ntasks;
         let base = self.append_tasks(i, out, w);
@@ -257,7 +257,7 @@ impl Model {
     /// Where the memo holds op `i` reading its inputs in `states`, under `layout`, with
     /// the kernels' streams it reads as `w` has them (in `measured_ops`); measured first
     /// on a miss.
-    fn memo_key(&mut self, i: usize, states: Vec<StateId>, layout: LayoutId, w: &State) -> usize {
+    fn memo_index(&mut self, i: usize, states: Vec<StateId>, layout: LayoutId, w: &State) -> usize {
         // The kernels whose output streams this op reads first: their tasks (in
         // `scratch`) and the slices each stream holds (none for most ops: no
         // allocation).

@@ -1,0 +1,148 @@
+//! The model's interned layouts and states: candidates generated once per shape, a
+//! layout interned by (shape, canonical text), a state by (layout, partial levels).
+
+use super::super::candidates;
+use super::super::cost::Held;
+use super::{LayoutId, Model, ShapeKey, StateId};
+use crate::scenario::Resolved;
+use mnsim_arch::TensorLayout;
+
+impl Model {
+    /// The shape key of tensor `t`: its dims, dtype and whether it is padded.
+    pub(super) fn shape_key(&self, t: usize) -> ShapeKey {
+        let rt = &self.res.tensors[&self.tensors[t]];
+        (
+            rt.dims_at_bound.clone(),
+            rt.dtype,
+            rt.dims_at_bound != rt.runtime_dims,
+        )
+    }
+
+    /// Candidates of tensor `t` (before pruning), interned, the core first, and how many
+    /// are core; tensors of one shape and dtype share them (generated once).
+    pub(super) fn generate(&mut self, t: usize) -> (Vec<LayoutId>, usize) {
+        let key = self.shape_key(t);
+        if let Some(c) = self.generated.get(&key) {
+            return c.clone();
+        }
+        let c = candidates::generate(&self.res.machine, &key.0, key.1, key.2, self.space);
+        self.intern_generated(key, c)
+    }
+
+    /// Interns the candidates `c` generated for shape `key`, the core first as
+    /// generated, and keeps them for the shape: their ids and how many are core.
+    pub(super) fn intern_generated(
+        &mut self,
+        key: ShapeKey,
+        c: Vec<candidates::Candidate>,
+    ) -> (Vec<LayoutId>, usize) {
+        if let Some(g) = self.generated.get(&key) {
+            return g.clone();
+        }
+        let core = c.iter().filter(|c| c.core).count();
+        let ids: Vec<LayoutId> = c
+            .into_iter()
+            .map(|c| self.intern_as(&key, c.text, c.layout))
+            .collect();
+        self.generated.insert(key, (ids.clone(), core));
+        (ids, core)
+    }
+
+    /// Interns a bound layout of tensor `t`.
+    pub fn intern(&mut self, t: usize, l: TensorLayout) -> LayoutId {
+        let key = self.shape_key(t);
+        let text = l.canonical();
+        self.intern_as(&key, text, l)
+    }
+
+    /// Interns layout `l` (canonical text `text`) of a tensor of shape `key`.
+    pub(super) fn intern_as(&mut self, key: &ShapeKey, text: String, l: TensorLayout) -> LayoutId {
+        if let Some(&id) = self.layout_ids.get(&(key.clone(), text.clone())) {
+            return id;
+        }
+        let id = self.layouts.len() as LayoutId;
+        self.footprint.push(l.footprint_words());
+        self.layouts.push(l);
+        self.layout_text.push(text.clone());
+        self.layout_ids.insert((key.clone(), text), id);
+        id
+    }
+
+    /// Binds `text` for the tensor of variable `v` and adds it to its candidates (first)
+    /// if it is not there. `None` if it does not bind.
+    pub fn seed(&mut self, v: usize, layout: &TensorLayout) -> LayoutId {
+        let t = self.index[&self.vars[v].tensor];
+        let id = self.intern(t, layout.clone());
+        if !self.vars[v].candidates.contains(&id) {
+            self.vars[v].candidates.insert(0, id);
+            self.vars[v].core += 1;
+        }
+        id
+    }
+
+    /// The stream variant of layout `id` of variable `v` in `steps` `Time` steps that
+    /// steps no axis `skip` ([`candidates::streamed`]), added to its candidates; `None`
+    /// if it has none.
+    pub fn streamed(
+        &mut self,
+        v: usize,
+        id: LayoutId,
+        (skip, steps): (Option<usize>, u64),
+    ) -> Option<LayoutId> {
+        let t = self.index[&self.vars[v].tensor];
+        let key = self.shape_key(t);
+        let c = candidates::streamed(
+            &self.res.machine,
+            &self.layouts[id as usize],
+            (&key.0, key.1, key.2),
+            skip,
+            steps,
+        )?;
+        Some(self.seed(v, &c.layout))
+    }
+
+    /// The largest rank of a variable's tensor.
+    pub fn max_rank(&self) -> usize {
+        self.vars
+            .iter()
+            .map(|v| self.res.tensors[&v.tensor].dims_at_bound.len())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Layouts interned so far (candidates, relayout targets, measured outputs).
+    pub fn layout_count(&self) -> usize {
+        self.layouts.len()
+    }
+
+    pub fn layout(&self, id: LayoutId) -> &TensorLayout {
+        &self.layouts[id as usize]
+    }
+
+    pub fn text(&self, id: LayoutId) -> &str {
+        &self.layout_text[id as usize]
+    }
+
+    /// The resolved program the model was built from.
+    pub fn resolved(&self) -> &Resolved {
+        &self.res
+    }
+
+    pub(super) fn state(&mut self, l: LayoutId, partial: Vec<usize>) -> StateId {
+        if let Some(&s) = self.state_ids.get(&(l, partial.clone())) {
+            return s;
+        }
+        let s = self.states.len() as StateId;
+        self.states.push((l, partial.clone()));
+        self.state_ids.insert((l, partial), s);
+        s
+    }
+
+    pub(super) fn held(&self, s: StateId) -> Held {
+        let (l, p) = &self.states[s as usize];
+        Held {
+            layout: self.layouts[*l as usize].clone(),
+            partial: p.clone(),
+        }
+    }
+}
