@@ -215,6 +215,12 @@ impl Machine {
             .map(|l| l.name.as_str())
     }
 
+    /// How many levels are addressable ([`Machine::addressable_levels`]' length, without
+    /// building them).
+    pub fn addressable_count(&self) -> usize {
+        self.levels.iter().filter(|l| l.addressable).count()
+    }
+
     /// The position among the addressable levels of the one that level `i` folds into
     /// (the first addressable level at or below it), if any.
     pub fn addressable_of(&self, i: usize) -> Option<usize> {

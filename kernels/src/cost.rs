@@ -118,7 +118,7 @@ pub fn cost(
     }
     let rt: Vec<&[u64]> = runtime.map_or(logical, <[&[u64]]>::to_vec);
     let out_rt = output_shape(k, &rt)?;
-    let leaf = m.addressable_levels().len().saturating_sub(1);
+    let leaf = m.addressable_count().saturating_sub(1);
 
     if let Kernel::Conv(c) = k {
         return crate::conv::cost(c, inputs, out, legality, m, dtype, &rt);

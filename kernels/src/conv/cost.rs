@@ -30,7 +30,7 @@ pub(crate) fn cost(
             Some((*mx.flops.get(&dtype)?, *mx.tile.get(&dtype)?))
         })
         .flatten();
-    let leaf = m.addressable_levels().len().saturating_sub(1);
+    let leaf = m.addressable_count().saturating_sub(1);
     let u = if matrix.is_some() {
         legality.unit_level
     } else {

@@ -65,7 +65,7 @@ pub struct Legality {
 /// The addressable level that holds the matrix unit, and whether `k` runs on it in its
 /// compute dtype (see [`crate::precision`]).
 fn unit_of(k: &Kernel, inputs: &[&TensorLayout], out: &TensorLayout, m: &Machine) -> (Unit, usize) {
-    let leaf = m.addressable_names().count().saturating_sub(1);
+    let leaf = m.addressable_count().saturating_sub(1);
     let ins: Vec<mnsim_arch::DType> = inputs.iter().map(|l| l.dtype()).collect();
     let dtype = crate::precision::compute_dtype(k, &ins, out.dtype());
     if k.is_matmul() && crate::precision::matrix_rate(m, dtype).is_some() {
@@ -153,7 +153,7 @@ fn decide(
             ),
         ));
     }
-    let naddr = m.addressable_names().count();
+    let naddr = m.addressable_count();
     let all = inputs.iter().copied().chain(std::iter::once(out));
     for (i, l) in all.enumerate() {
         let same_levels = l.levels().len() == naddr

@@ -603,7 +603,7 @@ impl Model {
     /// `text` bound for tensor `t` and interned.
     /// Remembered: the beam's states repeat the same strategies, so the same texts.
     fn bind_for(&mut self, t: usize, text: &str) -> Option<LayoutId> {
-        if let Some(&id) = self.bound_texts.get(&(t, text.to_string())) {
+        if let Some(&id) = self.bound_texts.get(&t).and_then(|m| m.get(text)) {
             return id;
         }
         let rt = &self.res.tensors[&self.tensors[t]];
@@ -615,7 +615,7 @@ impl Model {
             rt.dims_at_bound != rt.runtime_dims,
         )
         .map(|c| self.intern(t, c.layout));
-        self.bound_texts.insert((t, text.to_string()), id);
+        (self.bound_texts.entry(t).or_default()).insert(text.to_string(), id);
         id
     }
 }

@@ -195,7 +195,7 @@ pub struct Model {
     initial_dram: Vec<bool>,
     lm_words: u64,
     /// Layout texts the joint seeds bound for a tensor, and what they bound to.
-    bound_texts: HashMap<(usize, String), Option<LayoutId>>,
+    bound_texts: HashMap<usize, HashMap<String, Option<LayoutId>>>,
     /// Relayout targets per tensor, generated on first need.
     targets: HashMap<usize, Vec<LayoutId>>,
     /// Each tensor's fully replicated layout (`None` where it does not fit LM).
