@@ -569,6 +569,55 @@ fn resuming_the_last_plans_timeline_changes_no_total() {
     }
 }
 
+/// The search's measurements keep a short error for a kernel its layouts make illegal
+/// (building the explanation costs more than the measurement); the failure a user is
+/// shown is explained, word for word as a run of that assignment says it.
+#[test]
+fn a_failure_shown_is_explained_as_the_run_explains_it() {
+    let text = r#"Scenario(
+    name: "illegal input",
+    machine: Preset("toy4"),
+    mode: Timing,
+    tensors: {
+        "x": (dtype: F32, shape: "f32[8,4]", init: Random(seed: 1)),
+        "p": (dtype: F32, shape: "f32[8,4]"),
+    },
+    program: [
+        Load(tensor: "x", layout: "$x"),
+        Softmax(input: "x", axis: 1, out: "p", layout: "((8), (4))"),
+        Store(tensor: "p"),
+    ],
+    plans: {"auto": {"x": Any}},
+)"#;
+    let (sc, src) = parsed(text, "f.ron");
+    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+    let mut model = mnsim_sim::plan::model::Model::new(&res, Space::default()).unwrap();
+    // A candidate of x the Softmax cannot read as it is (x's first reader: no Relayout).
+    let failing = (model.vars[0].candidates.clone().into_iter())
+        .map(|c| (c, model.evaluate(&[c]).failure))
+        .find(|(_, f)| f.as_ref().is_some_and(|(at, _)| *at == 1));
+    let (c, Some((_, short))) = failing.expect("a candidate of x splits the softmax axis") else {
+        unreachable!()
+    };
+    let evaluated = model.evaluated;
+    let (at, explained) = model.explained_failure(&[c]).unwrap();
+    assert_eq!((at, model.evaluated), (1, evaluated));
+    assert!(explained.len() > short.len(), "{explained} / {short}");
+    // The run of that assignment fails at the Softmax with the same words.
+    let mut s = sc.clone();
+    let auto = s.plans.get_mut("auto").unwrap();
+    auto.insert("x".into(), PlanValue::Layout(model.text(c).to_string()));
+    let mut res = scenario::resolve(&s, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+    res.mode = Mode::Timing;
+    let run = mnsim_sim::run::run(&res)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(run.contains(&explained), "run: {run}\nplanner: {explained}");
+    // Evaluated again after that, the same failure (explained or not) ranks the same.
+    assert_eq!(model.evaluate(&[c]).failure.map(|f| f.0), Some(1));
+}
+
 /// The search's work (what its budget counts) is a function of the plans evaluated:
 /// two models walking the same plans count the same evaluations, engine runs and
 /// streamed steps. Placing every plan from its first task books more steps than

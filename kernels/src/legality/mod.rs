@@ -120,7 +120,19 @@ pub fn check(
 /// Whether [`check`] would accept the layouts, without building its message: what the
 /// planner asks of thousands of candidates (an illegal one costs no formatting).
 pub fn is_legal(k: &Kernel, inputs: &[&TensorLayout], out: &TensorLayout, m: &Machine) -> bool {
-    decide(k, inputs, out, m, &[], false).is_ok()
+    check_unexplained(k, inputs, out, m).is_ok()
+}
+
+/// [`check`] without a broken level rule's message: its error carries the kind, the
+/// operand and the level, and no text. What the planner's measuring engine asks of the
+/// combinations it tries, most of whose failures nobody reads.
+pub fn check_unexplained(
+    k: &Kernel,
+    inputs: &[&TensorLayout],
+    out: &TensorLayout,
+    m: &Machine,
+) -> Result<Legality, KernelError> {
+    decide(k, inputs, out, m, &[], false)
 }
 
 /// [`check`]; a broken level rule is explained only when `explain` is set (otherwise its

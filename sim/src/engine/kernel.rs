@@ -95,17 +95,21 @@ impl Engine {
         let in_layouts: Vec<&TensorLayout> = res.iter().map(|r| &r.layout).collect();
         let mut names: Vec<&str> = inputs.to_vec();
         names.push(out);
-        let legal = mnsim_kernels::check(k, &in_layouts, &layout, &self.machine, &names).map_err(
-            |error| SimError::Kernel {
-                // The kernels' messages name the kernel already (`Binary Add: ...`).
-                context: if error.message.starts_with(op) {
-                    String::new()
-                } else {
-                    format!("{op}: ")
-                },
-                error,
+        let legal = if self.explaining {
+            mnsim_kernels::check(k, &in_layouts, &layout, &self.machine, &names)
+        } else {
+            mnsim_kernels::check_unexplained(k, &in_layouts, &layout, &self.machine)
+                .map_err(|e| unexplained(e, &self.machine))
+        };
+        let legal = legal.map_err(|error| SimError::Kernel {
+            // The kernels' messages name the kernel already (`Binary Add: ...`).
+            context: if error.message.starts_with(op) {
+                String::new()
+            } else {
+                format!("{op}: ")
             },
-        )?;
+            error,
+        })?;
         let cost = mnsim_kernels::cost(
             k,
             &in_layouts,
@@ -202,4 +206,19 @@ impl Engine {
         });
         Ok(rep)
     }
+}
+
+/// `e` from [`mnsim_kernels::check_unexplained`], with a short message: the level at
+/// which the operands' layouts do not line up.
+fn unexplained(
+    mut e: mnsim_kernels::KernelError,
+    m: &mnsim_arch::Machine,
+) -> mnsim_kernels::KernelError {
+    if let mnsim_kernels::ErrorKind::Illegal { level, .. } = e.kind
+        && e.message.is_empty()
+    {
+        let lv = m.addressable_names().nth(level).unwrap_or("?");
+        e.message = format!("the operands' layouts do not line up at {lv}");
+    }
+    e
 }

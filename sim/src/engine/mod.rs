@@ -176,6 +176,8 @@ pub struct Engine {
     /// (per-port statistics, PEs' ready cycles and their percentiles, the layout's
     /// canonical text, stage reports) is not computed.
     measuring: bool,
+    /// An illegal kernel's error explains the fix ([`Engine::set_explaining`]).
+    explaining: bool,
     /// Walk steps planned for the ops (a planner counts its work in them).
     walked: u64,
     /// While measuring: transfers charged in closed form, and those left to per-PE facts.
@@ -268,6 +270,7 @@ impl Engine {
             positions,
             per_element_kernels: false,
             measuring: false,
+            explaining: true,
             closed: [0; 2],
             walked: 0,
         }
@@ -286,6 +289,14 @@ impl Engine {
     /// reads (per-port statistics, ready-cycle percentiles, layout and stage texts).
     pub fn set_measuring(&mut self, on: bool) {
         self.measuring = on;
+    }
+
+    /// With `false`, a kernel its layouts make illegal fails with a short message (which
+    /// operand, which level) instead of the one that explains the fix: the planner tries
+    /// thousands of illegal combinations and reads few of their messages, and building
+    /// one costs more than the rest of its measurement.
+    pub fn set_explaining(&mut self, on: bool) {
+        self.explaining = on;
     }
 
     /// While measuring, how many transfers were charged in closed form, and how many

@@ -91,6 +91,7 @@ impl Coster {
     pub fn new(res: &Resolved) -> Result<Coster, SimError> {
         let mut eng = Engine::new(res.machine.clone(), Mode::Timing);
         eng.set_measuring(true);
+        eng.set_explaining(false);
         for (name, t) in &res.tensors {
             let layout = t
                 .shape
@@ -303,6 +304,12 @@ impl Coster {
             tasks: self.tasks_from(first_task, loaded_words),
             dynamic_j: crate::energy::engine_dynamic_j(&self.eng) - loads_j,
         })
+    }
+
+    /// Whether an illegal kernel's error explains the fix (off by default: see
+    /// [`Engine::set_explaining`]).
+    pub fn set_explaining(&mut self, on: bool) {
+        self.eng.set_explaining(on);
     }
 
     /// Walk steps the measuring engine planned (see [`Engine::walked`]).

@@ -225,8 +225,14 @@ pub(super) fn confirm(
         if over && k < found.len() && !best.is_empty() {
             continue;
         }
-        if let Some((i, m)) = &f.eval.failure {
-            last_error.get_or_insert_with(|| format!("op {i}: {m}"));
+        if f.eval.failure.is_some() {
+            if last_error.is_none() {
+                let explained = model.explained_failure(&f.pick);
+                let (i, m) = explained
+                    .or_else(|| f.eval.failure.clone())
+                    .unwrap_or_default();
+                last_error = Some(format!("op {i}: {m}"));
+            }
             continue;
         }
         match planned(model, res, &f.pick) {

@@ -213,6 +213,9 @@ pub struct Model {
     /// Evaluations decided by their busiest resource alone, without placing their tasks
     /// ([`Model::evaluate_below`]).
     pub bounded: u64,
+    /// Failed measurements are measured again with their errors explained
+    /// ([`Model::explained_failure`]).
+    explaining: bool,
     space: Space,
     /// How the scored plan's tasks are placed in time (the scenario's schedule).
     pub schedule: Schedule,
@@ -278,6 +281,7 @@ impl Model {
             booked: 0,
             evaluated: 0,
             bounded: 0,
+            explaining: false,
             space,
             schedule: res.schedule,
             objective: mnsim_reports::Objective::Cycles,

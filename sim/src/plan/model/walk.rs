@@ -73,6 +73,22 @@ impl Model {
         }
     }
 
+    /// Why `pick` fails, if it does: the op and its error, explained as a run would
+    /// (the search's measurements keep short errors: see `Coster::set_explaining`).
+    /// Not an evaluation: the counts stay as they were.
+    pub fn explained_failure(&mut self, pick: &[LayoutId]) -> Option<(usize, String)> {
+        self.explaining = true;
+        self.coster.set_explaining(true);
+        let walked = self.walk(pick, None);
+        self.explaining = false;
+        self.coster.set_explaining(false);
+        self.evaluated -= 1;
+        match walked {
+            Walked::Failed { at, msg, .. } => Some((at, msg)),
+            Walked::Done { .. } => None,
+        }
+    }
+
     /// Evaluates `pick`, also listing per op cycles and the inserted relayouts.
     pub fn explain(&mut self, pick: &[LayoutId]) -> (Eval, Vec<u64>, Vec<Inserted>) {
         let mut detail = (Vec::new(), Vec::new());
@@ -277,8 +293,21 @@ impl Model {
         // tasks (only a re-send costs one of their slices): it is kept under the
         // buffers alone, so other producers' costs find it.
         let key = (i as u32, states, layout, light_fingerprint(&producers));
-        if let Some(&at) = self.memo.get(&key) {
-            return at as usize;
+        let tasks = |w: &State| -> Vec<Option<(Task, u64)>> {
+            (producers.iter())
+                .map(|p| p.and_then(|(k, held)| Some((w.scratch.get(k)?.clone(), held))))
+                .collect()
+        };
+        let hit = self.memo.get(&key).copied().or_else(|| {
+            let full = full_fingerprint(&producers, &w.scratch);
+            self.memo.get(&(key.0, key.1.clone(), key.2, full)).copied()
+        });
+        if let Some(at) = hit {
+            let at = at as usize;
+            if self.explaining && self.measured_ops[at].is_err() {
+                self.measured_ops[at] = self.measure(i, &key.1, layout, &tasks(w));
+            }
+            return at;
         }
         let full = (
             key.0,
@@ -286,13 +315,7 @@ impl Model {
             key.2,
             full_fingerprint(&producers, &w.scratch),
         );
-        if let Some(&at) = self.memo.get(&full) {
-            return at as usize;
-        }
-        let tasks: Vec<Option<(Task, u64)>> = (producers.iter())
-            .map(|p| p.and_then(|(k, held)| Some((w.scratch.get(k)?.clone(), held))))
-            .collect();
-        let out = self.measure(i, &full.1, layout, &tasks);
+        let out = self.measure(i, &full.1, layout, &tasks(w));
         let resends = out.as_ref().is_ok_and(|o| {
             (o.tasks.iter().flat_map(|t| &t.walk))
                 .flat_map(|w| &w.inputs)
