@@ -712,3 +712,28 @@ fn a_level_name_in_the_wrong_case_gets_a_suggestion() {
         assert!(e.to_string().contains(want), "{text}: {e}");
     }
 }
+
+/// A layout's hash follows equality: texts that bind to the same layout (written
+/// differently) hash the same, and layouts that differ in any part (a level, a stride,
+/// the dtype) compare unequal. Tables keyed by layouts (the engine's Load memo) rely on it.
+#[test]
+fn equal_layouts_hash_equal() {
+    use std::hash::{BuildHasher, RandomState};
+    let m = machine("toy4");
+    let s = RandomState::new();
+    let a = bind("((8), (4_PE))", &m, &[8, 4], DType::F32);
+    let b = bind(&a.canonical(), &m, &[8, 4], DType::F32);
+    assert_eq!(a, b);
+    assert_eq!(s.hash_one(&a), s.hash_one(&b));
+    let others = [
+        bind("((4_PE, 2), (4))", &m, &[8, 4], DType::F32),
+        bind("((2, 4_PE), (4))", &m, &[8, 4], DType::F32),
+        bind("((8), (4_PE))", &m, &[8, 4], DType::F16),
+    ];
+    for (i, x) in others.iter().enumerate() {
+        assert_ne!(&a, x, "{i}");
+        for y in &others[i + 1..] {
+            assert_ne!(x, y);
+        }
+    }
+}

@@ -63,7 +63,7 @@ pub enum Class {
 }
 
 /// A sub-axis with its stride resolved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SubAxis {
     pub size: u64,
     pub class: Class,
@@ -71,7 +71,7 @@ pub struct SubAxis {
 }
 
 /// How one addressable level is used by a layout.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LevelUse {
     pub name: String,
     /// Positions among siblings (folded fan-out).
@@ -105,6 +105,19 @@ impl std::ops::Deref for TensorLayout {
     type Target = body::Body;
     fn deref(&self) -> &body::Body {
         &self.0
+    }
+}
+
+/// Hashes what defines the layout (its shape, sub-axes, levels, dtype and word); the
+/// rest of the body follows from them, so equal layouts hash equal. Cheaper than keying
+/// a table by the canonical text.
+impl std::hash::Hash for TensorLayout {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.logical.hash(h);
+        self.0.groups.hash(h);
+        self.0.levels.hash(h);
+        self.0.dtype.hash(h);
+        self.0.word_bytes.hash(h);
     }
 }
 

@@ -168,7 +168,7 @@ pub struct Engine {
     /// Timing mode: a Load's charge and walk by (tensor, layout), which depend on
     /// nothing else the engine holds; kept across [`Engine::clear`], so the planner's
     /// measurements, which load a stream before its reader, compute each once.
-    load_memo: std::collections::HashMap<(String, String), LoadCharge>,
+    load_memo: std::collections::HashMap<String, LoadMemo>,
     /// Functional mode: evaluate every kernel element by element, matrix contractions
     /// and convolutions included (see [`Engine::set_per_element_kernels`]).
     per_element_kernels: bool,
@@ -183,6 +183,10 @@ pub struct Engine {
     /// While measuring: transfers charged in closed form, and those left to per-PE facts.
     closed: [u64; 2],
 }
+
+/// A tensor's Loads by layout (hashed with a fixed, fast hasher: the planner looks a
+/// layout up for every Load it measures).
+type LoadMemo = std::collections::HashMap<TensorLayout, LoadCharge, foldhash::fast::FixedState>;
 
 /// What a Load of one tensor in one layout is charged, and how it walks its steps.
 type LoadCharge = (net::Cost, Option<(lowering::walk::WalkPlan, bool)>);

@@ -78,8 +78,10 @@ impl Engine {
             self.free(name)?;
         }
         let (offset, words, region) = self.allocate(name, &layout)?;
-        let key = (self.mode == Mode::Timing).then(|| (name.to_string(), layout.canonical()));
-        let memo = key.as_ref().and_then(|k| self.load_memo.get(k)).cloned();
+        let memoised = self.mode == Mode::Timing;
+        let memo = (self.load_memo.get(name).filter(|_| memoised))
+            .and_then(|m| m.get(&layout))
+            .cloned();
         let (c, walk) = match memo {
             Some(charge) => charge,
             None => {
@@ -110,8 +112,9 @@ impl Engine {
                     }
                 };
                 let walk = plan(Some(&layout), layout.logical_shape(), &[], &[]).map(|p| (p, true));
-                if let Some(k) = key {
-                    self.load_memo.insert(k, (c.clone(), walk.clone()));
+                if memoised {
+                    (self.load_memo.entry(name.to_string()).or_default())
+                        .insert(layout.clone(), (c.clone(), walk.clone()));
                 }
                 (c, walk)
             }

@@ -192,6 +192,19 @@ type Decided = Option<LayoutId>;
 /// A state extended at a kernel.
 type Extension = Vec<Decided>;
 
+/// One of a kernel's strategies with its operands' layouts bound (inputs, then the
+/// output), and whether the kernel is legal on them (asked when a state first agrees
+/// with them).
+struct Bound {
+    ids: Vec<LayoutId>,
+    legal: Option<bool>,
+}
+
+/// A kernel's strategies bound, once for every state of the beam: those that give
+/// every level up to the kernel's unit a variable, then the others (each list built
+/// when first needed).
+type Strategies = [Option<Vec<Bound>>; 2];
+
 /// Kernel `k`'s operands in one state: who decides each (a variable, or a fixed layout
 /// or nothing), the layouts known, the operands still free.
 struct Ctx<'a> {
@@ -236,8 +249,9 @@ impl Model {
             // cannot be kept (the sort below is stable), so it need not be placed.
             let mut kept: BinaryHeap<Key> = BinaryHeap::new();
             let mut seen: HashSet<Vec<Decided>> = HashSet::new();
+            let mut strategies: Strategies = [None, None];
             'states: for (state, _) in &beam {
-                for ext in self.extensions(k, &shape, state) {
+                for ext in self.extensions(k, &shape, state, &mut strategies) {
                     if !seen.insert(ext.clone()) {
                         continue;
                     }
@@ -381,14 +395,16 @@ impl Model {
         }
     }
 
-    /// The states that extend `state` at kernel `k`.
+    /// The states that extend `state` at kernel `k` (`strategies`: the kernel's, bound
+    /// as far as earlier states needed them).
     fn extensions(
         &mut self,
         k: usize,
         shape: &(Vec<Operand>, Vec<u64>),
         state: &[Decided],
+        strategies: &mut Strategies,
     ) -> Vec<Extension> {
-        let (operands, ext) = shape;
+        let (operands, _) = shape;
         let Some(ctx) = self.ctx(k, operands, state) else {
             return Vec::new();
         };
@@ -415,24 +431,61 @@ impl Model {
                 }
             }
         }
-        let levels = self.res.machine.addressable_levels();
-        let fanouts: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
-        let Some((kern, _, _)) = self.ops[k].op.kernel() else {
-            return out;
-        };
         // Strategies that give every level a variable first (a level none takes
         // repeats the kernel's work on each of its positions), then the others, only
         // when none of the first is legal.
-        let unit = self.unit_level(&kern, &levels);
-        let (full, idle): (Vec<_>, Vec<_>) = splits(ext, &fanouts)
-            .into_iter()
-            .partition(|s| s.iter().take(unit + 1).all(Option::is_some));
         let before = out.len();
-        for (pass, list) in [full, idle].into_iter().enumerate() {
+        for (pass, list) in strategies.iter_mut().enumerate() {
             if pass == 1 && out.len() > before {
                 break;
             }
-            self.strategies_of(&ctx, ext, list, &mut out);
+            let list = list.get_or_insert_with(|| self.bound_strategies(k, shape, pass == 0));
+            self.agreeing(&ctx, list, &mut out);
+        }
+        out
+    }
+
+    /// Kernel `k`'s strategies (`full`: those that give every level up to its unit a
+    /// variable; else the others), each with the fewest `Time` steps that make its
+    /// operands fit LM, and their layouts bound; a strategy that does not divide an
+    /// operand or whose layouts do not bind is left out.
+    fn bound_strategies(
+        &mut self,
+        k: usize,
+        (operands, ext): &(Vec<Operand>, Vec<u64>),
+        full: bool,
+    ) -> Vec<Bound> {
+        let levels = self.res.machine.addressable_levels();
+        let fanouts: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
+        let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
+        let Some((kern, _, _)) = self.ops[k].op.kernel() else {
+            return Vec::new();
+        };
+        let unit = self.unit_level(&kern, &levels);
+        let mut out: Vec<Bound> = Vec::new();
+        let mut seen: HashSet<Vec<LayoutId>> = HashSet::new();
+        let list = splits(ext, &fanouts)
+            .into_iter()
+            .filter(|s| s.iter().take(unit + 1).all(Option::is_some) == full);
+        for split in list {
+            let mut s = Strategy {
+                split,
+                time: Vec::new(),
+            };
+            for time in self.time_options(operands, ext, &s) {
+                s.time = time;
+                let Some(texts) = texts(operands, &s, &names) else {
+                    continue;
+                };
+                let ids: Option<Vec<LayoutId>> = (operands.iter().zip(&texts))
+                    .map(|(op, (text, _))| self.bind_for(op.tensor, text))
+                    .collect();
+                if let Some(ids) = ids
+                    && seen.insert(ids.clone())
+                {
+                    out.push(Bound { ids, legal: None });
+                }
+            }
         }
         out
     }
@@ -479,125 +532,107 @@ impl Model {
         levels.iter().position(|l| l.name == lvl).unwrap_or(leaf)
     }
 
-    /// Adds to `out` the states that the strategies of `list` give `ctx.state` at kernel
-    /// `ctx.k`.
-    fn strategies_of(
-        &mut self,
-        ctx: &Ctx<'_>,
+    /// The `Time` steps strategy `s` may take (its own `time` ignored): none when the
+    /// operands fit LM together; else the fewest steps of one variable that make them
+    /// fit; else every pair of step counts of two variables (powers of two up to
+    /// `MAX_STEPS`) that fits and halving neither of which does. Empty when `s` does
+    /// not divide the operands.
+    fn time_options(
+        &self,
+        operands: &[Operand],
         ext: &[u64],
-        list: Vec<Vec<Option<(usize, u64)>>>,
-        out: &mut Vec<Extension>,
-    ) {
-        let operands = ctx.operands;
-        let names: Vec<String> = (self.res.machine.addressable_levels().iter())
-            .map(|l| l.name.clone())
-            .collect();
+        s: &Strategy,
+    ) -> Vec<Vec<(usize, u64)>> {
         let lm_words = self.lm_words;
+        let mut s = Strategy {
+            split: s.split.clone(),
+            time: Vec::new(),
+        };
+        let Some(need) = words(operands, &s) else {
+            return Vec::new();
+        };
+        let mut options: Vec<Vec<(usize, u64)>> = Vec::new();
+        if need <= lm_words {
+            options.push(Vec::new());
+            return options;
+        }
+        let fits = |s: &Strategy| words(operands, s).is_some_and(|w| w <= lm_words);
+        for (v, &e) in ext.iter().enumerate() {
+            let mut t = 2u64;
+            while t <= e {
+                s.time = vec![(v, t)];
+                if fits(&s) {
+                    options.push(s.time.clone());
+                    break;
+                }
+                t *= 2;
+            }
+        }
+        if !options.is_empty() {
+            return options;
+        }
+        let pow = |e: u64| {
+            (1..=MAX_STEPS.trailing_zeros())
+                .map(|k| 1u64 << k)
+                .take_while(move |&t| t <= e)
+                .collect::<Vec<u64>>()
+        };
+        for v in 0..ext.len() {
+            for w in v + 1..ext.len() {
+                for &tv in &pow(ext[v]) {
+                    for &tw in &pow(ext[w]) {
+                        s.time = vec![(v, tv), (w, tw)];
+                        if !fits(&s) {
+                            continue;
+                        }
+                        let fits_with = |a: u64, b: u64| {
+                            let mut x = s.clone();
+                            x.time = vec![(v, a), (w, b)];
+                            (a > 1 && b > 1) && fits(&x)
+                        };
+                        if !fits_with(tv / 2, tw) && !fits_with(tv, tw / 2) {
+                            options.push(s.time.clone());
+                        }
+                    }
+                }
+            }
+        }
+        options
+    }
+
+    /// Adds to `out` the states the strategies of `list` give `ctx.state` at kernel
+    /// `ctx.k`: those whose layouts agree with what is decided and make the kernel
+    /// legal.
+    fn agreeing(&self, ctx: &Ctx<'_>, list: &mut [Bound], out: &mut Vec<Extension>) {
         let Some((kern, _, _)) = self.ops[ctx.k].op.kernel() else {
             return;
         };
-        for split in list {
-            let mut s = Strategy {
-                split,
-                time: Vec::new(),
-            };
-            let Some(need) = words(operands, &s) else {
-                continue;
-            };
-            let mut options: Vec<Vec<(usize, u64)>> = Vec::new();
-            if need <= lm_words {
-                options.push(Vec::new());
-            } else {
-                let fits = |s: &Strategy| words(operands, s).is_some_and(|w| w <= lm_words);
-                // The fewest steps of one variable that make the operands fit; else of
-                // two variables (below).
-                for (v, &e) in ext.iter().enumerate() {
-                    let mut t = 2u64;
-                    while t <= e {
-                        s.time = vec![(v, t)];
-                        if fits(&s) {
-                            options.push(s.time.clone());
-                            break;
-                        }
-                        t *= 2;
-                    }
-                }
-                if options.is_empty() {
-                    // Two variables: every pair of step counts (powers of two up to
-                    // `MAX_STEPS`) that fits and halving neither of which does.
-                    let pow = |e: u64| {
-                        (1..=MAX_STEPS.trailing_zeros())
-                            .map(|k| 1u64 << k)
-                            .take_while(move |&t| t <= e)
-                            .collect::<Vec<u64>>()
-                    };
-                    for v in 0..ext.len() {
-                        for w in v + 1..ext.len() {
-                            for &tv in &pow(ext[v]) {
-                                for &tw in &pow(ext[w]) {
-                                    s.time = vec![(v, tv), (w, tw)];
-                                    if !fits(&s) {
-                                        continue;
-                                    }
-                                    let fits_with = |a: u64, b: u64| {
-                                        let mut x = s.clone();
-                                        x.time = vec![(v, a), (w, b)];
-                                        (a > 1 && b > 1) && fits(&x)
-                                    };
-                                    if !fits_with(tv / 2, tw) && !fits_with(tv, tw / 2) {
-                                        options.push(s.time.clone());
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            for time in options {
-                s.time = time;
-                if let Some(st) = self.state_of(ctx, &s, &kern, &names)
-                    && !out.contains(&st)
-                {
-                    out.push(st);
-                }
-            }
-        }
-    }
-
-    /// The state `s` gives `ctx.state` at kernel `ctx.k`, if its layouts bind, agree with
-    /// what is decided and make the kernel legal.
-    fn state_of(
-        &mut self,
-        ctx: &Ctx<'_>,
-        s: &Strategy,
-        kern: &mnsim_kernels::Kernel,
-        names: &[String],
-    ) -> Option<Vec<Decided>> {
         let n = ctx.operands.len();
-        let texts = texts(ctx.operands, s, names)?;
-        let mut ids: Vec<LayoutId> = Vec::with_capacity(n);
-        for (j, op) in ctx.operands.iter().enumerate() {
-            let id = self.bind_for(op.tensor, &texts[j].0)?;
-            if ctx.known[j].is_some_and(|l| l != id) {
-                return None;
+        for b in list {
+            let agrees = (b.ids.iter().zip(&ctx.known)).all(|(&id, k)| k.is_none_or(|l| l == id));
+            if !agrees {
+                continue;
             }
-            ids.push(id);
-        }
-        let ins: Vec<&TensorLayout> = ids[..n - 1]
-            .iter()
-            .map(|&i| &self.layouts[i as usize])
-            .collect();
-        let out = &self.layouts[ids[n - 1] as usize];
-        if !mnsim_kernels::is_legal(kern, &ins, out, &self.res.machine) {
-            return None;
-        }
-        let mut st = ctx.state.to_vec();
-        for &j in &ctx.free {
-            if let Ok(v) = ctx.who[j] {
-                st[v] = Some(ids[j]);
+            let legal = *b.legal.get_or_insert_with(|| {
+                let ins: Vec<&TensorLayout> = (b.ids[..n - 1].iter())
+                    .map(|&i| &self.layouts[i as usize])
+                    .collect();
+                let out = &self.layouts[b.ids[n - 1] as usize];
+                mnsim_kernels::is_legal(&kern, &ins, out, &self.res.machine)
+            });
+            if !legal {
+                continue;
+            }
+            let mut st = ctx.state.to_vec();
+            for &j in &ctx.free {
+                if let Ok(v) = ctx.who[j] {
+                    st[v] = Some(b.ids[j]);
+                }
+            }
+            if !out.contains(&st) {
+                out.push(st);
             }
         }
-        Some(st)
     }
 
     /// `text` bound for tensor `t` and interned.
