@@ -115,7 +115,11 @@ impl StreamIn {
 
     /// Resources the re-sends hold, each for the producer's hold per slice, once per re-send.
     pub fn resend_holds(&self) -> Vec<Hold> {
-        let r = self.resends();
+        self.holds_of(self.resends())
+    }
+
+    /// The producer's holds per slice, `r` times.
+    fn holds_of(&self, r: u64) -> Vec<Hold> {
         if r == 0 {
             return Vec::new();
         }
@@ -327,18 +331,18 @@ impl Timeline {
             source: Option<Produced>,
             whole: u64,
         }
-        let mut ins: Vec<In> = w
-            .inputs
-            .iter()
-            .map(|i| In {
+        // Counted once per input (a scan of its sends).
+        let resends: Vec<u64> = w.inputs.iter().map(StreamIn::resends).collect();
+        let mut ins: Vec<In> = (w.inputs.iter().enumerate())
+            .map(|(k, i)| In {
                 arrival: Vec::with_capacity(i.sends.len()),
                 last_use: Vec::with_capacity(i.sends.len()),
                 seen: vec![false; i.slices.max(1) as usize],
                 firsts: 0,
                 resends: 0,
-                total_resends: i.resends(),
-                resend_cycles: i.resend_cycles(),
-                resend_holds: i.resend_holds(),
+                total_resends: resends[k],
+                resend_cycles: scale(i.producer_cycles, resends[k], i.slices),
+                resend_holds: i.holds_of(resends[k]),
                 sent: Vec::new(),
                 resent: Vec::new(),
                 prev: 0,
