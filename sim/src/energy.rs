@@ -497,9 +497,13 @@ pub fn compute_of(eng: &Engine, o: &mnsim_reports::OpReport) -> Option<(DType, u
 
 /// Dynamic joules of every op an engine has recorded (the planner's measurements).
 pub fn engine_dynamic_j(eng: &Engine) -> f64 {
-    eng.ops
-        .iter()
-        .zip(&eng.records)
+    ops_dynamic_j(eng, 0)
+}
+
+/// [`engine_dynamic_j`] of the engine's ops from the `first` on.
+pub fn ops_dynamic_j(eng: &Engine, first: usize) -> f64 {
+    (eng.ops.iter().zip(&eng.records))
+        .skip(first)
         .map(|(o, (stages, _))| {
             dynamic_j(
                 &eng.machine,

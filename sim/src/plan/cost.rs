@@ -254,7 +254,6 @@ impl Coster {
             }
         }
         let (first_op, first_task) = (self.eng.ops.len(), self.eng.tasks.len());
-        let loads_j = crate::energy::engine_dynamic_j(&self.eng);
         let loaded_words: u64 = self
             .loaded
             .iter()
@@ -302,7 +301,8 @@ impl Coster {
             cycles,
             output,
             tasks: self.tasks_from(first_task, loaded_words),
-            dynamic_j: crate::energy::engine_dynamic_j(&self.eng) - loads_j,
+            // The op's own joules (the Loads of its streamed inputs are theirs).
+            dynamic_j: crate::energy::ops_dynamic_j(&self.eng, first_op),
         })
     }
 
