@@ -145,17 +145,20 @@ fn decide(
     names: &[&str],
     explain: bool,
 ) -> Result<Legality, KernelError> {
-    let names: Vec<String> = (0..=k.arity())
-        .map(|i| {
-            names
-                .get(i)
-                .map_or_else(|| default_name(k, i), |s| s.to_string())
-        })
-        .collect();
+    let given = names;
+    let names_of = || -> Vec<String> {
+        (0..=k.arity())
+            .map(|i| {
+                given
+                    .get(i)
+                    .map_or_else(|| default_name(k, i), |s| s.to_string())
+            })
+            .collect()
+    };
     let in_shapes: Vec<&[u64]> = inputs.iter().map(|l| l.logical_shape()).collect();
     let want = output_shape(k, &in_shapes)?;
-    let out_name = &names[k.arity()];
     if want != out.logical_shape() {
+        let out_name = &names_of()[k.arity()];
         return Err(KernelError::new(
             ErrorKind::Layout,
             format!(
@@ -174,6 +177,7 @@ fn decide(
                 .zip(m.addressable_names())
                 .all(|(u, a)| u.name == a);
         if !same_levels {
+            let names = names_of();
             return Err(KernelError::new(
                 ErrorKind::Layout,
                 format!(
@@ -191,6 +195,7 @@ fn decide(
     }
     let (unit, unit_level) = unit_of(k, inputs, out, m);
     if let Kernel::Reshape { .. } | Kernel::Concat { .. } | Kernel::Slice { .. } = k {
+        let names = names_of();
         let leaf = naddr.saturating_sub(1);
         if naddr > 0 {
             for x in 0..=leaf {
@@ -213,18 +218,19 @@ fn decide(
     }
     let maps = match crate::window::map_of(k, &in_shapes)? {
         Some(w) => {
-            crate::window::check_whole(k, &w, inputs, out, &names, unit_level)?;
+            crate::window::check_whole(k, &w, inputs, out, &names_of(), unit_level)?;
             w.maps
         }
         None => index_map(k, &in_shapes, &want)?,
     };
     let mut ext = want.clone();
     ext.extend(reduced_extents(k, &in_shapes)?);
+    // Operand names serve messages only: none are built unless one is asked for.
     let ctx = Ctx {
         k,
         inputs,
         out,
-        names,
+        names: if explain { names_of() } else { Vec::new() },
         maps,
         out_rank: want.len(),
         ext,
