@@ -123,9 +123,10 @@ pub fn is_legal(k: &Kernel, inputs: &[&TensorLayout], out: &TensorLayout, m: &Ma
     check_unexplained(k, inputs, out, m).is_ok()
 }
 
-/// [`check`] without a broken level rule's message: its error carries the kind, the
-/// operand and the level, and no text. What the planner's measuring engine asks of the
-/// combinations it tries, most of whose failures nobody reads.
+/// [`check`] without a broken level rule's message: its error is
+/// [`ErrorKind::Illegal`] with the level (its `operand` is 0, not found) and no text.
+/// What the planner's measuring engine asks of the combinations it tries, most of whose
+/// failures nobody reads.
 pub fn check_unexplained(
     k: &Kernel,
     inputs: &[&TensorLayout],

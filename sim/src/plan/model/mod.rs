@@ -15,6 +15,7 @@
 mod joint;
 mod layouts;
 mod measure;
+mod strategy;
 mod walk;
 
 use super::candidates::{self, Space};
