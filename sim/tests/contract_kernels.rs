@@ -161,22 +161,8 @@ impl Case {
             .iter()
             .map(|x| x.map_or(1, |x| self.padded(x)))
             .collect();
-        let pad = if logical != padded {
-            let v: Vec<String> = logical.iter().map(u64::to_string).collect();
-            format!("({})/", v.join(","))
-        } else {
-            String::new()
-        };
-        let g: Vec<String> = groups
-            .iter()
-            .map(|g| format!("({})", g.join(", ")))
-            .collect();
-        let b = if bcast.is_empty() {
-            String::new()
-        } else {
-            format!("; B@[{}]", bcast.join(","))
-        };
-        format!("{pad}({}{b})", g.join(", "))
+        let pad = (logical != padded).then_some(logical.as_slice());
+        mnsim_arch::layout::layout_text(pad, &groups, &bcast)
     }
 }
 

@@ -13,10 +13,12 @@ mod nest;
 mod parse;
 #[cfg(test)]
 mod tests;
+mod text;
 
 pub use map::{AxisTables, LevelStat, Run, RunStep, Shard};
 pub use nest::{Cell, Loop, Nest};
 pub use parse::{AxisName, BcastExpr, LayoutExpr, SubAxisExpr};
+pub use text::{NO_BCAST, layout_text, write_layout};
 
 use crate::dtype::DType;
 use inverse::Inverse;

@@ -354,22 +354,7 @@ impl fmt::Display for SubAxisExpr {
 /// Prints a layout as written (strides only where given).
 impl fmt::Display for LayoutExpr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some((p, _)) = &self.pad {
-            let p: Vec<String> = p.iter().map(u64::to_string).collect();
-            write!(f, "({})/", p.join(","))?;
-        }
-        f.write_str("(")?;
-        for (gi, g) in self.groups.iter().enumerate() {
-            if gi > 0 {
-                f.write_str(", ")?;
-            }
-            let subs: Vec<String> = g.iter().map(ToString::to_string).collect();
-            write!(f, "({})", subs.join(", "))?;
-        }
-        if !self.bcast.is_empty() {
-            let names: Vec<String> = self.bcast.iter().map(ToString::to_string).collect();
-            write!(f, "; B@[{}]", names.join(","))?;
-        }
-        f.write_str(")")
+        let pad = self.pad.as_ref().map(|(p, _)| p.as_slice());
+        super::write_layout(f, pad, &self.groups, &self.bcast)
     }
 }

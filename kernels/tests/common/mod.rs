@@ -145,20 +145,6 @@ pub fn random_layout(rng: &mut Rng, padded: &[u64], logical: &[u64]) -> String {
             }
         }
     }
-    let pad = if logical != padded {
-        let l: Vec<String> = logical.iter().map(u64::to_string).collect();
-        format!("({})/", l.join(","))
-    } else {
-        String::new()
-    };
-    let gs: Vec<String> = groups
-        .iter()
-        .map(|g| format!("({})", g.join(", ")))
-        .collect();
-    let b = if bcast.is_empty() {
-        String::new()
-    } else {
-        format!("; B@[{}]", bcast.join(","))
-    };
-    format!("{pad}({}{b})", gs.join(", "))
+    let pad = (logical != padded).then_some(logical);
+    mnsim_arch::layout::layout_text(pad, &groups, &bcast)
 }

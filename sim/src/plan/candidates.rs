@@ -17,7 +17,7 @@
 //! every order of an axis's levels and memory part. So a budget cuts the least usual
 //! layouts first, and a tensor of many axes costs milliseconds, not seconds.
 
-use mnsim_arch::layout::Class;
+use mnsim_arch::layout::{Class, NO_BCAST, layout_text};
 use mnsim_arch::{DType, LayoutExpr, Machine, TensorLayout};
 /// Candidate texts hash with a fixed, fast hasher (not SipHash: thousands per tensor).
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
@@ -292,7 +292,7 @@ fn emit(
                 }
                 time = steps;
             }
-            let mut body: Vec<String> = Vec::with_capacity(rank);
+            let mut body: Vec<Vec<String>> = Vec::with_capacity(rank);
             let mut skip = false;
             for a in 0..rank {
                 let mut subs: Vec<String> = Vec::new();
@@ -318,12 +318,12 @@ fn emit(
                 if last_packed {
                     subs.push(format!("{slots}_W"));
                 }
-                body.push(format!("({})", subs.join(", ")));
+                body.push(subs);
             }
             if skip {
                 continue;
             }
-            let text = format!("({})", body.join(", "));
+            let text = layout_text(None, &body, NO_BCAST);
             // An earlier tier bound this text already.
             if !tried.insert(text.clone()) {
                 continue;

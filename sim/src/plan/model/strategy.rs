@@ -2,6 +2,8 @@
 //! the machine's levels and stepped over `Time`, and the operand layouts that follow from
 //! them, as text and as words per PE.
 
+use mnsim_arch::layout::{NO_BCAST, layout_text};
+
 /// A kernel's variables split over the machine's levels.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Strategy {
@@ -138,8 +140,7 @@ fn operand_text(op: &Operand, s: &Strategy, names: &[String]) -> Option<(String,
             Sub::Packed(w) => format!("{w}_W"),
         })
     })?;
-    let body: Vec<String> = body.iter().map(|b| format!("({})", b.join(", "))).collect();
-    Some((format!("({})", body.join(", ")), words))
+    Some((layout_text(None, &body, NO_BCAST), words))
 }
 
 /// The operands' layout texts and words per PE under `s`, if it divides them all.
