@@ -292,16 +292,18 @@ impl Model {
         // A measurement that sends no slice again does not depend on the producers'
         // tasks (only a re-send costs one of their slices): it is kept under the
         // buffers alone, so other producers' costs find it.
-        let key = (i as u32, states, layout, light_fingerprint(&producers));
+        let light = light_fingerprint(&producers);
+        let mut key = (i as u32, states, layout, light);
         let tasks = |w: &State| -> Vec<Option<(Task, u64)>> {
             (producers.iter())
                 .map(|p| p.and_then(|(k, held)| Some((w.scratch.get(k)?.clone(), held))))
                 .collect()
         };
-        let hit = self.memo.get(&key).copied().or_else(|| {
-            let full = full_fingerprint(&producers, &w.scratch);
-            self.memo.get(&(key.0, key.1.clone(), key.2, full)).copied()
-        });
+        let mut hit = self.memo.get(&key).copied();
+        if hit.is_none() {
+            key.3 = full_fingerprint(&producers, &w.scratch);
+            hit = self.memo.get(&key).copied();
+        }
         if let Some(at) = hit {
             let at = at as usize;
             if self.explaining && self.measured_ops[at].is_err() {
@@ -309,23 +311,15 @@ impl Model {
             }
             return at;
         }
-        let full = (
-            key.0,
-            key.1,
-            key.2,
-            full_fingerprint(&producers, &w.scratch),
-        );
-        let out = self.measure(i, &full.1, layout, &tasks(w));
+        let out = self.measure(i, &key.1, layout, &tasks(w));
         let resends = out.as_ref().is_ok_and(|o| {
             (o.tasks.iter().flat_map(|t| &t.walk))
                 .flat_map(|w| &w.inputs)
                 .any(|x| x.resends() > 0)
         });
-        let key = if resends {
-            full
-        } else {
-            (full.0, full.1, full.2, key.3)
-        };
+        if !resends {
+            key.3 = light;
+        }
         let at = self.measured_ops.len();
         self.measured_ops.push(out);
         self.memo.insert(key, at as u32);
