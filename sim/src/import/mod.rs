@@ -472,8 +472,8 @@ pub fn is_imported(src: &Source) -> bool {
 
 /// How much the planner may search an imported graph before `run` (its work budget,
 /// counted by `plan::search::work`: some 1.5–4 µs a unit, 0.02–1.9 s of planning on one
-/// core for the shared graphs). A budget of work, not of time, so that `run` gives the same plan, and the
-/// same cycles, on every machine and at any load.
+/// core for the shared graphs). A budget of work, not of time, so that `run` gives the
+/// same plan, and the same cycles, on every machine and at any load.
 pub const PLAN_WORK: u64 = 300_000;
 
 /// Plans plan `auto` of an imported graph with the planner (`crate::plan`, seeded by

@@ -57,14 +57,14 @@ impl Model {
 
     /// Interns layout `l` (canonical text `text`) of a tensor of shape `key`.
     pub(super) fn intern_as(&mut self, key: &ShapeKey, text: String, l: TensorLayout) -> LayoutId {
-        if let Some(&id) = self.layout_ids.get(&(key.clone(), text.clone())) {
+        if let Some(&id) = self.layout_ids.get(key).and_then(|m| m.get(text.as_str())) {
             return id;
         }
         let id = self.layouts.len() as LayoutId;
         self.footprint.push(l.footprint_words());
         self.layouts.push(l);
         self.layout_text.push(text.clone());
-        self.layout_ids.insert((key.clone(), text), id);
+        (self.layout_ids.entry(key.clone()).or_default()).insert(text, id);
         id
     }
 

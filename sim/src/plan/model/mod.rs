@@ -176,8 +176,9 @@ pub struct Model {
     pub vars: Vec<Var>,
     layouts: Vec<TensorLayout>,
     layout_text: Vec<String>,
-    /// Interned layouts by (shape, canonical text): tensors of one shape share them.
-    layout_ids: HashMap<(ShapeKey, String), LayoutId>,
+    /// Interned layouts by shape, then canonical text (looked up without copying
+    /// either): tensors of one shape share them.
+    layout_ids: HashMap<ShapeKey, HashMap<String, LayoutId>>,
     footprint: Vec<u64>,
     states: Vec<(LayoutId, Vec<usize>)>,
     state_ids: HashMap<(LayoutId, Vec<usize>), StateId>,
