@@ -90,10 +90,7 @@ pub(super) fn prune(model: &mut Model, seeds: &[Vec<LayoutId>]) -> Result<usize,
     // prove illegal, but a seed is kept whatever).
     for s in seeds {
         for (vi, &id) in s.iter().enumerate() {
-            if !model.vars[vi].candidates.contains(&id) {
-                model.vars[vi].candidates.insert(0, id);
-                model.vars[vi].core += 1;
-            }
+            model.vars[vi].add_first(id);
         }
     }
     match model.vars.iter().find(|v| v.candidates.is_empty()) {

@@ -124,10 +124,7 @@ impl Model {
         for (state, _) in &beam {
             let pick = self.filled(state);
             for (v, &id) in pick.iter().enumerate() {
-                if !self.vars[v].candidates.contains(&id) {
-                    self.vars[v].candidates.insert(0, id);
-                    self.vars[v].core += 1;
-                }
+                self.vars[v].add_first(id);
             }
             if !out.contains(&pick) {
                 out.push(pick);

@@ -68,15 +68,12 @@ impl Model {
         id
     }
 
-    /// Binds `text` for the tensor of variable `v` and adds it to its candidates (first)
-    /// if it is not there. `None` if it does not bind.
+    /// Interns `layout` for the tensor of variable `v` and adds it to its candidates
+    /// (first) if it is not there.
     pub fn seed(&mut self, v: usize, layout: &TensorLayout) -> LayoutId {
         let t = self.index[&self.vars[v].tensor];
         let id = self.intern(t, layout.clone());
-        if !self.vars[v].candidates.contains(&id) {
-            self.vars[v].candidates.insert(0, id);
-            self.vars[v].core += 1;
-        }
+        self.vars[v].add_first(id);
         id
     }
 

@@ -52,6 +52,17 @@ pub struct Var {
     pub ops: Vec<usize>,
 }
 
+impl Var {
+    /// Adds layout `id` first among the candidates, in the core, unless it is one
+    /// already (a seed's layout, kept whatever pruning or generation left).
+    pub fn add_first(&mut self, id: LayoutId) {
+        if !self.candidates.contains(&id) {
+            self.candidates.insert(0, id);
+            self.core += 1;
+        }
+    }
+}
+
 /// The work a model has done ([`Model::work_done`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkDone {
