@@ -367,9 +367,12 @@ impl Model {
         if !kern.is_matmul() {
             return leaf;
         }
+        // The level legality requires it at (`mnsim_kernels` folds a matrix level that
+        // is not addressable into the first addressable one below it).
         let m = &self.res.machine;
-        let lvl = m.compute.matrix.level.as_str();
-        levels.iter().position(|l| l.name == lvl).unwrap_or(leaf)
+        (m.level_index(&m.compute.matrix.level))
+            .and_then(|li| m.addressable_of(li))
+            .unwrap_or(leaf)
     }
 
     /// Adds to `out` the states the strategies of `list` give `ctx.state` at kernel
