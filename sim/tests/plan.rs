@@ -593,12 +593,12 @@ fn a_failure_shown_is_explained_as_the_run_explains_it() {
     let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
     let mut model = mnsim_sim::plan::model::Model::new(&res, Space::default()).unwrap();
     // A candidate of x the Softmax cannot read as it is (x's first reader: no Relayout).
-    let failing = (model.vars[0].candidates.clone().into_iter())
-        .map(|c| (c, model.evaluate(&[c]).failure))
-        .find(|(_, f)| f.as_ref().is_some_and(|(at, _)| *at == 1));
-    let (c, Some((_, short))) = failing.expect("a candidate of x splits the softmax axis") else {
-        unreachable!()
-    };
+    let (c, short) = (model.vars[0].candidates.clone().into_iter())
+        .find_map(|c| match model.evaluate(&[c]).failure {
+            Some((1, msg)) => Some((c, msg)),
+            _ => None,
+        })
+        .expect("a candidate of x splits the softmax axis");
     let evaluated = model.evaluated;
     let (at, explained) = model.explained_failure(&[c]).unwrap();
     assert_eq!((at, model.evaluated), (1, evaluated));
