@@ -20,7 +20,7 @@
 //! an op's data passes through its port: a what-if machine of 10^6 PEs keeps state
 //! for the nodes its layouts touch and one entity per level.
 
-use crate::timeline::{Booking, Busy, BusyTable, Resource};
+use crate::timeline::{Booking, Busy, BusyTable, Resource, Train};
 use bevy_ecs::prelude::*;
 use mnsim_arch::Machine;
 use std::collections::BTreeMap;
@@ -162,6 +162,19 @@ impl Busy for WorldBusy<'_> {
         let Some(e) = self.entity(r) else { return };
         if let Some(mut b) = self.sw.world.get_mut::<LevelBusy>(e) {
             b.0.hold(r, task, start, cycles);
+        }
+    }
+
+    fn last_end(&mut self, r: Resource) -> u64 {
+        self.entity(r)
+            .and_then(|e| self.sw.world.get::<LevelBusy>(e))
+            .map_or(0, |b| b.0.free_at(r).0)
+    }
+
+    fn hold_train(&mut self, r: Resource, task: usize, train: Train) {
+        let Some(e) = self.entity(r) else { return };
+        if let Some(mut b) = self.sw.world.get_mut::<LevelBusy>(e) {
+            b.0.hold_train(r, task, train);
         }
     }
 }

@@ -22,6 +22,26 @@ pub trait Busy {
     /// Task `task` holds `r` from `start` (where [`Busy::earliest`] found room) for
     /// `cycles`.
     fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64);
+    /// The end of `r`'s last booking (0 if never held): `r` is free from then on.
+    fn last_end(&mut self, r: Resource) -> u64;
+    /// `count` holds of `r` by `task`, hold `i` over `[start + i·period, +cycles)`
+    /// (`cycles` ≤ `period`; `r` free from `start` on): the same state as that many
+    /// [`Busy::hold`]s, which it is by default.
+    fn hold_train(&mut self, r: Resource, task: usize, train: Train) {
+        for i in 0..train.count {
+            let at = train.start.saturating_add(i.saturating_mul(train.period));
+            self.hold(r, task, at, train.cycles);
+        }
+    }
+}
+
+/// Holds of one resource at a steady pace (see [`Busy::hold_train`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Train {
+    pub start: u64,
+    pub period: u64,
+    pub cycles: u64,
+    pub count: u64,
 }
 
 /// The earliest cycle from `at` at which every resource of `holds` (resource, cycles)
@@ -74,7 +94,7 @@ const MAX_SPANS: usize = 64;
 
 /// A busy interval `[start, end)` of a resource; `task` held its end (touching
 /// bookings merge).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Span {
     start: u64,
     end: u64,
@@ -83,7 +103,7 @@ struct Span {
 
 /// Per resource: its busy intervals, in order, disjoint and not touching, at most
 /// [`MAX_SPANS`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Slot {
     resource: Resource,
     spans: Vec<Span>,
@@ -134,6 +154,58 @@ impl Slot {
         }
     }
 
+    /// The state [`Slot::insert`] of every hold of `t` gives, in closed form past the
+    /// holds that reach a steady state: once [`MAX_SPANS`]'s halving has run twice,
+    /// every interval but the first is one of the train's, so the intervals left and the
+    /// first one's end follow from the count alone.
+    fn train(&mut self, t: Train, task: usize) {
+        if t.cycles == 0 || t.count == 0 {
+            return;
+        }
+        let at = |i: u64| t.start.saturating_add(i.saturating_mul(t.period));
+        if t.cycles >= t.period {
+            // Touching holds merge into one interval.
+            let end = at(t.count - 1).saturating_add(t.cycles);
+            self.insert(t.start, end, task);
+            return;
+        }
+        // Pushes until every interval but the first is the train's: two halvings.
+        const WARM: u64 = 2 * MAX_SPANS as u64 + 2;
+        let warm = t.count.min(WARM);
+        for i in 0..warm {
+            self.insert(at(i), at(i).saturating_add(t.cycles), task);
+        }
+        if warm == t.count {
+            return;
+        }
+        let span = |i: u64| Span {
+            start: at(i),
+            end: at(i).saturating_add(t.cycles),
+            task,
+        };
+        // `len` intervals; the last is hold `warm - 1`. A push past MAX_SPANS intervals
+        // leaves MAX_SPANS / 2 + 1 of them, the first ending where the one at the middle did.
+        let len = self.spans.len() as u64;
+        let (top, mid) = (MAX_SPANS as u64, (MAX_SPANS / 2) as u64);
+        let rest = t.count - warm;
+        let to_halve = top + 1 - len;
+        let len = if rest < to_halve {
+            len + rest
+        } else {
+            // The last halving: at the push of hold `h`, which was at index MAX_SPANS.
+            let period = top - mid;
+            let last = to_halve + (rest - to_halve) / period * period;
+            let h = warm + last - 1;
+            let first = &mut self.spans[0];
+            first.end = span(h - (top - mid)).end;
+            first.task = task;
+            (top + 1 - mid) + (rest - last)
+        };
+        // The intervals after the first: the last `len - 1` holds.
+        self.spans.truncate(1);
+        self.spans.extend((t.count + 1 - len..t.count).map(span));
+    }
+
     /// [`Slot::insert`] before the last interval: merged with those it touches.
     fn insert_inside(&mut self, span: Span) {
         let i = self.spans.partition_point(|s| s.end < span.start);
@@ -162,7 +234,7 @@ impl Slot {
 /// The busy state of a few resources, in a small dense table (resources in order of
 /// first use), each with its busy intervals. With [`BusyTable::logging`] it also keeps
 /// every booking.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BusyTable {
     slots: Vec<Slot>,
     log: Option<Vec<Booking>>,
@@ -206,11 +278,29 @@ impl BusyTable {
             .map_or((at, None), |s| s.earliest(at, cycles))
     }
 
-    /// Books `r` for `task` over `[start, start + cycles)`; returns the end. The
-    /// timeline computes every start with [`BusyTable::earliest`] (a start where `r` is
-    /// not free would give it to two tasks at once: debug builds check it).
-    pub fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) -> u64 {
-        let i = match self.slots.iter().position(|s| s.resource == r) {
+    /// [`Busy::hold_train`]: the holds one by one while logging (every booking is kept),
+    /// else the state they give, in closed form.
+    pub fn hold_train(&mut self, r: Resource, task: usize, t: Train) {
+        if self.log.is_some() || t.count <= 1 {
+            for i in 0..t.count {
+                self.hold(
+                    r,
+                    task,
+                    t.start.saturating_add(i.saturating_mul(t.period)),
+                    t.cycles,
+                );
+            }
+            return;
+        }
+        debug_assert!(t.cycles <= t.period, "a train's holds overlap: {t:?}");
+        debug_assert!(self.free_at(r).0 <= t.start, "{r:?} is not free for {t:?}");
+        let i = self.slot(r);
+        self.slots[i].train(t, task);
+    }
+
+    /// The index of `r`'s slot (added if new).
+    fn slot(&mut self, r: Resource) -> usize {
+        match self.slots.iter().position(|s| s.resource == r) {
             Some(i) => i,
             None => {
                 self.slots.push(Slot {
@@ -219,7 +309,14 @@ impl BusyTable {
                 });
                 self.slots.len() - 1
             }
-        };
+        }
+    }
+
+    /// Books `r` for `task` over `[start, start + cycles)`; returns the end. The
+    /// timeline computes every start with [`BusyTable::earliest`] (a start where `r` is
+    /// not free would give it to two tasks at once: debug builds check it).
+    pub fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) -> u64 {
+        let i = self.slot(r);
         let slot = &mut self.slots[i];
         #[cfg(debug_assertions)]
         {
@@ -252,6 +349,12 @@ impl Busy for BusyTable {
     }
     fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) {
         BusyTable::hold(self, r, task, start, cycles);
+    }
+    fn last_end(&mut self, r: Resource) -> u64 {
+        self.free_at(r).0
+    }
+    fn hold_train(&mut self, r: Resource, task: usize, train: Train) {
+        BusyTable::hold_train(self, r, task, train);
     }
 }
 

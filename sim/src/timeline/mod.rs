@@ -32,7 +32,7 @@ mod streams;
 #[cfg(test)]
 mod tests;
 
-pub use busy::{Booking, Busy, BusyTable, overlap};
+pub use busy::{Booking, Busy, BusyTable, Train, overlap};
 pub use resume::Resumable;
 pub use streams::{StreamIn, Walk, booked, share};
 

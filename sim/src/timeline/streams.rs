@@ -174,6 +174,79 @@ fn send(
     )
 }
 
+/// The sends `from..` of a deferred transfer, one after another from `prev` (each when
+/// the previous one has arrived); `arrived` gets each arrival in order; returns the last.
+/// Where the sends reach a steady pace (every share of the transfer's cycles and holds
+/// equal, its resources free from the current send on) they are booked as trains
+/// ([`Busy::hold_train`]) up to the last send: the same bookings, in closed form.
+fn send_chain(
+    busy: &mut dyn Busy,
+    task: usize,
+    (cycles, slices, holds): (u64, u32, &[Hold]),
+    (from, mut prev): (u64, u64),
+    booked: &mut [u64],
+    mut arrived: impl FnMut(u64),
+) -> u64 {
+    let n = u64::from(slices);
+    // Equal shares: each send takes `cycles / n` and holds each resource `h / n`.
+    let even = n > 0
+        && cycles % n == 0
+        && holds
+            .iter()
+            .all(|h| h.cycles % n == 0 && h.cycles <= cycles);
+    let mut k = from;
+    while k < n {
+        if even
+            && k % STEADY_CHECK == from % STEADY_CHECK
+            && k + 2 < n
+            && steady(busy, holds, booked, (k, n), prev)
+        {
+            let (len, m) = (cycles / n, n - 1 - k);
+            for (h, b) in holds.iter().zip(booked.iter_mut()) {
+                let part = h.cycles / n;
+                if part > 0 {
+                    let train = super::Train {
+                        start: prev,
+                        period: len,
+                        cycles: part,
+                        count: m,
+                    };
+                    busy.hold_train(h.resource, task, train);
+                    *b += part * m;
+                }
+            }
+            for _ in 0..m {
+                prev = prev.saturating_add(len);
+                arrived(prev);
+            }
+            k += m;
+            continue;
+        }
+        prev = send(busy, task, (cycles, slices, holds), (k, prev), booked);
+        arrived(prev);
+        k += 1;
+    }
+    prev
+}
+
+/// Sends between two looks for a steady pace in [`send_chain`].
+const STEADY_CHECK: u64 = 16;
+
+/// Whether send `k` of `n` even shares starts a steady pace from `prev`: every hold
+/// booked exactly its share of the earlier sends, and every resource the sends hold is
+/// free from `prev` on (nothing else books while a chain is placed).
+fn steady(
+    busy: &mut dyn Busy,
+    holds: &[Hold],
+    booked: &[u64],
+    (k, n): (u64, u64),
+    prev: u64,
+) -> bool {
+    holds.iter().zip(booked).all(|(h, &b)| {
+        b == h.cycles / n * k && (h.cycles == 0 || busy.last_end(h.resource) <= prev)
+    })
+}
+
 /// Step `j` of `n` of `own` cycles (a walk's step, or a stream's send), from `st` at the
 /// earliest: books its share of every hold (the part of `h` due by the step's end that
 /// is not booked yet, at most the step's length; all that is left on the last step) once
@@ -238,13 +311,16 @@ impl Timeline {
         else {
             return;
         };
-        let mut prev = start;
         let mut times = Vec::with_capacity(slices as usize);
         let mut booked = vec![0u64; holds.len()];
-        for k in 0..u64::from(slices) {
-            prev = send(busy, task, (cycles, slices, &holds), (k, prev), &mut booked);
-            times.push(prev);
-        }
+        let prev = send_chain(
+            busy,
+            task,
+            (cycles, slices, &holds),
+            (0, start),
+            &mut booked,
+            |t| times.push(t),
+        );
         self.finish_stream(region, task, prev);
         self.produced.insert(region, Produced::Fixed(times.into()));
     }
@@ -452,12 +528,20 @@ impl Timeline {
                 }
                 let mut sent = s.sent.clone();
                 sent.resize(holds.len(), 0);
-                for k in s.firsts..u64::from(*slices) {
-                    last = send(busy, *task, (*cycles, *slices, holds), (k, last), &mut sent);
-                    if let Some(t) = times.iter_mut().find(|t| t.is_none()) {
-                        *t = Some(last);
-                    }
-                }
+                // The slices not sent yet, in order of the sends that follow.
+                let mut unsent = times.iter_mut().filter(|t| t.is_none());
+                last = send_chain(
+                    busy,
+                    *task,
+                    (*cycles, *slices, holds),
+                    (s.firsts, last),
+                    &mut sent,
+                    |a| {
+                        if let Some(t) = unsent.next() {
+                            *t = Some(a);
+                        }
+                    },
+                );
                 let times: Vec<u64> = times.into_iter().map(|t| t.unwrap_or(last)).collect();
                 let end = times.iter().copied().max().unwrap_or(last);
                 self.finish_stream(input.region, *task, end);

@@ -356,3 +356,105 @@ fn a_later_transfer_back_fills_a_streams_port() {
     // Without the gaps it would wait for the stream's last slice.
     assert!(s[2].1 < s[1].1, "{s:?}");
 }
+
+proptest::proptest! {
+    /// A train of holds booked in closed form leaves the busy table as booking its holds
+    /// one by one does, whatever the table held before (every interval, the first one's
+    /// end after the oldest gaps are given up, and the task of each).
+    #[test]
+    fn a_train_books_as_its_holds_one_by_one(
+        before in proptest::collection::vec((0u64..40, 1u64..30), 0..90),
+        gap in 0u64..3,
+        period in 1u64..20,
+        cycles in 0u64..20,
+        count in 0u64..400,
+    ) {
+        let r = Resource::Port { level: L, dir: Dir::Down };
+        let mut table = BusyTable::default();
+        let mut t = 0;
+        for (k, &(skip, len)) in before.iter().enumerate() {
+            t += skip;
+            table.hold(r, k, t, len);
+            t += len;
+        }
+        let cycles = cycles.min(period);
+        let train = Train { start: t + gap, period, cycles, count };
+        let mut one_by_one = table.clone();
+        for i in 0..count {
+            one_by_one.hold(r, 999, train.start + i * period, cycles);
+        }
+        table.hold_train(r, 999, train);
+        proptest::prop_assert_eq!(&table, &one_by_one);
+        proptest::prop_assert_eq!(table.earliest(r, 0, 1), one_by_one.earliest(r, 0, 1));
+    }
+}
+
+/// A busy table that never reports a resource free for good, so that the timeline
+/// books every send and step on its own (the reference the trains must match).
+struct OneByOne(BusyTable);
+
+impl Busy for OneByOne {
+    fn earliest(&mut self, r: Resource, at: u64, cycles: u64) -> (u64, Option<usize>) {
+        self.0.earliest(r, at, cycles)
+    }
+    fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64) {
+        self.0.hold(r, task, start, cycles);
+    }
+    fn last_end(&mut self, _: Resource) -> u64 {
+        u64::MAX
+    }
+}
+
+proptest::proptest! {
+    /// Streams whose sends reach a steady pace (booked in trains) are placed as when
+    /// every send is booked on its own: the same placements and busy state. Each program
+    /// is a transfer on the port, then streams of even shares read slice by slice (all
+    /// of them or the first few: the rest follow) or not at all (sent when the program
+    /// ends), between kernels on the vector unit.
+    #[test]
+    fn steady_sends_place_as_sends_one_by_one(
+        first in 0u64..500,
+        streams in proptest::collection::vec(
+            (1u32..300, 1u64..8, 0u64..8, 0u64..600, 1u32..3, 0u32..3),
+            1..4,
+        ),
+    ) {
+        let mut tasks = vec![load(first.max(1), first, 90, 1)];
+        for (i, &(n, per, busy, work, buffers, reads)) in streams.iter().enumerate() {
+            let base = 2 * i as u32;
+            let [mut load, mut k] = stream(n, per * u64::from(n), busy.min(per) * u64::from(n), work, buffers);
+            load.writes = vec![RegionId(base)];
+            k.reads = vec![RegionId(base)];
+            k.writes = vec![RegionId(base + 1)];
+            if let Some(w) = k.walk.as_mut() {
+                w.inputs[0].region = RegionId(base);
+                // Read every slice, the first half, or none (the stream is then flushed).
+                let upto = match reads { 0 => n, 1 => n / 2, _ => 0 };
+                if upto == 0 {
+                    k.walk = None;
+                    k.reads.clear();
+                } else {
+                    let (need, sends) = crate::lowering::walk::sends(
+                        &(0..upto).collect::<Vec<u32>>(), buffers);
+                    w.steps = upto;
+                    w.inputs[0].need = need.into();
+                    w.inputs[0].sends = sends.into();
+                }
+            }
+            tasks.push(load);
+            tasks.push(k);
+        }
+        let mut trains = BusyTable::default();
+        let mut one = OneByOne(BusyTable::default());
+        let mut a = Timeline::new(Schedule::Overlapped, 1 << 20);
+        let mut b = Timeline::new(Schedule::Overlapped, 1 << 20);
+        for t in &tasks {
+            a.push_on(t, &mut trains);
+            b.push_on(t, &mut one);
+        }
+        a.settle(&mut trains);
+        b.settle(&mut one);
+        proptest::prop_assert_eq!(&a.placed, &b.placed);
+        proptest::prop_assert_eq!(&trains, &one.0);
+    }
+}
