@@ -28,6 +28,7 @@ use std::collections::HashMap;
 
 mod busy;
 mod resume;
+mod steady;
 mod streams;
 #[cfg(test)]
 mod tests;

@@ -21,6 +21,7 @@
 //! A slice the walk needs again after it left LM is **re-sent**: the consumer pays the
 //! producer's cycles and holds per slice again (in both schedules).
 
+use super::steady::{self, send_chain};
 use super::{Busy, Hold, Timeline};
 use crate::ids::RegionId;
 use serde::{Deserialize, Serialize};
@@ -157,7 +158,7 @@ pub(super) enum Produced {
 /// One send of a deferred transfer: slice `k` of `slices`, starting no earlier than
 /// `after`, booking its share of the transfer's holds (`booked`: what the stream's earlier
 /// sends booked of each); returns its arrival.
-fn send(
+pub(super) fn send(
     busy: &mut dyn Busy,
     task: usize,
     (cycles, slices, holds): (u64, u32, &[Hold]),
@@ -174,79 +175,6 @@ fn send(
     )
 }
 
-/// The sends `from..` of a deferred transfer, one after another from `prev` (each when
-/// the previous one has arrived); `arrived` gets each arrival in order; returns the last.
-/// Where the sends reach a steady pace (every share of the transfer's cycles and holds
-/// equal, its resources free from the current send on) they are booked as trains
-/// ([`Busy::hold_train`]) up to the last send: the same bookings, in closed form.
-fn send_chain(
-    busy: &mut dyn Busy,
-    task: usize,
-    (cycles, slices, holds): (u64, u32, &[Hold]),
-    (from, mut prev): (u64, u64),
-    booked: &mut [u64],
-    mut arrived: impl FnMut(u64),
-) -> u64 {
-    let n = u64::from(slices);
-    // Equal shares: each send takes `cycles / n` and holds each resource `h / n`.
-    let even = n > 0
-        && cycles % n == 0
-        && holds
-            .iter()
-            .all(|h| h.cycles % n == 0 && h.cycles <= cycles);
-    let mut k = from;
-    while k < n {
-        if even
-            && k % STEADY_CHECK == from % STEADY_CHECK
-            && k + 2 < n
-            && steady(busy, holds, booked, (k, n), prev)
-        {
-            let (len, m) = (cycles / n, n - 1 - k);
-            for (h, b) in holds.iter().zip(booked.iter_mut()) {
-                let part = h.cycles / n;
-                if part > 0 {
-                    let train = super::Train {
-                        start: prev,
-                        period: len,
-                        cycles: part,
-                        count: m,
-                    };
-                    busy.hold_train(h.resource, task, train);
-                    *b += part * m;
-                }
-            }
-            for _ in 0..m {
-                prev = prev.saturating_add(len);
-                arrived(prev);
-            }
-            k += m;
-            continue;
-        }
-        prev = send(busy, task, (cycles, slices, holds), (k, prev), booked);
-        arrived(prev);
-        k += 1;
-    }
-    prev
-}
-
-/// Sends between two looks for a steady pace in [`send_chain`].
-const STEADY_CHECK: u64 = 16;
-
-/// Whether send `k` of `n` even shares starts a steady pace from `prev`: every hold
-/// booked exactly its share of the earlier sends, and every resource the sends hold is
-/// free from `prev` on (nothing else books while a chain is placed).
-fn steady(
-    busy: &mut dyn Busy,
-    holds: &[Hold],
-    booked: &[u64],
-    (k, n): (u64, u64),
-    prev: u64,
-) -> bool {
-    holds.iter().zip(booked).all(|(h, &b)| {
-        b == h.cycles / n * k && (h.cycles == 0 || busy.last_end(h.resource) <= prev)
-    })
-}
-
 /// Step `j` of `n` of `own` cycles (a walk's step, or a stream's send), from `st` at the
 /// earliest: books its share of every hold (the part of `h` due by the step's end that
 /// is not booked yet, at most the step's length; all that is left on the last step) once
@@ -254,7 +182,7 @@ fn steady(
 /// booked whole (`h` ≤ `own`: the cumulative part due never runs more than the steps'
 /// length ahead), and no step outlasts its share of `own` but by the last step's
 /// remainder.
-fn book_step(
+pub(super) fn book_step(
     holds: &[Hold],
     booked: &mut [u64],
     (own, j, n): (u64, u64, u64),
@@ -295,6 +223,26 @@ fn book_step(
         e = e.max(st.saturating_add(p));
     }
     e
+}
+
+/// A stream a walk reads, as the walk goes: per send its arrival and the end of the
+/// last step that read it, the slices sent once, and what the sends booked.
+pub(super) struct WalkIn {
+    pub arrival: Vec<u64>,
+    pub last_use: Vec<u64>,
+    pub seen: Vec<bool>,
+    pub firsts: u64,
+    resends: u64,
+    total_resends: u64,
+    resend_cycles: u64,
+    resend_holds: Vec<Hold>,
+    /// What the sends and the re-sends booked so far of each hold.
+    pub sent: Vec<u64>,
+    resent: Vec<u64>,
+    /// The latest arrival.
+    pub prev: u64,
+    pub source: Option<Produced>,
+    whole: u64,
 }
 
 impl Timeline {
@@ -391,26 +339,10 @@ impl Timeline {
         s0: u64,
         busy: &mut dyn Busy,
     ) -> (u64, Vec<u64>) {
-        struct In {
-            arrival: Vec<u64>,
-            last_use: Vec<u64>,
-            seen: Vec<bool>,
-            firsts: u64,
-            resends: u64,
-            total_resends: u64,
-            resend_cycles: u64,
-            resend_holds: Vec<Hold>,
-            /// What the sends and the re-sends booked so far of each hold.
-            sent: Vec<u64>,
-            resent: Vec<u64>,
-            prev: u64,
-            source: Option<Produced>,
-            whole: u64,
-        }
         // Counted once per input (a scan of its sends).
         let resends: Vec<u64> = w.inputs.iter().map(StreamIn::resends).collect();
-        let mut ins: Vec<In> = (w.inputs.iter().enumerate())
-            .map(|(k, i)| In {
+        let mut ins: Vec<WalkIn> = (w.inputs.iter().enumerate())
+            .map(|(k, i)| WalkIn {
                 arrival: Vec::with_capacity(i.sends.len()),
                 last_use: Vec::with_capacity(i.sends.len()),
                 seen: vec![false; i.slices.max(1) as usize],
@@ -434,7 +366,10 @@ impl Timeline {
         let mut booked = vec![0u64; holds.len()];
         let mut prev_end = s0;
         let mut ready = vec![s0; w.out_slices as usize];
-        for j in 0..n {
+        let pace = steady::pace(w, holds, &ins);
+        let mut ends = [0u64; steady::RING];
+        let mut j = 0;
+        while j < n {
             let mut st = prev_end;
             for (s, input) in ins.iter_mut().zip(&w.inputs) {
                 let Some(&m) = input.need.get(j as usize) else {
@@ -505,6 +440,25 @@ impl Timeline {
                 *r = e;
             }
             prev_end = e;
+            ends[j as usize % steady::RING] = e;
+            j += 1;
+            if let Some(p) = &pace
+                && j % steady::CHECK == 0
+            {
+                let state = steady::WalkState {
+                    ins: &mut ins,
+                    holds,
+                    booked: &mut booked,
+                    ends: &mut ends,
+                    ready: &mut ready,
+                    index,
+                };
+                let k = p.jump(w, state, j - 1, busy);
+                if k > 0 {
+                    j += k;
+                    prev_end = ends[(j - 1) as usize % steady::RING];
+                }
+            }
         }
         // Consumed deferred streams: slices the walk did not read follow, then the
         // transfer is placed.
