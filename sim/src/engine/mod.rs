@@ -180,6 +180,8 @@ pub struct Engine {
     explaining: bool,
     /// Walk steps planned for the ops (a planner counts its work in them).
     walked: u64,
+    /// The work of placing ops on the timelines cleared so far ([`Engine::placed`]).
+    placed_work: u64,
     /// While measuring: transfers charged in closed form, and those left to per-PE facts.
     closed: [u64; 2],
 }
@@ -236,6 +238,7 @@ impl Engine {
         self.ops.clear();
         self.records.clear();
         self.tasks.clear();
+        self.placed_work = self.placed_work.saturating_add(self.timeline.work);
         self.timeline = Timeline::new(self.timeline.schedule, self.timeline.lm_capacity);
         self.sw.clear_busy();
         self.lm_peak_bytes = 0;
@@ -277,6 +280,7 @@ impl Engine {
             explaining: true,
             closed: [0; 2],
             walked: 0,
+            placed_work: 0,
         }
     }
 
@@ -307,6 +311,12 @@ impl Engine {
     /// were left to per-PE facts (the closed form does not apply to them).
     pub fn closed_form_charges(&self) -> (u64, u64) {
         (self.closed[0], self.closed[1])
+    }
+
+    /// The work of placing the ops so far on the timeline ([`Timeline::work`]), over
+    /// every program since the engine was made.
+    pub fn placed(&self) -> u64 {
+        self.placed_work.saturating_add(self.timeline.work)
     }
 
     /// Walk steps planned for the ops so far: the work of streaming them, whatever

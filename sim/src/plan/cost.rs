@@ -312,6 +312,11 @@ impl Coster {
         self.eng.set_explaining(on);
     }
 
+    /// The work of placing the measuring engine's ops (see [`Engine::placed`]).
+    pub fn placed(&self) -> u64 {
+        self.eng.placed()
+    }
+
     /// Walk steps the measuring engine planned (see [`Engine::walked`]).
     pub fn walked(&self) -> u64 {
         self.eng.walked()

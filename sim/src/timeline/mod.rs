@@ -35,7 +35,7 @@ mod tests;
 
 pub use busy::{Booking, Busy, BusyTable, Train, overlap};
 pub use resume::Resumable;
-pub use streams::{StreamIn, Walk, booked, share};
+pub use streams::{StreamIn, Walk, share};
 
 /// How ops are placed in time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -198,6 +198,11 @@ pub struct Timeline {
     /// Freed space not yet free: (words, cycle it becomes free, task using it last).
     pending: Vec<(u64, u64, Option<usize>)>,
     own: BusyTable,
+    /// The work of placing the tasks so far: walk steps and sends placed one by one,
+    /// each one; trains of them placed whole ([`steady`]), one per resource and one per
+    /// [`steady::TIMES_PER_WORK`] steps whose times they write. A planner's budget
+    /// counts it: it grows with the time placing took, the same on every machine.
+    pub work: u64,
 }
 
 impl Timeline {
@@ -212,6 +217,7 @@ impl Timeline {
             produced: HashMap::new(),
             pending: Vec::new(),
             own: BusyTable::default(),
+            work: 0,
         }
     }
 

@@ -19,7 +19,7 @@ pub struct Resumable {
     key: Option<(Schedule, u64)>,
     /// Tasks placed anew over all calls (for tests and benches).
     pub placed: u64,
-    /// Walk steps and sends of the tasks placed anew over all calls ([`super::Walk::booked`]).
+    /// The work of placing the tasks placed anew over all calls ([`Timeline::work`]).
     pub booked: u64,
 }
 
@@ -51,18 +51,18 @@ impl Resumable {
             ),
         };
         self.tasks.truncate(from);
+        let work0 = t.work;
         let every = tasks.len().div_ceil(MAX_SNAPSHOTS).max(1);
         for (k, task) in tasks.iter().enumerate().skip(from) {
             t.push_on(task, &mut busy);
             self.tasks.push(task.clone());
             self.placed += 1;
-            let booked = super::booked(std::slice::from_ref(task));
-            self.booked = self.booked.saturating_add(booked);
             if (k + 1) % every == 0 && k + 1 < tasks.len() {
                 self.snaps.push((k + 1, t.clone(), busy.clone()));
             }
         }
         t.settle(&mut busy);
+        self.booked = self.booked.saturating_add(t.work - work0);
         t.total()
     }
 }

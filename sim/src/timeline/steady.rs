@@ -15,6 +15,11 @@ use super::{Busy, Hold, Resource, Train};
 /// Steps or sends between two looks for a steady pace.
 pub(super) const CHECK: u64 = 16;
 
+/// Steps of a train whose times are written per unit of [`super::Timeline::work`]:
+/// writing a step's times (its arrival, its end, the slice it marks sent) takes some
+/// fraction of booking it one by one.
+pub(super) const TIMES_PER_WORK: u64 = 8;
+
 /// Step ends a walk remembers for [`Pace::jump`] (more than the deepest buffering).
 pub(super) const RING: usize = 16;
 
@@ -64,7 +69,8 @@ fn trains(
 }
 
 /// The sends `from..` of a deferred transfer, one after another from `prev` (each when
-/// the previous one has arrived); `arrived` gets each arrival in order; returns the last.
+/// the previous one has arrived); `arrived` gets each arrival in order; returns the last
+/// and the work of placing them (sends one by one and trains, one each).
 /// Where the sends reach a steady pace (even shares, the transfer's resources free from
 /// the current send on: nothing else books while a chain is placed) they are booked as
 /// trains up to the last send.
@@ -75,10 +81,11 @@ pub(super) fn send_chain(
     (from, mut prev): (u64, u64),
     booked: &mut [u64],
     mut arrived: impl FnMut(u64),
-) -> u64 {
+) -> (u64, u64) {
     let n = u64::from(slices);
     let even = even(cycles, holds, n);
     let mut k = from;
+    let mut work = 0u64;
     while k < n {
         if let Some((len, parts)) = &even
             && k % CHECK == from % CHECK
@@ -87,6 +94,7 @@ pub(super) fn send_chain(
         {
             let m = n - 1 - k;
             trains(busy, task, (holds, parts, booked), (prev, *len, m));
+            work += holds.len() as u64 + m / TIMES_PER_WORK;
             for _ in 0..m {
                 prev = prev.saturating_add(*len);
                 arrived(prev);
@@ -97,8 +105,9 @@ pub(super) fn send_chain(
         prev = send(busy, task, (cycles, slices, holds), (k, prev), booked);
         arrived(prev);
         k += 1;
+        work += 1;
     }
-    prev
+    (prev, work)
 }
 
 /// One input of a walk that may run steady: its producer's send length, task, holds and
@@ -186,6 +195,12 @@ pub(super) struct WalkState<'a> {
 }
 
 impl Pace {
+    /// The trains a jump books: one per hold of the walk and of its inputs' producers.
+    pub(super) fn trains(&self) -> u64 {
+        let ins: usize = self.inputs.iter().map(|i| i.holds.len()).sum();
+        (self.parts.len() + ins) as u64
+    }
+
     /// After step `j` of `w`: if the walk runs steady from there (the last `depth` steps
     /// and every input's last send each one period after the one before, every step
     /// and send so far booked exactly its share, every resource free from the current

@@ -63,22 +63,6 @@ pub struct Walk {
     pub inputs: Vec<StreamIn>,
 }
 
-impl Walk {
-    /// The steps placing it books: its own steps and its inputs' sends (the work a
-    /// planner's budget counts for it).
-    pub fn booked(&self) -> u64 {
-        let sends: usize = self.inputs.iter().map(|i| i.sends.len()).sum();
-        u64::from(self.steps).saturating_add(sends as u64)
-    }
-}
-
-/// The steps placing `tasks` books ([`Walk::booked`] of each walk).
-pub fn booked(tasks: &[super::Task]) -> u64 {
-    (tasks.iter().flat_map(|t| &t.walk))
-        .map(Walk::booked)
-        .fold(0, u64::saturating_add)
-}
-
 /// A stream read slice by slice: from the region `region`, held in `buffers` slices.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct StreamIn {
@@ -261,7 +245,7 @@ impl Timeline {
         };
         let mut times = Vec::with_capacity(slices as usize);
         let mut booked = vec![0u64; holds.len()];
-        let prev = send_chain(
+        let (prev, work) = send_chain(
             busy,
             task,
             (cycles, slices, &holds),
@@ -269,6 +253,7 @@ impl Timeline {
             &mut booked,
             |t| times.push(t),
         );
+        self.work = self.work.saturating_add(work);
         self.finish_stream(region, task, prev);
         self.produced.insert(region, Produced::Fixed(times.into()));
     }
@@ -423,6 +408,7 @@ impl Timeline {
                     s.prev = a;
                     s.arrival.push(a);
                     s.last_use.push(0);
+                    self.work = self.work.saturating_add(1);
                 }
                 st = st.max(s.arrival[m as usize]);
             }
@@ -442,6 +428,7 @@ impl Timeline {
             prev_end = e;
             ends[j as usize % steady::RING] = e;
             j += 1;
+            self.work = self.work.saturating_add(1);
             if let Some(p) = &pace
                 && j % steady::CHECK == 0
             {
@@ -456,6 +443,9 @@ impl Timeline {
                 let k = p.jump(w, state, j - 1, busy);
                 if k > 0 {
                     j += k;
+                    self.work = (self.work)
+                        .saturating_add(p.trains())
+                        .saturating_add(k / steady::TIMES_PER_WORK);
                     prev_end = ends[(j - 1) as usize % steady::RING];
                 }
             }
@@ -484,7 +474,7 @@ impl Timeline {
                 sent.resize(holds.len(), 0);
                 // The slices not sent yet, in order of the sends that follow.
                 let mut unsent = times.iter_mut().filter(|t| t.is_none());
-                last = send_chain(
+                let (end, work) = send_chain(
                     busy,
                     *task,
                     (*cycles, *slices, holds),
@@ -496,6 +486,8 @@ impl Timeline {
                         }
                     },
                 );
+                last = end;
+                self.work = self.work.saturating_add(work);
                 let times: Vec<u64> = times.into_iter().map(|t| t.unwrap_or(last)).collect();
                 let end = times.iter().copied().max().unwrap_or(last);
                 self.finish_stream(input.region, *task, end);

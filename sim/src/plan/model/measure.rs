@@ -60,7 +60,6 @@ impl Model {
         self.measured += 1;
         let mut out = self.measure_op(i, states, layout, producers);
         if let Ok(o) = &mut out {
-            self.booked = self.booked.saturating_add(timeline::booked(&o.tasks));
             self.share_walks(&mut o.tasks);
         }
         out

@@ -566,7 +566,9 @@ impl Model {
         WorkDone {
             evaluated: self.evaluated,
             runs: self.coster.runs,
-            booked: (self.booked.saturating_add(placed)).saturating_add(self.coster.walked()),
+            booked: (self.booked.saturating_add(placed))
+                .saturating_add(self.coster.walked())
+                .saturating_add(self.coster.placed()),
             legal_checks: self.legal_checks,
         }
     }

@@ -117,8 +117,9 @@ impl Model {
         match &mut self.resume {
             Some(r) => r.total(tasks, self.schedule, self.lm_words),
             None => {
-                self.booked = self.booked.saturating_add(timeline::booked(tasks));
-                timeline::schedule(tasks, self.schedule, self.lm_words).total()
+                let t = timeline::schedule(tasks, self.schedule, self.lm_words);
+                self.booked = self.booked.saturating_add(t.work);
+                t.total()
             }
         }
     }
