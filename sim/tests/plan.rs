@@ -620,26 +620,33 @@ fn a_failure_shown_is_explained_as_the_run_explains_it() {
 
 /// The search's work (what its budget counts) is a function of the plans evaluated:
 /// two models walking the same plans count the same evaluations, engine runs and
-/// streamed steps. Placing every plan from its first task books more steps than
-/// resuming the last plan's timeline (the tasks a plan shares with it are not placed
-/// again); the evaluations and runs are the same.
+/// placing work. Placing every plan from its first task never does less placing than
+/// resuming the last plan's timeline, and does more where the tasks a plan shares with
+/// it walk streams (GPT attention's; double_buffer's plans differ in the Load whose
+/// stream their first kernel walks, so there is nothing to skip); the evaluations and
+/// runs are the same.
 #[test]
 fn the_work_is_a_function_of_the_plans_evaluated() {
-    let (mut on, mut off, picks) = walk_from_hand("double_buffer.ron", Schedule::Overlapped, true);
-    let (mut twin, _, _) = walk_from_hand("double_buffer.ron", Schedule::Overlapped, false);
-    for pick in &picks {
-        on.evaluate(pick);
-        off.evaluate(pick);
-        twin.evaluate(pick);
+    for file in ["double_buffer.ron", "graphs/MHA-GPT-inf-fp32-bs1.ron"] {
+        let (mut on, mut off, picks) = walk_from_hand(file, Schedule::Overlapped, true);
+        let (mut twin, _, _) = walk_from_hand(file, Schedule::Overlapped, false);
+        for pick in &picks {
+            on.evaluate(pick);
+            off.evaluate(pick);
+            twin.evaluate(pick);
+        }
+        let (a, b) = (on.work_done(), off.work_done());
+        assert_eq!(a, twin.work_done(), "{file}");
+        assert_eq!(a.evaluated, picks.len() as u64);
+        assert!(a.runs >= on.measured && on.measured > 0, "{file}: {a:?}");
+        assert!(a.booked > 0, "{file} streams: {a:?}");
+        assert_eq!((b.evaluated, b.runs), (a.evaluated, a.runs));
+        assert!(b.booked >= a.booked, "{file}: {b:?} {a:?}");
+        assert!(plan::search::work(&on) <= plan::search::work(&off));
+        if file.contains("GPT") {
+            assert!(b.booked > a.booked, "{file}: {b:?} {a:?}");
+        }
     }
-    let (a, b) = (on.work_done(), off.work_done());
-    assert_eq!(a, twin.work_done());
-    assert_eq!(a.evaluated, picks.len() as u64);
-    assert!(a.runs >= on.measured && on.measured > 0, "{a:?}");
-    assert!(a.booked > 0, "double_buffer streams: {a:?}");
-    assert_eq!((b.evaluated, b.runs), (a.evaluated, a.runs));
-    assert!(b.booked > a.booked, "{b:?} {a:?}");
-    assert!(plan::search::work(&on) < plan::search::work(&off));
 }
 
 /// An evaluation the model decides by a bound without placing it (`evaluate_below`) is
