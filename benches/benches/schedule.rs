@@ -1,10 +1,13 @@
 //! The timeline: scheduling cost per op (the pure `schedule` over lowered tasks, as a
-//! planner calls it), and timing-mode runs of every shipped scenario under the
-//! overlapped schedule (each should stay under 50 ms).
+//! planner calls it); streams: a Load of 28,672 slices walked by a MatMul (a layout the
+//! planner scores on the gated MLP: its steady pace placed in closed form) and the gated
+//! MLP's tasks under `default_split` (short walks); and timing-mode runs of every shipped
+//! scenario under the overlapped schedule (each should stay under 50 ms).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mnsim_sim::ids::{Dir, LevelId, RegionId};
 use mnsim_sim::scenario::{self, Mode, Schedule};
-use mnsim_sim::timeline;
+use mnsim_sim::timeline::{self, Hold, Resource, StreamIn, Task, Walk};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -38,6 +41,74 @@ fn resolved(path: &Path) -> Vec<scenario::Resolved> {
         .collect()
 }
 
+/// Steps of [`long_stream`].
+const STEPS: u32 = 28_672;
+
+/// A Load of [`STEPS`] slices (DRAM and three ports) walked slice by slice, two
+/// buffers, by a MatMul: the figures of a layout the planner scores on the gated MLP.
+fn long_stream() -> Vec<Task> {
+    let level = |l: u16| LevelId(l);
+    let port = |l: u16, cycles: u64| Hold {
+        resource: Resource::Port {
+            level: level(l),
+            dir: Dir::Down,
+        },
+        cycles,
+    };
+    let holds = vec![
+        Hold {
+            resource: Resource::Dram { level: level(0) },
+            cycles: 29_360_128,
+        },
+        port(1, 1_376_256),
+        port(2, 3_670_016),
+        port(3, 1_835_008),
+    ];
+    let n = STEPS;
+    let load = Task {
+        cycles: 30_162_944,
+        holds: holds.clone(),
+        writes: vec![RegionId(0)],
+        walk: Some(Walk {
+            steps: n,
+            own_cycles: 30_162_944,
+            out: (0..n).collect(),
+            out_slices: n,
+            deferred: true,
+            inputs: Vec::new(),
+        }),
+        ..Task::default()
+    };
+    let (need, sends) = mnsim_sim::lowering::walk::sends(&(0..n).collect::<Vec<u32>>(), 2);
+    let matmul = Task {
+        cycles: 917_504,
+        holds: vec![Hold {
+            resource: Resource::MatrixUnit { level: level(3) },
+            cycles: 917_504,
+        }],
+        reads: vec![RegionId(0)],
+        writes: vec![RegionId(1)],
+        walk: Some(Walk {
+            steps: n,
+            own_cycles: 917_504,
+            out: (0..n).map(|j| j / 4096).collect(),
+            out_slices: 7,
+            deferred: false,
+            inputs: vec![StreamIn {
+                region: RegionId(0),
+                buffers: 2,
+                need: need.into(),
+                sends: sends.into(),
+                slices: n,
+                producer_cycles: load.cycles,
+                producer_holds: holds,
+            }],
+        }),
+        ..Task::default()
+    };
+    vec![load, matmul]
+}
+
 fn bench(c: &mut Criterion) {
     // Scheduling alone: the tasks of the attention block, repeated to a long program.
     let mut g = c.benchmark_group("schedule");
@@ -56,6 +127,28 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| black_box(timeline::schedule(t, s, lm).total()))
             });
         }
+    }
+
+    // Streams.
+    g.throughput(Throughput::Elements(STEPS.into()));
+    let tasks = long_stream();
+    g.bench_function("stream of 28,672 slices", |b| {
+        b.iter(|| black_box(timeline::schedule(&tasks, Schedule::Overlapped, 1 << 20).total()))
+    });
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/graphs/gated-mlp-f32.json");
+    match mnsim_sim::load::load(&path) {
+        Ok((sc, src)) => {
+            let plan = Some("default_split");
+            let mut res = scenario::resolve(&sc, &src, plan, &[], &Default::default()).unwrap();
+            res.mode = Mode::Timing;
+            let eng = mnsim_sim::run::run(&res).unwrap().engine;
+            let (tasks, lm) = (eng.tasks.clone(), eng.timeline.lm_capacity);
+            g.throughput(Throughput::Elements(tasks.len() as u64));
+            g.bench_function("gated MLP, default_split", |b| {
+                b.iter(|| black_box(timeline::schedule(&tasks, Schedule::Overlapped, lm).total()))
+            });
+        }
+        Err(_) => eprintln!("{} not found: schedule/gated MLP skipped", path.display()),
     }
     g.finish();
 

@@ -351,7 +351,9 @@ impl Timeline {
         let mut booked = vec![0u64; holds.len()];
         let mut prev_end = s0;
         let mut ready = vec![s0; w.out_slices as usize];
-        let pace = steady::pace(w, holds, &ins);
+        // Whether the walk may run steady: looked at when it reaches its first check (a
+        // walk too short to jump never pays for it).
+        let mut pace: Option<Option<steady::Pace>> = None;
         let mut ends = [0u64; steady::RING];
         let mut j = 0;
         while j < n {
@@ -429,8 +431,9 @@ impl Timeline {
             ends[j as usize % steady::RING] = e;
             j += 1;
             self.work = self.work.saturating_add(1);
-            if let Some(p) = &pace
-                && j % steady::CHECK == 0
+            if j % steady::CHECK == 0
+                && j + 2 < n
+                && let Some(p) = pace.get_or_insert_with(|| steady::pace(w, holds, &ins))
             {
                 let state = steady::WalkState {
                     ins: &mut ins,
