@@ -264,11 +264,11 @@ impl Pace {
             let slices = s.seen.len() as u64;
             last = last.min((j + slices).saturating_sub(s.firsts + 1));
         }
-        let mut marked: Vec<Vec<u32>> = Vec::with_capacity(st.ins.len());
+        // Per input, the last step its scan marked.
+        let mut scanned: Vec<u64> = Vec::with_capacity(st.ins.len());
         for (s, i) in st.ins.iter_mut().zip(&w.inputs) {
             let m0 = u64::from(i.need[j as usize]);
             let b = u64::from(i.buffers.max(1));
-            let mut mine = Vec::new();
             let mut t = j + 1;
             while t <= last {
                 let m = m0 + (t - j);
@@ -281,20 +281,21 @@ impl Pace {
                     break;
                 }
                 s.seen[slice as usize] = true;
-                mine.push(slice);
                 t += 1;
             }
             last = t - 1;
-            marked.push(mine);
+            scanned.push(last);
         }
         let count = last.saturating_sub(j);
-        let keep = if count < 2 { 0 } else { count as usize };
-        for (s, mine) in st.ins.iter_mut().zip(&marked) {
-            for &slice in mine.iter().skip(keep) {
+        let keep = if count < 2 { j } else { last };
+        for ((s, i), &upto) in st.ins.iter_mut().zip(&w.inputs).zip(&scanned) {
+            let m0 = u64::from(i.need[j as usize]);
+            for t in keep + 1..=upto {
+                let slice = i.sends[(m0 + t - j) as usize].0;
                 s.seen[slice as usize] = false;
             }
         }
-        if keep == 0 {
+        if keep == j {
             return 0;
         }
         // The steps and the sends they read, each `period` after the one before.
@@ -314,10 +315,10 @@ impl Pace {
                 (&p.holds, &p.parts, &mut s.sent),
                 (send0, period, count),
             );
-            for k in 1..=count {
-                s.arrival.push(aj.saturating_add(k.saturating_mul(period)));
-                s.last_use.push(ej.saturating_add(k.saturating_mul(period)));
-            }
+            let at =
+                |from: u64| (1..=count).map(move |k| from.saturating_add(k.saturating_mul(period)));
+            s.arrival.extend(at(aj));
+            s.last_use.extend(at(ej));
             s.firsts += count;
             s.prev = aj.saturating_add(count.saturating_mul(period));
         }
