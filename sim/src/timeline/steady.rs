@@ -201,52 +201,54 @@ impl Pace {
         (self.parts.len() + ins) as u64
     }
 
-    /// After step `j` of `w`: if the walk runs steady from there (the last `depth` steps
-    /// and every input's last send each one period after the one before, every step
-    /// and send so far booked exactly its share, every resource free from the current
-    /// step and send on), books its next steps and the sends they read in closed form,
-    /// up to the step before the last or to where an input stops reading a new slice
-    /// each step, and returns how many steps it booked.
+    /// After step `j` of `w`: if the walk runs steady from there, books its next steps
+    /// and the sends they read in closed form, up to the step before the last or to
+    /// where an input stops reading a new slice each step, and returns how many steps it
+    /// booked (0: it books nothing).
     pub(super) fn jump(&self, w: &Walk, st: WalkState<'_>, j: u64, busy: &mut dyn Busy) -> u64 {
+        let Some((period, last)) = self.period(w, &st, j, busy) else {
+            return 0;
+        };
+        let count = reach(w, st.ins, j, last);
+        if count > 0 {
+            self.book(w, st, (j, count), period, busy);
+        }
+        count
+    }
+
+    /// The period of the walk's pace after step `j` and the last step a jump may reach,
+    /// if the walk runs steady from there: every step and send so far booked exactly its
+    /// share, every resource free from the current step and send on, each input's last
+    /// `depth` steps reading one new send each, and step j+1 — as the walk books it with
+    /// every resource free: each input's send when its previous send has arrived and the
+    /// buffer it takes is no longer read (by step j+1−b), the step when the previous one
+    /// is done and its slices have arrived — step j's state (the inputs' arrivals, the
+    /// last `depth` step ends) moved by one period. That map moves with its state, so
+    /// every later step is then the one before it moved by the period.
+    fn period(
+        &self,
+        w: &Walk,
+        st: &WalkState<'_>,
+        j: u64,
+        busy: &mut dyn Busy,
+    ) -> Option<(u64, u64)> {
         let n = u64::from(w.steps.max(1));
         let d = self.depth;
         if j < d || j + 2 >= n {
-            return 0;
+            return None;
         }
         let e = |t: u64| st.ends[t as usize % RING];
         let ej = e(j);
         if !on_pace(busy, (st.holds, &self.parts, st.booked), j + 1, ej) {
-            return 0;
+            return None;
         }
-        // Step j+1 as the walk books it with every resource free from here on: each
-        // input's send when its previous send has arrived and the buffer it takes is no
-        // longer read (by step j+1−b), the step when the previous step is done and its
-        // slices have arrived. That map moves with its state, so when step j+1's state
-        // (the inputs' arrivals, the last `depth` step ends) is step j's moved by one
-        // period, so is every later step's.
-        let sends: Vec<u64> = (self.inputs.iter().zip(st.ins.iter()).zip(&w.inputs))
-            .map(|((p, s), i)| {
-                let b = u64::from(i.buffers.max(1));
-                s.prev.max(e(j + 1 - b)).saturating_add(p.len)
-            })
-            .collect();
-        let next = sends
-            .iter()
-            .fold(ej, |x, &a| x.max(a))
-            .saturating_add(self.len);
-        let period = next - ej;
-        let moved = (0..d - 1).all(|t| e(j - t).checked_sub(e(j - t - 1)) == Some(period))
-            && (st.ins.iter().zip(&sends)).all(|(s, &a)| a - s.prev == period);
-        if !moved {
-            return 0;
-        }
-        // Steps j+1..=last: each input reads a new send each step, of a slice not sent
-        // before (marked sent as the scan goes, unmarked past where it stops).
+        // Per input, its send for step j+1 and the arrival before it.
+        let mut sends: Vec<(u64, u64)> = Vec::with_capacity(st.ins.len());
+        // The producer's last send is left to the walk (its share is the rest).
         let mut last = n - 2;
         for ((p, s), i) in self.inputs.iter().zip(st.ins.iter()).zip(&w.inputs) {
-            let Some(m0) = i.need.get(j as usize).map(|&m| u64::from(m)) else {
-                return 0;
-            };
+            let m0 = u64::from(*i.need.get(j as usize)?);
+            let b = u64::from(i.buffers.max(1));
             // Steps j−depth..=j read sends m0−depth..=m0, one each.
             let linear_before = (1..=d).all(|t| {
                 let m = m0.checked_sub(t);
@@ -257,55 +259,35 @@ impl Pace {
             });
             let paced = s.arrival.len() as u64 == m0 + 1
                 && on_pace(busy, (&p.holds, &p.parts, &s.sent), s.firsts, s.prev);
-            if !linear_before || !paced || u64::from(i.buffers.max(1)) > d {
-                return 0;
+            if !linear_before || !paced || b > d {
+                return None;
             }
-            // The producer's last send is left to the walk (its share is the rest).
-            let slices = s.seen.len() as u64;
-            last = last.min((j + slices).saturating_sub(s.firsts + 1));
+            sends.push((s.prev, s.prev.max(e(j + 1 - b)).saturating_add(p.len)));
+            last = last.min((j + s.seen.len() as u64).saturating_sub(s.firsts + 1));
         }
-        // Per input, the last step its scan marked.
-        let mut scanned: Vec<u64> = Vec::with_capacity(st.ins.len());
-        for (s, i) in st.ins.iter_mut().zip(&w.inputs) {
-            let m0 = u64::from(i.need[j as usize]);
-            let b = u64::from(i.buffers.max(1));
-            let mut t = j + 1;
-            while t <= last {
-                let m = m0 + (t - j);
-                let need = i.need.get(t as usize).map(|&x| u64::from(x));
-                let Some(&(slice, ev)) = i.sends.get(m as usize) else {
-                    break;
-                };
-                let fresh = s.seen.get(slice as usize) == Some(&false);
-                if need != Some(m) || ev.map(u64::from) != m.checked_sub(b) || !fresh {
-                    break;
-                }
-                s.seen[slice as usize] = true;
-                t += 1;
-            }
-            last = t - 1;
-            scanned.push(last);
-        }
-        let count = last.saturating_sub(j);
-        let keep = if count < 2 { j } else { last };
-        for ((s, i), &upto) in st.ins.iter_mut().zip(&w.inputs).zip(&scanned) {
-            let m0 = u64::from(i.need[j as usize]);
-            for t in keep + 1..=upto {
-                let slice = i.sends[(m0 + t - j) as usize].0;
-                s.seen[slice as usize] = false;
-            }
-        }
-        if keep == j {
-            return 0;
-        }
-        // The steps and the sends they read, each `period` after the one before.
+        let next = sends.iter().fold(ej, |x, &(_, a)| x.max(a));
+        let period = next.saturating_add(self.len) - ej;
+        let sends_moved = sends.iter().all(|&(prev, a)| a - prev == period);
+        let ends_moved = (0..d - 1).all(|t| e(j - t).checked_sub(e(j - t - 1)) == Some(period));
+        (sends_moved && ends_moved).then_some((period, last))
+    }
+
+    /// Books steps `j+1..=j+count` and the sends they read, each `period` after the one
+    /// before, and writes their times into the walk's state.
+    fn book(
+        &self,
+        w: &Walk,
+        st: WalkState<'_>,
+        (j, count): (u64, u64),
+        period: u64,
+        busy: &mut dyn Busy,
+    ) {
+        let ej = st.ends[j as usize % RING];
+        let at =
+            |from: u64| (1..=count).map(move |k| from.saturating_add(k.saturating_mul(period)));
         let step0 = ej.saturating_add(period) - self.len;
-        trains(
-            busy,
-            st.index,
-            (st.holds, &self.parts, st.booked),
-            (step0, period, count),
-        );
+        let own = (st.holds, &self.parts[..], &mut st.booked[..]);
+        trains(busy, st.index, own, (step0, period, count));
         for (p, s) in self.inputs.iter().zip(st.ins.iter_mut()) {
             let aj = s.prev;
             let send0 = aj.saturating_add(period) - p.len;
@@ -315,15 +297,12 @@ impl Pace {
                 (&p.holds, &p.parts, &mut s.sent),
                 (send0, period, count),
             );
-            let at =
-                |from: u64| (1..=count).map(move |k| from.saturating_add(k.saturating_mul(period)));
             s.arrival.extend(at(aj));
             s.last_use.extend(at(ej));
             s.firsts += count;
             s.prev = aj.saturating_add(count.saturating_mul(period));
         }
-        for k in 1..=count {
-            let end = ej.saturating_add(k.saturating_mul(period));
+        for (k, end) in (1..=count).zip(at(ej)) {
             st.ends[(j + k) as usize % RING] = end;
             if let Some(r) =
                 (w.out.get((j + k) as usize)).and_then(|&o| st.ready.get_mut(o as usize))
@@ -331,6 +310,43 @@ impl Pace {
                 *r = end;
             }
         }
-        count
     }
+}
+
+/// How many steps after step `j` (up to `last`) every input of `w` reads a new send
+/// each, of a slice not sent before and into the buffer of the send `b` before it: those
+/// slices are marked sent (0, marking nothing, when fewer than two).
+fn reach(w: &Walk, ins: &mut [WalkIn], j: u64, mut last: u64) -> u64 {
+    // Per input, the last step its scan marked.
+    let mut scanned: Vec<u64> = Vec::with_capacity(ins.len());
+    for (s, i) in ins.iter_mut().zip(&w.inputs) {
+        let m0 = u64::from(i.need[j as usize]);
+        let b = u64::from(i.buffers.max(1));
+        let mut t = j + 1;
+        while t <= last {
+            let m = m0 + (t - j);
+            let need = i.need.get(t as usize).map(|&x| u64::from(x));
+            let Some(&(slice, ev)) = i.sends.get(m as usize) else {
+                break;
+            };
+            let fresh = s.seen.get(slice as usize) == Some(&false);
+            if need != Some(m) || ev.map(u64::from) != m.checked_sub(b) || !fresh {
+                break;
+            }
+            s.seen[slice as usize] = true;
+            t += 1;
+        }
+        last = t - 1;
+        scanned.push(last);
+    }
+    let count = last.saturating_sub(j);
+    let keep = if count < 2 { j } else { last };
+    for ((s, i), &upto) in ins.iter_mut().zip(&w.inputs).zip(&scanned) {
+        let m0 = u64::from(i.need[j as usize]);
+        for t in keep + 1..=upto {
+            let slice = i.sends[(m0 + t - j) as usize].0;
+            s.seen[slice as usize] = false;
+        }
+    }
+    keep - j
 }
