@@ -229,6 +229,60 @@ pub(super) struct WalkIn {
     whole: u64,
 }
 
+impl WalkIn {
+    /// The walk's next send of `input`: a slice's first send (a deferred transfer's send,
+    /// or when a fixed stream's slice is ready), or a re-send the walk's task `index`
+    /// issues from `s0` on; each once the buffer it takes is no longer read.
+    fn send_next(&mut self, input: &StreamIn, (index, s0): (usize, u64), busy: &mut dyn Busy) {
+        let (slice, evicts) = input.sends[self.arrival.len()];
+        let free = evicts.map_or(0, |e| self.last_use[e as usize]);
+        let first = self.seen.get(slice as usize).is_some_and(|x| !x);
+        let a = if first {
+            self.seen[slice as usize] = true;
+            let k = self.firsts;
+            self.firsts += 1;
+            match &self.source {
+                Some(Produced::Deferred {
+                    task,
+                    start,
+                    cycles,
+                    slices,
+                    holds,
+                }) => {
+                    self.sent.resize(holds.len(), 0);
+                    send(
+                        busy,
+                        *task,
+                        (*cycles, *slices, holds),
+                        (k, (*start).max(self.prev).max(free)),
+                        &mut self.sent,
+                    )
+                }
+                Some(Produced::Fixed(t)) => {
+                    t.get(slice as usize).or(t.last()).copied().unwrap_or(0)
+                }
+                None => self.whole,
+            }
+        } else {
+            // A re-send: the producer's slice again, issued by this task.
+            let q = self.resends;
+            self.resends += 1;
+            self.resent.resize(self.resend_holds.len(), 0);
+            book_step(
+                &self.resend_holds,
+                &mut self.resent,
+                (self.resend_cycles, q, self.total_resends),
+                index,
+                s0.max(self.prev).max(free),
+                busy,
+            )
+        };
+        self.prev = a;
+        self.arrival.push(a);
+        self.last_use.push(0);
+    }
+}
+
 impl Timeline {
     /// Places the sends of a deferred stream nothing streams from (as fast as its
     /// resources allow) and records when it ends.
@@ -363,53 +417,7 @@ impl Timeline {
                     continue;
                 };
                 while (s.arrival.len() as u32) <= m {
-                    let (slice, evicts) = input.sends[s.arrival.len()];
-                    let free = evicts.map_or(0, |e| s.last_use[e as usize]);
-                    let first = s.seen.get(slice as usize).is_some_and(|x| !x);
-                    let a = if first {
-                        s.seen[slice as usize] = true;
-                        let k = s.firsts;
-                        s.firsts += 1;
-                        match &s.source {
-                            Some(Produced::Deferred {
-                                task,
-                                start,
-                                cycles,
-                                slices,
-                                holds,
-                            }) => {
-                                s.sent.resize(holds.len(), 0);
-                                send(
-                                    busy,
-                                    *task,
-                                    (*cycles, *slices, holds),
-                                    (k, (*start).max(s.prev).max(free)),
-                                    &mut s.sent,
-                                )
-                            }
-                            Some(Produced::Fixed(t)) => {
-                                t.get(slice as usize).or(t.last()).copied().unwrap_or(0)
-                            }
-                            None => s.whole,
-                        }
-                    } else {
-                        // A re-send: the producer's slice again, issued by this task.
-                        let q = s.resends;
-                        s.resends += 1;
-                        let r = s.total_resends;
-                        s.resent.resize(s.resend_holds.len(), 0);
-                        book_step(
-                            &s.resend_holds,
-                            &mut s.resent,
-                            (s.resend_cycles, q, r),
-                            index,
-                            s0.max(s.prev).max(free),
-                            busy,
-                        )
-                    };
-                    s.prev = a;
-                    s.arrival.push(a);
-                    s.last_use.push(0);
+                    s.send_next(input, (index, s0), busy);
                     self.work = self.work.saturating_add(1);
                 }
                 st = st.max(s.arrival[m as usize]);
@@ -453,8 +461,13 @@ impl Timeline {
                 }
             }
         }
-        // Consumed deferred streams: slices the walk did not read follow, then the
-        // transfer is placed.
+        self.finish_consumed(w, &ins, busy);
+        (prev_end, ready)
+    }
+
+    /// After a walk: the deferred streams it consumed send the slices it did not read,
+    /// and their transfers are placed.
+    fn finish_consumed(&mut self, w: &Walk, ins: &[WalkIn], busy: &mut dyn Busy) {
         for (s, input) in ins.iter().zip(&w.inputs) {
             if let Some(Produced::Deferred {
                 task,
@@ -464,7 +477,6 @@ impl Timeline {
                 ..
             }) = &s.source
             {
-                let mut last = s.prev;
                 let mut times: Vec<Option<u64>> = vec![None; *slices as usize];
                 for (m, &(slice, _)) in input.sends.iter().enumerate() {
                     if let Some(t) = times.get_mut(slice as usize)
@@ -477,11 +489,11 @@ impl Timeline {
                 sent.resize(holds.len(), 0);
                 // The slices not sent yet, in order of the sends that follow.
                 let mut unsent = times.iter_mut().filter(|t| t.is_none());
-                let (end, work) = send_chain(
+                let (last, work) = send_chain(
                     busy,
                     *task,
                     (*cycles, *slices, holds),
-                    (s.firsts, last),
+                    (s.firsts, s.prev),
                     &mut sent,
                     |a| {
                         if let Some(t) = unsent.next() {
@@ -489,7 +501,6 @@ impl Timeline {
                         }
                     },
                 );
-                last = end;
                 self.work = self.work.saturating_add(work);
                 let times: Vec<u64> = times.into_iter().map(|t| t.unwrap_or(last)).collect();
                 let end = times.iter().copied().max().unwrap_or(last);
@@ -498,6 +509,5 @@ impl Timeline {
                     .insert(input.region, Produced::Fixed(times.into()));
             }
         }
-        (prev_end, ready)
     }
 }
