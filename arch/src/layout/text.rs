@@ -23,12 +23,7 @@ where
 {
     if let Some(p) = pad {
         w.write_char('(')?;
-        for (i, d) in p.iter().enumerate() {
-            if i > 0 {
-                w.write_char(',')?;
-            }
-            write!(w, "{d}")?;
-        }
+        separated(w, p, ",")?;
         w.write_str(")/")?;
     }
     w.write_char('(')?;
@@ -37,12 +32,7 @@ where
             w.write_str(", ")?;
         }
         w.write_char('(')?;
-        for (k, s) in g.into_iter().enumerate() {
-            if k > 0 {
-                w.write_str(", ")?;
-            }
-            write!(w, "{s}")?;
-        }
+        separated(w, g, ", ")?;
         w.write_char(')')?;
     }
     let mut any = false;
@@ -55,6 +45,21 @@ where
         w.write_char(']')?;
     }
     w.write_char(')')
+}
+
+/// `items` written one after another, `sep` between two.
+fn separated<T: Display>(
+    w: &mut impl Write,
+    items: impl IntoIterator<Item = T>,
+    sep: &str,
+) -> fmt::Result {
+    for (i, x) in items.into_iter().enumerate() {
+        if i > 0 {
+            w.write_str(sep)?;
+        }
+        write!(w, "{x}")?;
+    }
+    Ok(())
 }
 
 /// [`write_layout`] into a new string.

@@ -29,8 +29,7 @@ pub trait Busy {
     /// [`Busy::hold`]s, which it is by default.
     fn hold_train(&mut self, r: Resource, task: usize, train: Train) {
         for i in 0..train.count {
-            let at = train.start.saturating_add(i.saturating_mul(train.period));
-            self.hold(r, task, at, train.cycles);
+            self.hold(r, task, train.at(i), train.cycles);
         }
     }
 }
@@ -42,6 +41,13 @@ pub struct Train {
     pub period: u64,
     pub cycles: u64,
     pub count: u64,
+}
+
+impl Train {
+    /// The start of hold `i`.
+    pub fn at(&self, i: u64) -> u64 {
+        self.start.saturating_add(i.saturating_mul(self.period))
+    }
 }
 
 /// The earliest cycle from `at` at which every resource of `holds` (resource, cycles)
@@ -162,10 +168,9 @@ impl Slot {
         if t.cycles == 0 || t.count == 0 {
             return;
         }
-        let at = |i: u64| t.start.saturating_add(i.saturating_mul(t.period));
         if t.cycles >= t.period {
             // Touching holds merge into one interval.
-            let end = at(t.count - 1).saturating_add(t.cycles);
+            let end = t.at(t.count - 1).saturating_add(t.cycles);
             self.insert(t.start, end, task);
             return;
         }
@@ -173,14 +178,14 @@ impl Slot {
         const WARM: u64 = 2 * MAX_SPANS as u64 + 2;
         let warm = t.count.min(WARM);
         for i in 0..warm {
-            self.insert(at(i), at(i).saturating_add(t.cycles), task);
+            self.insert(t.at(i), t.at(i).saturating_add(t.cycles), task);
         }
         if warm == t.count {
             return;
         }
         let span = |i: u64| Span {
-            start: at(i),
-            end: at(i).saturating_add(t.cycles),
+            start: t.at(i),
+            end: t.at(i).saturating_add(t.cycles),
             task,
         };
         // `len` intervals; the last is hold `warm - 1`. A push past MAX_SPANS intervals
@@ -283,12 +288,7 @@ impl BusyTable {
     pub fn hold_train(&mut self, r: Resource, task: usize, t: Train) {
         if self.log.is_some() || t.count <= 1 {
             for i in 0..t.count {
-                self.hold(
-                    r,
-                    task,
-                    t.start.saturating_add(i.saturating_mul(t.period)),
-                    t.cycles,
-                );
+                self.hold(r, task, t.at(i), t.cycles);
             }
             return;
         }
