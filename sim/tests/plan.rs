@@ -687,6 +687,33 @@ fn an_evaluation_decided_by_a_bound_is_no_better_than_its_cutoff() {
     }
 }
 
+/// A walk stops at the first op whose holds prove the cutoff: under a cutoff below every
+/// plan that runs (and every plan that fails), each evaluation is decided after its first
+/// op, and only that op is measured, once per layout its variable takes.
+#[test]
+fn a_walk_decided_by_a_bound_measures_no_op_after_it() {
+    for file in ["graphs/MHA-GPT-inf-fp32-bs1.ron", "double_buffer.ron"] {
+        let (mut model, mut full, picks) = walk_from_hand(file, Schedule::Overlapped, false);
+        // Below every key: a plan that runs all n ops ranks at (false, Reverse(n), _).
+        let cutoff = (false, std::cmp::Reverse(usize::MAX), 0);
+        for pick in &picks {
+            assert!(model.evaluate_below(pick, Some(cutoff)).is_none(), "{file}");
+            full.evaluate(pick);
+        }
+        assert_eq!(model.bounded, picks.len() as u64, "{file}");
+        let first = model.vars.iter().position(|v| v.ops.contains(&0));
+        let layouts: std::collections::BTreeSet<_> =
+            picks.iter().map(|p| first.map(|v| p[v])).collect();
+        assert!(
+            model.measured as usize <= layouts.len() && model.measured < full.measured,
+            "{file}: {} measured under the cutoff, {} layouts of the first op, {} in full",
+            model.measured,
+            layouts.len(),
+            full.measured
+        );
+    }
+}
+
 /// Two models of `file` with every variable `Any` (but `wb`), the first resuming
 /// timelines and the second placing every plan from its first task when `resume_off`,
 /// and 300 assignments each from the one before by one variable, back to the hand plan

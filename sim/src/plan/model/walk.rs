@@ -22,13 +22,12 @@ enum Walked {
         msg: String,
         ntasks: usize,
     },
+    /// The ops walked so far hold a resource long enough that the plan's key is no
+    /// lower than the cutoff however it goes on: the rest was not walked (nor measured).
+    Bounded,
     /// Every op's tasks are in the scratch: the first `ntasks`, whose ops' dynamic
-    /// joules sum to `dynamic_j`, and the busiest resource's held cycles.
-    Done {
-        ntasks: usize,
-        dynamic_j: f64,
-        busiest: u64,
-    },
+    /// joules sum to `dynamic_j`.
+    Done { ntasks: usize, dynamic_j: f64 },
 }
 
 impl Model {
@@ -45,7 +44,11 @@ impl Model {
         let Some(cutoff) = cutoff else {
             return Some(self.evaluate(pick));
         };
-        match self.walk(pick, None) {
+        match self.walk(pick, None, Some(cutoff)) {
+            Walked::Bounded => {
+                self.bounded += 1;
+                None
+            }
             // A failure ranks by how far it got, then by cycles (at least 0).
             Walked::Failed { at, msg, ntasks } => {
                 if (true, std::cmp::Reverse(at), 0) >= cutoff {
@@ -54,22 +57,10 @@ impl Model {
                 }
                 Some(self.failure(at, msg, ntasks))
             }
+            // The walk checked the bound after its last op.
             Walked::Done {
-                ntasks,
-                dynamic_j,
-                busiest,
-            } => {
-                let least = (
-                    false,
-                    std::cmp::Reverse(self.ops.len()),
-                    self.score(busiest, dynamic_j).1,
-                );
-                if least >= cutoff {
-                    self.bounded += 1;
-                    return None;
-                }
-                Some(self.eval(self.ops.len(), ntasks, dynamic_j, None))
-            }
+                ntasks, dynamic_j, ..
+            } => Some(self.eval(self.ops.len(), ntasks, dynamic_j, None)),
         }
     }
 
@@ -79,13 +70,13 @@ impl Model {
     pub fn explained_failure(&mut self, pick: &[LayoutId]) -> Option<(usize, String)> {
         self.explaining = true;
         self.coster.set_explaining(true);
-        let walked = self.walk(pick, None);
+        let walked = self.walk(pick, None, None);
         self.explaining = false;
         self.coster.set_explaining(false);
         self.evaluated -= 1;
         match walked {
             Walked::Failed { at, msg, .. } => Some((at, msg)),
-            Walked::Done { .. } => None,
+            Walked::Bounded | Walked::Done { .. } => None,
         }
     }
 
@@ -102,8 +93,9 @@ impl Model {
         pick: &[LayoutId],
         detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
     ) -> Eval {
-        match self.walk(pick, detail) {
+        match self.walk(pick, detail, None) {
             Walked::Failed { at, msg, ntasks } => self.failure(at, msg, ntasks),
+            Walked::Bounded => unreachable!("a walk without a cutoff is never bounded"),
             Walked::Done {
                 ntasks, dynamic_j, ..
             } => self.eval(self.ops.len(), ntasks, dynamic_j, None),
@@ -167,12 +159,28 @@ impl Model {
         }
     }
 
+    /// The least key of a plan that completes with its busiest resource holding `busiest`
+    /// cycles and its ops' dynamic joules summing to `dynamic_j`: no run of it is shorter
+    /// than that hold, and its score grows with the run's cycles and joules.
+    fn least(&self, busiest: u64, dynamic_j: f64) -> Key {
+        // Asked after every op a search walks: cycles need no joules.
+        let score = match self.objective {
+            mnsim_reports::Objective::Cycles => busiest,
+            _ => self.score(busiest, dynamic_j).1,
+        };
+        (false, std::cmp::Reverse(self.ops.len()), score)
+    }
+
     /// Walks the program under `pick`: each op's tasks into the scratch, from the memo
-    /// (measuring a miss), with the LM and DRAM bookkeeping of the run.
+    /// (measuring a miss), with the LM and DRAM bookkeeping of the run. With a `cutoff`,
+    /// it stops as soon as the ops walked prove the plan's key no lower: holds and
+    /// joules only grow as ops are added, and a plan that fails ranks after every plan
+    /// that completes.
     fn walk(
         &mut self,
         pick: &[LayoutId],
         mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
+        cutoff: Option<Key>,
     ) -> Walked {
         self.evaluated += 1;
         let mut w = State::new(self);
@@ -187,6 +195,13 @@ impl Model {
                 self.scratch = w.scratch;
                 return Walked::Failed { at: i, msg, ntasks };
             }
+            if let Some(c) = cutoff {
+                let busiest = w.busy.iter().map(|b| b.1).max().unwrap_or(0);
+                if self.least(busiest, w.dynamic_j) >= c {
+                    self.scratch = w.scratch;
+                    return Walked::Bounded;
+                }
+            }
         }
         self.scratch = std::mem::take(&mut w.scratch);
         if let Some(d) = detail {
@@ -195,7 +210,6 @@ impl Model {
         Walked::Done {
             ntasks: w.ntasks,
             dynamic_j: w.dynamic_j,
-            busiest: w.busy.iter().map(|b| b.1).max().unwrap_or(0),
         }
     }
 
