@@ -160,27 +160,14 @@ impl Slot {
         }
     }
 
-    /// The state [`Slot::insert`] of every hold of `t` gives, in closed form past the
-    /// holds that reach a steady state: once [`MAX_SPANS`]'s halving has run twice,
-    /// every interval but the first is one of the train's, so the intervals left and the
-    /// first one's end follow from the count alone.
+    /// The state [`Slot::insert`] of every hold of `t` gives, in closed form. After the
+    /// first hold (inserted as any), each hold is pushed after the last interval; the
+    /// intervals after the first form a queue of which every push past [`MAX_SPANS`]
+    /// intervals pops the oldest half, the first interval then ending where the last
+    /// popped did. So the pops, the first interval's end and the intervals left follow
+    /// from the count alone.
     fn train(&mut self, t: Train, task: usize) {
         if t.cycles == 0 || t.count == 0 {
-            return;
-        }
-        if t.cycles >= t.period {
-            // Touching holds merge into one interval.
-            let end = t.at(t.count - 1).saturating_add(t.cycles);
-            self.insert(t.start, end, task);
-            return;
-        }
-        // Pushes until every interval but the first is the train's: two halvings.
-        const WARM: u64 = 2 * MAX_SPANS as u64 + 2;
-        let warm = t.count.min(WARM);
-        for i in 0..warm {
-            self.insert(t.at(i), t.at(i).saturating_add(t.cycles), task);
-        }
-        if warm == t.count {
             return;
         }
         let span = |i: u64| Span {
@@ -188,27 +175,40 @@ impl Slot {
             end: t.at(i).saturating_add(t.cycles),
             task,
         };
-        // `len` intervals; the last is hold `warm - 1`. A push past MAX_SPANS intervals
-        // leaves MAX_SPANS / 2 + 1 of them, the first ending where the one at the middle did.
-        let len = self.spans.len() as u64;
-        let (top, mid) = (MAX_SPANS as u64, (MAX_SPANS / 2) as u64);
-        let rest = t.count - warm;
-        let to_halve = top + 1 - len;
-        let len = if rest < to_halve {
-            len + rest
-        } else {
-            // The last halving: at the push of hold `h`, which was at index MAX_SPANS.
-            let period = top - mid;
-            let last = to_halve + (rest - to_halve) / period * period;
-            let h = warm + last - 1;
-            let first = &mut self.spans[0];
-            first.end = span(h - (top - mid)).end;
-            first.task = task;
-            (top + 1 - mid) + (rest - last)
+        if t.cycles >= t.period {
+            // Touching holds merge into one interval.
+            self.insert(t.start, span(t.count - 1).end, task);
+            return;
+        }
+        self.insert(t.start, span(0).end, task);
+        if self.spans.last().map(|l| l.end) != Some(span(0).end) {
+            // The first hold fell before a later interval: hold by hold.
+            for i in 1..t.count {
+                self.insert(span(i).start, span(i).end, task);
+            }
+            return;
+        }
+        // The queue: the intervals after the first (`queued`), then holds 1.. (`pushed`).
+        let queued: Vec<Span> = self.spans[1..].to_vec();
+        let (q0, pushed) = (queued.len() as u64, t.count - 1);
+        let item = |i: u64| match queued.get(i as usize) {
+            Some(&s) => s,
+            None => span(1 + i - q0),
         };
-        // The intervals after the first: the last `len - 1` holds.
+        // A pop when the queue reaches MAX_SPANS, of its oldest half.
+        let (top, half) = (MAX_SPANS as u64, (MAX_SPANS / 2) as u64);
+        let pops = match pushed.checked_sub(top - q0) {
+            Some(past) => 1 + past / half,
+            None => 0,
+        };
+        if pops > 0 {
+            let last = item(pops * half - 1);
+            self.spans[0].end = last.end;
+            self.spans[0].task = last.task;
+        }
+        let total = q0 + pushed;
         self.spans.truncate(1);
-        self.spans.extend((t.count + 1 - len..t.count).map(span));
+        self.spans.extend((pops * half..total).map(item));
     }
 
     /// [`Slot::insert`] before the last interval: merged with those it touches.

@@ -365,6 +365,7 @@ proptest::proptest! {
     fn a_train_books_as_its_holds_one_by_one(
         before in proptest::collection::vec((0u64..40, 1u64..30), 0..90),
         gap in 0u64..3,
+        back in 0u64..6,
         period in 1u64..20,
         cycles in 0u64..20,
         count in 0u64..400,
@@ -378,7 +379,8 @@ proptest::proptest! {
             t += len;
         }
         let cycles = cycles.min(period);
-        let train = Train { start: t + gap, period, cycles, count };
+        // Mostly after every interval; sometimes (`back` past `gap`) before the last ends.
+        let train = Train { start: (t + gap).saturating_sub(back), period, cycles, count };
         let mut one_by_one = table.clone();
         for i in 0..count {
             one_by_one.hold(r, 999, train.start + i * period, cycles);
