@@ -127,6 +127,44 @@ pub(super) fn same(f: &AxisFn, g: &AxisFn, n: u64) -> bool {
     true
 }
 
+/// The functions `fns` of row-major axes `dims` as one function of the row-major index
+/// over them, canonical as [`AxisFn::from_group`] makes an axis's (major to minor,
+/// adjacent digits merged), where every term is a digit of that index: its radix
+/// divides its axis's extent, and its size what is left of it. `None` where one is not.
+/// Two axis runs whose flat terms are equal place every index alike.
+pub(super) fn flat(dims: &[u64], fns: &[AxisFn]) -> Option<Vec<(u64, u64, u64)>> {
+    let mut raw: Vec<Term> = Vec::new();
+    let mut suffix = 1u64;
+    for (&d, f) in dims.iter().zip(fns).rev() {
+        let d = d.max(1);
+        for t in &f.terms {
+            if !d.is_multiple_of(t.radix) || !(d / t.radix).is_multiple_of(t.size) {
+                return None;
+            }
+            raw.push(Term {
+                radix: suffix.checked_mul(t.radix)?,
+                size: t.size,
+                stride: t.stride,
+            });
+        }
+        suffix = suffix.checked_mul(d)?;
+    }
+    raw.sort_by_key(|t| std::cmp::Reverse(t.radix));
+    let mut terms: Vec<(u64, u64, u64)> = Vec::with_capacity(raw.len());
+    for t in raw {
+        match terms.last_mut() {
+            Some(prev)
+                if prev.0 == t.radix.saturating_mul(t.size)
+                    && prev.2 == t.stride.saturating_mul(t.size) =>
+            {
+                *prev = (t.radix, prev.1.saturating_mul(t.size), t.stride);
+            }
+            _ => terms.push((t.radix, t.size, t.stride)),
+        }
+    }
+    Some(terms)
+}
+
 /// The position of element `idx` of `l` at addressable level `x` (the sum of the
 /// per-axis contributions), given each axis's function.
 pub(super) fn position(fns: &[AxisFn], idx: &[u64]) -> u64 {

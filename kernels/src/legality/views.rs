@@ -1,7 +1,7 @@
 //! The per-level rules of the view kernels (Reshape, Concat, Slice): every element
 //! keeps its position.
 
-use super::axis_fn::{AxisFn, axis_fns, position, same};
+use super::axis_fn::{AxisFn, axis_fns, flat, position, same};
 use super::messages::{bcast_with, group_text, needs_replica};
 use crate::kernel::{ErrorKind, Kernel, KernelError, fmt_dims};
 use mnsim_arch::layout::TensorLayout;
@@ -31,6 +31,15 @@ pub(super) fn reshape_level(
     let mut ia = vec![0u64; a.len()];
     let mut ib = vec![0u64; b.len()];
     for (lo_a, hi_a, lo_b, hi_b) in crate::shape::reshape_groups(a, b) {
+        // Where both sides' terms are digits of the group's index, equal terms need no
+        // walk over its blocks (which a cyclic split makes one per element).
+        let (ta, tb) = (
+            flat(&a[lo_a..hi_a], &fa[lo_a..hi_a]),
+            flat(&b[lo_b..hi_b], &fb[lo_b..hi_b]),
+        );
+        if ta.is_some() && ta == tb {
+            continue;
+        }
         let n = a[lo_a..hi_a].iter().fold(1u64, |p, &d| p.saturating_mul(d));
         let mut t = 0u64;
         while t < n {
