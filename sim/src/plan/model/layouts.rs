@@ -3,7 +3,7 @@
 
 use super::super::candidates;
 use super::super::cost::Held;
-use super::{LayoutId, Model, ShapeKey, StateId};
+use super::{HashMap, LayoutId, Model, ShapeKey, StateId};
 use crate::scenario::Resolved;
 use mnsim_arch::TensorLayout;
 
@@ -140,6 +140,39 @@ impl Model {
         Held {
             layout: self.layouts[*l as usize].clone(),
             partial: p.clone(),
+        }
+    }
+
+    /// Every variable's candidates. The variables' shapes generate them on every core
+    /// at once (each shape's are a pure function of it); they are interned in variable
+    /// order, so the ids are the same whatever the thread count.
+    pub(super) fn generate_candidates(&mut self) {
+        let m = self;
+        let mut shapes: Vec<ShapeKey> = Vec::new();
+        for v in &m.vars {
+            let key = m.shape_key(m.index[&v.tensor]);
+            if !shapes.contains(&key) {
+                shapes.push(key);
+            }
+        }
+        let (machine, space) = (&m.res.machine, m.space);
+        let made: Vec<Vec<candidates::Candidate>> = {
+            use rayon::prelude::*;
+            (shapes.par_iter())
+                .map(|k| candidates::generate(machine, &k.0, k.1, k.2, space))
+                .collect()
+        };
+        let mut made: HashMap<ShapeKey, Vec<candidates::Candidate>> =
+            shapes.into_iter().zip(made).collect();
+        for vi in 0..m.vars.len() {
+            let tensor = m.index[&m.vars[vi].tensor];
+            let key = m.shape_key(tensor);
+            let (ids, core) = match made.remove(&key) {
+                Some(c) => m.intern_generated(key, c),
+                None => m.generate(tensor),
+            };
+            m.vars[vi].core = core;
+            m.vars[vi].candidates = ids;
         }
     }
 }

@@ -21,7 +21,7 @@ mod walk;
 use super::candidates::{self, Space};
 use super::cost::Coster;
 use crate::ids::RegionId;
-use crate::scenario::{LayoutRef, Op, OpClass, Resolved};
+use crate::scenario::{LayoutRef, Op, OpClass, Resolved, ResolvedOp};
 use crate::timeline::{Resource, Schedule, Task};
 use mnsim_arch::TensorLayout;
 /// The model's tables hash with a fixed, fast hasher (not SipHash: they are looked up
@@ -302,128 +302,108 @@ impl Model {
             resume: Some(Default::default()),
             generated: HashMap::default(),
         };
+        for rop in &res.ops {
+            let op = m.model_op(rop)?;
+            m.ops.push(op);
+        }
+        m.generate_candidates();
+        Ok(m)
+    }
+
+    /// The model of resolved op `rop` (the ops before it modelled), its variable
+    /// declared if it is the first op of it.
+    fn model_op(&mut self, rop: &ResolvedOp) -> Result<ModelOp, String> {
+        let m = self;
         let t = |m: &Model, n: &str| -> Result<usize, String> {
             m.index
                 .get(n)
                 .copied()
                 .ok_or_else(|| format!("unknown tensor `{n}`"))
         };
-        for rop in &res.ops {
-            let op = rop.op.clone();
-            let only = |m: &Model| -> Result<usize, String> {
-                match op.inputs().as_slice() {
-                    [(_, n)] => t(m, n),
-                    _ => Err(format!("op {} names no single tensor", rop.index)),
-                }
-            };
-            let (effect, reads, writes) = match op.class() {
-                OpClass::Load => (Effect::Load, vec![], Some(only(&m)?)),
-                OpClass::Store => (Effect::Store, vec![only(&m)?], None),
-                OpClass::Free => (Effect::Free, vec![], Some(only(&m)?)),
-                OpClass::Move | OpClass::Kernel => {
-                    let reads = op
-                        .inputs()
-                        .iter()
-                        .map(|(_, n)| t(&m, n))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let writes = match op.output() {
-                        Some((_, n)) => Some(t(&m, n)?),
-                        None => None,
-                    };
-                    (Effect::Compute, reads, writes)
-                }
-            };
-            let is_kernel = !op.is_transfer();
-            let (fixed, var) = match &rop.layout {
-                Some(LayoutRef::Bound(l)) => {
-                    let w = writes.unwrap_or(0);
-                    (Some(m.intern(w, l.clone())), None)
-                }
-                Some(LayoutRef::Any(v)) => {
-                    let Some(w) = writes else {
-                        return Err(format!("op {} has no tensor for `${v}`", rop.index));
-                    };
-                    let vi = match m.vars.iter().position(|x| &x.name == v) {
-                        Some(i) => i,
-                        None => {
-                            m.vars.push(Var {
-                                name: v.clone(),
-                                tensor: m.tensors[w].clone(),
-                                candidates: Vec::new(),
-                                core: 0,
-                                ops: Vec::new(),
-                            });
-                            m.vars.len() - 1
-                        }
-                    };
-                    m.vars[vi].ops.push(m.ops.len());
-                    (None, Some(vi))
-                }
-                None => (None, None),
-            };
-            // Per read: its last writer so far, and whether an op read it since.
-            let origin: Vec<Option<(usize, bool)>> = reads
-                .iter()
-                .map(|&r| {
-                    let w = m.ops.iter().rposition(|o| o.writes == Some(r))?;
-                    Some((w, m.ops[w + 1..].iter().any(|o| o.reads.contains(&r))))
-                })
-                .collect();
-            let insert_ok = origin
-                .iter()
-                .map(|o| o.is_none_or(|(w, read)| m.ops[w].var.is_none() || read))
-                .collect();
-            let streamed = origin
-                .iter()
-                .map(|o| {
-                    o.filter(|&(w, read)| {
-                        !read && (m.ops[w].effect == Effect::Load || m.ops[w].is_kernel)
-                    })
-                })
-                .map(|o| o.map(|(w, _)| w))
-                .collect();
-            m.ops.push(ModelOp {
-                op,
-                effect,
-                reads,
-                writes,
-                fixed,
-                var,
-                is_kernel,
-                insert_ok,
-                streamed,
-            });
-        }
-        // The variables' shapes generate their candidates on every core at once (each
-        // shape's are a pure function of it); they are interned in variable order below,
-        // so the ids are the same whatever the thread count.
-        let mut shapes: Vec<ShapeKey> = Vec::new();
-        for v in &m.vars {
-            let key = m.shape_key(m.index[&v.tensor]);
-            if !shapes.contains(&key) {
-                shapes.push(key);
+        let op = rop.op.clone();
+        let only = |m: &Model| -> Result<usize, String> {
+            match op.inputs().as_slice() {
+                [(_, n)] => t(m, n),
+                _ => Err(format!("op {} names no single tensor", rop.index)),
             }
-        }
-        let (machine, space) = (&m.res.machine, m.space);
-        let made: Vec<Vec<candidates::Candidate>> = {
-            use rayon::prelude::*;
-            (shapes.par_iter())
-                .map(|k| candidates::generate(machine, &k.0, k.1, k.2, space))
-                .collect()
         };
-        let mut made: HashMap<ShapeKey, Vec<candidates::Candidate>> =
-            shapes.into_iter().zip(made).collect();
-        for vi in 0..m.vars.len() {
-            let tensor = m.index[&m.vars[vi].tensor];
-            let key = m.shape_key(tensor);
-            let (ids, core) = match made.remove(&key) {
-                Some(c) => m.intern_generated(key, c),
-                None => m.generate(tensor),
-            };
-            m.vars[vi].core = core;
-            m.vars[vi].candidates = ids;
-        }
-        Ok(m)
+        let (effect, reads, writes) = match op.class() {
+            OpClass::Load => (Effect::Load, vec![], Some(only(m)?)),
+            OpClass::Store => (Effect::Store, vec![only(m)?], None),
+            OpClass::Free => (Effect::Free, vec![], Some(only(m)?)),
+            OpClass::Move | OpClass::Kernel => {
+                let reads = op
+                    .inputs()
+                    .iter()
+                    .map(|(_, n)| t(m, n))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let writes = match op.output() {
+                    Some((_, n)) => Some(t(m, n)?),
+                    None => None,
+                };
+                (Effect::Compute, reads, writes)
+            }
+        };
+        let is_kernel = !op.is_transfer();
+        let (fixed, var) = match &rop.layout {
+            Some(LayoutRef::Bound(l)) => {
+                let w = writes.unwrap_or(0);
+                (Some(m.intern(w, l.clone())), None)
+            }
+            Some(LayoutRef::Any(v)) => {
+                let Some(w) = writes else {
+                    return Err(format!("op {} has no tensor for `${v}`", rop.index));
+                };
+                let vi = match m.vars.iter().position(|x| &x.name == v) {
+                    Some(i) => i,
+                    None => {
+                        m.vars.push(Var {
+                            name: v.clone(),
+                            tensor: m.tensors[w].clone(),
+                            candidates: Vec::new(),
+                            core: 0,
+                            ops: Vec::new(),
+                        });
+                        m.vars.len() - 1
+                    }
+                };
+                m.vars[vi].ops.push(m.ops.len());
+                (None, Some(vi))
+            }
+            None => (None, None),
+        };
+        // Per read: its last writer so far, and whether an op read it since.
+        let origin: Vec<Option<(usize, bool)>> = reads
+            .iter()
+            .map(|&r| {
+                let w = m.ops.iter().rposition(|o| o.writes == Some(r))?;
+                Some((w, m.ops[w + 1..].iter().any(|o| o.reads.contains(&r))))
+            })
+            .collect();
+        let insert_ok = origin
+            .iter()
+            .map(|o| o.is_none_or(|(w, read)| m.ops[w].var.is_none() || read))
+            .collect();
+        let streamed = origin
+            .iter()
+            .map(|o| {
+                o.filter(|&(w, read)| {
+                    !read && (m.ops[w].effect == Effect::Load || m.ops[w].is_kernel)
+                })
+            })
+            .map(|o| o.map(|(w, _)| w))
+            .collect();
+        Ok(ModelOp {
+            op,
+            effect,
+            reads,
+            writes,
+            fixed,
+            var,
+            is_kernel,
+            insert_ok,
+            streamed,
+        })
     }
 
     /// Drops candidates of every variable that cannot be legal for a consumer kernel
