@@ -23,74 +23,19 @@ impl Engine {
         out: &str,
         layout: Option<TensorLayout>,
     ) -> Result<OpReport, SimError> {
-        let mut res: Vec<Resident> = Vec::new();
-        let mut in_dims: Vec<Vec<u64>> = Vec::new();
-        let mut in_rt: Vec<Vec<u64>> = Vec::new();
-        let mut in_dtypes: Vec<DType> = Vec::new();
-        for name in inputs {
-            let r = self.resident(name)?.clone();
-            if let Some(&p) = r.partial.first() {
-                return err(format!(
-                    "`{name}` holds partial sums over {}: Reduce it over {} first",
-                    r.layout.levels()[p].name,
-                    r.layout.levels()[p].name
-                ));
-            }
-            let t = self.state(name)?;
-            in_dims.push(t.dims.clone());
-            in_rt.push(t.runtime.clone());
-            in_dtypes.push(t.dtype);
-            res.push(r);
-        }
+        let Operands {
+            res,
+            dims: in_dims,
+            runtime: in_rt,
+            dtypes: in_dtypes,
+        } = self.operands(inputs)?;
         let dims_ref: Vec<&[u64]> = in_dims.iter().map(|d| d.as_slice()).collect();
         let rt_ref: Vec<&[u64]> = in_rt.iter().map(|d| d.as_slice()).collect();
-        let want = mnsim_kernels::output_shape(k, &dims_ref).map_err(|error| SimError::Kernel {
-            context: String::new(),
-            error,
-        })?;
-        let want_rt =
-            mnsim_kernels::output_shape(k, &rt_ref).map_err(|error| SimError::Kernel {
-                context: String::new(),
-                error,
-            })?;
-        let o = self.state(out)?;
-        let (out_dtype, out_dims, out_rt) = (o.dtype, o.dims.clone(), o.runtime.clone());
-        if out_dims != want {
-            return err(format!(
-                "{op} of {} gives shape {want:?}, but `{out}` is declared with shape {out_dims:?}",
-                inputs.join(", ")
-            ));
-        }
-        if out_rt != want_rt {
-            return err(format!(
-                "{op} of {} gives run-time shape {want_rt:?}, but `{out}` has run-time shape {out_rt:?}",
-                inputs.join(", ")
-            ));
-        }
+        let (out_dtype, out_dims, out_rt) =
+            self.kernel_output(op, k, inputs, out, (&dims_ref, &rt_ref))?;
         let layout = match layout {
             Some(l) => l,
-            None => match res.first() {
-                Some(r)
-                    if r.layout.logical_shape() == out_dims.as_slice()
-                        && in_dtypes[0] == out_dtype =>
-                {
-                    r.layout.clone()
-                }
-                first => {
-                    // Without `layout:` the output takes the first input's layout: say
-                    // which input that is and what differs (Select's is `cond`).
-                    let (name, dtype, dims) = match first {
-                        Some(r) => (inputs[0], in_dtypes[0], r.layout.logical_shape()),
-                        None => ("", out_dtype, &[][..]),
-                    };
-                    return err(format!(
-                        "{op} has no `layout:` for `{out}`, and an output without one is laid out like the op's \
-                         first input, `{name}`, which is {}{dims:?} while `{out}` is {out_dtype}{out_dims:?}: \
-                         give `layout:`",
-                        dtype
-                    ));
-                }
-            },
+            None => output_layout(op, inputs, out, &res, &in_dtypes, (out_dtype, &out_dims))?,
         };
         let in_layouts: Vec<&TensorLayout> = res.iter().map(|r| &r.layout).collect();
         let mut names: Vec<&str> = inputs.to_vec();
@@ -155,39 +100,14 @@ impl Engine {
         if let Some(o) = old {
             self.release(o);
         }
-        let unit = self.machine.addressable_levels()[legal.unit_level].level_index;
         let units = if measured {
             Self::closed_product(&layout, &legal.partial, &out_rt, false, None).pes()
         } else {
             facts.len() as u64
         };
-        let place = net::Place::Compute {
-            level: crate::ids::LevelId::of(unit),
-            leaf: unit + 1 == self.machine.levels.len(),
-        };
-        let stage = net::endpoint_stage(place, net::StageKind::Compute, 0, 0, units, cost.cycles);
-        let c = net::Cost {
-            stages: vec![stage],
-            cycles: cost.cycles,
-            ready: net::runs_of(facts.iter().map(|&(p, _)| (p, cost.cycles))),
-            bottleneck: Some(0),
-            ports: Vec::new(),
-        };
+        let c = self.compute_cost(legal.unit_level, units, cost.cycles, &facts);
         let reads: Vec<RegionId> = res.iter().map(|r| r.region).collect();
-        // The walk over `Time` steps: operands whose axes have no per-axis index map
-        // (Reshape, Concat) are read whole.
-        let maps = mnsim_kernels::shape::index_map(k, &dims_ref, &out_dims);
-        let reduced = mnsim_kernels::shape::reduced_extents(k, &dims_ref).unwrap_or_default();
-        let ins: Vec<(&TensorLayout, Vec<mnsim_kernels::shape::AxisSource>)> = match &maps {
-            Ok(m) => res
-                .iter()
-                .zip(m)
-                .map(|(r, m)| (&r.layout, m.axes.clone()))
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        let walk =
-            super::streams::plan(Some(&layout), &out_dims, &ins, &reduced).map(|p| (p, false));
+        let walk = kernel_walk(k, &res, &layout, &dims_ref, &out_dims);
         let steps = walk.as_ref().map_or(0, |(p, _)| p.steps as u64);
         self.walked = self.walked.saturating_add(steps);
         let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region], walk);
@@ -206,6 +126,153 @@ impl Engine {
         });
         Ok(rep)
     }
+
+    /// The compute stage of a kernel on the unit at addressable level `unit_level`:
+    /// `units` of them busy `cycles`, the PEs of `facts` ready then.
+    fn compute_cost(
+        &self,
+        unit_level: usize,
+        units: u64,
+        cycles: u64,
+        facts: &net::Facts,
+    ) -> net::Cost {
+        let unit = self.machine.addressable_levels()[unit_level].level_index;
+        let place = net::Place::Compute {
+            level: crate::ids::LevelId::of(unit),
+            leaf: unit + 1 == self.machine.levels.len(),
+        };
+        let stage = net::endpoint_stage(place, net::StageKind::Compute, 0, 0, units, cycles);
+        net::Cost {
+            stages: vec![stage],
+            cycles,
+            ready: net::runs_of(facts.iter().map(|&(p, _)| (p, cycles))),
+            bottleneck: Some(0),
+            ports: Vec::new(),
+        }
+    }
+
+    /// A kernel's inputs as LM holds them (none may hold partial sums), with their
+    /// shapes, run-time shapes and dtypes.
+    fn operands(&self, inputs: &[&str]) -> Result<Operands, SimError> {
+        let mut o = Operands {
+            res: Vec::new(),
+            dims: Vec::new(),
+            runtime: Vec::new(),
+            dtypes: Vec::new(),
+        };
+        for name in inputs {
+            let r = self.resident(name)?.clone();
+            if let Some(&p) = r.partial.first() {
+                return err(format!(
+                    "`{name}` holds partial sums over {}: Reduce it over {} first",
+                    r.layout.levels()[p].name,
+                    r.layout.levels()[p].name
+                ));
+            }
+            let t = self.state(name)?;
+            o.dims.push(t.dims.clone());
+            o.runtime.push(t.runtime.clone());
+            o.dtypes.push(t.dtype);
+            o.res.push(r);
+        }
+        Ok(o)
+    }
+
+    /// The output `out`'s dtype, shape and run-time shape, checked against what `k`
+    /// gives on inputs of shapes `dims` and run-time shapes `runtime`.
+    fn kernel_output(
+        &self,
+        op: &str,
+        k: &mnsim_kernels::Kernel,
+        inputs: &[&str],
+        out: &str,
+        (dims, runtime): (&[&[u64]], &[&[u64]]),
+    ) -> Result<(DType, Vec<u64>, Vec<u64>), SimError> {
+        let shape = |d: &[&[u64]]| {
+            mnsim_kernels::output_shape(k, d).map_err(|error| SimError::Kernel {
+                context: String::new(),
+                error,
+            })
+        };
+        let (want, want_rt) = (shape(dims)?, shape(runtime)?);
+        let o = self.state(out)?;
+        let (out_dtype, out_dims, out_rt) = (o.dtype, o.dims.clone(), o.runtime.clone());
+        if out_dims != want {
+            return err(format!(
+                "{op} of {} gives shape {want:?}, but `{out}` is declared with shape {out_dims:?}",
+                inputs.join(", ")
+            ));
+        }
+        if out_rt != want_rt {
+            return err(format!(
+                "{op} of {} gives run-time shape {want_rt:?}, but `{out}` has run-time shape {out_rt:?}",
+                inputs.join(", ")
+            ));
+        }
+        Ok((out_dtype, out_dims, out_rt))
+    }
+}
+
+/// A kernel's inputs: as LM holds them, their shapes, run-time shapes and dtypes.
+struct Operands {
+    res: Vec<Resident>,
+    dims: Vec<Vec<u64>>,
+    runtime: Vec<Vec<u64>>,
+    dtypes: Vec<DType>,
+}
+
+/// The layout of a kernel's output given no `layout:`: its first input's, when that has
+/// the output's shape and dtype.
+fn output_layout(
+    op: &str,
+    inputs: &[&str],
+    out: &str,
+    res: &[Resident],
+    in_dtypes: &[DType],
+    (out_dtype, out_dims): (DType, &[u64]),
+) -> Result<TensorLayout, SimError> {
+    match res.first() {
+        Some(r) if r.layout.logical_shape() == out_dims && in_dtypes[0] == out_dtype => {
+            Ok(r.layout.clone())
+        }
+        first => {
+            // The output takes the first input's layout: say which input that is and
+            // what differs (Select's is `cond`).
+            let (name, dtype, dims) = match first {
+                Some(r) => (inputs[0], in_dtypes[0], r.layout.logical_shape()),
+                None => ("", out_dtype, &[][..]),
+            };
+            err(format!(
+                "{op} has no `layout:` for `{out}`, and an output without one is laid out like the op's \
+                 first input, `{name}`, which is {}{dims:?} while `{out}` is {out_dtype}{out_dims:?}: \
+                 give `layout:`",
+                dtype
+            ))
+        }
+    }
+}
+
+/// The walk of kernel `k` over `Time` steps, writing `layout` of shape `out_dims` from
+/// `res`: operands whose axes have no per-axis index map (Reshape, Concat) are read
+/// whole.
+fn kernel_walk(
+    k: &mnsim_kernels::Kernel,
+    res: &[Resident],
+    layout: &TensorLayout,
+    dims: &[&[u64]],
+    out_dims: &[u64],
+) -> Option<(crate::lowering::walk::WalkPlan, bool)> {
+    let maps = mnsim_kernels::shape::index_map(k, dims, out_dims);
+    let reduced = mnsim_kernels::shape::reduced_extents(k, dims).unwrap_or_default();
+    let ins: Vec<(&TensorLayout, Vec<mnsim_kernels::shape::AxisSource>)> = match &maps {
+        Ok(m) => res
+            .iter()
+            .zip(m)
+            .map(|(r, m)| (&r.layout, m.axes.clone()))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    super::streams::plan(Some(layout), out_dims, &ins, &reduced).map(|p| (p, false))
 }
 
 /// `e` from [`mnsim_kernels::check_unexplained`], with a short message: the level at
