@@ -254,6 +254,66 @@ impl Timeline {
             self.flush_for(task, busy);
         }
         self.release(&task.frees_before);
+        let (start, cause, after) = self.earliest_start(task, index, busy);
+        let mut end = start.saturating_add(task.cycles);
+        // A transfer's stream is sent when its consumer walks it; a walk runs step by step.
+        let deferred = overlapped
+            && task
+                .walk
+                .as_ref()
+                .is_some_and(|w| w.deferred && w.out_slices > 1);
+        let mut ready = None;
+        if overlapped
+            && !deferred
+            && let Some(w) = &task.walk
+        {
+            let (e, r) = self.run_walk(w, &task.holds, index, start, busy);
+            end = e.max(start);
+            ready = Some(r);
+        }
+        // Space released by the time this task starts is free for good.
+        self.pending.retain(|p| p.1 > start);
+        self.book_holds(task, index, start, busy);
+        self.mark_regions(task, index, end);
+        if overlapped
+            && let Some(w) = &task.walk
+            && w.out_slices > 1
+            && let Some(&r) = task.writes.first()
+        {
+            let produced = if deferred {
+                streams::Produced::Deferred {
+                    task: index,
+                    start,
+                    cycles: task.cycles,
+                    slices: w.out_slices,
+                    holds: task.holds.clone(),
+                }
+            } else {
+                streams::Produced::Fixed(ready.unwrap_or_default().into())
+            };
+            self.produced.insert(r, produced);
+        }
+        let p = Placement {
+            start,
+            end,
+            cause,
+            after,
+        };
+        self.placed.push(p);
+        self.release(&task.frees_after);
+        p
+    }
+
+    /// The earliest start of task `index` under the schedule: the latest of its
+    /// constraints (program order, data, LM space, and under the overlapped schedule
+    /// room on every resource it holds), what set it, and the task behind that.
+    fn earliest_start(
+        &mut self,
+        task: &Task,
+        index: usize,
+        busy: &mut dyn Busy,
+    ) -> (u64, Cause, Option<usize>) {
+        let overlapped = self.schedule == Schedule::Overlapped;
         let streamed = |r: &RegionId| {
             task.walk
                 .as_ref()
@@ -320,25 +380,13 @@ impl Timeline {
                 at = (t, Cause::Resource(r), by);
             }
         }
-        let (start, cause, after) = at;
-        let mut end = start.saturating_add(task.cycles);
-        // A transfer's stream is sent when its consumer walks it; a walk runs step by step.
-        let deferred = overlapped
-            && task
-                .walk
-                .as_ref()
-                .is_some_and(|w| w.deferred && w.out_slices > 1);
-        let mut ready = None;
-        if overlapped
-            && !deferred
-            && let Some(w) = &task.walk
-        {
-            let (e, r) = self.run_walk(w, &task.holds, index, start, busy);
-            end = e.max(start);
-            ready = Some(r);
-        }
-        // Space released by the time this task starts is free for good.
-        self.pending.retain(|p| p.1 > start);
+        at
+    }
+
+    /// Books task `index`'s holds (and its re-sends') from `start` where it does not
+    /// book them step by step, and adds them to each resource's busy cycles.
+    fn book_holds(&mut self, task: &Task, index: usize, start: u64, busy: &mut dyn Busy) {
+        let overlapped = self.schedule == Schedule::Overlapped;
         let resend: Vec<Hold> = task
             .walk
             .iter()
@@ -368,6 +416,11 @@ impl Timeline {
                 }),
             }
         }
+    }
+
+    /// Task `index`, ending at `end`, as the last user of the regions it reads and the
+    /// last writer of those it writes.
+    fn mark_regions(&mut self, task: &Task, index: usize, end: u64) {
         for &r in &task.reads {
             let u = self.region(r);
             if u.used.is_none_or(|x| x.0 <= end) {
@@ -381,33 +434,6 @@ impl Timeline {
                 u.used = Some((end, index));
             }
         }
-        if overlapped
-            && let Some(w) = &task.walk
-            && w.out_slices > 1
-            && let Some(&r) = task.writes.first()
-        {
-            let produced = if deferred {
-                streams::Produced::Deferred {
-                    task: index,
-                    start,
-                    cycles: task.cycles,
-                    slices: w.out_slices,
-                    holds: task.holds.clone(),
-                }
-            } else {
-                streams::Produced::Fixed(ready.unwrap_or_default().into())
-            };
-            self.produced.insert(r, produced);
-        }
-        let p = Placement {
-            start,
-            end,
-            cause,
-            after,
-        };
-        self.placed.push(p);
-        self.release(&task.frees_after);
-        p
     }
 
     /// The tasks on the critical path, last first: from the task that ends last, each
