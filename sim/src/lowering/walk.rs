@@ -99,88 +99,12 @@ pub fn walk(
 ) -> Option<WalkPlan> {
     let stepped: Vec<bool> = inputs.iter().map(|(l, _)| l.time_span() > 1).collect();
     let out_stepped = out.is_some_and(|l| l.time_span() > 1);
-    // Per output axis: the (input, axis) pairs taking their index from it.
-    let pairs = |want: AxisSource| -> Pairs {
-        let mut p = Vec::new();
-        for (i, (_, map)) in inputs.iter().enumerate() {
-            if !stepped[i] {
-                continue;
-            }
-            for (a, s) in map.iter().enumerate() {
-                if *s == want {
-                    p.push((i, a));
-                }
-            }
-        }
-        p
-    };
-    // Per output axis: sorted distinct (output contribution, inputs' contributions).
-    let mut out_keys: Vec<(Pairs, OutKeys)> = Vec::new();
-    for (h, &extent) in out_dims.iter().enumerate() {
-        let p = pairs(AxisSource::Out(h));
-        let own = match out {
-            Some(l) if out_stepped => time_period(l, h),
-            _ => 0,
-        };
-        let period = p
-            .iter()
-            .fold(own, |q, &(i, a)| gcd(q, time_period(inputs[i].0, a)));
-        let keys = distinct(extent, period, |x| {
-            let o = match out {
-                Some(l) if out_stepped => contribution(l, h, x),
-                _ => 0,
-            };
-            let ins: Vec<u64> = p
-                .iter()
-                .map(|&(i, a)| contribution(inputs[i].0, a, x))
-                .collect();
-            (o, ins)
-        });
-        out_keys.push((p, keys));
-    }
-    let mut red_keys: Vec<(Pairs, Vec<Vec<u64>>)> = Vec::new();
-    for (r, &extent) in reduced.iter().enumerate() {
-        let p = pairs(AxisSource::Reduced(r));
-        let period = p
-            .iter()
-            .fold(0, |q, &(i, a)| gcd(q, time_period(inputs[i].0, a)));
-        let keys = distinct(extent, period, |x| {
-            p.iter()
-                .map(|&(i, a)| contribution(inputs[i].0, a, x))
-                .collect::<Vec<u64>>()
-        });
-        red_keys.push((p, keys));
-    }
-    // Broadcast axes of stepped inputs: index 0.
-    let base: Vec<u64> = inputs
-        .iter()
-        .enumerate()
-        .map(|(i, (l, map))| {
-            if !stepped[i] {
-                return 0;
-            }
-            map.iter()
-                .enumerate()
-                .filter(|(_, s)| **s == AxisSource::Broadcast)
-                .map(|(a, _)| contribution(l, a, 0))
-                .sum()
-        })
-        .collect();
-    // Output steps: per axis, the distinct output contributions (in order), each with
-    // the range of its keys.
-    let groups: Vec<Vec<(u64, std::ops::Range<usize>)>> = out_keys
-        .iter()
-        .map(|(_, keys)| {
-            let mut g: Vec<(u64, std::ops::Range<usize>)> = Vec::new();
-            for (k, key) in keys.iter().enumerate() {
-                match g.last_mut() {
-                    Some((o, r)) if *o == key.0 => r.end = k + 1,
-                    _ => g.push((key.0, k..k + 1)),
-                }
-            }
-            g
-        })
-        .collect();
+    let Keys {
+        out: out_keys,
+        reduced: red_keys,
+        base,
+    } = keys(out, out_dims, inputs, reduced, &stepped);
+    let groups = output_groups(&out_keys);
     let mut plan = WalkPlan {
         out: Vec::new(),
         inputs: vec![Vec::new(); inputs.len()],
@@ -254,6 +178,116 @@ pub fn walk(
             outer[d] = 0;
         }
     }
+}
+
+/// Per output axis and per reduced variable, the (input, axis) pairs taking their index
+/// from it and its sorted distinct contributions (an output axis's with the output's
+/// own); and per input, the contribution of its broadcast axes.
+struct Keys {
+    out: Vec<(Pairs, OutKeys)>,
+    reduced: Vec<(Pairs, Vec<Vec<u64>>)>,
+    base: Vec<u64>,
+}
+
+/// The [`Keys`] of a walk (see [`walk`]); `stepped`: per input, whether it has steps.
+fn keys(
+    out: Option<&TensorLayout>,
+    out_dims: &[u64],
+    inputs: &[(&TensorLayout, &[AxisSource])],
+    reduced: &[u64],
+    stepped: &[bool],
+) -> Keys {
+    let out_stepped = out.is_some_and(|l| l.time_span() > 1);
+    // Per output axis: the (input, axis) pairs taking their index from it.
+    let pairs = |want: AxisSource| -> Pairs {
+        let mut p = Vec::new();
+        for (i, (_, map)) in inputs.iter().enumerate() {
+            if !stepped[i] {
+                continue;
+            }
+            for (a, s) in map.iter().enumerate() {
+                if *s == want {
+                    p.push((i, a));
+                }
+            }
+        }
+        p
+    };
+    // Per output axis: sorted distinct (output contribution, inputs' contributions).
+    let mut out_keys: Vec<(Pairs, OutKeys)> = Vec::new();
+    for (h, &extent) in out_dims.iter().enumerate() {
+        let p = pairs(AxisSource::Out(h));
+        let own = match out {
+            Some(l) if out_stepped => time_period(l, h),
+            _ => 0,
+        };
+        let period = p
+            .iter()
+            .fold(own, |q, &(i, a)| gcd(q, time_period(inputs[i].0, a)));
+        let keys = distinct(extent, period, |x| {
+            let o = match out {
+                Some(l) if out_stepped => contribution(l, h, x),
+                _ => 0,
+            };
+            let ins: Vec<u64> = p
+                .iter()
+                .map(|&(i, a)| contribution(inputs[i].0, a, x))
+                .collect();
+            (o, ins)
+        });
+        out_keys.push((p, keys));
+    }
+    let mut red_keys: Vec<(Pairs, Vec<Vec<u64>>)> = Vec::new();
+    for (r, &extent) in reduced.iter().enumerate() {
+        let p = pairs(AxisSource::Reduced(r));
+        let period = p
+            .iter()
+            .fold(0, |q, &(i, a)| gcd(q, time_period(inputs[i].0, a)));
+        let keys = distinct(extent, period, |x| {
+            p.iter()
+                .map(|&(i, a)| contribution(inputs[i].0, a, x))
+                .collect::<Vec<u64>>()
+        });
+        red_keys.push((p, keys));
+    }
+    // Broadcast axes of stepped inputs: index 0.
+    let base: Vec<u64> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, (l, map))| {
+            if !stepped[i] {
+                return 0;
+            }
+            map.iter()
+                .enumerate()
+                .filter(|(_, s)| **s == AxisSource::Broadcast)
+                .map(|(a, _)| contribution(l, a, 0))
+                .sum()
+        })
+        .collect();
+    Keys {
+        out: out_keys,
+        reduced: red_keys,
+        base,
+    }
+}
+
+/// Output steps: per output axis, its distinct output contributions in order, each
+/// with the range of its keys.
+fn output_groups(out_keys: &[(Pairs, OutKeys)]) -> Vec<Vec<(u64, std::ops::Range<usize>)>> {
+    out_keys
+        .iter()
+        .map(|(_, keys)| {
+            let mut g: Vec<(u64, std::ops::Range<usize>)> = Vec::new();
+            for (k, key) in keys.iter().enumerate() {
+                match g.last_mut() {
+                    Some((o, r)) if *o == key.0 => r.end = k + 1,
+                    _ => g.push((key.0, k..k + 1)),
+                }
+            }
+            g
+        })
+        .collect()
 }
 
 /// The sends a walk makes of one input held in `buffers` slices: a step whose slice is
