@@ -220,6 +220,49 @@ fn tier_of(
     }
 }
 
+/// The level index that stands for an axis's memory part in a chosen order.
+const MEM: usize = usize::MAX;
+
+/// The sub-axes of a layout as text, axis by axis: its `Time` steps (`time`), then its
+/// levels (a level index and its part) and memory part (`mem`, at [`MEM`]) in the order
+/// `chosen` gives, and the packed word last on the last axis when `slots` says how many
+/// elements one holds. `None` where a memory part of 1 would sit before a level: it has
+/// no place, so only the order with it last counts.
+fn body_text(
+    levels: &[mnsim_arch::machine::AddrLevel],
+    chosen: &[&Vec<(usize, u64)>],
+    (time, mem): (&[u64], &[u64]),
+    slots: Option<u64>,
+) -> Option<Vec<Vec<String>>> {
+    let rank = chosen.len();
+    let mut body: Vec<Vec<String>> = Vec::with_capacity(rank);
+    for a in 0..rank {
+        let mut subs: Vec<String> = Vec::new();
+        if time[a] > 1 {
+            subs.push(format!("{}_Time", time[a]));
+        }
+        let last_packed = slots.filter(|_| a == rank - 1);
+        for &(li, p) in chosen[a] {
+            if li == MEM {
+                if mem[a] > 1 {
+                    subs.push(mem[a].to_string());
+                } else if chosen[a].last() != Some(&(MEM, 0)) {
+                    return None;
+                }
+            } else {
+                subs.push(format!("{p}_{}", levels[li].name));
+            }
+        }
+        match last_packed {
+            Some(w) => subs.push(format!("{w}_W")),
+            None if subs.is_empty() => subs.push("1".to_string()),
+            None => {}
+        }
+        body.push(subs);
+    }
+    Some(body)
+}
+
 /// Emits the layouts of one level assignment: every order of each axis's levels, with
 /// and without packing, with `Time` steps where a shard does not fit.
 #[allow(clippy::too_many_arguments)]
@@ -242,7 +285,6 @@ fn emit(
     // The order of each axis's sub-axes: its levels and its memory part (`MEM`), which
     // goes last in the core order (block distribution) and anywhere otherwise (a
     // memory part before a level distributes cyclically over it).
-    const MEM: usize = usize::MAX;
     let orders: Vec<Vec<Vec<(usize, u64)>>> = groups
         .iter()
         .map(|g| {
@@ -292,37 +334,10 @@ fn emit(
                 }
                 time = steps;
             }
-            let mut body: Vec<Vec<String>> = Vec::with_capacity(rank);
-            let mut skip = false;
-            for a in 0..rank {
-                let mut subs: Vec<String> = Vec::new();
-                if time[a] > 1 {
-                    subs.push(format!("{}_Time", time[a]));
-                }
-                let last_packed = packed && a == rank - 1;
-                for &(li, p) in chosen[a] {
-                    if li == MEM {
-                        if mem[a] > 1 {
-                            subs.push(mem[a].to_string());
-                        } else if chosen[a].last() != Some(&(MEM, 0)) {
-                            // A memory part of 1 has no place: only one order counts.
-                            skip = true;
-                        }
-                    } else {
-                        subs.push(format!("{p}_{}", levels[li].name));
-                    }
-                }
-                if subs.is_empty() && !last_packed {
-                    subs.push("1".to_string());
-                }
-                if last_packed {
-                    subs.push(format!("{slots}_W"));
-                }
-                body.push(subs);
-            }
-            if skip {
+            let word = packed.then_some(slots);
+            let Some(body) = body_text(levels, &chosen, (&time, &mem), word) else {
                 continue;
-            }
+            };
             let text = layout_text(None, &body, NO_BCAST);
             // An earlier tier bound this text already.
             if !tried.insert(text.clone()) {
