@@ -162,39 +162,7 @@ pub fn run_on(
     let functional = res.mode == Mode::Functional;
     // The host reference is kept only when it will be compared.
     let mut reference = Reference::new(res.verify && functional);
-    for (name, t) in &res.tensors {
-        let layout = t
-            .shape
-            .layout
-            .clone()
-            .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
-        let on_tensor = |error: SimError| RunError {
-            error,
-            op: None,
-            tensor: Some(name.clone()),
-        };
-        // Before making the data: a tensor DRAM cannot hold is an error, not an allocation.
-        engine::check_dram(&res.machine, name, t.dtype, &t.runtime_dims).map_err(on_tensor)?;
-        let data = match (&t.init, functional) {
-            (Some(init), true) => Some(init_data(init, t.dtype, &t.runtime_dims)),
-            _ => None,
-        };
-        if let Some(d) = &data {
-            reference.declare(name, t.dtype, &t.runtime_dims, d);
-        }
-        eng.declare(
-            name,
-            t.dtype,
-            t.dims_at_bound.clone(),
-            t.runtime_dims.clone(),
-            layout.clone(),
-            data,
-        )
-        .map_err(on_tensor)?;
-        if t.init.is_some() && !functional {
-            eng.set_in_dram(name, layout);
-        }
-    }
+    declare_tensors(res, &mut eng, &mut reference)?;
     let program = crate::program::lower(res).map_err(|e| RunError {
         error: SimError::Other(e.message),
         op: e.op,
@@ -214,32 +182,7 @@ pub fn run_on(
         };
         let id = OpId::new(done);
         let po = &program.ops[id];
-        // The op's own layout (see `apply::apply`): a plan variable left `Any` or a
-        // missing layout is an error here, naming the op.
-        let layout = match (&po.kind, &rop.layout) {
-            (OpKind::Load { .. } | OpKind::Broadcast { .. } | OpKind::Relayout { .. }, _) => Some(
-                bound(rop)
-                    .map_err(|e| RunError::at_op(rop.index, e))?
-                    .clone(),
-            ),
-            (OpKind::Reduce { .. }, Some(LayoutRef::Any(_))) if po.layout_text.is_some() => {
-                return Err(at(SimError::Other(
-                    "a Reduce keeps the tensor's layout; follow it with a Relayout to change it"
-                        .into(),
-                )));
-            }
-            (OpKind::Reduce { .. }, Some(LayoutRef::Bound(l))) if po.layout_text.is_some() => {
-                Some(l.clone())
-            }
-            (OpKind::Kernel { .. }, Some(LayoutRef::Bound(l))) => Some(l.clone()),
-            (OpKind::Kernel { .. }, Some(LayoutRef::Any(_))) => Some(
-                bound(rop)
-                    .map_err(|e| RunError::at_op(rop.index, e))?
-                    .clone(),
-            ),
-            (OpKind::Reduce { .. } | OpKind::Kernel { .. } | OpKind::Store { .. }, _)
-            | (OpKind::Free { .. }, _) => None,
-        };
+        let layout = op_layout(po, rop, at)?;
         let first_op = eng.ops.len();
         let applied = crate::apply::apply(
             &mut eng,
@@ -301,6 +244,83 @@ pub fn run_on(
         report,
         engine: eng,
         inserted,
+    })
+}
+
+/// Declares every tensor of `res` on `eng` (its data made in functional mode, and given
+/// to the host reference when it will be compared); in timing mode one with an `init`
+/// counts as in DRAM.
+fn declare_tensors(
+    res: &Resolved,
+    eng: &mut Engine,
+    reference: &mut Reference,
+) -> Result<(), RunError> {
+    let functional = res.mode == Mode::Functional;
+    for (name, t) in &res.tensors {
+        let layout = t
+            .shape
+            .layout
+            .clone()
+            .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
+        let on_tensor = |error: SimError| RunError {
+            error,
+            op: None,
+            tensor: Some(name.clone()),
+        };
+        // Before making the data: a tensor DRAM cannot hold is an error, not an allocation.
+        engine::check_dram(&res.machine, name, t.dtype, &t.runtime_dims).map_err(on_tensor)?;
+        let data = match (&t.init, functional) {
+            (Some(init), true) => Some(init_data(init, t.dtype, &t.runtime_dims)),
+            _ => None,
+        };
+        if let Some(d) = &data {
+            reference.declare(name, t.dtype, &t.runtime_dims, d);
+        }
+        eng.declare(
+            name,
+            t.dtype,
+            t.dims_at_bound.clone(),
+            t.runtime_dims.clone(),
+            layout.clone(),
+            data,
+        )
+        .map_err(on_tensor)?;
+        if t.init.is_some() && !functional {
+            eng.set_in_dram(name, layout);
+        }
+    }
+    Ok(())
+}
+
+/// The op's own layout (see `apply::apply`): a plan variable left `Any` or a missing
+/// layout is an error here, naming the op; `at` places an error of the op's own.
+fn op_layout(
+    po: &crate::program::ProgramOp,
+    rop: &ResolvedOp,
+    at: impl Fn(SimError) -> RunError,
+) -> Result<Option<TensorLayout>, RunError> {
+    Ok(match (&po.kind, &rop.layout) {
+        (OpKind::Load { .. } | OpKind::Broadcast { .. } | OpKind::Relayout { .. }, _) => Some(
+            bound(rop)
+                .map_err(|e| RunError::at_op(rop.index, e))?
+                .clone(),
+        ),
+        (OpKind::Reduce { .. }, Some(LayoutRef::Any(_))) if po.layout_text.is_some() => {
+            return Err(at(SimError::Other(
+                "a Reduce keeps the tensor's layout; follow it with a Relayout to change it".into(),
+            )));
+        }
+        (OpKind::Reduce { .. }, Some(LayoutRef::Bound(l))) if po.layout_text.is_some() => {
+            Some(l.clone())
+        }
+        (OpKind::Kernel { .. }, Some(LayoutRef::Bound(l))) => Some(l.clone()),
+        (OpKind::Kernel { .. }, Some(LayoutRef::Any(_))) => Some(
+            bound(rop)
+                .map_err(|e| RunError::at_op(rop.index, e))?
+                .clone(),
+        ),
+        (OpKind::Reduce { .. } | OpKind::Kernel { .. } | OpKind::Store { .. }, _)
+        | (OpKind::Free { .. }, _) => None,
     })
 }
 
