@@ -350,67 +350,10 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
     opts.objective = a.objective.into();
     let mut outs: Vec<Outcome> = Vec::new();
     for p in &plans {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let b = indicatif::ProgressBar::new(0);
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{msg} [{bar:30}] {human_pos}/{human_len} assignments {per_sec} {elapsed}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            b.set_message(format!("planning {p}"));
-            b
-        });
-        let mut progress = |done: u64, total: u64| {
-            if let Some(b) = &bar {
-                b.set_length(total.max(done));
-                b.set_position(done);
-            }
-        };
-        let o = plan::plan_with(&sc, &src, p, &sets, &binds, &opts, &mut progress);
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        outs.push(o?);
+        outs.push(plan_one(&sc, &src, p, (&sets, &binds), &opts)?);
     }
     if let Some(name) = &a.write {
-        let o = &outs[0];
-        let best = &o.best[0];
-        if !best.inserted.is_empty() {
-            let ops: Vec<String> = best
-                .inserted
-                .iter()
-                .map(|i| {
-                    format!(
-                        "before op {}: Relayout(tensor: {:?}, layout: {:?})",
-                        i.before, i.tensor, i.layout
-                    )
-                })
-                .collect();
-            return Err(miette!(
-                "error: the chosen plan needs Relayouts the program does not have; add them to the program first (a plan cannot carry ops): {}",
-                ops.join("; ")
-            ));
-        }
-        let vars = filled(&sc, &o.plan, best);
-        // The new text must load and the new plan resolve before it replaces the old.
-        let check = |text: &str, shown: &str| -> Result<(), Report> {
-            let sc2 = scenario::parse(text, shown)?;
-            let src2 = scenario::Source {
-                path: shown.to_string(),
-                text: text.to_string(),
-            };
-            scenario::resolve(&sc2, &src2, Some(name), &sets, &binds).map(|_| ())
-        };
-        let imported = mnsim_sim::import::is_imported(&src);
-        let w = plan::write::write_back(&a.s.scenario, &src.text, imported, name, &vars, &check)?;
-        if let Some(n) = &w.note {
-            eprintln!("note: {n}");
-        }
-        if !a.json {
-            eprintln!("wrote plan `{name}` to {}", w.path.display());
-        }
+        write_plan(&a, &sc, &src, name, &outs[0], (&sets, &binds))?;
     }
     if a.json {
         let v: Vec<Value> = outs.iter().map(|o| to_json(o, &sc)).collect();
@@ -427,6 +370,87 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
         for o in &outs {
             print_text(o, &sc)?;
         }
+    }
+    Ok(())
+}
+
+/// Plans `p` of `sc`, with a progress bar on a terminal.
+fn plan_one(
+    sc: &scenario::Scenario,
+    src: &scenario::Source,
+    p: &str,
+    (sets, binds): (&[(String, f64)], &std::collections::BTreeMap<String, u64>),
+    opts: &PlanOptions,
+) -> Result<Outcome, Report> {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {human_pos}/{human_len} assignments {per_sec} {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        b.set_message(format!("planning {p}"));
+        b
+    });
+    let mut progress = |done: u64, total: u64| {
+        if let Some(b) = &bar {
+            b.set_length(total.max(done));
+            b.set_position(done);
+        }
+    };
+    let o = plan::plan_with(sc, src, p, sets, binds, opts, &mut progress);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    o
+}
+
+/// Writes the best plan of `o` into the scenario file as plan `name` (`--write`), once
+/// the new text loads and the plan resolves.
+fn write_plan(
+    a: &PlanArgs,
+    sc: &scenario::Scenario,
+    src: &scenario::Source,
+    name: &str,
+    o: &Outcome,
+    (sets, binds): (&[(String, f64)], &std::collections::BTreeMap<String, u64>),
+) -> Result<(), Report> {
+    let best = &o.best[0];
+    if !best.inserted.is_empty() {
+        let ops: Vec<String> = best
+            .inserted
+            .iter()
+            .map(|i| {
+                format!(
+                    "before op {}: Relayout(tensor: {:?}, layout: {:?})",
+                    i.before, i.tensor, i.layout
+                )
+            })
+            .collect();
+        return Err(miette!(
+            "error: the chosen plan needs Relayouts the program does not have; add them to the program first (a plan cannot carry ops): {}",
+            ops.join("; ")
+        ));
+    }
+    let vars = filled(sc, &o.plan, best);
+    // The new text must load and the new plan resolve before it replaces the old.
+    let check = |text: &str, shown: &str| -> Result<(), Report> {
+        let sc2 = scenario::parse(text, shown)?;
+        let src2 = scenario::Source {
+            path: shown.to_string(),
+            text: text.to_string(),
+        };
+        scenario::resolve(&sc2, &src2, Some(name), sets, binds).map(|_| ())
+    };
+    let imported = mnsim_sim::import::is_imported(src);
+    let w = plan::write::write_back(&a.s.scenario, &src.text, imported, name, &vars, &check)?;
+    if let Some(n) = &w.note {
+        eprintln!("note: {n}");
+    }
+    if !a.json {
+        eprintln!("wrote plan `{name}` to {}", w.path.display());
     }
     Ok(())
 }
