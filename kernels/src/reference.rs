@@ -65,42 +65,14 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
         Kernel::Quant(q) => out = q.reference(inputs, out_shape),
         Kernel::Binary(op) => {
             let (bs, b) = inputs[1];
-            let r = out_shape.len();
-            // Index of an operand: its axes align to the trailing output axes; size 1 reads 0.
-            let pick = |s: &[u64], idx: &[u64]| -> Vec<u64> {
-                let off = r - s.len();
-                s.iter()
-                    .enumerate()
-                    .map(|(a, &d)| if d == 1 { 0 } else { idx[off + a] })
-                    .collect()
-            };
             for (l, o) in out.iter_mut().enumerate() {
                 unravel(out_shape, l as u64, &mut idx);
-                let va = x[linear(xs, &pick(xs, &idx))];
-                let vb = b[linear(bs, &pick(bs, &idx))];
+                let va = x[linear(xs, &aligned(xs, &idx))];
+                let vb = b[linear(bs, &aligned(bs, &idx))];
                 *o = op.apply(va, vb);
             }
         }
-        Kernel::MatMul | Kernel::BatchMatMul => {
-            let (bs, b) = inputs[1];
-            let r = out_shape.len();
-            let (m, nn, kk) = (out_shape[r - 2], out_shape[r - 1], xs[r - 1]);
-            let batches = numel(&out_shape[..r - 2]);
-            for p in 0..batches {
-                for i in 0..m {
-                    for j in 0..nn {
-                        let mut acc = 0.0;
-                        for t in 0..kk {
-                            let va = x[((p * m + i) * kk + t) as usize];
-                            let vb = b[((p * kk + t) * nn + j) as usize];
-                            acc += va * vb;
-                        }
-                        out[((p * m + i) * nn + j) as usize] = acc;
-                    }
-                }
-            }
-            debug_assert_eq!(bs[r - 2], kk);
-        }
+        Kernel::MatMul | Kernel::BatchMatMul => matmul(x, inputs[1], out_shape, &mut out),
         Kernel::ReduceAxes {
             op,
             axes,
@@ -121,34 +93,7 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
             out.iter_mut().for_each(|o| *o = op.finish(*o, count));
         }
         Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => {
-            let len = xs[*axis];
-            let stride = strides(xs)[*axis];
-            // Every "row": an index with 0 on the axis.
-            for l in 0..n as u64 {
-                unravel(xs, l, &mut idx);
-                if idx[*axis] != 0 {
-                    continue;
-                }
-                let at = |t: u64| (l + t * stride) as usize;
-                match k {
-                    Kernel::Softmax { .. } => {
-                        let mx = (0..len).map(|t| x[at(t)]).fold(f64::NEG_INFINITY, f64::max);
-                        let sum: f64 = (0..len).map(|t| (x[at(t)] - mx).exp()).sum();
-                        for t in 0..len {
-                            out[at(t)] = (x[at(t)] - mx).exp() / sum;
-                        }
-                    }
-                    Kernel::LayerNorm { eps, .. } => {
-                        let mean = (0..len).map(|t| x[at(t)]).sum::<f64>() / len as f64;
-                        let var =
-                            (0..len).map(|t| (x[at(t)] - mean).powi(2)).sum::<f64>() / len as f64;
-                        for t in 0..len {
-                            out[at(t)] = (x[at(t)] - mean) / (var + eps).sqrt();
-                        }
-                    }
-                    _ => unreachable!(),
-                }
-            }
+            normalise_rows(k, *axis, inputs[0], &mut out)
         }
         Kernel::Transpose { perm } => {
             let mut xi = vec![0u64; xs.len()];
@@ -161,23 +106,13 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
             }
         }
         Kernel::Select => {
-            let (bs, b) = inputs[1];
-            let (cs, c) = inputs[2];
-            let r = out_shape.len();
-            let pick = |s: &[u64], idx: &[u64]| -> Vec<u64> {
-                let off = r - s.len();
-                s.iter()
-                    .enumerate()
-                    .map(|(a, &d)| if d == 1 { 0 } else { idx[off + a] })
-                    .collect()
-            };
+            let ((bs, b), (cs, c)) = (inputs[1], inputs[2]);
             for (l, o) in out.iter_mut().enumerate() {
                 unravel(out_shape, l as u64, &mut idx);
-                let cond = x[linear(xs, &pick(xs, &idx))];
-                *o = if cond != 0.0 {
-                    b[linear(bs, &pick(bs, &idx))]
+                *o = if x[linear(xs, &aligned(xs, &idx))] != 0.0 {
+                    b[linear(bs, &aligned(bs, &idx))]
                 } else {
-                    c[linear(cs, &pick(cs, &idx))]
+                    c[linear(cs, &aligned(cs, &idx))]
                 };
             }
         }
@@ -201,44 +136,7 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
         Kernel::GeneralMatMul {
             transpose_a,
             transpose_b,
-        } => {
-            let (bs, b) = inputs[1];
-            let r = out_shape.len();
-            let (ra, rb) = (xs.len(), bs.len());
-            let kk = if *transpose_a { xs[ra - 2] } else { xs[ra - 1] };
-            // An operand's index: its batch axes align to the trailing output batch
-            // axes (size 1 reads 0), then its two matrix axes.
-            // (Row-major, as `linear`, without building the index per multiply-add.)
-            let at = |s: &[u64], idx: &[u64], row: u64, col: u64| -> usize {
-                let rs = s.len();
-                let off = (r - 2) - (rs - 2);
-                let mut l = 0u64;
-                for a in 0..rs - 2 {
-                    l = l * s[a] + if s[a] == 1 { 0 } else { idx[off + a] };
-                }
-                ((l * s[rs - 2] + row) * s[rs - 1] + col) as usize
-            };
-            for (l, o) in out.iter_mut().enumerate() {
-                unravel(out_shape, l as u64, &mut idx);
-                let (i, j) = (idx[r - 2], idx[r - 1]);
-                let mut acc = 0.0;
-                for t in 0..kk {
-                    let va = if *transpose_a {
-                        x[at(xs, &idx, t, i)]
-                    } else {
-                        x[at(xs, &idx, i, t)]
-                    };
-                    let vb = if *transpose_b {
-                        b[at(bs, &idx, j, t)]
-                    } else {
-                        b[at(bs, &idx, t, j)]
-                    };
-                    acc += va * vb;
-                }
-                *o = acc;
-            }
-            debug_assert_eq!(rb, bs.len());
-        }
+        } => general_matmul((*transpose_a, *transpose_b), inputs, out_shape, &mut out),
         Kernel::Conv(c) => return crate::conv::reference(c, inputs, out_shape),
         Kernel::Pool(p) => return p.reference(inputs, out_shape),
         Kernel::Interp(i) => return i.reference(inputs, out_shape),
@@ -256,24 +154,135 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
                 *o = x[linear(xs, &xi)];
             }
         }
-        Kernel::Concat { axis, .. } => {
-            let mut xi = vec![0u64; out_shape.len()];
-            for (l, o) in out.iter_mut().enumerate() {
-                unravel(out_shape, l as u64, &mut idx);
-                let mut i = idx[*axis];
-                for (s, v) in inputs {
-                    if i < s[*axis] {
-                        xi.copy_from_slice(&idx);
-                        xi[*axis] = i;
-                        *o = v[linear(s, &xi)];
-                        break;
-                    }
-                    i -= s[*axis];
+        Kernel::Concat { axis, .. } => concat(*axis, inputs, out_shape, &mut out),
+    }
+    out
+}
+
+/// The index into an operand of shape `s` of output index `idx`: its axes align to the
+/// trailing output axes, and an axis of size 1 reads 0 (numpy broadcasting).
+fn aligned(s: &[u64], idx: &[u64]) -> Vec<u64> {
+    let off = idx.len() - s.len();
+    s.iter()
+        .enumerate()
+        .map(|(a, &d)| if d == 1 { 0 } else { idx[off + a] })
+        .collect()
+}
+
+/// MatMul and BatchMatMul: `x` `[batch.., M, K]` × `b` `[batch.., K, N]` into `out`.
+fn matmul(x: &[f64], (bs, b): (&[u64], &[f64]), out_shape: &[u64], out: &mut [f64]) {
+    let r = out_shape.len();
+    let (m, nn, kk) = (out_shape[r - 2], out_shape[r - 1], bs[r - 2]);
+    let batches = numel(&out_shape[..r - 2]);
+    for p in 0..batches {
+        for i in 0..m {
+            for j in 0..nn {
+                let mut acc = 0.0;
+                for t in 0..kk {
+                    let va = x[((p * m + i) * kk + t) as usize];
+                    let vb = b[((p * kk + t) * nn + j) as usize];
+                    acc += va * vb;
+                }
+                out[((p * m + i) * nn + j) as usize] = acc;
+            }
+        }
+    }
+}
+
+/// Softmax or LayerNorm of `x` along `axis`, row by row (every index with 0 on the
+/// axis starts one), into `out`.
+fn normalise_rows(k: &Kernel, axis: usize, (xs, x): (&[u64], &[f64]), out: &mut [f64]) {
+    let len = xs[axis];
+    let stride = strides(xs)[axis];
+    let mut idx = vec![0u64; xs.len()];
+    for l in 0..out.len() as u64 {
+        unravel(xs, l, &mut idx);
+        if idx[axis] != 0 {
+            continue;
+        }
+        let at = |t: u64| (l + t * stride) as usize;
+        match k {
+            Kernel::LayerNorm { eps, .. } => {
+                let mean = (0..len).map(|t| x[at(t)]).sum::<f64>() / len as f64;
+                let var = (0..len).map(|t| (x[at(t)] - mean).powi(2)).sum::<f64>() / len as f64;
+                for t in 0..len {
+                    out[at(t)] = (x[at(t)] - mean) / (var + eps).sqrt();
+                }
+            }
+            _ => {
+                let mx = (0..len).map(|t| x[at(t)]).fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = (0..len).map(|t| (x[at(t)] - mx).exp()).sum();
+                for t in 0..len {
+                    out[at(t)] = (x[at(t)] - mx).exp() / sum;
                 }
             }
         }
     }
-    out
+}
+
+/// A general matmul (`transpose_a`, `transpose_b`; batch axes broadcast) into `out`.
+fn general_matmul(
+    (transpose_a, transpose_b): (bool, bool),
+    inputs: &[(&[u64], &[f64])],
+    out_shape: &[u64],
+    out: &mut [f64],
+) {
+    let ((xs, x), (bs, b)) = (inputs[0], inputs[1]);
+    let r = out_shape.len();
+    let ra = xs.len();
+    let kk = if transpose_a { xs[ra - 2] } else { xs[ra - 1] };
+    // An operand's index: its batch axes align to the trailing output batch axes (size
+    // 1 reads 0), then its two matrix axes. (Row-major, as `linear`, without building
+    // the index per multiply-add.)
+    let at = |s: &[u64], idx: &[u64], row: u64, col: u64| -> usize {
+        let rs = s.len();
+        let off = (r - 2) - (rs - 2);
+        let mut l = 0u64;
+        for a in 0..rs - 2 {
+            l = l * s[a] + if s[a] == 1 { 0 } else { idx[off + a] };
+        }
+        ((l * s[rs - 2] + row) * s[rs - 1] + col) as usize
+    };
+    let mut idx = vec![0u64; r];
+    for (l, o) in out.iter_mut().enumerate() {
+        unravel(out_shape, l as u64, &mut idx);
+        let (i, j) = (idx[r - 2], idx[r - 1]);
+        let mut acc = 0.0;
+        for t in 0..kk {
+            let va = if transpose_a {
+                x[at(xs, &idx, t, i)]
+            } else {
+                x[at(xs, &idx, i, t)]
+            };
+            let vb = if transpose_b {
+                b[at(bs, &idx, j, t)]
+            } else {
+                b[at(bs, &idx, t, j)]
+            };
+            acc += va * vb;
+        }
+        *o = acc;
+    }
+}
+
+/// Concat along `axis`: each output element from the input whose part of the axis
+/// holds it.
+fn concat(axis: usize, inputs: &[(&[u64], &[f64])], out_shape: &[u64], out: &mut [f64]) {
+    let mut idx = vec![0u64; out_shape.len()];
+    let mut xi = vec![0u64; out_shape.len()];
+    for (l, o) in out.iter_mut().enumerate() {
+        unravel(out_shape, l as u64, &mut idx);
+        let mut i = idx[axis];
+        for (s, v) in inputs {
+            if i < s[axis] {
+                xi.copy_from_slice(&idx);
+                xi[axis] = i;
+                *o = v[linear(s, &xi)];
+                break;
+            }
+            i -= s[axis];
+        }
+    }
 }
 
 /// One output element of `k` at `out_idx`, from its inputs, in `f64`.
