@@ -3,7 +3,7 @@
 
 use crate::engine::{self, Engine, Mode, SimError};
 use crate::program::{EntityRef as _, OpId, OpKind};
-use crate::scenario::{Init, LayoutRef, Resolved, ResolvedOp};
+use crate::scenario::{Init, LayoutRef, Resolved, ResolvedOp, ResolvedTensor};
 use crate::verify::Reference;
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem;
@@ -257,11 +257,6 @@ fn declare_tensors(
 ) -> Result<(), RunError> {
     let functional = res.mode == Mode::Functional;
     for (name, t) in &res.tensors {
-        let layout = t
-            .shape
-            .layout
-            .clone()
-            .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
         let on_tensor = |error: SimError| RunError {
             error,
             op: None,
@@ -276,20 +271,36 @@ fn declare_tensors(
         if let Some(d) = &data {
             reference.declare(name, t.dtype, &t.runtime_dims, d);
         }
-        eng.declare(
-            name,
-            t.dtype,
-            t.dims_at_bound.clone(),
-            t.runtime_dims.clone(),
-            layout.clone(),
-            data,
-        )
-        .map_err(on_tensor)?;
+        let layout = declare(eng, name, t, data).map_err(on_tensor)?;
         if t.init.is_some() && !functional {
             eng.set_in_dram(name, layout);
         }
     }
     Ok(())
+}
+
+/// Declares tensor `name` of a resolved scenario on `eng`, with `data` in functional
+/// mode; returns its DRAM layout (the declared one, or row-major).
+pub fn declare(
+    eng: &mut Engine,
+    name: &str,
+    t: &ResolvedTensor,
+    data: Option<Vec<u8>>,
+) -> Result<XlaLayout, SimError> {
+    let layout = t
+        .shape
+        .layout
+        .clone()
+        .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
+    eng.declare(
+        name,
+        t.dtype,
+        t.dims_at_bound.clone(),
+        t.runtime_dims.clone(),
+        layout.clone(),
+        data,
+    )?;
+    Ok(layout)
 }
 
 /// The op's own layout (see `apply::apply`): a plan variable left `Any` or a missing

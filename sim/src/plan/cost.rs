@@ -15,7 +15,7 @@ use crate::ids::RegionId;
 use crate::program::{OpId, OpKind, Program};
 use crate::scenario::Resolved;
 use crate::timeline::Task;
-use mnsim_arch::{TensorLayout, XlaLayout};
+use mnsim_arch::TensorLayout;
 
 /// The layout and partial levels of a tensor in LM.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,19 +93,7 @@ impl Coster {
         eng.set_measuring(true);
         eng.set_explaining(false);
         for (name, t) in &res.tensors {
-            let layout = t
-                .shape
-                .layout
-                .clone()
-                .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
-            eng.declare(
-                name,
-                t.dtype,
-                t.dims_at_bound.clone(),
-                t.runtime_dims.clone(),
-                layout.clone(),
-                None,
-            )?;
+            let layout = crate::run::declare(&mut eng, name, t, None)?;
             eng.set_in_dram(name, layout);
         }
         let program = crate::program::lower(res).map_err(|e| SimError::Other(e.message))?;
