@@ -58,9 +58,9 @@ impl Model {
                 Some(self.failure(at, msg, ntasks))
             }
             // The walk checked the bound after its last op.
-            Walked::Done {
-                ntasks, dynamic_j, ..
-            } => Some(self.eval(self.ops.len(), ntasks, dynamic_j, None)),
+            Walked::Done { ntasks, dynamic_j } => {
+                Some(self.eval(self.ops.len(), ntasks, dynamic_j, None))
+            }
         }
     }
 
@@ -96,9 +96,9 @@ impl Model {
         match self.walk(pick, detail, None) {
             Walked::Failed { at, msg, ntasks } => self.failure(at, msg, ntasks),
             Walked::Bounded => unreachable!("a walk without a cutoff is never bounded"),
-            Walked::Done {
-                ntasks, dynamic_j, ..
-            } => self.eval(self.ops.len(), ntasks, dynamic_j, None),
+            Walked::Done { ntasks, dynamic_j } => {
+                self.eval(self.ops.len(), ntasks, dynamic_j, None)
+            }
         }
     }
 
