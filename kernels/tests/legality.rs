@@ -425,3 +425,72 @@ fn layouts_that_do_not_fit_the_kernel() {
         "{e}"
     );
 }
+
+/// A scan over layouts of one input, the other operands fixed, answers as `is_legal`
+/// does: on random layouts of every operand of several kernels (a Reshape among them,
+/// which the scan checks whole), each input in turn the one that varies.
+#[test]
+fn a_scan_over_one_input_agrees_with_is_legal() {
+    let m = mini();
+    let add = Kernel::Binary(BinaryOp::Add);
+    let sum = Kernel::ReduceAxes {
+        op: ReduceKind::Add,
+        axes: vec![0],
+        keep_dims: false,
+    };
+    // Kernel, input shapes, output shape.
+    let cases: Vec<(Kernel, Vec<Vec<u64>>, Vec<u64>)> = vec![
+        (add.clone(), vec![vec![4, 4], vec![4, 4]], vec![4, 4]),
+        (add, vec![vec![4, 4], vec![1, 4]], vec![4, 4]),
+        (Kernel::MatMul, vec![vec![4, 4], vec![4, 2]], vec![4, 2]),
+        (sum, vec![vec![4, 4]], vec![4]),
+        (Kernel::Softmax { axis: 1 }, vec![vec![4, 4]], vec![4, 4]),
+        (
+            Kernel::Transpose { perm: vec![1, 0] },
+            vec![vec![4, 2]],
+            vec![2, 4],
+        ),
+        (
+            Kernel::Reshape { shape: vec![16] },
+            vec![vec![4, 4]],
+            vec![16],
+        ),
+    ];
+    let (mut legal, mut illegal) = (0, 0);
+    let mut rng = Rng(7);
+    let layout = |rng: &mut Rng, s: &[u64]| loop {
+        let text = random_layout(rng, s, s);
+        if let Ok(l) = TensorLayout::parse(&text, &m, Some(s), F32) {
+            return l;
+        }
+    };
+    for (k, shapes, out_shape) in &cases {
+        for _ in 0..60 {
+            let ins: Vec<TensorLayout> = shapes.iter().map(|s| layout(&mut rng, s)).collect();
+            let out = layout(&mut rng, out_shape);
+            let refs: Vec<&TensorLayout> = ins.iter().collect();
+            for hole in 0..ins.len() {
+                let scan = Scan::new(k, &refs, hole, &out, &m);
+                for _ in 0..20 {
+                    let c = layout(&mut rng, &shapes[hole]);
+                    let mut with = refs.clone();
+                    with[hole] = &c;
+                    let want = is_legal(k, &with, &out, &m);
+                    assert_eq!(
+                        scan.is_legal(&c),
+                        want,
+                        "{k:?}, input {hole} {} of {:?} -> {}",
+                        c.canonical(),
+                        refs.iter().map(|l| l.canonical()).collect::<Vec<_>>(),
+                        out.canonical()
+                    );
+                    if want { legal += 1 } else { illegal += 1 }
+                }
+            }
+        }
+    }
+    assert!(
+        legal >= 300 && illegal >= 300,
+        "{legal} legal, {illegal} illegal"
+    );
+}

@@ -14,11 +14,12 @@
 mod axis_fn;
 mod messages;
 mod rule;
+mod scan;
 mod share;
 mod views;
 
 use crate::kernel::{ErrorKind, Kernel, KernelError, fmt_dims};
-use crate::shape::{index_map, output_shape, reduced_extents};
+use crate::shape::{index_map, output_shape};
 use mnsim_arch::Machine;
 use mnsim_arch::layout::TensorLayout;
 use rule::Ctx;
@@ -26,6 +27,7 @@ use std::fmt;
 use views::{concat_level, reshape_level, slice_level};
 
 pub(crate) use messages::{bcast_with, group_text};
+pub use scan::Scan;
 pub use share::reduced_share;
 
 /// The unit whose locality a kernel needs.
@@ -136,6 +138,58 @@ pub fn check_unexplained(
     decide(k, inputs, out, m, &[], false)
 }
 
+/// Whether layout `l` is laid out for machine `m`: its levels are `m`'s addressable ones.
+fn for_machine(l: &TensorLayout, m: &Machine) -> bool {
+    l.levels().len() == m.addressable_count()
+        && (l.levels().iter())
+            .zip(m.addressable_names())
+            .all(|(u, a)| u.name == a)
+}
+
+/// The output shape `k` gives its inputs, if it is `out`'s and every operand is laid out
+/// for `m`; `names_of` names the operands in the error.
+fn fitted_shape(
+    k: &Kernel,
+    inputs: &[&TensorLayout],
+    out: &TensorLayout,
+    m: &Machine,
+    names_of: impl Fn() -> Vec<String>,
+) -> Result<Vec<u64>, KernelError> {
+    let in_shapes: Vec<&[u64]> = inputs.iter().map(|l| l.logical_shape()).collect();
+    let want = output_shape(k, &in_shapes)?;
+    if want != out.logical_shape() {
+        let out_name = &names_of()[k.arity()];
+        return Err(KernelError::new(
+            ErrorKind::Layout,
+            format!(
+                "{k}: the output `{out_name}` has shape {}, but the inputs give {}",
+                fmt_dims(out.logical_shape()),
+                fmt_dims(&want)
+            ),
+        ));
+    }
+    let all = inputs.iter().copied().chain(std::iter::once(out));
+    for (i, l) in all.enumerate() {
+        if !for_machine(l, m) {
+            let names = names_of();
+            return Err(KernelError::new(
+                ErrorKind::Layout,
+                format!(
+                    "{k}: `{}` is laid out for another machine than {} (levels {})",
+                    names[i],
+                    m.name,
+                    l.levels()
+                        .iter()
+                        .map(|u| u.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(want)
+}
+
 /// [`check`]; a broken level rule is explained only when `explain` is set (otherwise its
 /// error carries the kind and no message).
 fn decide(
@@ -157,43 +211,8 @@ fn decide(
             .collect()
     };
     let in_shapes: Vec<&[u64]> = inputs.iter().map(|l| l.logical_shape()).collect();
-    let want = output_shape(k, &in_shapes)?;
-    if want != out.logical_shape() {
-        let out_name = &names_of()[k.arity()];
-        return Err(KernelError::new(
-            ErrorKind::Layout,
-            format!(
-                "{k}: the output `{out_name}` has shape {}, but the inputs give {}",
-                fmt_dims(out.logical_shape()),
-                fmt_dims(&want)
-            ),
-        ));
-    }
+    let want = fitted_shape(k, inputs, out, m, names_of)?;
     let naddr = m.addressable_count();
-    let all = inputs.iter().copied().chain(std::iter::once(out));
-    for (i, l) in all.enumerate() {
-        let same_levels = l.levels().len() == naddr
-            && l.levels()
-                .iter()
-                .zip(m.addressable_names())
-                .all(|(u, a)| u.name == a);
-        if !same_levels {
-            let names = names_of();
-            return Err(KernelError::new(
-                ErrorKind::Layout,
-                format!(
-                    "{k}: `{}` is laid out for another machine than {} (levels {})",
-                    names[i],
-                    m.name,
-                    l.levels()
-                        .iter()
-                        .map(|u| u.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-    }
     let (unit, unit_level) = unit_of(k, inputs, out, m);
     if let Kernel::Reshape { .. } | Kernel::Concat { .. } | Kernel::Slice { .. } = k {
         let names = names_of();
@@ -217,24 +236,18 @@ fn decide(
             unit_level,
         });
     }
-    let maps = match crate::window::map_of(k, &in_shapes)? {
+    let ctx = match crate::window::map_of(k, &in_shapes)? {
         Some(w) => {
             crate::window::check_whole(k, &w, inputs, out, &names_of(), unit_level)?;
-            w.maps
+            let names = if explain { names_of() } else { Vec::new() };
+            Ctx::new(k, inputs, out, names, w.maps, &want)?
         }
-        None => index_map(k, &in_shapes, &want)?,
-    };
-    let mut ext = want.clone();
-    ext.extend(reduced_extents(k, &in_shapes)?);
-    // Operand names serve messages only: none are built unless one is asked for.
-    let ctx = Ctx {
-        k,
-        inputs,
-        out,
-        names: if explain { names_of() } else { Vec::new() },
-        maps,
-        out_rank: want.len(),
-        ext,
+        None => {
+            let maps = index_map(k, &in_shapes, &want)?;
+            // Operand names serve messages only: none are built unless one is asked for.
+            let names = if explain { names_of() } else { Vec::new() };
+            Ctx::new(k, inputs, out, names, maps, &want)?
+        }
     };
     let mut partial = Vec::new();
     if naddr > 0 {

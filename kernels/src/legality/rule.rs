@@ -3,7 +3,7 @@
 
 use super::axis_fn::{AxisFn, same};
 use crate::kernel::{ErrorKind, Kernel, KernelError};
-use crate::shape::{AxisSource, InputMap};
+use crate::shape::{AxisSource, InputMap, reduced_extents};
 use mnsim_arch::layout::TensorLayout;
 
 /// A rule of legality broken at level `x` (see [`Ctx::level`]): input `j`, variable
@@ -42,7 +42,31 @@ pub(super) struct Ctx<'a> {
     pub(super) ext: Vec<u64>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The context of kernel `k` whose inputs' index maps are `maps` and whose output
+    /// has shape `want`.
+    pub(super) fn new(
+        k: &'a Kernel,
+        inputs: &'a [&'a TensorLayout],
+        out: &'a TensorLayout,
+        names: Vec<String>,
+        maps: Vec<InputMap>,
+        want: &[u64],
+    ) -> Result<Self, KernelError> {
+        let in_shapes: Vec<&[u64]> = inputs.iter().map(|l| l.logical_shape()).collect();
+        let mut ext = want.to_vec();
+        ext.extend(reduced_extents(k, &in_shapes)?);
+        Ok(Ctx {
+            k,
+            inputs,
+            out,
+            names,
+            maps,
+            out_rank: want.len(),
+            ext,
+        })
+    }
+
     pub(super) fn name(&self, j: usize) -> &str {
         &self.names[j]
     }
@@ -112,9 +136,21 @@ impl Ctx<'_> {
     /// a [`Fault`], which [`Ctx::explain`] turns into a message only when one is asked
     /// for (the planner asks thousands of times whether a layout is legal).
     pub(super) fn level(&self, x: usize) -> Result<bool, Fault> {
+        let (cout, cin, non_rep) = self.contributions_at(x);
+        let cin: Vec<&[AxisFn]> = cin.iter().map(Vec::as_slice).collect();
+        self.rule(x, &cout, &cin, &non_rep)
+    }
+
+    /// [`Ctx::level`] on the contributions at level `x` ([`Ctx::contributions_at`]).
+    pub(super) fn rule(
+        &self,
+        x: usize,
+        cout: &[AxisFn],
+        cin: &[&[AxisFn]],
+        non_rep: &[usize],
+    ) -> Result<bool, Fault> {
         let (k, r, nv) = (self.k, self.out_rank, self.ext.len());
         let out_rep = self.out.levels()[x].replicated;
-        let (cout, cin, non_rep) = self.contributions_at(x);
 
         // Softmax, LayerNorm: the normalised axis must be whole on the PE.
         if let Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } = k {
@@ -129,7 +165,7 @@ impl Ctx<'_> {
 
         if !out_rep {
             // Reduced variables first: a split contraction is the more useful diagnosis.
-            for &j in &non_rep {
+            for &j in non_rep {
                 for v in (r..nv).chain(0..r) {
                     if !same(&cin[j][v], &cout[v], self.ext[v]) {
                         return Err(Fault::Mismatch { x, j, v });
@@ -143,12 +179,12 @@ impl Ctx<'_> {
         }
         // The output is replicated over X: a non-replicated input may only be split by
         // the reduced variables, and only for an Add reduction (partial results).
-        for &j in &non_rep {
+        for &j in non_rep {
             if let Some(h) = cin[j][..r].iter().position(|f| !f.is_zero()) {
                 return Err(Fault::SplitUnderReplicatedOutput { x, j, h });
             }
         }
-        for &j in &non_rep {
+        for &j in non_rep {
             for (v, f) in cin[j].iter().enumerate().skip(r) {
                 if !f.is_zero() && !k.is_additive() {
                     return Err(Fault::NotAdditive { x, j, v });
@@ -162,7 +198,7 @@ impl Ctx<'_> {
         if pattern.iter().all(Option::is_none) {
             return Err(Fault::NotHeld { x, j: non_rep[0] });
         }
-        for &j in &non_rep {
+        for &j in non_rep {
             for v in r..nv {
                 let agrees = match pattern[v - r] {
                     Some(j0) => same(&cin[j][v], &cin[j0][v], self.ext[v]),

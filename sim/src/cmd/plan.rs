@@ -168,6 +168,13 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
         "evaluated": o.evaluated,
         "bounded": o.bounded,
         "measured_ops": o.measured,
+        "work": {
+            "total": mnsim_sim::plan::search::work_of(&o.work),
+            "evaluations": o.work.evaluated,
+            "engine_runs": o.work.runs,
+            "booked": o.work.booked,
+            "legality_checks": o.work.legal_checks,
+        },
         "seconds": o.seconds,
         "total_seconds": o.total_seconds,
         "tried": o.candidates.iter().zip(&o.tried).map(|((v, _), t)| (v.clone(), json!(t))).collect::<Map<String, Value>>(),

@@ -107,7 +107,13 @@ impl Engine {
         };
         let c = self.compute_cost(legal.unit_level, units, cost.cycles, &facts);
         let reads: Vec<RegionId> = res.iter().map(|r| r.region).collect();
-        let walk = kernel_walk(k, &res, &layout, &dims_ref, &out_dims);
+        let walk = kernel_walk(
+            &mut self.walk_memo,
+            k,
+            &res,
+            &layout,
+            (&dims_ref, &out_dims),
+        );
         let steps = walk.as_ref().map_or(0, |(p, _)| p.steps as u64);
         self.walked = self.walked.saturating_add(steps);
         let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region], walk);
@@ -256,11 +262,11 @@ fn output_layout(
 /// `res`: operands whose axes have no per-axis index map (Reshape, Concat) are read
 /// whole.
 fn kernel_walk(
+    memo: &mut super::streams::WalkMemo,
     k: &mnsim_kernels::Kernel,
     res: &[Resident],
     layout: &TensorLayout,
-    dims: &[&[u64]],
-    out_dims: &[u64],
+    (dims, out_dims): (&[&[u64]], &[u64]),
 ) -> Option<(crate::lowering::walk::WalkPlan, bool)> {
     let maps = mnsim_kernels::shape::index_map(k, dims, out_dims);
     let reduced = mnsim_kernels::shape::reduced_extents(k, dims).unwrap_or_default();
@@ -272,7 +278,7 @@ fn kernel_walk(
             .collect(),
         Err(_) => Vec::new(),
     };
-    super::streams::plan(Some(layout), out_dims, &ins, &reduced).map(|p| (p, false))
+    super::streams::plan(memo, Some(layout), out_dims, &ins, &reduced).map(|p| (p, false))
 }
 
 /// `e` from [`mnsim_kernels::check_unexplained`], with a short message: the level at

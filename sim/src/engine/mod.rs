@@ -169,6 +169,11 @@ pub struct Engine {
     /// nothing else the engine holds; kept across [`Engine::clear`], so the planner's
     /// measurements, which load a stream before its reader, compute each once.
     load_memo: std::collections::HashMap<String, LoadMemo>,
+    /// Walks planned, by what they depend on; kept across [`Engine::clear`] (the
+    /// planner measures many ops that walk alike).
+    walk_memo: streams::WalkMemo,
+    /// The sends of the memoised walks' inputs, by buffers.
+    sends_memo: lowering::walk::SendsMemo,
     /// Functional mode: evaluate every kernel element by element, matrix contractions
     /// and convolutions included (see [`Engine::set_per_element_kernels`]).
     per_element_kernels: bool,
@@ -280,6 +285,8 @@ impl Engine {
             explaining: true,
             closed: [0; 2],
             walked: 0,
+            walk_memo: Default::default(),
+            sends_memo: Default::default(),
             placed_work: 0,
         }
     }

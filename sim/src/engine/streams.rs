@@ -47,8 +47,10 @@ pub(super) fn identity(rank: usize) -> Vec<AxisSource> {
     (0..rank).map(AxisSource::Out).collect()
 }
 
-/// The walk of an op writing `out` from `inputs`, when anything in it has `Time` steps.
+/// The walk of an op writing `out` from `inputs`, when anything in it has `Time` steps;
+/// `memo` keeps the walks planned so far, by what they depend on ([`walk::WalkKey`]).
 pub(super) fn plan(
+    memo: &mut WalkMemo,
     out: Option<&TensorLayout>,
     dims: &[u64],
     inputs: &[(&TensorLayout, Vec<AxisSource>)],
@@ -68,8 +70,18 @@ pub(super) fn plan(
     }
     let ins: Vec<(&TensorLayout, &[AxisSource])> =
         inputs.iter().map(|(l, m)| (*l, m.as_slice())).collect();
-    crate::lowering::walk::walk(out, dims, &ins, reduced)
+    let key = walk::WalkKey::of(out, dims, &ins, reduced);
+    if let Some(p) = memo.get(&key) {
+        return p.clone();
+    }
+    let p = walk::walk(out, dims, &ins, reduced);
+    memo.insert(key, p.clone());
+    p
 }
+
+/// Walks by what they depend on (hashed with a fixed, fast hasher).
+pub(super) type WalkMemo =
+    std::collections::HashMap<walk::WalkKey, Option<WalkPlan>, foldhash::fast::FixedState>;
 
 impl Engine {
     /// The slices of `layout` LM holds when `charged` of `lm` words are in use, and the
@@ -262,7 +274,14 @@ impl Engine {
         let out_slices = plan.out.iter().max().map_or(0, |&m| m + 1);
         // A transfer reading a stream slice by slice produces its own as it goes.
         let deferred = deferred && sources.iter().all(Option::is_none);
-        let walk = lowering::walk_of(&plan, own_cycles, out_slices, deferred, &sources);
+        let walk = lowering::walk_of(
+            &mut self.sends_memo,
+            &plan,
+            own_cycles,
+            out_slices,
+            deferred,
+            &sources,
+        );
         let mut extra = Vec::new();
         for input in &walk.inputs {
             let Some(st) = self.streams.get_mut(&input.region) else {

@@ -111,7 +111,9 @@ impl Engine {
                         net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
                     }
                 };
-                let walk = plan(Some(&layout), layout.logical_shape(), &[], &[]).map(|p| (p, true));
+                let shape = layout.logical_shape();
+                let walk =
+                    plan(&mut self.walk_memo, Some(&layout), shape, &[], &[]).map(|p| (p, true));
                 if memoised {
                     (self.load_memo.entry(name.to_string()).or_default())
                         .insert(layout.clone(), (c.clone(), walk.clone()));
@@ -192,7 +194,14 @@ impl Engine {
             self.set_in_dram(name, xla);
         }
         let dims = r.layout.logical_shape().to_vec();
-        let walk = plan(None, &dims, &[(&r.layout, identity(dims.len()))], &[]).map(|p| (p, false));
+        let walk = plan(
+            &mut self.walk_memo,
+            None,
+            &dims,
+            &[(&r.layout, identity(dims.len()))],
+            &[],
+        )
+        .map(|p| (p, false));
         Ok(self.finish(
             "Store",
             name,
@@ -385,6 +394,7 @@ impl Engine {
             .map(|t| t.runtime.clone())
             .unwrap_or_default();
         let walk = plan(
+            &mut self.walk_memo,
             Some(&layout),
             &dims,
             &[(&src.layout, identity(dims.len()))],
@@ -504,6 +514,7 @@ impl Engine {
         };
         let dims = layout.logical_shape().to_vec();
         let walk = plan(
+            &mut self.walk_memo,
             Some(&layout),
             &dims,
             &[(&src.layout, identity(dims.len()))],

@@ -29,6 +29,7 @@ pub struct Source<'a> {
 /// `i` of the plan reads (`None`: read whole). `deferred`: the op is a transfer whose
 /// output stream is sent as its consumer walks it.
 pub fn walk_of(
+    memo: &mut walk::SendsMemo,
     plan: &walk::WalkPlan,
     own_cycles: u64,
     out_slices: u32,
@@ -44,12 +45,12 @@ pub fn walk_of(
             if need.is_empty() {
                 return None;
             }
-            let (per_step, sends) = walk::sends(need, src.buffers);
+            let (need, sends) = memo.sends(need, src.buffers);
             Some(StreamIn {
                 region: src.region,
                 buffers: src.buffers,
-                need: per_step.into(),
-                sends: sends.into(),
+                need,
+                sends,
                 slices: src.slices,
                 producer_cycles: src.producer.cycles,
                 producer_holds: src.producer.holds.clone(),
@@ -59,7 +60,7 @@ pub fn walk_of(
     Walk {
         steps: plan.steps.max(1) as u32,
         own_cycles,
-        out: plan.out.as_slice().into(),
+        out: plan.out.clone(),
         out_slices,
         deferred,
         inputs,

@@ -16,19 +16,75 @@
 use mnsim_arch::TensorLayout;
 use mnsim_arch::layout::Class;
 use mnsim_kernels::shape::AxisSource;
+use std::sync::Arc;
 
 /// Walks longer than this are not streamed (their operands are consumed whole).
 pub const MAX_WALK: usize = 1 << 16;
 
-/// An op's walk over the `Time` steps of its operands.
+/// An op's walk over the `Time` steps of its operands. The step vectors are shared:
+/// a walk is cloned for every op that walks alike.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalkPlan {
     /// Per walk step, the output slice it writes (empty: the output has no steps).
-    pub out: Vec<u32>,
+    pub out: Arc<[u32]>,
     /// Per input, per walk step the slice it reads (empty: the input has no steps).
-    pub inputs: Vec<Vec<u32>>,
+    pub inputs: Vec<Arc<[u32]>>,
     /// Steps of the walk.
     pub steps: usize,
+}
+
+/// What a walk depends on ([`walk`]): the output's dims and the reduced variables'
+/// lengths; the `Time` sub-axes of the output, if it has steps, and of every input
+/// with steps (per axis: each one's radix in its group, size and stride), with the
+/// inputs' index sources. Two ops of equal keys walk alike, whatever else their
+/// layouts say.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WalkKey {
+    out_dims: Vec<u64>,
+    reduced: Vec<u64>,
+    out: Option<TimeAxes>,
+    inputs: Vec<Option<(TimeAxes, Vec<AxisSource>)>>,
+}
+
+/// Per logical axis, its `Time` sub-axes: (radix, size, stride).
+type TimeAxes = Vec<Vec<(u64, u64, u64)>>;
+
+/// The `Time` sub-axes of `l`, axis by axis, or `None` when it has no steps.
+fn time_axes(l: &TensorLayout) -> Option<TimeAxes> {
+    if l.time_span() <= 1 {
+        return None;
+    }
+    let axes = l.groups().iter().map(|subs| {
+        let mut radix = 1u64;
+        let mut v = Vec::new();
+        for s in subs.iter().rev() {
+            if s.class == Class::Time {
+                v.push((radix, s.size.max(1), s.stride));
+            }
+            radix = radix.saturating_mul(s.size.max(1));
+        }
+        v
+    });
+    Some(axes.collect())
+}
+
+impl WalkKey {
+    /// The key of [`walk`]'s arguments.
+    pub fn of(
+        out: Option<&TensorLayout>,
+        out_dims: &[u64],
+        inputs: &[(&TensorLayout, &[AxisSource])],
+        reduced: &[u64],
+    ) -> WalkKey {
+        WalkKey {
+            out_dims: out_dims.to_vec(),
+            reduced: reduced.to_vec(),
+            out: out.and_then(time_axes),
+            inputs: (inputs.iter())
+                .map(|(l, map)| time_axes(l).map(|t| (t, map.to_vec())))
+                .collect(),
+        }
+    }
 }
 
 /// (input, axis) pairs that take their index from one variable.
@@ -105,16 +161,19 @@ pub fn walk(
         base,
     } = keys(out, out_dims, inputs, reduced, &stepped);
     let groups = output_groups(&out_keys);
-    let mut plan = WalkPlan {
-        out: Vec::new(),
-        inputs: vec![Vec::new(); inputs.len()],
-        steps: 0,
+    let mut out_steps: Vec<u32> = Vec::new();
+    let mut in_steps: Vec<Vec<u32>> = vec![Vec::new(); inputs.len()];
+    let mut steps = 0usize;
+    let done = |out: Vec<u32>, ins: Vec<Vec<u32>>, steps| WalkPlan {
+        out: out.into(),
+        inputs: ins.into_iter().map(Arc::from).collect(),
+        steps,
     };
     let mut slices = vec![0u64; inputs.len()];
     // Odometer over output steps (axis 0 outermost), then over the inner keys.
     let mut outer = vec![0usize; groups.len()];
     if groups.iter().any(|g| g.is_empty()) {
-        return Some(plan);
+        return Some(done(out_steps, in_steps, steps));
     }
     loop {
         let out_slice: u64 = outer.iter().zip(&groups).map(|(&k, g)| g[k].0).sum();
@@ -127,7 +186,7 @@ pub fn walk(
             .collect();
         dims.extend(red_keys.iter().map(|(_, k)| k.len().max(1)));
         let inner: usize = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
-        if plan.steps.checked_add(inner)? > MAX_WALK {
+        if steps.checked_add(inner)? > MAX_WALK {
             return None;
         }
         let mut idx = vec![0usize; dims.len()];
@@ -147,14 +206,14 @@ pub fn walk(
                 }
             }
             if out_stepped {
-                plan.out.push(out_slice as u32);
+                out_steps.push(out_slice as u32);
             }
             for (i, &s) in slices.iter().enumerate() {
                 if stepped[i] {
-                    plan.inputs[i].push(s as u32);
+                    in_steps[i].push(s as u32);
                 }
             }
-            plan.steps += 1;
+            steps += 1;
             // Next inner combination (the last dimension fastest).
             for d in (0..dims.len()).rev() {
                 idx[d] += 1;
@@ -168,7 +227,7 @@ pub fn walk(
         let mut d = groups.len();
         loop {
             if d == 0 {
-                return Some(plan);
+                return Some(done(out_steps, in_steps, steps));
             }
             d -= 1;
             outer[d] += 1;
@@ -290,6 +349,46 @@ fn output_groups(out_keys: &[(Pairs, OutKeys)]) -> Vec<Vec<(u64, std::ops::Range
         .collect()
 }
 
+/// [`sends`] of the step vectors of memoised walks, by the vector (its allocation: the
+/// walks' vectors are shared) and the buffers.
+#[derive(Default)]
+pub struct SendsMemo {
+    map: std::collections::HashMap<(ByPtr, u32), Sends, foldhash::fast::FixedState>,
+}
+
+/// Per step, the send it reads; per send, its slice and the send whose buffer it takes.
+pub type Sends = (Arc<[u32]>, Arc<[(u32, Option<u32>)]>);
+
+/// A step vector keyed by its allocation. The key holds the vector, so no other takes
+/// its address while the entry lives; equal vectors apart are two keys of one value.
+struct ByPtr(Arc<[u32]>);
+
+impl PartialEq for ByPtr {
+    fn eq(&self, o: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &o.0)
+    }
+}
+impl Eq for ByPtr {}
+impl std::hash::Hash for ByPtr {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (Arc::as_ptr(&self.0) as *const u32 as usize).hash(h);
+    }
+}
+
+impl SendsMemo {
+    /// [`sends`] of `need` in `buffers` slices.
+    pub fn sends(&mut self, need: &Arc<[u32]>, buffers: u32) -> Sends {
+        let key = (ByPtr(need.clone()), buffers);
+        if let Some(s) = self.map.get(&key) {
+            return s.clone();
+        }
+        let (per_step, sends) = sends(need, buffers);
+        let s: Sends = (per_step.into(), sends.into());
+        self.map.insert(key, s.clone());
+        s
+    }
+}
+
 /// The sends a walk makes of one input held in `buffers` slices: a step whose slice is
 /// not held needs a send, which takes the buffer of the least recently used slice.
 /// Returns, per step, the index of the send it reads; per send, its slice and the send
@@ -351,15 +450,12 @@ mod tests {
         .unwrap();
         // Per output step, K's 4 distinct (a, b) pairs: a 0..3 with b 0,0,1,1.
         assert_eq!(p.steps, 8);
-        assert_eq!(p.out, [0, 0, 0, 0, 1, 1, 1, 1]);
-        assert_eq!(p.inputs[0], [0, 1, 2, 3, 0, 1, 2, 3]);
-        assert_eq!(p.inputs[1], [0, 0, 1, 1, 0, 0, 1, 1]);
+        assert_eq!(*p.out, [0, 0, 0, 0, 1, 1, 1, 1]);
+        assert_eq!(*p.inputs[0], [0, 1, 2, 3, 0, 1, 2, 3]);
+        assert_eq!(*p.inputs[1], [0, 0, 1, 1, 0, 0, 1, 1]);
         // An elementwise op on a stream walks its steps once.
         let p = walk(Some(&c), &[512, 64], &[(&c, &[Out(0), Out(1)])], &[]).unwrap();
-        assert_eq!(
-            (p.out.clone(), p.inputs[0].clone()),
-            (vec![0, 1], vec![0, 1])
-        );
+        assert_eq!((&*p.out, &*p.inputs[0]), (&[0, 1][..], &[0, 1][..]));
     }
 
     #[test]

@@ -96,6 +96,8 @@ pub struct Outcome {
     pub bounded: u64,
     /// Ops measured by the engine (memo misses).
     pub measured: u64,
+    /// The work the planning did, by kind (see [`search::work`]).
+    pub work: model::WorkDone,
     pub space: u128,
     pub complete: bool,
     pub timed_out: bool,
@@ -323,6 +325,7 @@ pub fn plan_with(
         evaluated: model.evaluated,
         bounded: model.bounded,
         measured: model.measured,
+        work: model.work_done(),
         space: found.space,
         complete: found.complete,
         timed_out: found.timed_out,

@@ -5,7 +5,7 @@
 //! stops either; the work budget stops at the same point on every machine, so a search
 //! bound by it alone gives the same plan everywhere.
 
-use super::model::{Eval, Key, LayoutId, Model};
+use super::model::{Eval, Key, LayoutId, Model, WorkDone};
 use std::time::{Duration, Instant};
 
 /// How to search.
@@ -53,7 +53,11 @@ pub const CHECKS_PER_WORK: u64 = 2;
 /// of Relayout targets 1. Every count is a function of the plans evaluated, not of the
 /// machine.
 pub fn work(model: &Model) -> u64 {
-    let w = model.work_done();
+    work_of(&model.work_done())
+}
+
+/// [`work`] of the counts `w`.
+pub fn work_of(w: &WorkDone) -> u64 {
     w.evaluated
         .saturating_add(w.runs.saturating_mul(MEASURE_WORK))
         .saturating_add(w.booked / BOOKED_PER_WORK)

@@ -316,26 +316,43 @@ impl Model {
                 }
             }
         }
+        // The kernel's work on the other operands is done once for the scan; the
+        // input's own layout fills `slot` (and its repeats).
+        let Some(slot_layout) = (self.targets[&t].first()).map(|&c| &self.layouts[c as usize])
+        else {
+            return Vec::new();
+        };
+        let ins: Vec<&TensorLayout> = (helds.iter().enumerate())
+            .map(|(k, h)| {
+                if self.ops[i].reads[k] == t {
+                    slot_layout
+                } else {
+                    &h.layout
+                }
+            })
+            .collect();
+        let repeats = (self.ops[i].reads.iter()).filter(|&&r| r == t).count() > 1;
+        let o = out.unwrap_or(ins[0]);
+        let scan = mnsim_kernels::Scan::new(&kern, &ins, slot, o, &machine);
         let mut legal: Vec<LayoutId> = Vec::new();
         for &c in &self.targets[&t] {
             let cand = &self.layouts[c as usize];
-            let ins: Vec<&TensorLayout> = helds
-                .iter()
-                .enumerate()
-                .map(|(k, h)| {
-                    if self.ops[i].reads[k] == t {
-                        cand
-                    } else {
-                        &h.layout
-                    }
-                })
-                .collect();
-            let o = match out {
-                Some(o) => o,
-                None => ins[0],
-            };
             self.legal_checks += 1;
-            if mnsim_kernels::is_legal(&kern, &ins, o, &machine) {
+            let ok = if repeats || out.is_none() {
+                let ins: Vec<&TensorLayout> = (helds.iter().enumerate())
+                    .map(|(k, h)| {
+                        if self.ops[i].reads[k] == t {
+                            cand
+                        } else {
+                            &h.layout
+                        }
+                    })
+                    .collect();
+                mnsim_kernels::is_legal(&kern, &ins, out.unwrap_or(ins[0]), &machine)
+            } else {
+                scan.is_legal(cand)
+            };
+            if ok {
                 legal.push(c);
                 if legal.len() == TARGETS_MEASURED {
                     break;
