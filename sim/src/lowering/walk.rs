@@ -488,6 +488,55 @@ mod tests {
     }
 
     #[test]
+    fn layouts_of_one_walk_key_walk_alike() {
+        // The first two differ in their levels only, not in their `Time` sub-axes.
+        let texts = [
+            "((8_L2B, 16_MAB, 4_PE), (4_Time, 4, 4_W); B@[L1B])",
+            "((8_L1B, 16_MAB, 4_PE), (4_Time, 4, 4_W); B@[L2B])",
+            "((8_L2B, 16_MAB, 4_PE), (2_Time, 8, 4_W); B@[L1B])",
+            "((2_Time, 4_L2B, 16_MAB, 4_PE), (16, 4_W); B@[L1B])",
+            "((8_L2B, 16_MAB, 4_PE), (16, 4_W); B@[L1B])",
+        ];
+        let b = bind("((2_Time, 32), (8_L1B, 2, 4_W); B@[L2B,MAB,PE])", &[64, 64]);
+        let c = bind("((8_L2B, 16_MAB, 4_PE), (8_L1B, 2_Time, 4_W))", &[512, 64]);
+        let map: [&[AxisSource]; 2] = [&[Out(0), Reduced(0)], &[Reduced(0), Out(1)]];
+        let of = |a: &TensorLayout| {
+            let ins = [(a, map[0]), (&b, map[1])];
+            let key = WalkKey::of(Some(&c), &[512, 64], &ins, &[64]);
+            (key, walk(Some(&c), &[512, 64], &ins, &[64]))
+        };
+        let walks: Vec<_> = texts.iter().map(|t| of(&bind(t, &[512, 64]))).collect();
+        let mut shared = 0;
+        for (i, (ki, wi)) in walks.iter().enumerate() {
+            for (kj, wj) in &walks[..i] {
+                if ki == kj {
+                    shared += 1;
+                    assert_eq!(wi, wj, "{}", texts[i]);
+                }
+            }
+        }
+        assert_eq!(shared, 1, "only the first two share a key");
+    }
+
+    #[test]
+    fn memoised_sends_are_the_sends() {
+        let mut memo = SendsMemo::default();
+        let needs: Vec<Arc<[u32]>> = vec![
+            Arc::from(vec![0, 1, 2, 3, 0, 1, 2, 3]),
+            Arc::from(vec![0, 0, 1, 1, 2, 2, 0, 1]),
+        ];
+        for need in &needs {
+            for b in 1..4 {
+                let (steps, s) = sends(need, b);
+                let (ms, mm) = memo.sends(need, b);
+                assert_eq!((&*ms, &*mm), (&steps[..], &s[..]));
+                // Asked again, the same vectors.
+                assert!(Arc::ptr_eq(&memo.sends(need, b).1, &mm));
+            }
+        }
+    }
+
+    #[test]
     fn a_slice_needed_again_after_it_left_is_sent_again() {
         // Two output steps each reading slices 0..3 of a 4-step operand.
         let need = [0, 1, 2, 3, 0, 1, 2, 3];
