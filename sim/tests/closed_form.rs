@@ -52,6 +52,12 @@ fn check(res: &Resolved, what: &str) -> Option<(u64, u64)> {
         reference.report.total_cycles, closed.report.total_cycles,
         "{what}"
     );
+    // The planner confirms its plans on a measuring engine: their joules too.
+    assert_eq!(
+        reference.report.energy_j(),
+        closed.report.energy_j(),
+        "{what}: energy"
+    );
     Some(b.closed_form_charges())
 }
 
