@@ -428,6 +428,19 @@ fn cli_plan_json_and_write() {
     assert!(best <= hand);
     assert!(v["evaluated"].as_u64().unwrap() > 0);
     assert!(v["seconds"].as_f64().unwrap() > 0.0);
+    // The work by kind: every evaluation counted, and the total its budget's units.
+    let w = &v["work"];
+    let n = |k: &str| w[k].as_u64().unwrap_or_else(|| panic!("work.{k}: {w}"));
+    assert_eq!(n("evaluations"), v["evaluated"].as_u64().unwrap());
+    let units = n("evaluations")
+        + n("engine_runs") * plan::search::MEASURE_WORK
+        + n("booked") / plan::search::BOOKED_PER_WORK
+        + n("legality_checks") / plan::search::CHECKS_PER_WORK;
+    assert_eq!(n("total"), units, "{w}");
+    assert!(
+        n("engine_runs") >= v["measured_ops"].as_u64().unwrap(),
+        "{w}"
+    );
     let x = v["best"]["layouts"]["x"].as_str().unwrap().to_string();
     // The file now holds the plan, and it runs at the reported cycles.
     let (sc, src2) = scenario::load(&file).unwrap();
