@@ -183,7 +183,7 @@ pub struct Engine {
     measuring: bool,
     /// An illegal kernel's error explains the fix ([`Engine::set_explaining`]).
     explaining: bool,
-    /// Walk steps planned for the ops (a planner counts its work in them).
+    /// Walk steps of the kernels run (a planner counts its work in them).
     walked: u64,
     /// The work of placing ops on the timelines cleared so far ([`Engine::placed`]).
     placed_work: u64,
@@ -326,8 +326,9 @@ impl Engine {
         self.placed_work.saturating_add(self.timeline.work)
     }
 
-    /// Walk steps planned for the ops so far: the work of streaming them, whatever
-    /// became of them (an op that then fails, or a Relayout a planner only tried).
+    /// Walk steps of the kernels run so far, whatever became of them (an op that then
+    /// fails, or a Relayout a planner only tried), a walk taken from the memo included:
+    /// a planner's measure of the per-step work of lowering and placing them.
     pub fn walked(&self) -> u64 {
         self.walked
     }
