@@ -45,15 +45,16 @@ pub fn walk_of(
             if need.is_empty() {
                 return None;
             }
-            let (need, sends) = memo.sends(need, src.buffers);
+            let s = memo.sends(need, src.buffers, src.slices);
             Some(StreamIn {
                 region: src.region,
                 buffers: src.buffers,
-                need,
-                sends,
+                need: s.per_step,
+                sends: s.sends,
                 slices: src.slices,
                 producer_cycles: src.producer.cycles,
                 producer_holds: src.producer.holds.clone(),
+                resent: s.resent,
             })
         })
         .collect();

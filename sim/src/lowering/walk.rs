@@ -350,14 +350,20 @@ fn output_groups(out_keys: &[(Pairs, OutKeys)]) -> Vec<Vec<(u64, std::ops::Range
 }
 
 /// [`sends`] of the step vectors of memoised walks, by the vector (its allocation: the
-/// walks' vectors are shared) and the buffers.
+/// walks' vectors are shared), the buffers and the producer's slices.
 #[derive(Default)]
 pub struct SendsMemo {
-    map: std::collections::HashMap<(ByPtr, u32), Sends, foldhash::fast::FixedState>,
+    map: std::collections::HashMap<(ByPtr, u32, u32), Sends, foldhash::fast::FixedState>,
 }
 
-/// Per step, the send it reads; per send, its slice and the send whose buffer it takes.
-pub type Sends = (Arc<[u32]>, Arc<[(u32, Option<u32>)]>);
+/// What [`SendsMemo::sends`] gives: per step, the send it reads; per send, its slice and
+/// the send whose buffer it takes; and how many sends carry a slice sent before.
+#[derive(Clone, Debug)]
+pub struct Sends {
+    pub per_step: Arc<[u32]>,
+    pub sends: Arc<[(u32, Option<u32>)]>,
+    pub resent: u64,
+}
 
 /// A step vector keyed by its allocation. The key holds the vector, so no other takes
 /// its address while the entry lives; equal vectors apart are two keys of one value.
@@ -376,14 +382,18 @@ impl std::hash::Hash for ByPtr {
 }
 
 impl SendsMemo {
-    /// [`sends`] of `need` in `buffers` slices.
-    pub fn sends(&mut self, need: &Arc<[u32]>, buffers: u32) -> Sends {
-        let key = (ByPtr(need.clone()), buffers);
+    /// [`sends`] of `need` in `buffers` slices, from a producer of `slices` slices.
+    pub fn sends(&mut self, need: &Arc<[u32]>, buffers: u32, slices: u32) -> Sends {
+        let key = (ByPtr(need.clone()), buffers, slices);
         if let Some(s) = self.map.get(&key) {
             return s.clone();
         }
         let (per_step, sends) = sends(need, buffers);
-        let s: Sends = (per_step.into(), sends.into());
+        let s = Sends {
+            resent: crate::timeline::resends_of(&sends, slices),
+            per_step: per_step.into(),
+            sends: sends.into(),
+        };
         self.map.insert(key, s.clone());
         s
     }
@@ -528,10 +538,11 @@ mod tests {
         for need in &needs {
             for b in 1..4 {
                 let (steps, s) = sends(need, b);
-                let (ms, mm) = memo.sends(need, b);
-                assert_eq!((&*ms, &*mm), (&steps[..], &s[..]));
+                let m = memo.sends(need, b, 4);
+                assert_eq!((&*m.per_step, &*m.sends), (&steps[..], &s[..]));
+                assert_eq!(m.resent, crate::timeline::resends_of(&s, 4));
                 // Asked again, the same vectors.
-                assert!(Arc::ptr_eq(&memo.sends(need, b).1, &mm));
+                assert!(Arc::ptr_eq(&memo.sends(need, b, 4).sends, &m.sends));
             }
         }
     }

@@ -76,21 +76,29 @@ pub struct StreamIn {
     pub slices: u32,
     pub producer_cycles: u64,
     pub producer_holds: Vec<Hold>,
+    /// Sends of a slice already sent once: [`resends_of`] `sends` and `slices` (read
+    /// wherever the walk is lowered or placed, so counted once).
+    pub resent: u64,
+}
+
+/// How many of `sends` carry a slice (of `slices`) already sent once.
+pub fn resends_of(sends: &[(u32, Option<u32>)], slices: u32) -> u64 {
+    let mut seen = vec![false; slices.max(1) as usize];
+    let mut n = 0u64;
+    for &(s, _) in sends {
+        match seen.get_mut(s as usize) {
+            Some(x) if *x => n += 1,
+            Some(x) => *x = true,
+            None => {}
+        }
+    }
+    n
 }
 
 impl StreamIn {
     /// Sends of a slice already sent once.
     pub fn resends(&self) -> u64 {
-        let mut seen = vec![false; self.slices.max(1) as usize];
-        let mut n = 0u64;
-        for &(s, _) in self.sends.iter() {
-            match seen.get_mut(s as usize) {
-                Some(x) if *x => n += 1,
-                Some(x) => *x = true,
-                None => {}
-            }
-        }
-        n
+        self.resent
     }
 
     /// Cycles of the re-sends: the producer's cycles per slice, once per re-send.

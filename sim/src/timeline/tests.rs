@@ -213,10 +213,11 @@ fn stream(n: u32, cycles: u64, busy: u64, work: u64, buffers: u32) -> [Task; 2] 
             region: RegionId(0),
             buffers,
             need: need.into(),
-            sends: sends.into(),
+            sends: sends.clone().into(),
             slices: n,
             producer_cycles: load.cycles,
             producer_holds: load.holds.clone(),
+            resent: crate::timeline::resends_of(&sends, n),
         }],
     });
     [load, k]
