@@ -26,7 +26,19 @@ pub fn markdown(r: &Report) -> String {
     s
 }
 
+/// Writes [`markdown`]'s text into `s`, section by section.
 fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
+    write_summary(r, s)?;
+    write_ops(r, s)?;
+    write_stages(r, s)?;
+    write_compute(r, s)?;
+    write_levels(r, s)?;
+    write_warnings(r, s)?;
+    Ok(())
+}
+
+/// Writes the title and the list under it: what ran, its cycles, bound, checks and settings.
+fn write_summary(r: &Report, s: &mut String) -> std::fmt::Result {
     writeln!(s, "# mnsim report: {}\n", inline(&r.scenario))?;
     writeln!(s, "- **plan:** {}", inline(rows::plan_name(r)))?;
     writeln!(
@@ -90,7 +102,11 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
             writeln!(s, "- **{name}:** {}", items.join(", "))?;
         }
     }
+    Ok(())
+}
 
+/// Writes `Ops`: a row per op (or `(no ops)`), then the note on useful work.
+fn write_ops(r: &Report, s: &mut String) -> std::fmt::Result {
     writeln!(s, "\n## Ops\n")?;
     if r.ops.is_empty() {
         writeln!(s, "(no ops)")?;
@@ -101,7 +117,11 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
         }
         writeln!(s, "\n{USEFUL_NOTE}")?;
     }
+    Ok(())
+}
 
+/// Writes `Stages`: the stages of the ops that move data, the bottleneck stage marked.
+fn write_stages(r: &Report, s: &mut String) -> std::fmt::Result {
     let staged: Vec<_> = r.ops.iter().filter(|op| rows::shows_stages(op)).collect();
     if !staged.is_empty() {
         writeln!(s, "\n### Stages\n")?;
@@ -143,7 +163,11 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
             }
         }
     }
+    Ok(())
+}
 
+/// Writes `Compute`: FLOP, FLOP per cycle and FLOP/s of the ops that compute.
+fn write_compute(r: &Report, s: &mut String) -> std::fmt::Result {
     let computing: Vec<_> = r
         .ops
         .iter()
@@ -171,7 +195,11 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
             )?;
         }
     }
+    Ok(())
+}
 
+/// Writes `Where the cycles went`: the per-level table with its bars.
+fn write_levels(r: &Report, s: &mut String) -> std::fmt::Result {
     if !r.levels.is_empty() {
         writeln!(s, "\n## Where the cycles went\n")?;
         let mut titles = LEVEL_TITLES.to_vec();
@@ -189,7 +217,11 @@ fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
         }
         writeln!(s, "\n_{LEVEL_NOTE}_")?;
     }
+    Ok(())
+}
 
+/// Writes `Warnings`, if any.
+fn write_warnings(r: &Report, s: &mut String) -> std::fmt::Result {
     if !r.warnings.is_empty() {
         writeln!(s, "\n## Warnings\n")?;
         for w in &r.warnings {

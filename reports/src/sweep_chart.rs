@@ -142,6 +142,34 @@ pub fn sweep_svg_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
     let Some(ax) = s.axes.get(x) else {
         return "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n".to_string();
     };
+    let (all, quantity) = scaled_series(s, x, metric);
+    let f = Frame::new(&ax.values, &all);
+    let title = format!("{}: {quantity} against {}", s.scenario, ax.name);
+    let mut o = String::new();
+    write_head(&mut o, &f, all.len(), &title);
+    write_grid(&mut o, &f, &ax.values);
+    write_axis_titles(&mut o, &f, ax, &quantity);
+    // The cycles chart's tooltips read as before: `N cycles`.
+    let unit = if metric == SweepMetric::Cycles {
+        "cycles"
+    } else {
+        &quantity
+    };
+    for (i, se) in all.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let dash = DASHES[(i / COLORS.len() + i) % DASHES.len()];
+        write_series_line(&mut o, &f, se, c, dash);
+        write_series_points(&mut o, &f, ax, se, c, unit);
+        write_legend_entry(&mut o, &f, i, se, c, dash);
+    }
+    write_failed_note(&mut o, &f, s);
+    o.push_str("</svg>\n");
+    o
+}
+
+/// The series of `metric` against axis `x`, in a unit that makes them readable numbers,
+/// and the quantity's label in that unit.
+fn scaled_series(s: &Sweep, x: usize, metric: SweepMetric) -> (Vec<Series>, String) {
     let mut all = series(s, x, metric);
     // Joules and joule-seconds in a unit that makes them readable numbers.
     let raw_max = all
@@ -154,63 +182,125 @@ pub fn sweep_svg_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
             p.1 = p.1.map(|v| v * factor);
         }
     }
-    let (w, l, r, t, b) = (760.0, 90.0, 30.0, 44.0, 64.0);
-    let legend_h = 18.0 * all.len() as f64 + 10.0;
-    let plot_h = 320.0;
+    (all, quantity)
+}
+
+/// Where a sweep chart draws: its margins and the scales from values to SVG coordinates.
+struct Frame {
+    /// Width of the chart.
+    w: f64,
+    /// Left, right, top and bottom margins of the plot.
+    l: f64,
+    r: f64,
+    t: f64,
+    b: f64,
+    /// Height of the plot.
+    plot_h: f64,
+    /// Whether x is on a log₂ scale, y on a log scale.
+    log_x: bool,
+    log_y: bool,
+    /// The x range, on x's scale.
+    x0: f64,
+    x1: f64,
+    /// The y range: from 0, or log10 between decades.
+    ylo: f64,
+    yhi: f64,
+}
+
+impl Frame {
+    /// The frame of a chart of `all` against the axis values `xs`.
+    fn new(xs: &[f64], all: &[Series]) -> Frame {
+        let log_x = powers_of_two(xs);
+        let ys: Vec<f64> = all
+            .iter()
+            .flat_map(|se| se.points.iter().filter_map(|p| p.1))
+            .collect();
+        let ymax = ys.iter().copied().fold(1.0, f64::max);
+        let ymin = ys.iter().copied().fold(f64::INFINITY, f64::min).max(1.0);
+        let log_y = ymax / ymin > 20.0;
+        let fx = |v: f64| if log_x { v.log2() } else { v };
+        let (x0, x1) = xs
+            .iter()
+            .map(|&v| fx(v))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            });
+        let (x0, x1) = if x1 > x0 {
+            (x0, x1)
+        } else {
+            (x0 - 1.0, x0 + 1.0)
+        };
+        // y: linear from 0, or log10 between decades.
+        let (ylo, yhi) = if log_y {
+            (ymin.log10().floor(), ymax.log10().ceil())
+        } else {
+            (0.0, {
+                let step = crate::text::nice_step(ymax, 5.0);
+                (ymax / step).ceil() * step
+            })
+        };
+        Frame {
+            w: 760.0,
+            l: 90.0,
+            r: 30.0,
+            t: 44.0,
+            b: 64.0,
+            plot_h: 320.0,
+            log_x,
+            log_y,
+            x0,
+            x1,
+            ylo,
+            yhi,
+        }
+    }
+
+    /// The SVG x of axis value `v`.
+    fn px(&self, v: f64) -> f64 {
+        let fx = if self.log_x { v.log2() } else { v };
+        self.l + (fx - self.x0) / (self.x1 - self.x0) * (self.w - self.l - self.r)
+    }
+
+    /// The SVG y of value `c`.
+    fn py(&self, c: f64) -> f64 {
+        let fy = if self.log_y { c.max(1.0).log10() } else { c };
+        self.t + self.plot_h - (fy - self.ylo) / (self.yhi - self.ylo).max(1e-9) * self.plot_h
+    }
+}
+
+/// Writes the `<svg>` opening tag, sized for `series` legend entries, its background and title.
+fn write_head(o: &mut String, f: &Frame, series: usize, title: &str) {
+    let Frame {
+        w, l, t, b, plot_h, ..
+    } = *f;
+    let legend_h = 18.0 * series as f64 + 10.0;
     let h = t + plot_h + b + legend_h;
-    let log_x = powers_of_two(&ax.values);
-    let ys: Vec<f64> = all
-        .iter()
-        .flat_map(|se| se.points.iter().filter_map(|p| p.1))
-        .collect();
-    let ymax = ys.iter().copied().fold(1.0, f64::max);
-    let ymin = ys.iter().copied().fold(f64::INFINITY, f64::min).max(1.0);
-    let log_y = ymax / ymin > 20.0;
-    let xs = &ax.values;
-    let fx = |v: f64| if log_x { v.log2() } else { v };
-    let (x0, x1) = xs
-        .iter()
-        .map(|&v| fx(v))
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-            (a.min(v), b.max(v))
-        });
-    let (x0, x1) = if x1 > x0 {
-        (x0, x1)
-    } else {
-        (x0 - 1.0, x0 + 1.0)
-    };
-    let px = |v: f64| l + (fx(v) - x0) / (x1 - x0) * (w - l - r);
-    // y: linear from 0, or log10 between decades.
-    let (ylo, yhi) = if log_y {
-        (ymin.log10().floor(), ymax.log10().ceil())
-    } else {
-        (0.0, {
-            let step = crate::text::nice_step(ymax, 5.0);
-            (ymax / step).ceil() * step
-        })
-    };
-    let fy = |c: f64| if log_y { c.max(1.0).log10() } else { c };
-    let py = |c: f64| t + plot_h - (fy(c) - ylo) / (yhi - ylo).max(1e-9) * plot_h;
-    let title = format!("{}: {quantity} against {}", s.scenario, ax.name);
-    let mut o = String::new();
     let _ = write!(
         o,
         r#"<svg xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}" font-family="sans-serif" font-size="12"><title>{}</title><rect width="{w}" height="{h}" fill="white"/><text x="{l}" y="26" font-size="15" font-weight="bold">{}</text>"#,
-        esc(&title),
-        esc(&title)
+        esc(title),
+        esc(title)
     );
-    // y grid.
-    let yticks: Vec<f64> = if log_y {
-        (ylo as i32..=yhi as i32).map(|e| 10f64.powi(e)).collect()
+}
+
+/// Writes the grid lines with their tick labels (y, then the axis values `xs`) and the axes.
+fn write_grid(o: &mut String, f: &Frame, xs: &[f64]) {
+    let Frame {
+        w, l, r, t, plot_h, ..
+    } = *f;
+    let yticks: Vec<f64> = if f.log_y {
+        (f.ylo as i32..=f.yhi as i32)
+            .map(|e| 10f64.powi(e))
+            .collect()
     } else {
-        let step = crate::text::nice_step(yhi, 5.0);
+        let step = crate::text::nice_step(f.yhi, 5.0);
         (0..)
             .map(|i| i as f64 * step)
-            .take_while(|&v| v <= yhi + 1e-9)
+            .take_while(|&v| v <= f.yhi + 1e-9)
             .collect()
     };
     for yt in yticks {
-        let yy = py(yt);
+        let yy = f.py(yt);
         let _ = write!(
             o,
             r##"<line x1="{l}" x2="{}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
@@ -221,7 +311,7 @@ pub fn sweep_svg_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
         );
     }
     for &xv in xs {
-        let xx = px(xv);
+        let xx = f.px(xv);
         let _ = write!(
             o,
             r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{t}" y2="{}" stroke="#eee"/><text x="{xx:.1}" y="{}" text-anchor="middle">{}</text>"##,
@@ -238,6 +328,13 @@ pub fn sweep_svg_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
         t + plot_h,
         t + plot_h
     );
+}
+
+/// Writes the titles of both axes: `ax` along x, `quantity` along y, with their scales.
+fn write_axis_titles(o: &mut String, f: &Frame, ax: &SweepAxis, quantity: &str) {
+    let Frame {
+        w, l, r, t, plot_h, ..
+    } = *f;
     let scale_note = |log: bool, base: &str| {
         if log {
             format!(", {base} scale")
@@ -251,75 +348,90 @@ pub fn sweep_svg_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
         (l + w - r) / 2.0,
         t + plot_h + 40.0,
         esc(&axis_label(ax)),
-        scale_note(log_x, "log₂"),
+        scale_note(f.log_x, "log₂"),
         t + plot_h / 2.0,
-        esc(&quantity),
-        scale_note(log_y, "log")
+        esc(quantity),
+        scale_note(f.log_y, "log")
     );
-    for (i, se) in all.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
-        let dash = DASHES[(i / COLORS.len() + i) % DASHES.len()];
-        // A failed point breaks the line.
-        let mut runs: Vec<Vec<String>> = vec![Vec::new()];
-        for &(xv, y) in &se.points {
-            match y {
-                Some(y) => {
-                    if let Some(last) = runs.last_mut() {
-                        last.push(format!("{:.1},{:.1}", px(xv), py(y)));
-                    }
+}
+
+/// Writes a series' line in colour `c` with dashes `dash`, broken at each failed point.
+fn write_series_line(o: &mut String, f: &Frame, se: &Series, c: &str, dash: &str) {
+    // A failed point breaks the line.
+    let mut runs: Vec<Vec<String>> = vec![Vec::new()];
+    for &(xv, y) in &se.points {
+        match y {
+            Some(y) => {
+                if let Some(last) = runs.last_mut() {
+                    last.push(format!("{:.1},{:.1}", f.px(xv), f.py(y)));
                 }
-                None => runs.push(Vec::new()),
             }
+            None => runs.push(Vec::new()),
         }
-        for run in runs.iter().filter(|r| !r.is_empty()) {
-            let _ = write!(
-                o,
-                r#"<polyline fill="none" stroke="{c}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#,
-                run.join(" ")
-            );
-        }
-        for &(xv, y) in &se.points {
-            if let Some(y) = y {
-                let _ = write!(
-                    o,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{c}"><title>{} = {}: {} {} ({})</title></circle>"#,
-                    px(xv),
-                    py(y),
-                    esc(&ax.name),
-                    fmt_value(xv),
-                    fmt_value(y),
-                    // The cycles chart's tooltips read as before: `N cycles`.
-                    esc(if metric == SweepMetric::Cycles {
-                        "cycles"
-                    } else {
-                        &quantity
-                    }),
-                    esc(&se.label)
-                );
-            }
-        }
-        let ly = t + plot_h + b + 10.0 + i as f64 * 18.0;
+    }
+    for run in runs.iter().filter(|r| !r.is_empty()) {
         let _ = write!(
             o,
-            r#"<line x1="{l}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{}" y="{:.1}">{}</text>"#,
-            l + 36.0,
-            ly - 4.0,
-            ly - 4.0,
-            l + 44.0,
-            ly,
-            esc(&se.label)
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#,
+            run.join(" ")
         );
     }
+}
+
+/// Writes a dot per point of a series that ran, its tooltip giving the value in `unit`.
+fn write_series_points(
+    o: &mut String,
+    f: &Frame,
+    ax: &SweepAxis,
+    se: &Series,
+    c: &str,
+    unit: &str,
+) {
+    for &(xv, y) in &se.points {
+        if let Some(y) = y {
+            let _ = write!(
+                o,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{c}"><title>{} = {}: {} {} ({})</title></circle>"#,
+                f.px(xv),
+                f.py(y),
+                esc(&ax.name),
+                fmt_value(xv),
+                fmt_value(y),
+                esc(unit),
+                esc(&se.label)
+            );
+        }
+    }
+}
+
+/// Writes the legend entry of series `i`: its line's colour and dashes, and its label.
+fn write_legend_entry(o: &mut String, f: &Frame, i: usize, se: &Series, c: &str, dash: &str) {
+    let Frame {
+        l, t, b, plot_h, ..
+    } = *f;
+    let ly = t + plot_h + b + 10.0 + i as f64 * 18.0;
+    let _ = write!(
+        o,
+        r#"<line x1="{l}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{}" y="{:.1}">{}</text>"#,
+        l + 36.0,
+        ly - 4.0,
+        ly - 4.0,
+        l + 44.0,
+        ly,
+        esc(&se.label)
+    );
+}
+
+/// Writes how many points failed, top right, if any did.
+fn write_failed_note(o: &mut String, f: &Frame, s: &Sweep) {
     let failed = s.rows.iter().filter(|r| r.error.is_some()).count();
     if failed > 0 {
         let _ = write!(
             o,
             r##"<text x="{}" y="26" text-anchor="end" fill="#b91c1c">{failed} point(s) failed: see sweep.csv</text>"##,
-            w - r
+            f.w - f.r
         );
     }
-    o.push_str("</svg>\n");
-    o
 }
 
 /// `sweep.html`: the chart and every row, self-contained.

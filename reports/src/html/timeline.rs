@@ -14,6 +14,7 @@ pub(super) fn op_name(op: &OpReport) -> String {
     format!("#{} {} {}", op.index, op.op, op.tensor)
 }
 
+/// Writes the "Op timeline" section: its lead and the Gantt chart of the ops and their stages.
 pub(super) fn timeline_section(s: &mut String, r: &Report) {
     s.push_str("<section id=\"timeline\">\n<h2>Op timeline</h2>\n");
     if r.ops.is_empty() {
@@ -26,18 +27,9 @@ pub(super) fn timeline_section(s: &mut String, r: &Report) {
          op's time is outlined. Hover a bar for details.</p>\n",
     );
     let colours = Colours::of_report(r);
-    let label_w = 230.0;
-    let x0 = label_w + 12.0;
-    let x1 = W - 14.0;
-    let max = time_extent(r);
-    let x = |c: f64| x0 + (x1 - x0) * c / max;
-    let (op_row, stage_row) = (24.0, 14.0);
+    let g = Lanes::of(r);
     let top = 24.0;
-    let rows_h: f64 = r
-        .ops
-        .iter()
-        .map(|op| op_row + stage_row * op.stages.len() as f64 + 6.0)
-        .sum();
+    let rows_h: f64 = r.ops.iter().map(|op| g.op_h(op)).sum();
     let bottom = top + rows_h;
     let height = bottom + 40.0;
     let stages: usize = r.ops.iter().map(|op| op.stages.len()).sum();
@@ -53,9 +45,60 @@ pub(super) fn timeline_section(s: &mut String, r: &Report) {
         ),
     );
     // Bands behind each op's rows, then the grid over them.
+    write_bands(s, r, &g, top);
+    grid(s, |c| g.x(c), &ticks(g.max, 10.0), top, bottom);
+    let mut y = top;
+    for op in &r.ops {
+        write_op_rows(s, r, op, &g, &colours, y);
+        y += g.op_h(op);
+    }
+    write_cycles_caption(s, r, &g, bottom);
+    s.push_str("</svg>\n</section>\n");
+}
+
+/// Where the timeline draws: the label column, the time axis and the height of the rows.
+struct Lanes {
+    /// Width of the label column.
+    label_w: f64,
+    /// The time axis: from `x0` (cycle 0) to `x1` (cycle `max`).
+    x0: f64,
+    x1: f64,
+    max: f64,
+    /// Height of an op's row and of each of its stages' rows.
+    op_row: f64,
+    stage_row: f64,
+}
+
+impl Lanes {
+    /// The lanes of the report's ops.
+    fn of(r: &Report) -> Lanes {
+        let label_w = 230.0;
+        Lanes {
+            label_w,
+            x0: label_w + 12.0,
+            x1: W - 14.0,
+            max: time_extent(r),
+            op_row: 24.0,
+            stage_row: 14.0,
+        }
+    }
+
+    /// The x of cycle `c`.
+    fn x(&self, c: f64) -> f64 {
+        self.x0 + (self.x1 - self.x0) * c / self.max
+    }
+
+    /// The height of an op's rows: its own, one per stage, and a gap.
+    fn op_h(&self, op: &OpReport) -> f64 {
+        self.op_row + self.stage_row * op.stages.len() as f64 + 6.0
+    }
+}
+
+/// Writes the bands behind every other op's rows, from `top`.
+fn write_bands(s: &mut String, r: &Report, g: &Lanes, top: f64) {
     let mut y = top;
     for (i, op) in r.ops.iter().enumerate() {
-        let h = op_row + stage_row * op.stages.len() as f64 + 6.0;
+        let h = g.op_h(op);
         if i % 2 == 0 {
             w!(
                 s,
@@ -64,110 +107,120 @@ pub(super) fn timeline_section(s: &mut String, r: &Report) {
         }
         y += h;
     }
-    grid(s, x, &ticks(max, 10.0), top, bottom);
-    let mut y = top;
-    for op in &r.ops {
-        let (bx0, bx1) = (x(op.start as f64), x(op.end.max(op.start) as f64));
-        let bx1 = bx1.max(bx0 + 1.5);
-        let name = op_name(op);
-        let mut tooltip = format!(
-            "{name}: cycles {} to {} ({} cycles, {} of the run)\nbottleneck: {}",
-            thousands(op.start),
-            thousands(op.end),
-            thousands(op.cycles),
-            share(op.cycles, r.total_cycles),
-            if op.bottleneck.is_empty() {
-                "–"
+}
+
+/// Writes an op's rows from `y`: its name and bar with its cycles, then a row per stage.
+fn write_op_rows(s: &mut String, r: &Report, op: &OpReport, g: &Lanes, colours: &Colours, y: f64) {
+    let (bx0, bx1) = (g.x(op.start as f64), g.x(op.end.max(op.start) as f64));
+    let bx1 = bx1.max(bx0 + 1.5);
+    let name = op_name(op);
+    let critical = op.exposed_cycles > 0 && r.schedule == "overlapped";
+    let tooltip = op_tooltip(r, op, &name, critical);
+    w!(
+        s,
+        "<g class=\"op{}\">\
+         <text x=\"8\" y=\"{:.1}\" font-weight=\"600\">{}{}</text>\
+         <rect class=\"op-bar\" x=\"{bx0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" \
+         rx=\"2\" fill=\"{OP_FILL}\"{}>{}</rect>",
+        if critical { " critical" } else { "" },
+        y + 17.0,
+        tip(&name),
+        esc(&fit(&name, g.label_w - 8.0, FONT)),
+        y + 4.0,
+        bx1 - bx0,
+        if critical {
+            format!(" stroke=\"{HOT}\" stroke-width=\"2\"")
+        } else {
+            String::new()
+        },
+        tip(&tooltip)
+    );
+    let text = format!(
+        "{} cyc · {}",
+        thousands(op.cycles),
+        share(op.cycles, r.total_cycles)
+    );
+    let label = BarLabel {
+        text: &text,
+        size: FONT,
+        colour: INK,
+        bold: true,
+        inside: true,
+    };
+    bar_label(s, &label, (bx0, bx1), y + 16.5);
+    s.push('\n');
+    let marked = op.bottleneck_stage();
+    for (j, st) in op.stages.iter().enumerate() {
+        let sy = y + g.op_row + g.stage_row * j as f64;
+        stage_bar(
+            s,
+            op,
+            st,
+            marked == Some(j),
+            colours.of(&st.level),
+            sy,
+            (g.x(op.start as f64), g.x((op.start + st.cycles) as f64)),
+            g.label_w,
+        );
+    }
+    s.push_str("</g>\n");
+}
+
+/// The tooltip of an op's bar: its cycles, bottleneck, bound, wait, layout and, in an
+/// overlapped schedule, whether it is on the critical path.
+fn op_tooltip(r: &Report, op: &OpReport, name: &str, critical: bool) -> String {
+    let mut tooltip = format!(
+        "{name}: cycles {} to {} ({} cycles, {} of the run)\nbottleneck: {}",
+        thousands(op.start),
+        thousands(op.end),
+        thousands(op.cycles),
+        share(op.cycles, r.total_cycles),
+        if op.bottleneck.is_empty() {
+            "–"
+        } else {
+            &op.bottleneck
+        }
+    );
+    if op.bound_cycles > 0 {
+        w!(
+            tooltip,
+            "\nbound: {} cycles ({})",
+            thousands(op.bound_cycles),
+            op.bound_resource
+        );
+    }
+    if let Some(wait) = &op.waited_on {
+        w!(
+            tooltip,
+            "\nwaited {} cycles on {}{} ({})",
+            thousands(wait.cycles),
+            wait.op.map_or_else(String::new, |i| format!("op {i} ")),
+            wait.resource.as_deref().unwrap_or(""),
+            wait.reason
+        );
+    }
+    if let Some(layout) = &op.layout {
+        w!(tooltip, "\nlayout: {layout}");
+    }
+    if r.schedule == "overlapped" {
+        w!(
+            tooltip,
+            "\n{}",
+            if critical {
+                format!(
+                    "on the critical path: {} cycles exposed",
+                    thousands(op.exposed_cycles)
+                )
             } else {
-                &op.bottleneck
+                "hidden behind other ops".to_string()
             }
         );
-        if op.bound_cycles > 0 {
-            w!(
-                tooltip,
-                "\nbound: {} cycles ({})",
-                thousands(op.bound_cycles),
-                op.bound_resource
-            );
-        }
-        if let Some(wait) = &op.waited_on {
-            w!(
-                tooltip,
-                "\nwaited {} cycles on {}{} ({})",
-                thousands(wait.cycles),
-                wait.op.map_or_else(String::new, |i| format!("op {i} ")),
-                wait.resource.as_deref().unwrap_or(""),
-                wait.reason
-            );
-        }
-        if let Some(layout) = &op.layout {
-            w!(tooltip, "\nlayout: {layout}");
-        }
-        let critical = op.exposed_cycles > 0 && r.schedule == "overlapped";
-        if r.schedule == "overlapped" {
-            w!(
-                tooltip,
-                "\n{}",
-                if critical {
-                    format!(
-                        "on the critical path: {} cycles exposed",
-                        thousands(op.exposed_cycles)
-                    )
-                } else {
-                    "hidden behind other ops".to_string()
-                }
-            );
-        }
-        w!(
-            s,
-            "<g class=\"op{}\">\
-             <text x=\"8\" y=\"{:.1}\" font-weight=\"600\">{}{}</text>\
-             <rect class=\"op-bar\" x=\"{bx0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"16\" \
-             rx=\"2\" fill=\"{OP_FILL}\"{}>{}</rect>",
-            if critical { " critical" } else { "" },
-            y + 17.0,
-            tip(&name),
-            esc(&fit(&name, label_w - 8.0, FONT)),
-            y + 4.0,
-            bx1 - bx0,
-            if critical {
-                format!(" stroke=\"{HOT}\" stroke-width=\"2\"")
-            } else {
-                String::new()
-            },
-            tip(&tooltip)
-        );
-        let text = format!(
-            "{} cyc · {}",
-            thousands(op.cycles),
-            share(op.cycles, r.total_cycles)
-        );
-        let label = BarLabel {
-            text: &text,
-            size: FONT,
-            colour: INK,
-            bold: true,
-            inside: true,
-        };
-        bar_label(s, &label, (bx0, bx1), y + 16.5);
-        s.push('\n');
-        let marked = op.bottleneck_stage();
-        for (j, st) in op.stages.iter().enumerate() {
-            let sy = y + op_row + stage_row * j as f64;
-            stage_bar(
-                s,
-                op,
-                st,
-                marked == Some(j),
-                colours.of(&st.level),
-                sy,
-                (x(op.start as f64), x((op.start + st.cycles) as f64)),
-                label_w,
-            );
-        }
-        s.push_str("</g>\n");
-        y += op_row + stage_row * op.stages.len() as f64 + 6.0;
     }
+    tooltip
+}
+
+/// Writes the time axis' caption under the chart: cycles, and 1 µs in cycles at the clock.
+fn write_cycles_caption(s: &mut String, r: &Report, g: &Lanes, bottom: f64) {
     let clock = if r.clock_ghz.is_finite() && r.clock_ghz > 0.0 {
         format!(
             " · 1 µs = {} cycles at {}",
@@ -180,11 +233,10 @@ pub(super) fn timeline_section(s: &mut String, r: &Report) {
     w!(
         s,
         "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"{MUTED}\">cycles{}</text>\n",
-        (x0 + x1) / 2.0,
+        (g.x0 + g.x1) / 2.0,
         bottom + 32.0,
         esc(&clock)
     );
-    s.push_str("</svg>\n</section>\n");
 }
 
 /// A stage's row in the timeline: its name in the label column, a thin bar from `xs`.
