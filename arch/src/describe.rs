@@ -1,7 +1,7 @@
 //! Human-readable description of a machine and its peak rates.
 
 use crate::dtype::DType;
-use crate::machine::{Machine, TransferKind};
+use crate::machine::{AddrLevel, Link, Machine, TransferKind};
 use std::fmt::Write;
 
 /// Peak FLOP per cycle of the whole machine in `dtype`: the matrix units' peak if the
@@ -61,9 +61,27 @@ fn plural(n: u64, word: &str) -> String {
 /// A human tree of the machine: levels, links, DRAM and totals.
 pub fn describe(m: &Machine) -> String {
     let mut s = String::new();
-    let wb = m.word_bytes.max(1);
-    let words = |b: u64| b / wb;
-    let wpc = |r: f64| r / wb as f64;
+    header(m, &mut s);
+    levels(m, &mut s);
+    links(m, &mut s);
+    dram(m, &mut s);
+    totals(m, &mut s);
+    energy(m, &mut s);
+    s
+}
+
+/// Whole words in `b` bytes.
+fn words(m: &Machine, b: u64) -> u64 {
+    b / m.word_bytes.max(1)
+}
+
+/// A rate in bytes per cycle as words per cycle.
+fn words_per_cycle(m: &Machine, r: f64) -> f64 {
+    r / m.word_bytes.max(1) as f64
+}
+
+/// The name, the description if any, the clock and the word size.
+fn header(m: &Machine, s: &mut String) {
     let _ = writeln!(s, "{}", m.name);
     if !m.description.is_empty() {
         let _ = writeln!(s, "  {}", m.description);
@@ -74,7 +92,10 @@ pub fn describe(m: &Machine) -> String {
         num(m.clock_ghz),
         m.word_bytes
     );
+}
 
+/// The levels, root first: count, nodes, memory and how layouts address each.
+fn levels(m: &Machine, s: &mut String) {
     let _ = writeln!(s, "\nlevels (root first; count = nodes per parent):");
     let addr = m.addressable_levels();
     for (i, l) in m.levels.iter().enumerate() {
@@ -84,26 +105,11 @@ pub fn describe(m: &Machine) -> String {
                 "{} {} ({} words)",
                 mem.name,
                 bytes(mem.bytes),
-                words(mem.bytes)
+                words(m, mem.bytes)
             ),
             None => "no memory".to_string(),
         };
-        let role = match addr.iter().find(|a| a.folded.contains(&i)) {
-            Some(a) if a.level_index == i && a.folded.len() > 1 => {
-                let names: Vec<&str> = a.folded[..a.folded.len() - 1]
-                    .iter()
-                    .filter_map(|&j| m.levels.get(j).map(|l| l.name.as_str()))
-                    .collect();
-                format!(
-                    "addressable, fan-out {} ({} folded in)",
-                    a.fanout,
-                    names.join(", ")
-                )
-            }
-            Some(a) if a.level_index == i => format!("addressable, fan-out {}", a.fanout),
-            Some(a) => format!("folds into {}", a.name),
-            None => "not addressable, nothing below to fold into".to_string(),
-        };
+        let role = level_role(m, &addr, i);
         let _ = writeln!(
             s,
             "{indent}{} x{} ({}): {mem}; {role}",
@@ -112,7 +118,30 @@ pub fn describe(m: &Machine) -> String {
             plural(m.nodes_at(i), "node")
         );
     }
+}
 
+/// How layouts see level `i`: addressable (with what folds into it), folded, or neither.
+fn level_role(m: &Machine, addr: &[AddrLevel], i: usize) -> String {
+    match addr.iter().find(|a| a.folded.contains(&i)) {
+        Some(a) if a.level_index == i && a.folded.len() > 1 => {
+            let names: Vec<&str> = a.folded[..a.folded.len() - 1]
+                .iter()
+                .filter_map(|&j| m.levels.get(j).map(|l| l.name.as_str()))
+                .collect();
+            format!(
+                "addressable, fan-out {} ({} folded in)",
+                a.fanout,
+                names.join(", ")
+            )
+        }
+        Some(a) if a.level_index == i => format!("addressable, fan-out {}", a.fanout),
+        Some(a) => format!("folds into {}", a.name),
+        None => "not addressable, nothing below to fold into".to_string(),
+    }
+}
+
+/// The links, root-most first, each with its ends and its rates per transfer kind.
+fn links(m: &Machine, s: &mut String) {
     let _ = writeln!(
         s,
         "\nlinks (bytes/cycle, words/cycle in parentheses; latency in cycles):"
@@ -121,40 +150,18 @@ pub fn describe(m: &Machine) -> String {
         let _ = writeln!(s, "  none");
     }
     // Root-most first.
-    let mut links: Vec<(usize, &String, &crate::machine::Link)> = m
+    let mut links: Vec<(usize, &String, &Link)> = m
         .links
         .iter()
         .map(|(n, l)| (m.level_index(n).unwrap_or(usize::MAX), n, l))
         .collect();
     links.sort_by_key(|&(i, n, _)| (i, n.clone()));
     for (i, name, link) in links {
-        let from = m.levels.get(i).map(|l| {
-            let mut parts = Vec::new();
-            if let Some(mem) = &l.memory {
-                parts.push(mem.name.clone());
-            }
-            if m.dram.level == l.name {
-                parts.push("DRAM".to_string());
-            }
-            parts.join(" + ")
-        });
-        let to = (i < m.levels.len())
-            .then(|| m.link_target(i))
-            .flatten()
-            .and_then(|j| {
-                let l = m.levels.get(j)?;
-                let fan = m.nodes_at(j) / m.nodes_at(i).max(1);
-                let what = l
-                    .memory
-                    .as_ref()
-                    .map_or(l.name.as_str(), |mm| mm.name.as_str());
-                Some(format!("{fan} x {what} ({} nodes)", l.name))
-            });
         let _ = writeln!(
             s,
             "  {name}: {} -> {}",
-            from.unwrap_or_else(|| "?".into()),
-            to.unwrap_or_else(|| "?".into())
+            link_source(m, i).unwrap_or_else(|| "?".into()),
+            link_sink(m, i).unwrap_or_else(|| "?".into())
         );
         for kind in TransferKind::ALL {
             let r = link.rate(kind);
@@ -163,14 +170,47 @@ pub fn describe(m: &Machine) -> String {
                 "    {:<10}  parent {:>7} B ({:>5})  child {:>7} B ({:>5})  latency {}",
                 kind.name(),
                 num(r.parent),
-                num(wpc(r.parent)),
+                num(words_per_cycle(m, r.parent)),
                 num(r.child),
-                num(wpc(r.child)),
+                num(words_per_cycle(m, r.child)),
                 r.latency
             );
         }
     }
+}
 
+/// What the link at level `i` sends from: its memory and/or the DRAM.
+fn link_source(m: &Machine, i: usize) -> Option<String> {
+    m.levels.get(i).map(|l| {
+        let mut parts = Vec::new();
+        if let Some(mem) = &l.memory {
+            parts.push(mem.name.clone());
+        }
+        if m.dram.level == l.name {
+            parts.push("DRAM".to_string());
+        }
+        parts.join(" + ")
+    })
+}
+
+/// What the link at level `i` sends to: how many of which memory, on which level.
+fn link_sink(m: &Machine, i: usize) -> Option<String> {
+    (i < m.levels.len())
+        .then(|| m.link_target(i))
+        .flatten()
+        .and_then(|j| {
+            let l = m.levels.get(j)?;
+            let fan = m.nodes_at(j) / m.nodes_at(i).max(1);
+            let what = l
+                .memory
+                .as_ref()
+                .map_or(l.name.as_str(), |mm| mm.name.as_str());
+            Some(format!("{fan} x {what} ({} nodes)", l.name))
+        })
+}
+
+/// The DRAM: where and how many, capacity, bandwidth and burst.
+fn dram(m: &Machine, s: &mut String) {
     let d = &m.dram;
     let n_dram = m.dram_level_index().map_or(0, |i| m.nodes_at(i));
     let _ = writeln!(
@@ -181,11 +221,14 @@ pub fn describe(m: &Machine) -> String {
         bytes(d.bytes),
         bytes(d.bytes.saturating_mul(n_dram)),
         num(d.bytes_per_cycle),
-        num(wpc(d.bytes_per_cycle)),
+        num(words_per_cycle(m, d.bytes_per_cycle)),
         num(d.bytes_per_cycle * m.clock_ghz),
         d.burst_bytes
     );
+}
 
+/// The totals: PEs and their local memory, matrix units, and the peaks per dtype.
+fn totals(m: &Machine, s: &mut String) {
     let pes = m.leaf_count();
     let lm = m.leaf_memory_bytes();
     let _ = writeln!(s, "\ntotals:");
@@ -201,20 +244,16 @@ pub fn describe(m: &Machine) -> String {
         m.matrix_units(),
         m.compute.matrix.level
     );
+    peaks(m, s);
+}
+
+/// The peak FLOP/cycle and FLOP/s of the matrix and vector units, per dtype either has.
+fn peaks(m: &Machine, s: &mut String) {
     let _ = writeln!(
         s,
         "  peak FLOP/cycle (and FLOP/s at {} GHz):",
         num(m.clock_ghz)
     );
-    // FLOP/cycle x GHz = GFLOPS.
-    let rate = |f: f64| {
-        let g = f * m.clock_ghz;
-        if g >= 1000.0 {
-            format!("{} TFLOPS", num(g / 1000.0))
-        } else {
-            format!("{} GFLOPS", num(g))
-        }
-    };
     for dt in DType::ALL {
         let mx = m
             .compute
@@ -228,15 +267,24 @@ pub fn describe(m: &Machine) -> String {
         }
         let mut parts = Vec::new();
         if let Some(p) = mx {
-            parts.push(format!("matrix {} ({})", num(p), rate(p)));
+            parts.push(format!("matrix {} ({})", num(p), flop_rate(m, p)));
         }
         if let Some(p) = vec {
-            parts.push(format!("vector {} ({})", num(p), rate(p)));
+            parts.push(format!("vector {} ({})", num(p), flop_rate(m, p)));
         }
         let _ = writeln!(s, "    {:<5} {}", dt.name(), parts.join("; "));
     }
-    energy(m, &mut s);
-    s
+}
+
+/// `f` FLOP per cycle as GFLOPS or TFLOPS at the machine's clock.
+fn flop_rate(m: &Machine, f: f64) -> String {
+    // FLOP/cycle x GHz = GFLOPS.
+    let g = f * m.clock_ghz;
+    if g >= 1000.0 {
+        format!("{} TFLOPS", num(g / 1000.0))
+    } else {
+        format!("{} GFLOPS", num(g))
+    }
 }
 
 /// The energy coefficients in brief: static power, the power and GFLOPS/W of the matrix
