@@ -1,6 +1,7 @@
 //! Reading a oneDNN Graph JSON document into ops and logical tensors, checking
 //! everything the import relies on and pointing at the place when something is off.
 
+use super::connections;
 use super::json::{Kind, Value};
 use mnsim_arch::DType;
 use std::collections::{BTreeMap, BTreeSet};
@@ -161,7 +162,7 @@ fn field<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a Value, At> {
         .ok_or_else(|| at(v, format!("{path}: missing member `{key}`")))
 }
 
-fn uint(v: &Value, path: &str, what: &str) -> Result<u64, At> {
+pub(super) fn uint(v: &Value, path: &str, what: &str) -> Result<u64, At> {
     v.as_i64()
         .and_then(|x| u64::try_from(x).ok())
         .ok_or_else(|| {
@@ -310,6 +311,33 @@ fn tensor(v: &Value, path: &str) -> Result<Tensor, At> {
 
 /// Reads the document.
 pub fn read(doc: &Value) -> Result<Graph, At> {
+    let list = op_list(doc)?;
+    let mut tensors: BTreeMap<u64, Tensor> = BTreeMap::new();
+    let mut ops = Vec::with_capacity(list.len());
+    let mut ids = BTreeSet::new();
+    for (i, o) in list.iter().enumerate() {
+        ops.push(read_op(i, o, &mut ids, &mut tensors)?);
+    }
+    let producer = connections::producers(&ops)?;
+    let ops = connections::topological_order(&ops, &tensors, &producer)?;
+    super::infer::shapes(&ops, &mut tensors)?;
+    let inputs = connections::graph_inputs(&ops, &producer);
+    let outputs = connections::graph_outputs(doc, &ops, &tensors)?;
+    connections::check_input_ports(doc, &producer)?;
+    Ok(Graph {
+        version: doc
+            .get("version")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        ops,
+        tensors,
+        inputs,
+        outputs,
+    })
+}
+
+/// The document's `graph` list of ops, checked to be a non-empty list in an object.
+fn op_list(doc: &Value) -> Result<&[Value], At> {
     if !matches!(doc.kind, Kind::Object(_)) {
         return Err(at(
             doc,
@@ -329,200 +357,116 @@ pub fn read(doc: &Value) -> Result<Graph, At> {
     if list.is_empty() {
         return Err(at(g, "graph: the graph has no ops".into()));
     }
-    let mut tensors: BTreeMap<u64, Tensor> = BTreeMap::new();
-    let mut ops = Vec::with_capacity(list.len());
-    let mut ids = BTreeSet::new();
-    for (i, o) in list.iter().enumerate() {
-        let path = format!("graph[{i}]");
-        if !matches!(o.kind, Kind::Object(_)) {
-            return Err(at(
-                o,
-                format!("{path}: an op must be an object, found {}", o.what()),
-            ));
-        }
-        let id = uint(field(o, "id", &path)?, &path, "`id`")?;
-        if !ids.insert(id) {
-            return Err(at(
-                field(o, "id", &path)?,
-                format!("{path}: op id {id} appears twice"),
-            ));
-        }
-        let kv = field(o, "kind", &path)?;
-        let kind = kv
-            .as_str()
-            .ok_or_else(|| at(kv, format!("{path}.kind: must be a string")))?
-            .to_string();
-        let name = o
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let mut attrs = BTreeMap::new();
-        if let Some(a) = o.get("attrs") {
-            let Kind::Object(members) = &a.kind else {
-                return Err(at(a, format!("{path}.attrs: must be an object")));
-            };
-            for (k, v) in members {
-                // `{"type": ..., "value": ...}`; a bare value is accepted too.
-                let value = v.get("value").unwrap_or(v);
-                attrs.insert(k.clone(), value.clone());
-            }
-        }
-        let mut lists = [Vec::new(), Vec::new()];
-        for (slot, key) in lists.iter_mut().zip(["inputs", "outputs"]) {
-            let lv = field(o, key, &path)?;
-            let items = lv.as_array().ok_or_else(|| {
-                at(
-                    lv,
-                    format!("{path}.{key}: must be a list of logical tensors"),
-                )
-            })?;
-            for (k, t) in items.iter().enumerate() {
-                let tp = format!("{path}.{key}[{k}]");
-                let t = tensor(t, &tp)?;
-                if let Some(prev) = tensors.get(&t.id) {
-                    let shapes_differ =
-                        !prev.unknown_shape && !t.unknown_shape && prev.shape != t.shape;
-                    if shapes_differ || prev.dtype != t.dtype {
-                        return Err(At {
-                            span: Some(t.span.clone()),
-                            message: format!(
-                                "{tp}: tensor id {} is {} {:?} here but {} {:?} at {}",
-                                t.id, t.dtype, t.shape, prev.dtype, prev.shape, prev.path
-                            ),
-                        });
-                    }
-                    if prev.unknown_shape && !t.unknown_shape {
-                        tensors.insert(t.id, t.clone());
-                    }
-                } else {
-                    tensors.insert(t.id, t.clone());
-                }
-                slot.push(t.id);
-            }
-        }
-        let [inputs, outputs] = lists;
-        ops.push(GOp {
-            index: i,
-            id,
-            name,
-            kind,
-            attrs,
-            inputs,
-            outputs,
-            span: o.span.clone(),
-            kind_span: kv.span.clone(),
-        });
+    Ok(list)
+}
+
+/// The op `graph[i]`, its id checked against `ids` and its tensors recorded in `tensors`.
+fn read_op(
+    i: usize,
+    o: &Value,
+    ids: &mut BTreeSet<u64>,
+    tensors: &mut BTreeMap<u64, Tensor>,
+) -> Result<GOp, At> {
+    let path = format!("graph[{i}]");
+    if !matches!(o.kind, Kind::Object(_)) {
+        return Err(at(
+            o,
+            format!("{path}: an op must be an object, found {}", o.what()),
+        ));
     }
-    // Producers: at most one per tensor.
-    let mut producer: BTreeMap<u64, usize> = BTreeMap::new();
-    for (k, op) in ops.iter().enumerate() {
-        for &t in &op.outputs {
-            if let Some(&p) = producer.get(&t) {
-                return Err(op.error(format!(
-                    "tensor id {t} is also an output of {}; a tensor has one producer",
-                    ops[p].label()
-                )));
-            }
-            producer.insert(t, k);
-        }
+    let id = uint(field(o, "id", &path)?, &path, "`id`")?;
+    if !ids.insert(id) {
+        return Err(at(
+            field(o, "id", &path)?,
+            format!("{path}: op id {id} appears twice"),
+        ));
     }
-    // Topological order, keeping file order where it is free (Kahn's algorithm).
-    let n = ops.len();
-    let mut placed = vec![false; n];
-    let mut order = Vec::with_capacity(n);
-    let mut available: BTreeSet<u64> = tensors
-        .keys()
-        .filter(|t| !producer.contains_key(t))
-        .copied()
-        .collect();
-    while order.len() < n {
-        let next =
-            (0..n).find(|&k| !placed[k] && ops[k].inputs.iter().all(|t| available.contains(t)));
-        let Some(k) = next else {
-            let stuck = (0..n).find(|&k| !placed[k]).unwrap_or(0);
-            return Err(ops[stuck].error(
-                "the graph has a cycle: this op (directly or not) consumes its own output".into(),
-            ));
-        };
-        placed[k] = true;
-        available.extend(ops[k].outputs.iter().copied());
-        order.push(k);
-    }
-    let ops: Vec<GOp> = order.into_iter().map(|k| ops[k].clone()).collect();
-    super::infer::shapes(&ops, &mut tensors)?;
-    let mut inputs = Vec::new();
-    for op in &ops {
-        for &t in &op.inputs {
-            if !producer.contains_key(&t) && !inputs.contains(&t) {
-                inputs.push(t);
-            }
-        }
-    }
-    let consumed: BTreeSet<u64> = ops
-        .iter()
-        .filter(|o| o.kind != "End")
-        .flat_map(|o| o.inputs.iter().copied())
-        .collect();
-    let mut outputs: Vec<u64> = Vec::new();
-    if let Some(ports) = doc.get("output_ports") {
-        let items = ports
-            .as_array()
-            .ok_or_else(|| at(ports, "output_ports: must be a list of tensor ids".into()))?;
-        for (k, p) in items.iter().enumerate() {
-            let t = uint(p, &format!("output_ports[{k}]"), "a tensor id")?;
-            if !tensors.contains_key(&t) {
-                return Err(at(
-                    p,
-                    format!("output_ports[{k}]: no op uses or produces tensor id {t}"),
-                ));
-            }
-            if !outputs.contains(&t) {
-                outputs.push(t);
-            }
-        }
-    } else {
-        for op in &ops {
-            let outs: Vec<u64> = if op.kind == "End" {
-                op.inputs.clone()
-            } else {
-                op.outputs
-                    .iter()
-                    .filter(|t| !consumed.contains(t))
-                    .copied()
-                    .collect()
-            };
-            for t in outs {
-                if !outputs.contains(&t) {
-                    outputs.push(t);
-                }
-            }
-        }
-    }
-    if let Some(ports) = doc.get("input_ports") {
-        let items = ports
-            .as_array()
-            .ok_or_else(|| at(ports, "input_ports: must be a list of tensor ids".into()))?;
-        for (k, p) in items.iter().enumerate() {
-            let t = uint(p, &format!("input_ports[{k}]"), "a tensor id")?;
-            if producer.contains_key(&t) {
-                return Err(at(
-                    p,
-                    format!(
-                        "input_ports[{k}]: tensor id {t} is produced by an op, so it is not a graph input"
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(Graph {
-        version: doc
-            .get("version")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        ops,
-        tensors,
+    let kv = field(o, "kind", &path)?;
+    let kind = kv
+        .as_str()
+        .ok_or_else(|| at(kv, format!("{path}.kind: must be a string")))?
+        .to_string();
+    let name = o
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let attrs = op_attrs(o, &path)?;
+    let inputs = op_tensors(o, &path, "inputs", tensors)?;
+    let outputs = op_tensors(o, &path, "outputs", tensors)?;
+    Ok(GOp {
+        index: i,
+        id,
+        name,
+        kind,
+        attrs,
         inputs,
         outputs,
+        span: o.span.clone(),
+        kind_span: kv.span.clone(),
     })
+}
+
+/// An op's `attrs` by name, each the value of its `{"type": ..., "value": ...}` (or bare).
+fn op_attrs(o: &Value, path: &str) -> Result<BTreeMap<String, Value>, At> {
+    let mut attrs = BTreeMap::new();
+    if let Some(a) = o.get("attrs") {
+        let Kind::Object(members) = &a.kind else {
+            return Err(at(a, format!("{path}.attrs: must be an object")));
+        };
+        for (k, v) in members {
+            // `{"type": ..., "value": ...}`; a bare value is accepted too.
+            let value = v.get("value").unwrap_or(v);
+            attrs.insert(k.clone(), value.clone());
+        }
+    }
+    Ok(attrs)
+}
+
+/// The ids of an op's `inputs` or `outputs` (`key`), each tensor recorded in `tensors`.
+fn op_tensors(
+    o: &Value,
+    path: &str,
+    key: &str,
+    tensors: &mut BTreeMap<u64, Tensor>,
+) -> Result<Vec<u64>, At> {
+    let lv = field(o, key, path)?;
+    let items = lv.as_array().ok_or_else(|| {
+        at(
+            lv,
+            format!("{path}.{key}: must be a list of logical tensors"),
+        )
+    })?;
+    let mut ids = Vec::new();
+    for (k, t) in items.iter().enumerate() {
+        let tp = format!("{path}.{key}[{k}]");
+        let t = tensor(t, &tp)?;
+        let id = t.id;
+        record_tensor(tensors, t, &tp)?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// Records the tensor described at `tp`, which must agree with any earlier description
+/// of its id (a known shape replaces one to be inferred).
+fn record_tensor(tensors: &mut BTreeMap<u64, Tensor>, t: Tensor, tp: &str) -> Result<(), At> {
+    if let Some(prev) = tensors.get(&t.id) {
+        let shapes_differ = !prev.unknown_shape && !t.unknown_shape && prev.shape != t.shape;
+        if shapes_differ || prev.dtype != t.dtype {
+            return Err(At {
+                span: Some(t.span.clone()),
+                message: format!(
+                    "{tp}: tensor id {} is {} {:?} here but {} {:?} at {}",
+                    t.id, t.dtype, t.shape, prev.dtype, prev.shape, prev.path
+                ),
+            });
+        }
+        if prev.unknown_shape && !t.unknown_shape {
+            tensors.insert(t.id, t);
+        }
+    } else {
+        tensors.insert(t.id, t);
+    }
+    Ok(())
 }

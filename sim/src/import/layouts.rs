@@ -82,20 +82,83 @@ pub fn default_layouts(
     outputs: &[String],
     split_sums: bool,
 ) -> BTreeMap<String, String> {
+    let mut axes = link_axes(decls, steps, split_sums);
+    let classes = Classes::of(decls, &mut axes);
+    let levels = m.addressable_levels();
+    let assigned = assign_levels(&levels, &classes);
+    let tensor_classes: Vec<Vec<usize>> = decls
+        .iter()
+        .enumerate()
+        .map(|(t, d)| (0..d.dims.len()).map(|a| axes.class(t, a)).collect())
+        .collect();
+    fit_layouts(
+        m,
+        decls,
+        steps,
+        outputs,
+        &tensor_classes,
+        &assigned,
+        &levels,
+    )
+}
+
+/// The axes of all tensors as union-find nodes (axis `a` of tensor `t` is node
+/// `offset[t] + a`), with the classes joined so far and the axes that must stay whole.
+struct Axes {
+    offset: Vec<usize>,
+    uf: Uf,
+    nosplit: Vec<bool>,
+}
+
+impl Axes {
+    /// Every axis of `decls` in a class of its own, free to split.
+    fn new(decls: &[Decl]) -> Axes {
+        let mut offset = Vec::with_capacity(decls.len());
+        let mut n = 0;
+        for d in decls {
+            offset.push(n);
+            n += d.dims.len();
+        }
+        Axes {
+            offset,
+            uf: Uf((0..n).collect()),
+            nosplit: vec![false; n],
+        }
+    }
+
+    /// The node of axis `a` of tensor `t`.
+    fn node(&self, t: usize, a: usize) -> usize {
+        self.offset[t] + a
+    }
+
+    /// Puts axis `a` of tensor `t` and axis `b` of tensor `u` in one class.
+    fn join(&mut self, t: usize, a: usize, u: usize, b: usize) {
+        let (x, y) = (self.node(t, a), self.node(u, b));
+        self.uf.union(x, y);
+    }
+
+    /// Keeps axis `a` of tensor `t` whole.
+    fn keep_whole(&mut self, t: usize, a: usize) {
+        let x = self.node(t, a);
+        self.nosplit[x] = true;
+    }
+
+    /// The class (its root node) of axis `a` of tensor `t`.
+    fn class(&mut self, t: usize, a: usize) -> usize {
+        let x = self.node(t, a);
+        self.uf.find(x)
+    }
+}
+
+/// The axes of `decls` joined into classes and marked whole as every step's kernel
+/// requires (steps naming a tensor that is not declared are skipped).
+fn link_axes(decls: &[Decl], steps: &[Step], split_sums: bool) -> Axes {
     let index: BTreeMap<&str, usize> = decls
         .iter()
         .enumerate()
         .map(|(i, d)| (d.name.as_str(), i))
         .collect();
-    let mut offset = Vec::with_capacity(decls.len());
-    let mut n = 0;
-    for d in decls {
-        offset.push(n);
-        n += d.dims.len();
-    }
-    let node = |t: usize, a: usize| offset[t] + a;
-    let mut uf = Uf((0..n).collect());
-    let mut nosplit = vec![false; n];
+    let mut axes = Axes::new(decls);
     for s in steps {
         let ins: Vec<usize> = s
             .inputs
@@ -109,127 +172,186 @@ pub fn default_layouts(
             continue;
         }
         match &s.kernel {
-            Kernel::Reshape { .. } => {
-                let (a, b) = (&decls[ins[0]].dims, &decls[o].dims);
-                for (al, ah, bl, bh) in mnsim_kernels::shape::reshape_groups(a, b) {
-                    if ah > al && bh > bl {
-                        uf.union(node(ins[0], al), node(o, bl));
-                    }
-                    for x in al + 1..ah {
-                        nosplit[node(ins[0], x)] = true;
-                    }
-                    for x in bl + 1..bh {
-                        nosplit[node(o, x)] = true;
-                    }
-                }
-            }
-            Kernel::Concat { axis, .. } => {
-                for &t in &ins {
-                    for x in 0..decls[t].dims.len() {
-                        if x == *axis {
-                            nosplit[node(t, x)] = true;
-                        } else {
-                            uf.union(node(t, x), node(o, x));
-                        }
-                    }
-                }
-                nosplit[node(o, *axis)] = true;
-            }
-            // A slice: an axis it keeps whole lines up with the output's, like an
-            // elementwise one; an axis it narrows or strides stays unsplit on both sides.
+            Kernel::Reshape { .. } => link_reshape(&mut axes, decls, ins[0], o),
+            Kernel::Concat { axis, .. } => link_concat(&mut axes, decls, &ins, o, *axis),
             Kernel::Slice {
                 start,
                 limit,
                 stride,
-            } => {
-                let d = &decls[ins[0]].dims;
-                if [start.len(), limit.len(), stride.len(), decls[o].dims.len()] != [d.len(); 4] {
-                    continue;
-                }
-                for x in 0..d.len() {
-                    if (start[x], limit[x], stride[x]) == (0, d[x], 1) {
-                        uf.union(node(ins[0], x), node(o, x));
-                    } else {
-                        nosplit[node(ins[0], x)] = true;
-                        nosplit[node(o, x)] = true;
-                    }
-                }
-            }
-            // Window kernels: an axis read through a window (or a channel group), a
-            // contracted axis and an output axis reading a halo stay whole.
+            } => link_slice(&mut axes, decls, ins[0], o, start, limit, stride),
             k @ (Kernel::Conv(_) | Kernel::Pool(_) | Kernel::Interp(_)) => {
-                let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
-                let Ok(Some(w)) = mnsim_kernels::window_map(k, &shapes) else {
-                    continue;
-                };
-                for (j, map) in w.maps.iter().enumerate() {
-                    for (p, src) in map.axes.iter().enumerate() {
-                        match src {
-                            AxisSource::Out(h) => uf.union(node(ins[j], p), node(o, *h)),
-                            AxisSource::Reduced(_) | AxisSource::Broadcast => {
-                                nosplit[node(ins[j], p)] = true;
-                            }
-                        }
-                    }
-                }
-                for (h, _) in w.halo {
-                    nosplit[node(o, h)] = true;
-                }
+                link_window(&mut axes, decls, &ins, o, k);
             }
-            k => {
-                let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
-                let Ok(maps) = mnsim_kernels::index_map(k, &shapes, &decls[o].dims) else {
-                    continue;
-                };
-                // The inputs' axes of one reduced variable (a contraction's K on both
-                // sides) split alike, where they may split at all.
-                let splits = split_sums && k.is_additive();
-                let mut reduced: BTreeMap<usize, usize> = BTreeMap::new();
-                for (j, map) in maps.iter().enumerate() {
-                    for (p, src) in map.axes.iter().enumerate() {
-                        match src {
-                            AxisSource::Out(h) => uf.union(node(ins[j], p), node(o, *h)),
-                            AxisSource::Reduced(r) => {
-                                nosplit[node(ins[j], p)] |= !splits;
-                                if splits {
-                                    let first = *reduced.entry(*r).or_insert(node(ins[j], p));
-                                    uf.union(first, node(ins[j], p));
-                                }
-                            }
-                            AxisSource::Broadcast => {}
-                        }
-                    }
-                }
+            k => link_indexed(&mut axes, decls, &ins, o, k, split_sums),
+        }
+    }
+    axes
+}
+
+/// A reshape: the major axes of each group line up; its other axes stay whole.
+fn link_reshape(axes: &mut Axes, decls: &[Decl], i: usize, o: usize) {
+    let (a, b) = (&decls[i].dims, &decls[o].dims);
+    for (al, ah, bl, bh) in mnsim_kernels::shape::reshape_groups(a, b) {
+        if ah > al && bh > bl {
+            axes.join(i, al, o, bl);
+        }
+        for x in al + 1..ah {
+            axes.keep_whole(i, x);
+        }
+        for x in bl + 1..bh {
+            axes.keep_whole(o, x);
+        }
+    }
+}
+
+/// A concat: the other axes line up with the output's; the concat axis stays whole.
+fn link_concat(axes: &mut Axes, decls: &[Decl], ins: &[usize], o: usize, axis: usize) {
+    for &t in ins {
+        for x in 0..decls[t].dims.len() {
+            if x == axis {
+                axes.keep_whole(t, x);
+            } else {
+                axes.join(t, x, o, x);
             }
         }
     }
-    // Classes: length (gcd of members), weight (elements of the tensors in it), and
-    // whether they may split.
-    let mut class_len: BTreeMap<usize, u64> = BTreeMap::new();
-    let mut weight: BTreeMap<usize, u128> = BTreeMap::new();
-    let mut blocked: BTreeMap<usize, bool> = BTreeMap::new();
-    for (t, d) in decls.iter().enumerate() {
-        let elems: u128 = d.dims.iter().map(|&x| x as u128).product();
-        let mut seen = Vec::new();
-        for (a, &len) in d.dims.iter().enumerate() {
-            let r = uf.find(node(t, a));
-            let g = class_len.entry(r).or_insert(0);
-            *g = gcd(*g, len);
-            *weight.entry(r).or_insert(0) += elems;
-            let b = blocked.entry(r).or_insert(false);
-            *b |= nosplit[node(t, a)] || seen.contains(&r);
-            seen.push(r);
+    axes.keep_whole(o, axis);
+}
+
+/// A slice: an axis it keeps whole lines up with the output's, like an elementwise
+/// one; an axis it narrows or strides stays unsplit on both sides.
+fn link_slice(
+    axes: &mut Axes,
+    decls: &[Decl],
+    i: usize,
+    o: usize,
+    start: &[u64],
+    limit: &[u64],
+    stride: &[u64],
+) {
+    let d = &decls[i].dims;
+    if [start.len(), limit.len(), stride.len(), decls[o].dims.len()] != [d.len(); 4] {
+        return;
+    }
+    for x in 0..d.len() {
+        if (start[x], limit[x], stride[x]) == (0, d[x], 1) {
+            axes.join(i, x, o, x);
+        } else {
+            axes.keep_whole(i, x);
+            axes.keep_whole(o, x);
         }
     }
-    // Levels to classes, root first.
-    let levels = m.addressable_levels();
-    let mut left: BTreeMap<usize, u64> = class_len.clone();
+}
+
+/// Window kernels: an axis read through a window (or a channel group), a contracted
+/// axis and an output axis reading a halo stay whole.
+fn link_window(axes: &mut Axes, decls: &[Decl], ins: &[usize], o: usize, k: &Kernel) {
+    let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
+    let Ok(Some(w)) = mnsim_kernels::window_map(k, &shapes) else {
+        return;
+    };
+    for (j, map) in w.maps.iter().enumerate() {
+        for (p, src) in map.axes.iter().enumerate() {
+            match src {
+                AxisSource::Out(h) => axes.join(ins[j], p, o, *h),
+                AxisSource::Reduced(_) | AxisSource::Broadcast => axes.keep_whole(ins[j], p),
+            }
+        }
+    }
+    for (h, _) in w.halo {
+        axes.keep_whole(o, h);
+    }
+}
+
+/// Any other kernel, through its index map: an input axis lines up with the output
+/// axis it reads; a reduced axis stays whole unless `split_sums` lets an additive
+/// kernel split it.
+fn link_indexed(
+    axes: &mut Axes,
+    decls: &[Decl],
+    ins: &[usize],
+    o: usize,
+    k: &Kernel,
+    split_sums: bool,
+) {
+    let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
+    let Ok(maps) = mnsim_kernels::index_map(k, &shapes, &decls[o].dims) else {
+        return;
+    };
+    // The inputs' axes of one reduced variable (a contraction's K on both
+    // sides) split alike, where they may split at all.
+    let splits = split_sums && k.is_additive();
+    let mut reduced: BTreeMap<usize, usize> = BTreeMap::new();
+    for (j, map) in maps.iter().enumerate() {
+        for (p, src) in map.axes.iter().enumerate() {
+            match src {
+                AxisSource::Out(h) => axes.join(ins[j], p, o, *h),
+                AxisSource::Reduced(r) => {
+                    let x = axes.node(ins[j], p);
+                    axes.nosplit[x] |= !splits;
+                    if splits {
+                        let first = *reduced.entry(*r).or_insert(x);
+                        axes.uf.union(first, x);
+                    }
+                }
+                AxisSource::Broadcast => {}
+            }
+        }
+    }
+}
+
+/// The axis classes, by root node.
+struct Classes {
+    /// The length of each class: the gcd of its axes' lengths.
+    length: BTreeMap<usize, u64>,
+    /// The weight of each class: the elements of the tensors in it (once per axis).
+    weight: BTreeMap<usize, u128>,
+    /// Whether each class must stay whole: one of its axes must, or one tensor has two
+    /// axes in it.
+    blocked: BTreeMap<usize, bool>,
+}
+
+impl Classes {
+    /// The length, weight and whether it may split of every class of `axes`.
+    fn of(decls: &[Decl], axes: &mut Axes) -> Classes {
+        let mut class_len: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut weight: BTreeMap<usize, u128> = BTreeMap::new();
+        let mut blocked: BTreeMap<usize, bool> = BTreeMap::new();
+        for (t, d) in decls.iter().enumerate() {
+            let elems: u128 = d.dims.iter().map(|&x| x as u128).product();
+            let mut seen = Vec::new();
+            for (a, &len) in d.dims.iter().enumerate() {
+                let r = axes.class(t, a);
+                let g = class_len.entry(r).or_insert(0);
+                *g = gcd(*g, len);
+                *weight.entry(r).or_insert(0) += elems;
+                let b = blocked.entry(r).or_insert(false);
+                *b |= axes.nosplit[axes.node(t, a)] || seen.contains(&r);
+                seen.push(r);
+            }
+        }
+        Classes {
+            length: class_len,
+            weight,
+            blocked,
+        }
+    }
+}
+
+/// Levels to classes, root first: each level goes to the class that may split and can
+/// use most of its fan-out (ties to the heavier class, then the lower root), with the
+/// factor it takes; `None` when no class can use the level.
+fn assign_levels(
+    levels: &[mnsim_arch::machine::AddrLevel],
+    classes: &Classes,
+) -> Vec<Option<(usize, u64)>> {
+    let mut left: BTreeMap<usize, u64> = classes.length.clone();
     let mut assigned: Vec<Option<(usize, u64)>> = Vec::new();
-    for l in &levels {
+    for l in levels {
         let best = left
             .iter()
-            .filter(|(r, _)| !blocked[r])
-            .map(|(&r, &len)| (gcd(len, l.fanout), weight[&r], std::cmp::Reverse(r)))
+            .filter(|(r, _)| !classes.blocked[r])
+            .map(|(&r, &len)| (gcd(len, l.fanout), classes.weight[&r], std::cmp::Reverse(r)))
             .filter(|c| c.0 > 1)
             .max();
         match best {
@@ -240,21 +362,29 @@ pub fn default_layouts(
             None => assigned.push(None),
         }
     }
+    assigned
+}
+
+/// The layout text of every tensor, given the class of each of its axes: a quarter of
+/// LM per tensor, less while the tensors live together need more than LM holds (each
+/// holds one `Time` slice at the least).
+fn fit_layouts(
+    m: &Machine,
+    decls: &[Decl],
+    steps: &[Step],
+    outputs: &[String],
+    classes: &[Vec<usize>],
+    assigned: &[Option<(usize, u64)>],
+    levels: &[mnsim_arch::machine::AddrLevel],
+) -> BTreeMap<String, String> {
     let lm_words = m.leaf_memory_bytes() / m.word_bytes.max(1);
-    let classes: Vec<Vec<usize>> = decls
-        .iter()
-        .enumerate()
-        .map(|(t, d)| (0..d.dims.len()).map(|a| uf.find(node(t, a))).collect())
-        .collect();
-    // A quarter of LM per tensor, less while the tensors live together need more than
-    // LM holds (each holds one `Time` slice at the least).
     let mut budget = (lm_words / 4).max(1);
     let mut out = BTreeMap::new();
     for _ in 0..24 {
         out.clear();
         let mut words = Vec::with_capacity(decls.len());
-        for (d, c) in decls.iter().zip(&classes) {
-            let (text, fp) = layout_for(m, d, c, &assigned, &levels, budget);
+        for (d, c) in decls.iter().zip(classes) {
+            let (text, fp) = layout_for(m, d, c, assigned, levels, budget);
             out.insert(d.name.clone(), text);
             words.push(fp);
         }

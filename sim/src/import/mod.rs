@@ -3,10 +3,11 @@
 //! stored, and whose every layout is a plan variable — `Any` in plan `auto`, the
 //! import's default layout in plan `default`. See `docs/import.md`.
 //!
-//! `json` reads the text keeping spans, `graph` checks the document and orders the
-//! ops, `lower` turns each op into kernels, `layouts` chooses the default layouts,
-//! and this module writes the scenario text.
+//! `json` reads the text keeping spans, `graph` checks the document and (through
+//! `connections`) orders the ops, `lower` turns each op into kernels, `layouts` chooses
+//! the default layouts, and this module writes the scenario text.
 
+mod connections;
 mod conv;
 pub mod graph;
 mod infer;
