@@ -1,10 +1,14 @@
 //! `mnsim layout map|explain`.
 
+mod picture;
+
 use super::{emit, load_machine, parse_list};
 use clap::{Args, Subcommand};
 use miette::{Report, miette};
 use mnsim_arch::{DType, Machine, TensorLayout};
 use mnsim_sim::diag;
+use picture::explain_pictures;
+use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
 
 #[derive(Subcommand)]
@@ -95,7 +99,25 @@ fn map(a: MapArgs) -> Result<(), Report> {
         .iter()
         .map(|s| parse_list(s))
         .collect::<Result<_, _>>()?;
-    for idx in &indices {
+    check_indices(&l, &indices)?;
+    let names: Vec<String> = l
+        .levels()
+        .iter()
+        .map(|lv| serde_json::to_string(&lv.name).unwrap_or_default())
+        .collect();
+    let stdout = std::io::stdout().lock();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout);
+    let io = write_map(&mut out, &m, &l, &names, a.json, &indices);
+    match io {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(miette!("error: writing output: {e}")),
+    }
+}
+
+/// Rejects an `--index` of the wrong rank or outside the tensor's shape.
+fn check_indices(l: &TensorLayout, indices: &[Vec<u64>]) -> Result<(), Report> {
+    for idx in indices {
         let rank = l.logical_shape().len();
         if idx.len() != rank {
             return Err(miette!(
@@ -113,118 +135,144 @@ fn map(a: MapArgs) -> Result<(), Report> {
             ));
         }
     }
-    let names: Vec<String> = l
-        .levels()
-        .iter()
-        .map(|lv| serde_json::to_string(&lv.name).unwrap_or_default())
-        .collect();
-    let stdout = std::io::stdout().lock();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout);
-    let entry = |out: &mut BufWriter<_>, idx: &[u64]| -> std::io::Result<()> {
-        let p = l.place(idx).expect("index checked");
-        if a.json {
-            write!(out, "{{\"index\":{},\"pe\":{{", json_list(idx))?;
-            for (i, pos) in p.pos.iter().enumerate() {
-                if i > 0 {
-                    out.write_all(b",")?;
-                }
-                match pos {
-                    Some(x) => write!(out, "{}:{x}", names[i])?,
-                    None => write!(out, "{}:\"*\"", names[i])?,
+    Ok(())
+}
+
+/// The whole output of `mnsim layout map`: header, placements, the JSON's closing.
+fn write_map(
+    out: &mut impl Write,
+    m: &Machine,
+    l: &TensorLayout,
+    names: &[String],
+    json: bool,
+    indices: &[Vec<u64>],
+) -> std::io::Result<()> {
+    map_header(out, m, l, json)?;
+    map_entries(out, l, names, json, indices)?;
+    if json {
+        out.write_all(b"]}\n")?;
+    }
+    out.flush()
+}
+
+/// The map's header: the JSON object's figures up to `"placements":[`, or one line.
+fn map_header(
+    out: &mut impl Write,
+    m: &Machine,
+    l: &TensorLayout,
+    json: bool,
+) -> std::io::Result<()> {
+    if json {
+        write!(
+            out,
+            "{{\"machine\":{},\"layout\":{},\"dtype\":\"{}\",\"logical\":{},\"padded\":{},\"words\":{},\"placements\":[",
+            serde_json::to_string(&m.name).unwrap_or_default(),
+            serde_json::to_string(&l.canonical()).unwrap_or_default(),
+            l.dtype(),
+            json_list(l.logical_shape()),
+            json_list(l.padded_shape()),
+            l.footprint_words()
+        )
+    } else {
+        writeln!(
+            out,
+            "{} on {}: {}",
+            l.canonical(),
+            m.name,
+            json_list(l.logical_shape())
+        )
+    }
+}
+
+/// The map's placements: the chosen `indices`, or every element in row-major order.
+fn map_entries<W: Write>(
+    out: &mut W,
+    l: &TensorLayout,
+    names: &[String],
+    json: bool,
+    indices: &[Vec<u64>],
+) -> std::io::Result<()> {
+    let mut first = true;
+    let mut one = |out: &mut W, idx: &[u64]| -> std::io::Result<()> {
+        if json && !first {
+            out.write_all(b",")?;
+        }
+        first = false;
+        map_entry(out, l, names, json, idx)
+    };
+    if indices.is_empty() {
+        let shape = l.logical_shape().to_vec();
+        if shape.contains(&0) {
+            // No elements.
+        } else {
+            let mut idx = vec![0u64; shape.len()];
+            'all: loop {
+                one(out, &idx)?;
+                let mut d = shape.len();
+                loop {
+                    if d == 0 {
+                        break 'all;
+                    }
+                    d -= 1;
+                    idx[d] += 1;
+                    if idx[d] < shape[d] {
+                        break;
+                    }
+                    idx[d] = 0;
                 }
             }
-            write!(out, "}},\"addr\":{},\"w\":{},\"t\":{}}}", p.addr, p.w, p.t)
-        } else {
-            let pe: Vec<String> = p
-                .pos
-                .iter()
-                .zip(l.levels())
-                .map(|(x, lv)| {
-                    format!(
-                        "{} {}",
-                        lv.name,
-                        x.map_or("*".to_string(), |x| x.to_string())
-                    )
-                })
-                .collect();
-            writeln!(
-                out,
-                "{:<16} {}  word {}  slot {}  step {}",
-                json_list(idx),
-                pe.join(", "),
-                p.addr,
-                p.w,
-                p.t
-            )
         }
-    };
-    let io = (|| -> std::io::Result<()> {
-        if a.json {
-            write!(
-                out,
-                "{{\"machine\":{},\"layout\":{},\"dtype\":\"{}\",\"logical\":{},\"padded\":{},\"words\":{},\"placements\":[",
-                serde_json::to_string(&m.name).unwrap_or_default(),
-                serde_json::to_string(&l.canonical()).unwrap_or_default(),
-                l.dtype(),
-                json_list(l.logical_shape()),
-                json_list(l.padded_shape()),
-                l.footprint_words()
-            )?;
-        } else {
-            writeln!(
-                out,
-                "{} on {}: {}",
-                l.canonical(),
-                m.name,
-                json_list(l.logical_shape())
-            )?;
+    } else {
+        for idx in indices {
+            one(out, idx)?;
         }
-        let mut first = true;
-        let mut sep = |out: &mut BufWriter<_>| -> std::io::Result<()> {
-            if a.json && !first {
+    }
+    Ok(())
+}
+
+/// One element's placement: a JSON object, or one line.
+fn map_entry(
+    out: &mut impl Write,
+    l: &TensorLayout,
+    names: &[String],
+    json: bool,
+    idx: &[u64],
+) -> std::io::Result<()> {
+    let p = l.place(idx).expect("index checked");
+    if json {
+        write!(out, "{{\"index\":{},\"pe\":{{", json_list(idx))?;
+        for (i, pos) in p.pos.iter().enumerate() {
+            if i > 0 {
                 out.write_all(b",")?;
             }
-            first = false;
-            Ok(())
-        };
-        if indices.is_empty() {
-            let shape = l.logical_shape().to_vec();
-            if shape.contains(&0) {
-                // No elements.
-            } else {
-                let mut idx = vec![0u64; shape.len()];
-                'all: loop {
-                    sep(&mut out)?;
-                    entry(&mut out, &idx)?;
-                    let mut d = shape.len();
-                    loop {
-                        if d == 0 {
-                            break 'all;
-                        }
-                        d -= 1;
-                        idx[d] += 1;
-                        if idx[d] < shape[d] {
-                            break;
-                        }
-                        idx[d] = 0;
-                    }
-                }
-            }
-        } else {
-            for idx in &indices {
-                sep(&mut out)?;
-                entry(&mut out, idx)?;
+            match pos {
+                Some(x) => write!(out, "{}:{x}", names[i])?,
+                None => write!(out, "{}:\"*\"", names[i])?,
             }
         }
-        if a.json {
-            out.write_all(b"]}\n")?;
-        }
-        out.flush()
-    })();
-    match io {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(miette!("error: writing output: {e}")),
+        write!(out, "}},\"addr\":{},\"w\":{},\"t\":{}}}", p.addr, p.w, p.t)
+    } else {
+        let pe: Vec<String> = p
+            .pos
+            .iter()
+            .zip(l.levels())
+            .map(|(x, lv)| {
+                format!(
+                    "{} {}",
+                    lv.name,
+                    x.map_or("*".to_string(), |x| x.to_string())
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "{:<16} {}  word {}  slot {}  step {}",
+            json_list(idx),
+            pe.join(", "),
+            p.addr,
+            p.w,
+            p.t
+        )
     }
 }
 
@@ -245,12 +293,6 @@ fn bytes(b: u64) -> String {
         format!("{b} B")
     }
 }
-
-const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-
-/// The text of `mnsim layout explain`.
-/// The picture's mark for a padding cell (no position is this large).
-const PAD: u64 = u64::MAX;
 
 /// Number of PEs whose shard holds at least one real element: per split level the
 /// positions that do, times the fan-out of replicated levels. `None` when there are too
@@ -330,10 +372,24 @@ pub fn explain_json(m: &Machine, l: &TensorLayout) -> serde_json::Value {
     })
 }
 
+/// The text of `mnsim layout explain`.
 pub fn explain(m: &Machine, l: &TensorLayout) -> String {
-    use std::fmt::Write as _;
     let mut s = String::new();
-    let dims = |d: &[u64]| d.iter().map(u64::to_string).collect::<Vec<_>>().join("×");
+    explain_tensor(&mut s, m, l);
+    explain_levels(&mut s, l);
+    explain_per_pe(&mut s, m, l);
+    explain_pes(&mut s, l);
+    explain_pictures(&mut s, l);
+    s
+}
+
+/// A shape as `12×8`.
+fn dims(d: &[u64]) -> String {
+    d.iter().map(u64::to_string).collect::<Vec<_>>().join("×")
+}
+
+/// The `layout`, `tensor` and `padding` lines.
+fn explain_tensor(s: &mut String, m: &Machine, l: &TensorLayout) {
     let _ = writeln!(s, "layout    {}", l.canonical());
     let _ = writeln!(
         s,
@@ -354,6 +410,10 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
     } else {
         let _ = writeln!(s, "padding   none");
     }
+}
+
+/// The table of levels: fan-out, use, split or replicated, what each node holds.
+fn explain_levels(s: &mut String, l: &TensorLayout) {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
@@ -380,6 +440,10 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
             st.words_per_node
         );
     }
+}
+
+/// The `per PE` and `words` lines: one PE's share, its footprint, the word packing.
+fn explain_per_pe(s: &mut String, m: &Machine, l: &TensorLayout) {
     let lm = m.leaf_memory_bytes();
     let fp = l.footprint_words().saturating_mul(l.word_bytes());
     let _ = writeln!(s);
@@ -407,6 +471,10 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
         l.dtype(),
         w_used
     );
+}
+
+/// The `PEs` line: how many PEs hold data, shards and copies.
+fn explain_pes(s: &mut String, l: &TensorLayout) {
     let total_pes: u64 = l.levels().iter().map(|x| x.fanout).product();
     // PEs whose shard holds at least one real (unpadded) element; the others that the
     // layout reaches hold padding only.
@@ -426,99 +494,4 @@ pub fn explain(m: &Machine, l: &TensorLayout) -> String {
         l.distinct_shards(),
         l.replicas()
     );
-    // Pictures: for each split level, which position holds each element: the top-left
-    // corner element by element, and (for larger tensors) a coarse map of blocks.
-    let shape = l.padded_shape();
-    let logical = l.logical_shape();
-    let padded = l.padding_elems() > 0;
-    let (rows, cols) = match shape.len() {
-        0 => (1, 1),
-        1 => (1, shape[0]),
-        n => (shape[..n - 1].iter().product::<u64>(), shape[n - 1]),
-    };
-    let to_index = |r: u64, c: u64| -> Vec<u64> {
-        let mut idx = vec![0u64; shape.len()];
-        if let Some(last) = idx.last_mut() {
-            *last = c;
-        }
-        let mut r = r;
-        for d in (0..shape.len().saturating_sub(1)).rev() {
-            idx[d] = r % shape[d];
-            r /= shape[d];
-        }
-        idx
-    };
-    let sym = |pos: u64| -> char {
-        if pos == PAD {
-            return '.';
-        }
-        DIGITS.get(pos as usize).map_or('+', |&b| b as char)
-    };
-    let (wr, wc) = (rows.min(16), cols.min(64));
-    let (br, bc) = (rows.div_ceil(16), cols.div_ceil(64));
-    let coarse = br > 1 || bc > 1;
-    for (i, lv) in l.levels().iter().enumerate() {
-        if lv.replicated {
-            continue;
-        }
-        // A padding cell shows as PAD.
-        let pos_of = |r: u64, c: u64| {
-            let idx = to_index(r, c);
-            if idx.iter().zip(logical).any(|(&k, &n)| k >= n) {
-                return PAD;
-            }
-            l.place_padded(&idx).pos[i].unwrap_or(0)
-        };
-        let _ = writeln!(s);
-        let what = match (shape.len() > 2, padded) {
-            (true, false) => "rows = leading axes flattened",
-            (false, false) => "rows = axis 0",
-            (true, true) => "rows = leading axes flattened, padded shape, `.` = padding",
-            (false, true) => "rows = axis 0, padded shape, `.` = padding",
-        };
-        if coarse {
-            let _ = writeln!(
-                s,
-                "{} position, top-left {wr}×{wc} elements ({what}):",
-                lv.name
-            );
-        } else {
-            let _ = writeln!(s, "{} position of each element ({what}):", lv.name);
-        }
-        for r in 0..wr {
-            s.push_str("  ");
-            s.extend((0..wc).map(|c| sym(pos_of(r, c))));
-            s.push('\n');
-        }
-        if coarse {
-            let _ = writeln!(
-                s,
-                "{} position by blocks of {br}×{bc} elements (`·` = block shared by several positions):",
-                lv.name
-            );
-            for r0 in (0..rows).step_by(br as usize) {
-                s.push_str("  ");
-                for c0 in (0..cols).step_by(bc as usize) {
-                    // Probe up to 8×8 points of the block, its corners included.
-                    let probe = |base: u64, len: u64| -> Vec<u64> {
-                        let n = len.min(8);
-                        (0..n)
-                            .map(|k| base + if n > 1 { k * (len - 1) / (n - 1) } else { 0 })
-                            .collect()
-                    };
-                    let (hr, hc) = ((rows - r0).min(br), (cols - c0).min(bc));
-                    let first = pos_of(r0, c0);
-                    let uniform = probe(r0, hr)
-                        .iter()
-                        .all(|&r| probe(c0, hc).iter().all(|&c| pos_of(r, c) == first));
-                    s.push(if uniform { sym(first) } else { '·' });
-                }
-                s.push('\n');
-            }
-        }
-        if lv.fanout > DIGITS.len() as u64 {
-            let _ = writeln!(s, "  (`+` = position ≥ {})", DIGITS.len());
-        }
-    }
-    s
 }

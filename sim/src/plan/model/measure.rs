@@ -33,6 +33,19 @@ fn span_of(tasks: &[Task]) -> u32 {
         .unwrap_or(0)
 }
 
+/// The layouts of an op's inputs (it reads `reads`, held as `helds`) with tensor `t`,
+/// wherever the op reads it, laid out as `l`.
+fn with_input<'a>(
+    reads: &[usize],
+    t: usize,
+    helds: &'a [Held],
+    l: &'a TensorLayout,
+) -> Vec<&'a TensorLayout> {
+    (reads.iter().zip(helds))
+        .map(|(&r, h)| if r == t { l } else { &h.layout })
+        .collect()
+}
+
 /// Every region a task names, through `f`.
 pub(super) fn remap(t: &mut Task, f: impl Fn(RegionId) -> RegionId) {
     for r in t.reads.iter_mut().chain(t.writes.iter_mut()) {
@@ -300,17 +313,7 @@ impl Model {
                 self.replicas.insert(t, r);
             }
             if let Some(rep) = &self.replicas[&t] {
-                let ins: Vec<&TensorLayout> = helds
-                    .iter()
-                    .enumerate()
-                    .map(|(k, h)| {
-                        if self.ops[i].reads[k] == t {
-                            rep
-                        } else {
-                            &h.layout
-                        }
-                    })
-                    .collect();
+                let ins = with_input(&self.ops[i].reads, t, helds, rep);
                 if !mnsim_kernels::is_legal(&kern, &ins, o, &machine) {
                     return Vec::new();
                 }
@@ -322,15 +325,7 @@ impl Model {
         else {
             return Vec::new();
         };
-        let ins: Vec<&TensorLayout> = (helds.iter().enumerate())
-            .map(|(k, h)| {
-                if self.ops[i].reads[k] == t {
-                    slot_layout
-                } else {
-                    &h.layout
-                }
-            })
-            .collect();
+        let ins = with_input(&self.ops[i].reads, t, helds, slot_layout);
         let repeats = (self.ops[i].reads.iter()).filter(|&&r| r == t).count() > 1;
         let o = out.unwrap_or(ins[0]);
         let scan = mnsim_kernels::Scan::new(&kern, &ins, slot, o, &machine);
@@ -339,15 +334,7 @@ impl Model {
             let cand = &self.layouts[c as usize];
             self.legal_checks += 1;
             let ok = if repeats || out.is_none() {
-                let ins: Vec<&TensorLayout> = (helds.iter().enumerate())
-                    .map(|(k, h)| {
-                        if self.ops[i].reads[k] == t {
-                            cand
-                        } else {
-                            &h.layout
-                        }
-                    })
-                    .collect();
+                let ins = with_input(&self.ops[i].reads, t, helds, cand);
                 mnsim_kernels::is_legal(&kern, &ins, out.unwrap_or(ins[0]), &machine)
             } else {
                 scan.is_legal(cand)
