@@ -107,29 +107,6 @@ pub fn kernel_op(
     }
 }
 
-/// Where a shorthand op writes its result: the output tensor, its layout and buffers.
-struct Dest {
-    out: String,
-    layout: Option<String>,
-    buffers: Option<Buffers>,
-}
-
-/// The operand of a one-input op, if `ins` holds exactly one.
-fn one(ins: &[String]) -> Option<String> {
-    match ins {
-        [x] => Some(x.clone()),
-        _ => None,
-    }
-}
-
-/// The operands of a two-input op, if `ins` holds exactly two.
-fn two(ins: &[String]) -> Option<(String, String)> {
-    match ins {
-        [a, b] => Some((a.clone(), b.clone())),
-        _ => None,
-    }
-}
-
 /// The named shorthand of a kernel op, if the kernel has one and the operands fit it.
 fn shorthand(
     kernel: &Kernel,
@@ -139,66 +116,69 @@ fn shorthand(
     layout: &Option<String>,
     buffers: &Option<Buffers>,
 ) -> Option<Op> {
-    let d = Dest {
-        out: out.to_string(),
-        layout: layout.clone(),
-        buffers: buffers.clone(),
+    let out = out.to_string();
+    let layout = layout.clone();
+    let buffers = buffers.clone();
+    let one = || match ins {
+        [x] => Some(x.clone()),
+        _ => None,
     };
-    match kernel {
-        Kernel::Unary(_)
-        | Kernel::ReduceAxes { .. }
-        | Kernel::Softmax { .. }
-        | Kernel::LayerNorm { .. }
-        | Kernel::Transpose { .. }
-        | Kernel::Clamp { .. }
-        | Kernel::Elu { .. }
-        | Kernel::Reshape { .. } => one_input_shorthand(kernel, one(ins)?, name, d),
-        Kernel::Binary(_)
-        | Kernel::MatMul
-        | Kernel::BatchMatMul
-        | Kernel::BiasAdd { .. }
-        | Kernel::GeneralMatMul { .. } => two_input_shorthand(kernel, two(ins)?, d),
-        Kernel::Select => select_shorthand(ins, d),
-        Kernel::Concat { axis, inputs } => concat_shorthand(*axis, *inputs, ins, d),
-        // No shorthand: the generic `Kernel(...)` form.
-        Kernel::Slice { .. }
-        | Kernel::Conv(_)
-        | Kernel::Pool(_)
-        | Kernel::Interp(_)
-        | Kernel::Eltwise(_)
-        | Kernel::Norm(_)
-        | Kernel::Quant(_) => None,
-    }
-}
-
-/// The shorthand of a kernel that reads one tensor, `input`.
-fn one_input_shorthand(kernel: &Kernel, input: String, name: &str, d: Dest) -> Option<Op> {
-    let Dest {
-        out,
-        layout,
-        buffers,
-    } = d;
+    let two = || match ins {
+        [a, b] => Some((a.clone(), b.clone())),
+        _ => None,
+    };
     Some(match kernel {
         Kernel::Unary(op) if name == "Cast" && *op == mnsim_kernels::UnaryOp::Copy => Op::Cast {
-            input,
+            input: one()?,
             out,
             layout,
             buffers,
         },
         Kernel::Unary(op) => Op::Unary {
             op: *op,
-            input,
+            input: one()?,
             out,
             layout,
             buffers,
         },
+        Kernel::Binary(op) => {
+            let (a, b) = two()?;
+            Op::Binary {
+                op: *op,
+                a,
+                b,
+                out,
+                layout,
+                buffers,
+            }
+        }
+        Kernel::MatMul => {
+            let (a, b) = two()?;
+            Op::MatMul {
+                a,
+                b,
+                out,
+                layout,
+                buffers,
+            }
+        }
+        Kernel::BatchMatMul => {
+            let (a, b) = two()?;
+            Op::BatchMatMul {
+                a,
+                b,
+                out,
+                layout,
+                buffers,
+            }
+        }
         Kernel::ReduceAxes {
             op,
             axes,
             keep_dims,
         } => Op::ReduceAxes {
             op: reduce_op(*op),
-            input,
+            input: one()?,
             axes: axes.clone(),
             out,
             layout,
@@ -206,14 +186,14 @@ fn one_input_shorthand(kernel: &Kernel, input: String, name: &str, d: Dest) -> O
             keep_dims: *keep_dims,
         },
         Kernel::Softmax { axis } => Op::Softmax {
-            input,
+            input: one()?,
             axis: *axis,
             out,
             layout,
             buffers,
         },
         Kernel::LayerNorm { axis, eps } => Op::LayerNorm {
-            input,
+            input: one()?,
             axis: *axis,
             out,
             layout,
@@ -221,14 +201,25 @@ fn one_input_shorthand(kernel: &Kernel, input: String, name: &str, d: Dest) -> O
             eps: *eps,
         },
         Kernel::Transpose { perm } => Op::Transpose {
-            input,
+            input: one()?,
             perm: perm.clone(),
             out,
             layout,
             buffers,
         },
+        Kernel::Select => {
+            let [cond, a, b] = ins else { return None };
+            Op::Select {
+                cond: cond.clone(),
+                a: a.clone(),
+                b: b.clone(),
+                out,
+                layout,
+                buffers,
+            }
+        }
         Kernel::Clamp { min, max } => Op::Clamp {
-            input,
+            input: one()?,
             min: *min,
             max: *max,
             out,
@@ -236,132 +227,65 @@ fn one_input_shorthand(kernel: &Kernel, input: String, name: &str, d: Dest) -> O
             buffers,
         },
         Kernel::Elu { alpha } => Op::Elu {
-            input,
+            input: one()?,
             alpha: *alpha,
             out,
             layout,
             buffers,
         },
+        Kernel::BiasAdd { axis } => {
+            let (input, bias) = two()?;
+            Op::BiasAdd {
+                input,
+                bias,
+                axis: *axis,
+                out,
+                layout,
+                buffers,
+            }
+        }
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        } => {
+            let (a, b) = two()?;
+            Op::GeneralMatMul {
+                a,
+                b,
+                out,
+                transpose_a: *transpose_a,
+                transpose_b: *transpose_b,
+                layout,
+                buffers,
+            }
+        }
         Kernel::Reshape { shape } => Op::Reshape {
-            input,
+            input: one()?,
             shape: shape.clone(),
             out,
             layout,
             buffers,
         },
-        // Not one-input kernels: `shorthand` does not send these here.
-        Kernel::Binary(_)
-        | Kernel::MatMul
-        | Kernel::BatchMatMul
-        | Kernel::BiasAdd { .. }
-        | Kernel::GeneralMatMul { .. }
-        | Kernel::Select
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
+        Kernel::Concat { axis, inputs } => {
+            if *inputs != ins.len() {
+                return None;
+            }
+            Op::Concat {
+                inputs: ins.to_vec(),
+                axis: *axis,
+                out,
+                layout,
+                buffers,
+            }
+        }
+        // No shorthand: the generic `Kernel(...)` form.
+        Kernel::Slice { .. }
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_)
         | Kernel::Eltwise(_)
         | Kernel::Norm(_)
         | Kernel::Quant(_) => return None,
-    })
-}
-
-/// The shorthand of a kernel that reads two tensors, `a` and `b`.
-fn two_input_shorthand(kernel: &Kernel, (a, b): (String, String), d: Dest) -> Option<Op> {
-    let Dest {
-        out,
-        layout,
-        buffers,
-    } = d;
-    Some(match kernel {
-        Kernel::Binary(op) => Op::Binary {
-            op: *op,
-            a,
-            b,
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::MatMul => Op::MatMul {
-            a,
-            b,
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::BatchMatMul => Op::BatchMatMul {
-            a,
-            b,
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::BiasAdd { axis } => Op::BiasAdd {
-            input: a,
-            bias: b,
-            axis: *axis,
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::GeneralMatMul {
-            transpose_a,
-            transpose_b,
-        } => Op::GeneralMatMul {
-            a,
-            b,
-            out,
-            transpose_a: *transpose_a,
-            transpose_b: *transpose_b,
-            layout,
-            buffers,
-        },
-        // Not two-input kernels: `shorthand` does not send these here.
-        Kernel::Unary(_)
-        | Kernel::ReduceAxes { .. }
-        | Kernel::Softmax { .. }
-        | Kernel::LayerNorm { .. }
-        | Kernel::Transpose { .. }
-        | Kernel::Clamp { .. }
-        | Kernel::Elu { .. }
-        | Kernel::Reshape { .. }
-        | Kernel::Select
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Conv(_)
-        | Kernel::Pool(_)
-        | Kernel::Interp(_)
-        | Kernel::Eltwise(_)
-        | Kernel::Norm(_)
-        | Kernel::Quant(_) => return None,
-    })
-}
-
-/// `Select(cond: .., a: .., b: ..)`, if `ins` holds exactly three tensors.
-fn select_shorthand(ins: &[String], d: Dest) -> Option<Op> {
-    let [cond, a, b] = ins else { return None };
-    Some(Op::Select {
-        cond: cond.clone(),
-        a: a.clone(),
-        b: b.clone(),
-        out: d.out,
-        layout: d.layout,
-        buffers: d.buffers,
-    })
-}
-
-/// `Concat(inputs: [..], axis: ..)`, if `ins` holds the kernel's number of inputs.
-fn concat_shorthand(axis: usize, inputs: usize, ins: &[String], d: Dest) -> Option<Op> {
-    if inputs != ins.len() {
-        return None;
-    }
-    Some(Op::Concat {
-        inputs: ins.to_vec(),
-        axis,
-        out: d.out,
-        layout: d.layout,
-        buffers: d.buffers,
     })
 }
 
