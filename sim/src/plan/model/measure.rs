@@ -326,18 +326,23 @@ impl Model {
             return Vec::new();
         };
         let ins = with_input(&self.ops[i].reads, t, helds, slot_layout);
+        // A scan varies one operand: an input read twice, or one that is also the output
+        // (no output layout given), is checked whole.
         let repeats = (self.ops[i].reads.iter()).filter(|&&r| r == t).count() > 1;
-        let o = out.unwrap_or(ins[0]);
-        let scan = mnsim_kernels::Scan::new(&kern, &ins, slot, o, &machine);
+        let scan = match out {
+            Some(o) if !repeats => Some(mnsim_kernels::Scan::new(&kern, &ins, slot, o, &machine)),
+            _ => None,
+        };
         let mut legal: Vec<LayoutId> = Vec::new();
         for &c in &self.targets[&t] {
             let cand = &self.layouts[c as usize];
             self.legal_checks += 1;
-            let ok = if repeats || out.is_none() {
-                let ins = with_input(&self.ops[i].reads, t, helds, cand);
-                mnsim_kernels::is_legal(&kern, &ins, out.unwrap_or(ins[0]), &machine)
-            } else {
-                scan.is_legal(cand)
+            let ok = match &scan {
+                Some(scan) => scan.is_legal(cand),
+                None => {
+                    let ins = with_input(&self.ops[i].reads, t, helds, cand);
+                    mnsim_kernels::is_legal(&kern, &ins, out.unwrap_or(ins[0]), &machine)
+                }
             };
             if ok {
                 legal.push(c);
