@@ -171,7 +171,7 @@ impl Busy for WorldBusy<'_> {
             .map_or(0, |b| b.0.free_at(r).0)
     }
 
-    fn hold_train(&mut self, r: Resource, task: usize, train: Train) {
+    fn hold_train(&mut self, r: Resource, task: usize, train: Train<'_>) {
         let Some(e) = self.entity(r) else { return };
         if let Some(mut b) = self.sw.world.get_mut::<LevelBusy>(e) {
             b.0.hold_train(r, task, train);

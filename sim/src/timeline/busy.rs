@@ -24,29 +24,57 @@ pub trait Busy {
     fn hold(&mut self, r: Resource, task: usize, start: u64, cycles: u64);
     /// The end of `r`'s last booking (0 if never held): `r` is free from then on.
     fn last_end(&mut self, r: Resource) -> u64;
-    /// `count` holds of `r` by `task`, hold `i` over `[start + i·period, +cycles)`
-    /// (`cycles` ≤ `period`; `r` free from `start` on): the same state as that many
-    /// [`Busy::hold`]s, which it is by default.
-    fn hold_train(&mut self, r: Resource, task: usize, train: Train) {
-        for i in 0..train.count {
-            self.hold(r, task, train.at(i), train.cycles);
+    /// Task `task` holds `r` over every hold of `train` (`r` free from its start on):
+    /// the same state as those [`Busy::hold`]s one by one, which it is by default.
+    fn hold_train(&mut self, r: Resource, task: usize, train: Train<'_>) {
+        for (start, cycles) in train.holds() {
+            self.hold(r, task, start, cycles);
         }
     }
 }
 
-/// Holds of one resource at a steady pace (see [`Busy::hold_train`]).
+/// Holds of one resource at a steady pace (see [`Busy::hold_train`]): `count` periods
+/// of `period` cycles from `start`, each holding the resource over every `(offset,
+/// cycles)` of `pattern` (offsets from the period's start, in order, disjoint, the last
+/// hold ending by the next period's first: see [`Train::is_valid`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Train {
+pub struct Train<'a> {
     pub start: u64,
     pub period: u64,
-    pub cycles: u64,
     pub count: u64,
+    pub pattern: &'a [(u64, u64)],
 }
 
-impl Train {
-    /// The start of hold `i`.
+impl Train<'_> {
+    /// The start of period `i`.
     pub fn at(&self, i: u64) -> u64 {
         self.start.saturating_add(i.saturating_mul(self.period))
+    }
+
+    /// Hold `k` of period `i`: its start and end.
+    fn hold(&self, i: u64, k: usize) -> (u64, u64) {
+        let (offset, cycles) = self.pattern[k];
+        let start = self.at(i).saturating_add(offset);
+        (start, start.saturating_add(cycles))
+    }
+
+    /// Every hold, in order: its start and cycles.
+    pub fn holds(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (0..self.count).flat_map(move |i| {
+            let at = self.at(i);
+            (self.pattern.iter()).map(move |&(o, c)| (at.saturating_add(o), c))
+        })
+    }
+
+    /// Whether the pattern's holds are in order and disjoint, each period's ending by
+    /// the start of the next period's first.
+    pub fn is_valid(&self) -> bool {
+        let in_order = (self.pattern.windows(2)).all(|w| w[0].0.saturating_add(w[0].1) <= w[1].0);
+        let within = match (self.pattern.first(), self.pattern.last()) {
+            (Some(f), Some(l)) => l.0.saturating_add(l.1) <= f.0.saturating_add(self.period),
+            _ => true,
+        };
+        in_order && within
     }
 }
 
@@ -160,40 +188,90 @@ impl Slot {
         }
     }
 
-    /// The state [`Slot::insert`] of every hold of `t` gives, in closed form. After the
-    /// first hold (inserted as any), each hold is pushed after the last interval; the
-    /// intervals after the first form a queue of which every push past [`MAX_SPANS`]
-    /// intervals pops the oldest half, the first interval then ending where the last
-    /// popped did. So the pops, the first interval's end and the intervals left follow
-    /// from the count alone.
-    fn train(&mut self, t: Train, task: usize) {
-        if t.cycles == 0 || t.count == 0 {
-            return;
-        }
-        let span = |i: u64| Span {
-            start: t.at(i),
-            end: t.at(i).saturating_add(t.cycles),
-            task,
+    /// The state [`Slot::insert`] of every hold of `t` gives, in closed form. The first
+    /// period's holds are inserted as any. If they end after every interval, each later
+    /// hold is pushed after the last interval, or merged with it where it touches it:
+    /// per period the same spans, each from a hold that does not touch the one before
+    /// it. The intervals after the first form a queue of which every push past
+    /// [`MAX_SPANS`] intervals pops the oldest half, the first interval then ending
+    /// where the last popped did. So the pops, the first interval's end and the
+    /// intervals left follow from the count of spans alone.
+    fn train(&mut self, t: Train<'_>, task: usize) {
+        let holds: Vec<(u64, u64)> = (t.pattern.iter()).filter(|h| h.1 > 0).copied().collect();
+        let t = Train {
+            pattern: &holds,
+            ..t
         };
-        if t.cycles >= t.period {
-            // Touching holds merge into one interval.
-            self.insert(t.start, span(t.count - 1).end, task);
+        let Some(last) = holds.len().checked_sub(1) else {
+            return;
+        };
+        if t.count == 0 {
             return;
         }
-        self.insert(t.start, span(0).end, task);
-        if self.spans.last().map(|l| l.end) != Some(span(0).end) {
-            // The first hold fell before a later interval: hold by hold.
-            for i in 1..t.count {
-                self.insert(span(i).start, span(i).end, task);
+        for k in 0..=last {
+            let (start, end) = t.hold(0, k);
+            self.insert(start, end, task);
+        }
+        if t.count == 1 {
+            return;
+        }
+        if self.spans.last().map(|l| l.end) != Some(t.hold(0, last).1) {
+            // The first period fell before a later interval: hold by hold.
+            for (start, cycles) in t.holds().skip(holds.len()) {
+                self.insert(start, start.saturating_add(cycles), task);
             }
             return;
         }
-        // The queue: the intervals after the first (`queued`), then holds 1.. (`pushed`).
+        // The holds that start a span: those that do not touch the hold before them
+        // (the first hold's is the last of the period before).
+        let touches = |k: usize| match k {
+            0 => t.hold(0, last).1 == t.hold(1, 0).0,
+            _ => t.hold(0, k - 1).1 == t.hold(0, k).0,
+        };
+        let heads: Vec<usize> = (0..=last).filter(|&k| !touches(k)).collect();
+        let Some(&h0) = heads.first() else {
+            // Every hold touches the one before: one interval to the last hold's end.
+            self.extend_last(t.hold(t.count - 1, last).1, task);
+            return;
+        };
+        if h0 > 0 {
+            // Period 1's holds before the first head extend the last interval.
+            self.extend_last(t.hold(1, h0 - 1).1, task);
+        }
+        // Span `g` of the periods after the first: from the `g % q`-th head of period
+        // 1 + g / q to the end of the hold before the next head (of the next period,
+        // where there is one, for the last head).
+        let q = heads.len() as u64;
+        let span = |g: u64| {
+            let (i, u) = (1 + g / q, (g % q) as usize);
+            let start = t.hold(i, heads[u]).0;
+            let end = match heads.get(u + 1) {
+                Some(&next) => t.hold(i, next - 1).1,
+                None if h0 > 0 && i + 1 < t.count => t.hold(i + 1, h0 - 1).1,
+                None => t.hold(i, last).1,
+            };
+            Span { start, end, task }
+        };
+        self.push_spans((t.count - 1).saturating_mul(q), span);
+    }
+
+    /// The last interval ends at `end`, held last by `task`.
+    fn extend_last(&mut self, end: u64, task: usize) {
+        if let Some(l) = self.spans.last_mut() {
+            l.end = end;
+            l.task = task;
+        }
+    }
+
+    /// The state that [`Slot::insert`]ing `span(0..pushed)` gives, each after the last
+    /// interval and not touching it, in closed form.
+    fn push_spans(&mut self, pushed: u64, span: impl Fn(u64) -> Span) {
+        // The queue: the intervals after the first (`queued`), then the spans.
         let queued: Vec<Span> = self.spans[1..].to_vec();
-        let (q0, pushed) = (queued.len() as u64, t.count - 1);
+        let q0 = queued.len() as u64;
         let item = |i: u64| match queued.get(i as usize) {
             Some(&s) => s,
-            None => span(1 + i - q0),
+            None => span(i - q0),
         };
         // A pop when the queue reaches MAX_SPANS, of its oldest half.
         let (top, half) = (MAX_SPANS as u64, (MAX_SPANS / 2) as u64);
@@ -285,14 +363,14 @@ impl BusyTable {
 
     /// [`Busy::hold_train`]: the holds one by one while logging (every booking is kept),
     /// else the state they give, in closed form.
-    pub fn hold_train(&mut self, r: Resource, task: usize, t: Train) {
+    pub fn hold_train(&mut self, r: Resource, task: usize, t: Train<'_>) {
         if self.log.is_some() || t.count <= 1 {
-            for i in 0..t.count {
-                self.hold(r, task, t.at(i), t.cycles);
+            for (start, cycles) in t.holds() {
+                self.hold(r, task, start, cycles);
             }
             return;
         }
-        debug_assert!(t.cycles <= t.period, "a train's holds overlap: {t:?}");
+        debug_assert!(t.is_valid(), "a train's holds overlap: {t:?}");
         debug_assert!(self.free_at(r).0 <= t.start, "{r:?} is not free for {t:?}");
         let i = self.slot(r);
         self.slots[i].train(t, task);
@@ -353,7 +431,7 @@ impl Busy for BusyTable {
     fn last_end(&mut self, r: Resource) -> u64 {
         self.free_at(r).0
     }
-    fn hold_train(&mut self, r: Resource, task: usize, train: Train) {
+    fn hold_train(&mut self, r: Resource, task: usize, train: Train<'_>) {
         BusyTable::hold_train(self, r, task, train);
     }
 }

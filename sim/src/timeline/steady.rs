@@ -59,8 +59,8 @@ fn trains(
             let train = Train {
                 start,
                 period,
-                cycles: p,
                 count,
+                pattern: &[(0, p)],
             };
             busy.hold_train(h.resource, task, train);
             *b = b.saturating_add(p.saturating_mul(count));

@@ -362,14 +362,15 @@ fn a_later_transfer_back_fills_a_streams_port() {
 proptest::proptest! {
     /// A train of holds booked in closed form leaves the busy table as booking its holds
     /// one by one does, whatever the table held before (every interval, the first one's
-    /// end after the oldest gaps are given up, and the task of each).
+    /// end after the oldest gaps are given up, and the task of each): one hold a period
+    /// or several, touching each other or not, across periods or not.
     #[test]
     fn a_train_books_as_its_holds_one_by_one(
         before in proptest::collection::vec((0u64..40, 1u64..30), 0..90),
         gap in 0u64..3,
         back in 0u64..6,
-        period in 1u64..20,
-        cycles in 0u64..20,
+        pattern in proptest::collection::vec((0u64..4, 0u64..12), 1..5),
+        slack in 0u64..4,
         count in 0u64..400,
     ) {
         let r = Resource::Port { level: L, dir: Dir::Down };
@@ -380,12 +381,22 @@ proptest::proptest! {
             table.hold(r, k, t, len);
             t += len;
         }
-        let cycles = cycles.min(period);
+        // Holds in order, each `skip` after the one before; the period ends `slack`
+        // after the last (0: the next period's first hold touches it).
+        let mut holds = Vec::new();
+        let mut at = 0;
+        for &(skip, cycles) in &pattern {
+            at += skip;
+            holds.push((at, cycles));
+            at += cycles;
+        }
+        let period = (at + slack).max(1);
         // Mostly after every interval; sometimes (`back` past `gap`) before the last ends.
-        let train = Train { start: (t + gap).saturating_sub(back), period, cycles, count };
+        let train = Train { start: (t + gap).saturating_sub(back), period, count, pattern: &holds };
+        proptest::prop_assert!(train.is_valid());
         let mut one_by_one = table.clone();
-        for i in 0..count {
-            one_by_one.hold(r, 999, train.start + i * period, cycles);
+        for (start, cycles) in train.holds() {
+            one_by_one.hold(r, 999, start, cycles);
         }
         table.hold_train(r, 999, train);
         proptest::prop_assert_eq!(&table, &one_by_one);
