@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 mod busy;
+mod pace;
 mod resume;
 mod steady;
 mod streams;
@@ -199,8 +200,8 @@ pub struct Timeline {
     pending: Vec<(u64, u64, Option<usize>)>,
     own: BusyTable,
     /// The work of placing the tasks so far: walk steps and sends placed one by one,
-    /// each one; trains of them placed whole ([`steady`]), one per resource and one per
-    /// [`steady::TIMES_PER_WORK`] steps whose times they write. A planner's budget
+    /// each one; trains of them placed whole ([`steady`], [`pace`]), one per resource and
+    /// one per [`pace::TIMES_PER_WORK`] steps whose times they write. A planner's budget
     /// counts it: it grows with the time placing took, the same on every machine.
     pub work: u64,
 }

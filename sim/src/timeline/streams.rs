@@ -21,7 +21,8 @@
 //! A slice the walk needs again after it left LM is **re-sent**: the consumer pays the
 //! producer's cycles and holds per slice again (in both schedules).
 
-use super::steady::{self, send_chain};
+use super::pace::Pacer;
+use super::steady::send_chain;
 use super::{Busy, Hold, Timeline};
 use crate::ids::RegionId;
 use serde::{Deserialize, Serialize};
@@ -30,7 +31,7 @@ use std::sync::Arc;
 /// `a · b / c` rounded down (`c` > 0), in 64 bits where the product fits (a 128-bit
 /// division is several times slower, and this runs for every step of every walk), else
 /// in 128 bits; saturating.
-fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+pub(super) fn mul_div(a: u64, b: u64, c: u64) -> u64 {
     match a.checked_mul(b) {
         Some(p) => p / c,
         None => (a as u128 * b as u128 / c as u128).min(u64::MAX as u128) as u64,
@@ -291,6 +292,61 @@ impl WalkIn {
     }
 }
 
+/// A walk in progress: its inputs as read so far, what its steps booked of each hold,
+/// the end of its last step, when each output slice is ready, and the steps placed.
+pub(super) struct WalkRun {
+    pub ins: Vec<WalkIn>,
+    pub booked: Vec<u64>,
+    pub prev_end: u64,
+    pub ready: Vec<u64>,
+    pub j: u64,
+}
+
+impl WalkRun {
+    /// Places the walk's next step (of `w`, task `index` started at `s0`) and the sends
+    /// it reads that are not sent yet; returns the work (one per send and step).
+    pub(super) fn step(
+        &mut self,
+        w: &Walk,
+        holds: &[Hold],
+        (index, s0): (usize, u64),
+        busy: &mut dyn Busy,
+    ) -> u64 {
+        let (j, n) = (self.j, u64::from(w.steps.max(1)));
+        let mut work = 1;
+        let mut st = self.prev_end;
+        for (s, input) in self.ins.iter_mut().zip(&w.inputs) {
+            let Some(&m) = input.need.get(j as usize) else {
+                continue;
+            };
+            while (s.arrival.len() as u32) <= m {
+                s.send_next(input, (index, s0), busy);
+                work += 1;
+            }
+            st = st.max(s.arrival[m as usize]);
+        }
+        let e = book_step(
+            holds,
+            &mut self.booked,
+            (w.own_cycles, j, n),
+            index,
+            st,
+            busy,
+        );
+        for (s, input) in self.ins.iter_mut().zip(&w.inputs) {
+            if let Some(&m) = input.need.get(j as usize) {
+                s.last_use[m as usize] = e;
+            }
+        }
+        if let Some(r) = (w.out.get(j as usize)).and_then(|&o| self.ready.get_mut(o as usize)) {
+            *r = e;
+        }
+        self.prev_end = e;
+        self.j += 1;
+        work
+    }
+}
+
 impl Timeline {
     /// Places the sends of a deferred stream nothing streams from (as fast as its
     /// resources allow) and records when it ends.
@@ -377,7 +433,8 @@ impl Timeline {
     /// Runs a walk from `s0`: returns its end and, per output slice, when it is ready.
     /// The task's own `holds` are booked step by step, each step taking its share of
     /// every hold (never past the step's end but for rounding on the last step), from
-    /// when the resources are free.
+    /// when the resources are free; stretches at a steady pace in closed form
+    /// ([`super::pace`]).
     pub(super) fn run_walk(
         &mut self,
         w: &Walk,
@@ -386,91 +443,52 @@ impl Timeline {
         s0: u64,
         busy: &mut dyn Busy,
     ) -> (u64, Vec<u64>) {
-        // Counted once per input (a scan of its sends).
-        let resends: Vec<u64> = w.inputs.iter().map(StreamIn::resends).collect();
-        let mut ins: Vec<WalkIn> = (w.inputs.iter().enumerate())
-            .map(|(k, i)| WalkIn {
-                arrival: Vec::with_capacity(i.sends.len()),
-                last_use: Vec::with_capacity(i.sends.len()),
-                seen: vec![false; i.slices.max(1) as usize],
-                firsts: 0,
-                resends: 0,
-                total_resends: resends[k],
-                resend_cycles: scale(i.producer_cycles, resends[k], i.slices),
-                resend_holds: i.holds_of(resends[k]),
-                sent: Vec::new(),
-                resent: Vec::new(),
-                prev: 0,
-                source: self.produced.get(&i.region).cloned(),
-                whole: self
-                    .regions
-                    .get(&i.region)
-                    .and_then(|u| u.written)
-                    .map_or(0, |x| x.0),
+        let ins: Vec<WalkIn> = (w.inputs.iter())
+            .map(|i| {
+                let resends = i.resends();
+                WalkIn {
+                    arrival: Vec::with_capacity(i.sends.len()),
+                    last_use: Vec::with_capacity(i.sends.len()),
+                    seen: vec![false; i.slices.max(1) as usize],
+                    firsts: 0,
+                    resends: 0,
+                    total_resends: resends,
+                    resend_cycles: scale(i.producer_cycles, resends, i.slices),
+                    resend_holds: i.holds_of(resends),
+                    sent: Vec::new(),
+                    resent: Vec::new(),
+                    prev: 0,
+                    source: self.produced.get(&i.region).cloned(),
+                    whole: (self.regions.get(&i.region))
+                        .and_then(|u| u.written)
+                        .map_or(0, |x| x.0),
+                }
             })
             .collect();
         let n = u64::from(w.steps.max(1));
-        let mut booked = vec![0u64; holds.len()];
-        let mut prev_end = s0;
-        let mut ready = vec![s0; w.out_slices as usize];
-        // Whether the walk may run steady: looked at when it reaches its first check (a
-        // walk too short to jump never pays for it).
-        let mut pace: Option<Option<steady::Pace>> = None;
-        let mut ends = [0u64; steady::RING];
-        let mut j = 0;
-        while j < n {
-            let mut st = prev_end;
-            for (s, input) in ins.iter_mut().zip(&w.inputs) {
-                let Some(&m) = input.need.get(j as usize) else {
-                    continue;
-                };
-                while (s.arrival.len() as u32) <= m {
-                    s.send_next(input, (index, s0), busy);
-                    self.work = self.work.saturating_add(1);
-                }
-                st = st.max(s.arrival[m as usize]);
-            }
-            let e = book_step(holds, &mut booked, (w.own_cycles, j, n), index, st, busy);
-            for (s, input) in ins.iter_mut().zip(&w.inputs) {
-                if let Some(&m) = input.need.get(j as usize) {
-                    s.last_use[m as usize] = e;
-                }
-            }
-            if let Some(r) = w
-                .out
-                .get(j as usize)
-                .and_then(|&o| ready.get_mut(o as usize))
+        let mut run = WalkRun {
+            ins,
+            booked: vec![0u64; holds.len()],
+            prev_end: s0,
+            ready: vec![s0; w.out_slices as usize],
+            j: 0,
+        };
+        // Whether the walk may run steady: asked when it reaches its first look (a walk
+        // too short to jump never pays for it).
+        let mut pacer: Option<Option<Pacer>> = None;
+        while run.j < n {
+            let work = run.step(w, holds, (index, s0), busy);
+            self.work = self.work.saturating_add(work);
+            if run.j.is_multiple_of(super::pace::CHECK)
+                && run.j + 2 < n
+                && let Some(p) = pacer.get_or_insert_with(|| Pacer::new(w, holds, &run.ins))
             {
-                *r = e;
-            }
-            prev_end = e;
-            ends[j as usize % steady::RING] = e;
-            j += 1;
-            self.work = self.work.saturating_add(1);
-            if j % steady::CHECK == 0
-                && j + 2 < n
-                && let Some(p) = pace.get_or_insert_with(|| steady::pace(w, holds, &ins))
-            {
-                let state = steady::WalkState {
-                    ins: &mut ins,
-                    holds,
-                    booked: &mut booked,
-                    ends: &mut ends,
-                    ready: &mut ready,
-                    index,
-                };
-                let k = p.jump(w, state, j - 1, busy);
-                if k > 0 {
-                    j += k;
-                    self.work = (self.work)
-                        .saturating_add(p.trains())
-                        .saturating_add(k / steady::TIMES_PER_WORK);
-                    prev_end = ends[(j - 1) as usize % steady::RING];
-                }
+                let work = p.look(w, holds, (index, s0), &mut run, busy);
+                self.work = self.work.saturating_add(work);
             }
         }
-        self.finish_consumed(w, &ins, busy);
-        (prev_end, ready)
+        self.finish_consumed(w, &run.ins, busy);
+        (run.prev_end, run.ready)
     }
 
     /// After a walk: the deferred streams it consumed send the slices it did not read,

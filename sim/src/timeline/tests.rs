@@ -368,7 +368,7 @@ proptest::proptest! {
     fn a_train_books_as_its_holds_one_by_one(
         before in proptest::collection::vec((0u64..40, 1u64..30), 0..90),
         gap in 0u64..3,
-        back in 0u64..6,
+        later in proptest::option::of(0u64..4),
         pattern in proptest::collection::vec((0u64..4, 0u64..12), 1..5),
         slack in 0u64..4,
         count in 0u64..400,
@@ -391,9 +391,12 @@ proptest::proptest! {
             at += cycles;
         }
         let period = (at + slack).max(1);
-        // Mostly after every interval; sometimes (`back` past `gap`) before the last ends.
-        let train = Train { start: (t + gap).saturating_sub(back), period, count, pattern: &holds };
+        let train = Train { start: t + gap, period, count, pattern: &holds };
         proptest::prop_assert!(train.is_valid());
+        // Mostly after every interval; sometimes before one booked after the train's end.
+        if let Some(d) = later {
+            table.hold(r, 500, train.at(count) + at + d, 3);
+        }
         let mut one_by_one = table.clone();
         for (start, cycles) in train.holds() {
             one_by_one.hold(r, 999, start, cycles);
@@ -469,6 +472,130 @@ proptest::proptest! {
             tasks.push(load);
             tasks.push(k);
         }
+        let mut trains = BusyTable::default();
+        let mut one = OneByOne(BusyTable::default());
+        let mut a = Timeline::new(Schedule::Overlapped, 1 << 20);
+        let mut b = Timeline::new(Schedule::Overlapped, 1 << 20);
+        for t in &tasks {
+            a.push_on(t, &mut trains);
+            b.push_on(t, &mut one);
+        }
+        a.settle(&mut trains);
+        b.settle(&mut one);
+        proptest::prop_assert_eq!(&a.placed, &b.placed);
+        proptest::prop_assert_eq!(&trains, &one.0);
+    }
+}
+
+/// A Load of `slices` slices (`cycles` in all, holding the down port of `level` for
+/// `busy` of them) into region `to`, sent as its consumer walks them.
+fn deferred_load(level: u16, slices: u32, (cycles, busy): (u64, u64), to: u32) -> Task {
+    let mut load = load(cycles, busy, to, 10);
+    load.holds[0].resource = Resource::Port {
+        level: LevelId(level),
+        dir: Dir::Down,
+    };
+    load.walk = Some(Walk {
+        steps: slices,
+        own_cycles: cycles,
+        out: (0..slices).collect(),
+        out_slices: slices,
+        deferred: true,
+        inputs: Vec::new(),
+    });
+    load
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+    /// Walks whose steps settle into a steady pace (placed as macro steps in closed
+    /// form) are placed as when every send and step is booked on its own: the same
+    /// placements and busy state. Each program is a transfer on a port, maybe a walk on
+    /// the matrix unit of a stream on another port, then a kernel walking `n` steps, its cycles shared evenly or not, on the vector unit (and the
+    /// matrix unit), reading one to three streams: a new slice each step, each slice
+    /// for `r` steps, or a few slices over and over; from Loads whose cycles share
+    /// evenly or not, on ports of their own or shared.
+    #[test]
+    fn walks_at_a_steady_pace_place_as_step_by_step(
+        first in 0u64..400,
+        (earlier, e_per, e_work) in (0u32..400, 1u64..30, 0u64..20),
+        eighths in 5u32..90,
+        (work, q, a, matrix_part) in (0u64..6, 0u32..4, 0u64..8, 0u64..4),
+        streams in proptest::collection::vec(
+            (0u32..3, 1u32..9, (1u64..40, 0u32..3, 0u64..4, 0u64..4), 1u32..4, 0u32..2),
+            1..4,
+        ),
+    ) {
+        let n = 8 * eighths;
+        let mut tasks = vec![load(first.max(1), first, 90, 1)];
+        // Before the walk, another whose steps and sends (on the port of the first
+        // stream's Load) fall in its way: the later walk fills their gaps.
+        if earlier > 0 {
+            let cycles = e_per * u64::from(earlier);
+            tasks.push(deferred_load(2, earlier, (cycles, cycles / 2), 80));
+            let mut k = kernel(matrix(e_work * u64::from(earlier)), &[80], 81, 1);
+            let order: Vec<u32> = (0..earlier).collect();
+            let (need, sends) = crate::lowering::walk::sends(&order, 2);
+            k.walk = Some(Walk {
+                steps: earlier,
+                own_cycles: k.cycles,
+                out: Vec::new().into(),
+                out_slices: 0,
+                deferred: false,
+                inputs: vec![StreamIn {
+                    region: RegionId(80),
+                    buffers: 2,
+                    need: need.into(),
+                    sends: sends.clone().into(),
+                    slices: earlier,
+                    producer_cycles: cycles,
+                    producer_holds: tasks[1].holds.clone(),
+                    resent: crate::timeline::resends_of(&sends, earlier),
+                }],
+            });
+            tasks.push(k);
+        }
+        // Shares that repeat every 2^q steps.
+        let own = work * u64::from(n) + u64::from(n >> q) * (a % (1 << q));
+        let mut k = kernel(vector(own), &[], 99, 20);
+        if matrix_part > 0 {
+            k.holds.push(matrix(own / (matrix_part + 1)));
+        }
+        let mut inputs = Vec::new();
+        for (i, &(how, r, (per, q, a, busy), buffers, shared)) in streams.iter().enumerate() {
+            // The slices each step reads: a new one, each `r` steps, or a few round and round.
+            let order: Vec<u32> = match how {
+                0 => (0..n).collect(),
+                1 => (0..n).map(|t| t / r).collect(),
+                _ => (0..n).map(|t| (t / r) % (r + 1)).collect(),
+            };
+            let slices = order.iter().max().map_or(1, |m| m + 1);
+            let cycles = per * u64::from(slices) + u64::from(slices >> q) * (a % (1 << q));
+            let busy = (busy + 1) * cycles / 4;
+            let level = if shared == 1 { 1 } else { 2 + i as u16 };
+            tasks.push(deferred_load(level, slices, (cycles, busy.min(cycles)), i as u32));
+            let (need, sends) = crate::lowering::walk::sends(&order, buffers);
+            k.reads.push(RegionId(i as u32));
+            inputs.push(StreamIn {
+                region: RegionId(i as u32),
+                buffers,
+                need: need.into(),
+                sends: sends.clone().into(),
+                slices,
+                producer_cycles: cycles,
+                producer_holds: tasks.last().map(|t| t.holds.clone()).unwrap_or_default(),
+                resent: crate::timeline::resends_of(&sends, slices),
+            });
+        }
+        k.walk = Some(Walk {
+            steps: n,
+            own_cycles: own,
+            out: Vec::new().into(),
+            out_slices: 0,
+            deferred: false,
+            inputs,
+        });
+        tasks.push(k);
         let mut trains = BusyTable::default();
         let mut one = OneByOne(BusyTable::default());
         let mut a = Timeline::new(Schedule::Overlapped, 1 << 20);
