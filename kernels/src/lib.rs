@@ -30,7 +30,9 @@ pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use cost::{KernelCost, cost, per_unit_extent};
 pub use eltwise::{Act, Cmp, Eltwise};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
-pub use legality::{Legality, Scan, Unit, check, check_unexplained, is_legal, reduced_share};
+pub use legality::{
+    LayoutFns, Legality, Scan, Unit, check, check_unexplained, is_legal, reduced_share,
+};
 pub use norm::{Norm, NormKind};
 pub use quant::{Quant, QuantDir, QuantParams};
 pub use reference::{eval, eval_share, reference};

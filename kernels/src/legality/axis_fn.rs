@@ -22,11 +22,14 @@ pub(super) struct AxisFn {
 }
 
 impl AxisFn {
+    /// The contribution of no axis (or of one not split at the level).
+    pub(super) const ZERO: AxisFn = AxisFn {
+        terms: Vec::new(),
+        period: 1,
+    };
+
     pub(super) fn zero() -> Self {
-        AxisFn {
-            terms: Vec::new(),
-            period: 1,
-        }
+        Self::ZERO
     }
 
     pub(super) fn of(layout: &TensorLayout, axis: usize, level: usize, extent: u64) -> Self {

@@ -137,16 +137,17 @@ impl<'a> Ctx<'a> {
     /// for (the planner asks thousands of times whether a layout is legal).
     pub(super) fn level(&self, x: usize) -> Result<bool, Fault> {
         let (cout, cin, non_rep) = self.contributions_at(x);
-        let cin: Vec<&[AxisFn]> = cin.iter().map(Vec::as_slice).collect();
-        self.rule(x, &cout, &cin, &non_rep)
+        self.rule(x, &cout, &|j, v| &cin[j][v], &non_rep)
     }
 
-    /// [`Ctx::level`] on the contributions at level `x` ([`Ctx::contributions_at`]).
-    pub(super) fn rule(
+    /// [`Ctx::level`] on the contributions at level `x` ([`Ctx::contributions_at`]):
+    /// `cin(j, v)` is input `j`'s contribution to variable `v` (asked of the inputs in
+    /// `non_rep` only).
+    pub(super) fn rule<'c>(
         &self,
         x: usize,
         cout: &[AxisFn],
-        cin: &[&[AxisFn]],
+        cin: &dyn Fn(usize, usize) -> &'c AxisFn,
         non_rep: &[usize],
     ) -> Result<bool, Fault> {
         let (k, r, nv) = (self.k, self.out_rank, self.ext.len());
@@ -155,7 +156,7 @@ impl<'a> Ctx<'a> {
         // Softmax, LayerNorm: the normalised axis must be whole on the PE.
         if let Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } = k {
             let axis = *axis;
-            if non_rep.contains(&0) && !cin[0][r].is_zero() {
+            if non_rep.contains(&0) && !cin(0, r).is_zero() {
                 return Err(Fault::NormInputSplit { x, axis });
             }
             if non_rep.contains(&0) && !cout[axis].is_zero() {
@@ -167,7 +168,7 @@ impl<'a> Ctx<'a> {
             // Reduced variables first: a split contraction is the more useful diagnosis.
             for &j in non_rep {
                 for v in (r..nv).chain(0..r) {
-                    if !same(&cin[j][v], &cout[v], self.ext[v]) {
+                    if !same(cin(j, v), &cout[v], self.ext[v]) {
                         return Err(Fault::Mismatch { x, j, v });
                     }
                 }
@@ -180,20 +181,20 @@ impl<'a> Ctx<'a> {
         // The output is replicated over X: a non-replicated input may only be split by
         // the reduced variables, and only for an Add reduction (partial results).
         for &j in non_rep {
-            if let Some(h) = cin[j][..r].iter().position(|f| !f.is_zero()) {
+            if let Some(h) = (0..r).position(|v| !cin(j, v).is_zero()) {
                 return Err(Fault::SplitUnderReplicatedOutput { x, j, h });
             }
         }
         for &j in non_rep {
-            for (v, f) in cin[j].iter().enumerate().skip(r) {
-                if !f.is_zero() && !k.is_additive() {
+            for v in r..nv {
+                if !cin(j, v).is_zero() && !k.is_additive() {
                     return Err(Fault::NotAdditive { x, j, v });
                 }
             }
         }
         // The common pattern of the reduced variables: the first split seen.
         let pattern: Vec<Option<usize>> = (r..nv)
-            .map(|v| non_rep.iter().copied().find(|&j| !cin[j][v].is_zero()))
+            .map(|v| non_rep.iter().copied().find(|&j| !cin(j, v).is_zero()))
             .collect();
         if pattern.iter().all(Option::is_none) {
             return Err(Fault::NotHeld { x, j: non_rep[0] });
@@ -201,8 +202,8 @@ impl<'a> Ctx<'a> {
         for &j in non_rep {
             for v in r..nv {
                 let agrees = match pattern[v - r] {
-                    Some(j0) => same(&cin[j][v], &cin[j0][v], self.ext[v]),
-                    None => same(&cin[j][v], &AxisFn::zero(), self.ext[v]),
+                    Some(j0) => same(cin(j, v), cin(j0, v), self.ext[v]),
+                    None => same(cin(j, v), &AxisFn::zero(), self.ext[v]),
                 };
                 if !agrees {
                     let j0 = pattern[v - r].unwrap_or(j);

@@ -38,6 +38,36 @@ struct Prepared<'a> {
     levels: Vec<(Vec<AxisFn>, Vec<Vec<AxisFn>>)>,
     /// Per variable, the hole's axis that takes it.
     hole_axes: Vec<Option<usize>>,
+    /// Every variable the hole takes spans its axis whole (its contributions are then
+    /// [`LayoutFns`]'); otherwise each layout is checked whole.
+    exact: bool,
+}
+
+/// The contribution of no axis.
+static ZERO: AxisFn = AxisFn::ZERO;
+
+/// What a [`Scan`] reads of one layout: whether it is laid out for the machine, and
+/// per level and axis the axis's contribution to the position at that level.
+pub struct LayoutFns {
+    for_machine: bool,
+    levels: Vec<Vec<AxisFn>>,
+}
+
+impl LayoutFns {
+    /// The functions of `l` on machine `m`.
+    pub fn new(l: &TensorLayout, m: &Machine) -> LayoutFns {
+        let shape = l.logical_shape();
+        LayoutFns {
+            for_machine: for_machine(l, m),
+            levels: (0..l.levels().len())
+                .map(|x| {
+                    (shape.iter().enumerate())
+                        .map(|(a, &e)| AxisFn::of(l, a, x, e))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
 }
 
 impl<'a> Scan<'a> {
@@ -63,43 +93,44 @@ impl<'a> Scan<'a> {
 
     /// Whether the kernel is legal with input `hole` laid out as `l`.
     pub fn is_legal(&self, l: &TensorLayout) -> bool {
+        self.is_legal_with(l, &LayoutFns::new(l, self.m))
+    }
+
+    /// [`Scan::is_legal`] of `l`, whose per-level functions `fns` are worked out
+    /// already ([`LayoutFns::new`] of `l` on this scan's machine): a planner that scans
+    /// the same candidates for many kernels works them out once.
+    pub fn is_legal_with(&self, l: &TensorLayout, fns: &LayoutFns) -> bool {
         let Some(p) = &self.prepared else {
             return self.whole(l);
         };
-        if l.logical_shape() != p.shape.as_slice() || l.dtype() != p.dtype {
+        if !p.exact || l.logical_shape() != p.shape.as_slice() || l.dtype() != p.dtype {
             return self.whole(l);
         }
-        if !for_machine(l, self.m) {
+        if !fns.for_machine {
             return false;
         }
         let n = self.inputs.len();
+        // Per input, whether it is replicated at the level; per variable, the hole's
+        // contribution.
+        let mut rep = vec![false; n];
+        let mut non_rep: Vec<usize> = Vec::with_capacity(n);
         for (x, (cout, fixed)) in p.levels.iter().enumerate() {
-            let hole_rep = l.levels()[x].replicated;
-            let mine: Vec<AxisFn> = if hole_rep {
-                Vec::new()
-            } else {
-                (p.hole_axes.iter().zip(&p.ctx.ext))
-                    .map(|(a, &e)| a.map_or_else(AxisFn::zero, |a| AxisFn::of(l, a, x, e)))
-                    .collect()
+            for (j, r) in rep.iter_mut().enumerate() {
+                *r = match j == self.hole {
+                    true => l.levels()[x].replicated,
+                    false => self.inputs[j].levels()[x].replicated,
+                };
+            }
+            non_rep.clear();
+            non_rep.extend((0..n).filter(|&j| !rep[j]));
+            let mine = |v: usize| match p.hole_axes[v] {
+                Some(a) => &fns.levels[x][a],
+                None => &ZERO,
             };
-            let cin: Vec<&[AxisFn]> = (0..n)
-                .map(|j| {
-                    if j == self.hole {
-                        mine.as_slice()
-                    } else {
-                        fixed[j].as_slice()
-                    }
-                })
-                .collect();
-            let non_rep: Vec<usize> = (0..n)
-                .filter(|&j| {
-                    if j == self.hole {
-                        !hole_rep
-                    } else {
-                        !self.inputs[j].levels()[x].replicated
-                    }
-                })
-                .collect();
+            let cin = |j: usize, v: usize| match j == self.hole {
+                true => mine(v),
+                false => &fixed[j][v],
+            };
             if p.ctx.rule(x, cout, &cin, &non_rep).is_err() {
                 return false;
             }
@@ -147,12 +178,15 @@ fn prepare<'a>(
             })
             .collect()
     };
-    let hole_axes = (0..ctx.ext.len()).map(|v| ctx.axis_of(hole, v)).collect();
+    let hole_axes: Vec<Option<usize>> = (0..ctx.ext.len()).map(|v| ctx.axis_of(hole, v)).collect();
+    let exact = (hole_axes.iter().zip(&ctx.ext))
+        .all(|(a, &e)| a.is_none_or(|a| proto.logical_shape().get(a) == Some(&e)));
     Some(Prepared {
         shape: proto.logical_shape().to_vec(),
         dtype: proto.dtype(),
         ctx,
         levels,
         hole_axes,
+        exact,
     })
 }

@@ -295,9 +295,19 @@ impl Model {
         let t = self.ops[i].reads[slot];
         if !self.targets.contains_key(&t) {
             let (mut ids, _) = self.generate(t);
-            // Fewest words per PE first: the first legal ones are the targets.
+            // Fewest words per PE first: the first legal ones are the targets. What a
+            // scan reads of each is worked out once, for every kernel that scans them.
             ids.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
-            self.targets.insert(t, ids);
+            let m = self.coster.machine();
+            let fns = (ids.into_iter())
+                .map(|c| {
+                    (
+                        c,
+                        mnsim_kernels::LayoutFns::new(&self.layouts[c as usize], m),
+                    )
+                })
+                .collect();
+            self.targets.insert(t, fns);
         }
         let Some((kern, _, _)) = self.ops[i].op.kernel() else {
             return Vec::new();
@@ -321,7 +331,7 @@ impl Model {
         }
         // The kernel's work on the other operands is done once for the scan; the
         // input's own layout fills `slot` (and its repeats).
-        let Some(slot_layout) = (self.targets[&t].first()).map(|&c| &self.layouts[c as usize])
+        let Some(slot_layout) = (self.targets[&t].first()).map(|c| &self.layouts[c.0 as usize])
         else {
             return Vec::new();
         };
@@ -334,11 +344,11 @@ impl Model {
             _ => None,
         };
         let mut legal: Vec<LayoutId> = Vec::new();
-        for &c in &self.targets[&t] {
-            let cand = &self.layouts[c as usize];
+        for (c, fns) in &self.targets[&t] {
+            let (c, cand) = (*c, &self.layouts[*c as usize]);
             self.legal_checks += 1;
             let ok = match &scan {
-                Some(scan) => scan.is_legal(cand),
+                Some(scan) => scan.is_legal_with(cand, fns),
                 None => {
                     let ins = with_input(&self.ops[i].reads, t, helds, cand);
                     mnsim_kernels::is_legal(&kern, &ins, out.unwrap_or(ins[0]), &machine)

@@ -209,8 +209,9 @@ pub struct Model {
     lm_words: u64,
     /// Layout texts the joint seeds bound for a tensor, and what they bound to.
     bound_texts: HashMap<usize, HashMap<String, Option<LayoutId>>>,
-    /// Relayout targets per tensor, generated on first need.
-    targets: HashMap<usize, Vec<LayoutId>>,
+    /// Relayout targets per tensor, generated on first need, with what a scan reads of
+    /// each.
+    targets: HashMap<usize, Vec<(LayoutId, mnsim_kernels::LayoutFns)>>,
     /// Each tensor's fully replicated layout (`None` where it does not fit LM).
     replicas: HashMap<usize, Option<TensorLayout>>,
     /// Legal targets per (op, slot, the other inputs' layouts, output layout).
