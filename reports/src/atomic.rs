@@ -350,16 +350,18 @@ pub(crate) fn sync_dir(dir: &Path) {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("mnsim-atomic-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
+    /// A fresh, empty folder of the system's temp dir, removed when the value is dropped.
+    fn scratch(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("mnsim-atomic-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     #[test]
     fn a_dropped_temp_is_removed_and_unregistered() {
-        let d = scratch("temp");
+        let dir = scratch("temp");
+        let d = dir.path();
         let t = Temp::beside(&d.join("x"), "tmp");
         let p = t.path().to_path_buf();
         fs::write(&p, "half").unwrap();
@@ -374,12 +376,13 @@ mod tests {
         t.commit(|t| fs::rename(t, d.join("x"))).unwrap();
         assert_eq!(fs::read_to_string(d.join("x")).unwrap(), "whole");
         assert!(!pending_paths().contains(&p2));
-        fs::remove_dir_all(&d).unwrap();
+        dir.close().unwrap();
     }
 
     #[test]
     fn a_held_lock_makes_the_second_writer_fail_naming_it() {
-        let d = scratch("lock");
+        let dir = scratch("lock");
+        let d = dir.path();
         let target = d.join("s.ron");
         let held = Lock::acquire(&target).unwrap();
         let err = Lock::acquire_within(&target, Duration::from_millis(50)).unwrap_err();
@@ -388,12 +391,13 @@ mod tests {
         drop(held);
         assert!(!d.join(".s.ron.lock").exists(), "the lock file is removed");
         drop(Lock::acquire(&target).unwrap());
-        fs::remove_dir_all(&d).unwrap();
+        dir.close().unwrap();
     }
 
     #[test]
     fn concurrent_updates_all_land() {
-        let d = scratch("update");
+        let dir = scratch("update");
+        let d = dir.path();
         let target = d.join("log");
         fs::write(&target, "").unwrap();
         std::thread::scope(|s| {
@@ -417,8 +421,8 @@ mod tests {
             .collect();
         lines.sort();
         assert_eq!(lines, (0..8).map(|i| i.to_string()).collect::<Vec<_>>());
-        let left: Vec<_> = fs::read_dir(&d).unwrap().collect();
+        let left: Vec<_> = fs::read_dir(d).unwrap().collect();
         assert_eq!(left.len(), 1, "no temporary or lock file left: {left:?}");
-        fs::remove_dir_all(&d).unwrap();
+        dir.close().unwrap();
     }
 }

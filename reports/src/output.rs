@@ -260,17 +260,19 @@ fn swap(tmp: &Path, dir: &Path, exists: bool) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("mnsim-output-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
+    /// A fresh, empty folder of the system's temp dir, removed when the value is dropped.
+    fn scratch(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("mnsim-output-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     /// A swap whose new folder has vanished puts the old folder back.
     #[test]
     fn a_failed_swap_is_undone() {
-        let base = scratch("undo");
+        let work = scratch("undo");
+        let base = work.path();
         let dir = base.join("out");
         fs::create_dir(&dir).unwrap();
         fs::write(dir.join("report.json"), "old").unwrap();
@@ -279,7 +281,7 @@ mod tests {
         let err = swap(&tmp, &dir, true).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotFound);
         assert_eq!(fs::read_to_string(dir.join("report.json")).unwrap(), "old");
-        fs::remove_dir_all(&base).unwrap();
+        work.close().unwrap();
     }
 
     #[test]

@@ -66,8 +66,11 @@ mod tests {
         let e = read_text_capped(Path::new("/dev/zero"), 1 << 20).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::FileTooLarge);
         assert!(e.to_string().contains("not a regular file"), "{e}");
-        let d = std::env::temp_dir().join(format!("mnsim-input-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("mnsim-input-")
+            .tempdir()
+            .unwrap();
+        let d = dir.path();
         let f = d.join("big.ron");
         std::fs::write(&f, vec![b' '; (1 << 20) + 1]).unwrap();
         let e = read_text_capped(&f, 1 << 20).unwrap_err();
@@ -77,7 +80,7 @@ mod tests {
         );
         std::fs::write(&f, b"ok").unwrap();
         assert_eq!(read_text_capped(&f, 1 << 20).unwrap(), "ok");
-        assert_eq!(read_text(&d).unwrap_err().kind(), ErrorKind::IsADirectory);
-        std::fs::remove_dir_all(&d).unwrap();
+        assert_eq!(read_text(d).unwrap_err().kind(), ErrorKind::IsADirectory);
+        dir.close().unwrap();
     }
 }

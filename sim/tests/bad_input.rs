@@ -1,6 +1,9 @@
 //! Bad input through the binary: every class ends with a non-zero exit and a message
 //! that names the culprit, never a panic; a closed stdout ends quietly.
 
+mod common;
+
+use common::tmp::{TempDir, tempdir};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -16,13 +19,14 @@ fn mnsim(args: &[&str]) -> Output {
         .expect("runs")
 }
 
-/// Writes a scenario into a scratch file and returns its path.
-fn scenario(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("mnsim-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(format!("{name}.ron"));
+/// Writes a scenario into a scratch folder and returns the folder (removed when dropped:
+/// keep it while the file is used) and the file's path.
+fn scenario(name: &str, text: &str) -> (TempDir, String) {
+    let dir = tempdir("bad");
+    let p = dir.path().join(format!("{name}.ron"));
     std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
+    let p = p.to_str().unwrap().to_string();
+    (dir, p)
 }
 
 /// The run fails with exit code 1, no panic, and stderr holding every one of `want`.
@@ -103,7 +107,8 @@ fn every_subcommand(out_dir: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn a_closed_stdout_ends_quietly_for_every_subcommand() {
-    let dir = std::env::temp_dir().join(format!("mnsim-closed-{}", std::process::id()));
+    let tmp = tempdir("closed");
+    let dir = tmp.path().join("out");
     let dir = dir.to_str().unwrap().to_string();
     for args in every_subcommand(&dir) {
         // The reader goes away before mnsim writes (`mnsim ... | head -0`).
@@ -120,8 +125,6 @@ fn a_closed_stdout_ends_quietly_for_every_subcommand() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(format!("{dir}-merged"));
 }
 
 #[test]
@@ -129,7 +132,8 @@ fn a_full_disk_on_stdout_is_an_error_not_a_panic() {
     if !Path::new("/dev/full").exists() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("mnsim-full-{}", std::process::id()));
+    let tmp = tempdir("full");
+    let dir = tmp.path().join("out");
     let dir = dir.to_str().unwrap().to_string();
     for args in every_subcommand(&dir) {
         let full = std::fs::OpenOptions::new()
@@ -147,8 +151,6 @@ fn a_full_disk_on_stdout_is_an_error_not_a_panic() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains("writing output"), "{args:?}: {err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(format!("{dir}-merged"));
 }
 
 #[test]
@@ -194,7 +196,7 @@ fn a_memory_smaller_than_a_word_is_refused() {
 
 #[test]
 fn a_cycle_count_past_two_to_the_53_is_an_error_naming_the_rates() {
-    let s = scenario(
+    let (_dir, s) = scenario(
         "huge",
         r#"Scenario(
     name: "huge",
@@ -222,7 +224,7 @@ fn a_cycle_count_past_two_to_the_53_is_an_error_naming_the_rates() {
 
 #[test]
 fn a_binding_of_zero_is_the_same_error_in_both_modes() {
-    let s = scenario("bind0", TOY);
+    let (_dir, s) = scenario("bind0", TOY);
     let mut errs = Vec::new();
     for mode in ["timing", "functional"] {
         let out = mnsim(&["run", &s, "--bind", "n=0", "--mode", mode]);
@@ -237,7 +239,7 @@ fn a_binding_of_zero_is_the_same_error_in_both_modes() {
     }
     assert_eq!(errs[0], errs[1]);
     // In the file too, pointing at the dimension.
-    let s = scenario(
+    let (_dir, s) = scenario(
         "bind0file",
         &TOY.replace("mode: Functional,", "mode: Timing, bind: {\"n\": 0},"),
     );
@@ -247,7 +249,7 @@ fn a_binding_of_zero_is_the_same_error_in_both_modes() {
 
 #[test]
 fn numeric_fields_are_validated_with_their_place() {
-    let s = scenario(
+    let (_dir, s) = scenario(
         "fill",
         &TOY.replace(
             r#""x": (dtype: F32, shape: "f32[n<=8,8]", init: Random(seed: 1)),"#,
@@ -265,7 +267,7 @@ fn numeric_fields_are_validated_with_their_place() {
             "tensor `x`: Fill value 1000 is outside the range of s8 (-128 to 127)",
         ],
     );
-    let s = scenario(
+    let (_dir, s) = scenario(
         "eps",
         &TOY.replace(
             r#"Unary(op: Relu, input: "x", out: "y"),"#,
@@ -281,7 +283,7 @@ fn numeric_fields_are_validated_with_their_place() {
 #[test]
 fn mixed_dtypes_are_rejected_by_one_rule() {
     // Integers and floats meet only through an explicit conversion.
-    let s = scenario(
+    let (_dir, s) = scenario(
         "mixed",
         &TOY.replace(
             r#""y": (dtype: F32, shape: "f32[n<=8,8]"),"#,
@@ -297,7 +299,7 @@ fn mixed_dtypes_are_rejected_by_one_rule() {
         ],
     );
     // Float types mix: an f16 result of an f32 operand is rounded once into f16.
-    let s = scenario(
+    let (_dir, s) = scenario(
         "mixed_floats",
         &TOY.replace(
             r#""y": (dtype: F32, shape: "f32[n<=8,8]"),"#,
@@ -320,8 +322,8 @@ fn mixed_dtypes_are_rejected_by_one_rule() {
 /// the estimate and the way out; the same run in timing mode goes ahead.
 #[test]
 fn a_functional_run_too_large_for_memory_is_refused_before_allocating() {
-    let dir = std::env::temp_dir().join(format!("mnsim-mem-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempdir("mem");
+    let dir = tmp.path().join("out");
     let run = |mode: &str| {
         Command::new(env!("CARGO_BIN_EXE_mnsim"))
             .args([
@@ -356,7 +358,6 @@ fn a_functional_run_too_large_for_memory_is_refused_before_allocating() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

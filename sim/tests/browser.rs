@@ -4,6 +4,9 @@
 //! Without `/usr/bin/chromium` the browser test is skipped with a note, except when the `CI`
 //! environment variable is set: there it fails, since CI installs Chromium (`.ci/run`).
 
+mod common;
+
+use common::tmp::{TempDir, tempdir};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -14,12 +17,9 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 /// How long one Chromium run may take.
 const TIMEOUT: Duration = Duration::from_secs(180);
 
-/// A fresh, empty scratch directory for this test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mnsim-browser-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh, empty scratch directory for this test, removed when the value is dropped.
+fn scratch(name: &str) -> TempDir {
+    tempdir(&format!("browser-{name}"))
 }
 
 fn scenario(name: &str) -> PathBuf {
@@ -48,8 +48,9 @@ fn run_scenario(scenario: &Path, out: &Path) {
 /// comparison as JSON and HTML.
 #[test]
 fn run_out_writes_pages_and_traces() {
-    let out = scratch("files");
-    run_scenario(&scenario("transfer_blog_1024x512.ron"), &out);
+    let out_dir = scratch("files");
+    let out = out_dir.path();
+    run_scenario(&scenario("transfer_blog_1024x512.ron"), out);
     for plan in ["blog", "cols", "bcast"] {
         for file in ["report.json", "report.md", "report.html", "trace.json"] {
             let p = out.join(plan).join(file);
@@ -74,14 +75,13 @@ fn run_out_writes_pages_and_traces() {
     assert!(page.contains("href=\"blog/report.html\""));
 
     // One plan: everything in the folder itself, no comparison.
-    let one = scratch("one");
-    run_scenario(&scenario("rates_mncore2.ron"), &one);
+    let one_dir = scratch("one");
+    let one = one_dir.path();
+    run_scenario(&scenario("rates_mncore2.ron"), one);
     for file in ["report.json", "report.md", "report.html", "trace.json"] {
         assert!(one.join(file).is_file(), "{file} missing");
     }
     assert!(!one.join("compare.html").exists());
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = std::fs::remove_dir_all(&one);
 }
 
 /// What a Chromium run left.
@@ -229,11 +229,12 @@ fn pages_render_in_headless_chromium() {
         eprintln!("note: {CHROMIUM} not found, skipping the browser test");
         return;
     }
-    let work = scratch("pages");
+    let work_dir = scratch("pages");
+    let work = work_dir.path();
     let out = work.join("out");
     run_scenario(&scenario("transfer_blog_1024x512.ron"), &out);
 
-    let dom = render(&out.join("blog/report.html"), &work, "report");
+    let dom = render(&out.join("blog/report.html"), work, "report");
     for id in ["level-chart", "resources-chart", "timeline-chart"] {
         assert!(
             dom.contains(&format!("<svg id=\"{id}\" role=\"img\"")),
@@ -259,13 +260,13 @@ fn pages_render_in_headless_chromium() {
     ready.min = ready.max / 2;
     let spread = work.join("spread.html");
     std::fs::write(&spread, mnsim_reports::html(&report)).unwrap();
-    let dom = render(&spread, &work, "spread");
+    let dom = render(&spread, work, "spread");
     assert!(
         dom.contains("<svg id=\"ready-chart\" role=\"img\""),
         "ready-chart not in the rendered DOM"
     );
 
-    let dom = render(&out.join("compare.html"), &work, "compare");
+    let dom = render(&out.join("compare.html"), work, "compare");
     for id in ["totals-chart", "plan-level-chart"] {
         assert!(
             dom.contains(&format!("<svg id=\"{id}\" role=\"img\"")),
@@ -277,5 +278,4 @@ fn pages_render_in_headless_chromium() {
         3,
         "a bar per plan"
     );
-    let _ = std::fs::remove_dir_all(&work);
 }

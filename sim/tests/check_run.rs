@@ -4,6 +4,9 @@
 //! does, with the run's message. And the functional run's memory estimate counts every
 //! `Time` step LM keeps; a mistyped `MNSIM_MEMORY_LIMIT` is an error.
 
+mod common;
+
+use common::tmp::{TempDir, tempdir};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -26,21 +29,19 @@ fn stderr(o: &Output) -> String {
         .join(" ")
 }
 
-/// A scenario written to a temp file, removed when dropped.
-struct Temp(PathBuf);
+/// A scenario written to a file in a fresh temp folder, removed (with the folder) when
+/// dropped.
+struct Temp {
+    path: PathBuf,
+    _dir: TempDir,
+}
 
 impl Temp {
     fn new(name: &str, text: &str) -> Temp {
-        let p =
-            std::env::temp_dir().join(format!("mnsim-check-run-{}-{name}.ron", std::process::id()));
+        let dir = tempdir("check-run");
+        let p = dir.path().join(format!("{name}.ron"));
         std::fs::write(&p, text).unwrap();
-        Temp(p)
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        Temp { path: p, _dir: dir }
     }
 }
 
@@ -145,7 +146,7 @@ fn check_fails_where_run_fails_with_its_message() {
     ];
     for (name, text, says) in cases {
         let t = Temp::new(name, &text);
-        let (failed, err) = agree(&t.0);
+        let (failed, err) = agree(&t.path);
         assert!(failed, "{name}: run accepts it");
         assert!(err.contains(says), "{name}: {err}");
     }
@@ -169,7 +170,7 @@ fn a_dimension_too_large_for_dram_fails_at_once_naming_the_tensor() {
         );
         let t = Temp::new(&format!("huge{rows}"), &text);
         let start = std::time::Instant::now();
-        let (failed, err) = agree(&t.0);
+        let (failed, err) = agree(&t.path);
         assert!(failed, "{rows}: run accepts it");
         assert!(err.contains("`x`"), "{err}");
         assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
@@ -241,7 +242,7 @@ fn the_memory_estimate_counts_every_time_step_lm_keeps() {
     let t = Temp::new("stepped", STEPPED);
     let cap = (est.dram + est.lm / 2).to_string();
     let o = mnsim(
-        &["run", t.0.to_str().unwrap()],
+        &["run", t.path.to_str().unwrap()],
         &[("MNSIM_MEMORY_LIMIT", &cap)],
     );
     assert!(!o.status.success());
@@ -255,7 +256,7 @@ fn the_memory_estimate_counts_every_time_step_lm_keeps() {
 #[test]
 fn a_memory_limit_that_is_not_a_size_is_an_error() {
     let t = Temp::new("limit", STEPPED);
-    let p = t.0.to_str().unwrap();
+    let p = t.path.to_str().unwrap();
     for bad in ["abc", "1.5GB", "-1", "", "12 34", "1e9"] {
         let o = mnsim(&["run", p], &[("MNSIM_MEMORY_LIMIT", bad)]);
         assert!(!o.status.success(), "{bad:?} accepted");
@@ -299,10 +300,8 @@ fn a_graph_tensor_too_large_for_dram_fails_its_import_at_once() {
     // 2^62 × 4 f32 overflows a byte count; 2^36 × 4 f32 (1 TiB) is beyond mncore2's DRAM.
     // The import used to scan every divisor of the dimension for its default layout.
     for rows in [1u64 << 62, 1 << 36] {
-        let p = std::env::temp_dir().join(format!(
-            "mnsim-check-run-{}-graph{rows}.json",
-            std::process::id()
-        ));
+        let dir = tempdir("check-run");
+        let p = dir.path().join(format!("graph{rows}.json"));
         std::fs::write(&p, softmax_graph(rows)).unwrap();
         let path = p.to_str().unwrap();
         for args in [
@@ -325,6 +324,5 @@ fn a_graph_tensor_too_large_for_dram_fails_its_import_at_once() {
                 start.elapsed()
             );
         }
-        let _ = std::fs::remove_file(&p);
     }
 }

@@ -1,6 +1,8 @@
 //! Numbers people look for: `--json` on run, check, compare and machines; `ops.csv` beside
 //! `report.json`; the hint when the bottleneck is a level layouts cannot name.
 
+mod common;
+
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -103,8 +105,8 @@ fn machines_json_lists_presets_and_describes_one() {
 
 #[test]
 fn ops_csv_sits_beside_report_json() {
-    let dir = std::env::temp_dir().join(format!("mnsim-ops-csv-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = common::tmp::tempdir("ops-csv");
+    let dir = tmp.path().join("out");
     let out = mnsim(&[
         "run",
         "scenarios/blog_12x8.ron",
@@ -137,7 +139,6 @@ fn ops_csv_sits_beside_report_json() {
             "{line}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -249,10 +250,9 @@ fn sweep_merge_layout_explain_and_shape_index_print_json() {
     assert_eq!(v["schema"], mnsim_reports::SWEEP_SCHEMA);
     assert_eq!(v["rows"].as_array().unwrap().len(), 2);
     // With --out: the files are written and the same JSON printed; merge prints the whole.
-    let dir = std::env::temp_dir().join(format!("mnsim-json-sweep-{}", std::process::id()));
-    let merged = dir.with_extension("merged");
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&merged);
+    let tmp = common::tmp::tempdir("json-sweep");
+    let dir = tmp.path().join("sweep");
+    let merged = tmp.path().join("merged");
     let v2 = json(&[
         "sweep",
         "scenarios/blog_12x8.ron",
@@ -275,8 +275,7 @@ fn sweep_merge_layout_explain_and_shape_index_print_json() {
         "--json",
     ]);
     assert_eq!(m["rows"], file["rows"]);
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&merged);
+    drop(tmp);
 
     let v = json(&[
         "layout",
@@ -323,8 +322,8 @@ fn sweep_merge_layout_explain_and_shape_index_print_json() {
 /// view that summed `cycles` would disagree.
 #[test]
 fn hidden_cycles_are_the_same_in_the_terminal_the_html_and_the_json() {
-    let dir = std::env::temp_dir().join(format!("mnsim-hidden-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = common::tmp::tempdir("hidden");
+    let dir = tmp.path().join("out");
     let args = ["run", "scenarios/double_buffer.ron", "--plan", "single"];
     let v = json(&[&args[..], &["--json"]].concat());
     let r = &v[0];
@@ -376,5 +375,4 @@ fn hidden_cycles_are_the_same_in_the_terminal_the_html_and_the_json() {
         )),
         "the HTML's figures"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

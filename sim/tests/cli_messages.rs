@@ -2,6 +2,9 @@
 //! characters, numbers out of range, kernels' layout rules, `--bind` names, a plan left to
 //! the planner, report numbering, and colour only where it belongs.
 
+mod common;
+
+use common::tmp::{TempDir, tempdir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,16 +22,14 @@ fn mnsim(args: &[&str]) -> Output {
         .expect("runs")
 }
 
-/// A scratch folder of this test process.
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mnsim-msg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch folder of one test, removed when the value is dropped.
+fn scratch() -> TempDir {
+    tempdir("msg")
 }
 
-/// Writes a scenario into the scratch folder and returns its path.
-fn scenario(name: &str, text: &str) -> String {
-    let p = scratch().join(format!("{name}.ron"));
+/// Writes a scenario into the scratch folder `dir` and returns its path.
+fn scenario(dir: &TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(format!("{name}.ron"));
     std::fs::write(&p, text).unwrap();
     p.to_str().unwrap().to_string()
 }
@@ -75,6 +76,7 @@ const TOY: &str = r#"Scenario(
 
 #[test]
 fn a_key_given_twice_is_refused_at_its_second_place_naming_the_first() {
+    let dir = scratch();
     let cases = [
         (
             "tensors",
@@ -119,12 +121,12 @@ fn a_key_given_twice_is_refused_at_its_second_place_naming_the_first() {
         ),
     ];
     assert!(
-        ok(&mnsim(&["check", &scenario("nodup", TOY)])).contains("ok  plan rows"),
+        ok(&mnsim(&["check", &scenario(&dir, "nodup", TOY)])).contains("ok  plan rows"),
         "the file without duplicates is fine"
     );
     for (name, from, to, at, want) in cases {
         assert!(TOY.contains(from), "{name}");
-        let s = scenario(&format!("dup_{name}"), &TOY.replacen(from, to, 1));
+        let s = scenario(&dir, &format!("dup_{name}"), &TOY.replacen(from, to, 1));
         let err = fails(&mnsim(&["check", &s]));
         assert!(
             err.contains(&format!("dup_{name}.ron{at}")),
@@ -137,16 +139,17 @@ fn a_key_given_twice_is_refused_at_its_second_place_naming_the_first() {
 
 #[test]
 fn a_byte_order_mark_is_not_part_of_the_text() {
-    let with = scenario("bom", &format!("\u{feff}{TOY}"));
+    let dir = scratch();
+    let with = scenario(&dir, "bom", &format!("\u{feff}{TOY}"));
     assert!(ok(&mnsim(&["check", &with])).contains("ok  plan rows"));
     assert!(ok(&mnsim(&["run", &with])).contains("total"));
     // Errors point where an editor shows them: the same places as without the mark.
     let bad = TOY.replace("Relu", "Rleu");
     let err_with = fails(&mnsim(&[
         "check",
-        &scenario("bom_bad", &format!("\u{feff}{bad}")),
+        &scenario(&dir, "bom_bad", &format!("\u{feff}{bad}")),
     ]));
-    let err_without = fails(&mnsim(&["check", &scenario("nobom_bad", &bad)]));
+    let err_without = fails(&mnsim(&["check", &scenario(&dir, "nobom_bad", &bad)]));
     assert!(err_with.contains("bom_bad.ron:12:19:"), "{err_with}");
     assert!(
         err_without.contains("nobom_bad.ron:12:19:"),
@@ -157,7 +160,9 @@ fn a_byte_order_mark_is_not_part_of_the_text() {
 
 #[test]
 fn columns_count_characters_in_the_message_and_in_the_snippet() {
+    let dir = scratch();
     let s = scenario(
+        &dir,
         "unicode",
         r#"Scenario(
     name: "u",
@@ -175,6 +180,7 @@ fn columns_count_characters_in_the_message_and_in_the_snippet() {
 
 #[test]
 fn a_buffers_count_out_of_range_is_a_range_error() {
+    let dir = scratch();
     for (text, want) in [
         (
             "18446744073709551615",
@@ -183,6 +189,7 @@ fn a_buffers_count_out_of_range_is_a_range_error() {
         ("1.5", "`buffers: 1.5`: a count of slices is a whole number"),
     ] {
         let s = scenario(
+            &dir,
             "buffers_big",
             &TOY.replace(
                 r#"Load(tensor: "x", layout: "$x")"#,
@@ -198,6 +205,7 @@ fn a_buffers_count_out_of_range_is_a_range_error() {
 
 #[test]
 fn a_plan_whose_buffers_variable_is_left_to_the_planner_prints_and_writes_a_plan_that_runs() {
+    let dir = scratch();
     let text = r#"Scenario(
     name: "planned buffers",
     machine: Preset("toy4"),
@@ -210,7 +218,7 @@ fn a_plan_whose_buffers_variable_is_left_to_the_planner_prints_and_writes_a_plan
     },
     program: [Load(tensor: "x", layout: "$x", buffers: "$xb"), Unary(op: Relu, input: "x", out: "y"), Store(tensor: "y")],
 )"#;
-    let s = scenario("plan_buffers", text);
+    let s = scenario(&dir, "plan_buffers", text);
     let out = ok(&mnsim(&["plan", &s, "--work", "2000"]));
     let line = out
         .lines()
@@ -226,7 +234,7 @@ fn a_plan_whose_buffers_variable_is_left_to_the_planner_prints_and_writes_a_plan
             line.replace("\"open\"", "\"pasted\"")
         ),
     );
-    let p = scenario("plan_buffers_pasted", &pasted);
+    let p = scenario(&dir, "plan_buffers_pasted", &pasted);
     assert!(ok(&mnsim(&["run", &p, "--plan", "pasted"])).contains("total"));
     // --write adds the same plan, and it runs.
     let out = mnsim(&["plan", &s, "--work", "2000", "--write", "chosen"]);
@@ -236,6 +244,7 @@ fn a_plan_whose_buffers_variable_is_left_to_the_planner_prints_and_writes_a_plan
 
 #[test]
 fn select_messages_name_the_rule_that_applies() {
+    let dir = scratch();
     let sel = |cond: &str, cond_layout: &str, tail: &str| {
         format!(
             r#"Scenario(
@@ -260,6 +269,7 @@ fn select_messages_name_the_rule_that_applies() {
     // Without `layout:` the output follows `cond`, a pred: say so, not "its shape or type
     // differs from its input's".
     let s = scenario(
+        &dir,
         "sel_nolayout",
         &sel("pred[8,8]", "((4_PE, 2:8), (8:1))", ""),
     );
@@ -273,6 +283,7 @@ fn select_messages_name_the_rule_that_applies() {
     // A lower-rank `cond` broadcasts along the output's leading axis: say that it
     // broadcasts (not that it "does not have" the axis), and name the kernel once.
     let s = scenario(
+        &dir,
         "sel_bcast",
         &sel(
             "pred[8]",
@@ -292,7 +303,8 @@ fn select_messages_name_the_rule_that_applies() {
 
 #[test]
 fn a_bind_that_names_no_dimension_is_an_error_naming_the_dimensions() {
-    let s = scenario("bind_typo", TOY);
+    let dir = scratch();
+    let s = scenario(&dir, "bind_typo", TOY);
     for cmd in ["check", "run"] {
         let err = fails(&mnsim(&[cmd, &s, "--bind", "m=4"]));
         assert!(
@@ -320,7 +332,9 @@ fn a_bind_that_names_no_dimension_is_an_error_naming_the_dimensions() {
 
 #[test]
 fn run_of_a_scenario_whose_every_plan_is_left_to_the_planner_fails_saying_how_to_plan() {
+    let dir = scratch();
     let s = scenario(
+        &dir,
         "all_any",
         &TOY.replace(
             r#""rows": {"x": "((4_PE, 2:8), (8:1))"},"#,
@@ -387,12 +401,13 @@ fn report_index_is_the_position_in_the_program() {
 /// diagnostics (run under `script`, which gives the program a terminal).
 #[test]
 fn no_color_turns_colour_off_on_a_terminal() {
+    let dir = scratch();
     if Command::new("script").arg("--version").output().is_err() {
         eprintln!("skipped: `script` (util-linux) is not installed");
         return;
     }
     let bin = env!("CARGO_BIN_EXE_mnsim");
-    let bad = scenario("color_bad", &TOY.replace("Relu", "Rleu"));
+    let bad = scenario(&dir, "color_bad", &TOY.replace("Relu", "Rleu"));
     let on_tty = |cmd: &str, no_color: bool| -> String {
         let mut c = Command::new("script");
         c.args(["-qec", cmd, "/dev/null"])

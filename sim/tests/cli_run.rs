@@ -1,11 +1,13 @@
 //! `mnsim run`: the same reports at any thread count, and bad input of every kind ends
 //! with a located error and nothing written under `--out`.
 
+mod common;
+
+use common::tmp::tempdir;
 use mnsim_sim::scenario::{self, Source};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn mnsim(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_mnsim"));
@@ -14,30 +16,6 @@ fn mnsim(args: &[&str], env: &[(&str, &str)]) -> Output {
         c.env(k, v);
     }
     c.output().expect("runs mnsim")
-}
-
-/// A fresh directory under the system's temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("mnsim-cli-run-{what}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Every file under `dir` (relative path → bytes).
@@ -71,13 +49,13 @@ fn blog() -> String {
 
 #[test]
 fn reports_are_byte_identical_at_any_thread_count() {
-    let tmp = TempDir::new("threads");
+    let tmp = tempdir("cli-run-threads");
     let scenario = blog();
     // The scenario runs in functional mode; `--mode timing` counts without data.
     for (mode, extra) in [("functional", None), ("timing", Some("timing"))] {
         let mut outs = Vec::new();
         for threads in ["1", "2"] {
-            let out = tmp.path(&format!("{mode}-{threads}"));
+            let out = tmp.path().join(format!("{mode}-{threads}"));
             let out_s = out.display().to_string();
             let mut args = vec!["run", scenario.as_str(), "--out", out_s.as_str()];
             if let Some(m) = extra {
@@ -264,12 +242,12 @@ fn bad_cases() -> Vec<Bad> {
 
 #[test]
 fn bad_input_is_located_and_writes_nothing() {
-    let tmp = TempDir::new("bad");
+    let tmp = tempdir("cli-run-bad");
     for (k, bad) in bad_cases().into_iter().enumerate() {
-        let file = tmp.path(&format!("bad{k}.ron"));
+        let file = tmp.path().join(format!("bad{k}.ron"));
         std::fs::write(&file, &bad.text).expect("write scenario");
         let file_s = file.display().to_string();
-        let out = tmp.path(&format!("out{k}"));
+        let out = tmp.path().join(format!("out{k}"));
         let out_s = out.display().to_string();
         let mut args = vec!["run", file_s.as_str(), "--out", out_s.as_str()];
         args.extend(bad.args.iter().copied());
@@ -309,16 +287,16 @@ fn bad_input_is_located_and_writes_nothing() {
 
 #[test]
 fn a_plan_failing_at_run_time_leaves_an_existing_out_dir_unchanged() {
-    let tmp = TempDir::new("partial");
+    let tmp = tempdir("cli-run-partial");
     // Plan `a` runs; plan `b` splits over PE, so its Reduce fails at run time.
     let text = toy4(
         X,
         "        Load(tensor: \"x\", layout: \"$x\"),\n        Reduce(tensor: \"x\", level: \"PE\", op: Max),\n        Store(tensor: \"x\"),",
         "    plans: {\"a\": {\"x\": \"((12), (8); B@[PE])\"}, \"b\": {\"x\": \"((4_PE, 3), (8))\"}},\n",
     );
-    let file = tmp.path("s.ron");
+    let file = tmp.path().join("s.ron");
     std::fs::write(&file, &text).unwrap();
-    let out = tmp.path("out");
+    let out = tmp.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     // An earlier run's report.
     std::fs::write(out.join("report.md"), "earlier").unwrap();
@@ -363,9 +341,9 @@ fn schedule_flag_chooses_how_ops_are_placed() {
         .join("../scenarios/mlp_block.ron")
         .display()
         .to_string();
-    let out = TempDir::new("schedule");
+    let out = tempdir("cli-run-schedule");
     let total = |schedule: &str| -> serde_json::Value {
-        let dir = out.path(schedule);
+        let dir = out.path().join(schedule);
         let o = mnsim(
             &[
                 "run",
@@ -412,8 +390,8 @@ fn schedule_flag_chooses_how_ops_are_placed() {
 /// plan is written there.
 #[test]
 fn out_holds_one_run() {
-    let dir = std::env::temp_dir().join(format!("mnsim-out-one-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempdir("out-one");
+    let dir = tmp.path().join("out");
     let d = dir.to_str().unwrap();
     let run = |extra: &[&str]| {
         let mut args = vec![
@@ -467,5 +445,4 @@ fn out_holds_one_run() {
         std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
         "mine"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

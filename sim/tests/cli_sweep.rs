@@ -1,5 +1,8 @@
 //! `mnsim sweep` and `mnsim compare` through the binary.
 
+mod common;
+
+use common::tmp::{TempDir, tempdir};
 use std::path::Path;
 use std::process::Command;
 
@@ -11,10 +14,9 @@ fn mnsim(args: &[&str]) -> std::process::Output {
         .expect("runs")
 }
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("mnsim-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// The path `name` in the test's scratch folder `tmp` (nothing there yet).
+fn scratch(tmp: &TempDir, name: &str) -> std::path::PathBuf {
+    tmp.path().join(name)
 }
 
 fn ok(out: &std::process::Output) {
@@ -38,7 +40,8 @@ const TWO_KNOBS: [&str; 8] = [
 
 #[test]
 fn a_two_knob_sweep_has_every_point_and_cycles_follow_the_knobs() {
-    let dir = scratch("two");
+    let tmp = tempdir("sweep");
+    let dir = scratch(&tmp, "two");
     let mut args = TWO_KNOBS.to_vec();
     args.extend(["--out", dir.to_str().unwrap()]);
     ok(&mnsim(&args));
@@ -103,23 +106,25 @@ fn a_two_knob_sweep_has_every_point_and_cycles_follow_the_knobs() {
     );
     assert_eq!(svg.matches("<polyline").count(), 2);
     assert!(html.contains("<svg") && html.contains("<table>"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn merged_shards_equal_the_unsharded_sweep_byte_for_byte() {
-    let whole = scratch("whole");
+    let tmp = tempdir("sweep");
+    let whole = scratch(&tmp, "whole");
     let mut args = TWO_KNOBS.to_vec();
     args.extend(["--out", whole.to_str().unwrap()]);
     ok(&mnsim(&args));
-    let shards: Vec<std::path::PathBuf> = (0..3).map(|i| scratch(&format!("shard{i}"))).collect();
+    let shards: Vec<std::path::PathBuf> = (0..3)
+        .map(|i| scratch(&tmp, &format!("shard{i}")))
+        .collect();
     for (i, d) in shards.iter().enumerate() {
         let mut args = TWO_KNOBS.to_vec();
         let shard = format!("{i}/3");
         args.extend(["--shard", &shard, "--out", d.to_str().unwrap()]);
         ok(&mnsim(&args));
     }
-    let merged = scratch("merged");
+    let merged = scratch(&tmp, "merged");
     // Shards given in any order.
     let out = mnsim(&[
         "merge",
@@ -141,7 +146,7 @@ fn merged_shards_equal_the_unsharded_sweep_byte_for_byte() {
     let out = mnsim(&[
         "merge",
         "--out",
-        scratch("short").to_str().unwrap(),
+        scratch(&tmp, "short").to_str().unwrap(),
         shards[0].to_str().unwrap(),
         shards[2].to_str().unwrap(),
     ]);
@@ -151,9 +156,6 @@ fn merged_shards_equal_the_unsharded_sweep_byte_for_byte() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for d in shards.iter().chain([&whole, &merged]) {
-        let _ = std::fs::remove_dir_all(d);
-    }
 }
 
 #[test]
@@ -287,7 +289,8 @@ fn sweep_into(dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
 
 #[test]
 fn sweep_axes_are_checked_before_any_point_runs() {
-    let dir = scratch("axes");
+    let tmp = tempdir("sweep");
+    let dir = scratch(&tmp, "axes");
     for (extra, want) in [
         (
             ["--set", "clock_ghz=1,2", "--set", "links.nope=1"],
@@ -331,7 +334,8 @@ fn point_lines(dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn a_resumed_sweep_reuses_finished_points_and_runs_the_rest() {
-    let dir = scratch("resume");
+    let tmp = tempdir("sweep");
+    let dir = scratch(&tmp, "resume");
     let knobs = ["--set", "clock_ghz=1,2,3"];
     ok(&sweep_into(&dir, &knobs));
     let lines = point_lines(&dir);
@@ -383,13 +387,12 @@ fn a_resumed_sweep_reuses_finished_points_and_runs_the_rest() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("from another sweep"));
     let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
     assert!(!csv.contains(",12345,"), "{csv}");
-    let _ = std::fs::remove_file(&s);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn an_interrupted_sweep_keeps_its_points_and_resumes_to_the_same_files() {
-    let base = scratch("interrupt");
+    let tmp = tempdir("sweep");
+    let base = scratch(&tmp, "interrupt");
     std::fs::create_dir_all(&base).unwrap();
     let dir = base.join("out");
     let values = format!(
@@ -469,13 +472,14 @@ fn an_interrupted_sweep_keeps_its_points_and_resumes_to_the_same_files() {
             "{f} differs"
         );
     }
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
 fn merge_refuses_shards_of_different_schedules() {
-    let a = scratch("sched-a");
-    let b = scratch("sched-b");
+    let tmp = tempdir("sweep");
+    // Short names: the message below wraps at 80 columns, paths and all.
+    let a = scratch(&tmp, "a");
+    let b = scratch(&tmp, "b");
     ok(&sweep_into(
         &a,
         &[
@@ -497,7 +501,7 @@ fn merge_refuses_shards_of_different_schedules() {
     let out = mnsim(&[
         "merge",
         "--out",
-        scratch("sched-m").to_str().unwrap(),
+        scratch(&tmp, "m").to_str().unwrap(),
         a.to_str().unwrap(),
         b.to_str().unwrap(),
     ]);
@@ -507,7 +511,4 @@ fn merge_refuses_shards_of_different_schedules() {
         err.contains("schedule `overlapped` here, `sequential` there"),
         "{err}"
     );
-    for d in [a, b] {
-        let _ = std::fs::remove_dir_all(d);
-    }
 }

@@ -8,7 +8,7 @@ use common::study::{root, same_files, scratch, sh, study};
 
 #[test]
 fn the_slurm_array_and_its_merge_give_the_unsharded_study() {
-    let whole = study("study-slurm");
+    let (_study, whole) = study("study-slurm");
     let sweep = std::fs::read_to_string(root().join("docs/cluster/sweep.slurm")).unwrap();
     let merge = std::fs::read_to_string(root().join("docs/cluster/merge.slurm")).unwrap();
     assert!(sweep.contains("\"$mnsim\" sweep ") && sweep.contains("--shard "));
@@ -19,7 +19,8 @@ fn the_slurm_array_and_its_merge_give_the_unsharded_study() {
         .find_map(|l| l.strip_prefix("#SBATCH --array=0-"))
         .expect("an #SBATCH --array line");
     let shards: usize = array.trim().parse::<usize>().unwrap() + 1;
-    let out = scratch("slurm");
+    let dir = scratch("slurm");
+    let out = dir.path();
     for i in 0..shards {
         sh(
             "bash",
@@ -61,7 +62,7 @@ fn yaml_value(manifest: &str, key: &str) -> String {
 
 #[test]
 fn the_kubernetes_indexed_job_and_its_merge_give_the_unsharded_study() {
-    let whole = study("study-k8s");
+    let (_study, whole) = study("study-k8s");
     let job = std::fs::read_to_string(root().join("docs/cluster/k8s-sweep.yaml")).unwrap();
     let merge = std::fs::read_to_string(root().join("docs/cluster/k8s-merge.yaml")).unwrap();
     assert!(job.contains("completionMode: Indexed"));
@@ -79,7 +80,8 @@ fn the_kubernetes_indexed_job_and_its_merge_give_the_unsharded_study() {
     let merge_lines = mnsim_lines(&merge);
     assert_eq!(sweep_lines.len(), 1, "{sweep_lines:?}");
     assert_eq!(merge_lines.len(), 1, "{merge_lines:?}");
-    let out = scratch("k8s");
+    let dir = scratch("k8s");
+    let out = dir.path();
     for i in 0..shards {
         sh(
             "sh",

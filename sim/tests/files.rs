@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::tmp::{TempDir, tempdir};
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -33,11 +34,9 @@ fn spawn(args: &[&str], env: &[(&str, &str)]) -> Child {
     c.spawn().expect("starts")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mnsim-files-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh, empty folder of the system's temp dir, removed when the value is dropped.
+fn scratch(name: &str) -> TempDir {
+    tempdir(&format!("files-{name}"))
 }
 
 fn err(o: &Output) -> String {
@@ -88,7 +87,8 @@ fn plan_write(file: &Path, name: &str) -> Output {
 
 #[test]
 fn plan_write_follows_symlinks_and_keeps_the_mode() {
-    let d = scratch("plan-link");
+    let dir = scratch("plan-link");
+    let d = dir.path();
     fs::create_dir(d.join("real")).unwrap();
     let real = d.join("real/s.ron");
     fs::copy(root().join("scenarios/plan_layernorm.ron"), &real).unwrap();
@@ -109,7 +109,7 @@ fn plan_write_follows_symlinks_and_keeps_the_mode() {
         ["s.ron"],
         "no temporary or lock left"
     );
-    assert_eq!(names(&d), ["link.ron", "real"]);
+    assert_eq!(names(d), ["link.ron", "real"]);
 
     // A second hard link keeps the old text, and the user is told.
     let hard = d.join("hard.ron");
@@ -119,12 +119,13 @@ fn plan_write_follows_symlinks_and_keeps_the_mode() {
     assert!(err(&o).contains("1 other hard link(s)"), "{}", err(&o));
     assert!(fs::read_to_string(&real).unwrap().contains("\"p2\": {"));
     assert!(!fs::read_to_string(&hard).unwrap().contains("\"p2\""));
-    fs::remove_dir_all(&d).unwrap();
+    dir.close().unwrap();
 }
 
 #[test]
 fn plan_write_on_a_graph_writes_a_scenario_beside_it() {
-    let d = scratch("plan-graph");
+    let dir = scratch("plan-graph");
+    let d = dir.path();
     let g = d.join("clamp.json");
     fs::copy(common::graphs::dir().join("clamp.json"), &g).unwrap();
     let before = fs::read(&g).unwrap();
@@ -145,13 +146,14 @@ fn plan_write_on_a_graph_writes_a_scenario_beside_it() {
     assert!(!o.status.success());
     assert!(err(&o).contains("exists"), "{}", err(&o));
     assert_eq!(fs::read(&ron).unwrap(), text);
-    assert_eq!(names(&d), ["clamp.json", "clamp.ron"]);
-    fs::remove_dir_all(&d).unwrap();
+    assert_eq!(names(d), ["clamp.json", "clamp.ron"]);
+    dir.close().unwrap();
 }
 
 #[test]
 fn concurrent_plan_writes_both_land() {
-    let d = scratch("plan-two");
+    let dir = scratch("plan-two");
+    let d = dir.path();
     let s = d.join("s.ron");
     fs::copy(root().join("scenarios/plan_layernorm.ron"), &s).unwrap();
     let children: Vec<Child> = ["a", "b", "c"]
@@ -174,13 +176,14 @@ fn concurrent_plan_writes_both_land() {
         );
     }
     ok(&mnsim(&["check", s.to_str().unwrap()]));
-    assert_eq!(names(&d), ["s.ron"]);
-    fs::remove_dir_all(&d).unwrap();
+    assert_eq!(names(d), ["s.ron"]);
+    dir.close().unwrap();
 }
 
 #[test]
 fn out_is_checked_before_the_run_and_follows_a_symlink() {
-    let d = scratch("out");
+    let dir = scratch("out");
+    let d = dir.path();
     let notes = d.join("notes");
     fs::create_dir(&notes).unwrap();
     fs::write(notes.join("todo.txt"), "mine").unwrap();
@@ -226,13 +229,14 @@ fn out_is_checked_before_the_run_and_follows_a_symlink() {
             .is_symlink()
     );
     assert!(d.join("target").join("compare.json").is_file());
-    assert_eq!(names(&d), ["link", "notes", "target"]);
-    fs::remove_dir_all(&d).unwrap();
+    assert_eq!(names(d), ["link", "notes", "target"]);
+    dir.close().unwrap();
 }
 
 #[test]
 fn concurrent_out_writers_take_turns() {
-    let d = scratch("out-two");
+    let dir = scratch("out-two");
+    let d = dir.path();
     let out = d.join("out");
     let o = out.to_str().unwrap();
     let children: Vec<Child> = (0..3)
@@ -242,13 +246,14 @@ fn concurrent_out_writers_take_turns() {
         ok(&c.wait_with_output().unwrap());
     }
     assert!(out.join("compare.json").is_file());
-    assert_eq!(names(&d), ["out"], "no temporary folder or lock left");
-    fs::remove_dir_all(&d).unwrap();
+    assert_eq!(names(d), ["out"], "no temporary folder or lock left");
+    dir.close().unwrap();
 }
 
 #[test]
 fn an_interrupted_write_leaves_the_old_folder_and_no_temporary() {
-    let d = scratch("out-int");
+    let dir = scratch("out-int");
+    let d = dir.path();
     let out = d.join("out");
     let o = out.to_str().unwrap();
     let args = ["run", "scenarios/blog_12x8.ron", "--out", o];
@@ -256,28 +261,28 @@ fn an_interrupted_write_leaves_the_old_folder_and_no_temporary() {
     let before = fs::read(out.join("compare.json")).unwrap();
     for signal in ["INT", "TERM"] {
         let mut child = spawn(&args, &[("MNSIM_TEST_PAUSE_MS", "20000")]);
-        wait_for("the staging folder", || names(&d).len() > 1);
+        wait_for("the staging folder", || names(d).len() > 1);
         assert!(
-            names(&d).iter().any(|n| n.starts_with(".out.")),
+            names(d).iter().any(|n| n.starts_with(".out.")),
             "{:?}",
-            names(&d)
+            names(d)
         );
         interrupt(&child, signal);
         let st = child.wait().unwrap();
         assert_eq!(st.code(), Some(130), "SIG{signal}");
         assert_eq!(
-            names(&d),
+            names(d),
             ["out"],
             "SIG{signal}: the staging folder is removed"
         );
         assert_eq!(fs::read(out.join("compare.json")).unwrap(), before);
     }
-    fs::remove_dir_all(&d).unwrap();
+    dir.close().unwrap();
 }
 
 /// A 64 KiB tmpfs, unmounted when dropped; `None` (the test says it skipped) where
 /// mounting is not permitted. Under CI as root it must be: the test fails otherwise.
-struct SmallDisk(PathBuf);
+struct SmallDisk(TempDir);
 
 impl SmallDisk {
     fn mount(name: &str) -> Option<SmallDisk> {
@@ -289,7 +294,7 @@ impl SmallDisk {
                 "-o",
                 "size=64k",
                 "tmpfs",
-                d.to_str().unwrap(),
+                d.path().to_str().unwrap(),
             ])
             .stderr(Stdio::null())
             .status();
@@ -309,7 +314,7 @@ impl SmallDisk {
 
     /// Fills the disk but `room` bytes.
     fn fill(&self, room: usize) {
-        let f = self.0.join("filler");
+        let f = self.0.path().join("filler");
         let _ = fs::write(&f, vec![0u8; 64 << 10]);
         let len = fs::metadata(&f).map_or(0, |m| m.len() as usize);
         fs::write(&f, vec![0u8; len.saturating_sub(room)]).unwrap();
@@ -318,8 +323,8 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-        let _ = fs::remove_dir_all(&self.0);
+        // The folder itself goes with `self.0`, once unmounted.
+        let _ = Command::new("umount").arg(self.0.path()).status();
     }
 }
 
@@ -328,7 +333,7 @@ fn a_full_disk_leaves_nothing_half_written() {
     let Some(disk) = SmallDisk::mount("full") else {
         return;
     };
-    let d = &disk.0;
+    let d = disk.0.path();
     // --out: the reports do not fit.
     let out = d.join("out");
     let o = mnsim(&[
@@ -397,7 +402,8 @@ fn inputs_are_read_with_a_cap() {
         "{}",
         err(&o)
     );
-    let d = scratch("big");
+    let dir = scratch("big");
+    let d = dir.path();
     let big = d.join("big.ron");
     fs::File::create(&big)
         .unwrap()
@@ -411,5 +417,5 @@ fn inputs_are_read_with_a_cap() {
     );
     let o = mnsim(&["run", d.to_str().unwrap()]);
     assert!(err(&o).contains("is a directory"), "{}", err(&o));
-    fs::remove_dir_all(&d).unwrap();
+    dir.close().unwrap();
 }

@@ -389,8 +389,8 @@ fn a_cycle_a_dynamic_dimension_and_a_second_producer_are_errors() {
 #[test]
 fn the_cli_imports_checks_and_fails_cleanly() {
     let bin = env!("CARGO_BIN_EXE_mnsim");
-    let dir = std::env::temp_dir().join(format!("mnsim-import-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = common::tmp::tempdir("import");
+    let dir = tmp.path();
     let out = dir.join("clamp.ron");
     let g = graphs_dir().join("clamp.json");
     let st = std::process::Command::new(bin)
@@ -447,7 +447,6 @@ fn the_cli_imports_checks_and_fails_cleanly() {
         flat(&String::from_utf8_lossy(&st.stderr))
             .contains("a convolution needs batch, channels and 1 to 3 spatial axes")
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The shipped examples in `scenarios/graphs/` are what `mnsim import` writes today,

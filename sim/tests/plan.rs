@@ -399,9 +399,8 @@ fn write_back_inserts_the_plan_and_keeps_the_file_as_written() {
 
 #[test]
 fn cli_plan_json_and_write() {
-    let dir = std::env::temp_dir().join(format!("mnsim-plan-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("plan_layernorm.ron");
+    let dir = common::tmp::tempdir("plan");
+    let file = dir.path().join("plan_layernorm.ron");
     let (_, src) = load("plan_layernorm.ron");
     std::fs::write(&file, &src.text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
@@ -464,7 +463,6 @@ fn cli_plan_json_and_write() {
     let err = common::one_line(&String::from_utf8_lossy(&again.stderr));
     assert!(err.contains("already has a plan `planned`"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), src2.text);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -227,7 +227,8 @@ fn dynamic_dimensions_bind_and_pad() {
 
 #[test]
 fn machine_files_are_relative_to_the_scenario() {
-    let dir = std::env::temp_dir().join(format!("mnsim-scenario-test-{}", std::process::id()));
+    let tmp = common::tmp::tempdir("scenario-test");
+    let dir = tmp.path();
     std::fs::create_dir_all(dir.join("machines")).unwrap();
     std::fs::write(
         dir.join("machines/m.ron"),
@@ -258,7 +259,6 @@ fn machine_files_are_relative_to_the_scenario() {
     let e = resolve(&sc, &src, None).unwrap_err();
     assert!(e.to_string().contains("cannot read machine file"), "{e}");
     assert!(render(&e).contains("m.ron:1:35]"), "{}", render(&e));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 mod common;
 
 use common::study::{FILES, mnsim, root, same_files, study};
+use common::tmp::{TempDir, tempdir};
 use std::fs;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -87,8 +88,10 @@ fn real_memory_mib() -> u64 {
     kib / 1024
 }
 
-/// The one-node cluster: its folder and the daemons it started, stopped on drop.
+/// The one-node cluster: its folder and the daemons it started, stopped on drop (the
+/// folder is removed then if the test passed, and kept for its logs if not).
 struct Cluster {
+    tmp: TempDir,
     dir: PathBuf,
     conf: PathBuf,
     daemons: Vec<(&'static str, Child)>,
@@ -97,8 +100,8 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
-        let dir = std::env::temp_dir().join(format!("mnsim-slurm-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let tmp = tempdir("slurm");
+        let dir = tmp.path().to_path_buf();
         for sub in ["state", "spool", "logs"] {
             fs::create_dir_all(dir.join(sub)).unwrap();
         }
@@ -116,6 +119,7 @@ impl Cluster {
         let conf = dir.join("slurm.conf");
         fs::write(&conf, slurm_conf(&dir, &socket)).unwrap();
         let mut cluster = Cluster {
+            tmp,
             dir,
             conf,
             daemons: Vec::new(),
@@ -309,9 +313,9 @@ impl Drop for Cluster {
                 }
             }
         }
-        if self.passed {
-            let _ = fs::remove_dir_all(&self.dir);
-        } else {
+        // The folder goes when `self.tmp` is dropped, after the daemons stopped.
+        self.tmp.disable_cleanup(!self.passed);
+        if !self.passed {
             eprintln!("the cluster's files are kept in {}", self.dir.display());
         }
     }
@@ -402,7 +406,7 @@ fn a_slurm_job_array_and_its_dependent_merge_give_the_unsharded_study() {
         eprintln!("skipped: {why}");
         return;
     }
-    let whole = study("study-slurm-real");
+    let (_study, whole) = study("study-slurm-real");
     let mut cluster = Cluster::start();
     let out = cluster.dir.join("sweep-out");
     let logs = cluster.dir.join("logs");

@@ -418,7 +418,8 @@ fn mutated_exports_never_panic() {
 fn the_cli_imports_and_checks_mlir() {
     let exe = env!("CARGO_BIN_EXE_mnsim");
     let file = dir().join("softmax_dynB_12x128x128_f32.mlir");
-    let out = std::env::temp_dir().join(format!("mnsim_shlo_{}.ron", std::process::id()));
+    let tmp = common::tmp::tempdir("shlo");
+    let out = tmp.path().join("shlo.ron");
     let ok = std::process::Command::new(exe)
         .args([
             "import",

@@ -16,6 +16,7 @@
 mod common;
 
 use common::study::{mnsim, root};
+use common::tmp::{TempDir, tempdir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -265,11 +266,9 @@ fn check_figures(page: &str, prose: &str, outputs: &str, backed: &[String]) {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mnsim-tutorial-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh, empty folder of the system's temp dir, removed when the value is dropped.
+fn scratch(name: &str) -> TempDir {
+    tempdir(&format!("tutorial-{name}"))
 }
 
 #[test]
@@ -277,7 +276,8 @@ fn every_command_of_the_tutorial_gives_what_the_page_quotes() {
     let page = "docs/tutorial.md";
     let md = std::fs::read_to_string(root().join(page)).unwrap();
     let (blocks, prose) = split(&md);
-    let dir = scratch("page");
+    let tmp = scratch("page");
+    let dir = tmp.path();
     let mut outputs = String::new();
     let mut commands = Vec::new();
     for (i, b) in blocks.iter().enumerate() {
@@ -298,7 +298,7 @@ fn every_command_of_the_tutorial_gives_what_the_page_quotes() {
         let quote = blocks.get(i + 1).filter(|n| n.lang == "text");
         for (k, cmd) in lines.iter().enumerate() {
             let args = words(cmd);
-            let (out, ok) = run(&args[1..], &dir);
+            let (out, ok) = run(&args[1..], dir);
             let quoted = quote.filter(|_| k + 1 == lines.len());
             let fails = quoted.is_some_and(|q| q.text.contains("error:"));
             assert_eq!(
@@ -357,10 +357,11 @@ fn the_first_example_of_the_scenario_format_runs_as_quoted() {
         .iter()
         .find(|b| b.lang == "ron")
         .expect("an example scenario");
-    let dir = scratch("scenarios");
+    let tmp = scratch("scenarios");
+    let dir = tmp.path();
     let file = dir.join("example.ron");
     std::fs::write(&file, &example.text).unwrap();
-    let (out, ok) = run(&["run".to_string(), file.display().to_string()], &dir);
+    let (out, ok) = run(&["run".to_string(), file.display().to_string()], dir);
     assert!(
         ok,
         "{page}:{}: the example does not run:\n{out}",

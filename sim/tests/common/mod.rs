@@ -2,6 +2,7 @@ pub mod graphs;
 pub mod kernels;
 pub mod random;
 pub mod study;
+pub mod tmp;
 
 /// A diagnostic as one line: miette's gutter gone and every run of whitespace (its line
 /// breaks, which fall where the width and the file's path put them) one space.

@@ -3,6 +3,7 @@
 //! root with the built `mnsim` on PATH, and the byte-for-byte comparison of two sweeps.
 #![allow(dead_code)]
 
+use super::tmp::{TempDir, tempdir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -11,12 +12,10 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// An empty folder of the system's temp dir, unique to this process and `name`.
-pub fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mnsim-cluster-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh, empty folder of the system's temp dir, `mnsim-cluster-<name>-XXXXXX`, removed
+/// when the returned value is dropped.
+pub fn scratch(name: &str) -> TempDir {
+    tempdir(&format!("cluster-{name}"))
 }
 
 /// The built binary.
@@ -65,10 +64,11 @@ pub fn same_files(a: &Path, b: &Path) {
     }
 }
 
-/// The unsharded study, and its chart as committed in docs/.
-pub fn study(name: &str) -> PathBuf {
+/// The unsharded study, and its chart as committed in docs/: its folder, and the scratch
+/// folder holding it (keep that alive while the study's files are read).
+pub fn study(name: &str) -> (TempDir, PathBuf) {
     let out = scratch(name);
-    let dir = out.join("whole");
+    let dir = out.path().join("whole");
     sh(
         "sh",
         &[
@@ -84,5 +84,5 @@ pub fn study(name: &str) -> PathBuf {
         shipped,
         "docs/study_peak_matmul_bandwidth.svg is out of date: rerun the study"
     );
-    dir
+    (out, dir)
 }
