@@ -427,8 +427,9 @@ fn layouts_that_do_not_fit_the_kernel() {
 }
 
 /// A scan over layouts of one input, the other operands fixed, answers as `is_legal`
-/// does: on random layouts of every operand of several kernels (a Reshape among them,
-/// which the scan checks whole), each input in turn the one that varies.
+/// does, alone and over a set of layouts (each level decided once per class of layouts
+/// alike there): on random layouts of every operand of several kernels (a Reshape among
+/// them, which the scan checks whole), each input in turn the one that varies.
 #[test]
 fn a_scan_over_one_input_agrees_with_is_legal() {
     let m = mini();
@@ -471,18 +472,30 @@ fn a_scan_over_one_input_agrees_with_is_legal() {
             let refs: Vec<&TensorLayout> = ins.iter().collect();
             for hole in 0..ins.len() {
                 let scan = Scan::new(k, &refs, hole, &out, &m);
-                for _ in 0..20 {
-                    let c = layout(&mut rng, &shapes[hole]);
+                // Layouts of the hole as a planner scans them: a set, each level decided
+                // once per class of layouts alike there.
+                let cands: Vec<TensorLayout> =
+                    (0..20).map(|_| layout(&mut rng, &shapes[hole])).collect();
+                let set = ScanSet::new(&cands, &m);
+                let mut memo = scan.memo(&set);
+                for (i, c) in cands.iter().enumerate() {
                     let mut with = refs.clone();
-                    with[hole] = &c;
+                    with[hole] = c;
                     let want = is_legal(k, &with, &out, &m);
+                    let what = || {
+                        format!(
+                            "{k:?}, input {hole} {} of {:?} -> {}",
+                            c.canonical(),
+                            refs.iter().map(|l| l.canonical()).collect::<Vec<_>>(),
+                            out.canonical()
+                        )
+                    };
+                    assert_eq!(scan.is_legal(c), want, "{}", what());
                     assert_eq!(
-                        scan.is_legal(&c),
+                        scan.is_legal_in(c, (&set, i), &mut memo),
                         want,
-                        "{k:?}, input {hole} {} of {:?} -> {}",
-                        c.canonical(),
-                        refs.iter().map(|l| l.canonical()).collect::<Vec<_>>(),
-                        out.canonical()
+                        "{}",
+                        what()
                     );
                     if want { legal += 1 } else { illegal += 1 }
                 }

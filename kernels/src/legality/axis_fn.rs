@@ -4,7 +4,7 @@
 use mnsim_arch::layout::{Class, SubAxis, TensorLayout};
 
 /// One term of a per-axis position function: `((i / radix) % size) · stride`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Term {
     radix: u64,
     size: u64,
@@ -14,7 +14,7 @@ struct Term {
 /// The contribution of one logical axis to the position at one level, restricted to
 /// indices `0..extent`, in a canonical form (terms that never move dropped, sizes
 /// that never wrap cut to what is reached, adjacent digits merged).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct AxisFn {
     terms: Vec<Term>,
     /// A period of the function (the product span of its widest term).

@@ -11,6 +11,7 @@ use crate::kernel::Kernel;
 use crate::shape::index_map;
 use mnsim_arch::layout::TensorLayout;
 use mnsim_arch::{DType, Machine};
+use std::collections::HashMap;
 
 /// [`is_legal`] of kernel `k` with input `hole` taking each layout asked about
 /// ([`Scan::is_legal`]), the other inputs and the output as given. Answers as
@@ -51,6 +52,50 @@ static ZERO: AxisFn = AxisFn::ZERO;
 pub struct LayoutFns {
     for_machine: bool,
     levels: Vec<Vec<AxisFn>>,
+}
+
+/// Layouts a planner scans for many kernels: what a scan reads of each
+/// ([`LayoutFns`]), and per level the classes of layouts that read alike there (the
+/// same replication and the same contribution of every axis), in which a scan decides
+/// that level once ([`Scan::is_legal_in`]).
+pub struct ScanSet {
+    fns: Vec<LayoutFns>,
+    /// Per layout, per level, its class.
+    class: Vec<Vec<u32>>,
+    /// Per level, the classes.
+    classes: Vec<u32>,
+}
+
+impl ScanSet {
+    /// The set of `layouts` (of one tensor) on machine `m`.
+    pub fn new<'l>(layouts: impl IntoIterator<Item = &'l TensorLayout>, m: &Machine) -> Self {
+        let mut seen: Vec<HashMap<(bool, Vec<AxisFn>), u32>> = Vec::new();
+        let mut class = Vec::new();
+        let mut fns = Vec::new();
+        for l in layouts {
+            let f = LayoutFns::new(l, m);
+            seen.resize_with(seen.len().max(f.levels.len()), HashMap::new);
+            let ids = (f.levels.iter().enumerate())
+                .map(|(x, axes)| {
+                    let key = (l.levels()[x].replicated, axes.clone());
+                    let next = seen[x].len() as u32;
+                    *seen[x].entry(key).or_insert(next)
+                })
+                .collect();
+            class.push(ids);
+            fns.push(f);
+        }
+        ScanSet {
+            fns,
+            class,
+            classes: seen.iter().map(|s| s.len() as u32).collect(),
+        }
+    }
+}
+
+/// What a [`Scan`] found of each class of a [`ScanSet`], per level.
+pub struct ScanMemo {
+    levels: Vec<Vec<Option<bool>>>,
 }
 
 impl LayoutFns {
@@ -97,45 +142,90 @@ impl<'a> Scan<'a> {
     }
 
     /// [`Scan::is_legal`] of `l`, whose per-level functions `fns` are worked out
-    /// already ([`LayoutFns::new`] of `l` on this scan's machine): a planner that scans
-    /// the same candidates for many kernels works them out once.
+    /// already ([`LayoutFns::new`] of `l` on this scan's machine).
     pub fn is_legal_with(&self, l: &TensorLayout, fns: &LayoutFns) -> bool {
-        let Some(p) = &self.prepared else {
+        let Some(p) = self.scanned(l) else {
             return self.whole(l);
         };
-        if !p.exact || l.logical_shape() != p.shape.as_slice() || l.dtype() != p.dtype {
+        fns.for_machine && (0..p.levels.len()).all(|x| self.level(p, l, fns, x))
+    }
+
+    /// [`Scan::is_legal`] of layout `i` of `set` (`l`): each level is decided once per
+    /// class of layouts that read alike there ([`ScanSet`]), the answers kept in `memo`
+    /// (one per scan: [`Scan::memo`]).
+    pub fn is_legal_in(
+        &self,
+        l: &TensorLayout,
+        (set, i): (&ScanSet, usize),
+        memo: &mut ScanMemo,
+    ) -> bool {
+        let Some(p) = self.scanned(l) else {
             return self.whole(l);
-        }
+        };
+        let fns = &set.fns[i];
         if !fns.for_machine {
             return false;
         }
-        let n = self.inputs.len();
-        // Per input, whether it is replicated at the level; per variable, the hole's
-        // contribution.
-        let mut rep = vec![false; n];
-        let mut non_rep: Vec<usize> = Vec::with_capacity(n);
-        for (x, (cout, fixed)) in p.levels.iter().enumerate() {
-            for (j, r) in rep.iter_mut().enumerate() {
-                *r = match j == self.hole {
-                    true => l.levels()[x].replicated,
-                    false => self.inputs[j].levels()[x].replicated,
-                };
-            }
-            non_rep.clear();
-            non_rep.extend((0..n).filter(|&j| !rep[j]));
-            let mine = |v: usize| match p.hole_axes[v] {
-                Some(a) => &fns.levels[x][a],
-                None => &ZERO,
+        for x in 0..p.levels.len() {
+            let c = set.class[i][x] as usize;
+            let known = &mut memo.levels[x][c];
+            let ok = match *known {
+                Some(ok) => ok,
+                None => *known.insert(self.level(p, l, fns, x)),
             };
-            let cin = |j: usize, v: usize| match j == self.hole {
-                true => mine(v),
-                false => &fixed[j][v],
-            };
-            if p.ctx.rule(x, cout, &cin, &non_rep).is_err() {
+            if !ok {
                 return false;
             }
         }
         true
+    }
+
+    /// An empty memo for [`Scan::is_legal_in`] over `set`.
+    pub fn memo(&self, set: &ScanSet) -> ScanMemo {
+        ScanMemo {
+            levels: set
+                .classes
+                .iter()
+                .map(|&n| vec![None; n as usize])
+                .collect(),
+        }
+    }
+
+    /// The prepared work, where `l` shares it (this shape and dtype).
+    fn scanned(&self, l: &TensorLayout) -> Option<&Prepared<'a>> {
+        let p = self.prepared.as_ref()?;
+        let same = p.exact && l.logical_shape() == p.shape.as_slice() && l.dtype() == p.dtype;
+        same.then_some(p)
+    }
+
+    /// Whether level `x` keeps the rule with the hole laid out as `l` (its functions
+    /// `fns`).
+    fn level(&self, p: &Prepared<'_>, l: &TensorLayout, fns: &LayoutFns, x: usize) -> bool {
+        let (cout, fixed) = &p.levels[x];
+        let rep = |j: usize| match j == self.hole {
+            true => l.levels()[x].replicated,
+            false => self.inputs[j].levels()[x].replicated,
+        };
+        let mut buf = [0usize; 8];
+        let mut heap = Vec::new();
+        let n = self.inputs.len();
+        let non_rep: &[usize] = if n <= buf.len() {
+            let mut k = 0;
+            for j in (0..n).filter(|&j| !rep(j)) {
+                buf[k] = j;
+                k += 1;
+            }
+            &buf[..k]
+        } else {
+            heap.extend((0..n).filter(|&j| !rep(j)));
+            &heap
+        };
+        let cin = |j: usize, v: usize| match (j == self.hole, p.hole_axes[v]) {
+            (true, Some(a)) => &fns.levels[x][a],
+            (true, None) => &ZERO,
+            (false, _) => &fixed[j][v],
+        };
+        p.ctx.rule(x, cout, &cin, non_rep).is_ok()
     }
 
     /// [`is_legal`] with the hole laid out as `l`, worked out whole.

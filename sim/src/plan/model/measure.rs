@@ -298,16 +298,9 @@ impl Model {
             // Fewest words per PE first: the first legal ones are the targets. What a
             // scan reads of each is worked out once, for every kernel that scans them.
             ids.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
-            let m = self.coster.machine();
-            let fns = (ids.into_iter())
-                .map(|c| {
-                    (
-                        c,
-                        mnsim_kernels::LayoutFns::new(&self.layouts[c as usize], m),
-                    )
-                })
-                .collect();
-            self.targets.insert(t, fns);
+            let layouts = ids.iter().map(|&c| &self.layouts[c as usize]);
+            let set = mnsim_kernels::ScanSet::new(layouts, self.coster.machine());
+            self.targets.insert(t, (ids, set));
         }
         let Some((kern, _, _)) = self.ops[i].op.kernel() else {
             return Vec::new();
@@ -331,8 +324,8 @@ impl Model {
         }
         // The kernel's work on the other operands is done once for the scan; the
         // input's own layout fills `slot` (and its repeats).
-        let Some(slot_layout) = (self.targets[&t].first()).map(|c| &self.layouts[c.0 as usize])
-        else {
+        let (ids, set) = &self.targets[&t];
+        let Some(slot_layout) = ids.first().map(|&c| &self.layouts[c as usize]) else {
             return Vec::new();
         };
         let ins = with_input(&self.ops[i].reads, t, helds, slot_layout);
@@ -343,13 +336,14 @@ impl Model {
             Some(o) if !repeats => Some(mnsim_kernels::Scan::new(&kern, &ins, slot, o, &machine)),
             _ => None,
         };
+        let mut memo = scan.as_ref().map(|s| s.memo(set));
         let mut legal: Vec<LayoutId> = Vec::new();
-        for (c, fns) in &self.targets[&t] {
-            let (c, cand) = (*c, &self.layouts[*c as usize]);
+        for (i, &c) in ids.iter().enumerate() {
+            let cand = &self.layouts[c as usize];
             self.legal_checks += 1;
-            let ok = match &scan {
-                Some(scan) => scan.is_legal_with(cand, fns),
-                None => {
+            let ok = match (&scan, &mut memo) {
+                (Some(scan), Some(memo)) => scan.is_legal_in(cand, (set, i), memo),
+                _ => {
                     let ins = with_input(&self.ops[i].reads, t, helds, cand);
                     mnsim_kernels::is_legal(&kern, &ins, out.unwrap_or(ins[0]), &machine)
                 }

@@ -211,7 +211,7 @@ pub struct Model {
     bound_texts: HashMap<usize, HashMap<String, Option<LayoutId>>>,
     /// Relayout targets per tensor, generated on first need, with what a scan reads of
     /// each.
-    targets: HashMap<usize, Vec<(LayoutId, mnsim_kernels::LayoutFns)>>,
+    targets: HashMap<usize, (Vec<LayoutId>, mnsim_kernels::ScanSet)>,
     /// Each tensor's fully replicated layout (`None` where it does not fit LM).
     replicas: HashMap<usize, Option<TensorLayout>>,
     /// Legal targets per (op, slot, the other inputs' layouts, output layout).
