@@ -188,38 +188,62 @@ fn the_busy_table_and_a_timeline_agree_with_any_busy_state() {
     assert_eq!(busy.free_at(Resource::VectorUnit), (160, Some(1)));
 }
 
+/// A Load of `slices` slices (`cycles` in all, holding the down port of `level` for
+/// `busy` of them) into region `to`, sent as its consumer walks them.
+fn deferred_load(level: u16, slices: u32, (cycles, busy): (u64, u64), to: u32) -> Task {
+    let mut load = load(cycles, busy, to, 10);
+    load.holds[0].resource = Resource::Port {
+        level: LevelId(level),
+        dir: Dir::Down,
+    };
+    load.walk = Some(Walk {
+        steps: slices,
+        own_cycles: cycles,
+        out: (0..slices).collect(),
+        out_slices: slices,
+        deferred: true,
+        inputs: Vec::new(),
+    });
+    load
+}
+
+/// `producer`'s stream, written into region `region`, read a slice a step in `order`
+/// and held in `buffers` slices.
+fn stream_in(producer: &Task, region: u32, order: &[u32], buffers: u32) -> StreamIn {
+    let slices = producer.walk.as_ref().map_or(1, |w| w.out_slices);
+    let (need, sends) = crate::lowering::walk::sends(order, buffers);
+    StreamIn {
+        region: RegionId(region),
+        buffers,
+        need: need.into(),
+        sends: sends.clone().into(),
+        slices,
+        producer_cycles: producer.cycles,
+        producer_holds: producer.holds.clone(),
+        resent: crate::timeline::resends_of(&sends, slices),
+    }
+}
+
+/// The walk of a kernel of `own` cycles over `steps` steps reading `inputs`.
+fn walk_of(steps: u32, own: u64, inputs: Vec<StreamIn>) -> Walk {
+    Walk {
+        steps,
+        own_cycles: own,
+        out: Vec::new().into(),
+        out_slices: 0,
+        deferred: false,
+        inputs,
+    }
+}
+
 /// A Load of `n` slices (`cycles` in all, its port busy `busy`) into region 0 whose
 /// consumer, a vector kernel of `work` cycles, walks the slices one per step, holding
 /// `buffers` of them.
 fn stream(n: u32, cycles: u64, busy: u64, work: u64, buffers: u32) -> [Task; 2] {
-    let mut load = load(cycles, busy, 0, 10);
-    load.walk = Some(Walk {
-        steps: n,
-        own_cycles: cycles,
-        out: (0..n).collect(),
-        out_slices: n,
-        deferred: true,
-        inputs: Vec::new(),
-    });
-    let (need, sends) = crate::lowering::walk::sends(&(0..n).collect::<Vec<u32>>(), buffers);
+    let load = deferred_load(L.0, n, (cycles, busy), 0);
+    let order: Vec<u32> = (0..n).collect();
     let mut k = kernel(vector(work), &[0], 1, 20);
-    k.walk = Some(Walk {
-        steps: n,
-        own_cycles: work,
-        out: Vec::new().into(),
-        out_slices: 0,
-        deferred: false,
-        inputs: vec![StreamIn {
-            region: RegionId(0),
-            buffers,
-            need: need.into(),
-            sends: sends.clone().into(),
-            slices: n,
-            producer_cycles: load.cycles,
-            producer_holds: load.holds.clone(),
-            resent: crate::timeline::resends_of(&sends, n),
-        }],
-    });
+    k.walk = Some(walk_of(n, work, vec![stream_in(&load, 0, &order, buffers)]));
     [load, k]
 }
 
@@ -423,6 +447,22 @@ impl Busy for OneByOne {
     }
 }
 
+/// `tasks` placed (overlapped) with trains where a pace is steady, and with every send
+/// and step booked on its own: each timeline and its busy table.
+fn both_ways(tasks: &[Task]) -> [(Timeline, BusyTable); 2] {
+    let mut trains = BusyTable::default();
+    let mut one = OneByOne(BusyTable::default());
+    let mut a = Timeline::new(Schedule::Overlapped, 1 << 20);
+    let mut b = Timeline::new(Schedule::Overlapped, 1 << 20);
+    for t in tasks {
+        a.push_on(t, &mut trains);
+        b.push_on(t, &mut one);
+    }
+    a.settle(&mut trains);
+    b.settle(&mut one);
+    [(a, trains), (b, one.0)]
+}
+
 proptest::proptest! {
     // A steady state that starts late in a walk is a rare draw: many cases.
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(5000))]
@@ -472,38 +512,10 @@ proptest::proptest! {
             tasks.push(load);
             tasks.push(k);
         }
-        let mut trains = BusyTable::default();
-        let mut one = OneByOne(BusyTable::default());
-        let mut a = Timeline::new(Schedule::Overlapped, 1 << 20);
-        let mut b = Timeline::new(Schedule::Overlapped, 1 << 20);
-        for t in &tasks {
-            a.push_on(t, &mut trains);
-            b.push_on(t, &mut one);
-        }
-        a.settle(&mut trains);
-        b.settle(&mut one);
+        let [(a, trains), (b, one)] = both_ways(&tasks);
         proptest::prop_assert_eq!(&a.placed, &b.placed);
-        proptest::prop_assert_eq!(&trains, &one.0);
+        proptest::prop_assert_eq!(&trains, &one);
     }
-}
-
-/// A Load of `slices` slices (`cycles` in all, holding the down port of `level` for
-/// `busy` of them) into region `to`, sent as its consumer walks them.
-fn deferred_load(level: u16, slices: u32, (cycles, busy): (u64, u64), to: u32) -> Task {
-    let mut load = load(cycles, busy, to, 10);
-    load.holds[0].resource = Resource::Port {
-        level: LevelId(level),
-        dir: Dir::Down,
-    };
-    load.walk = Some(Walk {
-        steps: slices,
-        own_cycles: cycles,
-        out: (0..slices).collect(),
-        out_slices: slices,
-        deferred: true,
-        inputs: Vec::new(),
-    });
-    load
 }
 
 proptest::proptest! {
@@ -532,27 +544,11 @@ proptest::proptest! {
         // stream's Load) fall in its way: the later walk fills their gaps.
         if earlier > 0 {
             let cycles = e_per * u64::from(earlier);
-            tasks.push(deferred_load(2, earlier, (cycles, cycles / 2), 80));
+            let load = deferred_load(2, earlier, (cycles, cycles / 2), 80);
             let mut k = kernel(matrix(e_work * u64::from(earlier)), &[80], 81, 1);
             let order: Vec<u32> = (0..earlier).collect();
-            let (need, sends) = crate::lowering::walk::sends(&order, 2);
-            k.walk = Some(Walk {
-                steps: earlier,
-                own_cycles: k.cycles,
-                out: Vec::new().into(),
-                out_slices: 0,
-                deferred: false,
-                inputs: vec![StreamIn {
-                    region: RegionId(80),
-                    buffers: 2,
-                    need: need.into(),
-                    sends: sends.clone().into(),
-                    slices: earlier,
-                    producer_cycles: cycles,
-                    producer_holds: tasks[1].holds.clone(),
-                    resent: crate::timeline::resends_of(&sends, earlier),
-                }],
-            });
+            k.walk = Some(walk_of(earlier, k.cycles, vec![stream_in(&load, 80, &order, 2)]));
+            tasks.push(load);
             tasks.push(k);
         }
         // Shares that repeat every 2^q steps.
@@ -573,40 +569,15 @@ proptest::proptest! {
             let cycles = per * u64::from(slices) + u64::from(slices >> q) * (a % (1 << q));
             let busy = (busy + 1) * cycles / 4;
             let level = if shared == 1 { 1 } else { 2 + i as u16 };
-            tasks.push(deferred_load(level, slices, (cycles, busy.min(cycles)), i as u32));
-            let (need, sends) = crate::lowering::walk::sends(&order, buffers);
+            let load = deferred_load(level, slices, (cycles, busy.min(cycles)), i as u32);
             k.reads.push(RegionId(i as u32));
-            inputs.push(StreamIn {
-                region: RegionId(i as u32),
-                buffers,
-                need: need.into(),
-                sends: sends.clone().into(),
-                slices,
-                producer_cycles: cycles,
-                producer_holds: tasks.last().map(|t| t.holds.clone()).unwrap_or_default(),
-                resent: crate::timeline::resends_of(&sends, slices),
-            });
+            inputs.push(stream_in(&load, i as u32, &order, buffers));
+            tasks.push(load);
         }
-        k.walk = Some(Walk {
-            steps: n,
-            own_cycles: own,
-            out: Vec::new().into(),
-            out_slices: 0,
-            deferred: false,
-            inputs,
-        });
+        k.walk = Some(walk_of(n, own, inputs));
         tasks.push(k);
-        let mut trains = BusyTable::default();
-        let mut one = OneByOne(BusyTable::default());
-        let mut a = Timeline::new(Schedule::Overlapped, 1 << 20);
-        let mut b = Timeline::new(Schedule::Overlapped, 1 << 20);
-        for t in &tasks {
-            a.push_on(t, &mut trains);
-            b.push_on(t, &mut one);
-        }
-        a.settle(&mut trains);
-        b.settle(&mut one);
+        let [(a, trains), (b, one)] = both_ways(&tasks);
         proptest::prop_assert_eq!(&a.placed, &b.placed);
-        proptest::prop_assert_eq!(&trains, &one.0);
+        proptest::prop_assert_eq!(&trains, &one);
     }
 }
