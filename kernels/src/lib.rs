@@ -31,8 +31,7 @@ pub use cost::{KernelCost, cost, per_unit_extent};
 pub use eltwise::{Act, Cmp, Eltwise};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{
-    LayoutFns, Legality, Scan, ScanMemo, ScanSet, Unit, check, check_unexplained, is_legal,
-    reduced_share,
+    Legality, Scan, ScanMemo, ScanSet, Unit, check, check_unexplained, is_legal, reduced_share,
 };
 pub use norm::{Norm, NormKind};
 pub use quant::{Quant, QuantDir, QuantParams};

@@ -27,7 +27,7 @@ use std::fmt;
 use views::{concat_level, reshape_level, slice_level};
 
 pub(crate) use messages::{bcast_with, group_text};
-pub use scan::{LayoutFns, Scan, ScanMemo, ScanSet};
+pub use scan::{Scan, ScanMemo, ScanSet};
 pub use share::reduced_share;
 
 /// The unit whose locality a kernel needs.

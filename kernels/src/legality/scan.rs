@@ -49,7 +49,7 @@ static ZERO: AxisFn = AxisFn::ZERO;
 
 /// What a [`Scan`] reads of one layout: whether it is laid out for the machine, and
 /// per level and axis the axis's contribution to the position at that level.
-pub struct LayoutFns {
+struct LayoutFns {
     for_machine: bool,
     levels: Vec<Vec<AxisFn>>,
 }
@@ -100,7 +100,7 @@ pub struct ScanMemo {
 
 impl LayoutFns {
     /// The functions of `l` on machine `m`.
-    pub fn new(l: &TensorLayout, m: &Machine) -> LayoutFns {
+    fn new(l: &TensorLayout, m: &Machine) -> LayoutFns {
         let shape = l.logical_shape();
         LayoutFns {
             for_machine: for_machine(l, m),
@@ -138,16 +138,11 @@ impl<'a> Scan<'a> {
 
     /// Whether the kernel is legal with input `hole` laid out as `l`.
     pub fn is_legal(&self, l: &TensorLayout) -> bool {
-        self.is_legal_with(l, &LayoutFns::new(l, self.m))
-    }
-
-    /// [`Scan::is_legal`] of `l`, whose per-level functions `fns` are worked out
-    /// already ([`LayoutFns::new`] of `l` on this scan's machine).
-    pub fn is_legal_with(&self, l: &TensorLayout, fns: &LayoutFns) -> bool {
         let Some(p) = self.scanned(l) else {
             return self.whole(l);
         };
-        fns.for_machine && (0..p.levels.len()).all(|x| self.level(p, l, fns, x))
+        let fns = LayoutFns::new(l, self.m);
+        fns.for_machine && (0..p.levels.len()).all(|x| self.level(p, l, &fns, x))
     }
 
     /// [`Scan::is_legal`] of layout `i` of `set` (`l`): each level is decided once per
