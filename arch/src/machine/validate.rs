@@ -22,6 +22,20 @@ fn positive(x: f64) -> bool {
     x.is_finite() && x >= MIN_RATE
 }
 
+/// `Ok` if field `path` holds a [`positive`] number, else the error saying so.
+fn positive_field(path: &str, x: f64) -> Result<(), MachineError> {
+    if positive(x) {
+        return Ok(());
+    }
+    Err(err(
+        path,
+        format!(
+            "{path} must be a positive number (at least 1e-6), got {}",
+            Num(x)
+        ),
+    ))
+}
+
 impl Machine {
     /// The level names, root first, comma-separated (for messages).
     fn level_list(&self) -> String {
@@ -196,16 +210,7 @@ impl Machine {
                 "word_bytes is 0; a word needs at least one byte",
             ));
         }
-        if !positive(self.clock_ghz) {
-            return Err(err(
-                "clock_ghz",
-                format!(
-                    "clock_ghz must be a positive number (at least 1e-6), got {}",
-                    Num(self.clock_ghz)
-                ),
-            ));
-        }
-        Ok(())
+        positive_field("clock_ghz", self.clock_ghz)
     }
 
     /// Checks the DRAM: a level above the leaves, a size, a bandwidth and a burst.
@@ -233,15 +238,7 @@ impl Machine {
         if d.bytes == 0 {
             return Err(err("dram.bytes", "dram.bytes is 0"));
         }
-        if !positive(d.bytes_per_cycle) {
-            return Err(err(
-                "dram.bytes_per_cycle",
-                format!(
-                    "dram.bytes_per_cycle must be a positive number (at least 1e-6), got {}",
-                    Num(d.bytes_per_cycle)
-                ),
-            ));
-        }
+        positive_field("dram.bytes_per_cycle", d.bytes_per_cycle)?;
         if d.burst_bytes == 0 {
             return Err(err("dram.burst_bytes", "dram.burst_bytes is 0"));
         }
