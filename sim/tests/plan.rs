@@ -367,6 +367,37 @@ fn a_relayout_is_inserted_where_a_kernel_needs_one() {
     assert!(w.legal_checks > 0 && w.runs >= 2, "{w:?}");
 }
 
+/// An op that reads one tensor twice is legal only where both reads and its output
+/// agree: the scan for a Relayout target of that tensor checks each candidate whole (a
+/// scan varies one operand), against the op's own inputs.
+#[test]
+fn a_relayout_is_inserted_for_a_tensor_an_op_reads_twice() {
+    let text = r#"Scenario(
+    name: "squares a tensor laid out for another op",
+    machine: Preset("toy4"),
+    mode: Timing,
+    tensors: {
+        "x": (dtype: F32, shape: "f32[8,4]", init: Random(seed: 1)),
+        "y": (dtype: F32, shape: "f32[8,4]"),
+        "p": (dtype: F32, shape: "f32[8,4]"),
+    },
+    program: [
+        Load(tensor: "x", layout: "$x"),
+        Unary(op: Relu, input: "x", out: "y", layout: "((8), (4_PE))"),
+        Binary(op: Mul, a: "y", b: "y", out: "p", layout: "((4_PE, 2), (4))"),
+        Store(tensor: "p"),
+    ],
+    plans: {"auto": {"x": Any}},
+)"#;
+    let (sc, src) = parsed(text, "sq.ron");
+    let o = plan_auto(&sc, &src, 30);
+    let best = &o.best[0];
+    assert_eq!(best.inserted.len(), 1, "{:?}", best.inserted);
+    let ins = &best.inserted[0];
+    assert_eq!((ins.before, ins.tensor.as_str()), (2, "y"));
+    assert_eq!(best.op_cycles.iter().sum::<u64>(), best.total_cycles);
+}
+
 #[test]
 fn write_back_inserts_the_plan_and_keeps_the_file_as_written() {
     let (_, src) = load("attention_block.ron");

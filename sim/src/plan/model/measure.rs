@@ -338,11 +338,11 @@ impl Model {
         };
         let mut memo = scan.as_ref().map(|s| s.memo(set));
         let mut legal: Vec<LayoutId> = Vec::new();
-        for (i, &c) in ids.iter().enumerate() {
+        for (k, &c) in ids.iter().enumerate() {
             let cand = &self.layouts[c as usize];
             self.legal_checks += 1;
             let ok = match (&scan, &mut memo) {
-                (Some(scan), Some(memo)) => scan.is_legal_in(cand, (set, i), memo),
+                (Some(scan), Some(memo)) => scan.is_legal_in(cand, (set, k), memo),
                 _ => {
                     let ins = with_input(&self.ops[i].reads, t, helds, cand);
                     mnsim_kernels::is_legal(&kern, &ins, out.unwrap_or(ins[0]), &machine)
