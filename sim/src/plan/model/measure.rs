@@ -4,7 +4,8 @@
 
 use super::super::cost::{Held, Measured, StreamFrom, input_region, input_slot};
 use super::{
-    Effect, Inserted, LayoutId, Model, Moved, NO_LAYOUT, OpOut, StateId, TARGETS_MEASURED,
+    Effect, Inserted, LayoutId, Model, Moved, NO_LAYOUT, OpOut, Relayouted, StateId,
+    TARGETS_MEASURED,
 };
 use crate::ids::RegionId;
 use crate::program::{EntityRef as _, OpId};
@@ -82,25 +83,11 @@ impl Model {
     /// are equal (most are: an op's walk depends on its layouts only, not on what else
     /// its measurement keys), so that the memo keeps one copy of each.
     fn share_walks(&mut self, tasks: &mut [Task]) {
-        fn share<T: Eq + std::hash::Hash>(
-            set: &mut super::HashSet<std::sync::Arc<[T]>>,
-            v: &mut std::sync::Arc<[T]>,
-        ) {
-            if v.is_empty() {
-                return;
-            }
-            match set.get(&**v) {
-                Some(kept) => *v = kept.clone(),
-                None => {
-                    set.insert(v.clone());
-                }
-            }
-        }
         for w in tasks.iter_mut().filter_map(|t| t.walk.as_mut()) {
-            share(&mut self.step_vectors, &mut w.out);
+            self.step_vectors.share(&mut w.out);
             for input in &mut w.inputs {
-                share(&mut self.step_vectors, &mut input.need);
-                share(&mut self.send_vectors, &mut input.sends);
+                self.step_vectors.share(&mut input.need);
+                self.send_vectors.share(&mut input.sends);
             }
         }
     }
@@ -168,12 +155,11 @@ impl Model {
             }
             for target in self.legal_targets[&tkey].clone() {
                 let to = self.layouts[target as usize].clone();
-                let Ok((rc, rtasks, rregion)) =
-                    self.coster.relayout(&names[slot], &helds[slot], &to)
+                let Some((rc, rtasks, rregion, rj)) =
+                    self.relayout(r, (states[slot], &helds[slot]), target)
                 else {
                     continue;
                 };
-                let rj = self.coster.dynamic_j();
                 let mut moved = helds.clone();
                 for (k, &rr) in op.reads.iter().enumerate() {
                     if rr == r {
@@ -214,6 +200,26 @@ impl Model {
             }
         }
         best.map(|(_, o)| o).ok_or(err)
+    }
+
+    /// The inserted Relayout of tensor `t` from `state` (held as `held`) to layout
+    /// `target`: its cycles, tasks (the tensor as input slot 0), the region it moves the
+    /// tensor to and its dynamic joules; `None` where it fails. It depends on nothing
+    /// else, so each is measured once.
+    fn relayout(
+        &mut self,
+        t: usize,
+        (state, held): (StateId, &Held),
+        target: LayoutId,
+    ) -> Option<Relayouted> {
+        if let Some(r) = self.relayouts.get(&(t, state, target)) {
+            return r.clone();
+        }
+        let to = &self.layouts[target as usize];
+        let r = (self.coster.relayout(&self.tensors[t], held, to).ok())
+            .map(|(rc, tasks, region)| (rc, tasks, region, self.coster.dynamic_j()));
+        self.relayouts.insert((t, state, target), r.clone());
+        r
     }
 
     /// The model's record of a measured op; `relayout` is an inserted Relayout before
@@ -297,7 +303,7 @@ impl Model {
             let (mut ids, _) = self.generate(t);
             // Fewest words per PE first: the first legal ones are the targets. What a
             // scan reads of each is worked out once, for every kernel that scans them.
-            ids.sort_by_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
+            ids.sort_by_cached_key(|&c| (self.layouts[c as usize].words_per_pe(), c));
             let layouts = ids.iter().map(|&c| &self.layouts[c as usize]);
             let set = mnsim_kernels::ScanSet::new(layouts, self.coster.machine());
             self.targets.insert(t, (ids, set));
@@ -305,7 +311,6 @@ impl Model {
         let Some((kern, _, _)) = self.ops[i].op.kernel() else {
             return Vec::new();
         };
-        let machine = self.coster.machine().clone();
         // A replicated input is available at every level, so if the kernel is illegal
         // with this input replicated, no layout of it makes the kernel legal (its output
         // layout fixed): the scan of every candidate is skipped. Legality reads levels
@@ -317,7 +322,7 @@ impl Model {
             }
             if let Some(rep) = &self.replicas[&t] {
                 let ins = with_input(&self.ops[i].reads, t, helds, rep);
-                if !mnsim_kernels::is_legal(&kern, &ins, o, &machine) {
+                if !mnsim_kernels::is_legal(&kern, &ins, o, self.coster.machine()) {
                     return Vec::new();
                 }
             }
@@ -333,7 +338,13 @@ impl Model {
         // (no output layout given), is checked whole.
         let repeats = (self.ops[i].reads.iter()).filter(|&&r| r == t).count() > 1;
         let scan = match out {
-            Some(o) if !repeats => Some(mnsim_kernels::Scan::new(&kern, &ins, slot, o, &machine)),
+            Some(o) if !repeats => Some(mnsim_kernels::Scan::new(
+                &kern,
+                &ins,
+                slot,
+                o,
+                self.coster.machine(),
+            )),
             _ => None,
         };
         let mut memo = scan.as_ref().map(|s| s.memo(set));
@@ -345,7 +356,8 @@ impl Model {
                 (Some(scan), Some(memo)) => scan.is_legal_in(cand, (set, k), memo),
                 _ => {
                     let ins = with_input(&self.ops[i].reads, t, helds, cand);
-                    mnsim_kernels::is_legal(&kern, &ins, out.unwrap_or(ins[0]), &machine)
+                    let m = self.coster.machine();
+                    mnsim_kernels::is_legal(&kern, &ins, out.unwrap_or(ins[0]), m)
                 }
             };
             if ok {

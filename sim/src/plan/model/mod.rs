@@ -15,6 +15,7 @@
 mod joint;
 mod layouts;
 mod measure;
+mod shared;
 mod strategy;
 mod walk;
 
@@ -28,8 +29,6 @@ use mnsim_arch::TensorLayout;
 /// at every op of every evaluation; iteration order is never relied on).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
-/// A stream's sends as a walk holds them ([`crate::timeline::StreamIn::sends`]).
-type Sends = std::sync::Arc<[(u32, Option<u32>)]>;
 
 /// An interned bound layout.
 pub type LayoutId = u32;
@@ -38,6 +37,9 @@ type ShapeKey = (Vec<u64>, mnsim_arch::DType, bool);
 type StateId = u32;
 /// An op's measurement: (op, its inputs' states, its layout, its producers' fingerprint).
 type MemoKey = (u32, Vec<StateId>, LayoutId, u64);
+/// A measured Relayout: its cycles, tasks, the region it moves its tensor to and its
+/// dynamic joules.
+type Relayouted = (u64, Vec<Task>, RegionId, f64);
 
 /// A plan variable: its name, the tensor it lays out, its candidates (bound layouts of
 /// that tensor) and the ops whose layout it is.
@@ -201,8 +203,8 @@ pub struct Model {
     measured_ops: Vec<Result<OpOut, String>>,
     /// The walks' step and send vectors the memo holds, one copy of each
     /// ([`Model::share_walks`]).
-    step_vectors: HashSet<std::sync::Arc<[u32]>>,
-    send_vectors: HashSet<Sends>,
+    step_vectors: shared::Shared<u32>,
+    send_vectors: shared::Shared<(u32, Option<u32>)>,
     coster: Coster,
     res: Resolved,
     initial_dram: Vec<bool>,
@@ -216,6 +218,8 @@ pub struct Model {
     replicas: HashMap<usize, Option<TensorLayout>>,
     /// Legal targets per (op, slot, the other inputs' layouts, output layout).
     legal_targets: HashMap<(usize, usize, Vec<LayoutId>, LayoutId), Vec<LayoutId>>,
+    /// Inserted Relayouts by (tensor, state, target) ([`Model::relayout`]).
+    relayouts: HashMap<(usize, StateId, LayoutId), Option<Relayouted>>,
     /// Ops measured (memo misses) and evaluations done.
     pub measured: u64,
     /// Legality checks of relayout targets ([`Model::work_done`]).
@@ -280,8 +284,8 @@ impl Model {
             state_ids: HashMap::default(),
             memo: HashMap::default(),
             measured_ops: Vec::new(),
-            step_vectors: HashSet::default(),
-            send_vectors: HashSet::default(),
+            step_vectors: Default::default(),
+            send_vectors: Default::default(),
             coster,
             res: res.clone(),
             initial_dram,
@@ -289,6 +293,7 @@ impl Model {
             targets: HashMap::default(),
             bound_texts: HashMap::default(),
             legal_targets: HashMap::default(),
+            relayouts: HashMap::default(),
             replicas: HashMap::default(),
             measured: 0,
             legal_checks: 0,
