@@ -174,6 +174,10 @@ pub struct Engine {
     walk_memo: streams::WalkMemo,
     /// The sends of the memoised walks' inputs, by buffers.
     sends_memo: lowering::walk::SendsMemo,
+    /// While measuring in timing mode: a Reduce's charge, and whether the closed form
+    /// gave it, by what it depends on ([`ReduceKey`]); kept across [`Engine::clear`].
+    reduce_memo:
+        std::collections::HashMap<ReduceKey, (net::Cost, bool), foldhash::fast::FixedState>,
     /// Functional mode: evaluate every kernel element by element, matrix contractions
     /// and convolutions included (see [`Engine::set_per_element_kernels`]).
     per_element_kernels: bool,
@@ -194,6 +198,10 @@ pub struct Engine {
 /// A tensor's Loads by layout (hashed with a fixed, fast hasher: the planner looks a
 /// layout up for every Load it measures).
 type LoadMemo = std::collections::HashMap<TensorLayout, LoadCharge, foldhash::fast::FixedState>;
+
+/// What a Reduce's charge depends on: the layout, the levels its partial sums are over
+/// before it, the level it reduces over and the runtime dims.
+type ReduceKey = (TensorLayout, Vec<usize>, usize, Vec<u64>);
 
 /// What a Load of one tensor in one layout is charged, and how it walks its steps.
 type LoadCharge = (net::Cost, Option<(lowering::walk::WalkPlan, bool)>);
@@ -287,6 +295,7 @@ impl Engine {
             walked: 0,
             walk_memo: Default::default(),
             sends_memo: Default::default(),
+            reduce_memo: Default::default(),
             placed_work: 0,
         }
     }
