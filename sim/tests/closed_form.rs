@@ -176,3 +176,69 @@ fn random_programs_cost_the_same_in_closed_form() {
     }
     ran.assert_enough(cases / 2);
 }
+
+/// The planner times its hand plans and its confirmed plans one after another on one
+/// engine (`plan::Timer`, which keeps its memos across runs): every run reports as on a
+/// new engine, whatever ran on it before (every plan of the shipped scenarios under both
+/// schedules, then random programs, runs that fail among them).
+#[test]
+fn timing_runs_on_one_engine_report_as_on_new_ones() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+        .collect();
+    files.sort();
+    let mut programs: Vec<(Resolved, String)> = Vec::new();
+    for f in files {
+        let (sc, src) = scenario::load(&f).unwrap();
+        for plan in scenario::plans_to_run(&sc) {
+            if let Ok(res) = scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default())
+            {
+                for r in both(&res) {
+                    programs.push((r, format!("{} {plan:?}", f.display())));
+                }
+            }
+        }
+    }
+    for seed in 0..40u64 {
+        let text = common::random::program(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let Ok(sc) = scenario::parse(&text, "t.ron") else {
+            continue;
+        };
+        let src = scenario::Source {
+            path: "t.ron".into(),
+            text: text.clone(),
+        };
+        for plan in scenario::plans_to_run(&sc) {
+            if let Ok(res) = scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default())
+            {
+                programs.push((res, text.clone()));
+            }
+        }
+    }
+    // The timer keeps its engine for the next run on the same machine and schedule:
+    // programs of one machine and schedule go one after another.
+    let key = |r: &Resolved| format!("{:?} {:?}", r.schedule, r.machine);
+    programs.sort_by_cached_key(|(r, _)| key(r));
+    let mut timer = mnsim_sim::plan::Timer::default();
+    let (mut ran, mut failed, mut after) = (0, 0, 0);
+    let mut last: Option<String> = None;
+    for (res, what) in &programs {
+        let alone = mnsim_sim::plan::Timer::default().time(res);
+        assert_eq!(timer.time(res), alone, "{what}");
+        if last.as_deref() == Some(key(res).as_str()) && alone.is_ok() {
+            after += 1;
+        }
+        last = Some(key(res));
+        match alone {
+            Ok(_) => ran += 1,
+            Err(_) => failed += 1,
+        }
+    }
+    assert!(
+        ran >= 60 && failed >= 1 && after >= 30,
+        "{ran} ran ({after} after another of their machine), {failed} failed"
+    );
+}

@@ -257,6 +257,13 @@ impl Engine {
         self.lm_peak_bytes = 0;
     }
 
+    /// [`Engine::clear`], and forgets every tensor too: the engine is as a new one to
+    /// the next run (which declares its tensors), but for what it memoises.
+    pub fn clear_all(&mut self) {
+        self.clear();
+        self.tensors.clear();
+    }
+
     /// An engine whose ops are placed by `schedule`.
     pub fn with_schedule(machine: Machine, mode: Mode, schedule: Schedule) -> Engine {
         let topo = Topo::new(&machine);

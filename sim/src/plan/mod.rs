@@ -190,15 +190,36 @@ fn hand_plan_names(sc: &Scenario) -> Vec<String> {
         .collect()
 }
 
-/// Timing run of a resolved program; total cycles or the error.
-fn time(res: &Resolved) -> Result<crate::run::RunOutput, String> {
-    let mut r = res.clone();
-    r.mode = Mode::Timing;
-    // Cycles and joules are all the planner reads: an engine that measures as the
-    // planner's gives the same (tests/closed_form.rs) without per-port statistics.
-    let mut eng = crate::engine::Engine::with_schedule(r.machine.clone(), r.mode, r.schedule);
-    eng.set_measuring(true);
-    crate::run::run_on(&r, eng, &mut |_, _| {}).map_err(|e| e.to_string())
+/// Timing runs of resolved programs on one measuring engine (its memos carry from one
+/// run to the next: a Load's and a Reduce's charge, a walk, depend on nothing else it
+/// holds). Each run starts from the engine cleared of everything else, as a new one.
+#[derive(Default)]
+pub struct Timer(Option<crate::engine::Engine>);
+
+impl Timer {
+    /// Timing run of `res`: its report, or the error.
+    pub fn time(&mut self, res: &Resolved) -> Result<mnsim_reports::Report, String> {
+        let mut r = res.clone();
+        r.mode = Mode::Timing;
+        let eng = match self.0.take() {
+            Some(mut e) if e.machine == r.machine && e.timeline.schedule == r.schedule => {
+                e.clear_all();
+                e
+            }
+            _ => {
+                // Cycles and joules are all the planner reads: an engine that measures
+                // as the planner's gives the same (tests/closed_form.rs) without
+                // per-port statistics.
+                let mut e =
+                    crate::engine::Engine::with_schedule(r.machine.clone(), r.mode, r.schedule);
+                e.set_measuring(true);
+                e
+            }
+        };
+        let out = crate::run::run_on(&r, eng, &mut |_, _| {}).map_err(|e| e.to_string())?;
+        self.0 = Some(out.engine);
+        Ok(out.report)
+    }
 }
 
 /// `res` (resolved with `Any` variables) with `layouts` (variable → canonical text)

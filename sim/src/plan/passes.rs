@@ -5,7 +5,7 @@
 use super::model::{self, LayoutId, Model};
 use super::{
     HandPlan, InsertedOp, JOINT_WIDTH, PlanOptions, Planned, apply, candidates, hand_plan_names,
-    search, time,
+    search,
 };
 use crate::scenario::{self, LayoutRef, PlanValue, Resolved, Scenario, Source};
 use std::collections::BTreeMap;
@@ -54,7 +54,7 @@ pub(super) fn hand_plans(
             }
         };
         let t0 = Instant::now();
-        let run = time(&hres);
+        let run = model.timer.time(&hres);
         hands.one_run = hands.one_run.max(t0.elapsed());
         let mut seed = false;
         if agrees {
@@ -73,8 +73,8 @@ pub(super) fn hand_plans(
         }
         hands.plans.push(HandPlan {
             plan: name,
-            total_cycles: run.as_ref().ok().map(|o| o.report.total_cycles),
-            energy_j: run.as_ref().ok().map(|o| o.report.energy_j()),
+            total_cycles: run.as_ref().ok().map(|r| r.total_cycles),
+            energy_j: run.as_ref().ok().map(|r| r.energy_j()),
             error: run.err(),
             seed,
         });
@@ -276,11 +276,11 @@ fn planned(
         })
         .collect();
     let applied = apply(res, &layouts, &inserted).ok()?;
-    Some(time(&applied).map(|o| Planned {
+    Some(model.timer.time(&applied).map(|r| Planned {
         layouts,
         inserted,
-        total_cycles: o.report.total_cycles,
-        energy_j: o.report.energy_j(),
+        total_cycles: r.total_cycles,
+        energy_j: r.energy_j(),
         op_cycles,
     }))
 }

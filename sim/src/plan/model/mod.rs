@@ -247,6 +247,8 @@ pub struct Model {
     /// The last plan's timeline, resumed after the tasks the next plan shares with it
     /// (`None`: every plan placed from its first task; the same totals).
     resume: Option<crate::timeline::Resumable>,
+    /// The hand plans' and the confirming timing runs.
+    pub timer: super::Timer,
 }
 
 const NO_LAYOUT: LayoutId = LayoutId::MAX;
@@ -306,6 +308,7 @@ impl Model {
             objective: mnsim_reports::Objective::Cycles,
             scratch: Vec::new(),
             resume: Some(Default::default()),
+            timer: Default::default(),
             generated: HashMap::default(),
         };
         for rop in &res.ops {
