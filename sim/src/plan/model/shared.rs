@@ -11,9 +11,15 @@ use std::sync::Arc;
 pub(super) struct Shared<T> {
     /// One copy of each value.
     by_value: HashSet<Arc<[T]>>,
-    /// By the address of a slice handed in: that slice (held, so that no other
-    /// allocation takes its address while the entry lives) and the copy kept of it.
-    by_address: HashMap<usize, (Arc<[T]>, Arc<[T]>)>,
+    /// By the address of a slice handed in: that slice and the copy kept of it.
+    by_address: HashMap<usize, Seen<T>>,
+}
+
+/// A slice handed in (held, so that no other allocation takes its address while the
+/// entry lives) and the copy kept of its value.
+struct Seen<T> {
+    handed: Arc<[T]>,
+    kept: Arc<[T]>,
 }
 
 impl<T> Default for Shared<T> {
@@ -32,8 +38,9 @@ impl<T: Eq + Hash> Shared<T> {
             return;
         }
         let address = Arc::as_ptr(v) as *const T as usize;
-        if let Some((_, kept)) = self.by_address.get(&address) {
-            *v = kept.clone();
+        if let Some(seen) = self.by_address.get(&address) {
+            debug_assert!(Arc::ptr_eq(&seen.handed, v), "an address taken twice");
+            *v = seen.kept.clone();
             return;
         }
         let kept = match self.by_value.get(&**v) {
@@ -43,7 +50,11 @@ impl<T: Eq + Hash> Shared<T> {
                 v.clone()
             }
         };
-        self.by_address.insert(address, (v.clone(), kept.clone()));
+        let seen = Seen {
+            handed: v.clone(),
+            kept: kept.clone(),
+        };
+        self.by_address.insert(address, seen);
         *v = kept;
     }
 
