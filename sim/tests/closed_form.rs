@@ -156,25 +156,31 @@ fn random_programs_cost_the_same_in_closed_form() {
         .unwrap_or(160);
     let mut ran = Tally::default();
     for seed in 0..cases {
-        let text = common::random::program(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        let Ok(sc) = scenario::parse(&text, "t.ron") else {
-            continue;
-        };
-        let src = scenario::Source {
-            path: "t.ron".into(),
-            text: text.clone(),
-        };
-        for plan in scenario::plans_to_run(&sc) {
-            let Ok(res) = scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default())
-            else {
-                continue;
-            };
+        for (res, text) in random_plans(seed.wrapping_mul(0xD1B5_4A32_D192_ED03)) {
             for r in both(&res) {
                 ran.add(check(&r, &format!("{:?}\n{text}", r.schedule)));
             }
         }
     }
     ran.assert_enough(cases / 2);
+}
+
+/// Every plan of the random program of `seed` that resolves, with the program's text.
+fn random_plans(seed: u64) -> Vec<(Resolved, String)> {
+    let text = common::random::program(seed);
+    let Ok(sc) = scenario::parse(&text, "t.ron") else {
+        return Vec::new();
+    };
+    let src = scenario::Source {
+        path: "t.ron".into(),
+        text: text.clone(),
+    };
+    (scenario::plans_to_run(&sc).iter())
+        .filter_map(|plan| {
+            scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default()).ok()
+        })
+        .map(|res| (res, text.clone()))
+        .collect()
 }
 
 /// The planner times its hand plans and its confirmed plans one after another on one
@@ -203,20 +209,7 @@ fn timing_runs_on_one_engine_report_as_on_new_ones() {
         }
     }
     for seed in 0..40u64 {
-        let text = common::random::program(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let Ok(sc) = scenario::parse(&text, "t.ron") else {
-            continue;
-        };
-        let src = scenario::Source {
-            path: "t.ron".into(),
-            text: text.clone(),
-        };
-        for plan in scenario::plans_to_run(&sc) {
-            if let Ok(res) = scenario::resolve(&sc, &src, plan.as_deref(), &[], &Default::default())
-            {
-                programs.push((res, text.clone()));
-            }
-        }
+        programs.extend(random_plans(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
     }
     // The timer keeps its engine for the next run on the same machine and schedule:
     // programs of one machine and schedule go one after another.
