@@ -28,7 +28,9 @@ use std::collections::HashMap;
 
 mod busy;
 mod pace;
+mod repeated;
 mod resume;
+mod spare;
 mod steady;
 mod streams;
 #[cfg(test)]
@@ -204,6 +206,8 @@ pub struct Timeline {
     /// one per [`pace::TIMES_PER_WORK`] steps whose times they write. A planner's budget
     /// counts it: it grows with the time placing took, the same on every machine.
     pub work: u64,
+    /// Buffers of walks placed, for the next walks.
+    spare: spare::Spare,
 }
 
 impl Timeline {
@@ -219,6 +223,7 @@ impl Timeline {
             pending: Vec::new(),
             own: BusyTable::default(),
             work: 0,
+            spare: spare::Spare::default(),
         }
     }
 
@@ -290,7 +295,7 @@ impl Timeline {
                     holds: task.holds.clone(),
                 }
             } else {
-                streams::Produced::Fixed(ready.unwrap_or_default().into())
+                streams::Produced::Fixed(std::sync::Arc::new(ready.unwrap_or_default()))
             };
             self.produced.insert(r, produced);
         }

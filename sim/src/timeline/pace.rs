@@ -18,7 +18,8 @@
 //! both ways and compares every placement and every resource's busy state).
 
 use super::busy::{Booking, Busy};
-use super::streams::{Produced, Walk, WalkIn, WalkRun, mul_div};
+use super::repeated::Repeated;
+use super::streams::{Produced, StreamIn, Walk, WalkIn, WalkRun, mul_div};
 use super::{Hold, Resource, Train};
 
 /// Steps between two looks for a steady pace, after a look that found none.
@@ -398,36 +399,20 @@ fn reach(w: &Walk, run: &mut WalkRun, reads: &[Read], p: u64) -> u64 {
     let mut last = u64::from(w.steps).saturating_sub(2);
     let mut marked: Vec<u64> = Vec::with_capacity(reads.len());
     for ((s, i), r) in run.ins.iter_mut().zip(&w.inputs).zip(reads) {
-        let mut t = j0;
-        match *r {
+        let steps = (last + 1).saturating_sub(j0) as usize;
+        let t = match *r {
             Read::Same(m0) => {
-                while t <= last && i.need.get(t as usize) == Some(&m0) {
-                    t += 1;
-                }
+                let need = i.need.get(j0 as usize..).unwrap_or_default();
+                j0 + need.iter().take(steps).take_while(|&&m| m == m0).count() as u64
             }
             Read::New { buffers } => {
                 let Some(Produced::Deferred { slices, .. }) = &s.source else {
                     return 0;
                 };
-                let m0 = s.arrival.len() as u64;
-                while t <= last {
-                    let m = m0 + (t - j0);
-                    let first = s.firsts + (t - j0);
-                    let Some(&(slice, ev)) = i.sends.get(m as usize) else {
-                        break;
-                    };
-                    let new = i.need.get(t as usize).map(|&x| u64::from(x)) == Some(m)
-                        && ev.map(u64::from) == m.checked_sub(buffers)
-                        && s.seen.get(slice as usize) == Some(&false)
-                        && first + 1 < u64::from(*slices);
-                    if !new {
-                        break;
-                    }
-                    s.seen[slice as usize] = true;
-                    t += 1;
-                }
+                let slices = u64::from(*slices);
+                j0 + mark_new(s, i, (j0, steps), buffers, slices)
             }
-        }
+        };
         last = t.saturating_sub(1).min(last);
         marked.push(t);
         if t == j0 {
@@ -453,34 +438,54 @@ fn reach(w: &Walk, run: &mut WalkRun, reads: &[Read], p: u64) -> u64 {
     count
 }
 
+/// How many of the `steps` steps from `j0` on read input `s` (of `i`, held in `buffers`
+/// slices, from a stream of `slices`) anew, one after another: each its next send, a
+/// slice not sent before (but the stream's last) into the buffer of the send `buffers`
+/// before it. Their slices are marked sent.
+fn mark_new(
+    s: &mut WalkIn,
+    i: &StreamIn,
+    (j0, steps): (u64, usize),
+    buffers: u64,
+    slices: u64,
+) -> u64 {
+    let m0 = s.arrival.len() as u64;
+    // A step's first send is before the stream's last.
+    let firsts = slices.saturating_sub(s.firsts.saturating_add(1)) as usize;
+    let need = i.need.get(j0 as usize..).unwrap_or_default();
+    let sends = i.sends.get(m0 as usize..).unwrap_or_default();
+    let mut m = m0;
+    for (&x, &(slice, ev)) in need.iter().zip(sends).take(steps.min(firsts)) {
+        let fresh = u64::from(x) == m
+            && ev.map(u64::from) == m.checked_sub(buffers)
+            && s.seen.get(slice as usize) == Some(&false);
+        if !fresh {
+            break;
+        }
+        s.seen[slice as usize] = true;
+        m += 1;
+    }
+    m - m0
+}
+
 /// Writes the times of `count` macro steps of `m` after the walk's last step: each
 /// step's end, the output slice it completes, and the arrivals, last uses and counts of
-/// the sends it reads.
+/// the sends it reads (in bulk: [`Repeated`]).
 fn repeat(w: &Walk, run: &mut WalkRun, reads: &[Read], m: &Macro, count: u64) {
     let p = m.ends.len() as u64;
     let j0 = run.j;
-    let moved = |t: u64, k: u64| t.saturating_add(k.saturating_mul(m.period));
-    let mut end = run.prev_end;
-    for k in 1..=count {
-        for (i, &e) in m.ends.iter().enumerate() {
-            end = moved(e, k);
-            let t = j0 + (k - 1) * p + i as u64;
-            if let Some(r) = (w.out.get(t as usize)).and_then(|&o| run.ready.get_mut(o as usize)) {
-                *r = end;
-            }
-        }
+    let ends = Repeated::new(&m.ends, m.period, count);
+    if let Some(out) = w.out.get(j0 as usize..) {
+        ends.scatter(out, &mut run.ready);
     }
+    let end = ends.last().unwrap_or(run.prev_end);
     let mut new = 0;
     for (s, r) in run.ins.iter_mut().zip(reads) {
         match *r {
             Read::Same(m0) => s.last_use[m0 as usize] = end,
             Read::New { .. } => {
-                for k in 1..=count {
-                    for (&a, &e) in m.arrivals[new].iter().zip(&m.ends) {
-                        s.arrival.push(moved(a, k));
-                        s.last_use.push(moved(e, k));
-                    }
-                }
+                Repeated::new(&m.arrivals[new], m.period, count).extend_onto(&mut s.arrival);
+                ends.extend_onto(&mut s.last_use);
                 s.firsts += count * p;
                 s.prev = s.arrival.last().copied().unwrap_or(s.prev);
                 for (b, d) in s.sent.iter_mut().zip(&m.sent[new]) {

@@ -21,6 +21,8 @@ pub struct Resumable {
     pub placed: u64,
     /// The work of placing the tasks placed anew over all calls ([`Timeline::work`]).
     pub booked: u64,
+    /// Buffers of the walks placed, for the next call's.
+    spare: super::spare::Spare,
 }
 
 impl Resumable {
@@ -31,7 +33,7 @@ impl Resumable {
         if self.key != Some((schedule, lm_capacity)) {
             self.key = Some((schedule, lm_capacity));
             self.tasks.clear();
-            self.snaps.clear();
+            self.drop_snapshots(0);
         }
         let common = self
             .tasks
@@ -41,7 +43,7 @@ impl Resumable {
             .count();
         // The latest snapshot within the common prefix.
         let keep = self.snaps.partition_point(|s| s.0 <= common);
-        self.snaps.truncate(keep);
+        self.drop_snapshots(keep);
         let (from, mut t, mut busy) = match self.snaps.last() {
             Some((n, t, b)) => (*n, t.clone(), b.clone()),
             None => (
@@ -51,6 +53,8 @@ impl Resumable {
             ),
         };
         self.tasks.truncate(from);
+        // The buffers of the walks placed last time serve this time's.
+        t.spare.take_from(&mut self.spare);
         let work0 = t.work;
         let every = tasks.len().div_ceil(MAX_SNAPSHOTS).max(1);
         for (k, task) in tasks.iter().enumerate().skip(from) {
@@ -63,6 +67,16 @@ impl Resumable {
         }
         t.settle(&mut busy);
         self.booked = self.booked.saturating_add(t.work - work0);
-        t.total()
+        let total = t.total();
+        t.keep_buffers(&mut self.spare);
+        total
+    }
+
+    /// Drops the snapshots from the `keep`-th on, keeping the buffers of their streams'
+    /// times that no other holds.
+    fn drop_snapshots(&mut self, keep: usize) {
+        for (_, t, _) in self.snaps.drain(keep.min(self.snaps.len())..) {
+            t.keep_buffers(&mut self.spare);
+        }
     }
 }

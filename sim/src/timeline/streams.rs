@@ -144,8 +144,9 @@ pub(super) enum Produced {
         holds: Vec<Hold>,
     },
     /// Per slice, the cycle it is ready (shared: a stream is read by every walk step
-    /// and a timeline is cloned where a search resumes it).
-    Fixed(std::sync::Arc<[u64]>),
+    /// and a timeline is cloned where a search resumes it; a vector, which becomes it
+    /// without a copy and is kept for later walks when the timeline ends: `spare.rs`).
+    Fixed(Arc<Vec<u64>>),
 }
 
 /// One send of a deferred transfer: slice `k` of `slices`, starting no earlier than
@@ -361,7 +362,7 @@ impl Timeline {
         else {
             return;
         };
-        let mut times = Vec::with_capacity(slices as usize);
+        let mut times = self.spare.times(slices as usize);
         let mut booked = vec![0u64; holds.len()];
         let (prev, work) = send_chain(
             busy,
@@ -373,7 +374,8 @@ impl Timeline {
         );
         self.work = self.work.saturating_add(work);
         self.finish_stream(region, task, prev);
-        self.produced.insert(region, Produced::Fixed(times.into()));
+        self.produced
+            .insert(region, Produced::Fixed(Arc::new(times)));
     }
 
     /// Places every deferred stream's sends, in program order (the end of a program).
@@ -443,13 +445,14 @@ impl Timeline {
         s0: u64,
         busy: &mut dyn Busy,
     ) -> (u64, Vec<u64>) {
+        let spare = &mut self.spare;
         let ins: Vec<WalkIn> = (w.inputs.iter())
             .map(|i| {
                 let resends = i.resends();
                 WalkIn {
-                    arrival: Vec::with_capacity(i.sends.len()),
-                    last_use: Vec::with_capacity(i.sends.len()),
-                    seen: vec![false; i.slices.max(1) as usize],
+                    arrival: spare.times(i.sends.len()),
+                    last_use: spare.times(i.sends.len()),
+                    seen: spare.flags(i.slices.max(1) as usize),
                     firsts: 0,
                     resends: 0,
                     total_resends: resends,
@@ -470,7 +473,7 @@ impl Timeline {
             ins,
             booked: vec![0u64; holds.len()],
             prev_end: s0,
-            ready: vec![s0; w.out_slices as usize],
+            ready: self.spare.filled(w.out_slices as usize, s0),
             j: 0,
         };
         // Whether the walk may run steady: asked when it reaches its first look (a walk
@@ -488,6 +491,11 @@ impl Timeline {
             }
         }
         self.finish_consumed(w, &run.ins, busy);
+        for s in run.ins {
+            self.spare.keep_times(s.arrival);
+            self.spare.keep_times(s.last_use);
+            self.spare.keep_flags(s.seen);
+        }
         (run.prev_end, run.ready)
     }
 
@@ -503,18 +511,26 @@ impl Timeline {
                 ..
             }) = &s.source
             {
-                let mut times: Vec<Option<u64>> = vec![None; *slices as usize];
-                for (m, &(slice, _)) in input.sends.iter().enumerate() {
+                // Per slice, when its first send arrived, and the latest of those.
+                let mut times = self.spare.filled(*slices as usize, 0);
+                let mut sent_once = self.spare.flags(*slices as usize);
+                let (mut sent_slices, mut latest) = (0, 0);
+                for (&(slice, _), &a) in input.sends.iter().zip(&s.arrival) {
                     if let Some(t) = times.get_mut(slice as usize)
-                        && t.is_none()
+                        && !sent_once[slice as usize]
                     {
-                        *t = Some(s.arrival[m]);
+                        *t = a;
+                        sent_once[slice as usize] = true;
+                        sent_slices += 1;
+                        latest = latest.max(a);
                     }
                 }
                 let mut sent = s.sent.clone();
                 sent.resize(holds.len(), 0);
                 // The slices not sent yet, in order of the sends that follow.
-                let mut unsent = times.iter_mut().filter(|t| t.is_none());
+                let mut unsent = (times.iter_mut().zip(&sent_once))
+                    .filter(|(_, once)| !**once)
+                    .map(|(t, _)| t);
                 let (last, work) = send_chain(
                     busy,
                     *task,
@@ -523,16 +539,24 @@ impl Timeline {
                     &mut sent,
                     |a| {
                         if let Some(t) = unsent.next() {
-                            *t = Some(a);
+                            *t = a;
+                            latest = latest.max(a);
                         }
                     },
                 );
+                if sent_slices < *slices as usize {
+                    for t in unsent {
+                        *t = last;
+                        latest = latest.max(last);
+                    }
+                }
+                self.spare.keep_flags(sent_once);
                 self.work = self.work.saturating_add(work);
-                let times: Vec<u64> = times.into_iter().map(|t| t.unwrap_or(last)).collect();
-                let end = times.iter().copied().max().unwrap_or(last);
+                // The latest time of a slice (every slice's time is written above).
+                let end = if times.is_empty() { last } else { latest };
                 self.finish_stream(input.region, *task, end);
                 self.produced
-                    .insert(input.region, Produced::Fixed(times.into()));
+                    .insert(input.region, Produced::Fixed(Arc::new(times)));
             }
         }
     }

@@ -463,6 +463,19 @@ fn both_ways(tasks: &[Task]) -> [(Timeline, BusyTable); 2] {
     [(a, trains), (b, one.0)]
 }
 
+/// Per stream region, when each of its slices is ready (after [`Timeline::settle`],
+/// every stream's sends are placed).
+fn ready_times(t: &Timeline) -> Vec<(RegionId, Vec<u64>)> {
+    let mut v: Vec<(RegionId, Vec<u64>)> = (t.produced.iter())
+        .filter_map(|(r, p)| match p {
+            streams::Produced::Fixed(x) => Some((*r, x.to_vec())),
+            streams::Produced::Deferred { .. } => None,
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 proptest::proptest! {
     // A steady state that starts late in a walk is a rare draw: many cases.
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(5000))]
@@ -515,6 +528,7 @@ proptest::proptest! {
         let [(a, trains), (b, one)] = both_ways(&tasks);
         proptest::prop_assert_eq!(&a.placed, &b.placed);
         proptest::prop_assert_eq!(&trains, &one);
+        proptest::prop_assert_eq!(ready_times(&a), ready_times(&b));
     }
 }
 
@@ -526,13 +540,15 @@ proptest::proptest! {
     /// the matrix unit of a stream on another port, then a kernel walking `n` steps, its cycles shared evenly or not, on the vector unit (and the
     /// matrix unit), reading one to three streams: a new slice each step, each slice
     /// for `r` steps, or a few slices over and over; from Loads whose cycles share
-    /// evenly or not, on ports of their own or shared.
+    /// evenly or not, on ports of their own or shared. Its output is a stream or not:
+    /// the times its slices are ready, and those of every stream, are the same too.
     #[test]
     fn walks_at_a_steady_pace_place_as_step_by_step(
         first in 0u64..400,
         (earlier, e_per, e_work) in (0u32..400, 1u64..30, 0u64..20),
         eighths in 5u32..90,
         (work, q, a, matrix_part) in (0u64..6, 0u32..4, 0u64..8, 0u64..4),
+        per_out in 0u32..4,
         streams in proptest::collection::vec(
             (0u32..3, 1u32..9, (1u64..40, 0u32..3, 0u64..4, 0u64..4), 1u32..4, 0u32..2),
             1..4,
@@ -574,10 +590,17 @@ proptest::proptest! {
             inputs.push(stream_in(&load, i as u32, &order, buffers));
             tasks.push(load);
         }
-        k.walk = Some(walk_of(n, own, inputs));
+        let mut walk = walk_of(n, own, inputs);
+        // Its output a stream of a slice every `per_out` steps (or none), read whole.
+        if let Some(per) = std::num::NonZeroU32::new(per_out) {
+            walk.out = (0..n).map(|t| t / per).collect();
+            walk.out_slices = (n - 1) / per + 1;
+        }
+        k.walk = Some(walk);
         tasks.push(k);
         let [(a, trains), (b, one)] = both_ways(&tasks);
         proptest::prop_assert_eq!(&a.placed, &b.placed);
         proptest::prop_assert_eq!(&trains, &one);
+        proptest::prop_assert_eq!(ready_times(&a), ready_times(&b));
     }
 }
