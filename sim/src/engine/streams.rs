@@ -74,7 +74,7 @@ pub(super) fn plan(
     if let Some(p) = memo.get(&key) {
         return p.clone();
     }
-    let p = walk::walk(out, dims, &ins, reduced);
+    let p = key.walk();
     memo.insert(key, p.clone());
     p
 }
@@ -271,17 +271,9 @@ impl Engine {
                 })
             })
             .collect();
-        let out_slices = plan.out.iter().max().map_or(0, |&m| m + 1);
         // A transfer reading a stream slice by slice produces its own as it goes.
         let deferred = deferred && sources.iter().all(Option::is_none);
-        let walk = lowering::walk_of(
-            &mut self.sends_memo,
-            &plan,
-            own_cycles,
-            out_slices,
-            deferred,
-            &sources,
-        );
+        let walk = lowering::walk_of(&mut self.sends_memo, &plan, own_cycles, deferred, &sources);
         let mut extra = Vec::new();
         for input in &walk.inputs {
             let Some(st) = self.streams.get_mut(&input.region) else {

@@ -32,7 +32,6 @@ pub fn walk_of(
     memo: &mut walk::SendsMemo,
     plan: &walk::WalkPlan,
     own_cycles: u64,
-    out_slices: u32,
     deferred: bool,
     sources: &[Option<Source>],
 ) -> Walk {
@@ -62,7 +61,7 @@ pub fn walk_of(
         steps: plan.steps.max(1) as u32,
         own_cycles,
         out: plan.out.clone(),
-        out_slices,
+        out_slices: plan.out_slices,
         deferred,
         inputs,
     }

@@ -1,0 +1,146 @@
+//! The sends a walk makes of a stream it reads in a few buffers ([`sends`]), memoised
+//! by the walk's shared step vector ([`SendsMemo`]).
+
+use std::sync::Arc;
+
+/// [`sends`] of the step vectors of memoised walks, by the vector (its allocation: the
+/// walks' vectors are shared), the buffers and the producer's slices.
+#[derive(Default)]
+pub struct SendsMemo {
+    map: std::collections::HashMap<(ByPtr, u32, u32), Sends, foldhash::fast::FixedState>,
+    /// The sends of the vector being replayed (kept: its memory is reused).
+    scratch: Vec<Send>,
+}
+
+/// What [`SendsMemo::sends`] gives: per step, the send it reads; per send, its slice and
+/// the send whose buffer it takes; and how many sends carry a slice sent before.
+#[derive(Clone, Debug)]
+pub struct Sends {
+    pub per_step: Arc<[u32]>,
+    pub sends: Arc<[(u32, Option<u32>)]>,
+    pub resent: u64,
+}
+
+/// A step vector keyed by its allocation. The key holds the vector, so no other takes
+/// its address while the entry lives; equal vectors apart are two keys of one value.
+struct ByPtr(Arc<[u32]>);
+
+impl PartialEq for ByPtr {
+    fn eq(&self, o: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &o.0)
+    }
+}
+impl Eq for ByPtr {}
+impl std::hash::Hash for ByPtr {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (Arc::as_ptr(&self.0) as *const u32 as usize).hash(h);
+    }
+}
+
+impl SendsMemo {
+    /// [`sends`] of `need` in `buffers` slices, from a producer of `slices` slices.
+    pub fn sends(&mut self, need: &Arc<[u32]>, buffers: u32, slices: u32) -> Sends {
+        let key = (ByPtr(need.clone()), buffers, slices);
+        if let Some(s) = self.map.get(&key) {
+            return s.clone();
+        }
+        let (per_step, sends) = shared_sends(need, buffers, &mut self.scratch);
+        let s = Sends {
+            resent: crate::timeline::resends_of(&sends, slices),
+            per_step,
+            sends,
+        };
+        self.map.insert(key, s.clone());
+        s
+    }
+}
+
+/// A send a step makes: its slice, and the send whose buffer it takes.
+type Send = (u32, Option<u32>);
+
+/// The sends a walk makes of one input held in `buffers` slices: a step whose slice is
+/// not held needs a send, which takes the buffer of the least recently used slice.
+/// Returns, per step, the index of the send it reads; per send, its slice and the send
+/// whose buffer it takes (`None` while a buffer is still empty).
+pub fn sends(need: &[u32], buffers: u32) -> (Vec<u32>, Vec<Send>) {
+    let (per_step, sends) = shared_sends(need, buffers, &mut Vec::new());
+    (per_step.to_vec(), sends.to_vec())
+}
+
+/// [`sends`] into shared vectors, each allocated once at its length (the sends go
+/// through `scratch` first).
+pub(super) fn shared_sends(
+    need: &[u32],
+    buffers: u32,
+    scratch: &mut Vec<Send>,
+) -> (Arc<[u32]>, Arc<[Send]>) {
+    let mut per_step: Arc<[u32]> = std::iter::repeat_n(0, need.len()).collect();
+    let steps = Arc::get_mut(&mut per_step).expect("a vector made just now is not shared");
+    scratch.clear();
+    match buffers {
+        0..=2 => replay_two(need, buffers == 2, steps, scratch),
+        b => replay_lru(need, b as usize, steps, scratch),
+    }
+    (per_step, Arc::from(&scratch[..]))
+}
+
+/// The sends of a walk reading `need` in one buffer or `two`: per step into `steps`,
+/// the sends into `out` (see [`sends`]).
+fn replay_two(need: &[u32], two: bool, steps: &mut [u32], out: &mut Vec<Send>) {
+    // (slice, send) of the buffer used last, and of the other (with two buffers).
+    let mut last: Option<(u32, u32)> = None;
+    let mut other: Option<(u32, u32)> = None;
+    for (&s, step) in need.iter().zip(steps) {
+        match (last, other) {
+            (Some((slice, m)), _) if slice == s => *step = m,
+            (_, Some((slice, m))) if slice == s => {
+                (last, other) = (other, last);
+                *step = m;
+            }
+            (Some(_), _) | (None, _) => {
+                let m = out.len() as u32;
+                // The least recently used buffer: the other one (empty at first), or
+                // the only one.
+                let freed = if two { other } else { last };
+                out.push((s, freed.map(|f| f.1)));
+                if two {
+                    other = last;
+                }
+                last = Some((s, m));
+                *step = m;
+            }
+        }
+    }
+}
+
+/// The sends of a walk reading `need` in `b` buffers: per step into `steps`, the sends
+/// into `out` (see [`sends`]).
+fn replay_lru(need: &[u32], b: usize, steps: &mut [u32], out: &mut Vec<Send>) {
+    // Held: (slice, send, last step used), at most `b`.
+    let mut held: Vec<(u32, u32, usize)> = Vec::with_capacity(b.min(need.len()));
+    for (j, (&s, step)) in need.iter().zip(steps).enumerate() {
+        if let Some(h) = held.iter_mut().find(|h| h.0 == s) {
+            h.2 = j;
+            *step = h.1;
+            continue;
+        }
+        let m = out.len() as u32;
+        let evicts = if held.len() < b {
+            held.push((s, m, j));
+            None
+        } else {
+            // The least recently used slice gives its buffer.
+            let mut lru = 0;
+            for k in 1..held.len() {
+                if held[k].2 < held[lru].2 {
+                    lru = k;
+                }
+            }
+            let old = held[lru].1;
+            held[lru] = (s, m, j);
+            Some(old)
+        };
+        out.push((s, evicts));
+        *step = m;
+    }
+}
