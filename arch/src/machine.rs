@@ -189,23 +189,36 @@ impl Machine {
     /// the addressable level below. An unaddressable level with no addressable level
     /// below it is an error caught by validation.
     pub fn addressable_levels(&self) -> Vec<AddrLevel> {
-        let mut out = Vec::new();
-        let mut pending: Vec<usize> = Vec::new();
-        let mut fold = 1u64;
-        for (i, l) in self.levels.iter().enumerate() {
-            pending.push(i);
+        (self.addressable_folds())
+            .map(|(first, i, fanout)| AddrLevel {
+                name: self.levels[i].name.clone(),
+                fanout,
+                level_index: i,
+                folded: (first..=i).collect(),
+            })
+            .collect()
+    }
+
+    /// The names and folded fan-outs of the addressable levels, root-most first
+    /// ([`Machine::addressable_levels`] without building them: binding a layout reads
+    /// them for every layout it binds).
+    pub fn addressable_fanouts(&self) -> impl Iterator<Item = (&str, u64)> {
+        (self.addressable_folds()).map(|(_, i, fanout)| (self.levels[i].name.as_str(), fanout))
+    }
+
+    /// Per addressable level, root-most first: the first of the levels folded into it,
+    /// its own index, and its folded fan-out (the product of those levels' counts).
+    fn addressable_folds(&self) -> impl Iterator<Item = (usize, usize, u64)> {
+        let (mut first, mut fold) = (0usize, 1u64);
+        self.levels.iter().enumerate().filter_map(move |(i, l)| {
             fold = fold.saturating_mul(l.count);
-            if l.addressable {
-                out.push(AddrLevel {
-                    name: l.name.clone(),
-                    fanout: fold,
-                    level_index: i,
-                    folded: std::mem::take(&mut pending),
-                });
-                fold = 1;
+            if !l.addressable {
+                return None;
             }
-        }
-        out
+            let out = (first, i, fold);
+            (first, fold) = (i + 1, 1);
+            Some(out)
+        })
     }
 
     /// The names of the addressable levels, root-most first ([`Machine::addressable_levels`]

@@ -2,17 +2,14 @@
 //! (`TensorLayout::parse`/`bind`): every rule of docs/layout.md, each with an error
 //! pointing at the offending text.
 
+use super::classes::{ClassView, Members, class_at};
 use super::inverse::{Inverse, build_inverse, checked_product, max_value};
 use super::{AxisName, Class, LayoutError, LayoutExpr, LevelUse, SubAxis, TensorLayout};
 use crate::dtype::DType;
-use crate::machine::{AddrLevel, Machine};
+use crate::machine::Machine;
 use std::ops::Range;
 
 const CLASS_NAMES: [&str; 3] = ["memory", "W", "Time"];
-
-/// The sub-axes of each class, as `(group, index in group)` in order of appearance.
-/// Classes: 0 mem, 1 W, 2 Time, 3+i level i.
-type Members = Vec<Vec<(usize, usize)>>;
 
 impl TensorLayout {
     /// Parses and binds in one step. `shape` is the logical shape; `None` takes it
@@ -39,17 +36,17 @@ impl TensorLayout {
     ) -> Result<Self, LayoutError> {
         let b = Binder::new(expr, machine);
         let (word_bytes, slots) = b.word_slots(dtype)?;
-        let members = b.gather_members()?;
-        let strides = b.resolve_strides(&members)?;
+        let mut groups = b.classify()?;
+        let members = Members::new(&groups, 3 + b.levels);
+        b.resolve_strides(&members, &mut groups)?;
         b.check_bcast(&members)?;
-        let groups = b.resolved_groups(&strides);
         let padded = b.padded_sizes(&groups)?;
         let logical = b.logical_shape(shape, &padded)?;
         b.check_padding(&logical, &padded, implicit_pad)?;
         let classes = ClassView {
             expr,
+            axes: (members.subs.iter()).map(|&(g, k)| groups[g][k]).collect(),
             members: &members,
-            groups: &groups,
             whole: &b.whole,
         };
         let (levels, inv_levels) = b.bind_levels(&classes)?;
@@ -81,43 +78,46 @@ impl TensorLayout {
     }
 }
 
-/// What the steps of [`TensorLayout::bind`] share: the parsed layout, the machine
-/// with its addressable levels, and the span of the whole layout text.
+/// What the steps of [`TensorLayout::bind`] share: the parsed layout, the machine and
+/// how many addressable levels it has, and the span of the whole layout text.
 struct Binder<'a> {
     expr: &'a LayoutExpr,
     machine: &'a Machine,
-    addr: Vec<AddrLevel>,
+    levels: usize,
     whole: Range<usize>,
 }
 
 impl<'a> Binder<'a> {
-    /// Collects the machine's addressable levels and the span of the whole layout.
+    /// Counts the machine's addressable levels and finds the span of the whole layout.
     fn new(expr: &'a LayoutExpr, machine: &'a Machine) -> Self {
         let whole = 0..expr.group_spans.last().map_or(0, |s| s.end);
-        let addr = machine.addressable_levels();
         Binder {
             expr,
             machine,
-            addr,
+            levels: machine.addressable_count(),
             whole,
         }
     }
 
+    /// The names and fan-outs of the addressable levels, root-most first.
+    fn addr(&self) -> impl Iterator<Item = (&'a str, u64)> + use<'a> {
+        self.machine.addressable_fanouts()
+    }
+
     /// The names of the addressable levels, root-most first.
     fn level_names(&self) -> Vec<&str> {
-        self.addr.iter().map(|l| l.name.as_str()).collect()
+        self.addr().map(|(name, _)| name).collect()
     }
 
     /// Resolves a level name to its index among the addressable levels; a folded
     /// level or an unknown name (with a near-miss hint) is an error.
     fn resolve(&self, name: &str, span: &Range<usize>) -> Result<usize, LayoutError> {
-        let (machine, addr) = (self.machine, &self.addr);
-        if let Some(i) = addr.iter().position(|l| l.name == name) {
+        let machine = self.machine;
+        if let Some(i) = machine.addressable_names().position(|n| n == name) {
             return Ok(i);
         }
         if let Some(l) = machine.levels.iter().find(|l| l.name == name) {
-            let into = addr
-                .iter()
+            let into = (machine.addressable_levels().iter())
                 .find(|a| a.folded.iter().any(|&f| machine.levels[f].name == l.name))
                 .map_or("nothing".to_string(), |a| a.name.clone());
             return Err(LayoutError::new(
@@ -161,7 +161,7 @@ impl<'a> Binder<'a> {
         if c < 3 {
             CLASS_NAMES[c].to_string()
         } else {
-            format!("level {}", self.addr[c - 3].name)
+            format!("level {}", self.level_names()[c - 3])
         }
     }
 
@@ -184,24 +184,35 @@ impl<'a> Binder<'a> {
         Ok((word_bytes, slots))
     }
 
-    /// Gathers sub-axes per class in order of appearance, resolving level names.
-    fn gather_members(&self) -> Result<Members, LayoutError> {
-        let nclass = 3 + self.addr.len();
-        let mut members: Members = vec![Vec::new(); nclass];
-        for (g, subs) in self.expr.groups.iter().enumerate() {
-            for (k, s) in subs.iter().enumerate() {
-                members[self.class_of(&s.name, &s.span)?].push((g, k));
+    /// The groups of sub-axes with their classes, resolving level names (their strides
+    /// still 0).
+    fn classify(&self) -> Result<Vec<Vec<SubAxis>>, LayoutError> {
+        let mut groups = Vec::with_capacity(self.expr.groups.len());
+        for axes in &self.expr.groups {
+            let mut g = Vec::with_capacity(axes.len());
+            for s in axes {
+                g.push(SubAxis {
+                    size: s.size,
+                    class: class_at(self.class_of(&s.name, &s.span)?),
+                    stride: 0,
+                });
             }
+            groups.push(g);
         }
-        Ok(members)
+        Ok(groups)
     }
 
-    /// Resolves strides: all given or all omitted per class (one alone may omit);
-    /// omitted strides are the products of the sizes of the class's later sub-axes.
-    fn resolve_strides(&self, members: &Members) -> Result<Vec<Vec<u64>>, LayoutError> {
+    /// Resolves strides into `groups`: all given or all omitted per class (one alone
+    /// may omit); omitted strides are the products of the sizes of the class's later
+    /// sub-axes.
+    fn resolve_strides(
+        &self,
+        members: &Members,
+        groups: &mut [Vec<SubAxis>],
+    ) -> Result<(), LayoutError> {
         let expr = self.expr;
-        let mut strides: Vec<Vec<u64>> = expr.groups.iter().map(|g| vec![0; g.len()]).collect();
-        for (c, ms) in members.iter().enumerate() {
+        for c in 0..members.classes() {
+            let ms = members.of(c);
             let given = ms
                 .iter()
                 .filter(|&&(g, k)| expr.groups[g][k].stride.is_some())
@@ -218,12 +229,12 @@ impl<'a> Binder<'a> {
                             expr.groups[g][k].span.clone(),
                         ));
                     }
-                    strides[g][k] = st;
+                    groups[g][k].stride = st;
                 }
             } else if given == 0 {
                 let mut acc = 1u64;
                 for &(g, k) in ms.iter().rev() {
-                    strides[g][k] = acc;
+                    groups[g][k].stride = acc;
                     acc = acc.checked_mul(expr.groups[g][k].size).ok_or_else(|| {
                         LayoutError::new("sizes overflow 64 bits", expr.groups[g][k].span.clone())
                     })?;
@@ -243,13 +254,17 @@ impl<'a> Binder<'a> {
                 ));
             }
         }
-        Ok(strides)
+        Ok(())
     }
 
     /// Checks the broadcast list `B@[..]`: machine levels only, none split by a
     /// sub-axis, none named twice, and each over the whole level.
     fn check_bcast(&self, members: &Members) -> Result<(), LayoutError> {
-        let (expr, addr) = (self.expr, &self.addr);
+        let expr = self.expr;
+        if expr.bcast.is_empty() {
+            return Ok(());
+        }
+        let addr: Vec<(&str, u64)> = self.addr().collect();
         let mut explicit_bcast = vec![false; addr.len()];
         for b in &expr.bcast {
             let (n, sp) = (&b.name, &b.span);
@@ -260,8 +275,7 @@ impl<'a> Binder<'a> {
                 ));
             }
             let i = self.resolve(n, sp)?;
-            if !members[3 + i].is_empty() {
-                let (g, k) = members[3 + i][0];
+            if let Some(&(g, k)) = members.of(3 + i).first() {
                 return Err(LayoutError::new(
                     format!(
                         "B@ names level `{n}`, but `{}` already splits it",
@@ -279,7 +293,7 @@ impl<'a> Binder<'a> {
             explicit_bcast[i] = true;
             // `8_L2B:1`: replicated over the first `size` positions, stepping by `stride`.
             // The whole level (size = fan-out, stride 1) is `B@[L2B]`.
-            let fan = addr[i].fanout;
+            let fan = addr[i].1;
             let size = b.size.unwrap_or(fan);
             if size > fan {
                 return Err(LayoutError::new(
@@ -299,34 +313,6 @@ impl<'a> Binder<'a> {
             }
         }
         Ok(())
-    }
-
-    /// The resolved groups: each sub-axis with its class and resolved stride.
-    fn resolved_groups(&self, strides: &[Vec<u64>]) -> Vec<Vec<SubAxis>> {
-        self.expr
-            .groups
-            .iter()
-            .enumerate()
-            .map(|(g, subs)| {
-                subs.iter()
-                    .enumerate()
-                    .map(|(k, s)| {
-                        let c = self.class_of(&s.name, &s.span).unwrap_or(0);
-                        let class = match c {
-                            0 => Class::Mem,
-                            1 => Class::W,
-                            2 => Class::Time,
-                            l => Class::Level(l - 3),
-                        };
-                        SubAxis {
-                            size: s.size,
-                            class,
-                            stride: strides[g][k],
-                        }
-                    })
-                    .collect()
-            })
-            .collect()
     }
 
     /// The padded shape: the product of each group's sub-axis sizes.
@@ -422,58 +408,54 @@ impl<'a> Binder<'a> {
         &self,
         classes: &ClassView,
     ) -> Result<(Vec<LevelUse>, Vec<Inverse>), LayoutError> {
-        let (expr, members, groups) = (self.expr, classes.members, classes.groups);
-        let mut levels = Vec::with_capacity(self.addr.len());
-        let mut inv_levels = Vec::with_capacity(self.addr.len());
-        for (i, a) in self.addr.iter().enumerate() {
+        let expr = self.expr;
+        let mut levels = Vec::with_capacity(self.levels);
+        let mut inv_levels = Vec::with_capacity(self.levels);
+        for (i, (name, fanout)) in self.addr().enumerate() {
             let axes = classes.axes(3 + i);
             if axes.is_empty() {
                 levels.push(LevelUse {
-                    name: a.name.clone(),
-                    fanout: a.fanout,
+                    name: name.to_string(),
+                    fanout,
                     replicated: true,
-                    used: a.fanout,
+                    used: fanout,
                 });
                 inv_levels.push(Inverse::Greedy(Vec::new()));
                 continue;
             }
-            let max = max_value(&axes).unwrap_or(u64::MAX);
-            if max >= a.fanout {
+            let max = max_value(axes).unwrap_or(u64::MAX);
+            if max >= fanout {
                 // Point at the sub-axis that pushes past the fan-out.
-                let (g, k) = members[3 + i]
-                    .iter()
-                    .copied()
-                    .max_by_key(|&(g, k)| {
-                        (groups[g][k].size - 1).saturating_mul(groups[g][k].stride)
-                    })
-                    .unwrap_or(members[3 + i][0]);
+                let (g, k) = (classes.members.of(3 + i).iter().zip(axes))
+                    .max_by_key(|(_, s)| (s.size - 1).saturating_mul(s.stride))
+                    .map_or((0, 0), |(&gk, _)| gk);
                 return Err(LayoutError::new(
                     format!(
                         "{} reach(es) {} position {}, but {} has only {} (positions 0..{})",
                         classes.subs_text(3 + i),
-                        a.name,
+                        name,
                         max,
-                        a.name,
-                        a.fanout,
-                        a.fanout - 1
+                        name,
+                        fanout,
+                        fanout - 1
                     ),
                     expr.groups[g][k].span.clone(),
                 ));
             }
-            let inv = build_inverse(&axes, max + 1).map_err(|()| {
+            let inv = build_inverse(axes, max + 1).map_err(|()| {
                 LayoutError::new(
                     format!(
                         "two index combinations of {} reach the same {} position",
                         classes.subs_text(3 + i),
-                        a.name
+                        name
                     ),
                     classes.first_span(3 + i),
                 )
             })?;
             let used = checked_product(axes.iter().map(|s| s.size)).unwrap_or(u64::MAX);
             levels.push(LevelUse {
-                name: a.name.clone(),
-                fanout: a.fanout,
+                name: name.to_string(),
+                fanout,
                 replicated: false,
                 used,
             });
@@ -486,8 +468,7 @@ impl<'a> Binder<'a> {
     /// memory, and returns it in words.
     fn check_footprint(&self, classes: &ClassView, word_bytes: u64) -> Result<u64, LayoutError> {
         let machine = self.machine;
-        let mem_axes = classes.axes(0);
-        let footprint_words = max_value(&mem_axes).map_or(u64::MAX, |m| m.saturating_add(1));
+        let footprint_words = max_value(classes.axes(0)).map_or(u64::MAX, |m| m.saturating_add(1));
         let lm = machine.leaf_memory_bytes();
         let fp_bytes = footprint_words.saturating_mul(word_bytes);
         if fp_bytes > lm {
@@ -503,42 +484,6 @@ impl<'a> Binder<'a> {
     }
 }
 
-/// The sub-axes of each class once resolved, with what error messages say of them.
-struct ClassView<'a> {
-    expr: &'a LayoutExpr,
-    members: &'a Members,
-    groups: &'a [Vec<SubAxis>],
-    whole: &'a Range<usize>,
-}
-
-impl ClassView<'_> {
-    /// The resolved sub-axes of class `c`, in order of appearance.
-    fn axes(&self, c: usize) -> Vec<SubAxis> {
-        self.members[c]
-            .iter()
-            .map(|&(g, k)| self.groups[g][k])
-            .collect()
-    }
-
-    /// The span of class `c`'s first sub-axis (the whole layout if it has none).
-    fn first_span(&self, c: usize) -> Range<usize> {
-        self.members[c]
-            .first()
-            .map_or(self.whole.clone(), |&(g, k)| {
-                self.expr.groups[g][k].span.clone()
-            })
-    }
-
-    /// Class `c`'s sub-axes as text: "`a`, `b`".
-    fn subs_text(&self, c: usize) -> String {
-        self.members[c]
-            .iter()
-            .map(|&(g, k)| format!("`{}`", self.expr.groups[g][k]))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
 /// Checks and inverts the memory, W and Time classes (in that order): W must stay
 /// within the word's slots, and no two elements may share a cell.
 fn bind_cell_classes(
@@ -547,10 +492,9 @@ fn bind_cell_classes(
     slots: u64,
     dtype: DType,
 ) -> Result<[Inverse; 3], LayoutError> {
-    let mut inv = Vec::with_capacity(3);
-    for (c, cname) in CLASS_NAMES.iter().enumerate() {
+    let one = |c: usize| {
         let axes = classes.axes(c);
-        let max = max_value(&axes)
+        let max = max_value(axes)
             .ok_or_else(|| LayoutError::new("strides overflow 64 bits", classes.first_span(c)))?;
         if c == 1 && max >= slots {
             return Err(LayoutError::new(
@@ -561,38 +505,31 @@ fn bind_cell_classes(
                 classes.first_span(1),
             ));
         }
-        let i = build_inverse(&axes, max.saturating_add(1)).map_err(|()| {
+        build_inverse(axes, max.saturating_add(1)).map_err(|()| {
             LayoutError::new(
                 format!(
                     "two elements share a (PE, word, slot, step) cell: the {} sub-axes {} overlap",
-                    cname,
+                    CLASS_NAMES[c],
                     classes.subs_text(c)
                 ),
                 classes.first_span(c),
             )
-        })?;
-        inv.push(i);
-    }
-    let mut inv = inv.into_iter();
-    Ok([
-        inv.next().unwrap(),
-        inv.next().unwrap(),
-        inv.next().unwrap(),
-    ])
+        })
+    };
+    Ok([one(0)?, one(1)?, one(2)?])
 }
 
 /// Flat list of all sub-axes (group-major) with the radix of each inside its group.
 fn flat_sub_axes(groups: &[Vec<SubAxis>]) -> Vec<(usize, SubAxis, u64)> {
-    let mut flat = Vec::new();
+    let mut flat = Vec::with_capacity(groups.iter().map(Vec::len).sum());
     for (g, subs) in groups.iter().enumerate() {
+        let at = flat.len();
+        flat.extend(subs.iter().map(|s| (g, *s, 0)));
         let mut radix = 1u64;
-        let mut tmp = Vec::with_capacity(subs.len());
-        for s in subs.iter().rev() {
-            tmp.push((g, *s, radix));
+        for (_, s, r) in flat[at..].iter_mut().rev() {
+            *r = radix;
             radix = radix.saturating_mul(s.size);
         }
-        tmp.reverse();
-        flat.extend(tmp);
     }
     flat
 }

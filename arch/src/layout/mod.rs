@@ -7,6 +7,7 @@
 //! counts in closed form what timing mode needs.
 
 mod bind;
+mod classes;
 mod inverse;
 mod map;
 mod nest;
@@ -18,7 +19,7 @@ mod text;
 pub use map::{AxisTables, LevelStat, Run, RunStep, Shard};
 pub use nest::{Cell, Loop, Nest};
 pub use parse::{AxisName, BcastExpr, LayoutExpr, SubAxisExpr};
-pub use text::{NO_BCAST, layout_text, write_layout};
+pub use text::{NO_BCAST, Piece, layout_text, write_layout};
 
 use crate::dtype::DType;
 use inverse::Inverse;

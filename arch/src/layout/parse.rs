@@ -28,6 +28,17 @@ pub enum AxisName {
     Time,
 }
 
+impl AxisName {
+    /// What the suffix `_NAME` of a sub-axis names: `W`, `Time` or a level.
+    pub fn of(name: String) -> AxisName {
+        match name.as_str() {
+            "W" => AxisName::W,
+            "Time" => AxisName::Time,
+            _ => AxisName::Level(name),
+        }
+    }
+}
+
 /// One sub-axis as written: `size[_NAME][:stride]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubAxisExpr {
@@ -187,11 +198,7 @@ impl<'a> Parser<'a> {
         if self.s.get(self.i) == Some(&b'_') {
             self.i += 1;
             let (n, _) = self.name()?;
-            name = match n.as_str() {
-                "W" => AxisName::W,
-                "Time" => AxisName::Time,
-                _ => AxisName::Level(n),
-            };
+            name = AxisName::of(n);
         }
         let mut stride = None;
         if self.eat(b':') {

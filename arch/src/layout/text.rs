@@ -4,6 +4,19 @@
 
 use std::fmt::{self, Display, Write};
 
+/// A part of a layout's text (a sub-axis, a level name, a number): anything `Display`,
+/// or a part that writes its pieces straight into the text, without the formatting
+/// machinery (the canonical form's sub-axes: the planner writes thousands of texts).
+pub trait Piece {
+    fn write_to<W: Write + ?Sized>(&self, w: &mut W) -> fmt::Result;
+}
+
+impl<T: Display + ?Sized> Piece for T {
+    fn write_to<W: Write + ?Sized>(&self, w: &mut W) -> fmt::Result {
+        write!(w, "{self}")
+    }
+}
+
 /// Writes a layout's text: `(4,6)/` when a logical shape `pad` is given, then one group
 /// per axis, its sub-axes in order (`(8_L2B, 16), (4_PE:1)`), then `; B@[...]` when
 /// `bcast` names any level, all in parentheses:
@@ -17,9 +30,9 @@ pub fn write_layout<G, S, B, N>(
 where
     G: IntoIterator,
     G::Item: IntoIterator<Item = S>,
-    S: Display,
+    S: Piece,
     B: IntoIterator<Item = N>,
-    N: Display,
+    N: Piece,
 {
     if let Some(p) = pad {
         w.write_char('(')?;
@@ -38,7 +51,7 @@ where
     let mut any = false;
     for n in bcast {
         w.write_str(if any { "," } else { "; B@[" })?;
-        write!(w, "{n}")?;
+        n.write_to(w)?;
         any = true;
     }
     if any {
@@ -48,7 +61,7 @@ where
 }
 
 /// `items` written one after another, `sep` between two.
-fn separated<T: Display>(
+fn separated<T: Piece>(
     w: &mut impl Write,
     items: impl IntoIterator<Item = T>,
     sep: &str,
@@ -57,7 +70,7 @@ fn separated<T: Display>(
         if i > 0 {
             w.write_str(sep)?;
         }
-        write!(w, "{x}")?;
+        x.write_to(w)?;
     }
     Ok(())
 }
@@ -67,11 +80,12 @@ pub fn layout_text<G, S, B, N>(pad: Option<&[u64]>, groups: G, bcast: B) -> Stri
 where
     G: IntoIterator,
     G::Item: IntoIterator<Item = S>,
-    S: Display,
+    S: Piece,
     B: IntoIterator<Item = N>,
-    N: Display,
+    N: Piece,
 {
-    let mut s = String::new();
+    // Room for a rank-2 layout of a few levels, so that most texts never grow.
+    let mut s = String::with_capacity(96);
     // Writing into a String cannot fail.
     let _ = write_layout(&mut s, pad, groups, bcast);
     s

@@ -17,8 +17,9 @@
 //! every order of an axis's levels and memory part. So a budget cuts the least usual
 //! layouts first, and a tensor of many axes costs milliseconds, not seconds.
 
-use mnsim_arch::layout::{Class, NO_BCAST, layout_text};
+use mnsim_arch::layout::{AxisName, Class, SubAxisExpr};
 use mnsim_arch::{DType, LayoutExpr, Machine, TensorLayout};
+use std::hash::BuildHasher;
 /// Candidate texts hash with a fixed, fast hasher (not SipHash: thousands per tensor).
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
@@ -94,6 +95,11 @@ fn permutations<T: Clone>(v: &[T]) -> Vec<Vec<T>> {
 /// order: the core, then (as `space` allows) parts of fan-outs, then other level orders;
 /// within a tier, level assignments in mixed radix over the levels root-most first, then
 /// level orders, then unpacked before packed. At most `space.max` beyond the core.
+///
+/// Each layout is built as the parsed form of its text (no text, no parse) and bound
+/// by the arch crate. A tier skips what the tier before it bound already: the parts
+/// tier the assignments of whole fan-outs (the core's), the orders tier the first
+/// order of each assignment (the tier before's).
 pub fn generate(
     m: &Machine,
     dims: &[u64],
@@ -101,64 +107,149 @@ pub fn generate(
     implicit_pad: bool,
     space: Space,
 ) -> Vec<Candidate> {
-    let mut out = Vec::new();
-    let mut seen: HashSet<String> = HashSet::default();
-    let mut tried: HashSet<String> = HashSet::default();
+    let shape = Tensor::new(m, dims, dtype, implicit_pad);
+    let mut acc = Found::new(dims.len(), space.max, !shape.distinct_names());
     let core = Space {
         partial_fanout: false,
         level_orders: false,
         max: usize::MAX,
         ..space
     };
-    let mut tiers = vec![core];
+    let mut tiers = vec![(core, Done::Nothing)];
     if space.partial_fanout {
-        tiers.push(Space {
+        let parts = Space {
             level_orders: false,
             ..space
-        });
+        };
+        tiers.push((parts, Done::WholeFanouts));
     }
     if space.level_orders {
-        tiers.push(space);
+        tiers.push((space, Done::FirstOrders));
     }
-    for tier in tiers {
-        tier_of(
-            m,
-            dims,
-            dtype,
-            implicit_pad,
-            tier,
-            &mut tried,
-            &mut seen,
-            &mut out,
-        );
-        if out.len() >= space.max {
+    for (tier, done) in tiers {
+        tier_of(&shape, tier, done, &mut acc);
+        if acc.out.len() >= space.max {
             break;
         }
     }
+    let mut out = acc.out;
     // The core first (stable: otherwise in generation order).
     out.sort_by_key(|c| !c.core);
     out
 }
 
-/// The candidates of one tier (see [`generate`]) not generated before.
-#[allow(clippy::too_many_arguments)]
-fn tier_of(
-    m: &Machine,
-    dims: &[u64],
+/// What every tier of one tensor's generation reads: the machine and its addressable
+/// levels, the tensor, element slots per word and LM words per PE.
+struct Tensor<'a> {
+    m: &'a Machine,
+    levels: Vec<mnsim_arch::machine::AddrLevel>,
+    /// Each level's name as a sub-axis suffix reads it (the names are identifiers:
+    /// `Machine::validate`).
+    names: Vec<AxisName>,
+    dims: &'a [u64],
     dtype: DType,
     implicit_pad: bool,
-    space: Space,
-    tried: &mut HashSet<String>,
-    seen: &mut HashSet<String>,
-    out: &mut Vec<Candidate>,
-) {
-    let levels = m.addressable_levels();
+    slots: u64,
+    lm_words: u64,
+    /// `orders[n]`: every order of `n` items (an axis's levels and its memory part), as
+    /// indices, in [`permutations`]' order.
+    orders: Vec<Vec<Vec<usize>>>,
+}
+
+impl<'a> Tensor<'a> {
+    fn new(m: &'a Machine, dims: &'a [u64], dtype: DType, implicit_pad: bool) -> Self {
+        let levels = m.addressable_levels();
+        let names = (levels.iter())
+            .map(|l| AxisName::of(l.name.clone()))
+            .collect();
+        let orders = (0..=levels.len() + 1)
+            .map(|n| permutations(&(0..n).collect::<Vec<_>>()))
+            .collect();
+        Tensor {
+            m,
+            names,
+            dims,
+            dtype,
+            implicit_pad,
+            slots: (m.word_bytes / dtype.bytes().max(1)).max(1),
+            lm_words: m.leaf_memory_bytes() / m.word_bytes.max(1),
+            orders,
+            levels,
+        }
+    }
+
+    /// Whether every level has a name of its own that no other sub-axis suffix reads
+    /// (`Machine::validate` does not forbid `W` or `Time`). Then two layouts built from
+    /// different assignments, orders or packing differ in some sub-axis's size or
+    /// name, so they bind to different layouts, with different canonical texts.
+    fn distinct_names(&self) -> bool {
+        (self.names.iter().enumerate())
+            .all(|(i, n)| matches!(n, AxisName::Level(_)) && !self.names[..i].contains(n))
+    }
+}
+
+/// The candidates found so far, the hashes of their texts (where two layouts built
+/// apart may be one: [`Tensor::distinct_names`]), and the layout being built (its
+/// vectors reused from one layout to the next).
+struct Found {
+    out: Vec<Candidate>,
+    seen: Option<HashSet<u64>>,
+    expr: LayoutExpr,
+}
+
+impl Found {
+    /// Room for `max` candidates (or a few thousand, if `max` is more); `check`: compare
+    /// texts.
+    fn new(rank: usize, max: usize, check: bool) -> Self {
+        let room = max.min(MAX_CANDIDATES + 100);
+        Found {
+            out: Vec::with_capacity(room),
+            seen: check.then(|| HashSet::with_capacity_and_hasher(room, Default::default())),
+            expr: LayoutExpr {
+                pad: None,
+                groups: vec![Vec::new(); rank],
+                group_spans: vec![0..0; rank],
+                bcast: Vec::new(),
+            },
+        }
+    }
+
+    /// Keeps `layout` unless a candidate of the same text was kept before.
+    fn keep(&mut self, layout: TensorLayout, core: bool) {
+        let text = layout.canonical();
+        if let Some(seen) = &mut self.seen {
+            let h = seen.hasher().hash_one(text.as_str());
+            if !seen.insert(h) && self.out.iter().any(|c| c.text == text) {
+                return;
+            }
+        }
+        self.out.push(Candidate { text, layout, core });
+    }
+}
+
+/// Per logical axis, the levels split over it: a level index and its part, root-most
+/// first (one level assignment).
+type Split = [Vec<(usize, u64)>];
+
+/// Which layouts of a tier the tiers before it bound already (the same layouts, so
+/// the tier skips them).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Done {
+    /// The core: nothing before it.
+    Nothing,
+    /// Parts of fan-outs: the core had every assignment of whole fan-outs.
+    WholeFanouts,
+    /// Level orders: the tier before had the first order of every assignment.
+    FirstOrders,
+}
+
+/// The candidates of one tier (see [`generate`]) not generated before.
+fn tier_of(t: &Tensor, space: Space, done: Done, acc: &mut Found) {
+    let (levels, dims) = (&t.levels, t.dims);
     let rank = dims.len();
     if rank == 0 || dims.contains(&0) {
         return;
     }
-    let slots = (m.word_bytes / dtype.bytes().max(1)).max(1);
-    let lm_words = m.leaf_memory_bytes() / m.word_bytes.max(1);
     // Per level: None (replicated) or (axis, part).
     let choices: Vec<Vec<Option<(usize, u64)>>> = levels
         .iter()
@@ -173,13 +264,15 @@ fn tier_of(
         })
         .collect();
     let mut pick = vec![0usize; levels.len()];
+    let mut groups: Vec<Vec<(usize, u64)>> = vec![Vec::new(); rank];
+    let mut rest = dims.to_vec();
     'assign: loop {
-        if out.len() >= space.max {
+        if acc.out.len() >= space.max {
             break;
         }
         // One assignment of levels to axes.
-        let mut groups: Vec<Vec<(usize, u64)>> = vec![Vec::new(); rank];
-        let mut rest = dims.to_vec();
+        groups.iter_mut().for_each(Vec::clear);
+        rest.copy_from_slice(dims);
         let mut ok = true;
         for (li, &k) in pick.iter().enumerate() {
             if let Some((a, p)) = choices[li][k] {
@@ -191,22 +284,10 @@ fn tier_of(
                 groups[a].push((li, p));
             }
         }
-        if ok {
-            emit(
-                &levels,
-                &groups,
-                &rest,
-                slots,
-                lm_words,
-                space,
-                m,
-                dims,
-                dtype,
-                implicit_pad,
-                tried,
-                seen,
-                out,
-            );
+        let whole = (groups.iter().flatten()).all(|&(li, p)| p == levels[li].fanout);
+        if ok && !(done == Done::WholeFanouts && whole) {
+            let first = usize::from(done == Done::FirstOrders);
+            emit(t, (&groups, &rest), space, (whole, first), acc);
         }
         // Next assignment (mixed radix).
         for li in (0..pick.len()).rev() {
@@ -220,111 +301,50 @@ fn tier_of(
     }
 }
 
-/// The level index that stands for an axis's memory part in a chosen order.
-const MEM: usize = usize::MAX;
-
-/// The sub-axes of a layout as text, axis by axis: its `Time` steps (`time`), then its
-/// levels (a level index and its part) and memory part (`mem`, at [`MEM`]) in the order
-/// `chosen` gives, and the packed word last on the last axis when `slots` says how many
-/// elements one holds. `None` where a memory part of 1 would sit before a level: it has
-/// no place, so only the order with it last counts.
-fn body_text(
-    levels: &[mnsim_arch::machine::AddrLevel],
-    chosen: &[&Vec<(usize, u64)>],
-    (time, mem): (&[u64], &[u64]),
-    slots: Option<u64>,
-) -> Option<Vec<Vec<String>>> {
-    let rank = chosen.len();
-    let mut body: Vec<Vec<String>> = Vec::with_capacity(rank);
-    for a in 0..rank {
-        let mut subs: Vec<String> = Vec::new();
-        if time[a] > 1 {
-            subs.push(format!("{}_Time", time[a]));
-        }
-        let last_packed = slots.filter(|_| a == rank - 1);
-        for &(li, p) in chosen[a] {
-            if li == MEM {
-                if mem[a] > 1 {
-                    subs.push(mem[a].to_string());
-                } else if chosen[a].last() != Some(&(MEM, 0)) {
-                    return None;
-                }
-            } else {
-                subs.push(format!("{p}_{}", levels[li].name));
-            }
-        }
-        match last_packed {
-            Some(w) => subs.push(format!("{w}_W")),
-            None if subs.is_empty() => subs.push("1".to_string()),
-            None => {}
-        }
-        body.push(subs);
-    }
-    Some(body)
-}
-
-/// Emits the layouts of one level assignment: every order of each axis's levels, with
-/// and without packing, with `Time` steps where a shard does not fit.
-#[allow(clippy::too_many_arguments)]
+/// Emits the layouts of one level assignment (each axis's levels with their parts, and
+/// what is left of each axis): every order of each axis's levels from order `first`
+/// on, with and without packing, with `Time` steps where a shard does not fit. `whole`:
+/// the assignment splits whole fan-outs only (its first order is core).
 fn emit(
-    levels: &[mnsim_arch::machine::AddrLevel],
-    groups: &[Vec<(usize, u64)>],
-    rest: &[u64],
-    slots: u64,
-    lm_words: u64,
+    t: &Tensor,
+    (groups, rest): (&Split, &[u64]),
     space: Space,
-    m: &Machine,
-    dims: &[u64],
-    dtype: DType,
-    implicit_pad: bool,
-    tried: &mut HashSet<String>,
-    seen: &mut HashSet<String>,
-    out: &mut Vec<Candidate>,
+    (whole, first): (bool, usize),
+    acc: &mut Found,
 ) {
-    let rank = dims.len();
-    // The order of each axis's sub-axes: its levels and its memory part (`MEM`), which
-    // goes last in the core order (block distribution) and anywhere otherwise (a
-    // memory part before a level distributes cyclically over it).
-    let orders: Vec<Vec<Vec<(usize, u64)>>> = groups
-        .iter()
-        .map(|g| {
-            let mut items = g.clone();
-            items.push((MEM, 0));
-            if space.level_orders {
-                permutations(&items)
-            } else {
-                vec![items]
-            }
+    let rank = groups.len();
+    let (slots, lm_words) = (t.slots, t.lm_words);
+    // The orders of each axis's sub-axes: its levels and its memory part, which goes
+    // last in the core order (block distribution) and anywhere otherwise (a memory
+    // part before a level distributes cyclically over it).
+    let counts: Vec<usize> = (groups.iter())
+        .map(|g| match space.level_orders {
+            true => t.orders[g.len() + 1].len(),
+            false => 1,
         })
         .collect();
-    let total: usize = orders.iter().map(Vec::len).product();
-    for code in 0..total {
-        let core = code == 0
-            && groups
-                .iter()
-                .flatten()
-                .all(|&(li, p)| p == levels[li].fanout);
+    let total: usize = counts.iter().product();
+    let mut chosen = vec![0usize; rank];
+    let (mut mem, mut time) = (vec![0u64; rank], vec![1u64; rank]);
+    for code in first..total {
+        let core = code == 0 && whole;
         let mut c = code;
-        let chosen: Vec<&Vec<(usize, u64)>> = orders
-            .iter()
-            .map(|o| {
-                let x = &o[c % o.len()];
-                c /= o.len();
-                x
-            })
-            .collect();
+        for (o, &n) in chosen.iter_mut().zip(&counts) {
+            *o = c % n;
+            c /= n;
+        }
         for packed in [false, true] {
             if packed && (!space.packing || slots == 1 || !rest[rank - 1].is_multiple_of(slots)) {
                 continue;
             }
-            let mut mem = rest.to_vec();
+            mem.copy_from_slice(rest);
             if packed {
                 mem[rank - 1] /= slots;
             }
             // Words per PE; Time steps on the first axis that can take enough of them.
             let words = mem.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
             let Some(words) = words else { continue };
-            let mut time = vec![1u64; rank];
+            time.fill(1);
             if words > lm_words {
                 let Some(steps) = time_steps(&mem, words.div_ceil(lm_words.max(1))) else {
                     continue;
@@ -332,32 +352,77 @@ fn emit(
                 for a in 0..rank {
                     mem[a] /= steps[a];
                 }
-                time = steps;
+                time.copy_from_slice(&steps);
             }
             let word = packed.then_some(slots);
-            let Some(body) = body_text(levels, &chosen, (&time, &mem), word) else {
-                continue;
-            };
-            let text = layout_text(None, &body, NO_BCAST);
-            // An earlier tier bound this text already.
-            if !tried.insert(text.clone()) {
+            if !build(t, (groups, &chosen), (&time, &mem), word, &mut acc.expr) {
                 continue;
             }
-            let Ok(expr) = LayoutExpr::parse(&text) else {
-                continue;
-            };
-            if let Ok(layout) = TensorLayout::bind(&expr, m, Some(dims), dtype, implicit_pad) {
-                let canon = layout.canonical();
-                if seen.insert(canon.clone()) {
-                    out.push(Candidate {
-                        text: canon,
-                        layout,
-                        core,
-                    });
-                }
+            let bound = TensorLayout::bind(&acc.expr, t.m, Some(t.dims), t.dtype, t.implicit_pad);
+            if let Ok(layout) = bound {
+                acc.keep(layout, core);
             }
         }
     }
+}
+
+/// Builds into `expr` the parsed form of a layout: per axis its `Time` steps (`time`),
+/// then its levels (a level index and its part, from `groups`) and memory part (`mem`)
+/// in the order `chosen` gives (an index into [`Tensor::orders`], the memory part the
+/// last item), and the packed word last on the last axis when `slots` says how many
+/// elements one holds; a `1` where an axis has nothing else. `false` where a memory
+/// part of 1 would sit before a level: it has no place, so only the order with it last
+/// counts.
+fn build(
+    t: &Tensor,
+    (groups, chosen): (&Split, &[usize]),
+    (time, mem): (&[u64], &[u64]),
+    slots: Option<u64>,
+    expr: &mut LayoutExpr,
+) -> bool {
+    let rank = groups.len();
+    for (a, subs) in expr.groups.iter_mut().enumerate() {
+        let mut k = 0;
+        if time[a] > 1 {
+            set_sub(subs, &mut k, time[a], &AxisName::Time);
+        }
+        let order = &t.orders[groups[a].len() + 1][chosen[a]];
+        for (j, &i) in order.iter().enumerate() {
+            match groups[a].get(i) {
+                Some(&(li, p)) => set_sub(subs, &mut k, p, &t.names[li]),
+                None if mem[a] > 1 => set_sub(subs, &mut k, mem[a], &AxisName::Mem),
+                None if j + 1 < order.len() => return false,
+                None => {}
+            }
+        }
+        match slots.filter(|_| a == rank - 1) {
+            Some(w) => set_sub(subs, &mut k, w, &AxisName::W),
+            None if k == 0 => set_sub(subs, &mut k, 1, &AxisName::Mem),
+            None => {}
+        }
+        subs.truncate(k);
+    }
+    true
+}
+
+/// Sets sub-axis `k` of `subs` to `size` and `name` (no stride), reusing what is there,
+/// and moves `k` on.
+fn set_sub(subs: &mut Vec<SubAxisExpr>, k: &mut usize, size: u64, name: &AxisName) {
+    match subs.get_mut(*k) {
+        Some(s) => {
+            s.size = size;
+            if s.name != *name {
+                s.name = name.clone();
+            }
+        }
+        None => subs.push(SubAxisExpr {
+            size,
+            name: name.clone(),
+            stride: None,
+            span: 0..0,
+        }),
+    }
+    *k += 1;
 }
 
 /// `Time` steps per axis that divide a shard of `mem` words per axis into at least
