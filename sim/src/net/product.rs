@@ -84,6 +84,33 @@ fn same_digits(a: &[Position], b: &[Position]) -> bool {
     set(a) == set(b)
 }
 
+/// Adds to `out` the children of a node that stands for `many` alike: under each of
+/// `prefixes` (in order) the runs `kids`, each with the bytes it receives. Returns the
+/// most bytes a child receives.
+fn children(out: &mut StageNodes, prefixes: &[u64], kids: &[(&[Position], u64)], many: u64) -> u64 {
+    let Some(&p0) = prefixes.first() else {
+        return 0;
+    };
+    let maxc = kids.iter().map(|k| k.1).max().unwrap_or(0);
+    // The children that receive bytes are (prefix, run) for every prefix and every such
+    // run; they all receive the same data when they share the first's prefix and digits.
+    let sending: Vec<&[Position]> = (kids.iter().filter(|k| k.1 > 0)).map(|k| k.0).collect();
+    if let Some(&r0) = sending.first()
+        && (prefixes.len() as u64).saturating_mul(sending.len() as u64) > 1
+    {
+        out.any_multi = true;
+        if prefixes.iter().any(|&p| p != p0) || sending.iter().any(|r| !same_digits(r, r0)) {
+            out.all_same = false;
+        }
+    }
+    let sum = (kids.iter().map(|k| k.1))
+        .fold(0, u64::saturating_add)
+        .saturating_mul(prefixes.len() as u64);
+    out.total_child = out.total_child.saturating_add(sum.saturating_mul(many));
+    out.max_child = out.max_child.max(maxc);
+    maxc
+}
+
 /// Where nodes with `per` PEs under each cut the levels: (the level they split, how many
 /// consecutive positions of it one node holds). `None` if `per` does not fall on the
 /// levels' positions.
@@ -175,27 +202,33 @@ impl Product {
         let mut out = StageNodes::empty();
         let classes = self.classes(per, parent)?;
         let below_j = self.below(j, Digit::Key);
+        // A child's run of level `j`'s positions and the bytes it receives (none when
+        // it holds no position).
+        let kid = |hi2: u64| -> Option<(&[Position], u64)> {
+            let run = self.held(j, lo2, hi2);
+            if run.is_empty() || below_j == 0 {
+                return None;
+            }
+            let b = distinct(run, Digit::Key)
+                .saturating_mul(below_j)
+                .saturating_mul(self.bytes);
+            Some((run, b))
+        };
+        // Below level `i`, every node's children hold the same runs of level `j` (one
+        // per `hi2`), once per prefix of fixed digits of the levels from `i` to `j`.
+        let fan2 = self.levels[j].fanout.max(1);
+        let runs: Vec<(&[Position], u64)> = if j == i {
+            Vec::new()
+        } else {
+            (0..fan2 / lo2).filter_map(kid).collect()
+        };
         for (hi, pd, many) in classes {
-            // The node's children: the key digits of their positions at the levels from
-            // `i` to `j` (mixed radix), the run of level `j`'s positions each holds, and
-            // the bytes it receives.
-            let mut kids: Vec<(u64, &[Position], u64)> = Vec::new();
-            let mut push = |fixed: u64, hi2: u64| {
-                let run = self.held(j, lo2, hi2);
-                if run.is_empty() || below_j == 0 {
-                    return;
-                }
-                let b = distinct(run, Digit::Key)
-                    .saturating_mul(below_j)
-                    .saturating_mul(self.bytes);
-                kids.push((fixed, run, b));
-            };
-            if j == i {
-                for hi2 in hi * (lo / lo2)..(hi + 1) * (lo / lo2) {
-                    push(0, hi2);
-                }
+            // The node's children: per prefix (the key digits of their positions at the
+            // levels from `i` to `j`, mixed radix; one prefix, 0, when `j == i`) the runs.
+            let (prefixes, own): (Vec<u64>, Vec<(&[Position], u64)>) = if j == i {
+                let own = (hi * (lo / lo2)..(hi + 1) * (lo / lo2)).filter_map(kid);
+                (vec![0], own.collect())
             } else {
-                // Fixed digits of levels i..j (i within the node's range), then j's runs.
                 let mut prefixes: Vec<u64> = self.held(i, lo, hi).iter().map(|x| x.1).collect();
                 for l in &self.levels[i + 1..j] {
                     prefixes = prefixes
@@ -208,31 +241,14 @@ impl Product {
                         })
                         .collect();
                 }
-                let fan2 = self.levels[j].fanout.max(1);
-                for p in prefixes {
-                    for hi2 in 0..fan2 / lo2 {
-                        push(p, hi2);
-                    }
-                }
-            }
-            let maxc = kids.iter().map(|k| k.2).max().unwrap_or(0);
-            let mut sending = kids.iter().filter(|k| k.2 > 0);
-            if let Some(first) = sending.next() {
-                let mut rest = sending.peekable();
-                if rest.peek().is_some() {
-                    out.any_multi = true;
-                    if rest.any(|k| k.0 != first.0 || !same_digits(k.1, first.1)) {
-                        out.all_same = false;
-                    }
-                }
-            }
-            let sum: u64 = kids.iter().map(|k| k.2).fold(0, u64::saturating_add);
-            out.total_child = out.total_child.saturating_add(sum.saturating_mul(many));
-            out.max_child = out.max_child.max(maxc);
+                (prefixes, Vec::new())
+            };
+            let kids = if j == i { &own } else { &runs };
+            let max_child = children(&mut out, &prefixes, kids, many);
             out.nodes.push(NodeStat {
                 n: 0,
                 bytes: pd.saturating_mul(self.bytes),
-                max_child: maxc,
+                max_child,
                 count: many,
             });
         }
