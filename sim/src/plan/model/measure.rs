@@ -100,7 +100,8 @@ impl Model {
         layout: LayoutId,
         producers: &[Option<(Task, u64)>],
     ) -> Result<OpOut, String> {
-        let op = self.ops[i].clone();
+        let ops = std::sync::Arc::clone(&self.ops);
+        let op = &ops[i];
         let names: Vec<String> = op.reads.iter().map(|&r| self.tensors[r].clone()).collect();
         let helds: Vec<Held> = states.iter().map(|&s| self.held(s)).collect();
         let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());

@@ -185,7 +185,8 @@ struct ModelOp {
 pub struct Model {
     pub tensors: Vec<String>,
     index: HashMap<String, usize>,
-    ops: Vec<ModelOp>,
+    /// Shared: a measurement holds the op it measures while it changes the model.
+    ops: std::sync::Arc<Vec<ModelOp>>,
     pub vars: Vec<Var>,
     layouts: Vec<TensorLayout>,
     layout_text: Vec<String>,
@@ -276,7 +277,7 @@ impl Model {
         let mut m = Model {
             tensors,
             index,
-            ops: Vec::new(),
+            ops: Default::default(),
             vars: Vec::new(),
             layouts: Vec::new(),
             layout_text: Vec::new(),
@@ -313,7 +314,7 @@ impl Model {
         };
         for rop in &res.ops {
             let op = m.model_op(rop)?;
-            m.ops.push(op);
+            std::sync::Arc::make_mut(&mut m.ops).push(op);
         }
         m.generate_candidates();
         Ok(m)
@@ -476,7 +477,8 @@ impl Model {
         c: LayoutId,
         machine: &mnsim_arch::Machine,
     ) -> bool {
-        let op = self.ops[k].clone();
+        let ops = std::sync::Arc::clone(&self.ops);
+        let op = &ops[k];
         let Some(out_layout) = op.fixed else {
             return true;
         };
