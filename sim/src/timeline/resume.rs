@@ -17,6 +17,9 @@ pub struct Resumable {
     /// (tasks placed, the timeline and busy state after them), in increasing order.
     snaps: Vec<(usize, Timeline, BusyTable)>,
     key: Option<(Schedule, u64)>,
+    /// The last program's total, and the tasks and work of placing it again from its
+    /// last snapshot (what placing it again would do, which is counted when it is).
+    last: (u64, usize, u64),
     /// Tasks placed anew over all calls (for tests and benches).
     pub placed: u64,
     /// The work of placing the tasks placed anew over all calls ([`Timeline::work`]).
@@ -30,6 +33,17 @@ impl Resumable {
     /// schedule, lm_capacity).total()`), from the state after the longest prefix it
     /// shares with the last program placed.
     pub fn total(&mut self, tasks: &[Task], schedule: Schedule, lm_capacity: u64) -> u64 {
+        self.place(tasks, (schedule, lm_capacity), true)
+    }
+
+    /// [`Resumable::total`]; the same program as the last one placed again only when
+    /// not `again` (its total is the last one's, its work counted as placing it again).
+    pub(super) fn place(
+        &mut self,
+        tasks: &[Task],
+        (schedule, lm_capacity): (Schedule, u64),
+        again: bool,
+    ) -> u64 {
         if self.key != Some((schedule, lm_capacity)) {
             self.key = Some((schedule, lm_capacity));
             self.tasks.clear();
@@ -41,6 +55,14 @@ impl Resumable {
             .zip(tasks)
             .take_while(|(a, b)| a == b)
             .count();
+        // The same program again: the same total (the timeline is a function of its
+        // tasks), and the same work counted as placing it again would.
+        if again && common == tasks.len() && common == self.tasks.len() && !tasks.is_empty() {
+            let (total, placed, work) = self.last;
+            self.placed += placed as u64;
+            self.booked = self.booked.saturating_add(work);
+            return total;
+        }
         // The latest snapshot within the common prefix.
         let keep = self.snaps.partition_point(|s| s.0 <= common);
         self.drop_snapshots(keep);
@@ -68,6 +90,11 @@ impl Resumable {
         t.settle(&mut busy);
         self.booked = self.booked.saturating_add(t.work - work0);
         let total = t.total();
+        let (n, w) = match self.snaps.last() {
+            Some((n, s, _)) => (*n, s.work),
+            None => (0, 0),
+        };
+        self.last = (total, tasks.len() - n, t.work - w);
         t.keep_buffers(&mut self.spare);
         total
     }

@@ -247,6 +247,59 @@ fn stream(n: u32, cycles: u64, busy: u64, work: u64, buffers: u32) -> [Task; 2] 
     [load, k]
 }
 
+/// A program placed again right after itself is not placed: its total is the last one's,
+/// and the work and tasks counted are those of placing it again from its last snapshot.
+/// Programs of streams, some sharing a prefix, some the one before again, in both
+/// schedules: every total, the work and the tasks placed are those of placing every
+/// program (and each total `schedule`'s).
+#[test]
+fn a_program_placed_again_counts_as_placed_again() {
+    let a = stream(8, 800, 640, 400, 1);
+    let b = stream(64, 6400, 5120, 1600, 2);
+    let mut ab: Vec<Task> = a.to_vec();
+    ab.extend(b.iter().map(|t| shifted(t, 10)));
+    let mut abk = ab.clone();
+    abk.push(kernel(matrix(300), &[11], 12, 40));
+    let programs = [&a[..], &a, &ab, &ab, &abk, &abk, &abk, &ab, &b, &b, &a];
+    for schedule in [Schedule::Overlapped, Schedule::Sequential] {
+        let (mut fast, mut every) = (Resumable::default(), Resumable::default());
+        let mut hits = 0;
+        for (k, p) in programs.iter().enumerate() {
+            let placed = fast.placed;
+            let t = fast.place(p, (schedule, 1000), true);
+            assert_eq!(t, every.place(p, (schedule, 1000), false), "{k}");
+            assert_eq!(t, schedule_total(p, schedule), "{k}");
+            assert_eq!(
+                (fast.booked, fast.placed),
+                (every.booked, every.placed),
+                "{k}"
+            );
+            if k > 0 && programs[k - 1] == *p {
+                // Its last task at least, after the last snapshot.
+                assert!(fast.placed > placed, "{k}: placed again, not counted");
+                hits += 1;
+            }
+        }
+        assert_eq!(hits, 5);
+    }
+}
+
+fn schedule_total(tasks: &[Task], s: Schedule) -> u64 {
+    schedule(tasks, s, 1000).total()
+}
+
+/// `t` with every region it names `by` further.
+fn shifted(t: &Task, by: u32) -> Task {
+    let mut t = t.clone();
+    let f = |r: &mut RegionId| r.0 += by;
+    t.reads.iter_mut().chain(t.writes.iter_mut()).for_each(f);
+    (t.frees_before.iter_mut().chain(t.frees_after.iter_mut())).for_each(|(r, _)| f(r));
+    if let Some(w) = t.walk.as_mut() {
+        w.inputs.iter_mut().for_each(|i| f(&mut i.region));
+    }
+    t
+}
+
 #[test]
 fn a_stream_with_one_buffer_alternates_with_its_consumer() {
     // 8 slices of t = 100 (port busy 80 a slice), steps of c = 50.
