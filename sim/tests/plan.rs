@@ -701,16 +701,23 @@ fn an_evaluation_decided_by_a_bound_is_no_better_than_its_cutoff() {
         for schedule in [Schedule::Overlapped, Schedule::Sequential] {
             let (mut model, mut full, picks) = walk_from_hand(file, schedule, false);
             let mut best: Option<mnsim_sim::plan::model::Key> = None;
-            let (mut decided, mut placed) = (0, 0);
+            // The last failing plan's key: a plan failing at the same op is decided by
+            // the cycles its busiest resource holds.
+            let mut failed: Option<mnsim_sim::plan::model::Key> = None;
+            let (mut decided, mut placed, mut by_cycles) = (0, 0, 0);
             for (step, pick) in picks.iter().enumerate() {
                 let e = full.evaluate(pick);
-                let fails = (true, std::cmp::Reverse(1), 0);
-                for cutoff in [best, Some(fails), Some((false, std::cmp::Reverse(0), 0))] {
+                let fails = Some((true, std::cmp::Reverse(1), 0));
+                let never = Some((false, std::cmp::Reverse(0), 0));
+                for cutoff in [best, fails, never, failed] {
                     let Some(cutoff) = cutoff else { continue };
                     match model.evaluate_below(pick, Some(cutoff)) {
                         None => {
                             assert!(e.key() >= cutoff, "{file} step {step}: {e:?} < {cutoff:?}");
                             decided += 1;
+                            let k = e.key();
+                            by_cycles +=
+                                usize::from(k.0 && cutoff.0 && k.1 == cutoff.1 && cutoff.2 > 0);
                         }
                         Some(b) => {
                             assert_eq!(b, e, "{file} step {step}");
@@ -719,8 +726,12 @@ fn an_evaluation_decided_by_a_bound_is_no_better_than_its_cutoff() {
                     }
                 }
                 best = best.min(Some(e.key())).or(Some(e.key()));
+                if e.failure.is_some() {
+                    failed = Some(e.key());
+                }
             }
             assert_eq!(model.bounded, decided);
+            assert!(by_cycles > 0, "{file}: no failure decided by its cycles");
             assert!(
                 decided >= 100 && placed >= 100,
                 "{file}: {decided} decided, {placed} placed"

@@ -16,11 +16,13 @@ struct Regions {
 
 /// How far a walk over an assignment got.
 enum Walked {
-    /// It stopped at op `at` for `msg`: the first `ntasks` of the scratch ran.
+    /// It stopped at op `at` for `msg`: the first `ntasks` of the scratch ran, the
+    /// busiest resource held `busiest` cycles by the ops before it.
     Failed {
         at: usize,
         msg: String,
         ntasks: usize,
+        busiest: u64,
     },
     /// The ops walked so far hold a resource long enough that the plan's key is no
     /// lower than the cutoff however it goes on: the rest was not walked (nor measured).
@@ -49,9 +51,15 @@ impl Model {
                 self.bounded += 1;
                 None
             }
-            // A failure ranks by how far it got, then by cycles (at least 0).
-            Walked::Failed { at, msg, ntasks } => {
-                if (true, std::cmp::Reverse(at), 0) >= cutoff {
+            // A failure ranks by how far it got, then by cycles: at least its busiest
+            // resource's hold (no run of its tasks is shorter).
+            Walked::Failed {
+                at,
+                msg,
+                ntasks,
+                busiest,
+            } => {
+                if (true, std::cmp::Reverse(at), self.score(busiest, 0.0).1) >= cutoff {
                     self.bounded += 1;
                     return None;
                 }
@@ -94,7 +102,9 @@ impl Model {
         detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
     ) -> Eval {
         match self.walk(pick, detail, None) {
-            Walked::Failed { at, msg, ntasks } => self.failure(at, msg, ntasks),
+            Walked::Failed {
+                at, msg, ntasks, ..
+            } => self.failure(at, msg, ntasks),
             Walked::Bounded => unreachable!("a walk without a cutoff is never bounded"),
             Walked::Done { ntasks, dynamic_j } => {
                 self.eval(self.ops.len(), ntasks, dynamic_j, None)
@@ -191,12 +201,17 @@ impl Model {
                 (None, None) => NO_LAYOUT,
             };
             if let Err(msg) = self.step(i, layout, &mut w, detail.as_deref_mut()) {
-                let ntasks = w.ntasks;
+                let (ntasks, busiest) = (w.ntasks, w.busiest());
                 self.scratch = w.scratch;
-                return Walked::Failed { at: i, msg, ntasks };
+                return Walked::Failed {
+                    at: i,
+                    msg,
+                    ntasks,
+                    busiest,
+                };
             }
             if let Some(c) = cutoff {
-                let busiest = w.busy.iter().map(|b| b.1).max().unwrap_or(0);
+                let busiest = w.busiest();
                 if self.least(busiest, w.dynamic_j) >= c {
                     self.scratch = w.scratch;
                     return Walked::Bounded;
@@ -504,6 +519,11 @@ struct State {
 }
 
 impl State {
+    /// The cycles of the busiest resource the ops' tasks hold.
+    fn busiest(&self) -> u64 {
+        self.busy.iter().map(|b| b.1).max().unwrap_or(0)
+    }
+
     fn new(m: &mut Model) -> State {
         let n = m.tensors.len();
         State {
