@@ -156,11 +156,14 @@ impl Model {
             }
         }
         let (machine, space) = (&m.res.machine, m.space);
-        let made: Vec<Vec<candidates::Candidate>> = {
+        let generate = |k: &ShapeKey| candidates::generate(machine, &k.0, k.1, k.2, space);
+        let made: Vec<Vec<candidates::Candidate>> = if rayon::current_num_threads() > 1 {
             use rayon::prelude::*;
-            (shapes.par_iter())
-                .map(|k| candidates::generate(machine, &k.0, k.1, k.2, space))
-                .collect()
+            shapes.par_iter().map(generate).collect()
+        } else {
+            // One thread: on this one, which frees them (a thread freeing another's
+            // allocations takes the allocator's slower path).
+            shapes.iter().map(generate).collect()
         };
         let mut made: HashMap<ShapeKey, Vec<candidates::Candidate>> =
             shapes.into_iter().zip(made).collect();
