@@ -545,3 +545,6 @@ pub fn bind_text(
         core: true,
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,16 +6,17 @@
 //! layouts and core flags, for the shipped machines and machines whose level names a
 //! sub-axis suffix reads otherwise (`W`, `Time`, a name twice).
 
+use super::{Candidate, Space, generate};
 use mnsim_arch::{DType, Machine, preset};
-use mnsim_sim::plan::candidates::{Candidate, Space, generate};
 use proptest::prelude::*;
 
-/// The text path, as `candidates::generate` was before it built layouts directly.
+/// The text path, as `candidates::generate` was before it built layouts directly (with
+/// the helpers both share, which the change left as they were).
 mod reference {
+    use super::super::{Candidate, Space, parts, permutations, time_steps};
     use mnsim_arch::layout::{NO_BCAST, layout_text};
     use mnsim_arch::machine::AddrLevel;
     use mnsim_arch::{DType, LayoutExpr, Machine, TensorLayout};
-    use mnsim_sim::plan::candidates::{Candidate, Space};
     use std::collections::HashSet;
 
     /// What every tier reads, and the texts tried and kept so far.
@@ -71,35 +72,6 @@ mod reference {
         }
         let mut out = g.out;
         out.sort_by_key(|c| !c.core);
-        out
-    }
-
-    fn parts(fanout: u64, partial: bool) -> Vec<u64> {
-        if !partial {
-            return vec![fanout];
-        }
-        let mut v: Vec<u64> = (1..64)
-            .map(|k| 1u64 << k)
-            .take_while(|&p| p < fanout)
-            .filter(|p| fanout.is_multiple_of(*p))
-            .collect();
-        v.push(fanout);
-        v
-    }
-
-    fn permutations<T: Clone>(v: &[T]) -> Vec<Vec<T>> {
-        if v.len() <= 1 {
-            return vec![v.to_vec()];
-        }
-        let mut out = Vec::new();
-        for i in 0..v.len() {
-            let mut rest = v.to_vec();
-            let x = rest.remove(i);
-            for mut p in permutations(&rest) {
-                p.insert(0, x.clone());
-                out.push(p);
-            }
-        }
         out
     }
 
@@ -266,34 +238,6 @@ mod reference {
                 }
             }
         }
-    }
-
-    fn time_steps(mem: &[u64], need: u64) -> Option<Vec<u64>> {
-        let rank = mem.len();
-        let mut steps = vec![1u64; rank];
-        let single = (0..rank).find_map(|a| {
-            (0..64)
-                .map(|k| 1u64 << k)
-                .take_while(|&t| t <= mem[a])
-                .find(|&t| t >= need && mem[a].is_multiple_of(t))
-                .map(|t| (a, t))
-        });
-        if let Some((a, t)) = single {
-            steps[a] = t;
-            return Some(steps);
-        }
-        let mut need = need;
-        for a in 0..rank {
-            if need <= 1 {
-                break;
-            }
-            let t = (2..=mem[a])
-                .find(|&t| t >= need && mem[a].is_multiple_of(t))
-                .unwrap_or(mem[a]);
-            steps[a] = t;
-            need = need.div_ceil(t);
-        }
-        (need <= 1).then_some(steps)
     }
 }
 
