@@ -19,6 +19,9 @@ pub(super) struct Repeated {
     stride: u64,
     /// The values in all.
     len: u64,
+    /// The block's largest value: a move that does not overflow it overflows none, and
+    /// the block is then moved by a plain addition (which vectorises).
+    max: u64,
 }
 
 impl Repeated {
@@ -31,6 +34,7 @@ impl Repeated {
             block.extend(pattern.iter().map(|&x| x.saturating_add(by)));
         }
         Repeated {
+            max: block.iter().copied().max().unwrap_or(0),
             block,
             stride: periods.saturating_mul(period),
             len: count.saturating_mul(p),
@@ -57,7 +61,11 @@ impl Repeated {
     pub(super) fn extend_onto(&self, v: &mut Vec<u64>) {
         v.reserve(self.len as usize);
         for (base, by) in self.blocks() {
-            v.extend(base.iter().map(|&x| x.saturating_add(by)));
+            if self.max.checked_add(by).is_some() {
+                v.extend(base.iter().map(|&x| x.wrapping_add(by)));
+            } else {
+                v.extend(base.iter().map(|&x| x.saturating_add(by)));
+            }
         }
     }
 
