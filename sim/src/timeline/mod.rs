@@ -122,7 +122,7 @@ pub fn tally(sums: &mut Vec<(Resource, u64)>, r: Resource, cycles: u64) {
 }
 
 /// One op, lowered: what the schedule needs to know of it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Task {
     /// Cycles from start to end (docs/model.md: the slowest stage plus latencies).
     pub cycles: u64,
@@ -141,6 +141,54 @@ pub struct Task {
     pub frees_after: Vec<(RegionId, u64)>,
     /// How the task walks `Time` steps (streams), when its output or an input has them.
     pub walk: Option<Walk>,
+}
+
+/// Field by field, so that `clone_from` reuses the vectors a task already has (the
+/// planner copies an op's tasks into its scratch for every plan it walks).
+impl Clone for Task {
+    fn clone(&self) -> Task {
+        let Task {
+            cycles,
+            holds,
+            reads,
+            writes,
+            lm_words,
+            frees_before,
+            frees_after,
+            walk,
+        } = self;
+        Task {
+            cycles: *cycles,
+            holds: holds.clone(),
+            reads: reads.clone(),
+            writes: writes.clone(),
+            lm_words: *lm_words,
+            frees_before: frees_before.clone(),
+            frees_after: frees_after.clone(),
+            walk: walk.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Task) {
+        let Task {
+            cycles,
+            holds,
+            reads,
+            writes,
+            lm_words,
+            frees_before,
+            frees_after,
+            walk,
+        } = source;
+        self.cycles = *cycles;
+        self.holds.clone_from(holds);
+        self.reads.clone_from(reads);
+        self.writes.clone_from(writes);
+        self.lm_words = *lm_words;
+        self.frees_before.clone_from(frees_before);
+        self.frees_after.clone_from(frees_after);
+        self.walk.clone_from(walk);
+    }
 }
 
 /// What set a task's start.

@@ -47,7 +47,7 @@ pub fn share(total: u64, part: u64, n: u64) -> u64 {
 }
 
 /// How a task walks `Time` steps (see [`crate::lowering::walk`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Walk {
     /// Steps of the walk.
     pub steps: u32,
@@ -65,7 +65,7 @@ pub struct Walk {
 }
 
 /// A stream read slice by slice: from the region `region`, held in `buffers` slices.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct StreamIn {
     pub region: RegionId,
     pub buffers: u32,
@@ -80,6 +80,91 @@ pub struct StreamIn {
     /// Sends of a slice already sent once: [`resends_of`] `sends` and `slices` (read
     /// wherever the walk is lowered or placed, so counted once).
     pub resent: u64,
+}
+
+/// Field by field, so that `clone_from` reuses the inputs' vectors ([`super::Task`]).
+impl Clone for Walk {
+    fn clone(&self) -> Walk {
+        let Walk {
+            steps,
+            own_cycles,
+            out,
+            out_slices,
+            deferred,
+            inputs,
+        } = self;
+        Walk {
+            steps: *steps,
+            own_cycles: *own_cycles,
+            out: out.clone(),
+            out_slices: *out_slices,
+            deferred: *deferred,
+            inputs: inputs.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Walk) {
+        let Walk {
+            steps,
+            own_cycles,
+            out,
+            out_slices,
+            deferred,
+            inputs,
+        } = source;
+        self.steps = *steps;
+        self.own_cycles = *own_cycles;
+        self.out.clone_from(out);
+        self.out_slices = *out_slices;
+        self.deferred = *deferred;
+        self.inputs.clone_from(inputs);
+    }
+}
+
+impl Clone for StreamIn {
+    fn clone(&self) -> StreamIn {
+        let StreamIn {
+            region,
+            buffers,
+            need,
+            sends,
+            slices,
+            producer_cycles,
+            producer_holds,
+            resent,
+        } = self;
+        StreamIn {
+            region: *region,
+            buffers: *buffers,
+            need: need.clone(),
+            sends: sends.clone(),
+            slices: *slices,
+            producer_cycles: *producer_cycles,
+            producer_holds: producer_holds.clone(),
+            resent: *resent,
+        }
+    }
+
+    fn clone_from(&mut self, source: &StreamIn) {
+        let StreamIn {
+            region,
+            buffers,
+            need,
+            sends,
+            slices,
+            producer_cycles,
+            producer_holds,
+            resent,
+        } = source;
+        self.region = *region;
+        self.buffers = *buffers;
+        self.need.clone_from(need);
+        self.sends.clone_from(sends);
+        self.slices = *slices;
+        self.producer_cycles = *producer_cycles;
+        self.producer_holds.clone_from(producer_holds);
+        self.resent = *resent;
+    }
 }
 
 /// How many of `sends` carry a slice (of `slices`) already sent once.

@@ -238,6 +238,9 @@ pub struct Model {
     space: Space,
     /// How the scored plan's tasks are placed in time (the scenario's schedule).
     pub schedule: Schedule,
+    /// The machine's static power, in watts (a sum over its levels: asked for every
+    /// score, so summed once).
+    static_watts: f64,
     /// What evaluations minimise (`plan --objective`): cycles by default.
     pub objective: mnsim_reports::Objective,
     /// Candidates per shape (interned, the core first) and how many are core,
@@ -306,6 +309,7 @@ impl Model {
             explaining: false,
             space,
             schedule: res.schedule,
+            static_watts: res.machine.energy.static_watts(&res.machine),
             objective: mnsim_reports::Objective::Cycles,
             scratch: Vec::new(),
             resume: Some(Default::default()),

@@ -131,7 +131,7 @@ impl Model {
     fn score(&self, total_cycles: u64, dynamic_j: f64) -> (f64, u64) {
         let m = &self.res.machine;
         let energy_j = dynamic_j
-            + m.energy.static_watts(m) * mnsim_reports::energy::seconds(total_cycles, m.clock_ghz);
+            + self.static_watts * mnsim_reports::energy::seconds(total_cycles, m.clock_ghz);
         let score = match self.objective {
             mnsim_reports::Objective::Cycles => total_cycles,
             o => o
