@@ -3,6 +3,7 @@
 //! Pure: machine descriptions and presets, the TensorLayout algebra, XLA shapes and
 //! layouts, dynamic dimensions. No ECS, no I/O, no timing.
 
+pub mod arith;
 pub mod describe;
 pub mod dtype;
 pub mod energy;

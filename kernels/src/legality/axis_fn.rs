@@ -1,6 +1,7 @@
 //! Per-axis position functions: the contribution of one logical axis to a position at
 //! one level, in a canonical form that makes two functions easy to compare.
 
+use mnsim_arch::arith::lcm;
 use mnsim_arch::layout::{Class, SubAxis, TensorLayout};
 
 /// One term of a per-axis position function: `((i / radix) % size) · stride`.
@@ -104,10 +105,6 @@ impl AxisFn {
     }
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
-}
-
 /// Whether `f` and `g` agree on `0..n`.
 pub(super) fn same(f: &AxisFn, g: &AxisFn, n: u64) -> bool {
     if f.terms == g.terms {
@@ -115,8 +112,7 @@ pub(super) fn same(f: &AxisFn, g: &AxisFn, n: u64) -> bool {
     }
     // Both are step functions, constant on blocks of f.block() and g.block(), and
     // periodic: compare at every block start up to the common period.
-    let lcm = (f.period / gcd(f.period, g.period)).checked_mul(g.period);
-    let limit = lcm.map_or(n, |l| l.min(n));
+    let limit = lcm(f.period, g.period).map_or(n, |l| l.min(n));
     let (bf, bg) = (f.block(), g.block());
     let mut i = 0u64;
     while i < limit {

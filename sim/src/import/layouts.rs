@@ -21,6 +21,7 @@
 
 use super::lower::{Decl, Step};
 use mnsim_arch::Machine;
+use mnsim_arch::arith::gcd;
 use mnsim_kernels::{AxisSource, Kernel};
 use std::collections::BTreeMap;
 
@@ -63,10 +64,6 @@ fn divisors(n: u64) -> Vec<u64> {
     }
     low.extend(high.into_iter().rev());
     low
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// The default layout text of every tensor the steps name.

@@ -21,6 +21,7 @@ use super::busy::{Booking, Busy};
 use super::repeated::Repeated;
 use super::streams::{Produced, StreamIn, Walk, WalkIn, WalkRun, mul_div};
 use super::{Hold, Resource, Train};
+use mnsim_arch::arith::{gcd, lcm};
 
 /// Steps between two looks for a steady pace, after a look that found none.
 pub(super) const CHECK: u64 = 16;
@@ -37,14 +38,6 @@ const MAX_STEPS: u64 = 64;
 /// `j` and `j + period` are the same).
 fn share_period(total: u64, n: u64) -> u64 {
     n / gcd(total % n, n)
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
-}
-
-fn lcm(a: u64, b: u64) -> Option<u64> {
-    (a / gcd(a, b)).checked_mul(b)
 }
 
 /// The steps after which a task's share of `cycles` and of every hold over `n` parts

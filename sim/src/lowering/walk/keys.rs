@@ -12,6 +12,7 @@
 //! samples. The rows are then sorted and deduplicated.
 
 use super::Sub;
+use mnsim_arch::arith::{gcd, lcm};
 use std::ops::Range;
 
 /// One variable of a walk: its distinct keys in increasing order.
@@ -21,13 +22,6 @@ pub(super) struct Var {
     /// Per key, per input (one value per input of the walk), the sum of its axes'
     /// contributions.
     pub ins: Vec<u64>,
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 impl Var {
@@ -42,7 +36,7 @@ impl Var {
         // Indices from the lcm of the cycles on repeat the keys of those before.
         let cycle = subs().try_fold(1u64, |c, s| {
             let len = s.0.checked_mul(s.1)?;
-            (c / gcd(c, len)).checked_mul(len)
+            lcm(c, len)
         });
         let span = cycle.map_or(extent, |c| c.min(extent));
         let samples = if span == 0 { 0 } else { (span - 1) / step + 1 };

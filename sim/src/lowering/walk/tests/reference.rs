@@ -3,6 +3,7 @@
 
 use super::super::{MAX_WALK, WalkPlan};
 use mnsim_arch::TensorLayout;
+pub(super) use mnsim_arch::arith::gcd;
 use mnsim_arch::layout::Class;
 use mnsim_kernels::shape::AxisSource;
 use std::sync::Arc;
@@ -44,13 +45,6 @@ pub(super) fn time_period(l: &TensorLayout, g: usize) -> u64 {
         radix = radix.saturating_mul(s.size.max(1));
     }
     q
-}
-
-pub(super) fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 /// Distinct values of `key(x)` for `x` in `0..extent`, sorted, where `key` is constant
