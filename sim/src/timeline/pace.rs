@@ -447,16 +447,18 @@ fn mark_new(
     let firsts = slices.saturating_sub(s.firsts.saturating_add(1)) as usize;
     let need = i.need.get(j0 as usize..).unwrap_or_default();
     let sends = i.sends.get(m0 as usize..).unwrap_or_default();
+    let seen = &mut s.seen[..];
     let mut m = m0;
     for (&x, &(slice, ev)) in need.iter().zip(sends).take(steps.min(firsts)) {
         let fresh = u64::from(x) == m
             && ev.map(u64::from) == m.checked_sub(buffers)
-            && s.seen.get(slice as usize) == Some(&false);
+            && seen.get(slice as usize) == Some(&false);
         if !fresh {
             break;
         }
-        s.seen[slice as usize] = true;
-        m += 1;
+        seen[slice as usize] = true;
+        // Below `m0` plus the sends: no overflow.
+        m = m.wrapping_add(1);
     }
     m - m0
 }

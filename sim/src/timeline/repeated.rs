@@ -75,9 +75,14 @@ impl Repeated {
         let mut at = at;
         for (base, by) in self.blocks() {
             let (here, rest) = at.split_at(base.len().min(at.len()));
+            let plain = self.max.checked_add(by).is_some();
             for (&o, &x) in here.iter().zip(base) {
                 if let Some(r) = to.get_mut(o as usize) {
-                    *r = x.saturating_add(by);
+                    *r = if plain {
+                        x.wrapping_add(by)
+                    } else {
+                        x.saturating_add(by)
+                    };
                 }
             }
             at = rest;

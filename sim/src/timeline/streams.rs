@@ -597,16 +597,19 @@ impl Timeline {
             }) = &s.source
             {
                 // Per slice, when its first send arrived, and the latest of those.
-                let mut times = self.spare.filled(*slices as usize, 0);
-                let mut sent_once = self.spare.flags(*slices as usize);
-                let (mut sent_slices, mut latest) = (0, 0);
+                let n = *slices as usize;
+                let mut times = self.spare.filled(n, 0);
+                let mut sent_once = self.spare.flags(n);
+                let (mut sent_slices, mut latest) = (0usize, 0);
+                // Both `n` long: a slice below `n` indexes them without a check.
+                let (at, once) = (&mut times[..n], &mut sent_once[..n]);
                 for (&(slice, _), &a) in input.sends.iter().zip(&s.arrival) {
-                    if let Some(t) = times.get_mut(slice as usize)
-                        && !sent_once[slice as usize]
-                    {
-                        *t = a;
-                        sent_once[slice as usize] = true;
-                        sent_slices += 1;
+                    let k = slice as usize;
+                    if k < n && !once[k] {
+                        at[k] = a;
+                        once[k] = true;
+                        // At most `n`: no overflow.
+                        sent_slices = sent_slices.wrapping_add(1);
                         latest = latest.max(a);
                     }
                 }
