@@ -611,6 +611,145 @@ fn resuming_the_last_plans_timeline_changes_no_total() {
     }
 }
 
+/// A kernel its layouts make illegal is found so before its streamed Loads are applied
+/// (they ran without an error before): the same evaluations (failures word for word),
+/// measurements and work as applying them first, on assignments of the attention and
+/// gated-MLP graphs under both schedules, each from the one before by one variable, back
+/// to a hand plan every 10.
+#[test]
+fn checking_legality_before_the_loads_changes_no_evaluation() {
+    for (file, hand) in [
+        ("graphs/gated-mlp-f32.ron", "default_split"),
+        ("graphs/MHA-GPT-inf-fp32-bs1.ron", "default"),
+    ] {
+        for schedule in [Schedule::Overlapped, Schedule::Sequential] {
+            let (mut sc, src) = load(file);
+            sc.schedule = schedule;
+            let auto: BTreeMap<String, PlanValue> = (sc.plans.values())
+                .flat_map(|p| p.keys())
+                .map(|v| (v.clone(), PlanValue::Any))
+                .collect();
+            sc.plans.insert("auto".into(), auto);
+            let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+            let space = Space {
+                max: 60,
+                ..Space::default()
+            };
+            let mut first = mnsim_sim::plan::model::Model::new(&res, space).unwrap();
+            let mut after = mnsim_sim::plan::model::Model::new(&res, space).unwrap();
+            after.set_legality_first(false);
+            let mut rng = 0x1e9a1_u64;
+            let mut next = |n: usize| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                (rng % n as u64) as usize
+            };
+            let hres = scenario::resolve(&sc, &src, Some(hand), &[], &BTreeMap::new()).unwrap();
+            let seed: Vec<_> = (0..first.vars.len())
+                .map(|vi| match &hres.ops[first.vars[vi].ops[0]].layout {
+                    Some(scenario::LayoutRef::Bound(l)) => {
+                        after.seed(vi, l);
+                        first.seed(vi, l)
+                    }
+                    other => panic!("{hand}: {other:?}"),
+                })
+                .collect();
+            let mut pick = seed.clone();
+            let mut ran = 0;
+            for step in 0..400 {
+                if step % 10 == 0 {
+                    pick.clone_from(&seed);
+                } else {
+                    let k = next(pick.len());
+                    pick[k] = first.vars[k].candidates[next(first.vars[k].candidates.len())];
+                }
+                let (a, b) = (first.evaluate(&pick), after.evaluate(&pick));
+                assert_eq!(a, b, "{file} step {step}, {}", schedule.name());
+                ran += usize::from(a.failure.is_none());
+            }
+            assert_eq!(first.work_done(), after.work_done(), "{file}");
+            assert_eq!(first.measured, after.measured, "{file}");
+            assert!(first.illegal_first() > 0, "{file}: the check never decided");
+            assert_eq!(after.illegal_first(), 0);
+            assert!(ran > 0, "{file}: no assignment ran");
+        }
+    }
+}
+
+/// The check before the Loads waits for them to have run without an error: where the
+/// second stream does not fit LM beside the first, the measurement fails on LM (and no
+/// Relayout is tried), as it does applying them, though the kernel is illegal too;
+/// where they fit, the check decides the next illegal layouts alone, word for word.
+#[test]
+fn legality_before_the_loads_waits_for_loads_that_ran() {
+    use mnsim_sim::plan::cost::{Coster, Held, StreamFrom};
+    use mnsim_sim::program::{EntityRef, OpId};
+    let text = r#"Scenario(
+    name: "two streams",
+    machine: Preset("toy4"),
+    mode: Timing,
+    tensors: {
+        "a": (dtype: F32, shape: "f32[4,600]", init: Random(seed: 1)),
+        "b": (dtype: F32, shape: "f32[4,600]", init: Random(seed: 2)),
+        "c": (dtype: F32, shape: "f32[4,600]"),
+    },
+    program: [
+        Load(tensor: "a", layout: "((4_Time), (600))"),
+        Load(tensor: "b", layout: "((4_Time), (600))"),
+        Binary(op: Add, a: "a", b: "b", out: "c", layout: "((4_Time), (600))"),
+        Store(tensor: "c"),
+    ],
+)"#;
+    let (sc, src) = parsed(text, "two.ron");
+    let res = scenario::resolve(&sc, &src, None, &[], &BTreeMap::new()).unwrap();
+    let m = &res.machine;
+    let bind = |t: &str| {
+        mnsim_arch::TensorLayout::parse(t, m, Some(&[4, 600]), mnsim_arch::DType::F32).unwrap()
+    };
+    let held = |t: &str| Held {
+        layout: bind(t),
+        partial: Vec::new(),
+    };
+    let streams = [
+        Some(StreamFrom::Load(OpId::new(0))),
+        Some(StreamFrom::Load(OpId::new(1))),
+    ];
+    let (mut first, mut after) = (Coster::new(&res).unwrap(), Coster::new(&res).unwrap());
+    after.set_legality_first(false);
+    // Measured by both: the result, and how many the check decided so far.
+    let mut both = |a: &str, b: &str, c: &str| {
+        let (a, b, c) = (held(a), held(b), bind(c));
+        let inputs = [("a", &a), ("b", &b)];
+        let x = first.measure(OpId::new(2), &inputs, Some(&c), &streams);
+        let y = after.measure(OpId::new(2), &inputs, Some(&c), &streams);
+        let (x, y) = (x.map(|m| m.cycles), y.map(|m| m.cycles));
+        assert_eq!(format!("{x:?}"), format!("{y:?}"));
+        assert_eq!(after.illegal_first, 0);
+        (x, first.illegal_first)
+    };
+    // b's slices (a row of 600 words on each of two PEs) do not fit beside a's.
+    let (e, n) = both(
+        "((4_Time), (600))",
+        "((2_Time, 2_PE), (600))",
+        "((4_Time), (600))",
+    );
+    assert!(e.is_err_and(|e| e.is_lm_full()) && n == 0);
+    let (e, n) = both(
+        "((4_Time), (600))",
+        "((2_Time, 2_PE), (600))",
+        "((2_Time, 2_PE), (600))",
+    );
+    assert!(e.is_err_and(|e| e.is_lm_full()) && n == 0);
+    // b in 300 words a PE fits: the kernel is illegal, first with the Loads applied, then
+    // decided before them.
+    let b = "((4_Time), (2_PE, 300))";
+    let (e, n) = both("((4_Time), (600))", b, "((4_Time), (600))");
+    assert!(e.is_err_and(|e| !e.is_lm_full()) && n == 0);
+    let (e, n) = both("((4_Time), (600))", b, "((2_Time, 2_PE), (600))");
+    assert!(e.is_err_and(|e| !e.is_lm_full()) && n == 1);
+}
+
 /// The search's measurements keep a short error for a kernel its layouts make illegal
 /// (building the explanation costs more than the measurement); the failure a user is
 /// shown is explained, word for word as a run of that assignment says it.

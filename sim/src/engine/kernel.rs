@@ -38,23 +38,7 @@ impl Engine {
             None => output_layout(op, inputs, out, &res, &in_dtypes, (out_dtype, &out_dims))?,
         };
         let in_layouts: Vec<&TensorLayout> = res.iter().map(|r| &r.layout).collect();
-        let mut names: Vec<&str> = inputs.to_vec();
-        names.push(out);
-        let legal = if self.explaining {
-            mnsim_kernels::check(k, &in_layouts, &layout, &self.machine, &names)
-        } else {
-            mnsim_kernels::check_unexplained(k, &in_layouts, &layout, &self.machine)
-                .map_err(|e| unexplained(e, &self.machine))
-        };
-        let legal = legal.map_err(|error| SimError::Kernel {
-            // The kernels' messages name the kernel already (`Binary Add: ...`).
-            context: if error.message.starts_with(op) {
-                String::new()
-            } else {
-                format!("{op}: ")
-            },
-            error,
-        })?;
+        let legal = self.kernel_legality(op, k, (inputs, out), &in_layouts, &layout)?;
         let cost = mnsim_kernels::cost(
             k,
             &in_layouts,
@@ -182,6 +166,58 @@ impl Engine {
             o.res.push(r);
         }
         Ok(o)
+    }
+
+    /// Whether kernel `k` of op `op` may read `inputs` laid out as `in_layouts` and write
+    /// `out` as `layout`: the check [`Engine::kernel`] makes once its operands and output
+    /// shape are checked, and its error word for word.
+    pub(crate) fn kernel_legality(
+        &self,
+        op: &str,
+        k: &mnsim_kernels::Kernel,
+        (inputs, out): (&[&str], &str),
+        in_layouts: &[&TensorLayout],
+        layout: &TensorLayout,
+    ) -> Result<mnsim_kernels::Legality, SimError> {
+        let legal = if self.explaining {
+            let mut names: Vec<&str> = inputs.to_vec();
+            names.push(out);
+            mnsim_kernels::check(k, in_layouts, layout, &self.machine, &names)
+        } else {
+            mnsim_kernels::check_unexplained(k, in_layouts, layout, &self.machine)
+                .map_err(|e| unexplained(e, &self.machine))
+        };
+        legal.map_err(|error| SimError::Kernel {
+            // The kernels' messages name the kernel already (`Binary Add: ...`).
+            context: if error.message.starts_with(op) {
+                String::new()
+            } else {
+                format!("{op}: ")
+            },
+            error,
+        })
+    }
+
+    /// Whether [`Engine::kernel`] of op `op` gets past its operands and output shape when
+    /// `inputs` are in LM without partial sums: both read the tensors' declared shapes
+    /// only.
+    pub(crate) fn kernel_shapes_ok(
+        &self,
+        op: &str,
+        k: &mnsim_kernels::Kernel,
+        inputs: &[&str],
+        out: &str,
+    ) -> bool {
+        let mut dims = Vec::with_capacity(inputs.len());
+        let mut runtime = Vec::with_capacity(inputs.len());
+        for name in inputs {
+            let Ok(t) = self.state(name) else {
+                return false;
+            };
+            dims.push(t.dims.as_slice());
+            runtime.push(t.runtime.as_slice());
+        }
+        (self.kernel_output(op, k, inputs, out, (&dims, &runtime))).is_ok()
     }
 
     /// The output `out`'s dtype, shape and run-time shape, checked against what `k`

@@ -78,7 +78,19 @@ pub struct Coster {
     loaded: Vec<(RegionId, usize)>,
     /// Regions of inputs placed for the op being measured, with their slot.
     inputs: Vec<(RegionId, usize)>,
+    /// The sequences of streamed Loads (op, layout) a measurement applied without an
+    /// error: applied again from an empty LM, they give none again (every tensor is in
+    /// DRAM and allocation depends on the Loads before only).
+    loads_ok: HashSet<Vec<(OpId, TensorLayout)>>,
+    /// Whether a kernel's legality is checked before its streamed Loads are applied
+    /// where that gives the same result ([`Coster::known_illegal`]); on but in tests.
+    legality_first: bool,
+    /// Measurements that check found illegal without applying their Loads.
+    pub illegal_first: u64,
 }
+
+/// Looked up only: any fixed hasher.
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// Offsets of placed inputs: far above any LM.
 const PLACED_BASE: u64 = 1 << 60;
@@ -105,7 +117,63 @@ impl Coster {
             runs: 0,
             loaded: Vec::new(),
             inputs: Vec::new(),
+            loads_ok: HashSet::default(),
+            legality_first: true,
+            illegal_first: 0,
         })
+    }
+
+    /// Whether kernels are checked for legality before their streamed Loads are applied
+    /// (the default; the results are the same either way).
+    pub fn set_legality_first(&mut self, on: bool) {
+        self.legality_first = on;
+    }
+
+    /// The error [`Coster::measure`] of kernel op `op` gives, found without applying its
+    /// inputs' Loads, where its layouts make the kernel illegal and nothing before the
+    /// kernel's legality check can fail: no input holds partial sums or streams from a
+    /// kernel, these Loads (`from` per input, `loads` in order) ran without an error
+    /// before, and the op's shapes check. The engine's own check and message
+    /// ([`Engine::kernel_legality`]); `None` otherwise (and for a legal kernel).
+    fn known_illegal(
+        &self,
+        op: OpId,
+        inputs: &[(&str, &Held)],
+        layout: Option<&TensorLayout>,
+        (from, loads): (&[Option<StreamFrom>], &[(OpId, TensorLayout)]),
+    ) -> Option<SimError> {
+        let o = self.program.ops.get(op)?;
+        let (
+            OpKind::Kernel {
+                kernel,
+                inputs: ins,
+                out,
+            },
+            Some(layout),
+        ) = (&o.kind, layout)
+        else {
+            return None;
+        };
+        let clean = inputs.iter().all(|(_, h)| h.partial.is_empty())
+            && !from
+                .iter()
+                .any(|f| matches!(f, Some(StreamFrom::Kernel(..))));
+        if !self.legality_first || !clean || !(loads.is_empty() || self.loads_ok.contains(loads)) {
+            return None;
+        }
+        let names: Vec<&str> = ins.iter().map(|&t| self.program.name(t)).collect();
+        let out = self.program.name(*out);
+        if !self.eng.kernel_shapes_ok(o.name, kernel, &names, out) {
+            return None;
+        }
+        // Each operand as the measurement would hold it: placed or loaded in its layout.
+        let in_layouts: Option<Vec<&TensorLayout>> = (names.iter())
+            .map(|n| inputs.iter().find(|(m, _)| m == n).map(|(_, h)| &h.layout))
+            .collect();
+        let in_layouts = in_layouts?;
+        self.eng
+            .kernel_legality(o.name, kernel, (&names, out), &in_layouts, layout)
+            .err()
     }
 
     /// Empties LM and the op log.
@@ -219,12 +287,26 @@ impl Coster {
     ) -> Result<Measured, SimError> {
         self.reset();
         self.eng.ops.clear();
-        for (slot, (n, h)) in inputs.iter().enumerate() {
-            let from = streams.get(slot).copied().flatten().filter(|_| {
-                h.partial.is_empty()
-                    && h.layout.time_span() > 1
-                    && !inputs[..slot].iter().any(|(m, _)| m == n)
-            });
+        let from: Vec<Option<StreamFrom>> = (inputs.iter().enumerate())
+            .map(|(slot, (n, h))| {
+                streams.get(slot).copied().flatten().filter(|_| {
+                    h.partial.is_empty()
+                        && h.layout.time_span() > 1
+                        && !inputs[..slot].iter().any(|(m, _)| m == n)
+                })
+            })
+            .collect();
+        let loads: Vec<(OpId, TensorLayout)> = (from.iter().zip(inputs))
+            .filter_map(|(f, (_, h))| match f {
+                Some(StreamFrom::Load(load)) => Some((*load, h.layout.clone())),
+                Some(StreamFrom::Kernel(..)) | None => None,
+            })
+            .collect();
+        if let Some(e) = self.known_illegal(op, inputs, layout, (&from, &loads)) {
+            self.illegal_first += 1;
+            return Err(e);
+        }
+        for (slot, ((n, h), from)) in inputs.iter().zip(from).enumerate() {
             match from {
                 Some(StreamFrom::Load(load)) => {
                     let layout = Some(&h.layout);
@@ -240,6 +322,9 @@ impl Coster {
                 }
                 None => self.place(n, h, slot)?,
             }
+        }
+        if !loads.is_empty() {
+            self.loads_ok.insert(loads);
         }
         let (first_op, first_task) = (self.eng.ops.len(), self.eng.tasks.len());
         let loaded_words: u64 = self

@@ -568,6 +568,17 @@ impl Model {
         }
     }
 
+    /// Whether a kernel's legality is checked before its streamed Loads are applied when
+    /// measuring (the default; the same results either way: for tests).
+    pub fn set_legality_first(&mut self, on: bool) {
+        self.coster.set_legality_first(on);
+    }
+
+    /// Measurements found illegal before their Loads were applied.
+    pub fn illegal_first(&self) -> u64 {
+        self.coster.illegal_first
+    }
+
     /// Whether plans are placed from the timeline of the last one, after the tasks they
     /// share (the default), or each from its first task: the totals are the same.
     pub fn set_resume(&mut self, on: bool) {
