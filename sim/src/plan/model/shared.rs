@@ -1,16 +1,18 @@
 //! One copy of each of the walks' step and send vectors the memo holds.
 
-use super::{HashMap, HashSet};
-use std::hash::Hash;
+use super::HashMap;
+use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
 /// Equal slices shared: [`Shared::share`] points a slice at the copy kept of its value.
 /// Most slices handed in are copies of one allocation (the engine keeps one walk per
-/// key), so each allocation is looked up by its address first and its contents are
-/// hashed once.
+/// key), so each allocation is looked up by its address first. A new one is found
+/// among the copies kept by a hash of its length and of [`SAMPLES`] of its values
+/// spread over it (a walk's vectors have tens of thousands: hashing them whole cost
+/// more than comparing the few that sample alike), then compared whole.
 pub(super) struct Shared<T> {
-    /// One copy of each value.
-    by_value: HashSet<Arc<[T]>>,
+    /// One copy of each value, by the hash of its samples.
+    by_value: HashMap<u64, Vec<Arc<[T]>>>,
     /// By the address of a slice handed in: that slice and the copy kept of it.
     by_address: HashMap<usize, Seen<T>>,
 }
@@ -25,7 +27,7 @@ struct Seen<T> {
 impl<T> Default for Shared<T> {
     fn default() -> Self {
         Shared {
-            by_value: HashSet::default(),
+            by_value: HashMap::default(),
             by_address: HashMap::default(),
         }
     }
@@ -43,10 +45,11 @@ impl<T: Eq + Hash> Shared<T> {
             *v = seen.kept.clone();
             return;
         }
-        let kept = match self.by_value.get(&**v) {
+        let alike = self.by_value.entry(sampled(v)).or_default();
+        let kept = match alike.iter().find(|k| ***k == **v) {
             Some(kept) => kept.clone(),
             None => {
-                self.by_value.insert(v.clone());
+                alike.push(v.clone());
                 v.clone()
             }
         };
@@ -61,8 +64,27 @@ impl<T: Eq + Hash> Shared<T> {
     /// Distinct values kept.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.by_value.len()
+        self.by_value.values().map(Vec::len).sum()
     }
+}
+
+/// Values of a slice its hash reads (and its last).
+const SAMPLES: usize = 64;
+
+/// A hash of `v`'s length, [`SAMPLES`] of its values evenly spread and its last.
+fn sampled<T: Hash>(v: &[T]) -> u64 {
+    let n = v.len();
+    let at = (0..SAMPLES)
+        .map(|k| k * n / SAMPLES)
+        .chain(n.checked_sub(1));
+    let mut h = foldhash::fast::FixedState::default().build_hasher();
+    n.hash(&mut h);
+    for i in at {
+        if let Some(x) = v.get(i) {
+            x.hash(&mut h);
+        }
+    }
+    std::hash::Hasher::finish(&h)
 }
 
 #[cfg(test)]
@@ -93,5 +115,31 @@ mod tests {
         s.share(&mut empty);
         assert!(empty.is_empty());
         assert_eq!(s.len(), 2);
+    }
+
+    /// Long slices that differ only between the values their hash samples are kept
+    /// apart (compared whole), and equal ones still share one copy.
+    #[test]
+    fn slices_alike_in_their_samples_are_compared_whole() {
+        let mut s: Shared<u32> = Shared::default();
+        let base: Vec<u32> = (0..10_000).collect();
+        let mut other = base.clone();
+        other[5_001] += 1;
+        assert_eq!(
+            sampled(&base),
+            sampled(&other),
+            "5,001 is between two samples"
+        );
+        let (mut a, mut b, mut c): (Arc<[u32]>, Arc<[u32]>, Arc<[u32]>) = (
+            Arc::from(base.clone()),
+            Arc::from(other.clone()),
+            Arc::from(base),
+        );
+        s.share(&mut a);
+        s.share(&mut b);
+        s.share(&mut c);
+        assert_eq!(s.len(), 2);
+        assert!(!Arc::ptr_eq(&a, &b) && *b == *other);
+        assert!(Arc::ptr_eq(&a, &c));
     }
 }
