@@ -130,11 +130,9 @@ mod tests {
             sampled(&other),
             "5,001 is between two samples"
         );
-        let (mut a, mut b, mut c): (Arc<[u32]>, Arc<[u32]>, Arc<[u32]>) = (
-            Arc::from(base.clone()),
-            Arc::from(other.clone()),
-            Arc::from(base),
-        );
+        let mut a: Arc<[u32]> = Arc::from(base.clone());
+        let mut b: Arc<[u32]> = Arc::from(other.clone());
+        let mut c: Arc<[u32]> = Arc::from(base);
         s.share(&mut a);
         s.share(&mut b);
         s.share(&mut c);
