@@ -447,20 +447,31 @@ fn mark_new(
     let firsts = slices.saturating_sub(s.firsts.saturating_add(1)) as usize;
     let need = i.need.get(j0 as usize..).unwrap_or_default();
     let sends = i.sends.get(m0 as usize..).unwrap_or_default();
+    // A step reads send `x` < 2^32: no send past that is read anew. In 32 bits from
+    // here (the loop runs over every step of a steady stretch).
+    let Ok(first) = u32::try_from(m0) else {
+        return 0;
+    };
+    let room = (u64::from(u32::MAX) - m0 + 1)
+        .try_into()
+        .unwrap_or(usize::MAX);
+    let limit = (steps.min(firsts).min(room)).min(need.len().min(sends.len()));
+    let buffers = u32::try_from(buffers).ok();
     let seen = &mut s.seen[..];
-    let mut m = m0;
-    for (&x, &(slice, ev)) in need.iter().zip(sends).take(steps.min(firsts)) {
-        let fresh = u64::from(x) == m
-            && ev.map(u64::from) == m.checked_sub(buffers)
-            && seen.get(slice as usize) == Some(&false);
-        if !fresh {
+    let mut k = 0;
+    for (&x, &(slice, ev)) in need[..limit].iter().zip(&sends[..limit]) {
+        // At most `u32::MAX` (`room`): no overflow.
+        let m = first.wrapping_add(k as u32);
+        if x != m || ev != buffers.and_then(|b| m.checked_sub(b)) {
             break;
         }
-        seen[slice as usize] = true;
-        // Below `m0` plus the sends: no overflow.
-        m = m.wrapping_add(1);
+        match seen.get_mut(slice as usize) {
+            Some(f) if !*f => *f = true,
+            _ => break,
+        }
+        k += 1;
     }
-    m - m0
+    k as u64
 }
 
 /// Writes the times of `count` macro steps of `m` after the walk's last step: each
