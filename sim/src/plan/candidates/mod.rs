@@ -250,9 +250,30 @@ fn tier_of(t: &Tensor, space: Space, done: Done, acc: &mut Found) {
     if rank == 0 || dims.contains(&0) {
         return;
     }
-    // Per level: None (replicated) or (axis, part).
-    let choices: Vec<Vec<Option<(usize, u64)>>> = levels
-        .iter()
+    let choices = level_choices(levels, rank, space);
+    let mut pick = vec![0usize; levels.len()];
+    let mut groups: Vec<Vec<(usize, u64)>> = vec![Vec::new(); rank];
+    let mut rest = dims.to_vec();
+    while acc.out.len() < space.max {
+        let ok = assign(&pick, &choices, dims, (&mut groups, &mut rest));
+        let whole = (groups.iter().flatten()).all(|&(li, p)| p == levels[li].fanout);
+        if ok && !(done == Done::WholeFanouts && whole) {
+            let first = usize::from(done == Done::FirstOrders);
+            emit(t, (&groups, &rest), space, (whole, first), acc);
+        }
+        if !next_pick(&mut pick, &choices) {
+            break;
+        }
+    }
+}
+
+/// Per level, what it may take: `None` (replicated) or `(axis, part)` for every axis of
+/// `rank` and part of its fan-out `space` allows.
+type Choices = Vec<Vec<Option<(usize, u64)>>>;
+
+/// The [`Choices`] of `levels`.
+fn level_choices(levels: &[mnsim_arch::machine::AddrLevel], rank: usize, space: Space) -> Choices {
+    (levels.iter())
         .map(|l| {
             let mut c = vec![None];
             for a in 0..rank {
@@ -262,43 +283,43 @@ fn tier_of(t: &Tensor, space: Space, done: Done, acc: &mut Found) {
             }
             c
         })
-        .collect();
-    let mut pick = vec![0usize; levels.len()];
-    let mut groups: Vec<Vec<(usize, u64)>> = vec![Vec::new(); rank];
-    let mut rest = dims.to_vec();
-    'assign: loop {
-        if acc.out.len() >= space.max {
-            break;
-        }
-        // One assignment of levels to axes.
-        groups.iter_mut().for_each(Vec::clear);
-        rest.copy_from_slice(dims);
-        let mut ok = true;
-        for (li, &k) in pick.iter().enumerate() {
-            if let Some((a, p)) = choices[li][k] {
-                if !rest[a].is_multiple_of(p) {
-                    ok = false;
-                    break;
-                }
-                rest[a] /= p;
-                groups[a].push((li, p));
+        .collect()
+}
+
+/// The assignment of levels to axes that `pick` (one choice per level) makes of a tensor
+/// of `dims`: each axis's levels with their parts into `groups`, what is left of each
+/// axis into `rest`; whether every part divides what is left of its axis.
+fn assign(
+    pick: &[usize],
+    choices: &Choices,
+    dims: &[u64],
+    (groups, rest): (&mut Split, &mut [u64]),
+) -> bool {
+    groups.iter_mut().for_each(Vec::clear);
+    rest.copy_from_slice(dims);
+    for (li, &k) in pick.iter().enumerate() {
+        if let Some((a, p)) = choices[li][k] {
+            if !rest[a].is_multiple_of(p) {
+                return false;
             }
+            rest[a] /= p;
+            groups[a].push((li, p));
         }
-        let whole = (groups.iter().flatten()).all(|&(li, p)| p == levels[li].fanout);
-        if ok && !(done == Done::WholeFanouts && whole) {
-            let first = usize::from(done == Done::FirstOrders);
-            emit(t, (&groups, &rest), space, (whole, first), acc);
-        }
-        // Next assignment (mixed radix).
-        for li in (0..pick.len()).rev() {
-            pick[li] += 1;
-            if pick[li] < choices[li].len() {
-                continue 'assign;
-            }
-            pick[li] = 0;
-        }
-        break;
     }
+    true
+}
+
+/// The next `pick` (mixed radix over the choices, the last level fastest); `false` after
+/// the last.
+fn next_pick(pick: &mut [usize], choices: &Choices) -> bool {
+    for li in (0..pick.len()).rev() {
+        pick[li] += 1;
+        if pick[li] < choices[li].len() {
+            return true;
+        }
+        pick[li] = 0;
+    }
+    false
 }
 
 /// Emits the layouts of one level assignment (each axis's levels with their parts, and

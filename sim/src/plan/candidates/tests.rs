@@ -13,7 +13,9 @@ use proptest::prelude::*;
 /// The text path, as `candidates::generate` was before it built layouts directly (with
 /// the helpers both share, which the change left as they were).
 mod reference {
-    use super::super::{Candidate, Space, parts, permutations, time_steps};
+    use super::super::{
+        Candidate, Space, assign, level_choices, next_pick, permutations, time_steps,
+    };
     use mnsim_arch::layout::{NO_BCAST, layout_text};
     use mnsim_arch::machine::AddrLevel;
     use mnsim_arch::{DType, LayoutExpr, Machine, TensorLayout};
@@ -84,46 +86,17 @@ mod reference {
             if rank == 0 || self.dims.contains(&0) {
                 return;
             }
-            let choices: Vec<Vec<Option<(usize, u64)>>> = (self.levels.iter())
-                .map(|l| {
-                    let mut c = vec![None];
-                    for a in 0..rank {
-                        for p in parts(l.fanout, space.partial_fanout) {
-                            c.push(Some((a, p)));
-                        }
-                    }
-                    c
-                })
-                .collect();
+            let choices = level_choices(&self.levels, rank, space);
             let mut pick = vec![0usize; self.levels.len()];
-            'assign: loop {
-                if self.out.len() >= space.max {
-                    break;
-                }
-                let mut groups: Vec<Vec<(usize, u64)>> = vec![Vec::new(); rank];
-                let mut rest = self.dims.to_vec();
-                let mut ok = true;
-                for (li, &k) in pick.iter().enumerate() {
-                    if let Some((a, p)) = choices[li][k] {
-                        if !rest[a].is_multiple_of(p) {
-                            ok = false;
-                            break;
-                        }
-                        rest[a] /= p;
-                        groups[a].push((li, p));
-                    }
-                }
-                if ok {
+            let mut groups: Vec<Vec<(usize, u64)>> = vec![Vec::new(); rank];
+            let mut rest = self.dims.to_vec();
+            while self.out.len() < space.max {
+                if assign(&pick, &choices, self.dims, (&mut groups, &mut rest)) {
                     self.emit(&groups, &rest, space);
                 }
-                for li in (0..pick.len()).rev() {
-                    pick[li] += 1;
-                    if pick[li] < choices[li].len() {
-                        continue 'assign;
-                    }
-                    pick[li] = 0;
+                if !next_pick(&mut pick, &choices) {
+                    break;
                 }
-                break;
             }
         }
 
