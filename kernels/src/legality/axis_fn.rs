@@ -38,11 +38,13 @@ impl AxisFn {
     }
 
     pub(super) fn from_group(group: &[SubAxis], level: usize, extent: u64) -> Self {
-        let mut raw = Vec::new();
+        // The level's terms, collected minor to major (the radix grows from the minor
+        // end), then put major to minor and merged in place: one vector.
+        let mut terms: Vec<Term> = Vec::new();
         let mut radix = 1u64;
         for s in group.iter().rev() {
             if s.class == Class::Level(level) && s.size > 1 && radix < extent {
-                raw.push(Term {
+                terms.push(Term {
                     radix,
                     size: s.size,
                     stride: s.stride,
@@ -50,20 +52,21 @@ impl AxisFn {
             }
             radix = radix.saturating_mul(s.size);
         }
-        raw.reverse(); // major to minor
-        let period = raw
+        terms.reverse(); // major to minor
+        let period = terms
             .iter()
             .map(|t| t.radix.saturating_mul(t.size))
             .max()
             .unwrap_or(1);
-        let mut terms: Vec<Term> = Vec::with_capacity(raw.len());
-        for mut t in raw {
+        let mut kept = 0usize;
+        for i in 0..terms.len() {
+            let mut t = terms[i];
             let reach = (extent - 1) / t.radix; // largest i / radix
             if reach < t.size {
                 t.size = reach + 1;
             }
             // Merge with the previous (more major) term when it continues this digit.
-            if let Some(prev) = terms.last_mut()
+            if let Some(prev) = kept.checked_sub(1).map(|k| &mut terms[k])
                 && prev.radix == t.radix.saturating_mul(t.size)
                 && prev.stride == t.stride.saturating_mul(t.size)
             {
@@ -74,8 +77,10 @@ impl AxisFn {
                 };
                 continue;
             }
-            terms.push(t);
+            terms[kept] = t;
+            kept += 1;
         }
+        terms.truncate(kept);
         AxisFn { terms, period }
     }
 

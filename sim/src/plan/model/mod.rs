@@ -247,6 +247,8 @@ pub struct Model {
     generated: HashMap<ShapeKey, (Vec<LayoutId>, usize)>,
     /// Scratch of the walk: the plan's tasks, reused from one evaluation to the next.
     scratch: Vec<Task>,
+    /// The vectors of the last walk, reused by the next (its tasks are `scratch`).
+    spare: Option<walk::State>,
     /// The last plan's timeline, resumed after the tasks the next plan shares with it
     /// (`None`: every plan placed from its first task; the same totals).
     resume: Option<crate::timeline::Resumable>,
@@ -311,6 +313,7 @@ impl Model {
             static_watts: res.machine.energy.static_watts(&res.machine),
             objective: mnsim_reports::Objective::Cycles,
             scratch: Vec::new(),
+            spare: None,
             resume: Some(Default::default()),
             timer: Default::default(),
             generated: HashMap::default(),

@@ -202,7 +202,7 @@ impl Model {
             };
             if let Err(msg) = self.step(i, layout, &mut w, detail.as_deref_mut()) {
                 let (ntasks, busiest) = (w.ntasks, w.busiest());
-                self.scratch = w.scratch;
+                self.keep(w);
                 return Walked::Failed {
                     at: i,
                     msg,
@@ -213,19 +213,26 @@ impl Model {
             if let Some(c) = cutoff {
                 let busiest = w.busiest();
                 if self.least(busiest, w.dynamic_j) >= c {
-                    self.scratch = w.scratch;
+                    self.keep(w);
                     return Walked::Bounded;
                 }
             }
         }
-        self.scratch = std::mem::take(&mut w.scratch);
         if let Some(d) = detail {
-            d.0 = w.cycles;
+            d.0 = std::mem::take(&mut w.cycles);
         }
-        Walked::Done {
+        let done = Walked::Done {
             ntasks: w.ntasks,
             dynamic_j: w.dynamic_j,
-        }
+        };
+        self.keep(w);
+        done
+    }
+
+    /// Keeps a finished walk's tasks as the scratch and its vectors for the next walk.
+    fn keep(&mut self, mut w: State) {
+        self.scratch = std::mem::take(&mut w.scratch);
+        self.spare = Some(w);
     }
 
     /// Op `i` under `layout`: its tasks appended, its effects on LM and DRAM applied;
@@ -493,7 +500,7 @@ impl Model {
 }
 
 /// What a walk tracks over one assignment.
-struct State {
+pub(super) struct State {
     /// Per tensor: its state in LM, and whether DRAM holds it.
     st: Vec<Option<StateId>>,
     dram: Vec<bool>,
@@ -524,27 +531,67 @@ impl State {
         self.busy.iter().map(|b| b.1).max().unwrap_or(0)
     }
 
+    /// A walk's state at its start, in the vectors of the last walk where there was one.
     fn new(m: &mut Model) -> State {
         let n = m.tensors.len();
-        State {
-            st: vec![None; n],
-            dram: m.initial_dram.clone(),
-            charged: 0,
-            regions: Regions {
-                of: vec![RegionId(u32::MAX); n],
-                next: 0,
-            },
-            scratch: std::mem::take(&mut m.scratch),
-            ntasks: 0,
-            pending: Vec::new(),
-            writer: vec![None; n],
-            seconds: vec![0; n],
-            second: 0,
-            busy: Vec::new(),
-            cycles: Vec::new(),
-            dynamic_j: 0.0,
-        }
+        let Some(mut s) = m.spare.take() else {
+            return State {
+                st: vec![None; n],
+                dram: m.initial_dram.clone(),
+                charged: 0,
+                regions: Regions {
+                    of: vec![RegionId(u32::MAX); n],
+                    next: 0,
+                },
+                scratch: std::mem::take(&mut m.scratch),
+                ntasks: 0,
+                pending: Vec::new(),
+                writer: vec![None; n],
+                seconds: vec![0; n],
+                second: 0,
+                busy: Vec::new(),
+                cycles: Vec::new(),
+                dynamic_j: 0.0,
+            };
+        };
+        // Every field named: a new one must say how a walk starts it.
+        let State {
+            st,
+            dram,
+            charged,
+            regions,
+            scratch,
+            ntasks,
+            pending,
+            writer,
+            seconds,
+            second,
+            busy,
+            cycles,
+            dynamic_j,
+        } = &mut s;
+        refill(st, n, None);
+        dram.clone_from(&m.initial_dram);
+        *charged = 0;
+        refill(&mut regions.of, n, RegionId(u32::MAX));
+        regions.next = 0;
+        *scratch = std::mem::take(&mut m.scratch);
+        *ntasks = 0;
+        pending.clear();
+        refill(writer, n, None);
+        refill(seconds, n, 0);
+        *second = 0;
+        busy.clear();
+        cycles.clear();
+        *dynamic_j = 0.0;
+        s
     }
+}
+
+/// `v` as `n` copies of `x`, in its own memory.
+fn refill<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {
+    v.clear();
+    v.resize(n, x);
 }
 
 /// What of the producers a consumer's measurement depends on where its walk sends no
