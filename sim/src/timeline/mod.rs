@@ -38,7 +38,7 @@ mod tests;
 
 pub use busy::{Booking, Busy, BusyTable, Train, overlap};
 pub use resume::Resumable;
-pub use streams::{StreamIn, Walk, resends_of, share};
+pub use streams::{SendList, StreamIn, Walk, resends_of, share};
 
 /// How ops are placed in time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -19,7 +19,7 @@
 
 use super::busy::{Booking, Busy};
 use super::repeated::Repeated;
-use super::streams::{Produced, StreamIn, Walk, WalkIn, WalkRun, mul_div};
+use super::streams::{Produced, SendList, StreamIn, Walk, WalkIn, WalkRun, mul_div};
 use super::{Hold, Resource, Train};
 use mnsim_arch::arith::{gcd, lcm};
 
@@ -244,7 +244,7 @@ impl Pacer {
                 let m = u64::from(m0) + k;
                 let t = (ja + k) as usize;
                 i.need.get(t).map(|&x| u64::from(x)) == Some(m)
-                    && i.sends.get(m as usize).is_some_and(|&(slice, ev)| {
+                    && i.sends.get(m as usize).is_some_and(|(slice, ev)| {
                         ev.map(u64::from) == m.checked_sub(b)
                             && s.seen.get(slice as usize) == Some(&false)
                     })
@@ -423,8 +423,9 @@ fn reach(w: &Walk, run: &mut WalkRun, reads: &[Read], p: u64) -> u64 {
         if let Read::New { .. } = r {
             let m0 = s.arrival.len() as u64;
             for t in keep..upto {
-                let slice = i.sends[(m0 + t - j0) as usize].0;
-                s.seen[slice as usize] = false;
+                if let Some((slice, _)) = i.sends.get((m0 + t - j0) as usize) {
+                    s.seen[slice as usize] = false;
+                }
             }
         }
     }
@@ -446,7 +447,6 @@ fn mark_new(
     // A step's first send is before the stream's last.
     let firsts = slices.saturating_sub(s.firsts.saturating_add(1)) as usize;
     let need = i.need.get(j0 as usize..).unwrap_or_default();
-    let sends = i.sends.get(m0 as usize..).unwrap_or_default();
     // A step reads send `x` < 2^32: no send past that is read anew. In 32 bits from
     // here (the loop runs over every step of a steady stretch).
     let Ok(first) = u32::try_from(m0) else {
@@ -455,21 +455,49 @@ fn mark_new(
     let room = (u64::from(u32::MAX) - m0 + 1)
         .try_into()
         .unwrap_or(usize::MAX);
-    let limit = (steps.min(firsts).min(room)).min(need.len().min(sends.len()));
     let buffers = u32::try_from(buffers).ok();
     let seen = &mut s.seen[..];
-    let mut k = 0;
-    for (&x, &(slice, ev)) in need[..limit].iter().zip(&sends[..limit]) {
+    // Step `k` reads send `first + k`, of slice `slice`, not sent before.
+    let mut new = |k: usize, x: u32, slice: u32| {
         // At most `u32::MAX` (`room`): no overflow.
         let m = first.wrapping_add(k as u32);
-        if x != m || ev != buffers.and_then(|b| m.checked_sub(b)) {
-            break;
+        x == m
+            && match seen.get_mut(slice as usize) {
+                Some(f) if !*f => {
+                    *f = true;
+                    true
+                }
+                _ => false,
+            }
+    };
+    let mut k = 0;
+    match &i.sends {
+        // Each send takes the buffer of the send `lag` before: the buffer the step
+        // needs wherever `lag` is `buffers`.
+        SendList::Lagged { slices, lag } => {
+            let sends = slices.get(m0 as usize..).unwrap_or_default();
+            let limit = (steps.min(firsts).min(room)).min(need.len().min(sends.len()));
+            let same = buffers == Some(*lag);
+            for (&x, &slice) in need[..limit].iter().zip(&sends[..limit]) {
+                let m = first.wrapping_add(k as u32);
+                let ev = m.checked_sub(*lag);
+                if (!same && ev != buffers.and_then(|b| m.checked_sub(b))) || !new(k, x, slice) {
+                    break;
+                }
+                k += 1;
+            }
         }
-        match seen.get_mut(slice as usize) {
-            Some(f) if !*f => *f = true,
-            _ => break,
+        SendList::Table(t) => {
+            let sends = t.get(m0 as usize..).unwrap_or_default();
+            let limit = (steps.min(firsts).min(room)).min(need.len().min(sends.len()));
+            for (&x, &(slice, ev)) in need[..limit].iter().zip(&sends[..limit]) {
+                let m = first.wrapping_add(k as u32);
+                if ev != buffers.and_then(|b| m.checked_sub(b)) || !new(k, x, slice) {
+                    break;
+                }
+                k += 1;
+            }
         }
-        k += 1;
     }
     k as u64
 }

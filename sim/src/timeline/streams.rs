@@ -72,7 +72,7 @@ pub struct StreamIn {
     /// Per walk step, the send whose slice the step reads (shared, as `Walk::out`).
     pub need: Arc<[u32]>,
     /// Per send in order: the slice it carries, and the send whose buffer it takes.
-    pub sends: Arc<[(u32, Option<u32>)]>,
+    pub sends: SendList,
     /// The producer's slices, cycles and holds: a re-sent slice costs one slice of them.
     pub slices: u32,
     pub producer_cycles: u64,
@@ -80,6 +80,107 @@ pub struct StreamIn {
     /// Sends of a slice already sent once: [`resends_of`] `sends` and `slices` (read
     /// wherever the walk is lowered or placed, so counted once).
     pub resent: u64,
+}
+
+/// A walk's sends of one stream in order: per send, the slice it carries and the send
+/// whose buffer it takes. Most walks take the buffer of the send `lag` before (every
+/// step a new send, the least recently used buffer the oldest): those keep their slices
+/// only (often the walk's own step vector, shared), a third of the table's memory or
+/// none. A list is in the lagged form exactly when its sends are
+/// ([`SendList::from_table`]), so equal lists are equal values.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SendList {
+    /// Send `m` carries `slices[m]` and takes the buffer of send `m - lag` (none
+    /// before send `lag`).
+    Lagged { slices: Arc<[u32]>, lag: u32 },
+    /// Any other order.
+    Table(Arc<[(u32, Option<u32>)]>),
+}
+
+impl Default for SendList {
+    fn default() -> Self {
+        SendList::Table(Arc::from(Vec::new()))
+    }
+}
+
+impl From<Vec<(u32, Option<u32>)>> for SendList {
+    fn from(t: Vec<(u32, Option<u32>)>) -> Self {
+        SendList::from_table(&t, None)
+    }
+}
+
+impl SendList {
+    /// The list of `table`, lagged where it is; `slices` (if given) holds the same
+    /// slices as the table, in order, and is kept instead of a copy.
+    pub fn from_table(table: &[(u32, Option<u32>)], slices: Option<&Arc<[u32]>>) -> SendList {
+        match lag_of(table) {
+            Some(lag) => {
+                let same = slices.filter(|v| {
+                    v.len() == table.len() && v.iter().zip(table).all(|(&a, &(b, _))| a == b)
+                });
+                let slices = match same {
+                    Some(v) => v.clone(),
+                    None => table.iter().map(|&(s, _)| s).collect(),
+                };
+                SendList::Lagged { slices, lag }
+            }
+            None => SendList::Table(Arc::from(table)),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            SendList::Lagged { slices, .. } => slices.len(),
+            SendList::Table(t) => t.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Send `m`: its slice and the send whose buffer it takes.
+    pub fn get(&self, m: usize) -> Option<(u32, Option<u32>)> {
+        match self {
+            SendList::Lagged { slices, lag } => {
+                let s = *slices.get(m)?;
+                // `m` < the slices' length, which a `u32` send index reaches.
+                Some((s, u32::try_from(m).ok()?.checked_sub(*lag)))
+            }
+            SendList::Table(t) => t.get(m).copied(),
+        }
+    }
+
+    /// The sends in order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, Option<u32>)> + '_ {
+        (0..self.len()).map_while(|m| self.get(m))
+    }
+
+    /// The slices of the sends in order.
+    pub fn slices(&self) -> impl Iterator<Item = u32> + '_ {
+        let (lagged, table) = match self {
+            SendList::Lagged { slices, .. } => (&slices[..], &[][..]),
+            SendList::Table(t) => (&[][..], &t[..]),
+        };
+        lagged.iter().copied().chain(table.iter().map(|&(s, _)| s))
+    }
+
+    pub fn to_vec(&self) -> Vec<(u32, Option<u32>)> {
+        self.iter().collect()
+    }
+}
+
+/// The lag of `table` if every send `m` takes the buffer of send `m - lag` (none
+/// before `lag`): the first send that takes one says which.
+fn lag_of(table: &[(u32, Option<u32>)]) -> Option<u32> {
+    let n = u32::try_from(table.len()).ok()?;
+    let lag = (table.iter().enumerate())
+        .find_map(|(m, &(_, e))| u32::try_from(m).ok()?.checked_sub(e?))
+        .unwrap_or(n);
+    let lagged = (0..n)
+        .zip(table)
+        .all(|(m, &(_, e))| e == m.checked_sub(lag));
+    lagged.then_some(lag)
 }
 
 /// Field by field, so that `clone_from` reuses the inputs' vectors ([`super::Task`]).
@@ -168,10 +269,10 @@ impl Clone for StreamIn {
 }
 
 /// How many of `sends` carry a slice (of `slices`) already sent once.
-pub fn resends_of(sends: &[(u32, Option<u32>)], slices: u32) -> u64 {
+pub fn resends_of(sends: impl IntoIterator<Item = u32>, slices: u32) -> u64 {
     let mut seen = vec![false; slices.max(1) as usize];
     let mut n = 0u64;
-    for &(s, _) in sends {
+    for s in sends {
         match seen.get_mut(s as usize) {
             Some(x) if *x => n += 1,
             Some(x) => *x = true,
@@ -329,7 +430,8 @@ impl WalkIn {
     /// or when a fixed stream's slice is ready), or a re-send the walk's task `index`
     /// issues from `s0` on; each once the buffer it takes is no longer read.
     fn send_next(&mut self, input: &StreamIn, (index, s0): (usize, u64), busy: &mut dyn Busy) {
-        let (slice, evicts) = input.sends[self.arrival.len()];
+        let (slice, evicts) =
+            (input.sends.get(self.arrival.len())).expect("a step reads a send of its list");
         let free = evicts.map_or(0, |e| self.last_use[e as usize]);
         let first = self.seen.get(slice as usize).is_some_and(|x| !x);
         let a = if first {
@@ -603,7 +705,7 @@ impl Timeline {
                 let (mut sent_slices, mut latest) = (0usize, 0);
                 // Both `n` long: a slice below `n` indexes them without a check.
                 let (at, once) = (&mut times[..n], &mut sent_once[..n]);
-                for (&(slice, _), &a) in input.sends.iter().zip(&s.arrival) {
+                let mut first = |slice: u32, a: u64| {
                     let k = slice as usize;
                     if k < n && !once[k] {
                         at[k] = a;
@@ -611,6 +713,18 @@ impl Timeline {
                         // At most `n`: no overflow.
                         sent_slices = sent_slices.wrapping_add(1);
                         latest = latest.max(a);
+                    }
+                };
+                match &input.sends {
+                    SendList::Lagged { slices, .. } => {
+                        for (&slice, &a) in slices.iter().zip(&s.arrival) {
+                            first(slice, a);
+                        }
+                    }
+                    SendList::Table(t) => {
+                        for (&(slice, _), &a) in t.iter().zip(&s.arrival) {
+                            first(slice, a);
+                        }
                     }
                 }
                 let mut sent = s.sent.clone();

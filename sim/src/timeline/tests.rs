@@ -220,7 +220,7 @@ fn stream_in(producer: &Task, region: u32, order: &[u32], buffers: u32) -> Strea
         slices,
         producer_cycles: producer.cycles,
         producer_holds: producer.holds.clone(),
-        resent: crate::timeline::resends_of(&sends, slices),
+        resent: crate::timeline::resends_of(sends.iter().map(|s| s.0), slices),
     }
 }
 
@@ -335,7 +335,7 @@ fn re_sent_slices_cost_the_producers_slice_time_in_both_schedules() {
     let (per_step, sends) = crate::lowering::walk::sends(&need, 2);
     if let Some(w) = k.walk.as_mut() {
         w.steps = 8;
-        w.inputs[0].resent = crate::timeline::resends_of(&sends, 4);
+        w.inputs[0].resent = crate::timeline::resends_of(sends.iter().map(|s| s.0), 4);
         w.inputs[0].need = per_step.into();
         w.inputs[0].sends = sends.into();
         assert_eq!(w.inputs[0].resends(), 4);

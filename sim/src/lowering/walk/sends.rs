@@ -1,6 +1,7 @@
 //! The sends a walk makes of a stream it reads in a few buffers ([`sends`]), memoised
 //! by the walk's shared step vector ([`SendsMemo`]).
 
+use crate::timeline::SendList;
 use std::sync::Arc;
 
 /// [`sends`] of the step vectors of memoised walks, by the vector (its allocation: the
@@ -8,7 +9,11 @@ use std::sync::Arc;
 #[derive(Default)]
 pub struct SendsMemo {
     map: std::collections::HashMap<(ByPtr, u32, u32), Sends, foldhash::fast::FixedState>,
-    /// The sends of the vector being replayed (kept: its memory is reused).
+    /// Per length, the steps of a walk that reads a new send every step (`0, 1, ...`),
+    /// shared by every such walk of that length.
+    identity: std::collections::HashMap<usize, Arc<[u32]>, foldhash::fast::FixedState>,
+    /// The steps and sends of the vector being replayed (kept: their memory is reused).
+    steps: Vec<u32>,
     scratch: Vec<Send>,
 }
 
@@ -17,7 +22,7 @@ pub struct SendsMemo {
 #[derive(Clone, Debug)]
 pub struct Sends {
     pub per_step: Arc<[u32]>,
-    pub sends: Arc<[(u32, Option<u32>)]>,
+    pub sends: SendList,
     pub resent: u64,
 }
 
@@ -38,15 +43,31 @@ impl std::hash::Hash for ByPtr {
 }
 
 impl SendsMemo {
-    /// [`sends`] of `need` in `buffers` slices, from a producer of `slices` slices.
+    /// [`sends`] of `need` in `buffers` slices, from a producer of `slices` slices. A
+    /// walk that reads a new send every step gets the shared identity steps, and its
+    /// sends keep `need` itself as their slices where they take the buffers in order
+    /// ([`SendList::Lagged`]): no new vector.
     pub fn sends(&mut self, need: &Arc<[u32]>, buffers: u32, slices: u32) -> Sends {
         let key = (ByPtr(need.clone()), buffers, slices);
         if let Some(s) = self.map.get(&key) {
             return s.clone();
         }
-        let (per_step, sends) = shared_sends(need, buffers, &mut self.scratch);
+        self.steps.clear();
+        self.steps.resize(need.len(), 0);
+        self.scratch.clear();
+        replay(need, buffers, &mut self.steps, &mut self.scratch);
+        let identity = (self.steps.iter().enumerate()).all(|(j, &m)| m as usize == j);
+        let per_step = if identity {
+            let n = need.len();
+            (self.identity.entry(n))
+                .or_insert_with(|| Arc::from(&self.steps[..]))
+                .clone()
+        } else {
+            Arc::from(&self.steps[..])
+        };
+        let sends = SendList::from_table(&self.scratch, Some(need));
         let s = Sends {
-            resent: crate::timeline::resends_of(&sends, slices),
+            resent: crate::timeline::resends_of(sends.slices(), slices),
             per_step,
             sends,
         };
@@ -63,25 +84,17 @@ type Send = (u32, Option<u32>);
 /// Returns, per step, the index of the send it reads; per send, its slice and the send
 /// whose buffer it takes (`None` while a buffer is still empty).
 pub fn sends(need: &[u32], buffers: u32) -> (Vec<u32>, Vec<Send>) {
-    let (per_step, sends) = shared_sends(need, buffers, &mut Vec::new());
-    (per_step.to_vec(), sends.to_vec())
+    let (mut steps, mut out) = (vec![0; need.len()], Vec::new());
+    replay(need, buffers, &mut steps, &mut out);
+    (steps, out)
 }
 
-/// [`sends`] into shared vectors, each allocated once at its length (the sends go
-/// through `scratch` first).
-pub(super) fn shared_sends(
-    need: &[u32],
-    buffers: u32,
-    scratch: &mut Vec<Send>,
-) -> (Arc<[u32]>, Arc<[Send]>) {
-    let mut per_step: Arc<[u32]> = std::iter::repeat_n(0, need.len()).collect();
-    let steps = Arc::get_mut(&mut per_step).expect("a vector made just now is not shared");
-    scratch.clear();
+/// [`sends`] into `steps` (as long as `need`) and `out`.
+fn replay(need: &[u32], buffers: u32, steps: &mut [u32], out: &mut Vec<Send>) {
     match buffers {
-        0..=2 => replay_two(need, buffers == 2, steps, scratch),
-        b => replay_lru(need, b as usize, steps, scratch),
+        0..=2 => replay_two(need, buffers == 2, steps, out),
+        b => replay_lru(need, b as usize, steps, out),
     }
-    (per_step, Arc::from(&scratch[..]))
 }
 
 /// The sends of a walk reading `need` in one buffer or `two`: per step into `steps`,

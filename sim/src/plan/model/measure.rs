@@ -9,7 +9,7 @@ use super::{
 };
 use crate::ids::RegionId;
 use crate::program::{EntityRef as _, OpId};
-use crate::timeline::{self, Resource, Task};
+use crate::timeline::{self, Resource, SendList, Task};
 use mnsim_arch::TensorLayout;
 
 /// One past the largest of an op's own (non-input) regions in `tasks`.
@@ -87,7 +87,10 @@ impl Model {
             self.step_vectors.share(&mut w.out);
             for input in &mut w.inputs {
                 self.step_vectors.share(&mut input.need);
-                self.send_vectors.share(&mut input.sends);
+                match &mut input.sends {
+                    SendList::Lagged { slices, .. } => self.step_vectors.share(slices),
+                    SendList::Table(t) => self.send_vectors.share(t),
+                }
             }
         }
     }

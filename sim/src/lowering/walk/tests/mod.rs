@@ -2,6 +2,7 @@
 //! deduplicated, then the steps pushed one by one), and the sends.
 
 use super::*;
+use crate::timeline::SendList;
 use mnsim_arch::DType;
 use mnsim_kernels::shape::AxisSource::{Broadcast, Out, Reduced};
 use proptest::prelude::*;
@@ -111,10 +112,21 @@ fn memoised_sends_are_the_sends() {
         for b in 1..4 {
             let (steps, s) = sends(need, b);
             let m = memo.sends(need, b, 4);
-            assert_eq!((&*m.per_step, &*m.sends), (&steps[..], &s[..]));
-            assert_eq!(m.resent, crate::timeline::resends_of(&s, 4));
+            assert_eq!((&*m.per_step, m.sends.to_vec()), (&steps[..], s.clone()));
+            assert_eq!(
+                m.resent,
+                crate::timeline::resends_of(s.iter().map(|x| x.0), 4)
+            );
             // Asked again, the same vectors.
-            assert!(Arc::ptr_eq(&memo.sends(need, b, 4).sends, &m.sends));
+            let again = memo.sends(need, b, 4);
+            assert!(Arc::ptr_eq(&again.per_step, &m.per_step));
+            assert!(match (&again.sends, &m.sends) {
+                (SendList::Lagged { slices: a, .. }, SendList::Lagged { slices: b, .. }) => {
+                    Arc::ptr_eq(a, b)
+                }
+                (SendList::Table(a), SendList::Table(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            });
         }
     }
 }
@@ -264,8 +276,38 @@ proptest::proptest! {
     ) {
         let want = reference::sends(&need, buffers);
         prop_assert_eq!(&sends(&need, buffers), &want);
-        let (steps, s) = sends::shared_sends(&need, buffers, &mut vec![(9, None)]);
-        prop_assert_eq!((&*steps, &*s), (&want.0[..], &want.1[..]));
+        let shared: Arc<[u32]> = Arc::from(&need[..]);
+        let m = SendsMemo::default().sends(&shared, buffers, 8);
+        prop_assert_eq!((&*m.per_step, m.sends.to_vec()), (&want.0[..], want.1.clone()));
+        let slices = want.1.iter().map(|s| s.0);
+        prop_assert_eq!(m.resent, crate::timeline::resends_of(slices, 8));
+    }
+
+    /// A send list is the table it is made of, in the lagged form exactly when every
+    /// send takes the buffer of the send a fixed number before it.
+    #[test]
+    fn a_send_list_is_its_table(
+        slices in proptest::collection::vec(0u32..8, 0..40),
+        lag in 0u32..5,
+        moved in proptest::option::of((0usize..40, 0u32..40)),
+    ) {
+        let mut table: Vec<(u32, Option<u32>)> = (0u32..)
+            .zip(&slices)
+            .map(|(m, &s)| (s, m.checked_sub(lag)))
+            .collect();
+        if let Some((at, to)) = moved
+            && let Some(t) = table.get_mut(at)
+        {
+            t.1 = Some(to);
+        }
+        let lagged = (0..=table.len() as u32)
+            .any(|l| (0u32..).zip(&table).all(|(m, t)| t.1 == m.checked_sub(l)));
+        let list = SendList::from_table(&table, None);
+        prop_assert_eq!(list.to_vec(), table.clone());
+        prop_assert_eq!(list.len(), table.len());
+        prop_assert_eq!(matches!(list, SendList::Lagged { .. }), lagged);
+        let all: Vec<u32> = list.slices().collect();
+        prop_assert_eq!(all, table.iter().map(|t| t.0).collect::<Vec<_>>());
     }
 }
 
