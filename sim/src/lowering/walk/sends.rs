@@ -52,20 +52,26 @@ impl SendsMemo {
         if let Some(s) = self.map.get(&key) {
             return s.clone();
         }
-        self.steps.clear();
-        self.steps.resize(need.len(), 0);
-        self.scratch.clear();
-        replay(need, buffers, &mut self.steps, &mut self.scratch);
-        let identity = (self.steps.iter().enumerate()).all(|(j, &m)| m as usize == j);
-        let per_step = if identity {
-            let n = need.len();
-            (self.identity.entry(n))
-                .or_insert_with(|| Arc::from(&self.steps[..]))
-                .clone()
+        let n = need.len();
+        // Buffers in use: one where none is asked for (`replay`).
+        let held = buffers.max(1);
+        let (per_step, sends) = if every_step_sends(need, held as usize) {
+            // Send `m` is step `m`'s slice, into the buffer of the send `held` before
+            // (the least recently used); the lag as `SendList::from_table` finds it.
+            let per_step = (self.identity.entry(n))
+                .or_insert_with(|| (0..n as u32).collect())
+                .clone();
+            let lag = held.min(u32::try_from(n).unwrap_or(u32::MAX));
+            let slices = need.clone();
+            (per_step, SendList::Lagged { slices, lag })
         } else {
-            Arc::from(&self.steps[..])
+            self.steps.clear();
+            self.steps.resize(n, 0);
+            self.scratch.clear();
+            replay(need, buffers, &mut self.steps, &mut self.scratch);
+            let sends = SendList::from_table(&self.scratch, Some(need));
+            (Arc::from(&self.steps[..]), sends)
         };
-        let sends = SendList::from_table(&self.scratch, Some(need));
         let s = Sends {
             resent: crate::timeline::resends_of(sends.slices(), slices),
             per_step,
@@ -87,6 +93,17 @@ pub fn sends(need: &[u32], buffers: u32) -> (Vec<u32>, Vec<Send>) {
     let (mut steps, mut out) = (vec![0; need.len()], Vec::new());
     replay(need, buffers, &mut steps, &mut out);
     (steps, out)
+}
+
+/// Whether a walk reading `need` in `held` buffers sends a slice at every step: no
+/// step's slice is one of the `held` slices before it (then those are the last `held`
+/// sends, held; otherwise the first step that reads one finds it held).
+fn every_step_sends(need: &[u32], held: usize) -> bool {
+    match held {
+        0 | 1 => need.windows(2).all(|w| w[0] != w[1]),
+        2 => need.windows(2).all(|w| w[0] != w[1]) && need.windows(3).all(|w| w[0] != w[2]),
+        h => (1..need.len()).all(|j| !need[j.saturating_sub(h)..j].contains(&need[j])),
+    }
 }
 
 /// [`sends`] into `steps` (as long as `need`) and `out`.

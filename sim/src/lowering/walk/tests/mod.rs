@@ -279,6 +279,8 @@ proptest::proptest! {
         let shared: Arc<[u32]> = Arc::from(&need[..]);
         let m = SendsMemo::default().sends(&shared, buffers, 8);
         prop_assert_eq!((&*m.per_step, m.sends.to_vec()), (&want.0[..], want.1.clone()));
+        // In the one form of its table, however the memo found it.
+        prop_assert_eq!(&m.sends, &SendList::from_table(&want.1, None));
         let slices = want.1.iter().map(|s| s.0);
         prop_assert_eq!(m.resent, crate::timeline::resends_of(slices, 8));
     }
