@@ -38,7 +38,10 @@ impl Engine {
             None => output_layout(op, inputs, out, &res, &in_dtypes, (out_dtype, &out_dims))?,
         };
         let in_layouts: Vec<&TensorLayout> = res.iter().map(|r| &r.layout).collect();
-        let legal = self.kernel_legality(op, k, (inputs, out), &in_layouts, &layout)?;
+        let legal = match self.legal_hint.take() {
+            Some(legal) => legal,
+            None => self.kernel_legality(op, k, (inputs, out), &in_layouts, &layout)?,
+        };
         let cost = mnsim_kernels::cost(
             k,
             &in_layouts,

@@ -187,6 +187,9 @@ pub struct Engine {
     measuring: bool,
     /// An illegal kernel's error explains the fix ([`Engine::set_explaining`]).
     explaining: bool,
+    /// The legality of the next kernel, checked by the caller under the layouts it
+    /// runs in ([`Engine::set_legality_hint`]).
+    legal_hint: Option<mnsim_kernels::Legality>,
     /// Walk steps of the kernels run (a planner counts its work in them).
     walked: u64,
     /// The work of placing ops on the timelines cleared so far ([`Engine::placed`]).
@@ -243,6 +246,7 @@ impl Engine {
         for t in self.tensors.values_mut() {
             t.lm = None;
         }
+        self.legal_hint = None;
         self.alloc = Alloc::default();
         self.frees = Frees::default();
         self.buffers = None;
@@ -298,6 +302,7 @@ impl Engine {
             per_element_kernels: false,
             measuring: false,
             explaining: true,
+            legal_hint: None,
             closed: [0; 2],
             walked: 0,
             walk_memo: Default::default(),
@@ -328,6 +333,14 @@ impl Engine {
     /// one costs more than the rest of its measurement.
     pub fn set_explaining(&mut self, on: bool) {
         self.explaining = on;
+    }
+
+    /// The legality of the next kernel op, as [`Engine::kernel_legality`] gives it for
+    /// the layouts its inputs and output will have (a planner keeps what it checked):
+    /// that kernel takes it instead of checking again. `None` clears it; the caller
+    /// clears it after the op, whatever happened.
+    pub(crate) fn set_legality_hint(&mut self, legal: Option<mnsim_kernels::Legality>) {
+        self.legal_hint = legal;
     }
 
     /// While measuring, how many transfers were charged in closed form, and how many

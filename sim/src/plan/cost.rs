@@ -16,6 +16,7 @@ use crate::program::{OpId, OpKind, Program};
 use crate::scenario::Resolved;
 use crate::timeline::Task;
 use mnsim_arch::TensorLayout;
+use mnsim_kernels::Legality;
 
 /// The layout and partial levels of a tensor in LM.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,7 +84,7 @@ pub struct Coster {
     /// DRAM and allocation depends on the Loads before only).
     loads_ok: HashSet<Vec<(OpId, TensorLayout)>>,
     /// Whether a kernel's legality is checked before its streamed Loads are applied
-    /// where that gives the same result ([`Coster::known_illegal`]); on but in tests.
+    /// where that gives the same result ([`Coster::known_legality`]); on but in tests.
     legality_first: bool,
     /// Measurements that check found illegal without applying their Loads.
     pub illegal_first: u64,
@@ -129,19 +130,20 @@ impl Coster {
         self.legality_first = on;
     }
 
-    /// The error [`Coster::measure`] of kernel op `op` gives, found without applying its
-    /// inputs' Loads, where its layouts make the kernel illegal and nothing before the
-    /// kernel's legality check can fail: no input holds partial sums or streams from a
-    /// kernel, these Loads (`from` per input, `loads` in order) ran without an error
-    /// before, and the op's shapes check. The engine's own check and message
-    /// ([`Engine::kernel_legality`]); `None` otherwise (and for a legal kernel).
-    fn known_illegal(
+    /// The legality [`Coster::measure`] of kernel op `op` finds, checked before its
+    /// inputs' Loads are applied where nothing before the kernel's legality check can
+    /// fail: no input holds partial sums or streams from a kernel, these Loads (`from`
+    /// per input, `loads` in order) ran without an error before, and the op's shapes
+    /// check. The engine's own check and message ([`Engine::kernel_legality`]): an
+    /// illegal kernel's error is the measurement's, and a legal kernel's legality is
+    /// handed to the engine, which does not check it again. `None` otherwise.
+    fn known_legality(
         &self,
         op: OpId,
         inputs: &[(&str, &Held)],
         layout: Option<&TensorLayout>,
         (from, loads): (&[Option<StreamFrom>], &[(OpId, TensorLayout)]),
-    ) -> Option<SimError> {
+    ) -> Option<Result<Legality, SimError>> {
         let o = self.program.ops.get(op)?;
         let (
             OpKind::Kernel {
@@ -171,9 +173,7 @@ impl Coster {
             .map(|n| inputs.iter().find(|(m, _)| m == n).map(|(_, h)| &h.layout))
             .collect();
         let in_layouts = in_layouts?;
-        self.eng
-            .kernel_legality(o.name, kernel, (&names, out), &in_layouts, layout)
-            .err()
+        Some((self.eng).kernel_legality(o.name, kernel, (&names, out), &in_layouts, layout))
     }
 
     /// Empties LM and the op log.
@@ -302,10 +302,15 @@ impl Coster {
                 Some(StreamFrom::Kernel(..)) | None => None,
             })
             .collect();
-        if let Some(e) = self.known_illegal(op, inputs, layout, (&from, &loads)) {
-            self.illegal_first += 1;
-            return Err(e);
-        }
+        let known = self.known_legality(op, inputs, layout, (&from, &loads));
+        let hint = match known {
+            Some(Err(e)) => {
+                self.illegal_first += 1;
+                return Err(e);
+            }
+            Some(Ok(legal)) => Some(legal),
+            None => None,
+        };
         for (slot, ((n, h), from)) in inputs.iter().zip(from).enumerate() {
             match from {
                 Some(StreamFrom::Load(load)) => {
@@ -333,14 +338,18 @@ impl Coster {
             .filter_map(|(r, _)| self.eng.streams.get(r))
             .map(|st| st.slice_words.saturating_mul(st.buffers))
             .fold(0, u64::saturating_add);
-        crate::apply::apply(
+        // The kernel's legality as checked above (its layouts are those it runs in).
+        self.eng.set_legality_hint(hint);
+        let applied = crate::apply::apply(
             &mut self.eng,
             &self.program,
             op,
             layout,
             self.auto_reduce,
             None,
-        )?;
+        );
+        self.eng.set_legality_hint(None);
+        applied?;
         let cycles = self.eng.ops[first_op..].iter().map(|o| o.cycles).sum();
         let output = self.program.output(op).and_then(|out| {
             let name = match &self.program.ops[op].kind {
