@@ -98,7 +98,7 @@ fn long_stream() -> Vec<Task> {
                 region: RegionId(0),
                 buffers: 2,
                 need: need.into(),
-                resent: mnsim_sim::timeline::resends_of(&sends, n),
+                resent: mnsim_sim::timeline::resends_of(sends.iter().map(|s| s.0), n),
                 sends: sends.into(),
                 slices: n,
                 producer_cycles: load.cycles,
