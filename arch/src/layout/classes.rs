@@ -13,19 +13,30 @@ pub(super) struct Members {
 }
 
 impl Members {
-    /// The members of each of `classes` classes in `groups`.
+    /// The members of each of `classes` classes in `groups` (sub-axes of other classes
+    /// are no member): counted per class, then placed, in one pass each.
     pub(super) fn new(groups: &[Vec<SubAxis>], classes: usize) -> Self {
-        let mut subs = Vec::with_capacity(groups.iter().map(Vec::len).sum());
-        let mut start = Vec::with_capacity(classes + 1);
-        for c in 0..classes {
-            start.push(subs.len());
-            let class = class_at(c);
-            for (g, axes) in groups.iter().enumerate() {
-                let of = (axes.iter().enumerate()).filter(|(_, a)| a.class == class);
-                subs.extend(of.map(|(k, _)| (g, k)));
+        let index = |a: &SubAxis| Some(class_index(a.class)).filter(|&c| c < classes);
+        let mut start = vec![0usize; classes + 1];
+        for a in groups.iter().flatten() {
+            if let Some(c) = index(a) {
+                start[c + 1] += 1;
             }
         }
-        start.push(subs.len());
+        for c in 0..classes {
+            start[c + 1] += start[c];
+        }
+        let mut subs = vec![(0, 0); start[classes]];
+        // The next free place of each class.
+        let mut next = start[..classes].to_vec();
+        for (g, axes) in groups.iter().enumerate() {
+            for (k, a) in axes.iter().enumerate() {
+                if let Some(c) = index(a) {
+                    subs[next[c]] = (g, k);
+                    next[c] += 1;
+                }
+            }
+        }
         Members { subs, start }
     }
 
@@ -68,6 +79,17 @@ impl ClassView<'_> {
             .map(|&(g, k)| format!("`{}`", self.expr.groups[g][k]))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// The class index of `class` (0 mem, 1 W, 2 Time, 3+i level i): [`class_at`]'s
+/// inverse.
+fn class_index(class: Class) -> usize {
+    match class {
+        Class::Mem => 0,
+        Class::W => 1,
+        Class::Time => 2,
+        Class::Level(l) => l.saturating_add(3),
     }
 }
 

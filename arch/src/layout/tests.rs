@@ -833,3 +833,40 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The members of each class are its sub-axes in order of appearance (group by
+    /// group), as a scan of every class in turn finds them; classes past the count
+    /// have none.
+    #[test]
+    fn members_are_each_class_in_order(
+        groups in proptest::collection::vec(
+            proptest::collection::vec(0usize..9, 0..6),
+            0..5,
+        ),
+        classes in 3usize..8,
+    ) {
+        let groups: Vec<Vec<SubAxis>> = (groups.iter())
+            .map(|g| {
+                (g.iter())
+                    .map(|&c| SubAxis { size: 2, class: super::classes::class_at(c), stride: 1 })
+                    .collect()
+            })
+            .collect();
+        let m = super::classes::Members::new(&groups, classes);
+        prop_assert_eq!(m.classes(), classes);
+        let mut all = Vec::new();
+        for c in 0..classes {
+            let want: Vec<(usize, usize)> = (groups.iter().enumerate())
+                .flat_map(|(g, axes)| {
+                    (axes.iter().enumerate())
+                        .filter(|(_, a)| a.class == super::classes::class_at(c))
+                        .map(move |(k, _)| (g, k))
+                })
+                .collect();
+            prop_assert_eq!(m.of(c), &want[..]);
+            all.extend(want);
+        }
+        prop_assert_eq!(&m.subs, &all);
+    }
+}

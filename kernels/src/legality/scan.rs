@@ -56,16 +56,17 @@ struct LayoutFns {
     levels: Vec<Vec<AxisFn>>,
 }
 
-/// Layouts a planner scans for many kernels: what a scan reads of each
-/// ([`LayoutFns`]), and per level the classes of layouts that read alike there (the
-/// same replication and the same contribution of every axis), in which a scan decides
-/// that level once ([`Scan::is_legal_in`]).
+/// Layouts a planner scans for many kernels: per level the classes of layouts that read
+/// alike there (the same replication and the same contribution of every axis: what a
+/// scan reads of a layout, [`LayoutFns`]), in which a scan decides that level once
+/// ([`Scan::is_legal_in`]), each class's contributions kept once.
 pub struct ScanSet {
-    fns: Vec<LayoutFns>,
+    /// Per layout, whether it is laid out for the machine.
+    for_machine: Vec<bool>,
     /// Per layout, per level, its class.
     class: Vec<Vec<u32>>,
-    /// Per level, the classes.
-    classes: Vec<u32>,
+    /// Per level, per class, its axes' contributions.
+    classes: Vec<Vec<Vec<AxisFn>>>,
 }
 
 impl ScanSet {
@@ -73,24 +74,35 @@ impl ScanSet {
     pub fn new<'l>(layouts: impl IntoIterator<Item = &'l TensorLayout>, m: &Machine) -> Self {
         let mut seen: Vec<HashMap<(bool, Vec<AxisFn>), u32>> = Vec::new();
         let mut class = Vec::new();
-        let mut fns = Vec::new();
+        let mut for_machine = Vec::new();
         for l in layouts {
             let f = LayoutFns::new(l, m);
             seen.resize_with(seen.len().max(f.levels.len()), HashMap::default);
-            let ids = (f.levels.iter().enumerate())
+            let ids = (f.levels.into_iter().enumerate())
                 .map(|(x, axes)| {
-                    let key = (l.levels()[x].replicated, axes.clone());
+                    let key = (l.levels()[x].replicated, axes);
                     let next = seen[x].len() as u32;
                     *seen[x].entry(key).or_insert(next)
                 })
                 .collect();
             class.push(ids);
-            fns.push(f);
+            for_machine.push(f.for_machine);
         }
+        // Each class's contributions at its id (the maps are only looked up: their
+        // order does not matter).
+        let classes = (seen.into_iter())
+            .map(|level| {
+                let mut fns = vec![Vec::new(); level.len()];
+                for ((_, axes), id) in level {
+                    fns[id as usize] = axes;
+                }
+                fns
+            })
+            .collect();
         ScanSet {
-            fns,
+            for_machine,
             class,
-            classes: seen.iter().map(|s| s.len() as u32).collect(),
+            classes,
         }
     }
 }
@@ -144,7 +156,7 @@ impl<'a> Scan<'a> {
             return self.whole(l);
         };
         let fns = LayoutFns::new(l, self.m);
-        fns.for_machine && (0..p.levels.len()).all(|x| self.level(p, l, &fns, x))
+        fns.for_machine && (0..p.levels.len()).all(|x| self.level(p, l, &fns.levels[x], x))
     }
 
     /// [`Scan::is_legal`] of layout `i` of `set` (`l`): each level is decided once per
@@ -159,8 +171,7 @@ impl<'a> Scan<'a> {
         let Some(p) = self.scanned(l) else {
             return self.whole(l);
         };
-        let fns = &set.fns[i];
-        if !fns.for_machine {
+        if !set.for_machine[i] {
             return false;
         }
         for x in 0..p.levels.len() {
@@ -168,7 +179,8 @@ impl<'a> Scan<'a> {
             let known = &mut memo.levels[x][c];
             let ok = match *known {
                 Some(ok) => ok,
-                None => *known.insert(self.level(p, l, fns, x)),
+                // The class's contributions are this layout's.
+                None => *known.insert(self.level(p, l, &set.classes[x][c], x)),
             };
             if !ok {
                 return false;
@@ -180,11 +192,7 @@ impl<'a> Scan<'a> {
     /// An empty memo for [`Scan::is_legal_in`] over `set`.
     pub fn memo(&self, set: &ScanSet) -> ScanMemo {
         ScanMemo {
-            levels: set
-                .classes
-                .iter()
-                .map(|&n| vec![None; n as usize])
-                .collect(),
+            levels: (set.classes.iter()).map(|c| vec![None; c.len()]).collect(),
         }
     }
 
@@ -195,9 +203,9 @@ impl<'a> Scan<'a> {
         same.then_some(p)
     }
 
-    /// Whether level `x` keeps the rule with the hole laid out as `l` (its functions
-    /// `fns`).
-    fn level(&self, p: &Prepared<'_>, l: &TensorLayout, fns: &LayoutFns, x: usize) -> bool {
+    /// Whether level `x` keeps the rule with the hole laid out as `l` (its axes'
+    /// contributions at that level `fns`).
+    fn level(&self, p: &Prepared<'_>, l: &TensorLayout, fns: &[AxisFn], x: usize) -> bool {
         let (cout, fixed) = &p.levels[x];
         let rep = |j: usize| match j == self.hole {
             true => l.levels()[x].replicated,
@@ -218,7 +226,7 @@ impl<'a> Scan<'a> {
             &heap
         };
         let cin = |j: usize, v: usize| match (j == self.hole, p.hole_axes[v]) {
-            (true, Some(a)) => &fns.levels[x][a],
+            (true, Some(a)) => &fns[a],
             (true, None) => &ZERO,
             (false, _) => &fixed[j][v],
         };
