@@ -3,7 +3,7 @@
 //! pointing at the offending text.
 
 use super::classes::{ClassView, Members, class_at};
-use super::inverse::{Inverse, build_inverse, checked_product, max_value};
+use super::inverse::{Inverse, Order, build_inverse, checked_product, max_value};
 use super::{AxisName, Class, LayoutError, LayoutExpr, LevelUse, SubAxis, TensorLayout};
 use crate::dtype::DType;
 use crate::machine::Machine;
@@ -420,7 +420,7 @@ impl<'a> Binder<'a> {
                     replicated: true,
                     used: fanout,
                 });
-                inv_levels.push(Inverse::Greedy(Vec::new()));
+                inv_levels.push(Inverse::Greedy(Order::EMPTY));
                 continue;
             }
             let max = max_value(axes).unwrap_or(u64::MAX);

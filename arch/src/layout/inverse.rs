@@ -8,9 +8,53 @@ use super::SubAxis;
 pub(super) enum Inverse {
     /// Strides are nested (each larger than the span of all smaller ones): greedy
     /// division inverts the map. Sub-axis ids sorted by stride, descending.
-    Greedy(Vec<usize>),
+    Greedy(Order),
     /// Irregular strides: an explicit table value → flat combination index (u64::MAX = unused).
     Table(Vec<u64>, Vec<usize>),
+}
+
+/// Sub-axis ids in order: in place for a few small ids (every bound layout keeps one
+/// per class, and a planner binds tens of thousands), else in a vector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Order {
+    Few { len: u8, ids: [u8; ORDER_FEW] },
+    Many(Vec<usize>),
+}
+
+/// Ids an [`Order`] holds in place.
+const ORDER_FEW: usize = 22;
+
+impl Order {
+    /// No ids.
+    pub(super) const EMPTY: Order = Order::Few {
+        len: 0,
+        ids: [0; ORDER_FEW],
+    };
+
+    fn of(v: &[usize]) -> Order {
+        let small = v.len() <= ORDER_FEW && v.iter().all(|&i| i <= usize::from(u8::MAX));
+        if !small {
+            return Order::Many(v.to_vec());
+        }
+        let mut ids = [0u8; ORDER_FEW];
+        for (slot, &i) in ids.iter_mut().zip(v) {
+            // At most `u8::MAX`: checked above.
+            *slot = i as u8;
+        }
+        Order::Few {
+            len: v.len() as u8,
+            ids,
+        }
+    }
+
+    /// The ids in order.
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        let (few, many): (&[u8], &[usize]) = match self {
+            Order::Few { len, ids } => (&ids[..usize::from(*len)], &[]),
+            Order::Many(v) => (&[], v),
+        };
+        (few.iter().map(|&i| usize::from(i))).chain(many.iter().copied())
+    }
 }
 
 pub(super) fn checked_product(it: impl IntoIterator<Item = u64>) -> Option<u64> {
@@ -29,7 +73,21 @@ pub(super) fn max_value(axes: &[SubAxis]) -> Option<u64> {
 /// Builds the inverse of a class's map and checks it is injective.
 /// `Err(())` means two index combinations reach the same value.
 pub(super) fn build_inverse(axes: &[SubAxis], span: u64) -> Result<Inverse, ()> {
-    let mut order: Vec<usize> = (0..axes.len()).filter(|&i| axes[i].size > 1).collect();
+    // The sub-axes that move, on the stack where they are few.
+    let mut few = [0usize; ORDER_FEW];
+    let mut many: Vec<usize> = Vec::new();
+    let moving = (0..axes.len()).filter(|&i| axes[i].size > 1);
+    let order: &mut [usize] = if axes.len() <= ORDER_FEW {
+        let mut n = 0;
+        for (slot, i) in few.iter_mut().zip(moving) {
+            *slot = i;
+            n += 1;
+        }
+        &mut few[..n]
+    } else {
+        many.extend(moving);
+        &mut many
+    };
     order.sort_by_key(|&i| std::cmp::Reverse(axes[i].stride));
     // Nested check, smallest stride first.
     let mut reach = 0u64; // max value reachable by the smaller-stride axes
@@ -43,7 +101,7 @@ pub(super) fn build_inverse(axes: &[SubAxis], span: u64) -> Result<Inverse, ()> 
         reach = reach.saturating_add((s.size - 1).saturating_mul(s.stride));
     }
     if nested {
-        return Ok(Inverse::Greedy(order));
+        return Ok(Inverse::Greedy(Order::of(order)));
     }
     let count = checked_product(axes.iter().map(|a| a.size)).ok_or(())?;
     if count > span {
@@ -87,7 +145,7 @@ pub(super) fn invert_into(
     match inv {
         Inverse::Greedy(order) => {
             let mut v = value;
-            for &i in order {
+            for i in order.iter() {
                 let a = axis(i);
                 let k = v / a.stride;
                 if k >= a.size {
@@ -124,7 +182,7 @@ pub(super) fn invert(inv: &Inverse, axes: &[SubAxis], value: u64) -> Option<Vec<
     match inv {
         Inverse::Greedy(order) => {
             let mut v = value;
-            for &i in order {
+            for i in order.iter() {
                 let a = axes[i];
                 let k = v / a.stride;
                 if k >= a.size {

@@ -870,3 +870,31 @@ proptest! {
         prop_assert_eq!(&m.subs, &all);
     }
 }
+
+/// A nested class inverts by greedy division whether its order is kept in place (a
+/// few sub-axes) or in a vector (many): every value back to its digits.
+#[test]
+fn nested_classes_invert_with_few_and_many_sub_axes() {
+    for n in [4usize, 22, 23, 30] {
+        // Sub-axis k of size 2 and stride 2^(n-1-k): binary digits, most significant first.
+        let axes: Vec<SubAxis> = (0..n)
+            .map(|k| SubAxis {
+                size: 2,
+                class: Class::Mem,
+                stride: 1 << (n - 1 - k),
+            })
+            .collect();
+        let inv = super::inverse::build_inverse(&axes, 1 << n).expect("nested");
+        let many = matches!(
+            &inv,
+            super::inverse::Inverse::Greedy(super::inverse::Order::Many(_))
+        );
+        assert_eq!(many, n > 22, "{n} sub-axes");
+        for value in [0u64, 1, (1 << n) - 1, 0b1011 << (n - 4)] {
+            let digits = super::inverse::invert(&inv, &axes, value).expect("in range");
+            let back: u64 = (digits.iter().zip(&axes)).map(|(d, a)| d * a.stride).sum();
+            assert_eq!(back, value, "{n} sub-axes, value {value}");
+        }
+        assert!(super::inverse::invert(&inv, &axes, 1 << n).is_none());
+    }
+}
