@@ -88,6 +88,9 @@ pub struct Coster {
     legality_first: bool,
     /// Measurements that check found illegal without applying their Loads.
     pub illegal_first: u64,
+    /// Kernel ops whose operands' and output's declared shapes check
+    /// ([`Engine::kernel_shapes_ok`]).
+    shapes_ok: HashSet<OpId>,
 }
 
 /// Looked up only: any fixed hasher.
@@ -121,6 +124,7 @@ impl Coster {
             loads_ok: HashSet::default(),
             legality_first: true,
             illegal_first: 0,
+            shapes_ok: HashSet::default(),
         })
     }
 
@@ -138,7 +142,7 @@ impl Coster {
     /// illegal kernel's error is the measurement's, and a legal kernel's legality is
     /// handed to the engine, which does not check it again. `None` otherwise.
     fn known_legality(
-        &self,
+        &mut self,
         op: OpId,
         inputs: &[(&str, &Held)],
         layout: Option<&TensorLayout>,
@@ -165,8 +169,12 @@ impl Coster {
         }
         let names: Vec<&str> = ins.iter().map(|&t| self.program.name(t)).collect();
         let out = self.program.name(*out);
-        if !self.eng.kernel_shapes_ok(o.name, kernel, &names, out) {
-            return None;
+        // Declared shapes do not change: an op whose shapes checked once checks again.
+        if !self.shapes_ok.contains(&op) {
+            if !self.eng.kernel_shapes_ok(o.name, kernel, &names, out) {
+                return None;
+            }
+            self.shapes_ok.insert(op);
         }
         // Each operand as the measurement would hold it: placed or loaded in its layout.
         let in_layouts: Option<Vec<&TensorLayout>> = (names.iter())
