@@ -140,7 +140,24 @@ struct Span {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Slot {
     resource: Resource,
+    /// The resource's [`code`]: what a lookup compares.
+    code: u32,
     spans: Vec<Span>,
+}
+
+/// A resource as one number, distinct per resource: its kind, level and direction.
+/// A table is searched for a resource at every step of every walk, and one comparison
+/// of numbers is cheaper than one of enums.
+pub(super) fn code(r: Resource) -> u32 {
+    let (kind, level, dir) = match r {
+        Resource::Dram { level } => (0, level.0, 0),
+        Resource::Port { level, dir } => (1, level.0, dir as u32),
+        Resource::LocalMemory => (2, 0, 0),
+        Resource::MatrixUnit { level } => (3, level.0, 0),
+        Resource::VectorUnit => (4, 0, 0),
+    };
+    // A level is 16 bits, a direction 1, a kind 3.
+    kind << 17 | u32::from(level) << 1 | dir
 }
 
 impl Slot {
@@ -344,9 +361,10 @@ impl BusyTable {
 
     /// The cycle after `r`'s last booking (0 if never held), and the task that held it.
     pub fn free_at(&self, r: Resource) -> (u64, Option<usize>) {
+        let c = code(r);
         self.slots
             .iter()
-            .find(|s| s.resource == r)
+            .find(|s| s.code == c)
             .and_then(|s| s.spans.last())
             .map_or((0, None), |s| (s.end, Some(s.task)))
     }
@@ -355,9 +373,10 @@ impl BusyTable {
     /// gap that fits, compute units included (the instruction stream is static, so a
     /// kernel's steps may fill the pauses of an earlier kernel waiting for a stream).
     pub fn earliest(&self, r: Resource, at: u64, cycles: u64) -> (u64, Option<usize>) {
+        let c = code(r);
         self.slots
             .iter()
-            .find(|s| s.resource == r)
+            .find(|s| s.code == c)
             .map_or((at, None), |s| s.earliest(at, cycles))
     }
 
@@ -377,11 +396,13 @@ impl BusyTable {
 
     /// The index of `r`'s slot (added if new).
     fn slot(&mut self, r: Resource) -> usize {
-        match self.slots.iter().position(|s| s.resource == r) {
+        let c = code(r);
+        match self.slots.iter().position(|s| s.code == c) {
             Some(i) => i,
             None => {
                 self.slots.push(Slot {
                     resource: r,
+                    code: c,
                     spans: Vec::new(),
                 });
                 self.slots.len() - 1

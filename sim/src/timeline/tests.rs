@@ -657,3 +657,20 @@ proptest::proptest! {
         proptest::prop_assert_eq!(ready_times(&a), ready_times(&b));
     }
 }
+
+/// Every resource has a code of its own: a busy table looks resources up by it.
+#[test]
+fn resources_have_distinct_codes() {
+    use crate::ids::{Dir, LevelId};
+    let mut all = vec![Resource::LocalMemory, Resource::VectorUnit];
+    for l in [0u16, 1, 2, 255, 256, u16::MAX - 1, u16::MAX] {
+        let level = LevelId(l);
+        all.push(Resource::Dram { level });
+        all.push(Resource::MatrixUnit { level });
+        for dir in [Dir::Up, Dir::Down] {
+            all.push(Resource::Port { level, dir });
+        }
+    }
+    let codes: std::collections::BTreeSet<u32> = all.iter().map(|&r| busy::code(r)).collect();
+    assert_eq!(codes.len(), all.len());
+}
