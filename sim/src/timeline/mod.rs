@@ -24,7 +24,9 @@
 
 use crate::ids::{Dir, LevelId, RegionId};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+/// Regions are looked up at every task placed (a fixed, fast hasher: the maps are only
+/// looked up, or drained where the order does not matter).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 
 mod busy;
 mod pace;
@@ -266,8 +268,8 @@ impl Timeline {
             lm_capacity,
             placed: Vec::new(),
             resources: Vec::new(),
-            regions: HashMap::new(),
-            produced: HashMap::new(),
+            regions: HashMap::default(),
+            produced: HashMap::default(),
             pending: Vec::new(),
             own: BusyTable::default(),
             work: 0,
