@@ -32,6 +32,7 @@ mod busy;
 mod pace;
 mod repeated;
 mod resume;
+mod sends;
 mod spare;
 mod steady;
 mod streams;
@@ -40,7 +41,8 @@ mod tests;
 
 pub use busy::{Booking, Busy, BusyTable, Train, overlap};
 pub use resume::Resumable;
-pub use streams::{SendList, StreamIn, Walk, resends_of, share};
+pub use sends::{SendList, resends_of};
+pub use streams::{StreamIn, Walk, share};
 
 /// How ops are placed in time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -19,7 +19,8 @@
 
 use super::busy::{Booking, Busy};
 use super::repeated::Repeated;
-use super::streams::{Produced, SendList, StreamIn, Walk, WalkIn, WalkRun, mul_div};
+use super::sends::SendList;
+use super::streams::{Produced, StreamIn, Walk, WalkIn, WalkRun, mul_div};
 use super::{Hold, Resource, Train};
 use mnsim_arch::arith::{gcd, lcm};
 

@@ -16,6 +16,7 @@ mod joint;
 mod layouts;
 mod measure;
 mod shared;
+mod state;
 mod strategy;
 mod walk;
 
@@ -248,7 +249,7 @@ pub struct Model {
     /// Scratch of the walk: the plan's tasks, reused from one evaluation to the next.
     scratch: Vec<Task>,
     /// The vectors of the last walk, reused by the next (its tasks are `scratch`).
-    spare: Option<walk::State>,
+    spare: Option<state::State>,
     /// The last plan's timeline, resumed after the tasks the next plan shares with it
     /// (`None`: every plan placed from its first task; the same totals).
     resume: Option<crate::timeline::Resumable>,

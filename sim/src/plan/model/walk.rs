@@ -3,16 +3,11 @@
 //! miss), renumbers their LM regions for this plan and places them on the timeline.
 
 use super::super::cost::input_slot;
+use super::state::State;
 use super::{Effect, Eval, Inserted, Key, LayoutId, Model, NO_LAYOUT, OpOut, StateId};
 use crate::ids::RegionId;
 use crate::scenario::Op;
-use crate::timeline::{self, Resource, Task};
-
-/// Per evaluation: where each tensor's LM region is, and the regions handed out.
-struct Regions {
-    of: Vec<RegionId>,
-    next: u32,
-}
+use crate::timeline::{self, Task};
 
 /// How far a walk over an assignment got.
 enum Walked {
@@ -497,101 +492,6 @@ impl Model {
         }
         Ok(())
     }
-}
-
-/// What a walk tracks over one assignment.
-pub(super) struct State {
-    /// Per tensor: its state in LM, and whether DRAM holds it.
-    st: Vec<Option<StateId>>,
-    dram: Vec<bool>,
-    /// LM words per PE charged.
-    charged: u64,
-    regions: Regions,
-    /// The plan's tasks so far (the first `ntasks` of the model's reused scratch), and
-    /// frees waiting for the next task.
-    scratch: Vec<Task>,
-    ntasks: usize,
-    pending: Vec<(RegionId, u64)>,
-    /// Per tensor: the task (in `scratch`) that wrote it last as a stream, and the
-    /// slices LM holds of it (its default `buffers:`).
-    writer: Vec<Option<(usize, u64)>>,
-    /// Per tensor: the words of a stream's second slice; and their sum over what lives.
-    seconds: Vec<u64>,
-    second: u64,
-    /// Per resource, the cycles the ops' tasks hold it.
-    busy: Vec<(Resource, u64)>,
-    /// Per op its cycles, and the ops' dynamic joules.
-    cycles: Vec<u64>,
-    dynamic_j: f64,
-}
-
-impl State {
-    /// The cycles of the busiest resource the ops' tasks hold.
-    fn busiest(&self) -> u64 {
-        self.busy.iter().map(|b| b.1).max().unwrap_or(0)
-    }
-
-    /// A walk's state at its start, in the vectors of the last walk where there was one.
-    fn new(m: &mut Model) -> State {
-        let n = m.tensors.len();
-        let Some(mut s) = m.spare.take() else {
-            return State {
-                st: vec![None; n],
-                dram: m.initial_dram.clone(),
-                charged: 0,
-                regions: Regions {
-                    of: vec![RegionId(u32::MAX); n],
-                    next: 0,
-                },
-                scratch: std::mem::take(&mut m.scratch),
-                ntasks: 0,
-                pending: Vec::new(),
-                writer: vec![None; n],
-                seconds: vec![0; n],
-                second: 0,
-                busy: Vec::new(),
-                cycles: Vec::new(),
-                dynamic_j: 0.0,
-            };
-        };
-        // Every field named: a new one must say how a walk starts it.
-        let State {
-            st,
-            dram,
-            charged,
-            regions,
-            scratch,
-            ntasks,
-            pending,
-            writer,
-            seconds,
-            second,
-            busy,
-            cycles,
-            dynamic_j,
-        } = &mut s;
-        refill(st, n, None);
-        dram.clone_from(&m.initial_dram);
-        *charged = 0;
-        refill(&mut regions.of, n, RegionId(u32::MAX));
-        regions.next = 0;
-        *scratch = std::mem::take(&mut m.scratch);
-        *ntasks = 0;
-        pending.clear();
-        refill(writer, n, None);
-        refill(seconds, n, 0);
-        *second = 0;
-        busy.clear();
-        cycles.clear();
-        *dynamic_j = 0.0;
-        s
-    }
-}
-
-/// `v` as `n` copies of `x`, in its own memory.
-fn refill<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {
-    v.clear();
-    v.resize(n, x);
 }
 
 /// What of the producers a consumer's measurement depends on where its walk sends no
