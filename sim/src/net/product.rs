@@ -73,8 +73,26 @@ fn distinct(positions: &[Position], d: Digit) -> u64 {
     v.len() as u64
 }
 
-/// Whether two runs of positions have the same set of key digits.
+/// Whether two runs of positions have the same set of key digits: walked in step where
+/// both runs' digits do not decrease (a split level's), else sorted.
 fn same_digits(a: &[Position], b: &[Position]) -> bool {
+    let rising = |s: &[Position]| s.windows(2).all(|w| w[0].1 <= w[1].1);
+    if rising(a) && rising(b) {
+        let mut x = a.iter().map(|p| p.1);
+        let mut y = b.iter().map(|p| p.1);
+        let (mut px, mut py) = (None, None);
+        loop {
+            let nx = x.by_ref().find(|&d| Some(d) != px);
+            let ny = y.by_ref().find(|&d| Some(d) != py);
+            if nx != ny {
+                return false;
+            }
+            if nx.is_none() {
+                return true;
+            }
+            (px, py) = (nx, ny);
+        }
+    }
     let set = |s: &[Position]| {
         let mut v: Vec<u64> = s.iter().map(|x| x.1).collect();
         v.sort_unstable();
@@ -84,28 +102,42 @@ fn same_digits(a: &[Position], b: &[Position]) -> bool {
     set(a) == set(b)
 }
 
+/// The prefixes a node's children are under (see [`Product::link`]): how many, and
+/// whether they are all one.
+#[derive(Clone, Copy)]
+struct Prefixes {
+    count: u64,
+    alike: bool,
+}
+
 /// Adds to `out` the children of a node that stands for `many` alike: under each of
 /// `prefixes` (in order) the runs `kids`, each with the bytes it receives. Returns the
 /// most bytes a child receives.
-fn children(out: &mut StageNodes, prefixes: &[u64], kids: &[(&[Position], u64)], many: u64) -> u64 {
-    let Some(&p0) = prefixes.first() else {
+fn children(
+    out: &mut StageNodes,
+    prefixes: Prefixes,
+    kids: &[(&[Position], u64)],
+    many: u64,
+) -> u64 {
+    if prefixes.count == 0 {
         return 0;
-    };
+    }
     let maxc = kids.iter().map(|k| k.1).max().unwrap_or(0);
     // The children that receive bytes are (prefix, run) for every prefix and every such
     // run; they all receive the same data when they share the first's prefix and digits.
-    let sending: Vec<&[Position]> = (kids.iter().filter(|k| k.1 > 0)).map(|k| k.0).collect();
-    if let Some(&r0) = sending.first()
-        && (prefixes.len() as u64).saturating_mul(sending.len() as u64) > 1
-    {
-        out.any_multi = true;
-        if prefixes.iter().any(|&p| p != p0) || sending.iter().any(|r| !same_digits(r, r0)) {
-            out.all_same = false;
+    let mut sending = (kids.iter().filter(|k| k.1 > 0)).map(|k| k.0);
+    if let Some(r0) = sending.next() {
+        let more = sending.clone().next().is_some();
+        if prefixes.count > 1 || more {
+            out.any_multi = true;
+            if !prefixes.alike || sending.any(|r| !same_digits(r, r0)) {
+                out.all_same = false;
+            }
         }
     }
     let sum = (kids.iter().map(|k| k.1))
         .fold(0, u64::saturating_add)
-        .saturating_mul(prefixes.len() as u64);
+        .saturating_mul(prefixes.count);
     out.total_child = out.total_child.saturating_add(sum.saturating_mul(many));
     out.max_child = out.max_child.max(maxc);
     maxc
@@ -189,6 +221,48 @@ impl Product {
         Some(out)
     }
 
+    /// The prefixes of the children of the node holding the `lo` positions from
+    /// `hi · lo` of level `i`, cut at level `j` > `i`: the key digits of their positions
+    /// at the levels from `i` to `j`, mixed radix, in the order of the positions.
+    fn prefixes(&self, i: usize, (lo, hi): (u64, u64), j: usize) -> Prefixes {
+        let held = self.held(i, lo, hi);
+        let mids = &self.levels[i + 1..j];
+        let count = (mids.iter()).fold(held.len() as u64, |a, l| {
+            a.saturating_mul(l.positions.len() as u64)
+        });
+        let one = |s: &[Position]| s.iter().all(|x| x.1 == s[0].1);
+        if one(held) && mids.iter().all(|l| one(&l.positions)) {
+            return Prefixes { count, alike: true };
+        }
+        // Digits below their fan-outs and no overflow: distinct digits give distinct
+        // prefixes, and some level has two.
+        let top = held.iter().map(|x| x.1).max().unwrap_or(0);
+        let fits = mids.iter().try_fold(top, |p, l| {
+            let d = l.positions.iter().map(|x| x.1).max().unwrap_or(0);
+            (d < l.fanout).then_some(())?;
+            p.checked_mul(l.fanout)?.checked_add(d)
+        });
+        if fits.is_some() {
+            return Prefixes {
+                count,
+                alike: false,
+            };
+        }
+        let mut all: Vec<u64> = held.iter().map(|x| x.1).collect();
+        for l in mids {
+            all = (all.iter())
+                .flat_map(|&p| {
+                    let f = l.fanout;
+                    (l.positions.iter()).map(move |x| p.saturating_mul(f).saturating_add(x.1))
+                })
+                .collect();
+        }
+        Prefixes {
+            count: all.len() as u64,
+            alike: all.iter().all(|&p| Some(&p) == all.first()),
+        }
+    }
+
     /// A link stage's nodes: each node of `per` PEs sends its distinct bytes (by reduced
     /// keys when `reduce`) to its children of `child` PEs, each of which receives its
     /// own distinct bytes.
@@ -222,29 +296,22 @@ impl Product {
         } else {
             (0..fan2 / lo2).filter_map(kid).collect()
         };
+        let mut own: Vec<(&[Position], u64)> = Vec::new();
         for (hi, pd, many) in classes {
             // The node's children: per prefix (the key digits of their positions at the
             // levels from `i` to `j`, mixed radix; one prefix, 0, when `j == i`) the runs.
-            let (prefixes, own): (Vec<u64>, Vec<(&[Position], u64)>) = if j == i {
-                let own = (hi * (lo / lo2)..(hi + 1) * (lo / lo2)).filter_map(kid);
-                (vec![0], own.collect())
-            } else {
-                let mut prefixes: Vec<u64> = self.held(i, lo, hi).iter().map(|x| x.1).collect();
-                for l in &self.levels[i + 1..j] {
-                    prefixes = prefixes
-                        .iter()
-                        .flat_map(|&p| {
-                            let f = l.fanout;
-                            l.positions
-                                .iter()
-                                .map(move |x| p.saturating_mul(f).saturating_add(x.1))
-                        })
-                        .collect();
+            let prefixes = if j == i {
+                own.clear();
+                own.extend((hi * (lo / lo2)..(hi + 1) * (lo / lo2)).filter_map(kid));
+                Prefixes {
+                    count: 1,
+                    alike: true,
                 }
-                (prefixes, Vec::new())
+            } else {
+                self.prefixes(i, (lo, hi), j)
             };
             let kids = if j == i { &own } else { &runs };
-            let max_child = children(&mut out, &prefixes, kids, many);
+            let max_child = children(&mut out, prefixes, kids, many);
             out.nodes.push(NodeStat {
                 n: 0,
                 bytes: pd.saturating_mul(self.bytes),
@@ -492,6 +559,25 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// Two runs have the same digits exactly when their sets of key digits are equal,
+        /// rising or not.
+        #[test]
+        fn same_digits_compares_the_sets(
+            a in proptest::collection::vec(0u64..5, 0..7),
+            b in proptest::collection::vec(0u64..5, 0..7),
+            sort in proptest::bool::ANY,
+        ) {
+            let run = |v: &[u64]| {
+                let mut v = v.to_vec();
+                if sort {
+                    v.sort_unstable();
+                }
+                v.iter().enumerate().map(|(k, &d)| (k as u64, d, 0)).collect::<Vec<Position>>()
+            };
+            let set = |v: &[u64]| v.iter().copied().collect::<std::collections::BTreeSet<u64>>();
+            proptest::prop_assert_eq!(same_digits(&run(&a), &run(&b)), set(&a) == set(&b));
+        }
 
         /// The closed form charges what the per-PE facts it stands for charge: the same
         /// stages (bytes, ports, cycles, kinds), cycles and slowest stage, on random

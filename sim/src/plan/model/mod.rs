@@ -15,6 +15,7 @@
 mod joint;
 mod layouts;
 mod measure;
+mod reads;
 mod shared;
 mod state;
 mod strategy;
@@ -36,7 +37,7 @@ pub type LayoutId = u32;
 type ShapeKey = (Vec<u64>, mnsim_arch::DType, bool);
 type StateId = u32;
 /// An op's measurement: (op, its inputs' states, its layout, its producers' fingerprint).
-type MemoKey = (u32, Vec<StateId>, LayoutId, u64);
+type MemoKey = (u32, reads::Reads, LayoutId, u64);
 /// A measured Relayout: its cycles, tasks, the region it moves its tensor to and its
 /// dynamic joules.
 type Relayouted = (u64, Vec<Task>, RegionId, f64);

@@ -3,6 +3,7 @@
 //! miss), renumbers their LM regions for this plan and places them on the timeline.
 
 use super::super::cost::input_slot;
+use super::reads::Reads;
 use super::state::State;
 use super::{Effect, Eval, Inserted, Key, LayoutId, Model, NO_LAYOUT, OpOut, StateId};
 use crate::ids::RegionId;
@@ -264,7 +265,7 @@ impl Model {
             }
             Effect::Compute | Effect::Store => {}
         }
-        let mut states = Vec::with_capacity(self.ops[i].reads.len());
+        let mut states = Reads::new();
         for &r in &self.ops[i].reads {
             match w.st[r] {
                 Some(s) => states.push(s),
@@ -305,7 +306,7 @@ impl Model {
     /// Where the memo holds op `i` reading its inputs in `states`, under `layout`, with
     /// the kernels' streams it reads as `w` has them (in `measured_ops`); measured first
     /// on a miss.
-    fn memo_index(&mut self, i: usize, states: Vec<StateId>, layout: LayoutId, w: &State) -> usize {
+    fn memo_index(&mut self, i: usize, states: Reads, layout: LayoutId, w: &State) -> usize {
         // The kernels whose output streams this op reads first: their tasks (in
         // `scratch`) and the slices each stream holds (none for most ops: no
         // allocation).
@@ -339,11 +340,11 @@ impl Model {
         if let Some(at) = hit {
             let at = at as usize;
             if self.explaining && self.measured_ops[at].is_err() {
-                self.measured_ops[at] = self.measure(i, &key.1, layout, &tasks(w));
+                self.measured_ops[at] = self.measure(i, key.1.as_slice(), layout, &tasks(w));
             }
             return at;
         }
-        let out = self.measure(i, &key.1, layout, &tasks(w));
+        let out = self.measure(i, key.1.as_slice(), layout, &tasks(w));
         let resends = out.as_ref().is_ok_and(|o| {
             (o.tasks.iter().flat_map(|t| &t.walk))
                 .flat_map(|w| &w.inputs)
