@@ -4,13 +4,13 @@ use clap::{Parser, Subcommand};
 use std::io::Write as _;
 use std::process::ExitCode;
 
+mod allocator;
 mod cmd;
 
-/// The planner allocates many small, short-lived values (layouts, tasks, keys);
-/// mimalloc (its 2.x line, which serves them in fewer instructions and less memory
-/// than 3.x) serves them faster than the system allocator (docs/planner.md, speed).
+/// mimalloc (its 2.x line, which serves the planner in fewer instructions and less
+/// memory than 3.x): see `allocator.rs`.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::MiMalloc = allocator::MiMalloc;
 
 #[derive(Parser)]
 #[command(

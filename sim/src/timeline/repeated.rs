@@ -28,11 +28,18 @@ impl Repeated {
     pub(super) fn new(pattern: &[u64], period: u64, count: u64) -> Repeated {
         let p = pattern.len() as u64;
         let periods = (BLOCK / p.max(1)).clamp(1, count.max(1));
-        let mut block = Vec::with_capacity((periods * p) as usize);
-        for k in 1..=periods {
-            let by = k.saturating_mul(period);
-            block.extend(pattern.iter().map(|&x| x.saturating_add(by)));
-        }
+        let block: Vec<u64> = match pattern {
+            // A macro step of one step (the common case): one value a period.
+            &[x] => (1..=periods)
+                .map(|k| x.saturating_add(k.saturating_mul(period)))
+                .collect(),
+            _ => (1..=periods)
+                .flat_map(|k| {
+                    let by = k.saturating_mul(period);
+                    pattern.iter().map(move |&x| x.saturating_add(by))
+                })
+                .collect(),
+        };
         Repeated {
             max: block.iter().copied().max().unwrap_or(0),
             block,
@@ -76,6 +83,36 @@ impl Repeated {
         for (base, by) in self.blocks() {
             let (here, rest) = at.split_at(base.len().min(at.len()));
             let plain = self.max.checked_add(by).is_some();
+            // The common cases, a walk whose steps write its output's slices in order:
+            // every value to one place (steps that add to one slice), where the last is
+            // the one left; or the values to consecutive places, written as one run.
+            if let Some(&o) = here.first()
+                && here.iter().all(|&x| x == o)
+            {
+                if let (Some(r), Some(&x)) = (to.get_mut(o as usize), base[..here.len()].last()) {
+                    *r = if plain {
+                        x.wrapping_add(by)
+                    } else {
+                        x.saturating_add(by)
+                    };
+                }
+                at = rest;
+                continue;
+            }
+            if let Some(run) = consecutive(here, to.len()) {
+                let to = &mut to[run];
+                if plain {
+                    for (r, &x) in to.iter_mut().zip(base) {
+                        *r = x.wrapping_add(by);
+                    }
+                } else {
+                    for (r, &x) in to.iter_mut().zip(base) {
+                        *r = x.saturating_add(by);
+                    }
+                }
+                at = rest;
+                continue;
+            }
             for (&o, &x) in here.iter().zip(base) {
                 if let Some(r) = to.get_mut(o as usize) {
                     *r = if plain {
@@ -96,6 +133,16 @@ impl Repeated {
     }
 }
 
+/// The places `at` names when they are consecutive, rising from the first, and all
+/// below `len`.
+fn consecutive(at: &[u32], len: usize) -> Option<std::ops::Range<usize>> {
+    let first = *at.first()? as usize;
+    let end = first.checked_add(at.len()).filter(|&e| e <= len)?;
+    // Compared as `u64` sums (no wrap: `first + i` < `len`), a loop that vectorises.
+    let rising = (at.iter().zip(first as u64..)).all(|(&o, i)| u64::from(o) == i);
+    rising.then_some(first..end)
+}
+
 #[cfg(test)]
 mod tests {
     use super::Repeated;
@@ -113,7 +160,8 @@ mod tests {
 
     proptest::proptest! {
         /// Written in blocks, the values are those moved one period at a time: in
-        /// order, scattered, and the last; near the top of the range too (saturating).
+        /// order, scattered (to places at random or consecutive), and the last; near the
+        /// top of the range too (saturating).
         #[test]
         fn repeated_values_are_the_pattern_moved_period_by_period(
             pattern in proptest::collection::vec(0u64..1000, 1..70),
@@ -121,7 +169,15 @@ mod tests {
             count in 0u64..700,
             high in proptest::bool::ANY,
             at in proptest::collection::vec(0u32..50, 0..3000),
+            from in proptest::option::of(0u32..45),
         ) {
+            // Places at random, or consecutive from `from` (past the end of `to` or not),
+            // or in runs of one place.
+            let at: Vec<u32> = match from {
+                Some(f) if f % 2 == 0 => (f..).take(at.len().min(60)).collect(),
+                Some(f) => (0..at.len() as u32).map(|k| k / (f + 1) * 3).collect(),
+                None => at,
+            };
             let top = if high { u64::MAX - 300_000 } else { 0 };
             let pattern: Vec<u64> = pattern.iter().map(|&x| x + top).collect();
             let want = one_by_one(&pattern, period, count);
