@@ -259,17 +259,46 @@ impl Slot {
         // 1 + g / q to the end of the hold before the next head (of the next period,
         // where there is one, for the last head).
         let q = heads.len() as u64;
-        let span = |g: u64| {
-            let (i, u) = (1 + g / q, (g % q) as usize);
-            let start = t.hold(i, heads[u]).0;
-            let end = match heads.get(u + 1) {
-                Some(&next) => t.hold(i, next - 1).1,
-                None if h0 > 0 && i + 1 < t.count => t.hold(i + 1, h0 - 1).1,
-                None => t.hold(i, last).1,
-            };
-            Span { start, end, task }
+        // Span `g` of the periods after the first: from the `g % q`-th head of period
+        // 1 + g / q to the end of the hold before the next head (of the next period,
+        // where there is one, for the last head). Each is its period's start moved by
+        // offsets fixed per head (adding saturating parts one after another saturates to
+        // the same time as adding their saturating sum), the start counted on period by
+        // period (a saturating sum, as `Train::at`'s product).
+        let end_of = |k: usize| t.pattern[k].0.saturating_add(t.pattern[k].1);
+        let offsets: Vec<(u64, u64)> = (heads.iter().enumerate())
+            .map(|(u, &h)| {
+                let end = heads.get(u + 1).map_or(0, |&next| end_of(next - 1));
+                (t.pattern[h].0, end)
+            })
+            .collect();
+        let wrap_end = (h0 > 0).then(|| t.period.saturating_add(end_of(h0 - 1)));
+        let last_end = end_of(last);
+        let from = |g: u64| {
+            let (mut i, mut u) = (1 + g / q, (g % q) as usize);
+            let mut base = t.at(i);
+            let offsets = &offsets;
+            std::iter::from_fn(move || {
+                let (so, eo) = offsets[u];
+                let end = match (u + 1 < offsets.len(), wrap_end) {
+                    (true, _) => eo,
+                    (false, Some(w)) if i + 1 < t.count => w,
+                    (false, _) => last_end,
+                };
+                let s = Span {
+                    start: base.saturating_add(so),
+                    end: base.saturating_add(end),
+                    task,
+                };
+                u += 1;
+                if u == offsets.len() {
+                    (i, u) = (i + 1, 0);
+                    base = base.saturating_add(t.period);
+                }
+                Some(s)
+            })
         };
-        self.push_spans((t.count - 1).saturating_mul(q), span);
+        self.push_spans((t.count - 1).saturating_mul(q), from);
     }
 
     /// The last interval ends at `end`, held last by `task`.
@@ -280,30 +309,39 @@ impl Slot {
         }
     }
 
-    /// The state that [`Slot::insert`]ing `span(0..pushed)` gives, each after the last
-    /// interval and not touching it, in closed form.
-    fn push_spans(&mut self, pushed: u64, span: impl Fn(u64) -> Span) {
-        // The queue: the intervals after the first (`queued`), then the spans.
-        let queued: Vec<Span> = self.spans[1..].to_vec();
-        let q0 = queued.len() as u64;
-        let item = |i: u64| match queued.get(i as usize) {
-            Some(&s) => s,
-            None => span(i - q0),
-        };
+    /// The state that [`Slot::insert`]ing the `pushed` spans `from(0)` yields gives, each
+    /// after the last interval and not touching it, in closed form (`from(g)` yields the
+    /// spans from the `g`-th on).
+    fn push_spans<I>(&mut self, pushed: u64, from: impl Fn(u64) -> I)
+    where
+        I: Iterator<Item = Span>,
+    {
+        // The queue: the intervals after the first (`q0` of them), then the spans.
+        let q0 = self.spans.len().saturating_sub(1) as u64;
         // A pop when the queue reaches MAX_SPANS, of its oldest half.
         let (top, half) = (MAX_SPANS as u64, (MAX_SPANS / 2) as u64);
-        let pops = match pushed.checked_sub(top - q0) {
+        let pops = match pushed.checked_sub(top.saturating_sub(q0)) {
             Some(past) => 1 + past / half,
             None => 0,
         };
+        // The queue's items from `skip` on are left.
+        let skip = pops * half;
         if pops > 0 {
-            let last = item(pops * half - 1);
-            self.spans[0].end = last.end;
-            self.spans[0].task = last.task;
+            let last = match skip - 1 {
+                k if k < q0 => Some(self.spans[1 + k as usize]),
+                k => from(k - q0).next(),
+            };
+            if let Some(last) = last {
+                self.spans[0].end = last.end;
+                self.spans[0].task = last.task;
+            }
         }
-        let total = q0 + pushed;
-        self.spans.truncate(1);
-        self.spans.extend((pops * half..total).map(item));
+        // Queued intervals past the popped ones stay, then the spans not popped.
+        let kept = 1 + skip.min(q0) as usize;
+        self.spans.drain(1..kept);
+        let g0 = skip.saturating_sub(q0);
+        self.spans
+            .extend(from(g0).take(pushed.saturating_sub(g0) as usize));
     }
 
     /// [`Slot::insert`] before the last interval: merged with those it touches.
