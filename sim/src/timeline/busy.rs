@@ -137,7 +137,7 @@ struct Span {
 
 /// Per resource: its busy intervals, in order, disjoint and not touching, at most
 /// [`MAX_SPANS`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 struct Slot {
     resource: Resource,
     /// The resource's [`code`]: what a lookup compares.
@@ -372,10 +372,43 @@ impl Slot {
 /// The busy state of a few resources, in a small dense table (resources in order of
 /// first use), each with its busy intervals. With [`BusyTable::logging`] it also keeps
 /// every booking.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct BusyTable {
     slots: Vec<Slot>,
     log: Option<Vec<Booking>>,
+}
+
+/// `clone_from` reuses the vectors of the slot it overwrites.
+impl Clone for Slot {
+    fn clone(&self) -> Slot {
+        Slot {
+            resource: self.resource,
+            code: self.code,
+            spans: self.spans.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Slot) {
+        self.resource = source.resource;
+        self.code = source.code;
+        self.spans.clone_from(&source.spans);
+    }
+}
+
+/// `clone_from` reuses the vectors of the table it overwrites (a resumed placement keeps
+/// snapshots of its busy table).
+impl Clone for BusyTable {
+    fn clone(&self) -> BusyTable {
+        BusyTable {
+            slots: self.slots.clone(),
+            log: self.log.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &BusyTable) {
+        self.slots.clone_from(&source.slots);
+        self.log.clone_from(&source.log);
+    }
 }
 
 impl BusyTable {

@@ -239,7 +239,7 @@ struct RegionUse {
 }
 
 /// A program being placed, task by task.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Timeline {
     pub schedule: Schedule,
     /// LM words per PE (the capacity the memory rule checks against).
@@ -260,6 +260,41 @@ pub struct Timeline {
     pub work: u64,
     /// Buffers of walks placed, for the next walks.
     spare: spare::Spare,
+}
+
+/// A clone starts with no spare buffers ([`spare::Spare`]); `clone_from` reuses the
+/// vectors and tables of the timeline it overwrites (a resumed placement keeps
+/// snapshots of its timeline, and takes them from those it dropped).
+impl Clone for Timeline {
+    fn clone(&self) -> Timeline {
+        let mut t = Timeline::new(self.schedule, self.lm_capacity);
+        t.clone_from(self);
+        t
+    }
+
+    fn clone_from(&mut self, source: &Timeline) {
+        let Timeline {
+            schedule,
+            lm_capacity,
+            placed,
+            resources,
+            regions,
+            produced,
+            pending,
+            own,
+            work,
+            spare: _,
+        } = source;
+        self.schedule = *schedule;
+        self.lm_capacity = *lm_capacity;
+        self.placed.clone_from(placed);
+        self.resources.clone_from(resources);
+        self.regions.clone_from(regions);
+        self.produced.clone_from(produced);
+        self.pending.clone_from(pending);
+        self.own.clone_from(own);
+        self.work = *work;
+    }
 }
 
 impl Timeline {

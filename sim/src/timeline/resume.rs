@@ -26,6 +26,10 @@ pub struct Resumable {
     pub booked: u64,
     /// Buffers of the walks placed, for the next call's.
     spare: super::spare::Spare,
+    /// Timelines and busy tables of dropped snapshots, and tasks of a program placed
+    /// before, whose vectors the next ones are cloned into.
+    free: Vec<(Timeline, BusyTable)>,
+    free_tasks: Vec<Task>,
 }
 
 impl Resumable {
@@ -66,25 +70,40 @@ impl Resumable {
         // The latest snapshot within the common prefix.
         let keep = self.snaps.partition_point(|s| s.0 <= common);
         self.drop_snapshots(keep);
-        let (from, mut t, mut busy) = match self.snaps.last() {
-            Some((n, t, b)) => (*n, t.clone(), b.clone()),
-            None => (
-                0,
-                Timeline::new(schedule, lm_capacity),
-                BusyTable::default(),
-            ),
+        let (mut t, mut busy) = self.fresh(schedule, lm_capacity);
+        let from = match self.snaps.last() {
+            Some((n, st, sb)) => {
+                t.clone_from(st);
+                busy.clone_from(sb);
+                *n
+            }
+            None => {
+                (t, busy) = (Timeline::new(schedule, lm_capacity), BusyTable::default());
+                0
+            }
         };
-        self.tasks.truncate(from);
+        // The tasks past the prefix serve as the vectors of those placed now.
+        self.free_tasks
+            .extend(self.tasks.drain(from.min(self.tasks.len())..));
         // The buffers of the walks placed last time serve this time's.
         t.spare.take_from(&mut self.spare);
         let work0 = t.work;
         let every = tasks.len().div_ceil(MAX_SNAPSHOTS).max(1);
         for (k, task) in tasks.iter().enumerate().skip(from) {
             t.push_on(task, &mut busy);
-            self.tasks.push(task.clone());
+            match self.free_tasks.pop() {
+                Some(mut kept) => {
+                    kept.clone_from(task);
+                    self.tasks.push(kept);
+                }
+                None => self.tasks.push(task.clone()),
+            }
             self.placed += 1;
             if (k + 1) % every == 0 && k + 1 < tasks.len() {
-                self.snaps.push((k + 1, t.clone(), busy.clone()));
+                let (mut st, mut sb) = self.fresh(schedule, lm_capacity);
+                st.clone_from(&t);
+                sb.clone_from(&busy);
+                self.snaps.push((k + 1, st, sb));
             }
         }
         t.settle(&mut busy);
@@ -96,14 +115,26 @@ impl Resumable {
         };
         self.last = (total, tasks.len() - n, t.work - w);
         t.keep_buffers(&mut self.spare);
+        if self.free.len() <= MAX_SNAPSHOTS {
+            self.free.push((t, busy));
+        }
         total
+    }
+
+    /// A timeline and busy table to clone into: one a dropped snapshot left, or new.
+    fn fresh(&mut self, schedule: Schedule, lm_capacity: u64) -> (Timeline, BusyTable) {
+        (self.free.pop())
+            .unwrap_or_else(|| (Timeline::new(schedule, lm_capacity), BusyTable::default()))
     }
 
     /// Drops the snapshots from the `keep`-th on, keeping the buffers of their streams'
     /// times that no other holds.
     fn drop_snapshots(&mut self, keep: usize) {
-        for (_, t, _) in self.snaps.drain(keep.min(self.snaps.len())..) {
+        for (_, mut t, b) in self.snaps.drain(keep.min(self.snaps.len())..) {
             t.keep_buffers(&mut self.spare);
+            if self.free.len() <= MAX_SNAPSHOTS {
+                self.free.push((t, b));
+            }
         }
     }
 }

@@ -96,9 +96,9 @@ fn keep<T>(kept: &mut Vec<Vec<T>>, mut v: Vec<T>) {
 }
 
 impl Timeline {
-    /// Ends the timeline, keeping its buffers and the times of its streams that nothing
-    /// else shares in `spare`.
-    pub(super) fn keep_buffers(mut self, spare: &mut Spare) {
+    /// Gives `spare` the timeline's buffers and the times of its streams that nothing
+    /// else shares (its streams are then forgotten: the timeline is done with).
+    pub(super) fn keep_buffers(&mut self, spare: &mut Spare) {
         spare.take_from(&mut self.spare);
         for (_, p) in self.produced.drain() {
             match p {
