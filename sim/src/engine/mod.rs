@@ -256,7 +256,7 @@ impl Engine {
         self.records.clear();
         self.tasks.clear();
         self.placed_work = self.placed_work.saturating_add(self.timeline.work);
-        self.timeline = Timeline::new(self.timeline.schedule, self.timeline.lm_capacity);
+        self.timeline.reset();
         self.sw.clear_busy();
         self.lm_peak_bytes = 0;
     }

@@ -160,6 +160,28 @@ pub(super) fn code(r: Resource) -> u32 {
     kind << 17 | u32::from(level) << 1 | dir
 }
 
+/// Resources with a place in a table's index ([`dense`]): those of levels below
+/// [`DENSE_LEVELS`].
+const DENSE_LEVELS: u16 = 8;
+const DENSE: usize = 4 * DENSE_LEVELS as usize + 2;
+
+/// A resource's place in a table's index, distinct per resource, where its level is
+/// below [`DENSE_LEVELS`] (a busy table looks a resource up at every step of every walk).
+pub(super) fn dense(r: Resource) -> Option<usize> {
+    let n = DENSE_LEVELS;
+    let at = match r {
+        Resource::Dram { level } if level.0 < n => level.0,
+        Resource::Port { level, dir } if level.0 < n => n + 2 * level.0 + dir as u16,
+        Resource::MatrixUnit { level } if level.0 < n => 3 * n + level.0,
+        Resource::LocalMemory => 4 * n,
+        Resource::VectorUnit => 4 * n + 1,
+        Resource::Dram { .. } | Resource::Port { .. } | Resource::MatrixUnit { .. } => {
+            return None;
+        }
+    };
+    Some(usize::from(at))
+}
+
 impl Slot {
     /// The first gap from `at` that fits `cycles`, and the task it waited for.
     fn earliest(&self, at: u64, cycles: u64) -> (u64, Option<usize>) {
@@ -372,9 +394,11 @@ impl Slot {
 /// The busy state of a few resources, in a small dense table (resources in order of
 /// first use), each with its busy intervals. With [`BusyTable::logging`] it also keeps
 /// every booking.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct BusyTable {
     slots: Vec<Slot>,
+    /// Per resource of a small machine ([`dense`]), its slot's index + 1 (0: none yet).
+    index: [u8; DENSE],
     log: Option<Vec<Booking>>,
 }
 
@@ -395,18 +419,30 @@ impl Clone for Slot {
     }
 }
 
+impl Default for BusyTable {
+    fn default() -> BusyTable {
+        BusyTable {
+            slots: Vec::new(),
+            index: [0; DENSE],
+            log: None,
+        }
+    }
+}
+
 /// `clone_from` reuses the vectors of the table it overwrites (a resumed placement keeps
 /// snapshots of its busy table).
 impl Clone for BusyTable {
     fn clone(&self) -> BusyTable {
         BusyTable {
             slots: self.slots.clone(),
+            index: self.index,
             log: self.log.clone(),
         }
     }
 
     fn clone_from(&mut self, source: &BusyTable) {
         self.slots.clone_from(&source.slots);
+        self.index = source.index;
         self.log.clone_from(&source.log);
     }
 }
@@ -415,9 +451,17 @@ impl BusyTable {
     /// A table that keeps every booking ([`BusyTable::bookings`]).
     pub fn logging() -> BusyTable {
         BusyTable {
-            slots: Vec::new(),
             log: Some(Vec::new()),
+            ..BusyTable::default()
         }
+    }
+
+    /// Empties the table, as [`BusyTable::default`] gives it (not logging), keeping its
+    /// vector of slots.
+    pub fn reset(&mut self) {
+        self.slots.clear();
+        self.index = [0; DENSE];
+        self.log = None;
     }
 
     /// Keeps every booking from now on.
@@ -432,10 +476,7 @@ impl BusyTable {
 
     /// The cycle after `r`'s last booking (0 if never held), and the task that held it.
     pub fn free_at(&self, r: Resource) -> (u64, Option<usize>) {
-        let c = code(r);
-        self.slots
-            .iter()
-            .find(|s| s.code == c)
+        self.find(r)
             .and_then(|s| s.spans.last())
             .map_or((0, None), |s| (s.end, Some(s.task)))
     }
@@ -444,11 +485,18 @@ impl BusyTable {
     /// gap that fits, compute units included (the instruction stream is static, so a
     /// kernel's steps may fill the pauses of an earlier kernel waiting for a stream).
     pub fn earliest(&self, r: Resource, at: u64, cycles: u64) -> (u64, Option<usize>) {
-        let c = code(r);
-        self.slots
-            .iter()
-            .find(|s| s.code == c)
-            .map_or((at, None), |s| s.earliest(at, cycles))
+        self.find(r).map_or((at, None), |s| s.earliest(at, cycles))
+    }
+
+    /// `r`'s slot, if it has one.
+    fn find(&self, r: Resource) -> Option<&Slot> {
+        match dense(r) {
+            Some(d) => (self.index[d].checked_sub(1)).and_then(|i| self.slots.get(usize::from(i))),
+            None => {
+                let c = code(r);
+                self.slots.iter().find(|s| s.code == c)
+            }
+        }
     }
 
     /// [`Busy::hold_train`]: the holds one by one while logging (every booking is kept),
@@ -467,18 +515,26 @@ impl BusyTable {
 
     /// The index of `r`'s slot (added if new).
     fn slot(&mut self, r: Resource) -> usize {
-        let c = code(r);
-        match self.slots.iter().position(|s| s.code == c) {
-            Some(i) => i,
-            None => {
-                self.slots.push(Slot {
-                    resource: r,
-                    code: c,
-                    spans: Vec::new(),
-                });
-                self.slots.len() - 1
-            }
+        let d = dense(r);
+        if let Some(i) = d.and_then(|d| self.index[d].checked_sub(1)) {
+            return usize::from(i);
         }
+        let c = code(r);
+        if let Some(i) = self.slots.iter().position(|s| s.code == c) {
+            return i;
+        }
+        self.slots.push(Slot {
+            resource: r,
+            code: c,
+            spans: Vec::new(),
+        });
+        let i = self.slots.len() - 1;
+        // The index holds slots up to 254 (one byte, 0 for none); later ones are found
+        // by their code.
+        if let (Some(d), Ok(k)) = (d, u8::try_from(i + 1)) {
+            self.index[d] = k;
+        }
+        i
     }
 
     /// Books `r` for `task` over `[start, start + cycles)`; returns the end. The

@@ -314,6 +314,19 @@ impl Timeline {
         }
     }
 
+    /// Empties the timeline, as [`Timeline::new`] with its schedule and capacity gives
+    /// it, keeping its vectors and tables (an engine measuring op after op places each
+    /// run on one timeline).
+    pub fn reset(&mut self) {
+        self.placed.clear();
+        self.resources.clear();
+        self.regions.clear();
+        self.produced.clear();
+        self.pending.clear();
+        self.own.reset();
+        self.work = 0;
+    }
+
     /// The run's length: the latest end.
     pub fn total(&self) -> u64 {
         self.placed.iter().map(|p| p.end).max().unwrap_or(0)

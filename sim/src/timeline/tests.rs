@@ -658,12 +658,29 @@ proptest::proptest! {
     }
 }
 
-/// Every resource has a code of its own: a busy table looks resources up by it.
+/// Every resource has a code of its own, and those of low levels a place of their own in
+/// a table's index: a busy table looks resources up by them. A table books resources
+/// with and without a place alike.
 #[test]
 fn resources_have_distinct_codes() {
     use crate::ids::{Dir, LevelId};
     let mut all = vec![Resource::LocalMemory, Resource::VectorUnit];
-    for l in [0u16, 1, 2, 255, 256, u16::MAX - 1, u16::MAX] {
+    for l in [
+        0u16,
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        9,
+        255,
+        256,
+        u16::MAX - 1,
+        u16::MAX,
+    ] {
         let level = LevelId(l);
         all.push(Resource::Dram { level });
         all.push(Resource::MatrixUnit { level });
@@ -673,4 +690,23 @@ fn resources_have_distinct_codes() {
     }
     let codes: std::collections::BTreeSet<u32> = all.iter().map(|&r| busy::code(r)).collect();
     assert_eq!(codes.len(), all.len());
+    let places: Vec<usize> = all.iter().filter_map(|&r| busy::dense(r)).collect();
+    let distinct: std::collections::BTreeSet<usize> = places.iter().copied().collect();
+    assert_eq!(distinct.len(), places.len());
+    assert!(
+        places.len() >= 2 + 8 * 4,
+        "every resource of levels 0 to 7 has a place"
+    );
+    // Each resource booked once, in turn: each is then busy where it was booked only.
+    let mut table = BusyTable::default();
+    for (k, &r) in all.iter().enumerate() {
+        let at = 10 * k as u64;
+        assert_eq!(table.earliest(r, at, 5), (at, None));
+        table.hold(r, k, at, 5);
+    }
+    for (k, &r) in all.iter().enumerate() {
+        let at = 10 * k as u64;
+        assert_eq!(table.earliest(r, at, 5), (at + 5, Some(k)), "{r:?}");
+        assert_eq!(table.free_at(r), (at + 5, Some(k)));
+    }
 }
