@@ -251,8 +251,9 @@ fn decide(
     };
     let mut partial = Vec::new();
     if naddr > 0 {
+        let mut c = rule::Contributions::default();
         for x in 0..=unit_level {
-            match ctx.level(x) {
+            match ctx.level(x, &mut c) {
                 Ok(true) => partial.push(x),
                 Ok(false) => {}
                 Err(f) if explain => return Err(ctx.explain(f)),

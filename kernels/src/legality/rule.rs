@@ -42,6 +42,15 @@ pub(super) struct Ctx<'a> {
     pub(super) ext: Vec<u64>,
 }
 
+/// The contributions at one level ([`Ctx::contributions_at`]): the output's, each
+/// input's, and the inputs not replicated there.
+#[derive(Default)]
+pub(super) struct Contributions {
+    cout: Vec<AxisFn>,
+    cin: Vec<Vec<AxisFn>>,
+    non_rep: Vec<usize>,
+}
+
 impl<'a> Ctx<'a> {
     /// The context of kernel `k` whose inputs' index maps are `maps` and whose output
     /// has shape `want`.
@@ -89,15 +98,6 @@ impl<'a> Ctx<'a> {
         &self.out.levels()[x].name
     }
 
-    pub(super) fn contributions(&self, j: usize, x: usize) -> Vec<AxisFn> {
-        (0..self.ext.len())
-            .map(|v| match self.axis_of(j, v) {
-                Some(p) => AxisFn::of(self.inputs[j], p, x, self.ext[v]),
-                None => AxisFn::zero(),
-            })
-            .collect()
-    }
-
     pub(super) fn illegal(&self, operand: usize, level: usize, msg: String) -> KernelError {
         KernelError::new(ErrorKind::Illegal { operand, level }, msg)
     }
@@ -106,38 +106,46 @@ impl<'a> Ctx<'a> {
     /// replicated or the variable is reduced), each input's (empty for an input
     /// replicated at `x`), and the inputs not replicated at `x`.
     pub(super) fn contributions_at(&self, x: usize) -> (Vec<AxisFn>, Vec<Vec<AxisFn>>, Vec<usize>) {
-        let (r, nv) = (self.out_rank, self.ext.len());
+        let mut c = Contributions::default();
+        self.contributions_into(x, &mut c);
+        (c.cout, c.cin, c.non_rep)
+    }
+
+    /// [`Ctx::contributions_at`] into `c`, its vectors kept from one level to the next.
+    fn contributions_into(&self, x: usize, c: &mut Contributions) {
+        let (r, nv, n) = (self.out_rank, self.ext.len(), self.inputs.len());
         let out_rep = self.out.levels()[x].replicated;
-        let cout: Vec<AxisFn> = (0..nv)
-            .map(|v| {
-                if v < r && !out_rep {
-                    AxisFn::of(self.out, v, x, self.ext[v])
-                } else {
-                    AxisFn::zero()
-                }
-            })
-            .collect();
-        let non_rep: Vec<usize> = (0..self.inputs.len())
-            .filter(|&j| !self.inputs[j].levels()[x].replicated)
-            .collect();
-        let cin: Vec<Vec<AxisFn>> = (0..self.inputs.len())
-            .map(|j| {
-                if non_rep.contains(&j) {
-                    self.contributions(j, x)
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        (cout, cin, non_rep)
+        c.cout.clear();
+        c.cout.extend((0..nv).map(|v| {
+            if v < r && !out_rep {
+                AxisFn::of(self.out, v, x, self.ext[v])
+            } else {
+                AxisFn::zero()
+            }
+        }));
+        c.non_rep.clear();
+        c.non_rep
+            .extend((0..n).filter(|&j| !self.inputs[j].levels()[x].replicated));
+        c.cin.resize_with(n, Vec::new);
+        for (j, cin) in c.cin.iter_mut().enumerate() {
+            cin.clear();
+            if c.non_rep.contains(&j) {
+                cin.extend((0..nv).map(|v| match self.axis_of(j, v) {
+                    Some(p) => AxisFn::of(self.inputs[j], p, x, self.ext[v]),
+                    None => AxisFn::zero(),
+                }));
+            }
+        }
     }
 
     /// Checks level `x`; `Ok(true)` if the output is partial over it. A broken rule is
     /// a [`Fault`], which [`Ctx::explain`] turns into a message only when one is asked
-    /// for (the planner asks thousands of times whether a layout is legal).
-    pub(super) fn level(&self, x: usize) -> Result<bool, Fault> {
-        let (cout, cin, non_rep) = self.contributions_at(x);
-        self.rule(x, &cout, &|j, v| &cin[j][v], &non_rep)
+    /// for (the planner asks thousands of times whether a layout is legal). The
+    /// contributions are worked out into `c` (its vectors serve every level).
+    pub(super) fn level(&self, x: usize, c: &mut Contributions) -> Result<bool, Fault> {
+        self.contributions_into(x, c);
+        let cin = &c.cin;
+        self.rule(x, &c.cout, &|j, v| &cin[j][v], &c.non_rep)
     }
 
     /// [`Ctx::level`] on the contributions at level `x` ([`Ctx::contributions_at`]):
