@@ -240,13 +240,13 @@ fn decide(
         Some(w) => {
             crate::window::check_whole(k, &w, inputs, out, &names_of(), unit_level)?;
             let names = if explain { names_of() } else { Vec::new() };
-            Ctx::new(k, inputs, out, names, w.maps, &want)?
+            Ctx::new(k, (inputs, &in_shapes), out, names, w.maps, &want)?
         }
         None => {
             let maps = index_map(k, &in_shapes, &want)?;
             // Operand names serve messages only: none are built unless one is asked for.
             let names = if explain { names_of() } else { Vec::new() };
-            Ctx::new(k, inputs, out, names, maps, &want)?
+            Ctx::new(k, (inputs, &in_shapes), out, names, maps, &want)?
         }
     };
     let mut partial = Vec::new();

@@ -52,19 +52,18 @@ pub(super) struct Contributions {
 }
 
 impl<'a> Ctx<'a> {
-    /// The context of kernel `k` whose inputs' index maps are `maps` and whose output
-    /// has shape `want`.
+    /// The context of kernel `k` whose inputs (of logical shapes `in_shapes`) have the
+    /// index maps `maps`, and whose output has shape `want`.
     pub(super) fn new(
         k: &'a Kernel,
-        inputs: &'a [&'a TensorLayout],
+        (inputs, in_shapes): (&'a [&'a TensorLayout], &[&[u64]]),
         out: &'a TensorLayout,
         names: Vec<String>,
         maps: Vec<InputMap>,
         want: &[u64],
     ) -> Result<Self, KernelError> {
-        let in_shapes: Vec<&[u64]> = inputs.iter().map(|l| l.logical_shape()).collect();
         let mut ext = want.to_vec();
-        ext.extend(reduced_extents(k, &in_shapes)?);
+        ext.extend(reduced_extents(k, in_shapes)?);
         Ok(Ctx {
             k,
             inputs,

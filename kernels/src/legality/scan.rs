@@ -261,7 +261,7 @@ fn prepare<'a>(
     }
     let (_, unit_level) = unit_of(k, inputs, out, m);
     let maps = index_map(k, &in_shapes, &want).ok()?;
-    let ctx = Ctx::new(k, inputs, out, Vec::new(), maps, &want).ok()?;
+    let ctx = Ctx::new(k, (inputs, &in_shapes), out, Vec::new(), maps, &want).ok()?;
     let levels = if m.addressable_count() == 0 {
         Vec::new()
     } else {

@@ -312,20 +312,31 @@ impl Model {
         // allocation).
         let op = &self.ops[i];
         let kernel_streams = (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].is_kernel));
-        let producers: Vec<Option<(usize, u64)>> = if kernel_streams {
-            (op.reads.iter().zip(&op.streamed))
-                .map(|(&r, s)| {
-                    s.filter(|&p| self.ops[p].is_kernel)?;
-                    w.writer[r]
-                })
-                .collect()
-        } else {
-            Vec::new()
+        let producer = |(&r, s): (&usize, &Option<usize>)| {
+            s.filter(|&p| self.ops[p].is_kernel)?;
+            w.writer[r]
         };
+        // On the stack for an op of a few inputs (the memo is asked at every op).
+        let mut buf = [None; 4];
+        let heap: Vec<Option<(usize, u64)>>;
+        let producers: &[Option<(usize, u64)>] =
+            match (kernel_streams, op.reads.len().min(op.streamed.len())) {
+                (false, _) => &[],
+                (true, n) if n <= buf.len() => {
+                    for (b, x) in buf.iter_mut().zip(op.reads.iter().zip(&op.streamed)) {
+                        *b = producer(x);
+                    }
+                    &buf[..n]
+                }
+                (true, _) => {
+                    heap = (op.reads.iter().zip(&op.streamed)).map(producer).collect();
+                    &heap
+                }
+            };
         // A measurement that sends no slice again does not depend on the producers'
         // tasks (only a re-send costs one of their slices): it is kept under the
         // buffers alone, so other producers' costs find it.
-        let light = light_fingerprint(&producers);
+        let light = light_fingerprint(producers);
         let mut key = (i as u32, states, layout, light);
         let tasks = |w: &State| -> Vec<Option<(Task, u64)>> {
             (producers.iter())
@@ -334,7 +345,7 @@ impl Model {
         };
         let mut hit = self.memo.get(&key).copied();
         if hit.is_none() {
-            key.3 = full_fingerprint(&producers, &w.scratch);
+            key.3 = full_fingerprint(producers, &w.scratch);
             hit = self.memo.get(&key).copied();
         }
         if let Some(at) = hit {
