@@ -70,17 +70,17 @@ impl Resumable {
         // The latest snapshot within the common prefix.
         let keep = self.snaps.partition_point(|s| s.0 <= common);
         self.drop_snapshots(keep);
-        let (mut t, mut busy) = self.fresh(schedule, lm_capacity);
+        let (mut t, mut busy) = match self.snaps.is_empty() {
+            true => (Timeline::new(schedule, lm_capacity), BusyTable::default()),
+            false => self.fresh(schedule, lm_capacity),
+        };
         let from = match self.snaps.last() {
             Some((n, st, sb)) => {
                 t.clone_from(st);
                 busy.clone_from(sb);
                 *n
             }
-            None => {
-                (t, busy) = (Timeline::new(schedule, lm_capacity), BusyTable::default());
-                0
-            }
+            None => 0,
         };
         // The tasks past the prefix serve as the vectors of those placed now.
         self.free_tasks
