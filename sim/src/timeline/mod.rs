@@ -318,13 +318,26 @@ impl Timeline {
     /// it, keeping its vectors and tables (an engine measuring op after op places each
     /// run on one timeline).
     pub fn reset(&mut self) {
-        self.placed.clear();
-        self.resources.clear();
-        self.regions.clear();
-        self.produced.clear();
-        self.pending.clear();
-        self.own.reset();
-        self.work = 0;
+        // Every field named: one added later is reset here too, or left on purpose.
+        let Timeline {
+            schedule: _,
+            lm_capacity: _,
+            placed,
+            resources,
+            regions,
+            produced,
+            pending,
+            own,
+            work,
+            spare: _,
+        } = self;
+        placed.clear();
+        resources.clear();
+        regions.clear();
+        produced.clear();
+        pending.clear();
+        own.reset();
+        *work = 0;
     }
 
     /// The run's length: the latest end.

@@ -83,23 +83,24 @@ impl Repeated {
         for (base, by) in self.blocks() {
             let (here, rest) = at.split_at(base.len().min(at.len()));
             let plain = self.max.checked_add(by).is_some();
+            let moved = |x: u64| {
+                if plain {
+                    x.wrapping_add(by)
+                } else {
+                    x.saturating_add(by)
+                }
+            };
             // The common cases, a walk whose steps write its output's slices in order:
             // every value to one place (steps that add to one slice), where the last is
-            // the one left; or the values to consecutive places, written as one run.
+            // the one left; or the values to consecutive places, written as one run (the
+            // choice of addition made once for the run, so that it vectorises).
             if let Some(&o) = here.first()
                 && here.iter().all(|&x| x == o)
             {
                 if let (Some(r), Some(&x)) = (to.get_mut(o as usize), base[..here.len()].last()) {
-                    *r = if plain {
-                        x.wrapping_add(by)
-                    } else {
-                        x.saturating_add(by)
-                    };
+                    *r = moved(x);
                 }
-                at = rest;
-                continue;
-            }
-            if let Some(run) = consecutive(here, to.len()) {
+            } else if let Some(run) = consecutive(here, to.len()) {
                 let to = &mut to[run];
                 if plain {
                     for (r, &x) in to.iter_mut().zip(base) {
@@ -110,16 +111,11 @@ impl Repeated {
                         *r = x.saturating_add(by);
                     }
                 }
-                at = rest;
-                continue;
-            }
-            for (&o, &x) in here.iter().zip(base) {
-                if let Some(r) = to.get_mut(o as usize) {
-                    *r = if plain {
-                        x.wrapping_add(by)
-                    } else {
-                        x.saturating_add(by)
-                    };
+            } else {
+                for (&o, &x) in here.iter().zip(base) {
+                    if let Some(r) = to.get_mut(o as usize) {
+                        *r = moved(x);
+                    }
                 }
             }
             at = rest;
