@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 
 mod busy;
+mod consumed;
 mod pace;
 mod repeated;
 mod resume;

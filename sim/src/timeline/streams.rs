@@ -468,7 +468,7 @@ impl Timeline {
     }
 
     /// A deferred transfer's last slice arrived at `end`: its placement and region say so.
-    fn finish_stream(&mut self, region: RegionId, task: usize, end: u64) {
+    pub(super) fn finish_stream(&mut self, region: RegionId, task: usize, end: u64) {
         if let Some(p) = self.placed.get_mut(task) {
             p.end = end.max(p.start);
         }
@@ -570,82 +570,5 @@ impl Timeline {
             self.spare.keep_flags(s.seen);
         }
         (run.prev_end, run.ready)
-    }
-
-    /// After a walk: the deferred streams it consumed send the slices it did not read,
-    /// and their transfers are placed.
-    fn finish_consumed(&mut self, w: &Walk, ins: &[WalkIn], busy: &mut dyn Busy) {
-        for (s, input) in ins.iter().zip(&w.inputs) {
-            if let Some(Produced::Deferred {
-                task,
-                cycles,
-                slices,
-                holds,
-                ..
-            }) = &s.source
-            {
-                // Per slice, when its first send arrived, and the latest of those.
-                let n = *slices as usize;
-                let mut times = self.spare.filled(n, 0);
-                let mut sent_once = self.spare.flags(n);
-                let (mut sent_slices, mut latest) = (0usize, 0);
-                // Both `n` long: a slice below `n` indexes them without a check.
-                let (at, once) = (&mut times[..n], &mut sent_once[..n]);
-                let mut first = |slice: u32, a: u64| {
-                    let k = slice as usize;
-                    if k < n && !once[k] {
-                        at[k] = a;
-                        once[k] = true;
-                        // At most `n`: no overflow.
-                        sent_slices = sent_slices.wrapping_add(1);
-                        latest = latest.max(a);
-                    }
-                };
-                match &input.sends {
-                    SendList::Lagged { slices, .. } => {
-                        for (&slice, &a) in slices.iter().zip(&s.arrival) {
-                            first(slice, a);
-                        }
-                    }
-                    SendList::Table(t) => {
-                        for (&(slice, _), &a) in t.iter().zip(&s.arrival) {
-                            first(slice, a);
-                        }
-                    }
-                }
-                let mut sent = s.sent.clone();
-                sent.resize(holds.len(), 0);
-                // The slices not sent yet, in order of the sends that follow.
-                let mut unsent = (times.iter_mut().zip(&sent_once))
-                    .filter(|(_, once)| !**once)
-                    .map(|(t, _)| t);
-                let (last, work) = send_chain(
-                    busy,
-                    *task,
-                    (*cycles, *slices, holds),
-                    (s.firsts, s.prev),
-                    &mut sent,
-                    |a| {
-                        if let Some(t) = unsent.next() {
-                            *t = a;
-                            latest = latest.max(a);
-                        }
-                    },
-                );
-                if sent_slices < *slices as usize {
-                    for t in unsent {
-                        *t = last;
-                        latest = latest.max(last);
-                    }
-                }
-                self.spare.keep_flags(sent_once);
-                self.work = self.work.saturating_add(work);
-                // The latest time of a slice (every slice's time is written above).
-                let end = if times.is_empty() { last } else { latest };
-                self.finish_stream(input.region, *task, end);
-                self.produced
-                    .insert(input.region, Produced::Fixed(Arc::new(times)));
-            }
-        }
     }
 }

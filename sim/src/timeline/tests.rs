@@ -546,43 +546,101 @@ proptest::proptest! {
             1..4,
         ),
     ) {
-        let mut tasks = vec![load(first.max(1), first, 90, 1)];
-        for (i, &(n, per, busy, work, buffers, reads)) in streams.iter().enumerate() {
-            let base = 2 * i as u32;
-            // Even shares but for a kernel of 7 steps or more per step: those do not.
-            let work = if work > 7 { work * u64::from(n) + 1 } else { work * u64::from(n) };
-            let [mut load, mut k] = stream(n, per * u64::from(n), busy.min(per) * u64::from(n), work, buffers);
-            load.writes = vec![RegionId(base)];
-            k.reads = vec![RegionId(base)];
-            k.writes = vec![RegionId(base + 1)];
-            if let Some(w) = k.walk.as_mut() {
-                w.inputs[0].region = RegionId(base);
-                // Read every slice, the first half, or none (the stream is then flushed);
-                // in order, backwards, or seven apart (twice a slice where 7 divides n).
-                let upto = match reads % 3 { 0 => n, 1 => n / 2, _ => 0 };
-                let order: Vec<u32> = match reads / 3 {
-                    0 => (0..upto).collect(),
-                    _ if n % 2 == 0 => (0..upto).rev().collect(),
-                    _ => (0..upto).map(|x| x * 7 % n).collect(),
-                };
-                if upto == 0 {
-                    k.walk = None;
-                    k.reads.clear();
-                } else {
-                    let (need, sends) = crate::lowering::walk::sends(&order, buffers);
-                    w.steps = upto;
-                    w.inputs[0].need = need.into();
-                    w.inputs[0].sends = sends.into();
-                }
-            }
-            tasks.push(load);
-            tasks.push(k);
-        }
+        let tasks = stream_program(first, &streams);
         let [(a, trains), (b, one)] = both_ways(&tasks);
         proptest::prop_assert_eq!(&a.placed, &b.placed);
         proptest::prop_assert_eq!(&trains, &one);
         proptest::prop_assert_eq!(ready_times(&a), ready_times(&b));
     }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+    /// A consumed stream whose every slice was sent once, none twice, has its slices'
+    /// times written straight from its sends; worked out send by send (the way of any
+    /// other stream), the placements, busy state and times are the same.
+    #[test]
+    fn streams_sent_once_finish_as_send_by_send(
+        first in 0u64..500,
+        streams in proptest::collection::vec(
+            (1u32..300, 1u64..8, 0u64..8, 0u64..10, 1u32..4, 0u32..6),
+            1..4,
+        ),
+    ) {
+        let tasks = stream_program(first, &streams);
+        let [(a, trains), _] = both_ways(&tasks);
+        consumed::SEND_BY_SEND.set(true);
+        let [(b, one), _] = both_ways(&tasks);
+        consumed::SEND_BY_SEND.set(false);
+        proptest::prop_assert_eq!(&a.placed, &b.placed);
+        proptest::prop_assert_eq!(&trains, &one);
+        proptest::prop_assert_eq!(ready_times(&a), ready_times(&b));
+    }
+}
+
+/// A stream read whole, each slice once in order, takes the direct way
+/// ([`streams_sent_once_finish_as_send_by_send`] compares it with the other).
+#[test]
+fn a_stream_read_once_in_order_finishes_from_its_sends() {
+    let before = consumed::SENT_ONCE.get();
+    both_ways(&stream_program(10, &[(64, 2, 1, 1, 2, 0)]));
+    assert!(consumed::SENT_ONCE.get() > before);
+}
+
+/// A transfer on the port, then per entry of `streams` (`n` slices, cycles `per` a
+/// slice of which `busy` on the port, the kernel's `work` a slice, `buffers`, and how
+/// it `reads`) a stream of even shares read slice by slice by a kernel on the vector
+/// unit: every slice, or the first half (the rest follow); in order, backwards, or
+/// seven apart (twice a slice where 7 divides `n`); or not at all (sent when the
+/// program ends).
+fn stream_program(first: u64, streams: &[(u32, u64, u64, u64, u32, u32)]) -> Vec<Task> {
+    let mut tasks = vec![load(first.max(1), first, 90, 1)];
+    for (i, &(n, per, busy, work, buffers, reads)) in streams.iter().enumerate() {
+        let base = 2 * i as u32;
+        // Even shares but for a kernel of 7 steps or more per step: those do not.
+        let work = if work > 7 {
+            work * u64::from(n) + 1
+        } else {
+            work * u64::from(n)
+        };
+        let [mut load, mut k] = stream(
+            n,
+            per * u64::from(n),
+            busy.min(per) * u64::from(n),
+            work,
+            buffers,
+        );
+        load.writes = vec![RegionId(base)];
+        k.reads = vec![RegionId(base)];
+        k.writes = vec![RegionId(base + 1)];
+        if let Some(w) = k.walk.as_mut() {
+            w.inputs[0].region = RegionId(base);
+            // Read every slice, the first half, or none (the stream is then flushed);
+            // in order, backwards, or seven apart (twice a slice where 7 divides n).
+            let upto = match reads % 3 {
+                0 => n,
+                1 => n / 2,
+                _ => 0,
+            };
+            let order: Vec<u32> = match reads / 3 {
+                0 => (0..upto).collect(),
+                _ if n % 2 == 0 => (0..upto).rev().collect(),
+                _ => (0..upto).map(|x| x * 7 % n).collect(),
+            };
+            if upto == 0 {
+                k.walk = None;
+                k.reads.clear();
+            } else {
+                let (need, sends) = crate::lowering::walk::sends(&order, buffers);
+                w.steps = upto;
+                w.inputs[0].need = need.into();
+                w.inputs[0].sends = sends.into();
+            }
+        }
+        tasks.push(load);
+        tasks.push(k);
+    }
+    tasks
 }
 
 proptest::proptest! {
