@@ -474,8 +474,11 @@ fn a_scan_over_one_input_agrees_with_is_legal() {
                 let scan = Scan::new(k, &refs, hole, &out, &m);
                 // Layouts of the hole as a planner scans them: a set, each level decided
                 // once per class of layouts alike there.
-                let cands: Vec<TensorLayout> =
+                // Some twice: a kind of layouts is decided once.
+                let mut cands: Vec<TensorLayout> =
                     (0..20).map(|_| layout(&mut rng, &shapes[hole])).collect();
+                let again: Vec<TensorLayout> = cands.iter().step_by(3).cloned().collect();
+                cands.extend(again);
                 let set = ScanSet::new(&cands, &m);
                 let mut memo = scan.memo(&set);
                 for (i, c) in cands.iter().enumerate() {

@@ -37,10 +37,23 @@ impl AxisFn {
         Self::from_group(&layout.groups()[axis], level, extent)
     }
 
+    /// [`AxisFn::of`] into `self`, its vector reused.
+    pub(super) fn set_of(&mut self, layout: &TensorLayout, axis: usize, level: usize, extent: u64) {
+        self.set_from_group(&layout.groups()[axis], level, extent);
+    }
+
     pub(super) fn from_group(group: &[SubAxis], level: usize, extent: u64) -> Self {
+        let mut f = Self::ZERO;
+        f.set_from_group(group, level, extent);
+        f
+    }
+
+    /// [`AxisFn::from_group`] into `self`, its vector reused.
+    fn set_from_group(&mut self, group: &[SubAxis], level: usize, extent: u64) {
         // The level's terms, collected minor to major (the radix grows from the minor
         // end), then put major to minor and merged in place: one vector.
-        let mut terms: Vec<Term> = Vec::new();
+        let terms = &mut self.terms;
+        terms.clear();
         let mut radix = 1u64;
         for s in group.iter().rev() {
             if s.class == Class::Level(level) && s.size > 1 && radix < extent {
@@ -81,7 +94,7 @@ impl AxisFn {
             kept += 1;
         }
         terms.truncate(kept);
-        AxisFn { terms, period }
+        self.period = period;
     }
 
     pub(super) fn at(&self, i: u64) -> u64 {

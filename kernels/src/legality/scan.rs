@@ -59,38 +59,94 @@ struct LayoutFns {
 /// Layouts a planner scans for many kernels: per level the classes of layouts that read
 /// alike there (the same replication and the same contribution of every axis: what a
 /// scan reads of a layout, [`LayoutFns`]), in which a scan decides that level once
-/// ([`Scan::is_legal_in`]), each class's contributions kept once.
+/// ([`Scan::is_legal_in`]), each class's contributions kept once; and the kinds of
+/// layouts alike at every level (most candidates differ only in what no level reads:
+/// their memory order, `Time` steps or packing), which a scan decides once each.
 pub struct ScanSet {
     /// Per layout, whether it is laid out for the machine.
     for_machine: Vec<bool>,
-    /// Per layout, per level, its class.
-    class: Vec<Vec<u32>>,
+    /// Per layout, per level, its class: `levels` a layout, one after another.
+    class: Vec<u32>,
+    levels: usize,
+    /// Per layout, its kind: alike with another in whether it is laid out for the
+    /// machine and in its class at every level.
+    kind: Vec<u32>,
+    kinds: usize,
     /// Per level, per class, its axes' contributions.
     classes: Vec<Vec<Vec<AxisFn>>>,
+    /// The shape and dtype every layout has, if they have one.
+    shape: Option<(Vec<u64>, DType)>,
 }
 
 impl ScanSet {
     /// The set of `layouts` (of one tensor) on machine `m`.
     pub fn new<'l>(layouts: impl IntoIterator<Item = &'l TensorLayout>, m: &Machine) -> Self {
         let mut seen: Vec<HashMap<(bool, Vec<AxisFn>), u32>> = Vec::new();
-        let mut class = Vec::new();
-        let mut for_machine = Vec::new();
-        for l in layouts {
-            let f = LayoutFns::new(l, m);
-            seen.resize_with(seen.len().max(f.levels.len()), HashMap::default);
-            let ids = (f.levels.into_iter().enumerate())
-                .map(|(x, axes)| {
-                    let key = (l.levels()[x].replicated, axes);
-                    let next = seen[x].len() as u32;
-                    *seen[x].entry(key).or_insert(next)
-                })
-                .collect();
-            class.push(ids);
-            for_machine.push(f.for_machine);
+        let mut kinds: HashMap<(bool, Vec<u32>), u32> = HashMap::default();
+        let mut set = ScanSet {
+            for_machine: Vec::new(),
+            class: Vec::new(),
+            levels: 0,
+            kind: Vec::new(),
+            kinds: 0,
+            classes: Vec::new(),
+            shape: None,
+        };
+        // The key being looked up, its vectors reused from one lookup to the next.
+        let mut key: (bool, Vec<AxisFn>) = (false, Vec::new());
+        let mut ids: (bool, Vec<u32>) = (false, Vec::new());
+        for (i, l) in layouts.into_iter().enumerate() {
+            let shape = l.logical_shape();
+            match &set.shape {
+                None if i == 0 => set.shape = Some((shape.to_vec(), l.dtype())),
+                Some((s, d)) if s.as_slice() == shape && *d == l.dtype() => {}
+                _ => set.shape = None,
+            }
+            let levels = l.levels().len();
+            if i == 0 {
+                set.levels = levels;
+                seen.resize_with(levels, HashMap::default);
+            }
+            let for_machine = for_machine(l, m);
+            ids.0 = for_machine;
+            ids.1.clear();
+            for x in 0..set.levels {
+                // A layout of other levels (not of this machine) takes classes of its own.
+                let Some(rep) = (x < levels).then(|| l.levels()[x].replicated) else {
+                    ids.1.push(u32::MAX);
+                    continue;
+                };
+                key.0 = rep;
+                key.1.resize_with(shape.len(), AxisFn::zero);
+                for (a, (f, &e)) in key.1.iter_mut().zip(shape).enumerate() {
+                    f.set_of(l, a, x, e);
+                }
+                let next = seen[x].len() as u32;
+                let id = match seen[x].get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        seen[x].insert(key.clone(), next);
+                        next
+                    }
+                };
+                ids.1.push(id);
+            }
+            set.class.extend_from_slice(&ids.1);
+            set.for_machine.push(for_machine);
+            let next = kinds.len() as u32;
+            let kind = match kinds.get(&ids) {
+                Some(&k) => k,
+                None => {
+                    kinds.insert(ids.clone(), next);
+                    next
+                }
+            };
+            set.kind.push(kind);
         }
+        set.kinds = kinds.len();
         // Each class's contributions at its id (the maps are only looked up: their
         // order does not matter).
-        let classes = (seen.into_iter())
+        set.classes = (seen.into_iter())
             .map(|level| {
                 let mut fns = vec![Vec::new(); level.len()];
                 for ((_, axes), id) in level {
@@ -99,17 +155,24 @@ impl ScanSet {
                 fns
             })
             .collect();
-        ScanSet {
-            for_machine,
-            class,
-            classes,
-        }
+        set
+    }
+
+    /// Layout `i`'s class at level `x`.
+    fn class_of(&self, i: usize, x: usize) -> Option<usize> {
+        let c = *self
+            .class
+            .get(i.checked_mul(self.levels)?.checked_add(x)?)?;
+        (c != u32::MAX).then_some(c as usize)
     }
 }
 
-/// What a [`Scan`] found of each class of a [`ScanSet`], per level.
+/// What a [`Scan`] found of each class of a [`ScanSet`], per level, and of each kind.
 pub struct ScanMemo {
     levels: Vec<Vec<Option<bool>>>,
+    kinds: Vec<Option<bool>>,
+    /// Every layout of the set shares the scan's prepared work.
+    prepared: bool,
 }
 
 impl LayoutFns {
@@ -159,23 +222,45 @@ impl<'a> Scan<'a> {
         fns.for_machine && (0..p.levels.len()).all(|x| self.level(p, l, &fns.levels[x], x))
     }
 
-    /// [`Scan::is_legal`] of layout `i` of `set` (`l`): each level is decided once per
-    /// class of layouts that read alike there ([`ScanSet`]), the answers kept in `memo`
-    /// (one per scan: [`Scan::memo`]).
+    /// [`Scan::is_legal`] of layout `i` of `set` (`l`): each kind of layouts is decided
+    /// once, and each level once per class of layouts that read alike there
+    /// ([`ScanSet`]), the answers kept in `memo` (one per scan: [`Scan::memo`]).
     pub fn is_legal_in(
         &self,
         l: &TensorLayout,
         (set, i): (&ScanSet, usize),
         memo: &mut ScanMemo,
     ) -> bool {
-        let Some(p) = self.scanned(l) else {
+        let p = match memo.prepared {
+            true => self.prepared.as_ref(),
+            false => self.scanned(l),
+        };
+        let Some(p) = p else {
             return self.whole(l);
         };
-        if !set.for_machine[i] {
-            return false;
+        let kind = set.kind[i] as usize;
+        if let Some(ok) = memo.kinds[kind] {
+            return ok;
         }
+        let ok = set.for_machine[i] && self.levels_in(p, l, (set, i), memo);
+        memo.kinds[kind] = Some(ok);
+        ok
+    }
+
+    /// Whether every level keeps the rule with the hole laid out as `l`, layout `i` of
+    /// `set`: each level decided once per class.
+    fn levels_in(
+        &self,
+        p: &Prepared<'_>,
+        l: &TensorLayout,
+        (set, i): (&ScanSet, usize),
+        memo: &mut ScanMemo,
+    ) -> bool {
         for x in 0..p.levels.len() {
-            let c = set.class[i][x] as usize;
+            // A layout of fewer levels than the set's first: worked out on its own.
+            let Some(c) = set.class_of(i, x) else {
+                return self.is_legal(l);
+            };
             let known = &mut memo.levels[x][c];
             let ok = match *known {
                 Some(ok) => ok,
@@ -191,8 +276,14 @@ impl<'a> Scan<'a> {
 
     /// An empty memo for [`Scan::is_legal_in`] over `set`.
     pub fn memo(&self, set: &ScanSet) -> ScanMemo {
+        let prepared = match (&self.prepared, &set.shape) {
+            (Some(p), Some((shape, dtype))) => p.exact && p.shape == *shape && p.dtype == *dtype,
+            _ => false,
+        };
         ScanMemo {
             levels: (set.classes.iter()).map(|c| vec![None; c.len()]).collect(),
+            kinds: vec![None; set.kinds],
+            prepared,
         }
     }
 
