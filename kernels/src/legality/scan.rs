@@ -110,7 +110,7 @@ impl ScanSet {
             let for_machine = for_machine(l, m);
             ids.0 = for_machine;
             ids.1.clear();
-            for x in 0..set.levels {
+            for (x, seen) in seen.iter_mut().enumerate() {
                 // A layout of other levels (not of this machine) takes classes of its own.
                 let Some(rep) = (x < levels).then(|| l.levels()[x].replicated) else {
                     ids.1.push(u32::MAX);
@@ -121,11 +121,11 @@ impl ScanSet {
                 for (a, (f, &e)) in key.1.iter_mut().zip(shape).enumerate() {
                     f.set_of(l, a, x, e);
                 }
-                let next = seen[x].len() as u32;
-                let id = match seen[x].get(&key) {
+                let next = seen.len() as u32;
+                let id = match seen.get(&key) {
                     Some(&id) => id,
                     None => {
-                        seen[x].insert(key.clone(), next);
+                        seen.insert(key.clone(), next);
                         next
                     }
                 };
