@@ -730,10 +730,15 @@ fn equal_layouts_hash_equal() {
         bind("((2, 4_PE), (4))", &m, &[8, 4], DType::F32),
         bind("((8), (4_PE))", &m, &[8, 4], DType::F16),
     ];
+    // Those of one machine that differ hash apart too (the hash reads their shape,
+    // sub-axes, replicated levels and dtype): a planner's table of candidates relies on it
+    // for its speed.
     for (i, x) in others.iter().enumerate() {
         assert_ne!(&a, x, "{i}");
+        assert_ne!(s.hash_one(&a), s.hash_one(x), "{i}");
         for y in &others[i + 1..] {
             assert_ne!(x, y);
+            assert_ne!(s.hash_one(x), s.hash_one(y));
         }
     }
 }

@@ -295,11 +295,12 @@ fn equal_to_exhaustive_search_on_a_small_case() {
         let l = mnsim_arch::TensorLayout::parse(c, &m, Some(shape.0), shape.1).unwrap();
         for skip in [None, Some(0), Some(1)] {
             for n in plan::candidates::STREAM_STEPS {
-                if let Some(s) = plan::candidates::streamed(&m, &l, shape, skip, n)
-                    && !cands.contains(&s.text)
-                    && !streams.contains(&s.text)
+                if let Some(s) =
+                    plan::candidates::streamed(&m, &l, shape, skip, n).map(|s| s.text())
+                    && !cands.contains(&s)
+                    && !streams.contains(&s)
                 {
-                    streams.push(s.text);
+                    streams.push(s);
                 }
             }
         }

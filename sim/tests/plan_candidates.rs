@@ -15,14 +15,14 @@ fn check_space(machine: &str, dims: &[u64], dtype: DType, space: Space) -> usize
     let mut seen = HashSet::new();
     for x in &c {
         // Binds, and the canonical text binds back to the same layout.
-        let again = TensorLayout::parse(&x.text, &m, Some(dims), dtype)
-            .unwrap_or_else(|e| panic!("{} does not bind: {e}", x.text));
-        assert_eq!(again, x.layout, "{}", x.text);
-        assert_eq!(x.layout.canonical(), x.text);
-        assert!(seen.insert(x.text.clone()), "duplicate {}", x.text);
+        let text = x.text();
+        let again = TensorLayout::parse(&text, &m, Some(dims), dtype)
+            .unwrap_or_else(|e| panic!("{text} does not bind: {e}"));
+        assert_eq!(again, x.layout, "{text}");
+        assert!(seen.insert(text.clone()), "duplicate {text}");
         // Fits LM (one step's slice).
         let lm_words = m.leaf_memory_bytes() / m.word_bytes;
-        assert!(x.layout.footprint_words() <= lm_words, "{}", x.text);
+        assert!(x.layout.footprint_words() <= lm_words, "{text}");
     }
     // The core comes first.
     let first_non_core = c.iter().position(|x| !x.core).unwrap_or(c.len());
@@ -56,7 +56,7 @@ fn a_tensor_larger_than_lm_gets_time_steps() {
         .iter()
         .find(|x| x.layout.replicas() == 4096)
         .expect("a replicated one");
-    assert!(replicated.layout.time_steps() > 1, "{}", replicated.text);
+    assert!(replicated.layout.time_steps() > 1, "{}", replicated.text());
 }
 
 #[test]
@@ -159,7 +159,7 @@ fn the_hand_layouts_of_shipped_scenarios_are_candidates() {
                         },
                     )
                     .into_iter()
-                    .map(|x| x.text)
+                    .map(|x| x.text())
                     .collect()
                 });
                 assert!(

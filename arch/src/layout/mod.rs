@@ -111,16 +111,19 @@ impl std::ops::Deref for TensorLayout {
     }
 }
 
-/// Hashes what defines the layout (its shape, sub-axes, levels, dtype and word); the
-/// rest of the body follows from them, so equal layouts hash equal. Cheaper than keying
+/// Hashes what sets layouts of one machine apart (their shape, sub-axes, which levels
+/// hold copies and the dtype): equal layouts hash equal (the hash reads part of what
+/// equality compares), and layouts of one machine that differ differ in one of those
+/// (the levels' names and fan-outs and the word are the machine's). Cheaper than keying
 /// a table by the canonical text.
 impl std::hash::Hash for TensorLayout {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         self.0.logical.hash(h);
         self.0.groups.hash(h);
-        self.0.levels.hash(h);
+        for l in &self.0.levels {
+            l.replicated.hash(h);
+        }
         self.0.dtype.hash(h);
-        self.0.word_bytes.hash(h);
     }
 }
 

@@ -142,7 +142,7 @@ pub struct PlanOptions {
 pub fn candidates(m: &Machine, dims: &[u64], dtype: DType, implicit_pad: bool) -> Vec<String> {
     candidates::generate(m, dims, dtype, implicit_pad, Space::default())
         .into_iter()
-        .map(|c| c.text)
+        .map(|c| c.text())
         .collect()
 }
 

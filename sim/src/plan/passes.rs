@@ -264,14 +264,14 @@ fn planned(
         .vars
         .iter()
         .zip(pick)
-        .map(|(v, &id)| (v.name.clone(), model.text(id).to_string()))
+        .map(|(v, &id)| (v.name.clone(), model.text(id)))
         .collect();
     let inserted: Vec<InsertedOp> = ins
         .iter()
         .map(|i| InsertedOp {
             before: i.before,
             tensor: i.tensor.clone(),
-            layout: model.text(i.layout).to_string(),
+            layout: model.text(i.layout),
             cycles: i.cycles,
         })
         .collect();

@@ -19,7 +19,6 @@
 
 use mnsim_arch::layout::{AxisName, Class, SubAxisExpr};
 use mnsim_arch::{DType, LayoutExpr, Machine, TensorLayout};
-use std::hash::BuildHasher;
 /// Candidate texts hash with a fixed, fast hasher (not SipHash: thousands per tensor).
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
@@ -50,14 +49,21 @@ impl Default for Space {
 /// Candidates per tensor in the default space.
 pub const MAX_CANDIDATES: usize = 4_000;
 
-/// One candidate: its canonical text and the bound layout.
+/// One candidate: the bound layout ([`Candidate::text`] its canonical text).
 #[derive(Clone, Debug)]
 pub struct Candidate {
-    pub text: String,
     pub layout: TensorLayout,
     /// Whole fan-outs only, levels root-most first: the core of the space, which the
     /// search covers first.
     pub core: bool,
+}
+
+impl Candidate {
+    /// The canonical text, written when asked (the planner keeps the bound layouts, and
+    /// prints the few it reports).
+    pub fn text(&self) -> String {
+        self.layout.canonical()
+    }
 }
 
 /// Power-of-two parts of a fan-out a split may use (> 1), smallest first.
@@ -188,12 +194,12 @@ impl<'a> Tensor<'a> {
     }
 }
 
-/// The candidates found so far, the hashes of their texts (where two layouts built
-/// apart may be one: [`Tensor::distinct_names`]), and the layout being built (its
-/// vectors reused from one layout to the next).
+/// The candidates found so far, their texts (where two layouts built apart may read
+/// as one: [`Tensor::distinct_names`]), and the layout being built (its vectors reused
+/// from one layout to the next).
 struct Found {
     out: Vec<Candidate>,
-    seen: Option<HashSet<u64>>,
+    seen: Option<HashSet<String>>,
     expr: LayoutExpr,
 }
 
@@ -216,14 +222,12 @@ impl Found {
 
     /// Keeps `layout` unless a candidate of the same text was kept before.
     fn keep(&mut self, layout: TensorLayout, core: bool) {
-        let text = layout.canonical();
-        if let Some(seen) = &mut self.seen {
-            let h = seen.hasher().hash_one(text.as_str());
-            if !seen.insert(h) && self.out.iter().any(|c| c.text == text) {
-                return;
-            }
+        if let Some(seen) = &mut self.seen
+            && !seen.insert(layout.canonical())
+        {
+            return;
         }
-        self.out.push(Candidate { text, layout, core });
+        self.out.push(Candidate { layout, core });
     }
 }
 
@@ -560,11 +564,7 @@ pub fn bind_text(
 ) -> Option<Candidate> {
     let expr = LayoutExpr::parse(text).ok()?;
     let layout = TensorLayout::bind(&expr, m, Some(dims), dtype, implicit_pad).ok()?;
-    Some(Candidate {
-        text: layout.canonical(),
-        layout,
-        core: true,
-    })
+    Some(Candidate { layout, core: true })
 }
 
 #[cfg(test)]

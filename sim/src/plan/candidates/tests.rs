@@ -203,11 +203,7 @@ mod reference {
             if let Ok(layout) = TensorLayout::bind(&expr, m, dims, self.dtype, self.implicit_pad) {
                 let canon = layout.canonical();
                 if self.seen.insert(canon.clone()) {
-                    self.out.push(Candidate {
-                        text: canon,
-                        layout,
-                        core,
-                    });
+                    self.out.push(Candidate { layout, core });
                 }
             }
         }
@@ -239,7 +235,7 @@ fn same(machine_name: &str, dims: &[u64], dtype: DType, implicit_pad: bool, spac
     let fast = generate(&m, dims, dtype, implicit_pad, space);
     let slow = reference::generate(&m, dims, dtype, implicit_pad, space);
     let at = format!("{machine_name} {dims:?} {dtype} pad {implicit_pad} {space:?}");
-    let text = |c: &[Candidate], i: usize| c.get(i).map(|x| x.text.clone());
+    let text = |c: &[Candidate], i: usize| c.get(i).map(Candidate::text);
     for i in 0..fast.len().max(slow.len()) {
         let (f, s) = (text(&fast, i), text(&slow, i));
         assert_eq!(

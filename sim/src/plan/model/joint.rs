@@ -153,7 +153,7 @@ impl Model {
                             layout_of[r].filter(|_| same)
                         });
                         if let Some(l) = from {
-                            let text = self.layout_text[l as usize].clone();
+                            let text = self.layouts[l as usize].canonical();
                             st[v] = self.bind_for(w, &text);
                         }
                     }
@@ -261,7 +261,7 @@ impl Model {
                 if operands[j].dims != operands[n - 1].dims {
                     continue;
                 }
-                let text = self.layout_text[l as usize].clone();
+                let text = self.layouts[l as usize].canonical();
                 if let Some(id) = self.bind_for(out_t, &text) {
                     let mut s = state.to_vec();
                     s[ov] = Some(id);

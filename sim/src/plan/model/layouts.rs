@@ -6,6 +6,7 @@ use super::super::cost::Held;
 use super::{HashMap, LayoutId, Model, ShapeKey, StateId};
 use crate::scenario::Resolved;
 use mnsim_arch::TensorLayout;
+use std::collections::hash_map::Entry;
 
 impl Model {
     /// The shape key of tensor `t`: its dims, dtype and whether it is padded.
@@ -40,9 +41,14 @@ impl Model {
             return g.clone();
         }
         let core = c.iter().filter(|c| c.core).count();
+        // Room for them all at once: no layout is hashed again as the map grows.
+        let room = self.layout_ids.entry(key.clone()).or_default();
+        room.reserve(c.len());
+        self.layouts.reserve(c.len());
+        self.footprint.reserve(c.len());
         let ids: Vec<LayoutId> = c
             .into_iter()
-            .map(|c| self.intern_as(&key, c.text, c.layout))
+            .map(|c| self.intern_as(&key, c.layout))
             .collect();
         self.generated.insert(key, (ids.clone(), core));
         (ids, core)
@@ -51,21 +57,28 @@ impl Model {
     /// Interns a bound layout of tensor `t`.
     pub fn intern(&mut self, t: usize, l: TensorLayout) -> LayoutId {
         let key = self.shape_key(t);
-        let text = l.canonical();
-        self.intern_as(&key, text, l)
+        self.intern_as(&key, l)
     }
 
-    /// Interns layout `l` (canonical text `text`) of a tensor of shape `key`.
-    pub(super) fn intern_as(&mut self, key: &ShapeKey, text: String, l: TensorLayout) -> LayoutId {
-        if let Some(&id) = self.layout_ids.get(key).and_then(|m| m.get(text.as_str())) {
-            return id;
+    /// Interns layout `l` of a tensor of shape `key`: one id per bound layout (two of
+    /// one canonical text are one layout, on a machine whose level names read apart
+    /// from `W`, `Time` and each other, as every preset's do).
+    pub(super) fn intern_as(&mut self, key: &ShapeKey, l: TensorLayout) -> LayoutId {
+        let ids = match self.layout_ids.get_mut(key) {
+            Some(ids) => ids,
+            None => self.layout_ids.entry(key.clone()).or_default(),
+        };
+        // Hashed once, looked up and inserted alike.
+        match ids.entry(l) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let id = self.layouts.len() as LayoutId;
+                self.footprint.push(e.key().footprint_words());
+                self.layouts.push(e.key().clone());
+                e.insert(id);
+                id
+            }
         }
-        let id = self.layouts.len() as LayoutId;
-        self.footprint.push(l.footprint_words());
-        self.layouts.push(l);
-        self.layout_text.push(text.clone());
-        (self.layout_ids.entry(key.clone()).or_default()).insert(text, id);
-        id
     }
 
     /// Interns `layout` for the tensor of variable `v` and adds it to its candidates
@@ -116,8 +129,9 @@ impl Model {
         &self.layouts[id as usize]
     }
 
-    pub fn text(&self, id: LayoutId) -> &str {
-        &self.layout_text[id as usize]
+    /// The canonical text of layout `id`.
+    pub fn text(&self, id: LayoutId) -> String {
+        self.layouts[id as usize].canonical()
     }
 
     /// The resolved program the model was built from.

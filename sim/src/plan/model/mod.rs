@@ -190,10 +190,9 @@ pub struct Model {
     ops: std::sync::Arc<Vec<ModelOp>>,
     pub vars: Vec<Var>,
     layouts: Vec<TensorLayout>,
-    layout_text: Vec<String>,
-    /// Interned layouts by shape, then canonical text (looked up without copying
-    /// either): tensors of one shape share them.
-    layout_ids: HashMap<ShapeKey, HashMap<String, LayoutId>>,
+    /// Interned layouts by shape, then the bound layout (its defining parts hashed: no
+    /// text is written): tensors of one shape share them.
+    layout_ids: HashMap<ShapeKey, HashMap<TensorLayout, LayoutId>>,
     footprint: Vec<u64>,
     states: Vec<(LayoutId, Vec<usize>)>,
     state_ids: HashMap<(LayoutId, Vec<usize>), StateId>,
@@ -286,7 +285,6 @@ impl Model {
             ops: Default::default(),
             vars: Vec::new(),
             layouts: Vec::new(),
-            layout_text: Vec::new(),
             layout_ids: HashMap::default(),
             footprint: Vec::new(),
             states: Vec::new(),
