@@ -85,7 +85,7 @@ fn run(
         r.partial
             .iter()
             .rev()
-            .map(|&p| r.layout.levels()[p].name.clone())
+            .map(|&p| r.layout.levels()[p].name.to_string())
             .collect()
     };
     for lv in partial {

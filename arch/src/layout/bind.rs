@@ -415,7 +415,7 @@ impl<'a> Binder<'a> {
             let axes = classes.axes(3 + i);
             if axes.is_empty() {
                 levels.push(LevelUse {
-                    name: name.to_string(),
+                    name: name.into(),
                     fanout,
                     replicated: true,
                     used: fanout,
@@ -454,7 +454,7 @@ impl<'a> Binder<'a> {
             })?;
             let used = checked_product(axes.iter().map(|s| s.size)).unwrap_or(u64::MAX);
             levels.push(LevelUse {
-                name: name.to_string(),
+                name: name.into(),
                 fanout,
                 replicated: false,
                 used,

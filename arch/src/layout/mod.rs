@@ -76,7 +76,9 @@ pub struct SubAxis {
 /// How one addressable level is used by a layout.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LevelUse {
-    pub name: String,
+    /// The level's name, held in place (no allocation: every layout bound has one per
+    /// level).
+    pub name: smol_str::SmolStr,
     /// Positions among siblings (folded fan-out).
     pub fanout: u64,
     /// No sub-axis names this level: every position holds a copy.

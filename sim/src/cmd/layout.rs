@@ -103,7 +103,7 @@ fn map(a: MapArgs) -> Result<(), Report> {
     let names: Vec<String> = l
         .levels()
         .iter()
-        .map(|lv| serde_json::to_string(&lv.name).unwrap_or_default())
+        .map(|lv| serde_json::to_string(lv.name.as_str()).unwrap_or_default())
         .collect();
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);

@@ -431,7 +431,7 @@ impl Engine {
                 r.partial
                     .iter()
                     .rev()
-                    .map(|&p| r.layout.levels()[p].name.clone())
+                    .map(|&p| r.layout.levels()[p].name.to_string())
                     .collect()
             })
             .unwrap_or_default()

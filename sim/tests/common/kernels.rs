@@ -77,7 +77,7 @@ pub fn run(
         r.partial
             .iter()
             .rev()
-            .map(|&p| r.layout.levels()[p].name.clone())
+            .map(|&p| r.layout.levels()[p].name.to_string())
             .collect()
     };
     for lv in partial {

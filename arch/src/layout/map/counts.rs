@@ -128,7 +128,7 @@ impl TensorLayout {
                 .filter(|b| !b.replicated)
                 .fold(1u64, |a, b| a.saturating_mul(b.used));
             out.push(LevelStat {
-                name: l.name.clone(),
+                name: l.name.to_string(),
                 fanout: l.fanout,
                 replicated: l.replicated,
                 used: l.used,
