@@ -59,6 +59,7 @@ impl TensorLayout {
                 a.saturating_add((s.size - 1).saturating_mul(s.stride))
             })
             .saturating_add(1);
+        let hash = super::key_hash(&logical, &groups, &levels, dtype);
         Ok(TensorLayout(std::sync::Arc::new(super::body::Body {
             logical,
             padded,
@@ -69,6 +70,7 @@ impl TensorLayout {
             slots,
             footprint_words,
             time_span,
+            hash,
             flat,
             inv_mem,
             inv_w,

@@ -114,19 +114,32 @@ impl std::ops::Deref for TensorLayout {
 }
 
 /// Hashes what sets layouts of one machine apart (their shape, sub-axes, which levels
-/// hold copies and the dtype): equal layouts hash equal (the hash reads part of what
-/// equality compares), and layouts of one machine that differ differ in one of those
-/// (the levels' names and fan-outs and the word are the machine's). Cheaper than keying
-/// a table by the canonical text.
+/// hold copies and the dtype), worked out once when the layout is bound: equal layouts
+/// hash equal (the hash reads part of what equality compares), and layouts of one
+/// machine that differ differ in one of those (the levels' names and fan-outs and the
+/// word are the machine's). Cheaper than keying a table by the canonical text.
 impl std::hash::Hash for TensorLayout {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        self.0.logical.hash(h);
-        self.0.groups.hash(h);
-        for l in &self.0.levels {
-            l.replicated.hash(h);
-        }
-        self.0.dtype.hash(h);
+        h.write_u64(self.0.hash);
     }
+}
+
+/// The hash [`TensorLayout`]'s `Hash` writes, of the parts of a layout being bound.
+pub(crate) fn key_hash(
+    logical: &[u64],
+    groups: &[Vec<SubAxis>],
+    levels: &[LevelUse],
+    dtype: DType,
+) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = foldhash::fast::FixedState::default().build_hasher();
+    logical.hash(&mut h);
+    groups.hash(&mut h);
+    for l in levels {
+        l.replicated.hash(&mut h);
+    }
+    dtype.hash(&mut h);
+    h.finish()
 }
 
 impl fmt::Debug for TensorLayout {
@@ -141,6 +154,9 @@ mod body {
     /// The body of a [`super::TensorLayout`] (its fields are the layout module's).
     #[derive(Debug, PartialEq, Eq)]
     pub struct Body {
+        /// [`super::key_hash`] of the layout (its `Hash`); first, so that layouts that
+        /// differ compare unequal at once.
+        pub(in crate::layout) hash: u64,
         pub(in crate::layout) logical: Vec<u64>,
         pub(in crate::layout) padded: Vec<u64>,
         pub(in crate::layout) groups: Vec<Vec<SubAxis>>,
