@@ -523,14 +523,15 @@ fn full_fingerprint(producers: &[Option<(usize, u64)>], scratch: &[Task]) -> u64
     )
 }
 
-/// A hash of `parts` under `tag` (SipHash with fixed keys: the same on every machine),
+/// A hash of `parts` under `tag` (foldhash's quality hasher with its fixed seed: the
+/// same on every machine, and several times faster than SipHash on these few words),
 /// never 0; 0 when there are none.
 fn fingerprint<T: std::hash::Hash>(tag: &str, parts: impl ExactSizeIterator<Item = T>) -> u64 {
-    use std::hash::Hasher;
+    use std::hash::{BuildHasher, Hasher};
     if parts.len() == 0 {
         return 0;
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = foldhash::quality::FixedState::default().build_hasher();
     std::hash::Hash::hash(tag, &mut h);
     for p in parts {
         p.hash(&mut h);
