@@ -226,8 +226,10 @@ impl SimWorld {
     /// Forgets every resource's busy state: the next op meets an idle machine.
     pub fn clear_busy(&mut self) {
         for &e in &self.levels {
-            if let Some(mut b) = self.world.get_mut::<LevelBusy>(e) {
-                b.0 = BusyTable::default();
+            // A level nothing booked is left as it is (a measurement touches few).
+            let booked = (self.world.get::<LevelBusy>(e)).is_some_and(|b| !b.0.is_empty());
+            if booked && let Some(mut b) = self.world.get_mut::<LevelBusy>(e) {
+                b.0.reset();
             }
         }
     }

@@ -456,6 +456,12 @@ impl BusyTable {
         }
     }
 
+    /// Whether the table is as [`BusyTable::default`] gives it: nothing booked, not
+    /// logging.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty() && self.log.is_none()
+    }
+
     /// Empties the table, as [`BusyTable::default`] gives it (not logging), keeping its
     /// vector of slots.
     pub fn reset(&mut self) {
