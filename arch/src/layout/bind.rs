@@ -52,7 +52,6 @@ impl TensorLayout {
         let (levels, inv_levels) = b.bind_levels(&classes)?;
         let [inv_mem, inv_w, inv_time] = bind_cell_classes(&classes, word_bytes, slots, dtype)?;
         let footprint_words = b.check_footprint(&classes, word_bytes)?;
-        let flat = flat_sub_axes(&groups);
         let time_span = (groups.iter().flatten())
             .filter(|s| s.class == Class::Time)
             .fold(0u64, |a, s| {
@@ -71,7 +70,7 @@ impl TensorLayout {
             footprint_words,
             time_span,
             hash,
-            flat,
+            flat_once: std::sync::OnceLock::new(),
             inv_mem,
             inv_w,
             inv_time,
@@ -522,7 +521,7 @@ fn bind_cell_classes(
 }
 
 /// Flat list of all sub-axes (group-major) with the radix of each inside its group.
-fn flat_sub_axes(groups: &[Vec<SubAxis>]) -> Vec<(usize, SubAxis, u64)> {
+pub(super) fn flat_sub_axes(groups: &[Vec<SubAxis>]) -> Vec<(usize, SubAxis, u64)> {
     let mut flat = Vec::with_capacity(groups.iter().map(Vec::len).sum());
     for (g, subs) in groups.iter().enumerate() {
         let at = flat.len();

@@ -152,7 +152,7 @@ mod body {
     use super::{DType, Inverse, LevelUse, SubAxis};
 
     /// The body of a [`super::TensorLayout`] (its fields are the layout module's).
-    #[derive(Debug, PartialEq, Eq)]
+    #[derive(Debug)]
     pub struct Body {
         /// [`super::key_hash`] of the layout (its `Hash`); first, so that layouts that
         /// differ compare unequal at once.
@@ -167,11 +167,62 @@ mod body {
         pub(in crate::layout) footprint_words: u64,
         /// Time steps spanned (max step + 1), read at every op a planner walks.
         pub(in crate::layout) time_span: u64,
-        /// Flat list of all sub-axes (group-major) with the radix of each inside its group.
-        pub(in crate::layout) flat: Vec<(usize, SubAxis, u64)>,
+        /// Flat list of all sub-axes (group-major) with the radix of each inside its
+        /// group, made when first read ([`super::TensorLayout::flat`]): what maps
+        /// elements one by one reads, which most layouts a planner binds never do.
+        pub(in crate::layout) flat_once: std::sync::OnceLock<Vec<(usize, SubAxis, u64)>>,
         pub(in crate::layout) inv_mem: Inverse,
         pub(in crate::layout) inv_w: Inverse,
         pub(in crate::layout) inv_time: Inverse,
         pub(in crate::layout) inv_levels: Vec<Inverse>,
+    }
+
+    /// Every part but the flat list, which follows from the groups (and may not be
+    /// made yet).
+    impl PartialEq for Body {
+        fn eq(&self, o: &Body) -> bool {
+            let Body {
+                hash,
+                logical,
+                padded,
+                groups,
+                levels,
+                dtype,
+                word_bytes,
+                slots,
+                footprint_words,
+                time_span,
+                flat_once: _,
+                inv_mem,
+                inv_w,
+                inv_time,
+                inv_levels,
+            } = self;
+            *hash == o.hash
+                && *logical == o.logical
+                && *padded == o.padded
+                && *groups == o.groups
+                && *levels == o.levels
+                && *dtype == o.dtype
+                && *word_bytes == o.word_bytes
+                && *slots == o.slots
+                && *footprint_words == o.footprint_words
+                && *time_span == o.time_span
+                && *inv_mem == o.inv_mem
+                && *inv_w == o.inv_w
+                && *inv_time == o.inv_time
+                && *inv_levels == o.inv_levels
+        }
+    }
+
+    impl Eq for Body {}
+}
+
+impl TensorLayout {
+    /// Every sub-axis, group-major, with its group and its radix inside the group.
+    pub(in crate::layout) fn flat(&self) -> &[(usize, SubAxis, u64)] {
+        self.0
+            .flat_once
+            .get_or_init(|| bind::flat_sub_axes(&self.0.groups))
     }
 }

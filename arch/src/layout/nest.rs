@@ -96,7 +96,7 @@ impl Shard<'_> {
         // Per axis: the fixed part of the index and its largest value over the shard.
         let mut base = vec![0u64; ng];
         let mut top = vec![0u64; ng];
-        for (j, &(g, s, radix)) in l.flat.iter().enumerate() {
+        for (j, &(g, s, radix)) in l.flat().iter().enumerate() {
             let v = match self.fixed[j] {
                 Some(k) => {
                     base[g] += k * radix;
@@ -116,7 +116,7 @@ impl Shard<'_> {
             ..Cell::default()
         };
         let loops = l
-            .flat
+            .flat()
             .iter()
             .zip(&self.fixed)
             .filter(|(_, f)| f.is_none())

@@ -23,7 +23,7 @@ impl TensorLayout {
             .map(|l| (!l.replicated).then_some(0))
             .collect();
         let (mut addr, mut w, mut t) = (0u64, 0u64, 0u64);
-        for &(g, s, radix) in &self.flat {
+        for &(g, s, radix) in self.flat() {
             let k = (index[g] / radix) % s.size;
             let v = k * s.stride;
             match s.class {
@@ -57,12 +57,12 @@ impl TensorLayout {
         if pos.len() != self.levels.len() {
             return None;
         }
-        let mut sub_idx = vec![0u64; self.flat.len()];
+        let mut sub_idx = vec![0u64; self.flat().len()];
         let mut solve = |class: Class, inv: &Inverse, value: u64| -> Option<()> {
-            let ids: Vec<usize> = (0..self.flat.len())
-                .filter(|&j| self.flat[j].1.class == class)
+            let ids: Vec<usize> = (0..self.flat().len())
+                .filter(|&j| self.flat()[j].1.class == class)
                 .collect();
-            let axes: Vec<SubAxis> = ids.iter().map(|&j| self.flat[j].1).collect();
+            let axes: Vec<SubAxis> = ids.iter().map(|&j| self.flat()[j].1).collect();
             let idx = invert(inv, &axes, value)?;
             for (j, k) in ids.into_iter().zip(idx) {
                 sub_idx[j] = k;
@@ -83,7 +83,7 @@ impl TensorLayout {
             }
         }
         let mut index = vec![0u64; self.groups.len()];
-        for (j, &(g, s, radix)) in self.flat.iter().enumerate() {
+        for (j, &(g, s, radix)) in self.flat().iter().enumerate() {
             let _ = s;
             index[g] += sub_idx[j] * radix;
         }

@@ -19,9 +19,9 @@ impl TensorLayout {
         if pos.len() != self.levels.len() {
             return None;
         }
-        let mut fixed: Vec<Option<u64>> = vec![None; self.flat.len()];
+        let mut fixed: Vec<Option<u64>> = vec![None; self.flat().len()];
         // Flat indices of one level's sub-axes (reused: one allocation per shard).
-        let mut ids: Vec<usize> = Vec::with_capacity(self.flat.len());
+        let mut ids: Vec<usize> = Vec::with_capacity(self.flat().len());
         for (i, l) in self.levels.iter().enumerate() {
             if pos[i] >= l.fanout {
                 return None;
@@ -30,8 +30,10 @@ impl TensorLayout {
                 continue;
             }
             ids.clear();
-            ids.extend((0..self.flat.len()).filter(|&j| self.flat[j].1.class == Class::Level(i)));
-            invert_into(&self.inv_levels[i], &self.flat, &ids, pos[i], &mut fixed)?;
+            ids.extend(
+                (0..self.flat().len()).filter(|&j| self.flat()[j].1.class == Class::Level(i)),
+            );
+            invert_into(&self.inv_levels[i], self.flat(), &ids, pos[i], &mut fixed)?;
         }
         Some(Shard {
             layout: self,
@@ -69,7 +71,7 @@ impl Shard<'_> {
         for (g, &limit) in dims.iter().enumerate().take(l.groups.len()) {
             let mut base = 0u64;
             let mut free: Vec<(u64, u64)> = Vec::new();
-            for (j, &(gg, s, radix)) in l.flat.iter().enumerate() {
+            for (j, &(gg, s, radix)) in l.flat().iter().enumerate() {
                 if gg != g {
                     continue;
                 }

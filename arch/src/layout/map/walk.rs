@@ -126,7 +126,7 @@ impl Shard<'_> {
         let Scratch { index, free, digit } = sc;
         index.clear();
         index.resize(ng, 0);
-        for (j, &(g, _, radix)) in l.flat.iter().enumerate() {
+        for (j, &(g, _, radix)) in l.flat().iter().enumerate() {
             if let Some(k) = self.fixed[j] {
                 index[g] += k * radix;
             }
@@ -139,7 +139,7 @@ impl Shard<'_> {
         let mut bad = (0..ng).filter(|&g| index[g] >= lim(g)).count();
         free.clear();
         free.extend(
-            l.flat
+            l.flat()
                 .iter()
                 .enumerate()
                 .filter(|(j, _)| self.fixed[*j].is_none())
