@@ -121,27 +121,11 @@ impl ScanSet {
                 for (a, (f, &e)) in key.1.iter_mut().zip(shape).enumerate() {
                     f.set_of(l, a, x, e);
                 }
-                let next = seen.len() as u32;
-                let id = match seen.get(&key) {
-                    Some(&id) => id,
-                    None => {
-                        seen.insert(key.clone(), next);
-                        next
-                    }
-                };
-                ids.1.push(id);
+                ids.1.push(id_of(seen, &key));
             }
             set.class.extend_from_slice(&ids.1);
             set.for_machine.push(for_machine);
-            let next = kinds.len() as u32;
-            let kind = match kinds.get(&ids) {
-                Some(&k) => k,
-                None => {
-                    kinds.insert(ids.clone(), next);
-                    next
-                }
-            };
-            set.kind.push(kind);
+            set.kind.push(id_of(&mut kinds, &ids));
         }
         set.kinds = kinds.len();
         // Each class's contributions at its id (the maps are only looked up: their
@@ -165,6 +149,17 @@ impl ScanSet {
             .get(i.checked_mul(self.levels)?.checked_add(x)?)?;
         (c != u32::MAX).then_some(c as usize)
     }
+}
+
+/// The id of `key` in `ids` (numbered in order of first appearance), a copy of `key`
+/// kept where it is new: looked up by reference, so a key met before is not copied.
+fn id_of<K: std::hash::Hash + Eq + Clone>(ids: &mut HashMap<K, u32>, key: &K) -> u32 {
+    if let Some(&id) = ids.get(key) {
+        return id;
+    }
+    let id = ids.len() as u32;
+    ids.insert(key.clone(), id);
+    id
 }
 
 /// What a [`Scan`] found of each class of a [`ScanSet`], per level, and of each kind.

@@ -539,13 +539,7 @@ proptest::proptest! {
     /// the rest follow; in order or not, some twice) or not at all (sent when the
     /// program ends).
     #[test]
-    fn steady_sends_place_as_sends_one_by_one(
-        first in 0u64..500,
-        streams in proptest::collection::vec(
-            (1u32..300, 1u64..8, 0u64..8, 0u64..10, 1u32..4, 0u32..6),
-            1..4,
-        ),
-    ) {
+    fn steady_sends_place_as_sends_one_by_one((first, streams) in stream_programs()) {
         let tasks = stream_program(first, &streams);
         let [(a, trains), (b, one)] = both_ways(&tasks);
         proptest::prop_assert_eq!(&a.placed, &b.placed);
@@ -560,13 +554,7 @@ proptest::proptest! {
     /// times written straight from its sends; worked out send by send (the way of any
     /// other stream), the placements, busy state and times are the same.
     #[test]
-    fn streams_sent_once_finish_as_send_by_send(
-        first in 0u64..500,
-        streams in proptest::collection::vec(
-            (1u32..300, 1u64..8, 0u64..8, 0u64..10, 1u32..4, 0u32..6),
-            1..4,
-        ),
-    ) {
+    fn streams_sent_once_finish_as_send_by_send((first, streams) in stream_programs()) {
         let tasks = stream_program(first, &streams);
         let [(a, trains), _] = both_ways(&tasks);
         consumed::SEND_BY_SEND.set(true);
@@ -587,13 +575,29 @@ fn a_stream_read_once_in_order_finishes_from_its_sends() {
     assert!(consumed::SENT_ONCE.get() > before);
 }
 
+/// A stream of [`stream_program`]: its slices, cycles a slice and of those on the port,
+/// the kernel's work a slice, its buffers, and how it is read.
+type Stream = (u32, u64, u64, u64, u32, u32);
+
+/// What [`stream_program`] builds a program of: its first transfer's cycles, and one to
+/// three streams.
+fn stream_programs() -> impl proptest::strategy::Strategy<Value = (u64, Vec<Stream>)> {
+    (
+        0u64..500,
+        proptest::collection::vec(
+            (1u32..300, 1u64..8, 0u64..8, 0u64..10, 1u32..4, 0u32..6),
+            1..4,
+        ),
+    )
+}
+
 /// A transfer on the port, then per entry of `streams` (`n` slices, cycles `per` a
 /// slice of which `busy` on the port, the kernel's `work` a slice, `buffers`, and how
 /// it `reads`) a stream of even shares read slice by slice by a kernel on the vector
 /// unit: every slice, or the first half (the rest follow); in order, backwards, or
 /// seven apart (twice a slice where 7 divides `n`); or not at all (sent when the
 /// program ends).
-fn stream_program(first: u64, streams: &[(u32, u64, u64, u64, u32, u32)]) -> Vec<Task> {
+fn stream_program(first: u64, streams: &[Stream]) -> Vec<Task> {
     let mut tasks = vec![load(first.max(1), first, 90, 1)];
     for (i, &(n, per, busy, work, buffers, reads)) in streams.iter().enumerate() {
         let base = 2 * i as u32;
