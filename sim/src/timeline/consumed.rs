@@ -19,7 +19,7 @@ thread_local! {
 }
 
 /// Whether a test asks for the times of consumed streams send by send (never outside
-/// tests); counts the streams asked about otherwise.
+/// tests); in tests, counts the streams that take the direct way otherwise.
 fn tests_send_by_send() -> bool {
     #[cfg(test)]
     {

@@ -1,5 +1,5 @@
 //! The model's interned layouts and states: candidates generated once per shape, a
-//! layout interned by (shape, canonical text), a state by (layout, partial levels).
+//! layout interned by (shape, bound layout), a state by (layout, partial levels).
 
 use super::super::candidates;
 use super::super::cost::Held;
