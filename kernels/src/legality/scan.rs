@@ -271,10 +271,8 @@ impl<'a> Scan<'a> {
 
     /// An empty memo for [`Scan::is_legal_in`] over `set`.
     pub fn memo(&self, set: &ScanSet) -> ScanMemo {
-        let prepared = match (&self.prepared, &set.shape) {
-            (Some(p), Some((shape, dtype))) => p.exact && p.shape == *shape && p.dtype == *dtype,
-            _ => false,
-        };
+        let prepared = (set.shape.as_ref())
+            .is_some_and(|(shape, dtype)| self.prepared_for(shape, *dtype).is_some());
         ScanMemo {
             levels: (set.classes.iter()).map(|c| vec![None; c.len()]).collect(),
             kinds: vec![None; set.kinds],
@@ -284,9 +282,13 @@ impl<'a> Scan<'a> {
 
     /// The prepared work, where `l` shares it (this shape and dtype).
     fn scanned(&self, l: &TensorLayout) -> Option<&Prepared<'a>> {
+        self.prepared_for(l.logical_shape(), l.dtype())
+    }
+
+    /// The prepared work, where layouts of `shape` and `dtype` share it.
+    fn prepared_for(&self, shape: &[u64], dtype: DType) -> Option<&Prepared<'a>> {
         let p = self.prepared.as_ref()?;
-        let same = p.exact && l.logical_shape() == p.shape.as_slice() && l.dtype() == p.dtype;
-        same.then_some(p)
+        (p.exact && shape == p.shape.as_slice() && dtype == p.dtype).then_some(p)
     }
 
     /// Whether level `x` keeps the rule with the hole laid out as `l` (its axes'

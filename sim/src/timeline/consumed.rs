@@ -31,6 +31,19 @@ fn tests_send_by_send() -> bool {
     false
 }
 
+/// Calls `f` with each send's slice and arrival, in order, for the sends that arrived
+/// (one loop per form of the list, so that each is a plain loop over two slices).
+fn each_arrival(sends: &SendList, arrival: &[u64], mut f: impl FnMut(u32, u64)) {
+    match sends {
+        SendList::Lagged { slices, .. } => {
+            (slices.iter().zip(arrival)).for_each(|(&slice, &a)| f(slice, a));
+        }
+        SendList::Table(t) => {
+            (t.iter().zip(arrival)).for_each(|(&(slice, _), &a)| f(slice, a));
+        }
+    }
+}
+
 impl Timeline {
     /// The times of a consumed stream of `slices` whose sends, every one, carried a slice
     /// not sent before, and sent every slice: each slice's arrival is that of its one
@@ -52,20 +65,13 @@ impl Timeline {
         }
         let mut times = self.spare.filled(n, 0);
         let mut latest = 0;
-        let mut put = |slice: u32, a: u64| {
+        let put = |slice: u32, a: u64| {
             if let Some(t) = times.get_mut(slice as usize) {
                 *t = a;
                 latest = latest.max(a);
             }
         };
-        match &input.sends {
-            SendList::Lagged { slices, .. } => {
-                (slices.iter().zip(&s.arrival)).for_each(|(&slice, &a)| put(slice, a));
-            }
-            SendList::Table(t) => {
-                (t.iter().zip(&s.arrival)).for_each(|(&(slice, _), &a)| put(slice, a));
-            }
-        }
+        each_arrival(&input.sends, &s.arrival, put);
         Some((times, latest))
     }
 
@@ -104,18 +110,7 @@ impl Timeline {
                         latest = latest.max(a);
                     }
                 };
-                match &input.sends {
-                    SendList::Lagged { slices, .. } => {
-                        for (&slice, &a) in slices.iter().zip(&s.arrival) {
-                            first(slice, a);
-                        }
-                    }
-                    SendList::Table(t) => {
-                        for (&(slice, _), &a) in t.iter().zip(&s.arrival) {
-                            first(slice, a);
-                        }
-                    }
-                }
+                each_arrival(&input.sends, &s.arrival, &mut first);
                 let mut sent = s.sent.clone();
                 sent.resize(holds.len(), 0);
                 // The slices not sent yet, in order of the sends that follow.
