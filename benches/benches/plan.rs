@@ -18,7 +18,9 @@
 //! - `plan/graph/*`: what `mnsim run G.json` does before it runs a graph of
 //!   `../shared/graphs`: plan `auto` seeded by the import's `default` and
 //!   `default_split` plans under the import's work budget (`import::plan_auto`), the
-//!   import itself outside the measurement.
+//!   import itself outside the measurement. Its throughput is in evaluations: the
+//!   assignments one planning evaluates (`evaluated` of `mnsim plan G.json --json`,
+//!   whose options these are), counted by a planning before the measurement.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mnsim_sim::plan::candidates::Space;
@@ -125,6 +127,19 @@ fn graphs(c: &mut Criterion) {
             eprintln!("{} not found: plan/graph/{name} skipped", path.display());
             continue;
         };
+        let mut o = mnsim_sim::plan::PlanOptions::default();
+        o.search.time_limit = None;
+        o.search.work_limit = Some(mnsim_sim::import::PLAN_WORK);
+        let outcome = mnsim_sim::plan::plan_with(
+            &sc,
+            &src,
+            "auto",
+            &[],
+            &Default::default(),
+            &o,
+            &mut |_, _| {},
+        );
+        g.throughput(Throughput::Elements(outcome.unwrap().evaluated));
         g.bench_function(name, |b| {
             b.iter(|| {
                 let mut sc = sc.clone();
