@@ -267,6 +267,41 @@ fn numeric_fields_are_validated_with_their_place() {
             "tensor `x`: Fill value 1000 is outside the range of s8 (-128 to 127)",
         ],
     );
+    // An initial value's other checks: an Iota past the dtype, Runs that do not count
+    // the tensor's elements, a Runs value outside the dtype.
+    let s8 = |init: &str, cols: u32| {
+        TOY.replace(
+            r#""x": (dtype: F32, shape: "f32[n<=8,8]", init: Random(seed: 1)),"#,
+            &format!(r#""x": (dtype: S8, shape: "s8[n<=8,{cols}]", init: {init}),"#),
+        )
+        .replace(
+            r#""y": (dtype: F32, shape: "f32[n<=8,8]"),"#,
+            &format!(r#""y": (dtype: S8, shape: "s8[n<=8,{cols}]"),"#),
+        )
+    };
+    for (name, init, cols, want) in [
+        (
+            "iota",
+            "Iota",
+            32,
+            "tensor `x`: Iota counts up to 255, beyond the largest s8 (127)",
+        ),
+        (
+            "runs",
+            "Runs([(3, 1.0), (4, 0.0)])",
+            8,
+            "tensor `x`: the runs of `Runs` count 7 elements where the tensor has 64",
+        ),
+        (
+            "runsvalue",
+            "Runs([(60, 1.0), (4, 300.0)])",
+            8,
+            "tensor `x`: Runs value 300 is outside the range of s8 (-128 to 127)",
+        ),
+    ] {
+        let (_dir, s) = scenario(name, &s8(init, cols));
+        fails_with(&mnsim(&["check", &s]), &[":6:", want]);
+    }
     let (_dir, s) = scenario(
         "eps",
         &TOY.replace(

@@ -4,7 +4,9 @@
 use super::ctx::Ctx;
 use super::resolved::ResolvedTensor;
 use crate::scenario::located_with;
+use crate::scenario::spans::Node;
 use miette::{Report, miette};
+use mnsim_arch::DType;
 use mnsim_arch::shape::{self, Dim};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -58,12 +60,11 @@ pub(super) fn resolve_tensor(
     bind: &BTreeMap<String, u64>,
     from_cli: &dyn Fn(&str) -> bool,
 ) -> Result<ResolvedTensor, Report> {
-    let node = cx.tensor(name);
-    let shape_node = node.and_then(|n| n.field("shape"));
-    let shape_span = |r: Range<usize>| {
-        shape_node
-            .map(|n| n.inner_span(r))
-            .or_else(|| node.map(|n| n.span.clone()))
+    let at = At {
+        cx,
+        name,
+        decl,
+        node: cx.tensor(name),
     };
     let whole = 0..decl.shape.len();
     let declared = shape::parse(&decl.shape).map_err(|e| {
@@ -73,16 +74,17 @@ pub(super) fn resolve_tensor(
             e.offset..e.offset + e.len
         };
         cx.err(
-            shape_span(r),
+            at.shape_span(r),
             &format!("tensor `{name}`: bad shape `{}`: {}", decl.shape, e.message),
             "here",
         )
     })?;
     if declared.dtype != decl.dtype {
         return Err(cx.err(
-            node.and_then(|n| n.field("dtype"))
+            at.node
+                .and_then(|n| n.field("dtype"))
                 .map(|n| n.span.clone())
-                .or_else(|| shape_span(whole.clone())),
+                .or_else(|| at.shape_span(whole.clone())),
             &format!(
                 "tensor `{name}`: dtype {:?} does not match its shape `{}` (element type {})",
                 decl.dtype, decl.shape, declared.dtype
@@ -93,7 +95,71 @@ pub(super) fn resolve_tensor(
     let mut dims_at_bound = Vec::with_capacity(declared.rank());
     let mut runtime_dims = Vec::with_capacity(declared.rank());
     for (i, d) in declared.dims.iter().enumerate() {
-        let dim_span = || shape_span(dim_range(&decl.shape, i).unwrap_or(whole.clone()));
+        let (at_bound, runtime) = at.dim_size(i, d, bind, from_cli)?;
+        dims_at_bound.push(at_bound);
+        runtime_dims.push(runtime);
+    }
+    if let Some(problem) = decl
+        .init
+        .as_ref()
+        .and_then(|init| init_problem(init, decl.dtype, &runtime_dims))
+    {
+        return Err(cx.err(
+            at.node
+                .and_then(|n| n.field("init"))
+                .or(at.node)
+                .map(|n| n.span.clone()),
+            &format!("tensor `{name}`: {problem}"),
+            "this value",
+        ));
+    }
+    let shape = declared.bind(bind).map_err(|e| {
+        cx.err(
+            at.shape_span(whole),
+            &format!("tensor `{name}`: {e}"),
+            "here",
+        )
+    })?;
+    Ok(ResolvedTensor {
+        name: name.to_string(),
+        dtype: decl.dtype,
+        shape,
+        declared,
+        dims_at_bound,
+        runtime_dims,
+        init: decl.init.clone(),
+    })
+}
+
+/// The tensor being resolved, and where in the file its errors point.
+struct At<'a> {
+    cx: &'a Ctx<'a>,
+    name: &'a str,
+    decl: &'a crate::scenario::TensorDecl,
+    node: Option<&'a Node>,
+}
+
+impl At<'_> {
+    /// `r` of the shape text, in the file (the tensor's entry where the shape is not
+    /// found there).
+    fn shape_span(&self, r: Range<usize>) -> Option<Range<usize>> {
+        let shape = self.node.and_then(|n| n.field("shape"));
+        shape
+            .map(|n| n.inner_span(r))
+            .or_else(|| self.node.map(|n| n.span.clone()))
+    }
+
+    /// Dimension `i`'s size at its bound and at run time, or why it has none: a binding
+    /// above its bound, a dynamic dimension left unbound, or a size of 0.
+    fn dim_size(
+        &self,
+        i: usize,
+        d: &Dim,
+        bind: &BTreeMap<String, u64>,
+        from_cli: &dyn Fn(&str) -> bool,
+    ) -> Result<(u64, u64), Report> {
+        let (cx, name, shape) = (self.cx, self.name, &self.decl.shape);
+        let dim_span = || self.shape_span(dim_range(shape, i).unwrap_or(0..shape.len()));
         let binding = d.name().and_then(|n| bind.get(n).map(|v| (n, *v)));
         let (at_bound, runtime) = match (d, binding) {
             (Dim::Static(n), _) => (*n, *n),
@@ -135,9 +201,8 @@ pub(super) fn resolve_tensor(
                 return Err(cx.err(
                     dim_span(),
                     &format!(
-                        "tensor `{name}`: dimension {i} (`{d}`) of `{}` is dynamic with no bound \
-                         and no binding; {how}",
-                        decl.shape
+                        "tensor `{name}`: dimension {i} (`{d}`) of `{shape}` is dynamic with no \
+                         bound and no binding; {how}"
                     ),
                     "unbound dimension",
                 ));
@@ -157,77 +222,52 @@ pub(super) fn resolve_tensor(
             return Err(cx.err(
                 dim_span(),
                 &format!(
-                    "tensor `{name}`: dimension {i} (`{d}`) of `{}` has size 0{how}, so the \
-                     tensor has no elements; {fix}",
-                    decl.shape
+                    "tensor `{name}`: dimension {i} (`{d}`) of `{shape}` has size 0{how}, so the \
+                     tensor has no elements; {fix}"
                 ),
                 "size 0",
             ));
         }
-        dims_at_bound.push(at_bound);
-        runtime_dims.push(runtime);
+        Ok((at_bound, runtime))
     }
-    if let Some(init) = &decl.init {
-        let elems = runtime_dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-        let problem = match init {
-            crate::scenario::Init::Fill { value } => decl
-                .dtype
-                .check_value(*value)
-                .map(|why| format!("Fill value {why}")),
-            crate::scenario::Init::Iota => elems.and_then(|n| {
-                let last = n.saturating_sub(1) as f64;
-                decl.dtype.check_value(last).map(|_| {
-                    format!(
-                        "Iota counts up to {last}, beyond the largest {} ({})",
-                        decl.dtype,
-                        decl.dtype.range().1
-                    )
-                })
-            }),
-            crate::scenario::Init::Runs(runs) => {
-                let total = runs.iter().try_fold(0u64, |a, &(n, _)| a.checked_add(n));
-                if total != elems {
-                    Some(format!(
-                        "the runs of `Runs` count {} elements where the tensor has {}",
-                        total.map_or("more than 2^64".to_string(), |t| t.to_string()),
-                        elems.map_or("more than 2^64".to_string(), |t| t.to_string())
-                    ))
-                } else {
-                    runs.iter().find_map(|&(_, v)| {
-                        decl.dtype
-                            .check_value(v)
-                            .map(|why| format!("Runs value {why}"))
-                    })
-                }
+}
+
+/// What in `init` the tensor's dtype cannot hold, or where its values do not fit the
+/// tensor's `dims` (run-time sizes).
+fn init_problem(init: &crate::scenario::Init, dtype: DType, dims: &[u64]) -> Option<String> {
+    use crate::scenario::Init;
+    let elems = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    match init {
+        Init::Fill { value } => dtype
+            .check_value(*value)
+            .map(|why| format!("Fill value {why}")),
+        Init::Iota => elems.and_then(|n| {
+            let last = n.saturating_sub(1) as f64;
+            dtype.check_value(last).map(|_| {
+                format!(
+                    "Iota counts up to {last}, beyond the largest {dtype} ({})",
+                    dtype.range().1
+                )
+            })
+        }),
+        Init::Runs(runs) => {
+            let total = runs.iter().try_fold(0u64, |a, &(n, _)| a.checked_add(n));
+            if total != elems {
+                let count =
+                    |c: Option<u64>| c.map_or("more than 2^64".to_string(), |t| t.to_string());
+                Some(format!(
+                    "the runs of `Runs` count {} elements where the tensor has {}",
+                    count(total),
+                    count(elems)
+                ))
+            } else {
+                runs.iter()
+                    .find_map(|&(_, v)| dtype.check_value(v).map(|why| format!("Runs value {why}")))
             }
-            _ => None,
-        };
-        if let Some(p) = problem {
-            return Err(cx.err(
-                node.and_then(|n| n.field("init"))
-                    .or(node)
-                    .map(|n| n.span.clone()),
-                &format!("tensor `{name}`: {p}"),
-                "this value",
-            ));
         }
+        // Values the simulator makes itself: not checked against the dtype.
+        Init::Random { .. } | Init::Zeros | Init::Ones => None,
     }
-    let shape = declared.bind(bind).map_err(|e| {
-        cx.err(
-            shape_span(whole.clone()),
-            &format!("tensor `{name}`: {e}"),
-            "here",
-        )
-    })?;
-    Ok(ResolvedTensor {
-        name: name.to_string(),
-        dtype: decl.dtype,
-        shape,
-        declared,
-        dims_at_bound,
-        runtime_dims,
-        init: decl.init.clone(),
-    })
 }
 
 #[cfg(test)]
