@@ -283,52 +283,21 @@ impl Contraction {
         o: &OutCells,
         buf: &mut [u8],
     ) -> Option<(u64, u64)> {
-        let r = self.rank;
-        let nb = r - 2;
-        let mut words = 0u64;
-        let mut idxs: Vec<u64> = Vec::new();
-        let mut dsts: Vec<usize> = Vec::new();
-        shard.for_each(|idx, a, w, t| {
-            words += (w == 0) as u64;
-            if idx.iter().zip(out_rt).all(|(i, n)| i < n) {
-                idxs.extend_from_slice(idx);
-                dsts.push((t as usize * o.fp + a as usize) * o.wb + w as usize * o.eb);
-            }
-        });
-        let cells = dsts.len();
-        if cells == 0 {
+        let (words, grid) = Grid::of(shard, self.rank, out_rt, o)?;
+        if grid.dense.is_empty() {
             return Some((words, 0));
         }
-        // The index values per output axis; a layout's shard is their product.
-        let vals: Vec<Vec<u64>> = (0..r)
-            .map(|h| {
-                let mut v: Vec<u64> = idxs.iter().skip(h).step_by(r).copied().collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            })
-            .collect();
-        let product = vals
-            .iter()
-            .try_fold(1usize, |acc, v| acc.checked_mul(v.len()))?;
-        if product != cells {
-            return None;
-        }
-        // Each cell's byte by its position in the product (batch axes, row, column).
-        let mut dense = vec![usize::MAX; cells];
-        for (c, &d) in dsts.iter().enumerate() {
-            let mut lin = 0usize;
-            for (h, v) in vals.iter().enumerate() {
-                lin = lin * v.len() + v.binary_search(&idxs[c * r + h]).ok()?;
-            }
-            dense[lin] = d;
-        }
-        if dense.contains(&usize::MAX) {
-            return None;
-        }
-        drop((idxs, dsts));
-        let (rows, cols) = (&vals[nb], &vals[nb + 1]);
-        let (nr, nc, kk) = (rows.len(), cols.len(), share.len());
+        let terms = self.shard_terms(share, &grid)?;
+        self.multiply(lms, own, &grid, &terms, o, buf);
+        Some((words, grid.dense.len() as u64))
+    }
+
+    /// Where the operands' values of one output shard lie: per contraction index of
+    /// `share`, each operand's contraction-axis terms; per row of `a` and per column of
+    /// `b`, their free axis' terms. `None` when an index falls outside the tables, the
+    /// batch indices too, so that nothing fails once the shard's cells are written.
+    fn shard_terms(&self, share: &[u64], grid: &Grid) -> Option<ShardTerms> {
+        let nb = self.rank - 2;
         let [a, b] = &self.ops;
         let terms = |op: &Operand| -> Option<(Vec<usize>, Vec<usize>)> {
             let (pe, off) = (&op.t.pe[op.k], &op.t.off[op.k]);
@@ -338,10 +307,6 @@ impl Contraction {
                 .collect::<Option<Vec<_>>>()
                 .map(|v| v.into_iter().unzip())
         };
-        let (apk, aok) = terms(a)?;
-        let (bpk, bok) = terms(b)?;
-        // Each row's and column's terms, and every batch index in range of the tables:
-        // nothing below fails once the shard's cells are written.
         let free_terms = |op: &Operand, vs: &[u64]| -> Option<Vec<(usize, usize)>> {
             vs.iter()
                 .map(|&v| {
@@ -352,12 +317,11 @@ impl Contraction {
                 })
                 .collect()
         };
-        let (row_t, col_t) = (free_terms(a, rows)?, free_terms(b, cols)?);
         for op in [a, b] {
             for (g, &s) in op.axes.iter().enumerate() {
                 if let AxisSource::Out(h) = s
                     && h < nb
-                    && vals[h]
+                    && grid.vals[h]
                         .last()
                         .is_some_and(|&v| v as usize >= op.t.pe[g].len())
                 {
@@ -365,14 +329,37 @@ impl Contraction {
                 }
             }
         }
-        // Blocks: panels of LANES columns (K values each), then rows, within the budget.
+        Some(ShardTerms {
+            a: terms(a)?,
+            b: terms(b)?,
+            rows: free_terms(a, &grid.vals[nb])?,
+            cols: free_terms(b, &grid.vals[nb + 1])?,
+        })
+    }
+
+    /// Computes every cell of `grid` into `buf`: per batch index, blocks of panels of
+    /// `LANES` columns of `b` (K values each), then of rows of `a`, within the budget of
+    /// gathered values.
+    fn multiply(
+        &self,
+        lms: &[LmPtr],
+        own: &[u64],
+        grid: &Grid,
+        t: &ShardTerms,
+        o: &OutCells,
+        buf: &mut [u8],
+    ) {
+        let nb = self.rank - 2;
+        let (vals, dense) = (&grid.vals, &grid.dense);
+        let (nr, nc, kk) = (vals[nb].len(), vals[nb + 1].len(), t.a.0.len());
+        let [a, b] = &self.ops;
         let kk1 = kk.max(1);
         let panels_per_block = (BLOCK_VALUES / (kk1 * LANES)).clamp(1, nc.div_ceil(LANES));
         let block_cols = panels_per_block * LANES;
         let block_rows = (BLOCK_VALUES / kk1).clamp(1, nr);
         let mut blocks = BLOCKS.with_borrow_mut(std::mem::take);
         let (bp, ar) = (&mut blocks.0, &mut blocks.1);
-        let batches = cells / (nr * nc);
+        let batches = dense.len() / (nr * nc);
         let mut bpos = vec![0usize; nb];
         let mut batch = vec![0u64; nb];
         for bl in 0..batches {
@@ -386,27 +373,20 @@ impl Contraction {
                 let np = (c1 - c0).div_ceil(LANES);
                 bp.clear();
                 bp.resize(np * kk * LANES, 0.0);
-                for (j, &(pe, off)) in col_t[c0..c1].iter().enumerate() {
+                for (j, &(pe, off)) in t.cols[c0..c1].iter().enumerate() {
                     let (p, l) = (j / LANES, j % LANES);
                     let panel = &mut bp[p * kk * LANES..(p + 1) * kk * LANES];
-                    gather(
-                        lms,
-                        b_pe + pe,
-                        b_off + off,
-                        (&bpk, &bok),
-                        b,
-                        panel,
-                        l,
-                        LANES,
-                    );
+                    let (bpk, bok) = (&t.b.0, &t.b.1);
+                    gather(lms, b_pe + pe, b_off + off, (bpk, bok), b, panel, l, LANES);
                 }
                 for r0 in (0..nr).step_by(block_rows) {
                     let r1 = nr.min(r0 + block_rows);
                     ar.clear();
                     ar.resize((r1 - r0) * kk, 0.0);
-                    for (i, &(pe, off)) in row_t[r0..r1].iter().enumerate() {
+                    for (i, &(pe, off)) in t.rows[r0..r1].iter().enumerate() {
                         let row = &mut ar[i * kk..(i + 1) * kk];
-                        gather(lms, a_pe + pe, a_off + off, (&apk, &aok), a, row, 0, 1);
+                        let (apk, aok) = (&t.a.0, &t.a.1);
+                        gather(lms, a_pe + pe, a_off + off, (apk, aok), a, row, 0, 1);
                     }
                     let mut put = |i: usize, p: usize, sums: &[f64; LANES]| {
                         let j0 = c0 + p * LANES;
@@ -442,8 +422,81 @@ impl Contraction {
             }
         }
         BLOCKS.with_borrow_mut(|b| *b = blocks);
-        Some((words, cells as u64))
     }
+}
+
+/// An output shard's real cells (those inside the run-time extents) as the product of
+/// one set of index values per output axis (batch axes, row, column), and the byte each
+/// cell is written to, in the product's order (the last axis fastest).
+struct Grid {
+    vals: Vec<Vec<u64>>,
+    dense: Vec<usize>,
+}
+
+impl Grid {
+    /// The words `shard` holds and its real cells as a grid of rank `r`; `None` when the
+    /// cells are not such a product.
+    fn of(
+        shard: &mnsim_arch::layout::Shard<'_>,
+        r: usize,
+        out_rt: &[u64],
+        o: &OutCells,
+    ) -> Option<(u64, Grid)> {
+        let mut words = 0u64;
+        let mut idxs: Vec<u64> = Vec::new();
+        let mut dsts: Vec<usize> = Vec::new();
+        shard.for_each(|idx, a, w, t| {
+            words += (w == 0) as u64;
+            if idx.iter().zip(out_rt).all(|(i, n)| i < n) {
+                idxs.extend_from_slice(idx);
+                dsts.push((t as usize * o.fp + a as usize) * o.wb + w as usize * o.eb);
+            }
+        });
+        let cells = dsts.len();
+        if cells == 0 {
+            let empty = Grid {
+                vals: vec![Vec::new(); r],
+                dense: Vec::new(),
+            };
+            return Some((words, empty));
+        }
+        // The index values per output axis; a layout's shard is their product.
+        let vals: Vec<Vec<u64>> = (0..r)
+            .map(|h| {
+                let mut v: Vec<u64> = idxs.iter().skip(h).step_by(r).copied().collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+            .collect();
+        let product = vals
+            .iter()
+            .try_fold(1usize, |acc, v| acc.checked_mul(v.len()))?;
+        if product != cells {
+            return None;
+        }
+        let mut dense = vec![usize::MAX; cells];
+        for (c, &d) in dsts.iter().enumerate() {
+            let mut lin = 0usize;
+            for (h, v) in vals.iter().enumerate() {
+                lin = lin * v.len() + v.binary_search(&idxs[c * r + h]).ok()?;
+            }
+            dense[lin] = d;
+        }
+        if dense.contains(&usize::MAX) {
+            return None;
+        }
+        Some((words, Grid { vals, dense }))
+    }
+}
+
+/// A shard's operand terms (`Contraction::shard_terms`): `(pe, byte)` columns per
+/// contraction index for `a` and `b`, and `(pe, byte)` per row of `a` and column of `b`.
+struct ShardTerms {
+    a: (Vec<usize>, Vec<usize>),
+    b: (Vec<usize>, Vec<usize>),
+    rows: Vec<(usize, usize)>,
+    cols: Vec<(usize, usize)>,
 }
 
 /// Reads one operand's values at contraction positions `0..k` into `out[at + s·step]`:
