@@ -322,74 +322,8 @@ pub(super) fn convolution(
             ));
         }
     }
-    // The window.
-    let (mut strides, mut pads, mut dil) =
-        (vec![1i128; d], vec![(0i128, 0i128); d], vec![1i128; d]);
-    for (key, ks, w) in window(st)? {
-        match key.as_str() {
-            "stride" => {
-                strides = flat(&w, &key, d, &ks)?;
-                if strides.iter().any(|&v| v < 1) {
-                    return Err(at(&ks, "`stride` must be at least 1"));
-                }
-            }
-            "rhs_dilate" => {
-                dil = flat(&w, &key, d, &ks)?;
-                if dil.iter().any(|&v| v < 1) {
-                    return Err(at(&ks, "`rhs_dilate` must be at least 1"));
-                }
-            }
-            "pad" => {
-                pads = pairs(&w, d, &ks)?;
-                if pads.iter().any(|&(a, b)| a < 0 || b < 0) {
-                    return Err(at(
-                        &ks,
-                        "negative `pad` (cropping the input) is not supported: the Conv kernel pads with zeros only",
-                    ));
-                }
-            }
-            "lhs_dilate" => {
-                if flat(&w, &key, d, &ks)?.iter().any(|&v| v != 1) {
-                    return Err(at(
-                        &ks,
-                        "`lhs_dilate` other than 1 (a transposed convolution) is not supported: the Conv kernel's BackwardData pass computes it only with the window reversed, and mnsim has no kernel to reverse the weights",
-                    ));
-                }
-            }
-            "reverse" => {
-                if flat(&w, &key, d, &ks)?.iter().any(|&v| v != 0) {
-                    return Err(at(
-                        &ks,
-                        "a reversed window (`reverse`) is not supported: the Conv kernel reads its window forward, and mnsim has no kernel to reverse the weights",
-                    ));
-                }
-            }
-            other => {
-                return Err(at(
-                    &ks,
-                    format!(
-                        "unknown window attribute `{other}` (stride, pad, lhs_dilate, rhs_dilate, reverse)"
-                    ),
-                ));
-            }
-        }
-    }
-    let (bg, bspan) = count_attr(st, "batch_group_count");
-    if bg != 1 {
-        return Err(at(
-            &bspan,
-            format!(
-                "`batch_group_count` {bg} is not supported: mnsim maps a convolution with batch groups (JAX's weight gradient) to no Conv pass; only 1 is"
-            ),
-        ));
-    }
-    let (groups, gspan) = count_attr(st, "feature_group_count");
-    if groups < 1 || groups > i128::from(u32::MAX) {
-        return Err(at(
-            &gspan,
-            format!("`feature_group_count` must be at least 1, got {groups}"),
-        ));
-    }
+    let Window { strides, pads, dil } = conv_window(st, d)?;
+    let groups = group_count(st)?;
     precision(st)?;
     let x = tensor_of(lx, &st.span, &vals[0], "the data operand")?;
     let w = tensor_of(lx, &st.span, &vals[1], "the weights")?;
@@ -446,4 +380,90 @@ pub(super) fn convolution(
     let y = lx.declare(base, dtype, &kdims);
     lx.step(&st.span, kernel, &[&x, &w], &y)?;
     Ok(vec![Val::T(transposed(lx, &st.span, &y, &perm)?)])
+}
+
+/// A convolution's window: strides, padding (before, after) and the weights' dilation
+/// per spatial dimension.
+struct Window {
+    strides: Vec<i128>,
+    pads: Vec<(i128, i128)>,
+    dil: Vec<i128>,
+}
+
+/// The `window` attribute of a convolution of `d` spatial dimensions, each key checked
+/// where it is written (the default of a missing key: stride 1, no padding, dilation 1).
+fn conv_window(st: &Stmt, d: usize) -> Result<Window, At> {
+    let (mut strides, mut pads, mut dil) =
+        (vec![1i128; d], vec![(0i128, 0i128); d], vec![1i128; d]);
+    for (key, ks, w) in window(st)? {
+        match key.as_str() {
+            "stride" => {
+                strides = flat(&w, &key, d, &ks)?;
+                if strides.iter().any(|&v| v < 1) {
+                    return Err(at(&ks, "`stride` must be at least 1"));
+                }
+            }
+            "rhs_dilate" => {
+                dil = flat(&w, &key, d, &ks)?;
+                if dil.iter().any(|&v| v < 1) {
+                    return Err(at(&ks, "`rhs_dilate` must be at least 1"));
+                }
+            }
+            "pad" => {
+                pads = pairs(&w, d, &ks)?;
+                if pads.iter().any(|&(a, b)| a < 0 || b < 0) {
+                    return Err(at(
+                        &ks,
+                        "negative `pad` (cropping the input) is not supported: the Conv kernel pads with zeros only",
+                    ));
+                }
+            }
+            "lhs_dilate" => {
+                if flat(&w, &key, d, &ks)?.iter().any(|&v| v != 1) {
+                    return Err(at(
+                        &ks,
+                        "`lhs_dilate` other than 1 (a transposed convolution) is not supported: the Conv kernel's BackwardData pass computes it only with the window reversed, and mnsim has no kernel to reverse the weights",
+                    ));
+                }
+            }
+            "reverse" => {
+                if flat(&w, &key, d, &ks)?.iter().any(|&v| v != 0) {
+                    return Err(at(
+                        &ks,
+                        "a reversed window (`reverse`) is not supported: the Conv kernel reads its window forward, and mnsim has no kernel to reverse the weights",
+                    ));
+                }
+            }
+            other => {
+                return Err(at(
+                    &ks,
+                    format!(
+                        "unknown window attribute `{other}` (stride, pad, lhs_dilate, rhs_dilate, reverse)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(Window { strides, pads, dil })
+}
+
+/// `feature_group_count`, with `batch_group_count` checked to be 1.
+fn group_count(st: &Stmt) -> Result<i128, At> {
+    let (bg, bspan) = count_attr(st, "batch_group_count");
+    if bg != 1 {
+        return Err(at(
+            &bspan,
+            format!(
+                "`batch_group_count` {bg} is not supported: mnsim maps a convolution with batch groups (JAX's weight gradient) to no Conv pass; only 1 is"
+            ),
+        ));
+    }
+    let (groups, gspan) = count_attr(st, "feature_group_count");
+    if groups < 1 || groups > i128::from(u32::MAX) {
+        return Err(at(
+            &gspan,
+            format!("`feature_group_count` must be at least 1, got {groups}"),
+        ));
+    }
+    Ok(groups)
 }
