@@ -121,37 +121,9 @@ impl Shard<'_> {
         limits: &[u64],
         f: &mut impl FnMut(&[u64], &Run),
     ) {
-        let l = self.layout;
-        let ng = l.groups.len();
-        let Scratch { index, free, digit } = sc;
-        index.clear();
-        index.resize(ng, 0);
-        for (j, &(g, _, radix)) in l.flat().iter().enumerate() {
-            if let Some(k) = self.fixed[j] {
-                index[g] += k * radix;
-            }
-        }
-        let w_of = |g: usize| weights.get(g).copied().unwrap_or(0);
         let lim = |g: usize| limits.get(g).copied().unwrap_or(u64::MAX);
-        let mut lin: u64 = (0..ng)
-            .map(|g| index[g].wrapping_mul(w_of(g)))
-            .fold(0u64, u64::wrapping_add);
-        let mut bad = (0..ng).filter(|&g| index[g] >= lim(g)).count();
-        free.clear();
-        free.extend(
-            l.flat()
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| self.fixed[*j].is_none())
-                .map(|(_, &(g, s, radix))| Free {
-                    g,
-                    size: s.size,
-                    radix,
-                    class: s.class,
-                    stride: s.stride,
-                    dlin: radix.wrapping_mul(w_of(g)),
-                }),
-        );
+        let (mut lin, mut bad) = self.start(sc, weights, limits);
+        let Scratch { index, free, digit } = sc;
         let (mut addr, mut w, mut t) = (0u64, 0u64, 0u64);
         digit.clear();
         digit.resize(free.len(), 0);
@@ -250,5 +222,43 @@ impl Shard<'_> {
                 }
             }
         }
+    }
+
+    /// Fills `sc` for a walk from the shard's first cell: the index of the fixed sub-axes
+    /// (the free ones at 0) and the free sub-axes in order, innermost last. Returns the
+    /// first cell's linear offset and how many axes it has out of `limits`.
+    fn start(&self, sc: &mut Scratch, weights: &[u64], limits: &[u64]) -> (u64, usize) {
+        let l = self.layout;
+        let ng = l.groups.len();
+        let Scratch { index, free, .. } = sc;
+        index.clear();
+        index.resize(ng, 0);
+        for (j, &(g, _, radix)) in l.flat().iter().enumerate() {
+            if let Some(k) = self.fixed[j] {
+                index[g] += k * radix;
+            }
+        }
+        let w_of = |g: usize| weights.get(g).copied().unwrap_or(0);
+        let lim = |g: usize| limits.get(g).copied().unwrap_or(u64::MAX);
+        let lin: u64 = (0..ng)
+            .map(|g| index[g].wrapping_mul(w_of(g)))
+            .fold(0u64, u64::wrapping_add);
+        let bad = (0..ng).filter(|&g| index[g] >= lim(g)).count();
+        free.clear();
+        free.extend(
+            l.flat()
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| self.fixed[*j].is_none())
+                .map(|(_, &(g, s, radix))| Free {
+                    g,
+                    size: s.size,
+                    radix,
+                    class: s.class,
+                    stride: s.stride,
+                    dlin: radix.wrapping_mul(w_of(g)),
+                }),
+        );
+        (lin, bad)
     }
 }
