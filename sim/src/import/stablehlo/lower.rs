@@ -345,6 +345,87 @@ pub(super) fn show_dims(d: &[Option<u64>]) -> String {
     format!("[{}]", s.join(", "))
 }
 
+/// Parameter `i` of `main`: its dims, each symbolic one given by `binds` (and added to
+/// `bind`, the scenario's bindings, once), and each dim's symbolic name if it has one.
+fn param_dims(
+    main: &Func,
+    i: usize,
+    sym: &BTreeMap<(usize, usize), String>,
+    binds: &Binds,
+    bind: &mut Vec<(String, u64)>,
+) -> Result<(Vec<u64>, Vec<Option<String>>), At> {
+    let p = &main.params[i];
+    let mut dims = Vec::new();
+    let mut dim_names = Vec::new();
+    for (d, x) in p.ty.dims.iter().enumerate() {
+        match x {
+            Some(v) => {
+                dims.push(*v);
+                dim_names.push(None);
+            }
+            None => {
+                let n = &sym[&(i, d)];
+                let v = *binds.get(n).ok_or_else(|| {
+                    at(
+                        &p.ty.span,
+                        format!(
+                            "the symbolic dimension `{n}` (dimension {d} of `%{}` of `@{}`) is not bound: give its size with `--bind {n}=8`",
+                            p.name, main.name
+                        ),
+                    )
+                })?;
+                if !bind.iter().any(|(k, _)| k == n) {
+                    bind.push((n.clone(), v));
+                }
+                dims.push(v);
+                dim_names.push(Some(n.clone()));
+            }
+        }
+    }
+    Ok((dims, dim_names))
+}
+
+/// The tensors `main` returns, by name: each a computed tensor (a broadcast one
+/// materialised), none an argument, none twice.
+fn outputs(lx: &mut Lx, main: &Func, results: &[Val]) -> Result<Vec<String>, At> {
+    let mut outputs = Vec::new();
+    for (k, v) in results.iter().enumerate() {
+        let t = match v {
+            Val::T(t) => t.clone(),
+            Val::B { .. } => super::emit::tensor_of(lx, &main.span, v, &format!("result {k}"))?,
+            Val::C(_) => {
+                return Err(at(
+                    &main.span,
+                    format!(
+                        "result {k} of `@{}` is a constant that nothing computes; mnsim stores computed tensors",
+                        main.name
+                    ),
+                ));
+            }
+            Val::Unit => {
+                return Err(at(
+                    &main.span,
+                    format!(
+                        "result {k} of `@{}` has no value (a shape assertion's); mnsim stores computed tensors",
+                        main.name
+                    ),
+                ));
+            }
+        };
+        if outputs.contains(&t.name) || lx.inputs.contains(&t.name) {
+            return Err(at(
+                &main.span,
+                format!(
+                    "result {k} of `@{}` is `{}`, an argument or another result: mnsim stores each computed tensor once",
+                    main.name, t.name
+                ),
+            ));
+        }
+        outputs.push(t.name.clone());
+    }
+    Ok(outputs)
+}
+
 /// The names of `main`'s symbolic dimensions: (parameter, dimension) → name, from the
 /// `jax.global_constant` attributes of the functions `main` passes its
 /// `get_dimension_size` results to; a dimension JAX did not name is `argN_dD`.
@@ -465,33 +546,7 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
     let mut bind = Vec::new();
     let mut env = BTreeMap::new();
     for (i, p) in main.params.iter().enumerate() {
-        let mut dims = Vec::new();
-        let mut dim_names = Vec::new();
-        for (d, x) in p.ty.dims.iter().enumerate() {
-            match x {
-                Some(v) => {
-                    dims.push(*v);
-                    dim_names.push(None);
-                }
-                None => {
-                    let n = &sym[&(i, d)];
-                    let v = *binds.get(n).ok_or_else(|| {
-                        at(
-                            &p.ty.span,
-                            format!(
-                                "the symbolic dimension `{n}` (dimension {d} of `%{}` of `@{}`) is not bound: give its size with `--bind {n}=8`",
-                                p.name, main.name
-                            ),
-                        )
-                    })?;
-                    if !bind.iter().any(|(k, _)| k == n) {
-                        bind.push((n.clone(), v));
-                    }
-                    dims.push(v);
-                    dim_names.push(Some(n.clone()));
-                }
-            }
-        }
+        let (dims, dim_names) = param_dims(main, i, &sym, binds, &mut bind)?;
         let name = lx.fresh(p.loc_name.as_deref().unwrap_or(&format!("arg{i}")));
         let shape = if dims.is_empty() {
             vec![1]
@@ -523,34 +578,7 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
         env.insert(p.name.clone(), v);
     }
     let results = lx.body(main, &mut env)?;
-    let mut outputs = Vec::new();
-    for (k, v) in results.iter().enumerate() {
-        let t = match v {
-            Val::T(t) => t.clone(),
-            Val::B { .. } => {
-                super::emit::tensor_of(&mut lx, &main.span, v, &format!("result {k}"))?
-            }
-            _ => {
-                return Err(at(
-                    &main.span,
-                    format!(
-                        "result {k} of `@{}` is a constant that nothing computes; mnsim stores computed tensors",
-                        main.name
-                    ),
-                ));
-            }
-        };
-        if outputs.contains(&t.name) || lx.inputs.contains(&t.name) {
-            return Err(at(
-                &main.span,
-                format!(
-                    "result {k} of `@{}` is `{}`, an argument or another result: mnsim stores each computed tensor once",
-                    main.name, t.name
-                ),
-            ));
-        }
-        outputs.push(t.name.clone());
-    }
+    let outputs = outputs(&mut lx, main, &results)?;
     Ok(Out {
         low: Lowered {
             decls: lx.decls,
