@@ -232,47 +232,14 @@ fn slice_tensor(
 pub(super) fn pad(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
     let dims = vals[0].dims();
     let r = dims.len();
-    let mut lists = Vec::new();
-    for key in ["low", "high", "interior"] {
-        let v = match super::ops::attr_lists(&st.args, key) {
-            Some((v, None)) if v.len() == r && v.iter().all(|x| i64::try_from(*x).is_ok()) => v,
-            _ => {
-                return Err(at(
-                    &st.span,
-                    format!("`pad` needs `{key} = [...]` with {r} integers, one per axis"),
-                ));
-            }
-        };
-        let span = st
-            .args
-            .iter()
-            .find(|t| t.tok == super::lex::Tok::Ident(key.into()))
-            .map_or_else(|| st.span.clone(), |t| t.span.clone());
-        lists.push((v, span));
-    }
-    let (low, high, interior) = (&lists[0].0, &lists[1].0, &lists[2].0);
-    if let Some(a) = (0..r).find(|&a| interior[a] < 0) {
-        return Err(at(
-            &lists[2].1,
-            format!("`interior` {} on axis {a} is negative", interior[a]),
-        ));
-    }
-    let mut out = Vec::new();
-    for a in 0..r {
-        let d = dims[a] as i128;
-        let n = d + low[a] + high[a] + (d - 1).max(0) * interior[a];
-        if n < 0 || n > i128::from(u64::MAX) {
-            return Err(at(
-                &st.span,
-                format!(
-                    "axis {a}: padding {}/{} (interior {}) of size {d} gives {n} elements",
-                    low[a], high[a], interior[a]
-                ),
-            ));
-        }
-        out.push(n as u64);
-    }
-    let out = super::ops::result_dims(st, &out)?;
+    let Pads {
+        low,
+        high,
+        interior,
+        interior_at,
+        out,
+    } = pads(st, &dims)?;
+    let (low, high, interior) = (&low, &high, &interior);
     let value = match &vals[1] {
         Val::C(k) if k.is_splat() && k.dims.is_empty() => k.data[0],
         _ => {
@@ -297,7 +264,7 @@ pub(super) fn pad(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Ve
     }
     if interior.iter().any(|&v| v != 0) {
         return Err(at(
-            &lists[2].1,
+            &interior_at,
             "interior padding of a computed tensor is not supported: mnsim has no kernel to interleave the padding value",
         ));
     }
@@ -355,4 +322,71 @@ pub(super) fn pad(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Ve
         t = o;
     }
     Ok(vec![Val::T(t)])
+}
+
+/// A `pad`'s amounts per axis (`low`, `high`, `interior`; negative `low`/`high` crop)
+/// and the result's dims.
+struct Pads {
+    low: Vec<i128>,
+    high: Vec<i128>,
+    interior: Vec<i128>,
+    /// Where `interior` is written.
+    interior_at: std::ops::Range<usize>,
+    out: Vec<u64>,
+}
+
+/// The amounts of `st`, a `pad` of an operand of `dims`, each list checked where it is
+/// written, and the result's dims checked against its type.
+fn pads(st: &Stmt, dims: &[u64]) -> Result<Pads, At> {
+    let r = dims.len();
+    let mut lists = Vec::new();
+    for key in ["low", "high", "interior"] {
+        let v = match super::ops::attr_lists(&st.args, key) {
+            Some((v, None)) if v.len() == r && v.iter().all(|x| i64::try_from(*x).is_ok()) => v,
+            _ => {
+                return Err(at(
+                    &st.span,
+                    format!("`pad` needs `{key} = [...]` with {r} integers, one per axis"),
+                ));
+            }
+        };
+        let span = st
+            .args
+            .iter()
+            .find(|t| t.tok == super::lex::Tok::Ident(key.into()))
+            .map_or_else(|| st.span.clone(), |t| t.span.clone());
+        lists.push((v, span));
+    }
+    let [(low, _), (high, _), (interior, interior_at)]: [(Vec<i128>, _); 3] = lists
+        .try_into()
+        .map_err(|_| at(&st.span, "`pad`: three lists expected"))?;
+    if let Some(a) = (0..r).find(|&a| interior[a] < 0) {
+        return Err(at(
+            &interior_at,
+            format!("`interior` {} on axis {a} is negative", interior[a]),
+        ));
+    }
+    let mut out = Vec::new();
+    for a in 0..r {
+        let d = dims[a] as i128;
+        let n = d + low[a] + high[a] + (d - 1).max(0) * interior[a];
+        if n < 0 || n > i128::from(u64::MAX) {
+            return Err(at(
+                &st.span,
+                format!(
+                    "axis {a}: padding {}/{} (interior {}) of size {d} gives {n} elements",
+                    low[a], high[a], interior[a]
+                ),
+            ));
+        }
+        out.push(n as u64);
+    }
+    let out = super::ops::result_dims(st, &out)?;
+    Ok(Pads {
+        low,
+        high,
+        interior,
+        interior_at,
+        out,
+    })
 }
