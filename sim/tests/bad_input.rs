@@ -351,6 +351,54 @@ fn mixed_dtypes_are_rejected_by_one_rule() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Every kernel under the same rule: a bias, a generic kernel's inputs, a Select's
+    // branches; its condition is a mask of any dtype.
+    let with = |tensor: &str, op: &str| {
+        TOY.replace(
+            r#""y": (dtype: F32, shape: "f32[n<=8,8]"),"#,
+            &format!(r#""y": (dtype: F32, shape: "f32[n<=8,8]"), {tensor}"#),
+        )
+        .replace(
+            r#"Unary(op: Relu, input: "x", out: "y"),"#,
+            &format!(
+                r#"Load(tensor: "c", layout: "((4_PE, 2:8), (8:1))"), Load(tensor: "bias", layout: "((8:1))"), {op}"#
+            ),
+        )
+    };
+    let ints = r#""c": (dtype: S32, shape: "s32[n<=8,8]", init: Ones), "bias": (dtype: S32, shape: "s32[8]", init: Ones),"#;
+    for (name, op, want) in [
+        (
+            "bias",
+            r#"BiasAdd(input: "x", bias: "bias", axis: 1, out: "y"),"#,
+            "`bias` is s32 but `x` is f32",
+        ),
+        (
+            "generic",
+            r#"Kernel(kernel: Binary(Add), inputs: ["x", "c"], out: "y"),"#,
+            "`c` is s32 but `x` is f32",
+        ),
+        (
+            "select",
+            r#"Select(cond: "x", a: "c", b: "x", out: "y"),"#,
+            "`x` is f32 but `c` is s32",
+        ),
+    ] {
+        let (_dir, s) = scenario(name, &with(ints, op));
+        fails_with(&mnsim(&["check", &s]), &[":11:", want]);
+    }
+    let (_dir, s) = scenario(
+        "mask",
+        &with(
+            ints,
+            r#"Select(cond: "c", a: "x", b: "x", out: "y", layout: "((4_PE, 2:8), (8:1))"),"#,
+        ),
+    );
+    let out = mnsim(&["check", &s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A functional run larger than the memory it may use is refused before it allocates, with

@@ -49,17 +49,20 @@ pub(super) fn check_numbers(
             "here",
         ));
     }
-    let operands: Vec<(&str, &str)> = match op {
-        Op::Unary { input, out, .. }
-        | Op::ReduceAxes { input, out, .. }
-        | Op::Softmax { input, out, .. }
-        | Op::LayerNorm { input, out, .. }
-        | Op::Transpose { input, out, .. } => vec![("input", input), ("out", out)],
-        Op::Binary { a, b, out, .. }
-        | Op::MatMul { a, b, out, .. }
-        | Op::BatchMatMul { a, b, out, .. } => vec![("a", a), ("b", b), ("out", out)],
-        _ => return Ok(()),
+    let Some((kernel, inputs, out)) = op.kernel() else {
+        return Ok(());
     };
+    let matrix = match dtype_rule(op, &kernel) {
+        DtypeRule::Converts => return Ok(()),
+        DtypeRule::OneFamily => false,
+        DtypeRule::Matrix => true,
+    };
+    // Select's condition is a mask, true where nonzero, of any dtype.
+    let mask = usize::from(matches!(kernel, mnsim_kernels::Kernel::Select));
+    let operands: Vec<(&str, &str)> = (inputs.iter().enumerate().skip(mask))
+        .map(|(k, &name)| (input_field(op, k), name))
+        .chain([("out", out)])
+        .collect();
     let Some(&(_, first)) = operands.first() else {
         return Ok(());
     };
@@ -79,7 +82,6 @@ pub(super) fn check_numbers(
             1
         }
     };
-    let matrix = matches!(op, Op::MatMul { .. } | Op::BatchMatMul { .. });
     for &(field, name) in &operands[1..] {
         if let Some(t) = tensors.get(name)
             && family(t.dtype) != family(d0)
@@ -99,6 +101,77 @@ pub(super) fn check_numbers(
         }
     }
     Ok(())
+}
+
+/// How a kernel's operands and result may differ in dtype (docs/kernels.md, mixed
+/// precision).
+enum DtypeRule {
+    /// One family: floats mix freely, integers with integers.
+    OneFamily,
+    /// A matrix kernel: integer operands may also accumulate into a float result.
+    Matrix,
+    /// A conversion: operands and result differ by design.
+    Converts,
+}
+
+fn dtype_rule(op: &Op, kernel: &mnsim_kernels::Kernel) -> DtypeRule {
+    use mnsim_kernels::Kernel;
+    if matches!(op, Op::Cast { .. }) {
+        return DtypeRule::Converts;
+    }
+    match kernel {
+        Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
+            DtypeRule::Matrix
+        }
+        Kernel::Quant(_) => DtypeRule::Converts,
+        Kernel::Unary(_)
+        | Kernel::Binary(_)
+        | Kernel::ReduceAxes { .. }
+        | Kernel::Softmax { .. }
+        | Kernel::LayerNorm { .. }
+        | Kernel::Transpose { .. }
+        | Kernel::Select
+        | Kernel::Clamp { .. }
+        | Kernel::Elu { .. }
+        | Kernel::BiasAdd { .. }
+        | Kernel::Reshape { .. }
+        | Kernel::Concat { .. }
+        | Kernel::Slice { .. }
+        | Kernel::Pool(_)
+        | Kernel::Interp(_)
+        | Kernel::Eltwise(_)
+        | Kernel::Norm(_) => DtypeRule::OneFamily,
+    }
+}
+
+/// The field of a kernel op that names its input `k`, for an error to point at.
+fn input_field(op: &Op, k: usize) -> &'static str {
+    let of = |names: &[&'static str]| names.get(k).copied().unwrap_or("inputs");
+    match op {
+        Op::Binary { .. }
+        | Op::MatMul { .. }
+        | Op::BatchMatMul { .. }
+        | Op::GeneralMatMul { .. } => of(&["a", "b"]),
+        Op::Select { .. } => of(&["cond", "a", "b"]),
+        Op::BiasAdd { .. } => of(&["input", "bias"]),
+        Op::Unary { .. }
+        | Op::ReduceAxes { .. }
+        | Op::Softmax { .. }
+        | Op::LayerNorm { .. }
+        | Op::Transpose { .. }
+        | Op::Clamp { .. }
+        | Op::Elu { .. }
+        | Op::Reshape { .. }
+        | Op::Cast { .. } => "input",
+        Op::Concat { .. }
+        | Op::Kernel { .. }
+        | Op::Load { .. }
+        | Op::Store { .. }
+        | Op::Relayout { .. }
+        | Op::Broadcast { .. }
+        | Op::Reduce { .. }
+        | Op::Free { .. } => "inputs",
+    }
 }
 
 /// Axis numbers are within the input's rank; a permutation is a permutation.
