@@ -53,7 +53,7 @@ pub(super) fn check_numbers(
         return Ok(());
     };
     let matrix = match dtype_rule(op, &kernel) {
-        DtypeRule::Converts => return Ok(()),
+        DtypeRule::Own => return Ok(()),
         DtypeRule::OneFamily => false,
         DtypeRule::Matrix => true,
     };
@@ -110,20 +110,22 @@ enum DtypeRule {
     OneFamily,
     /// A matrix kernel: integer operands may also accumulate into a float result.
     Matrix,
-    /// A conversion: operands and result differ by design.
-    Converts,
+    /// Operands and result differ by design: a conversion, or an eltwise kernel that
+    /// compares (a `pred` result), counts indices (`s32`) or draws a dropout mask from an
+    /// integer seed.
+    Own,
 }
 
 fn dtype_rule(op: &Op, kernel: &mnsim_kernels::Kernel) -> DtypeRule {
     use mnsim_kernels::Kernel;
     if matches!(op, Op::Cast { .. }) {
-        return DtypeRule::Converts;
+        return DtypeRule::Own;
     }
     match kernel {
         Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
             DtypeRule::Matrix
         }
-        Kernel::Quant(_) => DtypeRule::Converts,
+        Kernel::Quant(_) | Kernel::Eltwise(_) => DtypeRule::Own,
         Kernel::Unary(_)
         | Kernel::Binary(_)
         | Kernel::ReduceAxes { .. }
@@ -139,7 +141,6 @@ fn dtype_rule(op: &Op, kernel: &mnsim_kernels::Kernel) -> DtypeRule {
         | Kernel::Slice { .. }
         | Kernel::Pool(_)
         | Kernel::Interp(_)
-        | Kernel::Eltwise(_)
         | Kernel::Norm(_) => DtypeRule::OneFamily,
     }
 }
