@@ -87,6 +87,23 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
+/// Plan `auto` of `sc` as `mnsim plan` does it: no time limit, the default work budget.
+fn plan_as_cli(sc: &scenario::Scenario, src: &scenario::Source) -> mnsim_sim::plan::Outcome {
+    let mut o = mnsim_sim::plan::PlanOptions::default();
+    o.search.time_limit = None;
+    o.search.work_limit = Some(mnsim_sim::import::PLAN_WORK);
+    mnsim_sim::plan::plan_with(
+        sc,
+        src,
+        "auto",
+        &[],
+        &Default::default(),
+        &o,
+        &mut |_, _| {},
+    )
+    .expect("the bench's scenarios plan")
+}
+
 fn from_nothing(c: &mut Criterion) {
     let mut g = c.benchmark_group("plan/from_nothing");
     g.sample_size(10).measurement_time(Duration::from_secs(10));
@@ -95,23 +112,7 @@ fn from_nothing(c: &mut Criterion) {
             .join("../scenarios/studies")
             .join(format!("{name}.ron"));
         let (sc, src) = scenario::load(&path).unwrap();
-        let mut o = mnsim_sim::plan::PlanOptions::default();
-        o.search.time_limit = None;
-        o.search.work_limit = Some(mnsim_sim::import::PLAN_WORK);
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                mnsim_sim::plan::plan_with(
-                    &sc,
-                    &src,
-                    "auto",
-                    &[],
-                    &Default::default(),
-                    &o,
-                    &mut |_, _| {},
-                )
-                .unwrap()
-            })
-        });
+        g.bench_function(name, |b| b.iter(|| plan_as_cli(&sc, &src)));
     }
     g.finish();
 }
@@ -127,19 +128,7 @@ fn graphs(c: &mut Criterion) {
             eprintln!("{} not found: plan/graph/{name} skipped", path.display());
             continue;
         };
-        let mut o = mnsim_sim::plan::PlanOptions::default();
-        o.search.time_limit = None;
-        o.search.work_limit = Some(mnsim_sim::import::PLAN_WORK);
-        let outcome = mnsim_sim::plan::plan_with(
-            &sc,
-            &src,
-            "auto",
-            &[],
-            &Default::default(),
-            &o,
-            &mut |_, _| {},
-        );
-        g.throughput(Throughput::Elements(outcome.unwrap().evaluated));
+        g.throughput(Throughput::Elements(plan_as_cli(&sc, &src).evaluated));
         g.bench_function(name, |b| {
             b.iter(|| {
                 let mut sc = sc.clone();
