@@ -82,6 +82,85 @@ pub fn vector_rate(m: &Machine, d: DType) -> Option<(DType, f64)> {
     Some((t, *m.compute.vector.get(&t)?))
 }
 
+/// How a kernel's operands and result may differ in dtype.
+enum DtypeRule {
+    /// One family: floats mix freely, integers with integers.
+    OneFamily,
+    /// A matrix kernel: integer operands may also accumulate into a float result.
+    Matrix,
+    /// Operands and result differ by design: a quantisation, or an eltwise kernel that
+    /// compares (a `pred` result), counts indices (`s32`) or draws a dropout mask from an
+    /// integer seed.
+    Own,
+}
+
+fn dtype_rule(k: &Kernel) -> DtypeRule {
+    match k {
+        Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
+            DtypeRule::Matrix
+        }
+        Kernel::Quant(_) | Kernel::Eltwise(_) => DtypeRule::Own,
+        Kernel::Unary(_)
+        | Kernel::Binary(_)
+        | Kernel::ReduceAxes { .. }
+        | Kernel::Softmax { .. }
+        | Kernel::LayerNorm { .. }
+        | Kernel::Transpose { .. }
+        | Kernel::Select
+        | Kernel::Clamp { .. }
+        | Kernel::Elu { .. }
+        | Kernel::BiasAdd { .. }
+        | Kernel::Reshape { .. }
+        | Kernel::Concat { .. }
+        | Kernel::Slice { .. }
+        | Kernel::Pool(_)
+        | Kernel::Interp(_)
+        | Kernel::Norm(_) => DtypeRule::OneFamily,
+    }
+}
+
+/// Floats, integers and predicates: the families whose values meet only through an
+/// explicit conversion.
+fn family(d: DType) -> u8 {
+    match d {
+        DType::Pred => 2,
+        _ if d.is_float() => 0,
+        _ => 1,
+    }
+}
+
+/// Where `k`'s operands break the mixed-precision rule (docs/kernels.md): `Some((r, i))`
+/// when operand `i` is of another family than operand `r`, the kernel's first data input
+/// (operands count the inputs, then the result at `inputs.len()`). Float types mix
+/// freely and integer types with each other; a matrix kernel's integer operands may
+/// accumulate into a float result; a `Select`'s condition is a mask of any dtype; a
+/// quantisation and the eltwise kernels that compare, index or draw dropout masks have
+/// their own dtypes. A conversion (`Cast`, a `Unary` copy into another dtype) is the
+/// caller's to exempt.
+pub fn mixed_families(k: &Kernel, inputs: &[DType], out: DType) -> Option<(usize, usize)> {
+    let matrix = match dtype_rule(k) {
+        DtypeRule::Own => return None,
+        DtypeRule::OneFamily => false,
+        DtypeRule::Matrix => true,
+    };
+    let first = usize::from(matches!(k, Kernel::Select));
+    let d0 = *inputs.get(first)?;
+    let operands = inputs
+        .iter()
+        .copied()
+        .chain([out])
+        .enumerate()
+        .skip(first + 1);
+    for (i, d) in operands {
+        let result = i == inputs.len();
+        let accumulates = matrix && result && family(d0) == 1 && d.is_float();
+        if family(d) != family(d0) && !accumulates {
+            return Some((first, i));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +203,26 @@ mod tests {
             }
             assert_eq!(c, DType::F64, "{d}");
         }
+    }
+
+    #[test]
+    fn families_meet_only_where_the_rule_allows() {
+        use DType::{F16, F32, Pred, S8, S32};
+        let add = Kernel::Binary(BinaryOp::Add);
+        assert_eq!(mixed_families(&add, &[F32, F16], F16), None);
+        assert_eq!(mixed_families(&add, &[F32, S32], F32), Some((0, 1)));
+        assert_eq!(mixed_families(&add, &[S8, S32], F32), Some((0, 2)));
+        // A matrix kernel's integers accumulate into a float, not the other way round.
+        let mm = Kernel::MatMul;
+        assert_eq!(mixed_families(&mm, &[S8, S8], F32), None);
+        assert_eq!(mixed_families(&mm, &[S8, F16], F32), Some((0, 1)));
+        assert_eq!(mixed_families(&mm, &[F16, F16], S32), Some((0, 2)));
+        // A Select's condition is a mask of any dtype; its branches are not.
+        let sel = Kernel::Select;
+        assert_eq!(mixed_families(&sel, &[S32, F32, F16], F32), None);
+        assert_eq!(mixed_families(&sel, &[Pred, F32, S32], F32), Some((1, 2)));
+        // A bias, like any vector operand.
+        let bias = Kernel::BiasAdd { axis: 1 };
+        assert_eq!(mixed_families(&bias, &[F32, S32], F32), Some((0, 1)));
     }
 }

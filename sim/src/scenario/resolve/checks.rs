@@ -5,7 +5,6 @@ use super::ctx::Ctx;
 use super::resolved::ResolvedTensor;
 use crate::scenario::Op;
 use miette::Report;
-use mnsim_arch::DType;
 use std::collections::BTreeMap;
 
 /// Numeric fields of ops are usable numbers, and a kernel's operands share one dtype
@@ -49,100 +48,40 @@ pub(super) fn check_numbers(
             "here",
         ));
     }
+    // Mixed precision (docs/kernels.md): integers and floats meet only through an
+    // explicit Cast, Quantize or Dequantize.
     let Some((kernel, inputs, out)) = op.kernel() else {
         return Ok(());
     };
-    let matrix = match dtype_rule(op, &kernel) {
-        DtypeRule::Own => return Ok(()),
-        DtypeRule::OneFamily => false,
-        DtypeRule::Matrix => true,
-    };
-    // Select's condition is a mask, true where nonzero, of any dtype.
-    let mask = usize::from(matches!(kernel, mnsim_kernels::Kernel::Select));
-    let operands: Vec<(&str, &str)> = (inputs.iter().enumerate().skip(mask))
-        .map(|(k, &name)| (input_field(op, k), name))
-        .chain([("out", out)])
-        .collect();
-    let Some(&(_, first)) = operands.first() else {
-        return Ok(());
-    };
-    let Some(d0) = tensors.get(first).map(|t| t.dtype) else {
-        return Ok(());
-    };
-    // Mixed precision (docs/kernels.md): float operands and results mix freely (the
-    // kernel computes in the widest and rounds once into the result); a matrix kernel's
-    // integer operands may accumulate into an integer or a float result; integers and
-    // floats otherwise meet only through an explicit Cast, Quantize or Dequantize.
-    let family = |d: DType| {
-        if d.is_float() {
-            0
-        } else if d == DType::Pred {
-            2
-        } else {
-            1
-        }
-    };
-    for &(field, name) in &operands[1..] {
-        if let Some(t) = tensors.get(name)
-            && family(t.dtype) != family(d0)
-            && !(matrix && field == "out" && family(d0) == 1 && t.dtype.is_float())
-        {
-            return Err(cx.err(
-                cx.op_span(i, field),
-                &format!(
-                    "{what}: `{name}` is {} but `{first}` is {d0}: a kernel mixes float types (and a \
-                     MatMul's integer operands accumulate into a wider result), but integers and \
-                     floats meet only through an explicit Cast, Quantize or Dequantize; mnsim never \
-                     converts implicitly between them",
-                    t.dtype
-                ),
-                "another dtype",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// How a kernel's operands and result may differ in dtype (docs/kernels.md, mixed
-/// precision).
-enum DtypeRule {
-    /// One family: floats mix freely, integers with integers.
-    OneFamily,
-    /// A matrix kernel: integer operands may also accumulate into a float result.
-    Matrix,
-    /// Operands and result differ by design: a conversion, or an eltwise kernel that
-    /// compares (a `pred` result), counts indices (`s32`) or draws a dropout mask from an
-    /// integer seed.
-    Own,
-}
-
-fn dtype_rule(op: &Op, kernel: &mnsim_kernels::Kernel) -> DtypeRule {
-    use mnsim_kernels::Kernel;
     if matches!(op, Op::Cast { .. }) {
-        return DtypeRule::Own;
+        return Ok(());
     }
-    match kernel {
-        Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
-            DtypeRule::Matrix
-        }
-        Kernel::Quant(_) | Kernel::Eltwise(_) => DtypeRule::Own,
-        Kernel::Unary(_)
-        | Kernel::Binary(_)
-        | Kernel::ReduceAxes { .. }
-        | Kernel::Softmax { .. }
-        | Kernel::LayerNorm { .. }
-        | Kernel::Transpose { .. }
-        | Kernel::Select
-        | Kernel::Clamp { .. }
-        | Kernel::Elu { .. }
-        | Kernel::BiasAdd { .. }
-        | Kernel::Reshape { .. }
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Pool(_)
-        | Kernel::Interp(_)
-        | Kernel::Norm(_) => DtypeRule::OneFamily,
-    }
+    let dtype = |name: &str| tensors.get(name).map(|t| t.dtype);
+    let Some(ins) = inputs.iter().map(|n| dtype(n)).collect::<Option<Vec<_>>>() else {
+        return Ok(());
+    };
+    let Some(d_out) = dtype(out) else {
+        return Ok(());
+    };
+    let Some((r, k)) = mnsim_kernels::precision::mixed_families(&kernel, &ins, d_out) else {
+        return Ok(());
+    };
+    let operand = |k: usize| match inputs.get(k) {
+        Some(&name) => (input_field(op, k), name),
+        None => ("out", out),
+    };
+    let ((_, first), (field, name)) = (operand(r), operand(k));
+    let (d0, d) = (ins[r], dtype(name).unwrap_or(d_out));
+    Err(cx.err(
+        cx.op_span(i, field),
+        &format!(
+            "{what}: `{name}` is {d} but `{first}` is {d0}: a kernel mixes float types (and a \
+             MatMul's integer operands accumulate into a wider result), but integers and \
+             floats meet only through an explicit Cast, Quantize or Dequantize; mnsim never \
+             converts implicitly between them"
+        ),
+        "another dtype",
+    ))
 }
 
 /// The field of a kernel op that names its input `k`, for an error to point at.
