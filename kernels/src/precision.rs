@@ -12,6 +12,7 @@
 //!   f32, f32 as f64. So a machine without an int8 mode runs int8 at its f16 rate, and a
 //!   what-if gives it one by setting `compute.matrix.flops.S8` (and `.tile.S8`).
 
+use crate::eltwise::Eltwise;
 use crate::kernel::Kernel;
 use mnsim_arch::{DType, Machine, machine::Tile};
 
@@ -99,7 +100,20 @@ fn dtype_rule(k: &Kernel) -> DtypeRule {
         Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
             DtypeRule::Matrix
         }
-        Kernel::Quant(_) | Kernel::Eltwise(_) => DtypeRule::Own,
+        Kernel::Quant(_)
+        | Kernel::Eltwise(Eltwise::Compare(_) | Eltwise::GenIndex { .. } | Eltwise::Dropout) => {
+            DtypeRule::Own
+        }
+        Kernel::Eltwise(
+            Eltwise::Act(_)
+            | Eltwise::Backward { .. }
+            | Eltwise::PRelu
+            | Eltwise::PReluBackward
+            | Eltwise::PReluSlope
+            | Eltwise::Normalize { .. }
+            | Eltwise::BatchNormBackward { .. }
+            | Eltwise::Mix { .. },
+        ) => DtypeRule::OneFamily,
         Kernel::Unary(_)
         | Kernel::Binary(_)
         | Kernel::ReduceAxes { .. }
@@ -224,5 +238,10 @@ mod tests {
         // A bias, like any vector operand.
         let bias = Kernel::BiasAdd { axis: 1 };
         assert_eq!(mixed_families(&bias, &[F32, S32], F32), Some((0, 1)));
+        // A comparison gives a predicate; an activation keeps its family.
+        let ge = Kernel::Eltwise(Eltwise::Compare(crate::eltwise::Cmp::GreaterEqual));
+        assert_eq!(mixed_families(&ge, &[F32, F32], Pred), None);
+        let relu = Kernel::Eltwise(Eltwise::Act(crate::eltwise::Act::Relu));
+        assert_eq!(mixed_families(&relu, &[F32], S32), Some((0, 1)));
     }
 }

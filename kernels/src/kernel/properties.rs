@@ -66,35 +66,22 @@ impl Kernel {
 
     /// Whether the kernel runs on the matrix unit when the dtype has a matrix rate.
     pub fn is_matmul(&self) -> bool {
-        matches!(
-            self,
-            Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_)
-        )
+        self.traits().matrix
     }
 
     /// Whether each output element reads its inputs at the same position through
     /// numpy broadcasting (Binary, Select, BiasAdd): an input axis of size 1 against
     /// a larger output axis broadcasts.
     pub fn broadcasts(&self) -> bool {
-        match self {
-            Kernel::Eltwise(e) => e.broadcasts(),
-            Kernel::Quant(crate::quant::Quant {
-                params: crate::quant::QuantParams::Dynamic { .. },
-                ..
-            }) => true,
-            _ => matches!(
-                self,
-                Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. }
-            ),
-        }
+        self.traits().broadcasts
     }
 
     /// The dtype whose vector rate the kernel runs at, given its inputs' and output's:
     /// the output's, but a comparison's (whose output is `pred`) is its first input's.
     pub fn rate_dtype(&self, inputs: &[DType], out: DType) -> DType {
-        match self {
-            Kernel::Eltwise(Eltwise::Compare(_)) => inputs.first().copied().unwrap_or(out),
-            _ => out,
+        match self.traits().rate {
+            Rate::Output => out,
+            Rate::FirstInput => inputs.first().copied().unwrap_or(out),
         }
     }
 
@@ -102,17 +89,7 @@ impl Kernel {
     /// the output may be left partial for a Reduce to complete. A Mean's partial results
     /// are partial sums of `x / n` (`n` the whole reduced extent), which add up to it.
     pub fn is_additive(&self) -> bool {
-        matches!(
-            self,
-            Kernel::MatMul
-                | Kernel::BatchMatMul
-                | Kernel::GeneralMatMul { .. }
-                | Kernel::Conv(_)
-                | Kernel::ReduceAxes {
-                    op: ReduceKind::Add | ReduceKind::Mean,
-                    ..
-                }
-        )
+        self.traits().additive
     }
 
     /// Vector-unit FLOP charged per element: `(per input element of the first input,
@@ -161,28 +138,112 @@ impl Kernel {
     /// `Copy` that Reorder and TypeCast become): it still takes its vector-unit cycles (one
     /// move per element, [`Kernel::flops_per_element`]), but reports 0 useful FLOP.
     pub fn moves_data(&self) -> bool {
-        matches!(
-            self,
-            Kernel::Transpose { .. }
-                | Kernel::Reshape { .. }
-                | Kernel::Concat { .. }
-                | Kernel::Slice { .. }
-                | Kernel::Unary(UnaryOp::Copy)
-        )
+        self.traits().moves_data
     }
 
     /// How messages name the reduced variables: `the contraction`, `the normalised axis`,
     /// `a reduced axis`.
     pub fn reduced_role(&self) -> &'static str {
+        self.traits().reduced
+    }
+
+    /// The kernel's row in the table of traits: every kernel is listed here once, so a
+    /// new kernel is a compile error here until its traits are given.
+    fn traits(&self) -> Traits {
+        use crate::quant::{Quant, QuantParams};
+        let vector = Traits {
+            matrix: false,
+            broadcasts: false,
+            additive: false,
+            moves_data: false,
+            rate: Rate::Output,
+            reduced: "a reduced axis",
+        };
+        let contraction = Traits {
+            matrix: true,
+            additive: true,
+            reduced: "the contraction",
+            ..vector
+        };
+        let moves = Traits {
+            moves_data: true,
+            ..vector
+        };
+        let broadcasts = Traits {
+            broadcasts: true,
+            ..vector
+        };
+        let normalises = Traits {
+            reduced: "the normalised axis",
+            ..vector
+        };
         match self {
             Kernel::MatMul
             | Kernel::BatchMatMul
             | Kernel::GeneralMatMul { .. }
-            | Kernel::Conv(_) => "the contraction",
-            Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => "the normalised axis",
-            Kernel::Norm(n) if n.kind == crate::norm::NormKind::GammaGrad => "a summed axis",
-            Kernel::Norm(_) => "the normalised axis",
-            _ => "a reduced axis",
+            | Kernel::Conv(_) => contraction,
+            Kernel::Transpose { .. }
+            | Kernel::Reshape { .. }
+            | Kernel::Concat { .. }
+            | Kernel::Slice { .. }
+            | Kernel::Unary(UnaryOp::Copy) => moves,
+            Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. } => broadcasts,
+            Kernel::ReduceAxes { op, .. } => Traits {
+                additive: matches!(op, ReduceKind::Add | ReduceKind::Mean),
+                ..vector
+            },
+            Kernel::Softmax { .. } | Kernel::LayerNorm { .. } => normalises,
+            Kernel::Norm(n) if n.kind == crate::norm::NormKind::GammaGrad => Traits {
+                reduced: "a summed axis",
+                ..vector
+            },
+            Kernel::Norm(_) => normalises,
+            Kernel::Eltwise(e) => Traits {
+                broadcasts: e.broadcasts(),
+                rate: match e {
+                    Eltwise::Compare(_) => Rate::FirstInput,
+                    Eltwise::Act(_)
+                    | Eltwise::Backward { .. }
+                    | Eltwise::PRelu
+                    | Eltwise::PReluBackward
+                    | Eltwise::PReluSlope
+                    | Eltwise::GenIndex { .. }
+                    | Eltwise::Dropout
+                    | Eltwise::Normalize { .. }
+                    | Eltwise::BatchNormBackward { .. }
+                    | Eltwise::Mix { .. } => Rate::Output,
+                },
+                ..vector
+            },
+            Kernel::Quant(Quant {
+                params: QuantParams::Dynamic { .. },
+                ..
+            }) => broadcasts,
+            Kernel::Quant(_)
+            | Kernel::Unary(_)
+            | Kernel::Clamp { .. }
+            | Kernel::Elu { .. }
+            | Kernel::Pool(_)
+            | Kernel::Interp(_) => vector,
         }
     }
+}
+
+/// What [`Kernel::traits`] gives: the answers of the predicates above.
+#[derive(Clone, Copy)]
+struct Traits {
+    matrix: bool,
+    broadcasts: bool,
+    additive: bool,
+    moves_data: bool,
+    rate: Rate,
+    reduced: &'static str,
+}
+
+/// Which dtype's vector rate a kernel runs at.
+#[derive(Clone, Copy)]
+enum Rate {
+    Output,
+    /// A comparison's (its output is `pred`).
+    FirstInput,
 }
