@@ -46,7 +46,26 @@ pub fn tolerance(dtype: DType, k: &Kernel, reduction_len: u64) -> (f64, f64) {
             ..
         } => reduction_len.max(1),
         Kernel::Norm(_) => reduction_len.max(1),
-        _ => 1,
+        // The tolerance of one rounding: elementwise kernels, moves, windows, and the
+        // max, min and product reductions (a product's is not grown with its length).
+        Kernel::ReduceAxes {
+            op: ReduceKind::Max | ReduceKind::Min | ReduceKind::Prod,
+            ..
+        }
+        | Kernel::Unary(_)
+        | Kernel::Binary(_)
+        | Kernel::Transpose { .. }
+        | Kernel::Select
+        | Kernel::Clamp { .. }
+        | Kernel::Elu { .. }
+        | Kernel::BiasAdd { .. }
+        | Kernel::Reshape { .. }
+        | Kernel::Concat { .. }
+        | Kernel::Slice { .. }
+        | Kernel::Pool(_)
+        | Kernel::Interp(_)
+        | Kernel::Eltwise(_)
+        | Kernel::Quant(_) => 1,
     };
     let grow = (n as f64).sqrt();
     let base = match dtype {

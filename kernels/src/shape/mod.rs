@@ -143,7 +143,22 @@ pub fn reduced_extents(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Vec<u64>, Ker
         Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => vec![x[*axis]],
         Kernel::Conv(c) => c.reduced_extents(in_shapes)?,
         Kernel::Norm(n) => n.reduced_extents(x),
-        _ => Vec::new(),
+        // No reduced variable: every output element reads its own inputs' elements (a
+        // window's taps, an eltwise kernel's operands, a move's source).
+        Kernel::Unary(_)
+        | Kernel::Binary(_)
+        | Kernel::Transpose { .. }
+        | Kernel::Select
+        | Kernel::Clamp { .. }
+        | Kernel::Elu { .. }
+        | Kernel::BiasAdd { .. }
+        | Kernel::Reshape { .. }
+        | Kernel::Concat { .. }
+        | Kernel::Slice { .. }
+        | Kernel::Pool(_)
+        | Kernel::Interp(_)
+        | Kernel::Eltwise(_)
+        | Kernel::Quant(_) => Vec::new(),
     })
 }
 
