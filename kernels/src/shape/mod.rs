@@ -49,6 +49,39 @@ pub struct Gemm {
     pub k_axis_b: usize,
 }
 
+/// The axis of `a` a matrix kernel contracts: its last for MatMul, BatchMatMul and a
+/// convolution's data, the one [`gemm`] finds for GeneralMatMul; `None` for a kernel
+/// that contracts nothing, or shapes with no such axis.
+pub fn contracted_axis_a(k: &Kernel, a: &[u64], b: &[u64]) -> Option<usize> {
+    match k {
+        Kernel::GeneralMatMul {
+            transpose_a,
+            transpose_b,
+        } => gemm(*transpose_a, *transpose_b, a, b)
+            .ok()
+            .map(|g| g.k_axis_a),
+        Kernel::MatMul | Kernel::BatchMatMul | Kernel::Conv(_) => a.len().checked_sub(1),
+        Kernel::Unary(_)
+        | Kernel::Binary(_)
+        | Kernel::ReduceAxes { .. }
+        | Kernel::Softmax { .. }
+        | Kernel::LayerNorm { .. }
+        | Kernel::Transpose { .. }
+        | Kernel::Select
+        | Kernel::Clamp { .. }
+        | Kernel::Elu { .. }
+        | Kernel::BiasAdd { .. }
+        | Kernel::Reshape { .. }
+        | Kernel::Concat { .. }
+        | Kernel::Slice { .. }
+        | Kernel::Pool(_)
+        | Kernel::Interp(_)
+        | Kernel::Eltwise(_)
+        | Kernel::Norm(_)
+        | Kernel::Quant(_) => None,
+    }
+}
+
 /// Shapes of a general matmul: `a` `[B..,M,K]` (or `[B..,K,M]` transposed), `b`
 /// `[B..,K,N]` (or `[B..,N,K]`), batch axes broadcast.
 pub fn gemm(ta: bool, tb: bool, a: &[u64], b: &[u64]) -> Result<Gemm, KernelError> {

@@ -186,17 +186,7 @@ fn matmul_flops(res: &Resolved, k: &Kernel, inputs: &[&str], out: &str) -> Optio
         .map(|n| res.tensors.get(*n).map(|t| t.runtime_dims.as_slice()))
         .collect::<Option<_>>()?;
     let o = res.tensors.get(out)?;
-    let ka = match k {
-        Kernel::GeneralMatMul {
-            transpose_a,
-            transpose_b,
-        } => {
-            mnsim_kernels::shape::gemm(*transpose_a, *transpose_b, dims[0], dims[1])
-                .ok()?
-                .k_axis_a
-        }
-        _ => dims[0].len().checked_sub(1)?,
-    };
+    let ka = mnsim_kernels::shape::contracted_axis_a(k, dims[0], dims.get(1)?)?;
     let n = o
         .runtime_dims
         .iter()

@@ -214,17 +214,7 @@ impl<'a> View<'a> {
         };
         let m = self.m;
         let (useful, resource, peak) = if k.is_matmul() {
-            let ka = match k {
-                Kernel::GeneralMatMul {
-                    transpose_a,
-                    transpose_b,
-                } => {
-                    mnsim_kernels::shape::gemm(*transpose_a, *transpose_b, inputs[0], inputs[1])
-                        .ok()?
-                        .k_axis_a
-                }
-                _ => inputs[0].len().checked_sub(1)?,
-            };
+            let ka = mnsim_kernels::shape::contracted_axis_a(k, inputs[0], inputs.get(1)?)?;
             let useful = match k {
                 // A convolution's multiply-adds: 2·N·O·Π output·C/g·Π window.
                 Kernel::Conv(c) => c.flops(inputs).ok()?,
