@@ -339,8 +339,8 @@ struct Pads {
 /// written, and the result's dims checked against its type.
 fn pads(st: &Stmt, dims: &[u64]) -> Result<Pads, At> {
     let r = dims.len();
-    let mut lists = Vec::new();
-    for key in ["low", "high", "interior"] {
+    // A list of `r` integers, and where its key is written.
+    let list = |key: &str| {
         let v = match super::ops::attr_lists(&st.args, key) {
             Some((v, None)) if v.len() == r && v.iter().all(|x| i64::try_from(*x).is_ok()) => v,
             _ => {
@@ -355,11 +355,10 @@ fn pads(st: &Stmt, dims: &[u64]) -> Result<Pads, At> {
             .iter()
             .find(|t| t.tok == super::lex::Tok::Ident(key.into()))
             .map_or_else(|| st.span.clone(), |t| t.span.clone());
-        lists.push((v, span));
-    }
-    let [(low, _), (high, _), (interior, interior_at)]: [(Vec<i128>, _); 3] = lists
-        .try_into()
-        .map_err(|_| at(&st.span, "`pad`: three lists expected"))?;
+        Ok((v, span))
+    };
+    let ((low, _), (high, _)) = (list("low")?, list("high")?);
+    let (interior, interior_at) = list("interior")?;
     if let Some(a) = (0..r).find(|&a| interior[a] < 0) {
         return Err(at(
             &interior_at,
