@@ -353,6 +353,8 @@ impl Contraction {
         let (vals, dense) = (&grid.vals, &grid.dense);
         let (nr, nc, kk) = (vals[nb].len(), vals[nb + 1].len(), t.a.0.len());
         let [a, b] = &self.ops;
+        let a_terms: (&[usize], &[usize]) = (&t.a.0, &t.a.1);
+        let b_terms: (&[usize], &[usize]) = (&t.b.0, &t.b.1);
         let kk1 = kk.max(1);
         let panels_per_block = (BLOCK_VALUES / (kk1 * LANES)).clamp(1, nc.div_ceil(LANES));
         let block_cols = panels_per_block * LANES;
@@ -376,8 +378,7 @@ impl Contraction {
                 for (j, &(pe, off)) in t.cols[c0..c1].iter().enumerate() {
                     let (p, l) = (j / LANES, j % LANES);
                     let panel = &mut bp[p * kk * LANES..(p + 1) * kk * LANES];
-                    let (bpk, bok) = (&t.b.0, &t.b.1);
-                    gather(lms, b_pe + pe, b_off + off, (bpk, bok), b, panel, l, LANES);
+                    gather(lms, b_pe + pe, b_off + off, b_terms, b, panel, l, LANES);
                 }
                 for r0 in (0..nr).step_by(block_rows) {
                     let r1 = nr.min(r0 + block_rows);
@@ -385,8 +386,7 @@ impl Contraction {
                     ar.resize((r1 - r0) * kk, 0.0);
                     for (i, &(pe, off)) in t.rows[r0..r1].iter().enumerate() {
                         let row = &mut ar[i * kk..(i + 1) * kk];
-                        let (apk, aok) = (&t.a.0, &t.a.1);
-                        gather(lms, a_pe + pe, a_off + off, (apk, aok), a, row, 0, 1);
+                        gather(lms, a_pe + pe, a_off + off, a_terms, a, row, 0, 1);
                     }
                     let mut put = |i: usize, p: usize, sums: &[f64; LANES]| {
                         let j0 = c0 + p * LANES;
@@ -453,14 +453,8 @@ impl Grid {
             }
         });
         let cells = dsts.len();
-        if cells == 0 {
-            let empty = Grid {
-                vals: vec![Vec::new(); r],
-                dense: Vec::new(),
-            };
-            return Some((words, empty));
-        }
-        // The index values per output axis; a layout's shard is their product.
+        // The index values per output axis; a layout's shard is their product (no cell:
+        // an empty grid).
         let vals: Vec<Vec<u64>> = (0..r)
             .map(|h| {
                 let mut v: Vec<u64> = idxs.iter().skip(h).step_by(r).copied().collect();
