@@ -12,7 +12,6 @@
 //!   f32, f32 as f64. So a machine without an int8 mode runs int8 at its f16 rate, and a
 //!   what-if gives it one by setting `compute.matrix.flops.S8` (and `.tile.S8`).
 
-use crate::eltwise::Eltwise;
 use crate::kernel::Kernel;
 use mnsim_arch::{DType, Machine, machine::Tile};
 
@@ -83,56 +82,6 @@ pub fn vector_rate(m: &Machine, d: DType) -> Option<(DType, f64)> {
     Some((t, *m.compute.vector.get(&t)?))
 }
 
-/// How a kernel's operands and result may differ in dtype.
-enum DtypeRule {
-    /// One family: floats mix freely, integers with integers.
-    OneFamily,
-    /// A matrix kernel: integer operands may also accumulate into a float result.
-    Matrix,
-    /// Operands and result differ by design: a quantisation, or an eltwise kernel that
-    /// compares (a `pred` result), counts indices (`s32`) or draws a dropout mask from an
-    /// integer seed.
-    Own,
-}
-
-fn dtype_rule(k: &Kernel) -> DtypeRule {
-    match k {
-        Kernel::MatMul | Kernel::BatchMatMul | Kernel::GeneralMatMul { .. } | Kernel::Conv(_) => {
-            DtypeRule::Matrix
-        }
-        Kernel::Quant(_)
-        | Kernel::Eltwise(Eltwise::Compare(_) | Eltwise::GenIndex { .. } | Eltwise::Dropout) => {
-            DtypeRule::Own
-        }
-        Kernel::Eltwise(
-            Eltwise::Act(_)
-            | Eltwise::Backward { .. }
-            | Eltwise::PRelu
-            | Eltwise::PReluBackward
-            | Eltwise::PReluSlope
-            | Eltwise::Normalize { .. }
-            | Eltwise::BatchNormBackward { .. }
-            | Eltwise::Mix { .. },
-        ) => DtypeRule::OneFamily,
-        Kernel::Unary(_)
-        | Kernel::Binary(_)
-        | Kernel::ReduceAxes { .. }
-        | Kernel::Softmax { .. }
-        | Kernel::LayerNorm { .. }
-        | Kernel::Transpose { .. }
-        | Kernel::Select
-        | Kernel::Clamp { .. }
-        | Kernel::Elu { .. }
-        | Kernel::BiasAdd { .. }
-        | Kernel::Reshape { .. }
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Pool(_)
-        | Kernel::Interp(_)
-        | Kernel::Norm(_) => DtypeRule::OneFamily,
-    }
-}
-
 /// Floats, integers and predicates: the families whose values meet only through an
 /// explicit conversion.
 fn family(d: DType) -> u8 {
@@ -152,11 +101,10 @@ fn family(d: DType) -> u8 {
 /// their own dtypes. A conversion (`Cast`, a `Unary` copy into another dtype) is the
 /// caller's to exempt.
 pub fn mixed_families(k: &Kernel, inputs: &[DType], out: DType) -> Option<(usize, usize)> {
-    let matrix = match dtype_rule(k) {
-        DtypeRule::Own => return None,
-        DtypeRule::OneFamily => false,
-        DtypeRule::Matrix => true,
-    };
+    if k.own_dtypes() {
+        return None;
+    }
+    let matrix = k.is_matmul();
     let first = usize::from(matches!(k, Kernel::Select));
     let d0 = *inputs.get(first)?;
     let operands = inputs
@@ -239,9 +187,10 @@ mod tests {
         let bias = Kernel::BiasAdd { axis: 1 };
         assert_eq!(mixed_families(&bias, &[F32, S32], F32), Some((0, 1)));
         // A comparison gives a predicate; an activation keeps its family.
-        let ge = Kernel::Eltwise(Eltwise::Compare(crate::eltwise::Cmp::GreaterEqual));
+        use crate::eltwise::{Act, Cmp, Eltwise};
+        let ge = Kernel::Eltwise(Eltwise::Compare(Cmp::GreaterEqual));
         assert_eq!(mixed_families(&ge, &[F32, F32], Pred), None);
-        let relu = Kernel::Eltwise(Eltwise::Act(crate::eltwise::Act::Relu));
+        let relu = Kernel::Eltwise(Eltwise::Act(Act::Relu));
         assert_eq!(mixed_families(&relu, &[F32], S32), Some((0, 1)));
     }
 }

@@ -147,10 +147,18 @@ impl Kernel {
         self.traits().reduced
     }
 
+    /// Whether the kernel's operands and result differ in dtype family by design, so
+    /// that the mixed-precision rule ([`crate::precision::mixed_families`]) leaves them
+    /// be: a quantisation, and the eltwise kernels that compare (a `pred` result), count
+    /// indices (`s32`) or draw a dropout mask from an integer seed.
+    pub fn own_dtypes(&self) -> bool {
+        self.traits().own_dtypes
+    }
+
     /// The kernel's row in the table of traits: every kernel is listed here once, so a
     /// new kernel is a compile error here until its traits are given.
     fn traits(&self) -> Traits {
-        use crate::quant::{Quant, QuantParams};
+        use crate::quant::QuantParams;
         let vector = Traits {
             matrix: false,
             broadcasts: false,
@@ -158,6 +166,7 @@ impl Kernel {
             moves_data: false,
             rate: Rate::Output,
             reduced: "a reduced axis",
+            own_dtypes: false,
         };
         let contraction = Traits {
             matrix: true,
@@ -198,29 +207,32 @@ impl Kernel {
                 ..vector
             },
             Kernel::Norm(_) => normalises,
-            Kernel::Eltwise(e) => Traits {
-                broadcasts: e.broadcasts(),
-                rate: match e {
-                    Eltwise::Compare(_) => Rate::FirstInput,
+            Kernel::Eltwise(e) => {
+                let (rate, own_dtypes) = match e {
+                    Eltwise::Compare(_) => (Rate::FirstInput, true),
+                    Eltwise::GenIndex { .. } | Eltwise::Dropout => (Rate::Output, true),
                     Eltwise::Act(_)
                     | Eltwise::Backward { .. }
                     | Eltwise::PRelu
                     | Eltwise::PReluBackward
                     | Eltwise::PReluSlope
-                    | Eltwise::GenIndex { .. }
-                    | Eltwise::Dropout
                     | Eltwise::Normalize { .. }
                     | Eltwise::BatchNormBackward { .. }
-                    | Eltwise::Mix { .. } => Rate::Output,
-                },
+                    | Eltwise::Mix { .. } => (Rate::Output, false),
+                };
+                Traits {
+                    broadcasts: e.broadcasts(),
+                    rate,
+                    own_dtypes,
+                    ..vector
+                }
+            }
+            Kernel::Quant(q) => Traits {
+                broadcasts: matches!(q.params, QuantParams::Dynamic { .. }),
+                own_dtypes: true,
                 ..vector
             },
-            Kernel::Quant(Quant {
-                params: QuantParams::Dynamic { .. },
-                ..
-            }) => broadcasts,
-            Kernel::Quant(_)
-            | Kernel::Unary(_)
+            Kernel::Unary(_)
             | Kernel::Clamp { .. }
             | Kernel::Elu { .. }
             | Kernel::Pool(_)
@@ -238,6 +250,7 @@ struct Traits {
     moves_data: bool,
     rate: Rate,
     reduced: &'static str,
+    own_dtypes: bool,
 }
 
 /// Which dtype's vector rate a kernel runs at.
