@@ -9,7 +9,7 @@ dimensions (`jax.export.export(jax.jit(f))(*avals).mlir_module()`, shapes from
 
 Usage: python3 scripts/stablehlo_export.py OUT_DIR
 Needs `pip install jax` (CPU is enough); not run by CI. The files of
-`../shared/stablehlo/` were made this way with JAX 0.10.2.
+`scenarios/workloads/stablehlo/` were made this way with JAX 0.10.2.
 """
 
 import os

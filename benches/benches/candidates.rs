@@ -1,5 +1,5 @@
 //! The planner's candidate layouts (`candidates::generate`) of the gated MLP's shapes
-//! (`../shared/graphs/gated-mlp-f32.json`: f32, on the default machine `mncore2`, in the
+//! (`scenarios/workloads/graphs/gated-mlp-f32.json`: f32, on the default machine `mncore2`, in the
 //! default space of some 4,000 candidates each):
 //!
 //! - `plan/candidates/4096x14336`: the weight's shape;

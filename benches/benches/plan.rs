@@ -16,7 +16,7 @@
 //!   (every layout `Any`, no hand plan; joint seeds, search and confirming runs) under
 //!   the default work budget.
 //! - `plan/graph/*`: what `mnsim run G.json` does before it runs a graph of
-//!   `../shared/graphs`: plan `auto` seeded by the import's `default` and
+//!   `scenarios/workloads/graphs`: plan `auto` seeded by the import's `default` and
 //!   `default_split` plans under the import's work budget (`import::plan_auto`), the
 //!   import itself outside the measurement. Its throughput is in evaluations: the
 //!   assignments one planning evaluates (`evaluated` of `mnsim plan G.json --json`,
@@ -122,12 +122,9 @@ fn graphs(c: &mut Criterion) {
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     for name in ["MHA-GPT-inf-fp32-bs1", "gated-mlp-f32", "JAX-MQA-inf-fp32"] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/graphs")
+            .join("../scenarios/workloads/graphs")
             .join(format!("{name}.json"));
-        let Ok((sc, src)) = mnsim_sim::load::load(&path) else {
-            eprintln!("{} not found: plan/graph/{name} skipped", path.display());
-            continue;
-        };
+        let (sc, src) = mnsim_sim::load::load(&path).expect("the repository's graphs");
         g.throughput(Throughput::Elements(plan_as_cli(&sc, &src).evaluated));
         g.bench_function(name, |b| {
             b.iter(|| {

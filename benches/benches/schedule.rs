@@ -136,21 +136,18 @@ fn bench(c: &mut Criterion) {
     g.bench_function("stream of 28,672 slices", |b| {
         b.iter(|| black_box(timeline::schedule(&tasks, Schedule::Overlapped, 1 << 20).total()))
     });
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/graphs/gated-mlp-f32.json");
-    match mnsim_sim::load::load(&path) {
-        Ok((sc, src)) => {
-            let plan = Some("default_split");
-            let mut res = scenario::resolve(&sc, &src, plan, &[], &Default::default()).unwrap();
-            res.mode = Mode::Timing;
-            let eng = mnsim_sim::run::run(&res).unwrap().engine;
-            let (tasks, lm) = (eng.tasks.clone(), eng.timeline.lm_capacity);
-            g.throughput(Throughput::Elements(tasks.len() as u64));
-            g.bench_function("gated MLP, default_split", |b| {
-                b.iter(|| black_box(timeline::schedule(&tasks, Schedule::Overlapped, lm).total()))
-            });
-        }
-        Err(_) => eprintln!("{} not found: schedule/gated MLP skipped", path.display()),
-    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/workloads/graphs/gated-mlp-f32.json");
+    let (sc, src) = mnsim_sim::load::load(&path).expect("the repository's gated MLP graph");
+    let plan = Some("default_split");
+    let mut res = scenario::resolve(&sc, &src, plan, &[], &Default::default()).unwrap();
+    res.mode = Mode::Timing;
+    let eng = mnsim_sim::run::run(&res).unwrap().engine;
+    let (tasks, lm) = (eng.tasks.clone(), eng.timeline.lm_capacity);
+    g.throughput(Throughput::Elements(tasks.len() as u64));
+    g.bench_function("gated MLP, default_split", |b| {
+        b.iter(|| black_box(timeline::schedule(&tasks, Schedule::Overlapped, lm).total()))
+    });
     g.finish();
 
     // Whole timing-mode runs of every shipped scenario (every plan), overlapped.

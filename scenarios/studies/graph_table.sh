@@ -15,13 +15,13 @@
 # Default: a work budget of 300000 (`mnsim plan --work`, the budget `mnsim run` gives an
 # imported graph, so the rows are what `run` plans, on any machine), scenarios/graphs/*.ron (GPT attention, the gated MLP, SDPA in
 # f16) and LLaMa attention, JAX-MQA, two matmuls, a layer norm, a softmax and a bias add
-# of ../shared/graphs. Needs `jq`.
+# of scenarios/workloads/graphs. Needs `jq`.
 set -eu
 work=${1:-300000}
 [ $# -gt 0 ] && shift
 mnsim=${MNSIM:-target/release/mnsim}
 flags=${MNSIM_FLAGS:-}
-g=../shared/graphs
+g=scenarios/workloads/graphs
 if [ $# -eq 0 ]; then
     set -- scenarios/graphs/*.ron \
         $g/MHA-LLaMa-inf-fp32-bs1.json $g/JAX-MQA-inf-fp32.json $g/matmul_2d_4d.json \

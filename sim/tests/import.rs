@@ -1,4 +1,4 @@
-//! The real oneDNN graphs of `../shared/graphs/`: every file imports, loads back,
+//! The real oneDNN graphs of `scenarios/workloads/graphs/`: every file imports, loads back,
 //! runs in timing mode under the import's default layouts, and (when every tensor has
 //! at most 2^21 elements) verifies in functional mode against the host reference; the
 //! MatMul FLOP in the report equal 2·M·N·K·batch computed from the file. Bad files:

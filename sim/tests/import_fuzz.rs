@@ -1,8 +1,8 @@
-//! Bad graphs never panic: mutated versions of every real graph in `../shared/graphs/`
+//! Bad graphs never panic: mutated versions of every real graph in `scenarios/workloads/graphs/`
 //! (truncated, a digit changed, a number replaced by an odd value, a kind or dtype
 //! swapped, a line dropped) are imported and, when they import, run under their default
 //! layouts in timing mode. Each must end in a scenario, a report or an error — never a
-//! panic. The same for a deterministic sample of oneDNN's corpus (`../shared/onednn/`),
+//! panic. The same for a deterministic sample of oneDNN's corpus (`scenarios/workloads/onednn/`),
 //! with mutations towards its low-precision types, quantisation kinds and `undef` layouts.
 
 mod common;
@@ -193,7 +193,7 @@ const CORPUS_WORDS: [&str; 14] = [
     "-9223372036854775808",
 ];
 
-/// A deterministic sample of `../shared/onednn/`: every `step`-th file in path order.
+/// A deterministic sample of `scenarios/workloads/onednn/`: every `step`-th file in path order.
 fn corpus_sample(step: usize) -> Vec<std::path::PathBuf> {
     common::graphs::onednn_files()
         .into_iter()

@@ -1,6 +1,6 @@
 //! oneDNN files with low-precision types, quantisation, mixed precision, `undef`
 //! layouts, inferred dimensions and rank-1 MatMul operands: small hand-written graphs
-//! for each rule, and the real corpus files of `../shared/onednn/` that use them.
+//! for each rule, and the real corpus files of `scenarios/workloads/onednn/` that use them.
 
 mod common;
 
@@ -201,7 +201,7 @@ fn corpus() -> PathBuf {
     common::graphs::onednn_dir()
 }
 
-/// Small corpus files (relative to `shared/onednn`) with int8, f8 or int4 tensors, or
+/// Small corpus files (relative to `scenarios/workloads/onednn`) with int8, f8 or int4 tensors, or
 /// mixed precision or a rank-1 MatMul operand: each imports, runs in timing mode, and
 /// verifies in functional mode (the import picks functional mode with `verify` when
 /// every tensor has at most 2^21 elements) with the same cycles.

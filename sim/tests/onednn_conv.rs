@@ -1,4 +1,4 @@
-//! The files of `../shared/onednn/` that use Convolution, ConvTranspose, pooling or
+//! The files of `scenarios/workloads/onednn/` that use Convolution, ConvTranspose, pooling or
 //! Interpolate (and their backward kinds): every f32 one imports and runs in timing mode
 //! under plan `auto`; a fixed sample of the small ones (every tensor ≤ 2^21 elements,
 //! seconds each in the functional engine) verifies in functional mode with the same

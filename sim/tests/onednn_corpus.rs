@@ -1,4 +1,4 @@
-//! oneDNN's whole graph corpus (`../shared/onednn/`, 283 files): how many import and
+//! oneDNN's whole graph corpus (`scenarios/workloads/onednn/`, 283 files): how many import and
 //! run in timing mode under the import's default layouts (the plan `mnsim run G.json`
 //! falls back to and seeds its planning with), and every small one (each tensor at most
 //! 2^21 elements) verifies in functional mode against the host reference. The test
@@ -204,7 +204,11 @@ fn every_small_file_verifies() {
 
 fn check(verify_cap: (u64, u64)) {
     let mut files = common::graphs::onednn_files();
-    assert!(files.len() >= 283, "{} files in shared/onednn", files.len());
+    assert!(
+        files.len() >= 283,
+        "{} files in scenarios/workloads/onednn",
+        files.len()
+    );
     // `ONEDNN_ONLY=text` runs only the files whose path contains `text`.
     if let Ok(only) = std::env::var("ONEDNN_ONLY") {
         files.retain(|p| p.display().to_string().contains(&only));

@@ -1,4 +1,4 @@
-//! The files of oneDNN's corpus (`../shared/onednn/`) that the training kinds and the
+//! The files of oneDNN's corpus (`scenarios/workloads/onednn/`) that the training kinds and the
 //! normalisations unblocked: each imports, runs in timing mode under the import's
 //! default layouts, and (when every tensor has at most 2^21 elements) verifies in
 //! functional mode against the host reference (all but `SLOW_FUNCTIONAL`, which
@@ -13,7 +13,7 @@ use mnsim_sim::import::{self, FUNCTIONAL_ELEMS, Options};
 use mnsim_sim::scenario::{self, Mode, Source};
 use std::path::PathBuf;
 
-/// `shared/onednn` beside the repository (found from the crate upwards).
+/// `scenarios/workloads/onednn`, oneDNN's corpus.
 fn corpus() -> PathBuf {
     common::graphs::onednn_dir()
 }

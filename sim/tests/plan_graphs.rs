@@ -1,4 +1,4 @@
-//! The planner on every real graph of `../shared/graphs/`: each plans within its time
+//! The planner on every real graph of `scenarios/workloads/graphs/`: each plans within its time
 //! limit (which covers the whole planning, candidates included), says how much of the
 //! space it covered, and is never slower than the import's default layouts (a seed)
 //! under either schedule.

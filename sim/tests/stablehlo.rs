@@ -1,4 +1,4 @@
-//! The JAX exports of `../shared/stablehlo/`: every file imports (the symbolic ones
+//! The JAX exports of `scenarios/workloads/stablehlo/`: every file imports (the symbolic ones
 //! with their dimensions bound), loads back, runs in timing mode under the import's
 //! default layouts, and verifies in functional mode when every tensor has at most 2^21
 //! elements; the MatMul FLOP in the report equal 2·M·N·K·batch computed here from each
@@ -19,13 +19,11 @@ use mnsim_sim::scenario::{self, Mode, Source};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// `shared/stablehlo` beside the repository.
+/// `scenarios/workloads/stablehlo`: JAX's exports of model blocks.
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/stablehlo"))
-        .find(|p| p.is_dir())
-        .expect("shared/stablehlo beside the repository")
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/workloads/stablehlo");
+    assert!(d.is_dir(), "{} is missing", d.display());
+    d
 }
 
 fn files() -> Vec<PathBuf> {

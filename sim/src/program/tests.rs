@@ -1,6 +1,6 @@
 //! The program round-trips: lowered from a resolved scenario, printed to RON, parsed and
 //! lowered again, it is the same program, on every shipped scenario (every plan) and on
-//! every imported graph of `../shared/graphs` and `../shared/stablehlo`.
+//! every imported graph of `scenarios/workloads/graphs` and `scenarios/workloads/stablehlo`.
 
 use super::{OpKind, Program, lower, pretty};
 use crate::scenario::{self, Op, Scenario, Source};
@@ -74,16 +74,15 @@ fn every_shipped_scenario_prints_parses_and_lowers_to_the_same_program() {
 
 #[test]
 fn every_imported_graph_prints_parses_and_lowers_to_the_same_program() {
-    // `shared/` beside the repository, found from the crate upwards.
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/graphs"))
-        .find(|p| p.is_dir())
-        .and_then(|g| g.parent().map(Path::to_path_buf))
-        .expect("shared/graphs beside the repository");
-    let mut list = files(&shared.join("graphs"), "json");
-    list.extend(files(&shared.join("stablehlo"), "mlir"));
-    assert!(list.len() >= 20, "{} graphs under {shared:?}", list.len());
+    // The repository's real workloads (`scenarios/workloads/`).
+    let workloads = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/workloads");
+    let mut list = files(&workloads.join("graphs"), "json");
+    list.extend(files(&workloads.join("stablehlo"), "mlir"));
+    assert!(
+        list.len() >= 20,
+        "{} graphs under {workloads:?}",
+        list.len()
+    );
     // The StableHLO exports' symbolic dimensions (`b`, `t`).
     let binds: BTreeMap<String, u64> = [("b".to_string(), 4), ("t".to_string(), 4)].into();
     let mut kernels = 0;

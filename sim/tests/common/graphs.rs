@@ -1,17 +1,22 @@
-//! The real oneDNN graphs of `shared/graphs` and oneDNN's whole corpus `shared/onednn`,
-//! beside the repository.
+//! The real workloads the repository holds (`scenarios/workloads/`): the oneDNN graphs of
+//! `graphs/`, oneDNN's whole corpus `onednn/`, JAX's StableHLO exports `stablehlo/` and
+//! the whole models of `models/`.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
-/// `shared/graphs` beside the repository (found from the crate upwards, so it is found
-/// from any checkout that has `shared/` beside it).
+/// `scenarios/workloads/NAME` of this repository.
+pub fn workloads(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/workloads")
+        .join(name);
+    assert!(d.is_dir(), "{} is missing", d.display());
+    d
+}
+
+/// `scenarios/workloads/graphs`: 25 real oneDNN graphs.
 pub fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/graphs"))
-        .find(|p| p.is_dir())
-        .expect("shared/graphs beside the repository")
+    workloads("graphs")
 }
 
 /// Every graph file (`*.json`), sorted.
@@ -25,16 +30,12 @@ pub fn files() -> Vec<PathBuf> {
     v
 }
 
-/// `shared/onednn` (oneDNN's whole graph corpus) beside the repository.
+/// `scenarios/workloads/onednn`: oneDNN's whole graph corpus.
 pub fn onednn_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/onednn"))
-        .find(|p| p.is_dir())
-        .expect("shared/onednn beside the repository")
+    workloads("onednn")
 }
 
-/// Every graph file (`*.json`) of `shared/onednn`, in its sub-folders, sorted by path.
+/// Every graph file (`*.json`) of the oneDNN corpus, in its sub-folders, sorted by path.
 pub fn onednn_files() -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![onednn_dir()];
