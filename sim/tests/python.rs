@@ -2,14 +2,15 @@
 //! fresh virtual environment, and its pytest suite (`sim/python/tests`) runs there
 //! against this build's `mnsim` binary: every result of `import mnsim` equals the
 //! command line's, errors carry its messages, and the overhead over the Rust call is
-//! under 10 ms. The wheel is built with its own target folder (`target/python`), so
-//! that the build does not wait on the lock of the folder this test runs from.
+//! under 10 ms. The wheel is built in the workspace's `target/` (cargo holds its lock
+//! only while it builds, not while the tests run), reusing the release build.
 //!
 //! Without `python3` (with `venv` and `pip`) the test is skipped with a note, except
 //! when the `CI` environment variable is set: there it fails, since CI installs them
-//! (`.ci/run`). pandas and pytest come from PyPI; the `from_jax` and `from_torch` tests
-//! run where jax and torch are installed in that environment (`MNSIM_PYTEST_EXTRA`
-//! names packages to add, e.g. `jax`).
+//! (`.ci/run`). pandas, pytest, matplotlib and jax come from PyPI; the `from_torch` test
+//! and the PyTorch block of docs/python.md run where torch is installed in that
+//! environment (`MNSIM_PYTEST_EXTRA="torch onnxscript"` adds it), and are skipped,
+//! saying so, otherwise.
 
 use std::path::Path;
 use std::process::Command;
@@ -44,12 +45,20 @@ fn the_python_package_installs_and_matches_the_cli() {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let tmp = tempfile::Builder::new().prefix("mnsim-py-").tempdir().unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("mnsim-py-")
+        .tempdir()
+        .unwrap();
     let venv = tmp.path().join("venv");
-    ok(Command::new(py).args(["-m", "venv"]).arg(&venv), "python3 -m venv");
+    ok(
+        Command::new(py).args(["-m", "venv"]).arg(&venv),
+        "python3 -m venv",
+    );
     let pip = venv.join("bin/pip");
     let start = std::time::Instant::now();
-    let mut extra: Vec<String> = vec!["pytest".into()];
+    // What the tests and docs/python.md use beside the package: jax (CPU, some 100 MB)
+    // is cheap enough to install; torch (some 2 GB with its CUDA libraries) is not.
+    let mut extra: Vec<String> = ["pytest", "matplotlib", "jax"].map(String::from).to_vec();
     if let Ok(e) = std::env::var("MNSIM_PYTEST_EXTRA") {
         extra.extend(e.split_whitespace().map(String::from));
     }
@@ -58,11 +67,13 @@ fn the_python_package_installs_and_matches_the_cli() {
             .args(["install", "-q"])
             .arg(root.join("sim/python"))
             .args(&extra)
-            .env("CARGO_TARGET_DIR", root.join("target/python"))
             .current_dir(&root),
         "pip install ./sim/python",
     );
-    eprintln!("pip install ./sim/python: {:.0} s", start.elapsed().as_secs_f64());
+    eprintln!(
+        "pip install ./sim/python: {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
     // Run from outside the source tree, so that the installed package is the one imported.
     ok(
         Command::new(venv.join("bin/python"))

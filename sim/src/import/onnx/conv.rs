@@ -3,12 +3,13 @@
 //! (`Eltwise Normalize` with the given statistics), `MaxPool`, `AveragePool` and the
 //! global pools (a mean or max over the spatial axes).
 
+use super::lower::Bad;
 use super::lower::{Ox, Val};
 use super::ops::{Attrs, req};
 use mnsim_kernels::{Conv, ConvPass, Eltwise, Kernel, Pool, PoolKind, ReduceKind, WeightsFormat};
 
 /// Per spatial axis: an attribute of `d` entries, or `default` everywhere.
-fn per_axis(a: &Attrs, name: &str, d: usize, default: u64) -> Result<Vec<u64>, String> {
+fn per_axis(a: &Attrs, name: &str, d: usize, default: u64) -> Result<Vec<u64>, Bad> {
     match a.ints(name)? {
         None => Ok(vec![default; d]),
         Some(v) if v.len() == d => v
@@ -17,13 +18,14 @@ fn per_axis(a: &Attrs, name: &str, d: usize, default: u64) -> Result<Vec<u64>, S
                 u64::try_from(x)
                     .ok()
                     .filter(|&x| x >= 1)
-                    .ok_or_else(|| format!("`{name}` has {x}; at least 1 expected"))
+                    .ok_or_else(|| Bad(format!("`{name}` has {x}; at least 1 expected")))
             })
             .collect(),
         Some(v) => Err(format!(
             "`{name}` has {} entries; the data has {d} spatial axes",
             v.len()
-        )),
+        )
+        .into()),
     }
 }
 
@@ -34,7 +36,7 @@ fn pads(
     window: &[u64],
     strides: &[u64],
     dilations: &[u64],
-) -> Result<(Vec<u64>, Vec<u64>), String> {
+) -> Result<(Vec<u64>, Vec<u64>), Bad> {
     let d = input.len();
     match a.string("auto_pad")?.as_deref().unwrap_or("NOTSET") {
         "NOTSET" => match a.ints("pads")? {
@@ -43,10 +45,7 @@ fn pads(
                 p[..d].iter().map(|&x| x as u64).collect(),
                 p[d..].iter().map(|&x| x as u64).collect(),
             )),
-            Some(p) => Err(format!(
-                "`pads` {p:?}: {} non-negative entries expected",
-                2 * d
-            )),
+            Some(p) => Err(format!("`pads` {p:?}: {} non-negative entries expected", 2 * d).into()),
         },
         "VALID" => Ok((vec![0; d], vec![0; d])),
         mode @ ("SAME_UPPER" | "SAME_LOWER") => {
@@ -66,27 +65,28 @@ fn pads(
             }
             Ok((b, e))
         }
-        other => Err(format!("unknown `auto_pad` `{other}`")),
+        other => Err(format!("unknown `auto_pad` `{other}`").into()),
     }
 }
 
-pub(super) fn conv(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn conv(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let x = ox.tensor_of(req(ins, 0, "Conv")?, "the data")?;
     let w = ox.tensor_of(req(ins, 1, "Conv")?, "the weights")?;
     if x.dims.len() < 3 || w.dims.len() != x.dims.len() {
         return Err(format!(
             "Conv of data {:?} and weights {:?}: NCX data and OIX weights of one rank expected",
             x.dims, w.dims
-        ));
+        )
+        .into());
     }
     let d = x.dims.len() - 2;
     let window = w.dims[2..].to_vec();
     if let Some(k) = a.ints("kernel_shape")?
         && k.iter().map(|&v| v as u64).collect::<Vec<_>>() != window
     {
-        return Err(format!(
-            "`kernel_shape` {k:?} differs from the weights' window {window:?}"
-        ));
+        return Err(
+            format!("`kernel_shape` {k:?} differs from the weights' window {window:?}").into(),
+        );
     }
     let strides = per_axis(a, "strides", d, 1)?;
     let dilations = per_axis(a, "dilations", d, 1)?;
@@ -133,7 +133,7 @@ pub(super) fn batch_norm(
     a: &Attrs,
     ins: &[Option<Val>],
     outputs: usize,
-) -> Result<Val, String> {
+) -> Result<Val, Bad> {
     if a.int_or("training_mode", 0)? != 0 || outputs > 1 {
         return Err("BatchNormalization in training mode (running statistics as outputs) is not supported; export the model in eval mode".into());
     }
@@ -152,7 +152,8 @@ pub(super) fn batch_norm(
         return Err(format!(
             "BatchNormalization of {:?}: the channels are axis 1",
             t[0].dims
-        ));
+        )
+        .into());
     }
     let k = Kernel::Eltwise(Eltwise::Normalize {
         stats: vec![1],
@@ -171,20 +172,20 @@ pub(super) fn pool(
     a: &Attrs,
     ins: &[Option<Val>],
     outputs: usize,
-) -> Result<Val, String> {
+) -> Result<Val, Bad> {
     if outputs > 1 {
         return Err("MaxPool's indices output is not supported".into());
     }
     let x = ox.tensor_of(req(ins, 0, op)?, "the data")?;
     if x.dims.len() < 3 {
-        return Err(format!("{op} of {:?}: NCX data expected", x.dims));
+        return Err(format!("{op} of {:?}: NCX data expected", x.dims).into());
     }
     let d = x.dims.len() - 2;
     let kernel: Vec<u64> = match a.ints("kernel_shape")? {
         Some(k) if k.len() == d && k.iter().all(|&v| v >= 1) => {
             k.iter().map(|&v| v as u64).collect()
         }
-        _ => return Err(format!("`kernel_shape` must give {d} sizes of at least 1")),
+        _ => return Err(format!("`kernel_shape` must give {d} sizes of at least 1").into()),
     };
     let strides = per_axis(a, "strides", d, 1)?;
     let dilations = per_axis(a, "dilations", d, 1)?;
@@ -216,10 +217,10 @@ pub(super) fn global_pool(
     base: &str,
     op: &str,
     ins: &[Option<Val>],
-) -> Result<Val, String> {
+) -> Result<Val, Bad> {
     let x = ox.tensor_of(req(ins, 0, op)?, "the data")?;
     if x.dims.len() < 3 {
-        return Err(format!("{op} of {:?}: NCX data expected", x.dims));
+        return Err(format!("{op} of {:?}: NCX data expected", x.dims).into());
     }
     let k = Kernel::ReduceAxes {
         op: if op == "GlobalMaxPool" {

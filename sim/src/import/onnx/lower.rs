@@ -189,17 +189,12 @@ impl Ox {
     }
 
     /// Appends a kernel step after checking the shape the kernel gives.
-    pub(super) fn step(
-        &mut self,
-        kernel: Kernel,
-        inputs: &[&Tens],
-        out: &Tens,
-    ) -> Result<(), String> {
+    pub(super) fn step(&mut self, kernel: Kernel, inputs: &[&Tens], out: &Tens) -> Result<(), Bad> {
         self.push(kernel, false, inputs, out)
     }
 
     /// Appends a `Cast` of `input` into `out` (of another dtype).
-    pub(super) fn cast(&mut self, input: &Tens, out: &Tens) -> Result<(), String> {
+    pub(super) fn cast(&mut self, input: &Tens, out: &Tens) -> Result<(), Bad> {
         self.push(Kernel::Unary(UnaryOp::Copy), true, &[input], out)
     }
 
@@ -209,7 +204,7 @@ impl Ox {
         cast: bool,
         inputs: &[&Tens],
         out: &Tens,
-    ) -> Result<(), String> {
+    ) -> Result<(), Bad> {
         let shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.declared_dims()).collect();
         let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
         let want = mnsim_kernels::output_shape(&kernel, &refs).map_err(|e| e.message)?;
@@ -218,7 +213,8 @@ impl Ox {
         if want != have {
             return Err(format!(
                 "the result has shape {have:?}, but the kernel ({kernel}) gives {want:?}"
-            ));
+            )
+            .into());
         }
         let origin = self.origin.take();
         self.steps.push(Step {
@@ -238,7 +234,7 @@ impl Ox {
         kernel: Kernel,
         inputs: &[&Tens],
         dtype: DType,
-    ) -> Result<Tens, String> {
+    ) -> Result<Tens, Bad> {
         let shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.declared_dims()).collect();
         let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
         let dims = mnsim_kernels::output_shape(&kernel, &refs).map_err(|e| e.message)?;
@@ -249,7 +245,7 @@ impl Ox {
 
     /// A constant as a DRAM tensor (loaded before its first use), shared by equal
     /// constants.
-    pub(super) fn emit_const(&mut self, k: &Konst) -> Result<Tens, String> {
+    pub(super) fn emit_const(&mut self, k: &Konst) -> Result<Tens, Bad> {
         if let Some((_, n)) = self.emitted.iter().find(|(e, _)| e == k) {
             return Ok(Tens {
                 name: n.clone(),
@@ -270,7 +266,7 @@ impl Ox {
     }
 
     /// A `Reshape` step (shared when the same reshape is asked again).
-    pub(super) fn reshaped(&mut self, x: &Tens, dims: &[u64]) -> Result<Tens, String> {
+    pub(super) fn reshaped(&mut self, x: &Tens, dims: &[u64]) -> Result<Tens, Bad> {
         if x.dims == dims {
             return Ok(x.clone());
         }
@@ -297,7 +293,7 @@ impl Ox {
 
     /// A value as a tensor for a kernel that does not broadcast: a constant as a DRAM
     /// tensor, a broadcast that adds no elements as its source reshaped.
-    pub(super) fn tensor_of(&mut self, v: &Val, what: &str) -> Result<Tens, String> {
+    pub(super) fn tensor_of(&mut self, v: &Val, what: &str) -> Result<Tens, Bad> {
         match v {
             Val::T(t) => Ok(t.clone()),
             Val::C(k) => self.emit_const(k),
@@ -308,10 +304,31 @@ impl Ox {
             }
             Val::B { .. } => Err(format!(
                 "{what} is an `Expand` of a computed tensor that only elementwise ops may read (mnsim has no broadcast kernel; elementwise ops read broadcasts in place)"
-            )),
+            ).into()),
         }
     }
 }
+
+/// Why a node (or the graph) cannot be imported: the message, which the caller puts
+/// after the node's label.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Bad(pub String);
+
+impl From<String> for Bad {
+    fn from(s: String) -> Bad {
+        Bad(s)
+    }
+}
+
+impl From<&str> for Bad {
+    fn from(s: &str) -> Bad {
+        Bad(s.to_string())
+    }
+}
+
+/// A value's declared dtype and dims (`None` where a dimension is unknown).
+type Declared = (DType, Vec<Option<u64>>);
 
 /// What the lowering gives beyond the steps.
 pub struct Out {
@@ -461,9 +478,9 @@ pub fn lower(m: &Model, binds: &Binds) -> Result<Out, At> {
         if !kinds.contains(&op) {
             kinds.push(op.clone());
         }
-        let here = |message: String| At {
+        let here = |e: Bad| At {
             node: Some(label(i, n)),
-            message,
+            message: e.0,
         };
         ox.origin = Some(format!(
             "{}: {op}",
@@ -498,7 +515,7 @@ pub fn lower(m: &Model, binds: &Binds) -> Result<Out, At> {
             Val::T(t) => t.clone(),
             Val::B { .. } => ox
                 .tensor_of(&v, &format!("graph output `{name}`"))
-                .map_err(at_graph)?,
+                .map_err(|e| at_graph(e.0))?,
             Val::C(_) => {
                 return Err(at_graph(format!(
                     "graph output `{name}` is a constant that nothing computes; mnsim stores computed tensors"
@@ -542,7 +559,7 @@ pub fn lower(m: &Model, binds: &Binds) -> Result<Out, At> {
 fn declared_shapes(
     g: &super::proto::GraphProto,
     bind: &[(String, u64)],
-) -> Result<BTreeMap<String, (DType, Vec<Option<u64>>)>, At> {
+) -> Result<BTreeMap<String, Declared>, At> {
     let mut out = BTreeMap::new();
     for v in g.value_info.iter().chain(&g.output) {
         let name = v.name.clone().unwrap_or_default();
@@ -565,11 +582,7 @@ fn declared_shapes(
 }
 
 /// A value against the dtype and shape the file declares for it.
-fn check_declared(
-    name: &str,
-    (dt, dims): &(DType, Vec<Option<u64>>),
-    v: &Val,
-) -> Result<(), String> {
+fn check_declared(name: &str, (dt, dims): &Declared, v: &Val) -> Result<(), Bad> {
     let have = v.dims();
     let ok = have.len() == dims.len()
         && dims
@@ -585,7 +598,8 @@ fn check_declared(
             "output `{name}` is {}{have:?} here, but the file declares {dt}[{}]",
             v.dtype(),
             show.join(", ")
-        ));
+        )
+        .into());
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! DRAM tensors of their smallest broadcastable shape), `Pow`, `Where`, `Cast`,
 //! `MatMul`, `Gemm`, `Softmax`, `LayerNormalization` and the reductions.
 
+use super::lower::Bad;
 use super::lower::{Ox, Tens, Val};
 use super::ops::{Attrs, axis, ints_of, req};
 use crate::import::stablehlo::fold::Konst;
@@ -9,7 +10,7 @@ use mnsim_arch::DType;
 use mnsim_kernels::{Act, BinaryOp, Cmp, Eltwise, Kernel, ReduceKind, UnaryOp};
 
 /// numpy broadcasting of shapes.
-pub(super) fn numpy(shapes: &[Vec<u64>]) -> Result<Vec<u64>, String> {
+pub(super) fn numpy(shapes: &[Vec<u64>]) -> Result<Vec<u64>, Bad> {
     let r = shapes.iter().map(Vec::len).max().unwrap_or(0);
     let mut out = vec![1u64; r];
     for s in shapes {
@@ -19,7 +20,8 @@ pub(super) fn numpy(shapes: &[Vec<u64>]) -> Result<Vec<u64>, String> {
                 return Err(format!(
                     "shapes {shapes:?} do not broadcast (axis {a}: {} and {d})",
                     out[a]
-                ));
+                )
+                .into());
             }
             if d != 1 {
                 out[a] = d;
@@ -30,18 +32,18 @@ pub(super) fn numpy(shapes: &[Vec<u64>]) -> Result<Vec<u64>, String> {
 }
 
 /// A constant broadcast numpy-style to `full`.
-pub(super) fn konst_to(k: &Konst, full: &[u64]) -> Result<Konst, String> {
+pub(super) fn konst_to(k: &Konst, full: &[u64]) -> Result<Konst, Bad> {
     if k.dims == full {
         return Ok(k.clone());
     }
     let off = full.len() - k.dims.len();
     let map: Vec<usize> = (off..full.len()).collect();
-    k.broadcast(&map, full.to_vec())
+    Ok(k.broadcast(&map, full.to_vec())?)
 }
 
 /// An elementwise operand as a tensor: a constant at its smallest broadcastable
 /// shape, a broadcast's source.
-fn operand(ox: &mut Ox, v: &Val) -> Result<Tens, String> {
+fn operand(ox: &mut Ox, v: &Val) -> Result<Tens, Bad> {
     match v {
         Val::T(t) => Ok(t.clone()),
         Val::C(k) => ox.emit_const(&k.essential()?),
@@ -59,7 +61,7 @@ fn elementwise(
     vals: &[&Val],
     dtype: DType,
     fold: &dyn Fn(&[f64]) -> f64,
-) -> Result<Val, String> {
+) -> Result<Val, Bad> {
     let full = numpy(&vals.iter().map(|v| v.dims()).collect::<Vec<_>>())?;
     if vals.iter().all(|v| matches!(v, Val::C(_))) {
         let ks: Vec<Konst> = vals
@@ -103,7 +105,7 @@ pub(super) fn binary(
     base: &str,
     op: BinaryOp,
     ins: &[Option<Val>],
-) -> Result<Val, String> {
+) -> Result<Val, Bad> {
     let (a, b) = (req(ins, 0, op.name())?, req(ins, 1, op.name())?);
     // An operand that is the op's identity (x + 0, x · 1) of the other's shape: no step.
     let splat = |v: &Val| match v {
@@ -132,7 +134,7 @@ pub(super) fn binary(
     })
 }
 
-pub(super) fn compare(ox: &mut Ox, base: &str, c: Cmp, ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn compare(ox: &mut Ox, base: &str, c: Cmp, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let (a, b) = (
         req(ins, 0, "the comparison")?,
         req(ins, 1, "the comparison")?,
@@ -143,7 +145,7 @@ pub(super) fn compare(ox: &mut Ox, base: &str, c: Cmp, ins: &[Option<Val>]) -> R
     })
 }
 
-pub(super) fn select(ox: &mut Ox, base: &str, ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn select(ox: &mut Ox, base: &str, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let (c, a, b) = (
         req(ins, 0, "Where")?,
         req(ins, 1, "Where")?,
@@ -168,7 +170,7 @@ pub(super) fn select(ox: &mut Ox, base: &str, ins: &[Option<Val>]) -> Result<Val
 }
 
 /// A one-operand kernel; on a broadcast it runs on the source (fewer elements).
-pub(super) fn unary(ox: &mut Ox, base: &str, u: UnaryOp, x: &Val) -> Result<Val, String> {
+pub(super) fn unary(ox: &mut Ox, base: &str, u: UnaryOp, x: &Val) -> Result<Val, Bad> {
     match x {
         Val::C(k) => Ok(Val::C(Konst::map(&[k], k.dtype, move |v| u.apply(v[0]))?)),
         Val::T(t) => Ok(Val::T(ox.apply(base, Kernel::Unary(u), &[t], t.dtype)?)),
@@ -183,7 +185,7 @@ pub(super) fn unary(ox: &mut Ox, base: &str, u: UnaryOp, x: &Val) -> Result<Val,
 }
 
 /// `Gelu`: the tanh form is the `Gelu` kernel, the exact (erf) form `Eltwise Gelu`.
-pub(super) fn gelu(ox: &mut Ox, base: &str, a: &Attrs, x: &Val) -> Result<Val, String> {
+pub(super) fn gelu(ox: &mut Ox, base: &str, a: &Attrs, x: &Val) -> Result<Val, Bad> {
     match a.string("approximate")?.as_deref().unwrap_or("none") {
         "tanh" => unary(ox, base, UnaryOp::Gelu, x),
         "none" => {
@@ -191,13 +193,13 @@ pub(super) fn gelu(ox: &mut Ox, base: &str, a: &Attrs, x: &Val) -> Result<Val, S
             let k = Kernel::Eltwise(Eltwise::Act(Act::Gelu { erf: true }));
             Ok(Val::T(ox.apply(base, k, &[&t], t.dtype)?))
         }
-        other => Err(format!("unknown `approximate` `{other}` (none or tanh)")),
+        other => Err(format!("unknown `approximate` `{other}` (none or tanh)").into()),
     }
 }
 
 /// `Pow` with a constant exponent a kernel computes: 2 (Square), 3 (Square, Mul),
 /// 1/2 (Sqrt), −1/2 (Rsqrt), −1 (Recip), 1.
-pub(super) fn pow(ox: &mut Ox, base: &str, ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn pow(ox: &mut Ox, base: &str, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let (x, e) = (req(ins, 0, "Pow")?, req(ins, 1, "Pow")?);
     if let (Val::C(a), Val::C(b)) = (x, e) {
         let full = numpy(&[a.dims.clone(), b.dims.clone()])?;
@@ -226,19 +228,19 @@ pub(super) fn pow(ox: &mut Ox, base: &str, ins: &[Option<Val>]) -> Result<Val, S
         _ => {
             return Err(format!(
                 "`Pow` with exponent {e} is not supported (2, 3, 1/2, −1/2, −1 and 1 map to kernels)"
-            ));
+            ).into());
         }
     };
     unary(ox, base, u, x)
 }
 
-pub(super) fn cast(ox: &mut Ox, base: &str, a: &Attrs, x: &Val) -> Result<Val, String> {
+pub(super) fn cast(ox: &mut Ox, base: &str, a: &Attrs, x: &Val) -> Result<Val, Bad> {
     let to = a.int("to")?.ok_or("Cast needs the attribute `to`")?;
     let dtype = super::model::dtype(to as i32)?;
     if x.dtype() == dtype {
         return Ok(x.clone());
     }
-    let step = |ox: &mut Ox, t: &Tens| -> Result<Tens, String> {
+    let step = |ox: &mut Ox, t: &Tens| -> Result<Tens, Bad> {
         let o = ox.declare(base, dtype, &t.dims);
         ox.cast(t, &o)?;
         Ok(o)
@@ -255,7 +257,7 @@ pub(super) fn cast(ox: &mut Ox, base: &str, a: &Attrs, x: &Val) -> Result<Val, S
 
 /// `MatMul` (numpy's matmul): a rank-1 operand is a row (a) or a column (b) that the
 /// result drops; batch axes broadcast.
-pub(super) fn matmul(ox: &mut Ox, base: &str, a: &Val, b: &Val) -> Result<Val, String> {
+pub(super) fn matmul(ox: &mut Ox, base: &str, a: &Val, b: &Val) -> Result<Val, Bad> {
     let (a, b) = (ox.tensor_of(a, "the lhs")?, ox.tensor_of(b, "the rhs")?);
     if a.dims.is_empty() || b.dims.is_empty() {
         return Err("MatMul of a scalar".into());
@@ -279,7 +281,8 @@ pub(super) fn matmul(ox: &mut Ox, base: &str, a: &Val, b: &Val) -> Result<Val, S
             b2.dims,
             a2.dims[ra - 1],
             b2.dims[rb - 2]
-        ));
+        )
+        .into());
     }
     let kernel = crate::import::lower::contraction(false, false, &a2.dims, &b2.dims);
     let o = ox.apply(base, kernel, &[&a2, &b2], a2.dtype)?;
@@ -294,14 +297,11 @@ pub(super) fn matmul(ox: &mut Ox, base: &str, a: &Val, b: &Val) -> Result<Val, S
 }
 
 /// `Gemm`: `alpha · A' · B' + beta · C` (A', B' transposed when `transA`, `transB`).
-pub(super) fn gemm(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn gemm(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let (x, w) = (req(ins, 0, "Gemm")?, req(ins, 1, "Gemm")?);
     let (x, w) = (ox.tensor_of(x, "A")?, ox.tensor_of(w, "B")?);
     if x.dims.len() != 2 || w.dims.len() != 2 {
-        return Err(format!(
-            "Gemm takes matrices; A is {:?}, B is {:?}",
-            x.dims, w.dims
-        ));
+        return Err(format!("Gemm takes matrices; A is {:?}, B is {:?}", x.dims, w.dims).into());
     }
     let (ta, tb) = (a.int_or("transA", 0)? != 0, a.int_or("transB", 0)? != 0);
     let (alpha, beta) = (a.float_or("alpha", 1.0)?, a.float_or("beta", 1.0)?);
@@ -344,7 +344,7 @@ pub(super) fn gemm(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) -> R
     Ok(y)
 }
 
-pub(super) fn softmax(ox: &mut Ox, base: &str, a: &Attrs, x: &Val) -> Result<Val, String> {
+pub(super) fn softmax(ox: &mut Ox, base: &str, a: &Attrs, x: &Val) -> Result<Val, Bad> {
     let t = ox.tensor_of(x, "the operand")?;
     let ax = axis(a.int_or("axis", -1)?, t.dims.len(), "axis")?;
     if ox.opset < 13 && ax + 1 != t.dims.len() {
@@ -368,7 +368,7 @@ pub(super) fn layer_norm(
     base: &str,
     a: &Attrs,
     ins: &[Option<Val>],
-) -> Result<Val, String> {
+) -> Result<Val, Bad> {
     let x = ox.tensor_of(req(ins, 0, "LayerNormalization")?, "the operand")?;
     let r = x.dims.len();
     let ax = axis(a.int_or("axis", -1)?, r, "axis")?;
@@ -410,7 +410,7 @@ pub(super) fn reduce(
     op: ReduceKind,
     a: &Attrs,
     ins: &[Option<Val>],
-) -> Result<Val, String> {
+) -> Result<Val, Bad> {
     let x = req(ins, 0, "the reduction")?;
     let r = x.dims().len();
     let given = match ins.get(1).and_then(Option::as_ref) {

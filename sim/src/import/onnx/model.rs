@@ -2,6 +2,7 @@
 //! (initializers and `Constant` values, read when the file holds them, marked external
 //! otherwise), the declared shapes of graph inputs, outputs and `value_info`.
 
+use super::lower::Bad;
 use super::proto::{self, TensorProto, tensor_proto, tensor_shape_proto::dimension};
 use crate::import::stablehlo::fold::{FOLD_LIMIT, Konst};
 use mnsim_arch::DType;
@@ -19,7 +20,7 @@ pub struct Model {
 }
 
 /// Decodes `bytes` as an ONNX `ModelProto` and checks its opset.
-pub fn decode(bytes: &[u8]) -> Result<Model, String> {
+pub fn decode(bytes: &[u8]) -> Result<Model, Bad> {
     let m = proto::ModelProto::decode(bytes).map_err(|e| {
         format!("not an ONNX model (the protobuf does not decode as a ModelProto: {e})")
     })?;
@@ -35,13 +36,13 @@ pub fn decode(bytes: &[u8]) -> Result<Model, String> {
     if opset < MIN_OPSET {
         return Err(format!(
             "the model uses opset {opset}; mnsim reads opset {MIN_OPSET} and later (export with `opset_version=17` or newer)"
-        ));
+        ).into());
     }
     Ok(Model { proto: m, opset })
 }
 
 /// The mnsim dtype of an ONNX element type.
-pub fn dtype(t: i32) -> Result<DType, String> {
+pub fn dtype(t: i32) -> Result<DType, Bad> {
     use tensor_proto::DataType as D;
     let d = D::try_from(t).map_err(|_| format!("unknown ONNX element type {t}"))?;
     Ok(match d {
@@ -77,7 +78,8 @@ pub fn dtype(t: i32) -> Result<DType, String> {
             return Err(format!(
                 "the ONNX element type {} has no mnsim dtype",
                 d.as_str_name()
-            ));
+            )
+            .into());
         }
     })
 }
@@ -92,15 +94,15 @@ pub struct Held {
     pub external: Option<String>,
 }
 
-fn dims_of(t: &TensorProto) -> Result<Vec<u64>, String> {
+fn dims_of(t: &TensorProto) -> Result<Vec<u64>, Bad> {
     t.dims
         .iter()
-        .map(|&d| u64::try_from(d).map_err(|_| format!("a negative dimension {d}")))
+        .map(|&d| u64::try_from(d).map_err(|_| Bad(format!("a negative dimension {d}"))))
         .collect()
 }
 
 /// The values of little-endian `raw` bytes of `dtype`.
-fn raw_values(raw: &[u8], dtype: DType, n: usize) -> Result<Vec<f64>, String> {
+fn raw_values(raw: &[u8], dtype: DType, n: usize) -> Result<Vec<f64>, Bad> {
     let size = match dtype {
         DType::Pred | DType::S8 | DType::U8 | DType::S4 | DType::U4 => 1,
         DType::F8E4M3 | DType::F8E5M2 => 1,
@@ -113,7 +115,8 @@ fn raw_values(raw: &[u8], dtype: DType, n: usize) -> Result<Vec<f64>, String> {
             "its raw data has {} bytes; {n} elements of {dtype} need {}",
             raw.len(),
             n.saturating_mul(size)
-        ));
+        )
+        .into());
     }
     let mut out = Vec::with_capacity(n);
     for c in raw.chunks_exact(size) {
@@ -133,7 +136,7 @@ fn raw_values(raw: &[u8], dtype: DType, n: usize) -> Result<Vec<f64>, String> {
             DType::U64 => u64::from_le_bytes(b) as f64,
             DType::F64 => f64::from_le_bytes(b),
             DType::F8E4M3 | DType::F8E5M2 => {
-                return Err(format!("mnsim does not read {dtype} constants"));
+                return Err(format!("mnsim does not read {dtype} constants").into());
             }
         };
         out.push(v);
@@ -156,7 +159,7 @@ fn half_to_f64(h: u16) -> f64 {
 
 /// Reads a tensor of the file; its values only when `want_values` (and the file holds
 /// them, and there are at most [`FOLD_LIMIT`]).
-pub fn held(t: &TensorProto, want_values: bool) -> Result<Held, String> {
+pub fn held(t: &TensorProto, want_values: bool) -> Result<Held, Bad> {
     let dtype = dtype(t.data_type.unwrap_or(0))?;
     let dims = dims_of(t)?;
     let n = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
@@ -200,7 +203,8 @@ pub fn held(t: &TensorProto, want_values: bool) -> Result<Held, String> {
             return Err(format!(
                 "it holds {} values for shape {dims:?} ({n} elements)",
                 data.len()
-            ));
+            )
+            .into());
         }
         Some(Konst {
             dtype,
@@ -216,6 +220,9 @@ pub fn held(t: &TensorProto, want_values: bool) -> Result<Held, String> {
     })
 }
 
+/// A value's declared element type and dims (`None` without a shape).
+pub type TypeOf = (DType, Option<Vec<Dim>>);
+
 /// A declared dimension: a size, a name (`dim_param`), or unknown.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Dim {
@@ -226,7 +233,7 @@ pub enum Dim {
 
 /// The element type and dims a `ValueInfoProto` declares (`None` where it declares no
 /// tensor type or no shape).
-pub fn declared(v: &proto::ValueInfoProto) -> Result<Option<(DType, Option<Vec<Dim>>)>, String> {
+pub fn declared(v: &proto::ValueInfoProto) -> Result<Option<TypeOf>, Bad> {
     let Some(proto::type_proto::Value::TensorType(tt)) =
         v.r#type.as_ref().and_then(|t| t.value.as_ref())
     else {

@@ -3,6 +3,7 @@
 //! `Slice` kernel), `Concat`, `Gather` at indices known at import, `Expand` (kept
 //! unmaterialised) and `Trilu` on constants.
 
+use super::lower::Bad;
 use super::lower::{Ox, Tens, Val};
 use super::ops::{Attrs, axis, ints_of, req};
 use crate::import::stablehlo::fold::{Konst, strides};
@@ -13,12 +14,13 @@ fn numel(d: &[u64]) -> Option<u64> {
 }
 
 /// A value in a new shape with the same elements.
-fn to_shape(ox: &mut Ox, x: &Val, out: Vec<u64>) -> Result<Val, String> {
+fn to_shape(ox: &mut Ox, x: &Val, out: Vec<u64>) -> Result<Val, Bad> {
     if numel(&x.dims()) != numel(&out) {
         return Err(format!(
             "a reshape of {:?} to {out:?} changes the element count",
             x.dims()
-        ));
+        )
+        .into());
     }
     match x {
         Val::C(k) => Ok(Val::C(k.reshape(out))),
@@ -28,7 +30,7 @@ fn to_shape(ox: &mut Ox, x: &Val, out: Vec<u64>) -> Result<Val, String> {
     }
 }
 
-pub(super) fn reshape(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn reshape(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let x = req(ins, 0, "Reshape")?;
     let want = ints_of(req(ins, 1, "Reshape")?, "the shape")?;
     let allow_zero = a.int_or("allowzero", 0)? != 0;
@@ -41,14 +43,14 @@ pub(super) fn reshape(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val
                 infer = Some(i);
                 1
             }
-            -1 => return Err(format!("the shape {want:?} has more than one -1")),
+            -1 => return Err(format!("the shape {want:?} has more than one -1").into()),
             0 if !allow_zero => *d.get(i).ok_or_else(|| {
                 format!(
                     "the shape {want:?} copies axis {i} (0) of a rank-{} tensor",
                     d.len()
                 )
             })?,
-            w if w < 0 => return Err(format!("the shape {want:?} has a negative size {w}")),
+            w if w < 0 => return Err(format!("the shape {want:?} has a negative size {w}").into()),
             w => w as u64,
         });
     }
@@ -56,22 +58,22 @@ pub(super) fn reshape(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val
     if let Some(i) = infer {
         let rest = numel(&out).ok_or("the element count overflows")?;
         if rest == 0 || total % rest != 0 {
-            return Err(format!(
-                "the shape {want:?} cannot hold the {total} elements of {d:?}"
-            ));
+            return Err(
+                format!("the shape {want:?} cannot hold the {total} elements of {d:?}").into(),
+            );
         }
         out[i] = total / rest;
     }
     to_shape(ox, x, out)
 }
 
-pub(super) fn flatten(ox: &mut Ox, a: &Attrs, x: &Val) -> Result<Val, String> {
+pub(super) fn flatten(ox: &mut Ox, a: &Attrs, x: &Val) -> Result<Val, Bad> {
     let d = x.dims();
     let r = d.len() as i64;
     let ax = a.int_or("axis", 1)?;
     let ax = if ax < 0 { ax + r } else { ax };
     if !(0..=r).contains(&ax) {
-        return Err(format!("axis {ax} is out of range for rank {r}"));
+        return Err(format!("axis {ax} is out of range for rank {r}").into());
     }
     let ax = ax as usize;
     to_shape(
@@ -82,14 +84,14 @@ pub(super) fn flatten(ox: &mut Ox, a: &Attrs, x: &Val) -> Result<Val, String> {
 }
 
 /// The axes of `Unsqueeze`/`Squeeze`: the second input (opset 13) or the attribute.
-fn axes_of(a: &Attrs, ins: &[Option<Val>]) -> Result<Option<Vec<i64>>, String> {
+fn axes_of(a: &Attrs, ins: &[Option<Val>]) -> Result<Option<Vec<i64>>, Bad> {
     match ins.get(1).and_then(Option::as_ref) {
         Some(v) => Ok(Some(ints_of(v, "the axes")?)),
         None => a.ints("axes"),
     }
 }
 
-pub(super) fn unsqueeze(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn unsqueeze(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let x = req(ins, 0, "Unsqueeze")?;
     let given = axes_of(a, ins)?.ok_or("Unsqueeze needs axes")?;
     let r = x.dims().len() + given.len();
@@ -111,7 +113,7 @@ pub(super) fn unsqueeze(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<V
     to_shape(ox, x, out)
 }
 
-pub(super) fn squeeze(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn squeeze(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let x = req(ins, 0, "Squeeze")?;
     let d = x.dims();
     let axes: Vec<usize> = match axes_of(a, ins)? {
@@ -122,7 +124,7 @@ pub(super) fn squeeze(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val
         None => (0..d.len()).filter(|&i| d[i] == 1).collect(),
     };
     if let Some(&i) = axes.iter().find(|&&i| d[i] != 1) {
-        return Err(format!("axis {i} of {d:?} has size {}, not 1", d[i]));
+        return Err(format!("axis {i} of {d:?} has size {}, not 1", d[i]).into());
     }
     let out = (0..d.len())
         .filter(|i| !axes.contains(i))
@@ -131,7 +133,7 @@ pub(super) fn squeeze(ox: &mut Ox, a: &Attrs, ins: &[Option<Val>]) -> Result<Val
     to_shape(ox, x, out)
 }
 
-pub(super) fn transpose(ox: &mut Ox, a: &Attrs, x: &Val) -> Result<Val, String> {
+pub(super) fn transpose(ox: &mut Ox, a: &Attrs, x: &Val) -> Result<Val, Bad> {
     let r = x.dims().len();
     let perm: Vec<usize> = match a.ints("perm")? {
         Some(p) => p
@@ -143,7 +145,7 @@ pub(super) fn transpose(ox: &mut Ox, a: &Attrs, x: &Val) -> Result<Val, String> 
     let mut seen = perm.clone();
     seen.sort_unstable();
     if seen != (0..r).collect::<Vec<_>>() {
-        return Err(format!("perm {perm:?} is not a permutation of {r} axes"));
+        return Err(format!("perm {perm:?} is not a permutation of {r} axes").into());
     }
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
         return Ok(x.clone());
@@ -185,7 +187,7 @@ fn slice_val(
     start: &[u64],
     stride: &[u64],
     out: &[u64],
-) -> Result<Val, String> {
+) -> Result<Val, Bad> {
     let d = x.dims();
     if out == d.as_slice() {
         return Ok(x.clone());
@@ -193,7 +195,7 @@ fn slice_val(
     if let Some(a) = out.iter().position(|&n| n == 0) {
         return Err(format!(
             "the slice is empty (axis {a} has no elements); mnsim's tensors hold at least one element"
-        ));
+        ).into());
     }
     if let Val::C(k) = x {
         return Ok(Val::C(k.slice(start, stride, out.to_vec())?));
@@ -210,7 +212,7 @@ fn slice_val(
     Ok(Val::T(ox.apply(base, k, &[&t], t.dtype)?))
 }
 
-pub(super) fn slice(ox: &mut Ox, base: &str, ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn slice(ox: &mut Ox, base: &str, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let x = req(ins, 0, "Slice")?;
     let d = x.dims();
     let starts = ints_of(req(ins, 1, "Slice")?, "`starts`")?;
@@ -235,7 +237,8 @@ pub(super) fn slice(ox: &mut Ox, base: &str, ins: &[Option<Val>]) -> Result<Val,
             return Err(format!(
                 "a slice with step {} (mnsim's Slice kernel reads forward, step at least 1)",
                 steps[i]
-            ));
+            )
+            .into());
         }
         let (s, n) = bounds(starts[i], ends[i], steps[i], d[a]);
         (start[a], stride[a], out[a]) = (s, steps[i] as u64, n);
@@ -249,7 +252,7 @@ pub(super) fn split(
     a: &Attrs,
     ins: &[Option<Val>],
     outputs: usize,
-) -> Result<Vec<Val>, String> {
+) -> Result<Vec<Val>, Bad> {
     let x = req(ins, 0, "Split")?;
     let d = x.dims();
     let ax = axis(a.int_or("axis", 0)?, d.len(), "axis")?;
@@ -273,7 +276,8 @@ pub(super) fn split(
         return Err(format!(
             "split sizes {sizes:?} do not add up to axis {ax}'s {}",
             d[ax]
-        ));
+        )
+        .into());
     }
     let mut vals = Vec::new();
     let mut at = 0;
@@ -295,12 +299,7 @@ pub(super) fn split(
     Ok(vals)
 }
 
-pub(super) fn concat(
-    ox: &mut Ox,
-    base: &str,
-    a: &Attrs,
-    ins: &[Option<Val>],
-) -> Result<Val, String> {
+pub(super) fn concat(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let vals: Vec<&Val> = ins.iter().flatten().collect();
     let first = vals.first().ok_or("Concat of no inputs")?.dims();
     let ax = axis(
@@ -314,9 +313,7 @@ pub(super) fn concat(
     for v in &vals {
         let d = v.dims();
         if d.len() != first.len() || (0..d.len()).any(|i| i != ax && d[i] != first[i]) {
-            return Err(format!(
-                "input {d:?} does not match {first:?} off axis {ax}"
-            ));
+            return Err(format!("input {d:?} does not match {first:?} off axis {ax}").into());
         }
         out[ax] += d[ax];
         // Empty inputs (a shape tensor with nothing to add) take no part.
@@ -355,12 +352,7 @@ pub(super) fn concat(
 /// `Gather` at indices known at import: on a constant, evaluated; on a tensor, one
 /// index (the axis dropped) or an ascending run of indices is a `Slice`. Indices
 /// computed at run time (an embedding lookup) need a gather kernel.
-pub(super) fn gather(
-    ox: &mut Ox,
-    base: &str,
-    a: &Attrs,
-    ins: &[Option<Val>],
-) -> Result<Val, String> {
+pub(super) fn gather(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let x = req(ins, 0, "Gather")?;
     let d = x.dims();
     let ax = axis(a.int_or("axis", 0)?, d.len(), "axis")?;
@@ -368,7 +360,7 @@ pub(super) fn gather(
     let Val::C(ik) = idx else {
         return Err(format!(
             "Gather at indices computed at run time (an embedding lookup of `{base}`) is not supported: mnsim has no gather kernel yet"
-        ));
+        ).into());
     };
     let n = d[ax] as i64;
     let ids: Vec<u64> = ik
@@ -418,7 +410,7 @@ pub(super) fn gather(
         return Err(format!(
             "Gather at indices {:?} that are not an ascending run is not supported (no gather kernel)",
             &ids[..ids.len().min(8)]
-        ));
+        ).into());
     }
     let mut start = vec![0; d.len()];
     start[ax] = ids[0];
@@ -430,7 +422,7 @@ pub(super) fn gather(
 
 /// `Expand`: numpy broadcasting to the shape; a constant is expanded, a tensor kept
 /// unmaterialised (elementwise consumers read it in place).
-pub(super) fn expand(ins: &[Option<Val>]) -> Result<Val, String> {
+pub(super) fn expand(ins: &[Option<Val>]) -> Result<Val, Bad> {
     let x = req(ins, 0, "Expand")?;
     let shape: Vec<u64> = ints_of(req(ins, 1, "Expand")?, "the shape")?
         .iter()
@@ -454,7 +446,7 @@ pub(super) fn expand(ins: &[Option<Val>]) -> Result<Val, String> {
 }
 
 /// `Trilu` of a constant (a causal mask built at import).
-pub(super) fn trilu(a: &Attrs, ins: &[Option<Val>]) -> Result<Konst, String> {
+pub(super) fn trilu(a: &Attrs, ins: &[Option<Val>]) -> Result<Konst, Bad> {
     let Val::C(k) = req(ins, 0, "Trilu")? else {
         return Err(
             "Trilu of a tensor computed at run time is not supported (only masks known at import)"
@@ -471,22 +463,19 @@ pub(super) fn trilu(a: &Attrs, ins: &[Option<Val>]) -> Result<Konst, String> {
         return Err("Trilu needs a rank of at least 2".into());
     }
     let (rows, cols) = (k.dims[r - 2], k.dims[r - 1]);
-    let full = k.clone();
-    Konst::map(&[&full], k.dtype, |v| v[0]).and_then(|m| {
-        let vals = m.values()?;
-        let out: Vec<f64> = vals
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| {
-                let c = (i as u64 % cols) as i64;
-                let rr = ((i as u64 / cols) % rows) as i64;
-                let keep = if upper { c - rr >= kk } else { c - rr <= kk };
-                if keep { v } else { 0.0 }
-            })
-            .collect();
-        Ok(Konst {
-            data: std::rc::Rc::new(out),
-            ..m
+    let vals = k.values()?;
+    let out: Vec<f64> = vals
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let c = (i as u64 % cols) as i64;
+            let rr = ((i as u64 / cols) % rows) as i64;
+            let keep = if upper { c - rr >= kk } else { c - rr <= kk };
+            if keep { v } else { 0.0 }
         })
+        .collect();
+    Ok(Konst {
+        data: std::rc::Rc::new(out),
+        ..k.clone()
     })
 }

@@ -2,6 +2,7 @@
 //! or lowered to kernels (`math`, `movement`, `conv`). Any other op type is an error
 //! naming the node.
 
+use super::lower::Bad;
 use super::lower::{Ox, Val};
 use super::model;
 use super::proto::{AttributeProto, NodeProto, attribute_proto::AttributeType};
@@ -84,42 +85,42 @@ impl Attrs<'_> {
         self.0.iter().find(|a| a.name.as_deref() == Some(name))
     }
 
-    fn typed(&self, name: &str, t: AttributeType) -> Result<Option<&AttributeProto>, String> {
+    fn typed(&self, name: &str, t: AttributeType) -> Result<Option<&AttributeProto>, Bad> {
         match self.get(name) {
             None => Ok(None),
             Some(a) if a.ref_attr_name.is_some() => Err(format!(
                 "attribute `{name}` refers to a function's attribute; mnsim reads graphs with functions inlined"
-            )),
+            ).into()),
             Some(a) if a.r#type.is_none_or(|x| x == t as i32) => Ok(Some(a)),
             Some(_) => Err(format!(
                 "attribute `{name}` is not of type {}",
                 t.as_str_name()
-            )),
+            ).into()),
         }
     }
 
-    pub(super) fn int(&self, name: &str) -> Result<Option<i64>, String> {
+    pub(super) fn int(&self, name: &str) -> Result<Option<i64>, Bad> {
         Ok(self.typed(name, AttributeType::Int)?.and_then(|a| a.i))
     }
 
-    pub(super) fn int_or(&self, name: &str, d: i64) -> Result<i64, String> {
+    pub(super) fn int_or(&self, name: &str, d: i64) -> Result<i64, Bad> {
         Ok(self.int(name)?.unwrap_or(d))
     }
 
-    pub(super) fn float_or(&self, name: &str, d: f64) -> Result<f64, String> {
+    pub(super) fn float_or(&self, name: &str, d: f64) -> Result<f64, Bad> {
         Ok(self
             .typed(name, AttributeType::Float)?
             .and_then(|a| a.f)
             .map_or(d, |f| f as f64))
     }
 
-    pub(super) fn ints(&self, name: &str) -> Result<Option<Vec<i64>>, String> {
+    pub(super) fn ints(&self, name: &str) -> Result<Option<Vec<i64>>, Bad> {
         Ok(self
             .typed(name, AttributeType::Ints)?
             .map(|a| a.ints.clone()))
     }
 
-    pub(super) fn string(&self, name: &str) -> Result<Option<String>, String> {
+    pub(super) fn string(&self, name: &str) -> Result<Option<String>, Bad> {
         Ok(self
             .typed(name, AttributeType::String)?
             .and_then(|a| a.s.as_ref())
@@ -128,27 +129,27 @@ impl Attrs<'_> {
 }
 
 /// An axis given as ONNX does (negative counts from the end) for a rank-`rank` tensor.
-pub(super) fn axis(a: i64, rank: usize, what: &str) -> Result<usize, String> {
+pub(super) fn axis(a: i64, rank: usize, what: &str) -> Result<usize, Bad> {
     let r = rank as i64;
     let x = if a < 0 { a + r } else { a };
     if !(0..r.max(1)).contains(&x) {
-        return Err(format!("{what} {a} is out of range for rank {rank}"));
+        return Err(format!("{what} {a} is out of range for rank {rank}").into());
     }
     Ok(x as usize)
 }
 
 /// The values of a constant operand as integers (`what` names it in messages).
-pub(super) fn ints_of(v: &Val, what: &str) -> Result<Vec<i64>, String> {
+pub(super) fn ints_of(v: &Val, what: &str) -> Result<Vec<i64>, Bad> {
     match v {
         Val::C(k) => Ok(k.values()?.iter().map(|&x| x as i64).collect()),
         _ => Err(format!(
             "{what} is computed at run time; mnsim needs it known at import (a constant, or computed from shapes)"
-        )),
+        ).into()),
     }
 }
 
 /// The node's inputs: `None` for an omitted optional input (an empty name).
-fn inputs(n: &NodeProto, env: &BTreeMap<String, Val>) -> Result<Vec<Option<Val>>, String> {
+fn inputs(n: &NodeProto, env: &BTreeMap<String, Val>) -> Result<Vec<Option<Val>>, Bad> {
     n.input
         .iter()
         .map(|name| {
@@ -156,17 +157,17 @@ fn inputs(n: &NodeProto, env: &BTreeMap<String, Val>) -> Result<Vec<Option<Val>>
                 return Ok(None);
             }
             env.get(name).cloned().map(Some).ok_or_else(|| {
-                format!("input `{name}` has no value: no earlier node computes it (or mnsim does not compute that output)")
+                Bad(format!("input `{name}` has no value: no earlier node computes it (or mnsim does not compute that output)"))
             })
         })
         .collect()
 }
 
 /// Input `i`, required.
-pub(super) fn req<'v>(ins: &'v [Option<Val>], i: usize, op: &str) -> Result<&'v Val, String> {
+pub(super) fn req<'v>(ins: &'v [Option<Val>], i: usize, op: &str) -> Result<&'v Val, Bad> {
     ins.get(i)
         .and_then(Option::as_ref)
-        .ok_or_else(|| format!("{op} needs input {i}"))
+        .ok_or_else(|| Bad(format!("{op} needs input {i}")))
 }
 
 /// The base of result names: the node's first output.
@@ -184,7 +185,7 @@ pub(super) fn node(
     ox: &mut Ox,
     n: &NodeProto,
     env: &BTreeMap<String, Val>,
-) -> Result<Vec<Val>, String> {
+) -> Result<Vec<Val>, Bad> {
     if let Some(d) = n
         .domain
         .as_deref()
@@ -192,7 +193,7 @@ pub(super) fn node(
     {
         return Err(format!(
             "the op is in domain `{d}`; mnsim imports the default ONNX domain (export with functions inlined)"
-        ));
+        ).into());
     }
     let op = n.op_type.as_deref().unwrap_or("");
     let a = Attrs(&n.attribute);
@@ -208,10 +209,9 @@ pub(super) fn node(
         "Div" => one(binary(ox, b, BinaryOp::Div, &ins)?),
         "Max" if ins.len() == 2 => one(binary(ox, b, BinaryOp::Max, &ins)?),
         "Min" if ins.len() == 2 => one(binary(ox, b, BinaryOp::Min, &ins)?),
-        "Max" | "Min" => Err(format!(
-            "{op} of {} inputs: mnsim imports it with two",
-            ins.len()
-        )),
+        "Max" | "Min" => {
+            Err(format!("{op} of {} inputs: mnsim imports it with two", ins.len()).into())
+        }
         "Pow" => one(super::math::pow(ox, b, &ins)?),
         "Relu" => one(unary(ox, b, UnaryOp::Relu, req(&ins, 0, op)?)?),
         "Sigmoid" => one(unary(ox, b, UnaryOp::Sigmoid, req(&ins, 0, op)?)?),
@@ -274,26 +274,27 @@ pub(super) fn node(
         _ => Err(format!(
             "op type `{op}` is not supported; mnsim imports {}",
             SUPPORTED.join(", ")
-        )),
+        )
+        .into()),
     }
 }
 
 /// `Not`, `And`, `Or` on constants (masks computed at import).
-fn logic(op: &str, ins: &[Option<Val>]) -> Result<Konst, String> {
+fn logic(op: &str, ins: &[Option<Val>]) -> Result<Konst, Bad> {
     let ks: Vec<&Konst> = ins
         .iter()
         .map(|v| match v {
             Some(Val::C(k)) => Ok(k),
-            _ => Err(format!("{op} of a tensor computed at run time is not supported (only masks known at import)")),
+            _ => Err(format!("{op} of a tensor computed at run time is not supported (only masks known at import)").into()),
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, Bad>>()?;
     let full = super::math::numpy(&ks.iter().map(|k| k.dims.clone()).collect::<Vec<_>>())?;
     let ks: Vec<Konst> = ks
         .iter()
         .map(|k| super::math::konst_to(k, &full))
         .collect::<Result<_, _>>()?;
     let refs: Vec<&Konst> = ks.iter().collect();
-    match op {
+    Ok(match op {
         "Not" => Konst::map(&refs, DType::Pred, |x| (x[0] == 0.0) as u8 as f64),
         "And" => Konst::map(&refs, DType::Pred, |x| {
             (x[0] != 0.0 && x[1] != 0.0) as u8 as f64
@@ -301,24 +302,26 @@ fn logic(op: &str, ins: &[Option<Val>]) -> Result<Konst, String> {
         _ => Konst::map(&refs, DType::Pred, |x| {
             (x[0] != 0.0 || x[1] != 0.0) as u8 as f64
         }),
-    }
+    }?)
 }
 
 /// `Constant`: its `value` tensor or one of the `value_*` forms.
-fn constant(a: &Attrs) -> Result<Konst, String> {
+fn constant(a: &Attrs) -> Result<Konst, Bad> {
     if let Some(t) = a
         .typed("value", AttributeType::Tensor)?
         .and_then(|x| x.t.as_ref())
     {
         let h = model::held(t, true)?;
-        return h.values.ok_or_else(|| match h.external {
-            Some(f) => format!(
-                "the constant's values are external data (`{f}`), which mnsim does not read"
-            ),
-            None => format!(
-                "the constant of shape {:?} is too large to evaluate at import",
-                h.dims
-            ),
+        return h.values.ok_or_else(|| {
+            Bad(match h.external {
+                Some(f) => format!(
+                    "the constant's values are external data (`{f}`), which mnsim does not read"
+                ),
+                None => format!(
+                    "the constant of shape {:?} is too large to evaluate at import",
+                    h.dims
+                ),
+            })
         });
     }
     if let Some(f) = a
@@ -349,7 +352,7 @@ fn constant(a: &Attrs) -> Result<Konst, String> {
     Err("a `Constant` with no `value`, `value_float(s)` or `value_int(s)` (sparse and string constants are not supported)".into())
 }
 
-fn constant_of_shape(a: &Attrs, shape: &Val) -> Result<Konst, String> {
+fn constant_of_shape(a: &Attrs, shape: &Val) -> Result<Konst, Bad> {
     let dims = ints_of(shape, "the shape")?;
     let dims: Vec<u64> = dims
         .iter()
@@ -370,7 +373,7 @@ fn constant_of_shape(a: &Attrs, shape: &Val) -> Result<Konst, String> {
 }
 
 /// `Shape` (with `start` and `end`): the dims of a value, known at import.
-fn shape(a: &Attrs, x: &Val) -> Result<Konst, String> {
+fn shape(a: &Attrs, x: &Val) -> Result<Konst, Bad> {
     let d = x.dims();
     let r = d.len() as i64;
     let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
@@ -384,11 +387,11 @@ fn shape(a: &Attrs, x: &Val) -> Result<Konst, String> {
     })
 }
 
-fn range(ins: &[Option<Val>]) -> Result<Konst, String> {
-    let scalar = |i: usize, what: &str| -> Result<(f64, DType), String> {
+fn range(ins: &[Option<Val>]) -> Result<Konst, Bad> {
+    let scalar = |i: usize, what: &str| -> Result<(f64, DType), Bad> {
         match ins.get(i).and_then(Option::as_ref) {
             Some(Val::C(k)) if k.dims.iter().product::<u64>() == 1 => Ok((k.get(0), k.dtype)),
-            _ => Err(format!("Range's {what} must be a scalar known at import")),
+            _ => Err(format!("Range's {what} must be a scalar known at import").into()),
         }
     };
     let ((s, dt), (l, _), (d, _)) = (
