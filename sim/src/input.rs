@@ -16,8 +16,28 @@ pub fn read_text(path: &Path) -> io::Result<String> {
     read_text_capped(path, INPUT_LIMIT)
 }
 
+/// The bytes of the file at `path` (a binary input: an ONNX model), refused as
+/// [`read_text`] refuses a file, but for the UTF-8 check.
+pub fn read_bytes(path: &Path) -> io::Result<Vec<u8>> {
+    read_bytes_capped(path, INPUT_LIMIT)
+}
+
 /// [`read_text`] with another cap.
 pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<String> {
+    let bytes = read_bytes_capped(path, cap)?;
+    String::from_utf8(bytes).map_err(|e| {
+        io::Error::new(
+            ErrorKind::InvalidData,
+            format!(
+                "it is not UTF-8 text (byte {} is not valid)",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// [`read_bytes`] with another cap.
+pub fn read_bytes_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     let file = File::open(path)?;
     let meta = file.metadata()?;
     let mib = |n: u64| format!("{} MiB", n >> 20);
@@ -46,15 +66,7 @@ pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<String> {
             ),
         ));
     }
-    String::from_utf8(bytes).map_err(|e| {
-        io::Error::new(
-            ErrorKind::InvalidData,
-            format!(
-                "it is not UTF-8 text (byte {} is not valid)",
-                e.utf8_error().valid_up_to()
-            ),
-        )
-    })
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Loading any input file: a scenario (RON), a oneDNN Graph JSON file or StableHLO MLIR
+//! Loading any input file: a scenario (RON), a oneDNN Graph JSON file, StableHLO MLIR
+//! or an ONNX model
 //! (imported for mncore2 and loaded as its scenario). The one place that knows every
 //! input format: it sits above both `scenario` and `import`.
 
@@ -13,8 +14,13 @@ pub fn load(path: &Path) -> Result<(Scenario, Source), Report> {
 }
 
 /// Reads and parses any input file; `binds` give a StableHLO file's symbolic
-/// dimensions when it is imported.
+/// dimensions (an ONNX model's named ones) when it is imported.
 pub fn load_with(path: &Path, binds: &BTreeMap<String, u64>) -> Result<(Scenario, Source), Report> {
+    if crate::import::onnx::is_onnx(path) {
+        let bytes = crate::input::read_bytes(path)
+            .map_err(|e| miette::miette!("error: cannot read model {}: {e}", path.display()))?;
+        return crate::import::load_onnx(path, &bytes, binds);
+    }
     let (name, text) = scenario::read(path)?;
     if crate::import::is_graph(path, &text) {
         return crate::import::load_with(path, &text, binds);

@@ -1,5 +1,5 @@
-//! `mnsim import G.json|M.mlir [-o S.ron] [--machine M] [--bind N=V]`: a oneDNN Graph or
-//! StableHLO MLIR as a scenario.
+//! `mnsim import G.json|M.mlir|M.onnx [-o S.ron] [--machine M] [--bind N=V]`: a oneDNN
+//! Graph, StableHLO MLIR or an ONNX model as a scenario.
 
 use clap::{Args, ValueEnum};
 use miette::{Report, miette};
@@ -17,7 +17,7 @@ pub enum StridesArg {
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// The oneDNN Graph JSON file, or StableHLO MLIR text (`.mlir`).
+    /// The oneDNN Graph JSON file, StableHLO MLIR text (`.mlir`) or an ONNX model (`.onnx`).
     pub graph: PathBuf,
     /// Write the scenario here (default: print it).
     #[arg(short = 'o', long = "out")]
@@ -28,16 +28,14 @@ pub struct ImportArgs {
     /// Where the DRAM layouts of graph inputs and outputs come from.
     #[arg(long, value_enum, default_value = "file")]
     pub strides: StridesArg,
-    /// Bind a symbolic dimension of a StableHLO file, e.g. --bind b=8.
+    /// Bind a symbolic dimension of a StableHLO file (a named dynamic dimension of an
+    /// ONNX model), e.g. --bind b=8.
     #[arg(long = "bind")]
     pub binds: Vec<String>,
 }
 
 pub fn run(a: ImportArgs) -> Result<(), Report> {
     let path = a.graph.display().to_string();
-    let text = mnsim_sim::input::read_text(&a.graph)
-        .map_err(|e| miette!("error: cannot read graph {path}: {e}"))?;
-    let src = Source { path, text };
     let opts = Options {
         machine: a.machine.clone(),
         strides: match a.strides {
@@ -45,12 +43,27 @@ pub fn run(a: ImportArgs) -> Result<(), Report> {
             StridesArg::RowMajor => Strides::RowMajor,
         },
     };
+    if import::onnx::is_onnx(&a.graph) {
+        let bytes = mnsim_sim::input::read_bytes(&a.graph)
+            .map_err(|e| miette!("error: cannot read model {path}: {e}"))?;
+        let binds = scenario::parse_binds(&a.binds)?;
+        let (imp, src) = import::import_onnx(&path, &bytes, &opts, &binds)?;
+        return finish(&a, &src, &imp);
+    }
+    let text = mnsim_sim::input::read_text(&a.graph)
+        .map_err(|e| miette!("error: cannot read graph {path}: {e}"))?;
+    let src = Source { path, text };
     let imp = if import::stablehlo::is_mlir(&a.graph, &src.text) {
         let binds = scenario::parse_binds(&a.binds)?;
         import::import_mlir(&src, &opts, &binds)?
     } else {
         import::import(&src, &opts)?
     };
+    finish(&a, &src, &imp)
+}
+
+/// Writes the imported scenario (`-o`) or prints it.
+fn finish(a: &ImportArgs, src: &Source, imp: &import::Imported) -> Result<(), Report> {
     match &a.out {
         Some(o) => {
             let w = mnsim_reports::atomic::write_file(o, imp.text.as_bytes())

@@ -22,9 +22,25 @@ use miette::{Report, miette};
 use mnsim_arch::Machine;
 use std::io::Write;
 
-/// Writes `text` to stdout. A reader that went away early (`mnsim ... | head`) is not
-/// an error: the output is simply cut short.
+thread_local! {
+    /// Where `emit` writes instead of stdout while set: the Python package (`sim/python`)
+    /// runs these subcommands in-process and takes what they print.
+    pub static CAPTURE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Writes `text` to stdout (or to [`CAPTURE`] while it is set). A reader that went away
+/// early (`mnsim ... | head`) is not an error: the output is simply cut short.
 pub fn emit(text: &str) -> Result<(), Report> {
+    let captured = CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+        Some(buf) => {
+            buf.push_str(text);
+            true
+        }
+        None => false,
+    });
+    if captured {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),

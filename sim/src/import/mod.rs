@@ -14,6 +14,7 @@ mod infer;
 pub mod json;
 pub mod layouts;
 pub mod lower;
+pub mod onnx;
 mod ops;
 mod quant;
 pub mod stablehlo;
@@ -69,7 +70,8 @@ pub struct Imported {
 
 /// Whether `path`/`text` hold a graph to import rather than a RON scenario: a JSON
 /// graph (a `.json` extension, or text that starts with `{`) or StableHLO MLIR
-/// ([`stablehlo::is_mlir`]).
+/// ([`stablehlo::is_mlir`]). An ONNX model is binary: [`onnx::is_onnx`] tells it by
+/// its path before any text is read.
 pub fn is_graph(path: &std::path::Path, text: &str) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"))
@@ -187,6 +189,59 @@ pub fn import_mlir(
         ops: out.ops,
     };
     Ok(write(src, &head, &out.low, &machine, machine_ref))
+}
+
+/// Imports an ONNX model (`mnsim import model.onnx`) read from `path` as `bytes`, its
+/// named dynamic dimensions bound by `binds`. The returned source names the file and
+/// holds the scenario text (the model itself is binary).
+pub fn import_onnx(
+    path: &str,
+    bytes: &[u8],
+    opts: &Options,
+    binds: &stablehlo::Binds,
+) -> Result<(Imported, Source), Report> {
+    let out = onnx::lower(path, bytes, binds)?;
+    let (machine, machine_ref) = machine_of(&opts.machine)?;
+    // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
+    for d in &out.low.decls {
+        crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims)
+            .map_err(|e| miette!("error: {path}: {e}"))?;
+    }
+    let bound: Vec<String> = out
+        .low
+        .bind
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    let head = Header {
+        title: format!(
+            "ONNX (opset {}, written by {}) imported by `mnsim import`: {} nodes ({}){}",
+            out.opset,
+            out.producer,
+            out.ops,
+            out.kinds.join(", "),
+            if bound.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", dynamic dimensions bound as {} (shapes inside the program are \
+                     for these sizes: import again to change them)",
+                    bound.join(", ")
+                )
+            }
+        ),
+        inputs: "Graph inputs and weights (initializers) are DRAM tensors (row-major; a weight \
+                 read transposed keeps its bytes in place), constants that meet a tensor are \
+                 DRAM tensors too",
+        kinds: out.kinds,
+        ops: out.ops,
+    };
+    let src = Source {
+        path: path.to_string(),
+        text: String::new(),
+    };
+    let imp = write(&src, &head, &out.low, &machine, machine_ref);
+    Ok((imp, src))
 }
 
 /// What the scenario's opening comment says about the file.
@@ -438,6 +493,23 @@ fn program<'a>(
 /// and holds the scenario text, so later errors point into the imported scenario.
 pub fn load(path: &std::path::Path, text: &str) -> Result<(Scenario, Source), Report> {
     load_with(path, text, &BTreeMap::new())
+}
+
+/// Loads an ONNX model (read as `bytes`) as a scenario, like [`load_with`].
+pub fn load_onnx(
+    path: &std::path::Path,
+    bytes: &[u8],
+    binds: &BTreeMap<String, u64>,
+) -> Result<(Scenario, Source), Report> {
+    let name = path.display().to_string();
+    let (imp, _) = import_onnx(&name, bytes, &Options::default(), binds)?;
+    Ok((
+        imp.scenario,
+        Source {
+            path: format!("{name} (imported)"),
+            text: imp.text,
+        },
+    ))
 }
 
 /// [`load`] with the bindings of a StableHLO file's symbolic dimensions (`--bind`).

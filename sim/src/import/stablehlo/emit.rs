@@ -14,7 +14,7 @@ pub(super) fn folded(st: &Stmt, r: Result<Konst, String>) -> Result<Vec<Val>, At
 }
 
 /// The init of a constant: `Fill`, `Zeros`, `Ones` or `Runs`.
-fn init_of(k: &Konst) -> Result<Init, String> {
+pub(crate) fn init_of(k: &Konst) -> Result<Init, String> {
     let v = if k.is_splat() {
         vec![k.data[0]]
     } else {
