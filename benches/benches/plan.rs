@@ -128,10 +128,10 @@ fn graphs(c: &mut Criterion) {
         g.throughput(Throughput::Elements(plan_as_cli(&sc, &src).evaluated));
         g.bench_function(name, |b| {
             b.iter(|| {
-                let mut sc = sc.clone();
+                let (mut sc, mut src) = (sc.clone(), src.clone());
                 black_box(mnsim_sim::import::plan_auto(
                     &mut sc,
-                    &src,
+                    &mut src,
                     &[],
                     &Default::default(),
                 ))

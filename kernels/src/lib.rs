@@ -24,6 +24,7 @@ pub mod reference;
 pub mod shape;
 pub mod tolerance;
 mod training;
+pub mod view;
 pub mod window;
 
 pub use conv::{Conv, ConvPass, WeightsFormat};
@@ -41,4 +42,5 @@ pub use shape::{
 };
 pub use tolerance::{tolerance, within};
 pub use training::{training_axes, training_eps};
+pub use view::{View, is_view, view_layout, view_of};
 pub use window::{CoordMode, Interp, InterpMode, Pool, PoolKind, map_of as window_map};

@@ -187,6 +187,10 @@ pub struct OpReport {
     /// energy (static power × its `exposed_cycles`). Summed over ops: `energy.total_j`.
     #[serde(default)]
     pub energy_j: f64,
+    /// A view (a transpose or reshape whose output keeps every element in its cell):
+    /// it computes nothing and moves no byte (docs/layout.md, views).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub view: bool,
 }
 
 /// One pipelined stage of an op: a level's ports, or DRAM, or compute.

@@ -131,11 +131,11 @@ fn every_shipped_scenario_costs_the_same_in_closed_form() {
 fn every_shared_graph_costs_the_same_in_closed_form() {
     let mut ran = Tally::default();
     for path in common::graphs::files() {
-        let Ok((mut sc, src)) = mnsim_sim::load::load(&path) else {
+        let Ok((mut sc, mut src)) = mnsim_sim::load::load(&path) else {
             // Does not import (`sim/tests/import.rs` says why).
             continue;
         };
-        let note = mnsim_sim::import::plan_auto(&mut sc, &src, &[], &Default::default());
+        let note = mnsim_sim::import::plan_auto(&mut sc, &mut src, &[], &Default::default());
         assert!(note.starts_with("planned "), "{}: {note}", path.display());
         let res = scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
         for r in both(&res) {

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Plans plan `auto` of a graph as `run` does; its layouts and the timing run's cycles.
 fn plan_and_run(name: &str) -> (Vec<(String, PlanValue)>, u64, String) {
     let path = common::graphs::dir().join(name);
-    let (mut sc, src) = mnsim_sim::load::load(&path).unwrap();
-    let note = import::plan_auto(&mut sc, &src, &[], &Default::default());
+    let (mut sc, mut src) = mnsim_sim::load::load(&path).unwrap();
+    let note = import::plan_auto(&mut sc, &mut src, &[], &Default::default());
     let plan: Vec<(String, PlanValue)> = sc.plans["auto"]
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))

@@ -176,9 +176,9 @@ fn the_gpt_attention_block_verifies_under_its_default_plan() {
 fn a_small_graph_is_planned_by_the_planner() {
     // `run` plans plan `auto` first; on a tiny graph the planner finds a plan.
     let path = graphs_dir().join("softmax_post_ops_unary_fusion.json");
-    let (mut sc, src) = mnsim_sim::load::load(&path).unwrap();
+    let (mut sc, mut src) = mnsim_sim::load::load(&path).unwrap();
     assert!(import::is_imported(&src));
-    let msg = import::plan_auto(&mut sc, &src, &[], &Default::default());
+    let msg = import::plan_auto(&mut sc, &mut src, &[], &Default::default());
     assert!(msg.starts_with("planned "), "{msg}");
     assert!(
         sc.plans["auto"]

@@ -90,8 +90,8 @@ fn is_f32(v: &serde_json::Value) -> bool {
 
 fn run(path: &Path, mode: Mode) -> Report {
     let name = path.file_name().unwrap().to_string_lossy().to_string();
-    let (mut sc, src) = mnsim_sim::load::load(path).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    let msg = import::plan_auto(&mut sc, &src, &[], &Default::default());
+    let (mut sc, mut src) = mnsim_sim::load::load(path).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let msg = import::plan_auto(&mut sc, &mut src, &[], &Default::default());
     assert!(msg.starts_with("planned "), "{name}: {msg}");
     let mut res = scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default())
         .unwrap_or_else(|e| panic!("{name}: {e:?}"));

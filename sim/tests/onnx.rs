@@ -231,8 +231,8 @@ fn every_export_imports_prints_back_plans_and_runs() {
         } else {
             binds()
         };
-        let (mut sc, src) = mnsim_sim::load::load_with(&path, &b).unwrap();
-        let note = import::plan_auto(&mut sc, &src, &[], &b);
+        let (mut sc, mut src) = mnsim_sim::load::load_with(&path, &b).unwrap();
+        let note = import::plan_auto(&mut sc, &mut src, &[], &b);
         assert!(note.starts_with("planned "), "{name}: {note}");
         let mut res = scenario::resolve(&sc, &src, Some("auto"), &[], &b).unwrap();
         res.mode = Mode::Timing;
@@ -263,8 +263,8 @@ fn small_exports_verify_in_functional_mode() {
         assert_eq!(imp.scenario.mode, Mode::Functional, "{name}");
     }
     let path = dir().join("mlp_784_dynB_f32.onnx");
-    let (mut sc, src) = mnsim_sim::load::load_with(&path, &binds()).unwrap();
-    let note = import::plan_auto(&mut sc, &src, &[], &binds());
+    let (mut sc, mut src) = mnsim_sim::load::load_with(&path, &binds()).unwrap();
+    let note = import::plan_auto(&mut sc, &mut src, &[], &binds());
     assert!(note.starts_with("planned "), "{note}");
     let mut res = scenario::resolve(&sc, &src, Some("auto"), &[], &binds()).unwrap();
     res.mode = Mode::Functional;

@@ -186,46 +186,119 @@ impl TensorLayout {
 
     /// The layout of this tensor reduced over `axes` (kept as size-1 axes with
     /// `keep_dims`): the other axes keep their sub-axes, the reduced axes' are dropped,
-    /// and a level only they used holds a copy of the result. Memory and `Time` strides
-    /// are made compact again in the order the kept sub-axes had. Not a view: the result
-    /// is a new tensor, laid out as the reduction leaves it. `None` for a padded layout
-    /// or an axis out of range.
+    /// and a level only they used holds a copy of the result. Not a view: the result is
+    /// a new tensor, laid out as the reduction leaves it ([`TensorLayout::derived`]).
     pub fn reduced(
         &self,
         axes: &[usize],
         keep_dims: bool,
         machine: &Machine,
     ) -> Option<TensorLayout> {
-        if self.logical != self.padded || axes.iter().any(|&a| a >= self.groups.len()) {
+        if axes.iter().any(|&a| a >= self.groups.len()) {
             return None;
         }
-        let mut groups: Vec<Vec<SubAxis>> = Vec::new();
+        let mut from: Vec<Option<usize>> = Vec::new();
         let mut dims: Vec<u64> = Vec::new();
-        for (i, g) in self.groups.iter().enumerate() {
+        for (i, &d) in self.logical.iter().enumerate() {
             if !axes.contains(&i) {
-                groups.push(g.clone());
-                dims.push(self.logical[i]);
+                from.push(Some(i));
+                dims.push(d);
             } else if keep_dims {
-                groups.push(vec![SubAxis {
-                    size: 1,
-                    class: Class::Mem,
-                    stride: 1,
-                }]);
+                from.push(None);
                 dims.push(1);
             }
         }
-        if groups.is_empty() {
-            groups.push(vec![SubAxis {
-                size: 1,
-                class: Class::Mem,
-                stride: 1,
-            }]);
+        if from.is_empty() {
+            from.push(None);
             dims.push(1);
+        }
+        self.derived(&from, &dims, machine)
+    }
+
+    /// The layout of a tensor of shape `dims` computed from this one's element for
+    /// element where it can be: output axis `k` keeps the sub-axes of this layout's axis
+    /// `from[k]` (of the same length), and an axis of none (`None`: an axis this tensor
+    /// does not have, a matrix product's `N`, a slice's shortened axis) lies in memory on
+    /// each PE, its last axis packed into the words' slots as this layout packs its own.
+    /// A level no kept axis uses holds copies. Memory and `Time` strides are made compact
+    /// again, in the order the kept sub-axes had, the new ones minor-most. `None` for a
+    /// padded layout, a length that differs, or what does not bind.
+    pub fn derived(
+        &self,
+        from: &[Option<usize>],
+        dims: &[u64],
+        machine: &Machine,
+    ) -> Option<TensorLayout> {
+        if self.logical != self.padded || from.len() != dims.len() {
+            return None;
+        }
+        let slots = (self.groups.last()?.iter())
+            .filter(|a| a.class == Class::W)
+            .map(|a| a.size)
+            .product::<u64>();
+        let last = dims.len() - 1;
+        let mut groups: Vec<Vec<SubAxis>> = Vec::with_capacity(dims.len());
+        for (k, (&f, &d)) in from.iter().zip(dims).enumerate() {
+            match f {
+                Some(i) => {
+                    if self.logical.get(i) != Some(&d) {
+                        return None;
+                    }
+                    groups.push(self.groups[i].clone());
+                }
+                None => {
+                    // Stride 0 marks a new memory sub-axis: minor-most when compacted.
+                    let w = if k == last && slots > 1 && d.is_multiple_of(slots) {
+                        slots
+                    } else {
+                        1
+                    };
+                    let mut g = vec![SubAxis {
+                        size: d / w,
+                        class: Class::Mem,
+                        stride: 0,
+                    }];
+                    if w > 1 {
+                        g.push(SubAxis {
+                            size: w,
+                            class: Class::W,
+                            stride: 1,
+                        });
+                    }
+                    groups.push(g);
+                }
+            }
+        }
+        // `W` sub-axes kept on an axis that is no longer the last are moved to memory.
+        for (k, g) in groups.iter_mut().enumerate() {
+            if k != last || from[k].is_some_and(|i| i != self.groups.len() - 1) {
+                for a in g.iter_mut().filter(|a| a.class == Class::W) {
+                    a.class = Class::Mem;
+                    a.stride = 0;
+                }
+            }
         }
         for class in [Class::Mem, Class::Time] {
             compact(&mut groups, class);
         }
-        self.rebind(&groups, &dims, machine)
+        self.rebind(&groups, dims, machine)
+    }
+
+    /// The same layout for a tensor of the same shape and another element type (an
+    /// elementwise result of another dtype); `None` where its `W` slots do not fit the
+    /// new dtype's word.
+    pub fn with_dtype(
+        &self,
+        dtype: crate::dtype::DType,
+        machine: &Machine,
+    ) -> Option<TensorLayout> {
+        if dtype == self.dtype {
+            return Some(self.clone());
+        }
+        if self.logical != self.padded {
+            return None;
+        }
+        TensorLayout::parse(&self.canonical(), machine, Some(&self.logical), dtype).ok()
     }
 
     /// `groups` (this layout's levels) bound for `dims`, from their text.
@@ -251,12 +324,13 @@ impl TensorLayout {
 }
 
 /// The sub-axes of `class` given compact strides (row-major in the order of their
-/// present strides, largest first), the others unchanged.
+/// present strides, largest first; stride 0 marks a new one, minor-most in order of
+/// appearance), the others unchanged.
 fn compact(groups: &mut [Vec<SubAxis>], class: Class) {
     let mut at: Vec<(usize, usize)> = Vec::new();
     for (g, group) in groups.iter().enumerate() {
         for (k, a) in group.iter().enumerate() {
-            if a.class == class && a.size > 1 {
+            if a.class == class {
                 at.push((g, k));
             }
         }

@@ -70,7 +70,7 @@ proptest! {
         let n: u64 = shape.iter().product();
         // Targets: the layout's own shape, all flat, and a split of the flat count by a
         // divisor the seed picks (which may or may not fall on a sub-axis boundary).
-        let divs: Vec<u64> = (1..=n).filter(|d| n % d == 0).collect();
+        let divs: Vec<u64> = (1..=n).filter(|d| n.is_multiple_of(*d)).collect();
         let d = divs[(seed % divs.len() as u64) as usize];
         let targets = [shape.clone(), vec![n], vec![d, n / d], vec![1, n, 1]];
         for (k, dims) in targets.iter().enumerate() {
@@ -163,4 +163,68 @@ fn worked_views_on_mncore2() {
     );
     // A boundary no sub-axis can split at: 128·768 = 3 · 32768, and 3 divides neither 8 nor 16.
     assert!(x.reshaped(&[3, 32768], &m).is_none());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn a_derived_layout_keeps_its_kept_axes_where_they_were_and_its_new_ones_local(
+        (m, text, shape) in arb_layout(),
+        fresh_len in 1u64..=6,
+    ) {
+        let l = TensorLayout::parse(&text, &m, Some(&shape), DType::U8).unwrap();
+        if l.logical_shape() != l.padded_shape() {
+            prop_assert!(l.derived(&[Some(0)], &shape[..1], &m).is_none() || shape.len() == 1);
+            return Ok(());
+        }
+        // Every axis but the last kept, the last replaced by a new one (a matrix
+        // product's N, a slice's shortened axis).
+        let r = shape.len();
+        let mut from: Vec<Option<usize>> = (0..r - 1).map(Some).collect();
+        from.push(None);
+        let mut dims = shape[..r - 1].to_vec();
+        dims.push(fresh_len);
+        let Some(v) = l.derived(&from, &dims, &m) else {
+            return Ok(());
+        };
+        prop_assert_eq!(v.logical_shape(), dims.as_slice());
+        let last_levels: Vec<usize> = (l.groups()[r - 1].iter())
+            .filter_map(|s| match s.class { crate::layout::Class::Level(i) => Some(i), _ => None })
+            .collect();
+        for idx in all_indices(&shape) {
+            let a = l.place(&idx).unwrap();
+            for j in 0..fresh_len {
+                let mut out = idx[..r - 1].to_vec();
+                out.push(j);
+                let b = v.place(&out).unwrap();
+                for (i, lv) in v.levels().iter().enumerate() {
+                    if !lv.replicated && !last_levels.contains(&i) {
+                        prop_assert_eq!(b.pos[i], a.pos[i], "{} level {}", text, i);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_matmul_output_derived_from_its_rows() {
+    let m = crate::presets::preset("mncore2").unwrap();
+    // x [1,128,768] with the sequence over L2B×MAB: x·W [768,2304] keeps the rows where
+    // they are and puts the 2304 columns on each PE, packed as x packs its last axis.
+    let x = TensorLayout::parse(
+        "((1:384), (8_L2B, 16_MAB), (384:1, 2_W:1))",
+        &m,
+        Some(&[1, 128, 768]),
+        DType::F32,
+    )
+    .unwrap();
+    let y = x
+        .derived(&[Some(0), Some(1), None], &[1, 128, 2304], &m)
+        .unwrap();
+    assert_eq!(
+        y.canonical(),
+        "((1:1152), (8_L2B:1, 16_MAB:1), (1152:1, 2_W:1); B@[L1B,PE])"
+    );
 }

@@ -76,6 +76,7 @@ pub fn op(
         bound_resource: String::new(),
         waited_on: None,
         energy_j: 0.0,
+        view: false,
     }
 }
 

@@ -425,22 +425,10 @@ fn write_plan(
     (sets, binds): (&[(String, f64)], &std::collections::BTreeMap<String, u64>),
 ) -> Result<(), Report> {
     let best = &o.best[0];
-    if !best.inserted.is_empty() {
-        let ops: Vec<String> = best
-            .inserted
-            .iter()
-            .map(|i| {
-                format!(
-                    "before op {}: Relayout(tensor: {:?}, layout: {:?})",
-                    i.before, i.tensor_name, i.layout
-                )
-            })
-            .collect();
-        return Err(miette!(
-            "error: the chosen plan needs Relayouts the program does not have; add them to the program first (a plan cannot carry ops): {}",
-            ops.join("; ")
-        ));
-    }
+    let ops: Vec<(usize, String)> = plan::inserted_ops(&best.inserted)
+        .iter()
+        .map(|(at, op)| (*at, scenario::pretty::op_text(op)))
+        .collect();
     let vars = filled(sc, &o.plan, best);
     // The new text must load and the new plan resolve before it replaces the old.
     let check = |text: &str, shown: &str| -> Result<(), Report> {
@@ -452,9 +440,23 @@ fn write_plan(
         scenario::resolve(&sc2, &src2, Some(name), sets, binds).map(|_| ())
     };
     let imported = mnsim_sim::import::is_imported(src);
-    let w = plan::write::write_back(&a.s.scenario, &src.text, imported, name, &vars, &check)?;
+    let w = plan::write::write_back(
+        &a.s.scenario,
+        &src.text,
+        imported,
+        name,
+        (&vars, &ops),
+        &check,
+    )?;
     if let Some(n) = &w.note {
         eprintln!("note: {n}");
+    }
+    if !ops.is_empty() && !a.json {
+        eprintln!(
+            "note: the plan needs {} Relayout(s) the program did not have: they are written into \
+             the program before the ops that read them (every plan of the file runs them)",
+            ops.len()
+        );
     }
     if !a.json {
         eprintln!("wrote plan `{name}` to {}", w.path.display());

@@ -117,11 +117,11 @@ pub struct RunArgs {
 pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
     let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
-    let (mut sc, src) = a.s.load()?;
+    let (mut sc, mut src) = a.s.load()?;
     // An imported graph leaves every layout to the planner: plan it first, and say so
     // (unless another plan, such as the import's `default`, is asked for by name).
     if mnsim_sim::import::is_imported(&src) && a.plan.as_deref().is_none_or(|p| p == "auto") {
-        let note = plan_with_bar(&mut sc, &src, &sets, &binds);
+        let note = plan_with_bar(&mut sc, &mut src, &sets, &binds);
         eprintln!("note: {note}");
     }
     let file = a.s.scenario.display();
@@ -176,7 +176,7 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
 /// so pipes and tests stay clean).
 fn plan_with_bar(
     sc: &mut scenario::Scenario,
-    src: &scenario::Source,
+    src: &mut scenario::Source,
     sets: &[(String, f64)],
     binds: &std::collections::BTreeMap<String, u64>,
 ) -> String {

@@ -57,6 +57,16 @@ impl Engine {
             Some(&rt_ref),
         )
         .map_err(|error| SimError::in_kernel(format!("{op}: "), error))?;
+        // A view whose output keeps every element in its cell computes nothing and moves
+        // nothing (docs/layout.md, views).
+        let view = in_layouts.len() == 1
+            && legal.partial.is_empty()
+            && mnsim_kernels::is_view(k, in_layouts[0], &layout, &self.machine);
+        let cost = if view {
+            mnsim_kernels::KernelCost { cycles: 0, ..cost }
+        } else {
+            cost
+        };
         // The output gets a fresh region (it may replace one of the inputs).
         let old = self.tensors[out].lm.as_ref().map(|r| r.offset);
         let (offset, words, region) = self.allocate(out, &layout)?;
@@ -104,9 +114,11 @@ impl Engine {
         let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region], walk);
         rep.flops = Some(cost.flops);
         rep.utilisation = cost.utilisation();
+        rep.view = view;
         if let Some(last) = self.ops.last_mut() {
             last.flops = rep.flops;
             last.utilisation = rep.utilisation;
+            last.view = view;
         }
         self.tensors[out].lm = Some(Resident {
             layout,

@@ -111,6 +111,7 @@ impl Engine {
             bound_resource: String::new(),
             waited_on: None,
             energy_j: 0.0,
+            view: false,
         };
         self.ops.push(r.clone());
         self.records.push(super::Record {

@@ -551,13 +551,15 @@ pub const PLAN_WORK: u64 = 300_000;
 
 /// Plans plan `auto` of an imported graph with the planner (`crate::plan`, seeded by
 /// plan `default`, within [`PLAN_WORK`] and no time limit: the same plan on every
-/// machine and at any load) and writes its choice into the scenario.
-/// A choice that needs Relayouts the program lacks cannot be written into a plan: the
-/// best one that needs none is taken. When there is none, `auto` takes the default
-/// layouts. Returns a line saying what happened.
+/// machine and at any load) and writes its choice into the scenario: the layouts into
+/// plan `auto`, and the Relayouts it needs into the program, before the ops that read
+/// them (`src`'s text is then the scenario printed again, so that later messages point
+/// at the program that runs; the other plans, which would run those Relayouts too, are
+/// dropped: `run --plan NAME` runs one of them on the import as it is). When the planner finds no runnable plan, `auto` takes the
+/// default layouts. Returns a line saying what happened.
 pub fn plan_auto(
     sc: &mut Scenario,
-    src: &Source,
+    src: &mut Source,
     sets: &[(String, f64)],
     binds: &BTreeMap<String, u64>,
 ) -> String {
@@ -567,7 +569,7 @@ pub fn plan_auto(
 /// [`plan_auto`], calling `progress(evaluated, planned)` during the search.
 pub fn plan_auto_with(
     sc: &mut Scenario,
-    src: &Source,
+    src: &mut Source,
     sets: &[(String, f64)],
     binds: &BTreeMap<String, u64>,
     progress: &mut dyn FnMut(u64, u64),
@@ -590,15 +592,22 @@ pub fn plan_auto_with(
         }
     };
     match result {
-        Ok(o) => match o.best.iter().find(|b| b.inserted.is_empty()) {
+        Ok(o) => match o.best.first() {
             Some(b) => {
                 if let Some(p) = sc.plans.get_mut("auto") {
                     for (v, text) in &b.layouts {
                         p.insert(v.clone(), scenario::PlanValue::Layout(text.clone()));
                     }
                 }
+                if !b.inserted.is_empty() {
+                    // The Relayouts are auto's: the other plans would run them too, so
+                    // they are left to `--plan NAME` (which runs the import as it is).
+                    sc.plans.retain(|name, _| name == "auto");
+                    sc.insert_ops(crate::plan::inserted_ops(&b.inserted));
+                    src.text = print::print(sc, &Comments::default());
+                }
                 format!(
-                    "planned the {} layouts of plan `auto` in {secs:.2} s ({} assignments evaluated{}): {} cycles",
+                    "planned the {} layouts of plan `auto` in {secs:.2} s ({} assignments evaluated{}){}: {} cycles",
                     b.layouts.len(),
                     o.evaluated,
                     if o.timed_out {
@@ -608,13 +617,18 @@ pub fn plan_auto_with(
                     } else {
                         ""
                     },
+                    match b.inserted.len() {
+                        0 => String::new(),
+                        1 => ", with the Relayout it needs added to the program (other plans: --plan NAME)".to_string(),
+                        n => format!(", with the {n} Relayouts it needs added to the program (other plans: --plan NAME)"),
+                    },
                     b.total_cycles
                 )
             }
             None => {
                 fallback(sc);
                 format!(
-                    "the planner's plans need Relayouts the program does not have (searched {secs:.2} s); plan `auto` takes the default layouts"
+                    "the planner found no runnable plan in {secs:.2} s; plan `auto` takes the default layouts"
                 )
             }
         },

@@ -55,6 +55,23 @@ pub struct InsertedOp {
     pub cycles: u64,
 }
 
+/// `inserted` as scenario ops, each with the index of the op it goes before
+/// ([`crate::scenario::Scenario::insert_ops`]).
+pub fn inserted_ops(inserted: &[InsertedOp]) -> Vec<(usize, crate::scenario::Op)> {
+    inserted
+        .iter()
+        .map(|i| {
+            let op = crate::scenario::Op::Relayout {
+                tensor: i.tensor_name.clone(),
+                layout: i.layout.clone(),
+                out: None,
+                buffers: None,
+            };
+            (i.before, op)
+        })
+        .collect()
+}
+
 /// One planned assignment, confirmed by a timing run.
 #[derive(Clone, Debug)]
 pub struct Planned {

@@ -210,30 +210,52 @@ impl Run<'_> {
     fn descend(
         &mut self,
         model: &mut Model,
-        mut pick: Vec<LayoutId>,
+        pick: Vec<LayoutId>,
         width: &[usize],
     ) -> Vec<LayoutId> {
+        let all: Vec<usize> = (0..width.len()).collect();
+        self.descend_over(model, pick, width, (&all, false))
+    }
+
+    /// Coordinate descent from `pick` moving the variables `moves` over their first
+    /// `width(v)` candidates; with `tied`, every assignment has its tied variables
+    /// derived from the ones they follow ([`Model::propagate`]): a move of a chain's
+    /// first variable moves the chain. Returns the local optimum.
+    fn descend_over(
+        &mut self,
+        model: &mut Model,
+        mut pick: Vec<LayoutId>,
+        width: &[usize],
+        (moves, tied): (&[usize], bool),
+    ) -> Vec<LayoutId> {
+        if tied {
+            model.propagate(&mut pick);
+        }
         let mut cur = model.evaluate(&pick);
         self.top.offer(&pick, &cur);
         self.mark(model, &pick);
         loop {
             let mut improved = false;
-            for v in 0..width.len() {
+            for &v in moves {
                 let cands: Vec<LayoutId> = model.vars[v].candidates[..width[v]].to_vec();
-                let mut best = pick[v];
+                let mut best = pick.clone();
                 for (k, &c) in cands.iter().enumerate() {
-                    if c == best {
+                    if c == best[v] {
                         continue;
                     }
-                    pick[v] = c;
+                    let mut trial = best.clone();
+                    trial[v] = c;
+                    if tied {
+                        model.propagate(&mut trial);
+                    }
                     // Placed only if it may be kept or beat the current assignment.
                     let bar = self.top.bar().map(|b| b.max(cur.key()));
                     self.tried[v][k] = true;
-                    if let Some(e) = model.evaluate_below(&pick, bar) {
-                        self.top.offer(&pick, &e);
+                    if let Some(e) = model.evaluate_below(&trial, bar) {
+                        self.top.offer(&trial, &e);
                         if e.key() < cur.key() {
                             cur = e;
-                            best = c;
+                            best = trial;
                             improved = true;
                         }
                     }
@@ -241,11 +263,10 @@ impl Run<'_> {
                         (self.progress)(model.evaluated - self.before, self.planned);
                     }
                     if self.over(model) {
-                        pick[v] = best;
-                        return pick;
+                        return best;
                     }
                 }
-                pick[v] = best;
+                pick = best;
             }
             if !improved {
                 return pick;
@@ -310,6 +331,7 @@ pub fn search(
         run.mark(model, s);
     }
     let mut complete = false;
+    let mut starts: Vec<Vec<LayoutId>> = Vec::new();
     let method;
     if exhaustive {
         method = "exhaustive";
@@ -319,7 +341,7 @@ pub fn search(
         if core_space <= opts.exhaustive_limit {
             run.exhaustive(model, &core);
         } else {
-            let mut starts: Vec<Vec<LayoutId>> = seeds.to_vec();
+            starts = seeds.to_vec();
             let mut rng = 0x5eed_u64;
             for _ in 0..opts.restarts {
                 starts.push(
@@ -331,11 +353,11 @@ pub fn search(
                         .collect(),
                 );
             }
-            for s in starts {
+            for s in &starts {
                 if run.over(model) {
                     break;
                 }
-                run.descend(model, s, &core);
+                run.descend(model, s.clone(), &core);
             }
         }
         // The whole space, from the best found so far.
@@ -345,6 +367,19 @@ pub fn search(
                 break;
             }
             run.descend(model, s, &all);
+        }
+        // Chains: the free variables moved with what follows them, from the seeds and
+        // the random starts, on a budget of its own (half the search's).
+        if model.has_ties() && !run.timed_out {
+            let free = model.free_vars();
+            run.work_end = opts.work_limit.map(|w| work(model).saturating_add(w / 2));
+            run.work_spent = false;
+            for s in starts {
+                if run.over(model) {
+                    break;
+                }
+                run.descend_over(model, s, &core, (&free, true));
+            }
         }
     }
     let evaluated = model.evaluated - run.before;

@@ -19,6 +19,49 @@ pub enum AddPlanError {
     NotAMap,
     #[error("the scenario already has a plan `{0}`")]
     Exists(String),
+    #[error("the scenario has no `program` list")]
+    NoProgram,
+    #[error("the program has no op {0} to insert before")]
+    NoOp(usize),
+}
+
+/// An op's text and the index of the op it goes before.
+pub type OpText = (usize, String);
+
+/// `text` with `ops` (op text, each before the op at its index in the program as
+/// written; several before one op in their order) inserted into `program`, each on a
+/// line of its own with the indentation of the op it precedes.
+pub fn add_ops(text: &str, ops: &[OpText]) -> Result<String, AddPlanError> {
+    if ops.is_empty() {
+        return Ok(text.to_string());
+    }
+    let root = spans::scan(text).ok_or(AddPlanError::Unscanned)?;
+    let program = root.field("program").ok_or(AddPlanError::NoProgram)?;
+    let mut at: Vec<(usize, String)> = Vec::with_capacity(ops.len());
+    for (before, op) in ops {
+        let item = program.item(*before).ok_or(AddPlanError::NoOp(*before))?;
+        let start = item.span.start;
+        let line = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let lead = &text[line..start];
+        // On a line of its own when the op starts its line; else before it on its line.
+        let sep = if lead.trim().is_empty() {
+            format!("\n{lead}")
+        } else {
+            " ".to_string()
+        };
+        at.push((start, format!("{op},{sep}")));
+    }
+    at.sort_by_key(|(p, _)| *p);
+    let mut out =
+        String::with_capacity(text.len() + at.iter().map(|(_, s)| s.len()).sum::<usize>());
+    let mut from = 0;
+    for (p, s) in &at {
+        out.push_str(&text[from..*p]);
+        out.push_str(s);
+        from = *p;
+    }
+    out.push_str(&text[from..]);
+    Ok(out)
 }
 
 /// `text` with plan `name` (variables → layout text, in order) added to `plans`.
@@ -87,6 +130,9 @@ pub struct WriteBack {
 /// (`mnsim_reports::atomic::update`): if another writer changed it meanwhile, the plan is
 /// added to the text as it is now, so both writers' plans land.
 ///
+/// `ops` (see [`add_ops`]) are inserted into the program first; they are placed by
+/// index, so a file another writer changed meanwhile is then refused rather than edited.
+///
 /// A oneDNN Graph JSON file (`imported`) is never rewritten: the scenario, with the plan
 /// added, is written beside it as `G.ron`, and an existing `G.ron` is not overwritten
 /// (`plan G.ron --write NAME` adds to it).
@@ -95,11 +141,13 @@ pub fn write_back(
     read: &str,
     imported: bool,
     name: &str,
-    vars: &[(String, String)],
+    (vars, ops): (&[(String, String)], &[OpText]),
     check: &dyn Fn(&str, &str) -> Result<(), Report>,
 ) -> Result<WriteBack, Report> {
     let make = |base: &str, shown: &str| -> Result<String, Report> {
-        let text = add_plan(base, name, vars).map_err(|e| miette!("error: {shown}: {e}"))?;
+        let text = add_ops(base, ops)
+            .and_then(|t| add_plan(&t, name, vars))
+            .map_err(|e| miette!("error: {shown}: {e}"))?;
         check(&text, shown)?;
         Ok(text)
     };
@@ -132,6 +180,12 @@ pub fn write_back(
         let cur = std::str::from_utf8(cur).map_err(|_| "the file is no longer UTF-8 text")?;
         if cur == read {
             Ok(prepared.into_bytes())
+        } else if !ops.is_empty() {
+            Err(
+                "it changed while planning, and the plan's Relayouts go before ops by \
+                 their place in the program: plan it again"
+                    .to_string(),
+            )
         } else {
             // Changed since it was read (another `plan --write`): add to it as it is now.
             make(cur, &shown)

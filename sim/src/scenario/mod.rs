@@ -80,6 +80,21 @@ pub struct Scenario {
 
 pub use crate::program::Schedule;
 
+impl Scenario {
+    /// Inserts `ops` into the program, each before the op at its index in the program as
+    /// it is now (several before one op keep their order).
+    pub fn insert_ops(&mut self, ops: Vec<(usize, Op)>) {
+        let mut ops = ops;
+        // From the last position back, so that earlier indices stay valid; a stable
+        // sort keeps the order of several before one op.
+        ops.sort_by_key(|(at, _)| *at);
+        for (at, op) in ops.into_iter().rev() {
+            let at = at.min(self.program.len());
+            self.program.insert(at, op);
+        }
+    }
+}
+
 /// Which machine a scenario runs on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MachineRef {

@@ -76,8 +76,8 @@ pub fn run_imported(
 /// Plans plan `auto` of a graph file as `mnsim run G.json` does (the default work
 /// budget, no time limit) and runs the plan in timing mode: its report.
 pub fn plan_and_run(path: &Path) -> mnsim_reports::Report {
-    let (mut sc, src) = mnsim_sim::load::load(path).unwrap();
-    let note = mnsim_sim::import::plan_auto(&mut sc, &src, &[], &Default::default());
+    let (mut sc, mut src) = mnsim_sim::load::load(path).unwrap();
+    let note = mnsim_sim::import::plan_auto(&mut sc, &mut src, &[], &Default::default());
     assert!(note.starts_with("planned "), "{}: {note}", path.display());
     let mut res =
         mnsim_sim::scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();

@@ -134,10 +134,11 @@ impl Model {
         out
     }
 
-    /// A state's variables completed: an undecided kernel output takes the layout of
-    /// its first input of the same shape (as the walk has it so far), so what a state
-    /// means for the kernels after it is evaluated too; anything else undecided takes
-    /// its first candidate.
+    /// A state's variables completed: an undecided tied variable takes the layout its
+    /// source's derives ([`super::ties`]: a view's, a reduction's, an elementwise
+    /// kernel's), else an undecided kernel output takes the layout of its first input of
+    /// the same shape (as the walk has it so far), so what a state means for the kernels
+    /// after it is evaluated too; anything else undecided takes its first candidate.
     fn filled(&mut self, state: &[Decided]) -> Vec<LayoutId> {
         let mut st = state.to_vec();
         let mut layout_of: Vec<Option<LayoutId>> = vec![None; self.res.program.tensors.len()];
@@ -147,6 +148,12 @@ impl Model {
             };
             let l = match (self.ops[k].var, self.ops[k].fixed) {
                 (Some(v), _) => {
+                    if st[v].is_none()
+                        && let Some(src) = self.ties[v].as_ref().map(|t| t.source)
+                        && let Some(from) = st[src]
+                    {
+                        st[v] = self.derived(v, from);
+                    }
                     if st[v].is_none() && self.ops[k].is_kernel {
                         let dims = &self.tensor(w).dims_at_bound;
                         let from = self.ops[k].reads.iter().find_map(|&r| {

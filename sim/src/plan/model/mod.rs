@@ -20,6 +20,7 @@ mod reads;
 mod shared;
 mod state;
 mod strategy;
+mod ties;
 mod walk;
 
 use super::candidates::{self, Space};
@@ -257,6 +258,10 @@ pub struct Model {
     resume: Option<crate::timeline::Resumable>,
     /// The hand plans' and the confirming timing runs.
     pub timer: super::Timer,
+    /// Per variable, the variable its layout follows from, and how ([`ties`]).
+    ties: Vec<Option<ties::Tie>>,
+    /// A tied variable's layout by its source's ([`Model::propagate`]).
+    derivations: HashMap<(usize, LayoutId), Option<LayoutId>>,
 }
 
 const NO_LAYOUT: LayoutId = LayoutId::MAX;
@@ -310,12 +315,15 @@ impl Model {
             resume: Some(Default::default()),
             timer: Default::default(),
             generated: HashMap::default(),
+            ties: Vec::new(),
+            derivations: HashMap::default(),
         };
         for (id, po) in res.program.ops.iter() {
             let op = m.model_op(id, po)?;
             std::sync::Arc::make_mut(&mut m.ops).push(op);
         }
         m.generate_candidates();
+        m.find_ties();
         Ok(m)
     }
 

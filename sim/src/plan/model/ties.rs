@@ -1,0 +1,164 @@
+//! Ties: a variable whose layout follows from another's (docs/planner.md, chains). A
+//! kernel's output variable follows the variable of the input whose axes it shares
+//! most: a view's output takes the view of its input's layout (every element stays in
+//! its cell: the view costs nothing); any other kernel's output keeps that input's
+//! sub-axes on the axes they share (an elementwise kernel's whole layout, a reduction's
+//! kept axes, a matrix product's rows) and holds its other axes in memory on each PE
+//! (`TensorLayout::derived`). Propagated in program order, one move of a chain's first
+//! variable moves the whole chain, so that it stays legal as it moves.
+
+use super::{LayoutId, Model};
+use crate::program::OpKind;
+use mnsim_kernels::Kernel;
+use mnsim_kernels::shape::{AxisSource, index_map};
+
+/// How a variable's layout follows from its source's.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Derive {
+    /// The output of a view kernel: the view of the source's layout.
+    View(Kernel),
+    /// The same layout, bound for the output's dtype.
+    Same,
+    /// Per output axis, the source's axis whose sub-axes it keeps, or none (in memory).
+    Axes(Vec<Option<usize>>),
+}
+
+/// A variable tied to another: its layout is derived from `source`'s.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Tie {
+    pub(super) source: usize,
+    pub(super) derive: Derive,
+}
+
+impl Model {
+    /// Ties every variable that is the output of one kernel op to the variable of the
+    /// input it follows (its last writer's), where that is an earlier variable.
+    pub(super) fn find_ties(&mut self) {
+        self.ties = (0..self.vars.len()).map(|v| self.tie_of(v)).collect();
+    }
+
+    /// The tie of variable `v`, if it has one.
+    fn tie_of(&self, v: usize) -> Option<Tie> {
+        let [k] = self.vars[v].ops[..] else {
+            return None;
+        };
+        let op = &self.ops[k];
+        let OpKind::Kernel {
+            kernel,
+            inputs,
+            out,
+        } = &self.res.program.ops[op.op].kind
+        else {
+            return None;
+        };
+        let p = &self.res.program;
+        let shapes: Vec<&[u64]> = (inputs.iter())
+            .map(|&t| p.tensors[t].dims_at_bound.as_slice())
+            .collect();
+        let out_dims = p.tensors[*out].dims_at_bound.as_slice();
+        let (slot, derive) = if mnsim_kernels::view_of(kernel).is_some() {
+            (0, Derive::View(kernel.clone()))
+        } else {
+            shared_axes(kernel, &shapes, out_dims)?
+        };
+        let t = *inputs.get(slot)?;
+        // The input's last writer before `k`, and the variable that lays it out.
+        let w = (0..k).rev().find(|&i| self.ops[i].writes == Some(t))?;
+        let source = self.ops[w].var?;
+        (source < v).then_some(Tie { source, derive })
+    }
+
+    /// Whether any variable is tied to another.
+    pub fn has_ties(&self) -> bool {
+        self.ties.iter().any(Option::is_some)
+    }
+
+    /// The variables no tie derives: the ones a search of chains moves.
+    pub fn free_vars(&self) -> Vec<usize> {
+        (0..self.vars.len())
+            .filter(|&v| self.ties[v].is_none())
+            .collect()
+    }
+
+    /// `pick` with every tied variable's layout derived from its source's, in order
+    /// (a source comes before what follows it); a variable whose layout does not derive
+    /// keeps its own.
+    pub fn propagate(&mut self, pick: &mut [LayoutId]) {
+        for v in 0..pick.len() {
+            let Some(source) = self.ties[v].as_ref().map(|t| t.source) else {
+                continue;
+            };
+            if let Some(id) = self.derived(v, pick[source]) {
+                pick[v] = id;
+            }
+        }
+    }
+
+    /// The layout of tied variable `v` when its source takes layout `from` (remembered).
+    pub(super) fn derived(&mut self, v: usize, from: LayoutId) -> Option<LayoutId> {
+        if let Some(&d) = self.derivations.get(&(v, from)) {
+            return d;
+        }
+        let tie = self.ties[v].clone()?;
+        let t = self.vars[v].tensor;
+        let rt = self.tensor(t);
+        let (dims, dtype) = (rt.dims_at_bound.clone(), rt.dtype);
+        let padded = rt.dims_at_bound != rt.runtime_dims;
+        let m = &self.res.machine;
+        let src = &self.layouts[from as usize];
+        let l = if padded {
+            None
+        } else {
+            match &tie.derive {
+                Derive::View(k) => mnsim_kernels::view_layout(k, src, &dims, m),
+                Derive::Same => src.with_dtype(dtype, m),
+                Derive::Axes(from) => src
+                    .derived(from, &dims, m)
+                    .and_then(|l| l.with_dtype(dtype, m)),
+            }
+        };
+        let id = l
+            .filter(|l| l.logical_shape() == dims)
+            .map(|l| self.intern(t, l));
+        self.derivations.insert((v, from), id);
+        id
+    }
+}
+
+/// The input of `k` whose axes its output shares most (the first of the most), and how:
+/// the same layout where it is read element for element, else per output axis the
+/// input axis it shares. Read from the kernel's index map; a kernel without one (a
+/// slice, a concatenation) shares the axes of equal length with its first input.
+fn shared_axes(k: &Kernel, shapes: &[&[u64]], out: &[u64]) -> Option<(usize, Derive)> {
+    let from_of = |j: usize| -> Vec<Option<usize>> {
+        match index_map(k, shapes, out) {
+            Ok(maps) => (0..out.len())
+                .map(|h| {
+                    (maps[j].axes.iter())
+                        .position(|a| *a == AxisSource::Out(h))
+                        .filter(|&i| shapes[j][i] == out[h])
+                })
+                .collect(),
+            Err(_) => (0..out.len())
+                .map(|h| {
+                    (j == 0 && shapes[0].len() == out.len() && shapes[0][h] == out[h]).then_some(h)
+                })
+                .collect(),
+        }
+    };
+    let (j, from) = (0..shapes.len())
+        .map(|j| (j, from_of(j)))
+        .max_by_key(|(j, f)| (f.iter().flatten().count(), std::cmp::Reverse(*j)))?;
+    if from.iter().all(Option::is_none) {
+        return None;
+    }
+    let identity = shapes[j] == out && from.iter().enumerate().all(|(h, f)| *f == Some(h));
+    Some((
+        j,
+        if identity {
+            Derive::Same
+        } else {
+            Derive::Axes(from)
+        },
+    ))
+}

@@ -1,0 +1,157 @@
+//! A plan that needs Relayouts the program lacks: `run` runs it with them (never the
+//! default layouts instead), `plan --write` writes them into the program, and the file
+//! then runs as written at the cycles `plan` reported.
+
+mod common;
+
+use mnsim_sim::plan::write::{AddPlanError, add_ops};
+use mnsim_sim::scenario::{self, Mode, Op};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workload(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/workloads")
+        .join(rel)
+}
+
+fn timing_cycles(sc: &scenario::Scenario, src: &scenario::Source, plan: &str) -> u64 {
+    let mut res = scenario::resolve(sc, src, Some(plan), &[], &BTreeMap::new())
+        .unwrap_or_else(|e| panic!("{plan}: {e:?}"));
+    res.mode = Mode::Timing;
+    mnsim_sim::run::run(&res).unwrap().report.total_cycles
+}
+
+const TEXT: &str = r#"Scenario(
+    name: "two ops",
+    machine: Preset("mncore2"),
+    tensors: {
+        "x": (dtype: F32, shape: "f32[64]{0}", init: Iota),
+    },
+    program: [
+        // Load it.
+        Load(tensor: "x", layout: "((64_PE:1))"),
+        Store(tensor: "x"),
+    ],
+)
+"#;
+
+#[test]
+fn ops_go_before_the_op_at_their_index_and_nothing_else_moves() {
+    let relayout = |l: &str| Op::Relayout {
+        tensor: "x".into(),
+        layout: l.into(),
+        out: None,
+        buffers: None,
+    };
+    let a = scenario::pretty::op_text(&relayout("((4_MAB:1, 16_PE:1))"));
+    let b = scenario::pretty::op_text(&relayout("((64_PE:1))"));
+    let out = add_ops(TEXT, &[(1, a.clone()), (1, b.clone())]).unwrap();
+    // Each on its own line, at the Store's indentation, in order; the rest as written.
+    let expect = TEXT.replace(
+        "        Store(",
+        &format!("        {a},\n        {b},\n        Store("),
+    );
+    assert_eq!(out, expect);
+    let sc = scenario::parse(&out, "t.ron").unwrap();
+    assert!(matches!(sc.program[1], Op::Relayout { .. }));
+    assert!(matches!(sc.program[3], Op::Store { .. }));
+    // The same ops inserted into the parsed scenario give the same program.
+    let mut sc0 = scenario::parse(TEXT, "t.ron").unwrap();
+    sc0.insert_ops(vec![
+        (1, relayout("((4_MAB:1, 16_PE:1))")),
+        (1, relayout("((64_PE:1))")),
+    ]);
+    assert_eq!(sc0.program, sc.program);
+    // No op 5: an error, and the text untouched.
+    assert_eq!(add_ops(TEXT, &[(5, a)]), Err(AddPlanError::NoOp(5)));
+    assert_eq!(add_ops(TEXT, &[]).unwrap(), TEXT);
+}
+
+/// Every StableHLO export: `run`'s plan `auto` is the planner's best, Relayouts and all,
+/// and the cycles its note states are the ones the planned program runs at.
+#[test]
+fn run_runs_the_planned_plan_at_the_cycles_it_states() {
+    let mut with_relayouts = 0;
+    let dir = workload("stablehlo");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mlir"))
+        .collect();
+    files.sort();
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let mut binds = BTreeMap::new();
+        if name.contains("dynB") {
+            binds.insert("b".to_string(), 2);
+        }
+        if name.contains("dynT") {
+            binds.insert("t".to_string(), 128);
+        }
+        let (mut sc, mut src) = mnsim_sim::load::load_with(&path, &binds).unwrap();
+        let before = sc.program.len();
+        let note = mnsim_sim::import::plan_auto(&mut sc, &mut src, &[], &binds);
+        assert!(note.starts_with("planned "), "{name}: {note}");
+        let stated: u64 = note
+            .rsplit(": ")
+            .next()
+            .and_then(|c| c.strip_suffix(" cycles"))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: {note}"));
+        let added = sc.program.len() - before;
+        if added > 0 {
+            with_relayouts += 1;
+            assert!(note.contains("Relayout"), "{name}: {note}");
+            assert_eq!(sc.plans.keys().collect::<Vec<_>>(), ["auto"], "{name}");
+            // The source is the program that runs: it parses back to it.
+            assert_eq!(scenario::parse(&src.text, "x").unwrap(), sc, "{name}");
+        }
+        let mut res = scenario::resolve(&sc, &src, Some("auto"), &[], &binds).unwrap();
+        res.mode = Mode::Timing;
+        let ran = mnsim_sim::run::run(&res).unwrap().report.total_cycles;
+        assert_eq!(ran, stated, "{name}: {note}");
+    }
+    // The bf16 attention block's best plan needs Relayouts (it fell back to the default
+    // layouts, 10x slower, before they were inserted).
+    assert!(with_relayouts >= 1);
+}
+
+/// `plan --write` of a plan that needs Relayouts: they are in the written program, and
+/// the file runs that plan at the cycles `plan` reported.
+#[test]
+fn plan_write_writes_the_relayouts_and_the_file_runs_as_written() {
+    let dir = common::tmp::tempdir("plan_relayouts");
+    let file = dir.path().join("attn.mlir");
+    std::fs::copy(workload("stablehlo/gpt2_attn_block_s128_bf16.mlir"), &file).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(["plan", file.to_str().unwrap(), "--json", "--work", "300000"])
+        .args(["--write", "best"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let best = v["best"]["total_cycles"].as_u64().unwrap();
+    let inserted = v["best"]["inserted"].as_array().unwrap().len();
+    assert!(inserted > 0, "{}", v["best"]);
+    let ron = dir.path().join("attn.ron");
+    let (sc, src) = scenario::load(&ron).unwrap();
+    let relayouts = |sc: &scenario::Scenario| {
+        (sc.program.iter())
+            .filter(|o| matches!(o, Op::Relayout { .. }))
+            .count()
+    };
+    let (imported, _) = mnsim_sim::load::load(&file).unwrap();
+    assert_eq!(relayouts(&sc), relayouts(&imported) + inserted);
+    assert_eq!(timing_cycles(&sc, &src, "best"), best);
+    // The graph itself is untouched.
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        std::fs::read(workload("stablehlo/gpt2_attn_block_s128_bf16.mlir")).unwrap()
+    );
+}
