@@ -444,6 +444,8 @@ fn build_report(
         total_cycles: total,
         clock_ghz: m.clock_ghz,
         ops,
+        program_ops: res.ops.len() as u64,
+        free_ops: res.ops.iter().filter(|o| o.op.is_free()).count() as u64,
         levels,
         resources,
         streams,

@@ -186,6 +186,8 @@ pub fn sample() -> Report {
         total_cycles: 69_828,
         clock_ghz: 0.75,
         ops,
+        program_ops: 4,
+        free_ops: 0,
         levels,
         resources: vec![
             ResourceTotal {

@@ -16,7 +16,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub plan: Option<String>,
     /// Print the result as one JSON object: {"scenario", "ok", "plans": [{"plan", "ok",
-    /// "ops", "tensors", "machine", "inserted_reduces": [{"after", "tensor", "level"}],
+    /// "ops" (Frees included), "free_ops", "tensors", "machine", "inserted_reduces":
+    /// [{"after", "tensor", "level"}],
     /// "warnings"} or {"plan", "ok": false, "error"}]}.
     #[arg(long)]
     pub json: bool,
@@ -44,9 +45,11 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
         };
         match check_plan(&sc, &src, plan.as_deref(), &sets, &binds, a.plan.is_some()) {
             Ok((r, inserted)) => {
+                // The op count as the run's report gives it.
+                let frees = r.ops.iter().filter(|o| o.op.is_free()).count() as u64;
                 outln!(
-                    "ok  {label}: {} ops, {} tensors, machine {}",
-                    r.ops.len(),
+                    "ok  {label}: {}, {} tensors, machine {}",
+                    mnsim_reports::op_count(r.ops.len() as u64, frees, inserted.len() as u64),
                     r.tensors.len(),
                     r.machine.name
                 );
@@ -133,6 +136,7 @@ fn json(
                     "plan": plan,
                     "ok": true,
                     "ops": r.ops.len(),
+                    "free_ops": r.ops.iter().filter(|o| o.op.is_free()).count(),
                     "tensors": r.tensors.len(),
                     "machine": r.machine.name,
                     "inserted_reduces": inserted

@@ -464,6 +464,11 @@ impl Op {
         with_buffers!(self, b => Some(b), None)
     }
 
+    /// Whether the op is a `Free` (it takes no cycles and has no line in a report).
+    pub fn is_free(&self) -> bool {
+        self.class() == OpClass::Free
+    }
+
     /// The variant name (`"Load"`, `"MatMul"`, ...).
     pub fn name(&self) -> &'static str {
         match self {
