@@ -89,12 +89,16 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
         rows::bottleneck(r),
         rows::overlap(r),
         rows::run_compute(r),
-        crate::energy::summary_line(r),
     ]
     .into_iter()
     .flatten()
     {
         out.push(truncate(&line, MAX_WIDTH));
+    }
+    // The energy line whole: it may name FLOP that no coefficient prices.
+    if let Some(line) = crate::energy::summary_line(r) {
+        let body = line.trim_start_matches("energy: ");
+        out.extend(wrap(body, "energy: ", "  ", MAX_WIDTH));
     }
     if let Some(line) = rows::above_bound(r) {
         let body = line.trim_start_matches("above the bound: ");

@@ -329,6 +329,11 @@ pub fn with_energy() -> Report {
                 watts: 240.0,
             },
         ],
+        uncosted: vec![mnsim_reports::energy::Uncosted {
+            resource: "PE vector S8".into(),
+            knob: "energy.vector_pj_per_flop.S8".into(),
+            flop: 4_096,
+        }],
     });
     r
 }

@@ -12,7 +12,7 @@ use crate::net::{self, Topo};
 use crate::timeline::{Schedule, Task, Timeline};
 use crate::world::{Nodes, Pe, SimWorld, WorldBusy};
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
-use mnsim_reports::OpReport;
+use mnsim_reports::{OpReport, human_bytes};
 use std::collections::BTreeMap;
 
 /// How a scenario runs.
@@ -218,18 +218,28 @@ pub fn dram_capacity(m: &Machine) -> u64 {
 /// Checks that a tensor of `runtime` elements of `dtype` fits the machine's DRAM;
 /// returns its bytes.
 pub fn check_dram(m: &Machine, name: &str, dtype: DType, runtime: &[u64]) -> Result<u64, SimError> {
+    let dims: Vec<String> = runtime.iter().map(u64::to_string).collect();
+    let shape = format!("{}[{}]", dtype.name(), dims.join(","));
     let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
     let Some(bytes) = elems.and_then(|e| e.checked_mul(dtype.bytes())) else {
         return err(format!(
-            "tensor `{name}` ({}{runtime:?}) is too large to address: its size in bytes exceeds 2^64",
-            dtype.name()
+            "tensor `{name}` ({shape}) is too large to address: its size in bytes exceeds 2^64"
         ));
     };
     let cap = dram_capacity(m);
     if bytes > cap {
+        let nodes = m.dram_level_index().map_or(1, |d| m.nodes_at(d));
+        let per = if nodes > 1 {
+            format!(" ({nodes} × {})", human_bytes(m.dram.bytes))
+        } else {
+            String::new()
+        };
         return err(format!(
-            "tensor `{name}` needs {bytes} bytes of DRAM but {} has {cap}",
-            m.name
+            "tensor `{name}` ({shape}: {}) does not fit in DRAM, which holds a copy of every \
+             tensor: {} has {} of DRAM{per}",
+            human_bytes(bytes),
+            m.name,
+            human_bytes(cap)
         ));
     }
     Ok(bytes)
