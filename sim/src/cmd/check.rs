@@ -46,11 +46,15 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
         match check_plan(&sc, &src, plan.as_deref(), &sets, &binds, a.plan.is_some()) {
             Ok((r, inserted)) => {
                 // The op count as the run's report gives it.
-                let frees = r.ops.iter().filter(|o| o.op.is_free()).count() as u64;
+                let frees = r.program.frees() as u64;
                 outln!(
                     "ok  {label}: {}, {} tensors, machine {}",
-                    mnsim_reports::op_count(r.ops.len() as u64, frees, inserted.len() as u64),
-                    r.tensors.len(),
+                    mnsim_reports::op_count(
+                        r.program.ops.len() as u64,
+                        frees,
+                        inserted.len() as u64
+                    ),
+                    r.program.tensors.len(),
                     r.machine.name
                 );
                 for i in inserted {
@@ -107,10 +111,8 @@ fn check_plan(
     named: bool,
 ) -> Result<(scenario::Resolved, Vec<mnsim_sim::run::InsertedReduce>), Report> {
     let r = scenario::resolve(sc, src, plan, sets, binds)?;
-    let open = r
-        .ops
-        .iter()
-        .any(|o| matches!(o.layout, Some(scenario::LayoutRef::Any(_))));
+    let open = (r.program.ops.values())
+        .any(|o| matches!(o.layout, Some(mnsim_sim::program::LayoutRef::Any(_))));
     if open && !named {
         return Ok((r, Vec::new()));
     }
@@ -135,9 +137,9 @@ fn json(
                 Ok((r, inserted)) => serde_json::json!({
                     "plan": plan,
                     "ok": true,
-                    "ops": r.ops.len(),
-                    "free_ops": r.ops.iter().filter(|o| o.op.is_free()).count(),
-                    "tensors": r.tensors.len(),
+                    "ops": r.program.ops.len(),
+                    "free_ops": r.program.frees(),
+                    "tensors": r.program.tensors.len(),
                     "machine": r.machine.name,
                     "inserted_reduces": inserted
                         .iter()

@@ -1,6 +1,7 @@
 //! The program's steps: the `Op` enum as scenario files write it (RON), its fields
 //! (tensors, layouts, `buffers:`), and the plan variables its layouts name.
 
+use crate::program::ReduceOp;
 use serde::{Deserialize, Serialize};
 
 /// One step of a program. Layout fields hold TensorLayout text or `$var` (a plan
@@ -269,47 +270,6 @@ fn default_eps() -> f64 {
     1e-5
 }
 
-/// How partial results combine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ReduceOp {
-    /// Sum.
-    #[default]
-    Add,
-    /// Maximum.
-    Max,
-    /// Minimum.
-    Min,
-    /// Product (`ReduceAxes` only).
-    Prod,
-    /// Mean (`ReduceAxes` only).
-    Mean,
-    /// Sum of absolute values (`ReduceAxes` only).
-    L1,
-    /// Square root of the sum of squares (`ReduceAxes` only).
-    L2,
-}
-
-impl ReduceOp {
-    /// The kernels' reduction.
-    pub fn kind(self) -> mnsim_kernels::ReduceKind {
-        use mnsim_kernels::ReduceKind as K;
-        match self {
-            ReduceOp::Add => K::Add,
-            ReduceOp::Max => K::Max,
-            ReduceOp::Min => K::Min,
-            ReduceOp::Prod => K::Prod,
-            ReduceOp::Mean => K::Mean,
-            ReduceOp::L1 => K::L1,
-            ReduceOp::L2 => K::L2,
-        }
-    }
-
-    /// Whether a tree `Reduce` can combine with it (Add, Max, Min).
-    pub fn combines_over_levels(self) -> bool {
-        matches!(self, ReduceOp::Add | ReduceOp::Max | ReduceOp::Min)
-    }
-}
-
 /// Elementwise functions: the kernels' own enums (`Relu`, `Gelu`, ... and `Add`,
 /// `Sub`, ...), so a scenario names exactly what the kernels run.
 pub use mnsim_kernels::{BinaryOp, UnaryOp};
@@ -462,11 +422,6 @@ impl Op {
 
     fn buffers_slot_mut(&mut self) -> Option<&mut Option<Buffers>> {
         with_buffers!(self, b => Some(b), None)
-    }
-
-    /// Whether the op is a `Free` (it takes no cycles and has no line in a report).
-    pub fn is_free(&self) -> bool {
-        self.class() == OpClass::Free
     }
 
     /// The variant name (`"Load"`, `"MatMul"`, ...).
