@@ -24,9 +24,9 @@ pub struct CheckArgs {
 }
 
 pub fn run(a: CheckArgs) -> Result<(), Report> {
-    let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
     let (sc, src) = a.s.load()?;
+    let sets = scenario::knob_sets(&sc, &src, &a.s.sets)?;
     let plans = match &a.plan {
         Some(p) => vec![Some(p.clone())],
         None => scenario::plans_to_run(&sc),
