@@ -289,6 +289,18 @@ impl SweepMetric {
     /// Every metric, as `--metric` takes them.
     pub const NAMES: &'static str = "cycles, energy, power, peak_power, gflops_per_w, edp";
 
+    /// The metric as `--metric` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepMetric::Cycles => "cycles",
+            SweepMetric::Energy => "energy",
+            SweepMetric::Power => "power",
+            SweepMetric::PeakPower => "peak_power",
+            SweepMetric::GflopsPerW => "gflops_per_w",
+            SweepMetric::Edp => "edp",
+        }
+    }
+
     /// Parses a `--metric` value.
     pub fn parse(s: &str) -> Result<SweepMetric, String> {
         Ok(match s {

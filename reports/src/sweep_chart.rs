@@ -11,7 +11,7 @@
 //! lines rather than cut at the chart's edge.
 
 use crate::energy::SweepMetric;
-use crate::sweep::{AxisKind, Sweep, SweepAxis, fmt_value, point_values};
+use crate::sweep::{AxisKind, Sweep, SweepAxis, point_values};
 use std::fmt::Write as _;
 
 const COLORS: [&str; 8] = [
@@ -48,6 +48,19 @@ pub fn axis_unit(a: &SweepAxis) -> &'static str {
 }
 
 fn axis_label(a: &SweepAxis) -> String {
+    if a.scale {
+        let n = a.knobs.len().max(1);
+        return format!(
+            "{} (× {} own value{})",
+            a.name,
+            if n == 1 { "the knob's" } else { "each knob's" },
+            if n == 1 {
+                String::new()
+            } else {
+                format!(", {n} knobs")
+            }
+        );
+    }
     match axis_unit(a) {
         "" => a.name.clone(),
         u => format!("{} ({u})", a.name),
@@ -111,7 +124,7 @@ fn series(s: &Sweep, x: usize, metric: SweepMetric) -> Vec<Series> {
             .iter()
             .enumerate()
             .filter(|&(i, a)| i != x && a.values.len() > 1)
-            .map(|(i, a)| format!("{}={}", a.name, fmt_value(vals[i])))
+            .map(|(i, a)| format!("{}={}", a.name, a.show(vals[i])))
             .collect();
         if s.plans.len() > 1 {
             parts.insert(0, format!("plan {}", row.plan.as_deref().unwrap_or("-")));
@@ -167,7 +180,7 @@ pub fn sweep_svg_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
     f.failed = s.rows.iter().filter(|r| r.error.is_some()).count();
     let mut o = String::new();
     write_head(&mut o, &f, &title, &lines);
-    write_grid(&mut o, &f, &ax.values);
+    write_grid(&mut o, &f, ax);
     write_axis_titles(&mut o, &f, ax, &quantity);
     // The cycles chart's tooltips read as before: `N cycles`.
     let unit = if metric == SweepMetric::Cycles {
@@ -345,7 +358,7 @@ fn write_head(o: &mut String, f: &Frame, title: &str, lines: &[String]) {
 }
 
 /// Writes the grid lines with their tick labels (y, then the axis values `xs`) and the axes.
-fn write_grid(o: &mut String, f: &Frame, xs: &[f64]) {
+fn write_grid(o: &mut String, f: &Frame, ax: &SweepAxis) {
     let Frame {
         w, l, r, t, plot_h, ..
     } = *f;
@@ -371,14 +384,14 @@ fn write_grid(o: &mut String, f: &Frame, xs: &[f64]) {
             short_count(yt)
         );
     }
-    for &xv in xs {
+    for &xv in &ax.values {
         let xx = f.px(xv);
         let _ = write!(
             o,
             r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{t}" y2="{}" stroke="#eee"/><text x="{xx:.1}" y="{}" text-anchor="middle">{}</text>"##,
             t + plot_h,
             t + plot_h + 18.0,
-            fmt_value(xv)
+            ax.show(xv)
         );
     }
     let _ = write!(
@@ -460,7 +473,7 @@ fn write_series_points(
                 f.px(xv),
                 f.py(y),
                 esc(&ax.name),
-                fmt_value(xv),
+                ax.show(xv),
                 readable(y),
                 esc(unit),
                 esc(&se.label)
@@ -535,16 +548,16 @@ mod tests {
 
     fn sweep() -> Sweep {
         let axes = vec![
-            SweepAxis {
-                name: "dram.bytes_per_cycle".into(),
-                kind: AxisKind::Knob,
-                values: vec![64.0, 128.0, 256.0],
-            },
-            SweepAxis {
-                name: "levels.PE.memory.bytes".into(),
-                kind: AxisKind::Knob,
-                values: vec![1024.0, 2048.0],
-            },
+            SweepAxis::new(
+                "dram.bytes_per_cycle",
+                AxisKind::Knob,
+                vec![64.0, 128.0, 256.0],
+            ),
+            SweepAxis::new(
+                "levels.PE.memory.bytes",
+                AxisKind::Knob,
+                vec![1024.0, 2048.0],
+            ),
         ];
         let rows = (0..6)
             .map(|p| {

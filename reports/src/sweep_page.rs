@@ -6,7 +6,7 @@
 //! the page on a common screen; one wider than the page scrolls inside its own box.
 
 use crate::energy::{SweepMetric, human_joules, three};
-use crate::sweep::{Sweep, fmt_value, level_columns, point_values};
+use crate::sweep::{Sweep, SweepAxis, fmt_value, level_columns, point_values};
 use crate::sweep_chart::{esc, sweep_svg_by};
 use crate::text::{real, thousands};
 use std::fmt::Write as _;
@@ -45,8 +45,23 @@ pub fn sweep_html_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
         .axes
         .iter()
         .map(|a| {
-            let vals: Vec<String> = a.values.iter().map(|&v| number(v)).collect();
-            format!("<code>{}</code> = {}", esc(&a.name), vals.join(", "))
+            let vals: Vec<String> = a.values.iter().map(|&v| value(a, v)).collect();
+            let knobs = if a.knobs.is_empty() {
+                String::new()
+            } else {
+                let k: Vec<String> = a
+                    .knobs
+                    .iter()
+                    .map(|k| format!("<code>{}</code>", esc(k)))
+                    .collect();
+                format!(
+                    " (its {} knob{}: {})",
+                    k.len(),
+                    if k.len() == 1 { "" } else { "s" },
+                    k.join(", ")
+                )
+            };
+            format!("<code>{}</code>{knobs} = {}", esc(&a.name), vals.join(", "))
         })
         .collect();
     let _ = writeln!(
@@ -66,7 +81,16 @@ pub fn sweep_html_by(s: &Sweep, x: usize, metric: SweepMetric) -> String {
     o
 }
 
-/// An axis value as people read it: `4,096`, `0.75`.
+/// An axis value as people read it: `4,096`, `0.75`, `x2` (a multiplier).
+fn value(a: &SweepAxis, v: f64) -> String {
+    if a.scale {
+        format!("x{}", number(v))
+    } else {
+        number(v)
+    }
+}
+
+/// A number as people read it: `4,096`, `0.75`.
 fn number(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         real(v, 0)
@@ -135,8 +159,8 @@ fn points_table(o: &mut String, s: &Sweep) {
         o.push_str("<tr>");
         td(o, &row.point.to_string(), false);
         td(o, row.plan.as_deref().unwrap_or("–"), true);
-        for v in point_values(&s.axes, row.point) {
-            td(o, &number(v), false);
+        for (a, v) in s.axes.iter().zip(point_values(&s.axes, row.point)) {
+            td(o, &value(a, v), false);
         }
         // Cycles, time, the energy figures, the levels, bound and × bound.
         let blanks = 4 + if energy { 5 } else { 0 } + levels.len();
@@ -202,11 +226,11 @@ mod tests {
             schema: SWEEP_SCHEMA.into(),
             scenario: "s".into(),
             plans: vec![None],
-            axes: vec![SweepAxis {
-                name: "energy.dram.read_pj_per_byte".into(),
-                kind: AxisKind::Knob,
-                values: vec![1600.0, 0.5],
-            }],
+            axes: vec![SweepAxis::new(
+                "energy.dram.read_pj_per_byte",
+                AxisKind::Knob,
+                vec![1600.0, 0.5],
+            )],
             rows: vec![
                 SweepRow {
                     point: 0,

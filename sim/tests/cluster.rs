@@ -100,3 +100,70 @@ fn the_kubernetes_indexed_job_and_its_merge_give_the_unsharded_study() {
     );
     same_files(&whole, &out.join("merged"));
 }
+
+/// The merge files name no axis: an edited `mnsim sweep` line (other axes, another
+/// `--x`) merges with `merge.slurm` as shipped into exactly the unsharded sweep.
+#[test]
+fn the_merge_takes_the_axes_from_the_sweep() {
+    let sweep = std::fs::read_to_string(root().join("docs/cluster/sweep.slurm")).unwrap();
+    for file in ["docs/cluster/merge.slurm", "docs/cluster/k8s-merge.yaml"] {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains(" merge "))
+            .unwrap_or_else(|| panic!("no merge in {file}"));
+        for flag in ["--x", "--set", "--metric", "dram.", "links."] {
+            assert!(
+                !line.contains(flag),
+                "{file} names the sweep's `{flag}`: {line}"
+            );
+        }
+    }
+    // Another study: the clock against the Group port, charted against the clock, in
+    // energy.
+    let edited = sweep
+        .replace(
+            "--set dram.bytes_per_cycle=32,64,128,256,512",
+            "--set clock_ghz=0.5,0.75,1",
+        )
+        .replace("--x dram.bytes_per_cycle", "--x clock_ghz --metric energy");
+    assert_ne!(edited, sweep, "the sweep line changed");
+    let dir = scratch("edited");
+    let out = dir.path();
+    let script = out.join("sweep.slurm");
+    std::fs::write(&script, &edited).unwrap();
+    let shards = 3;
+    for i in 0..shards {
+        sh(
+            "bash",
+            &[script.to_str().unwrap()],
+            &[
+                ("SLURM_ARRAY_TASK_ID", i.to_string()),
+                ("SLURM_ARRAY_TASK_COUNT", shards.to_string()),
+                ("MNSIM_SWEEP_OUT", out.display().to_string()),
+            ],
+        );
+    }
+    sh(
+        "bash",
+        &["docs/cluster/merge.slurm"],
+        &[("MNSIM_SWEEP_OUT", out.display().to_string())],
+    );
+    let whole = out.join("whole");
+    sh(
+        "sh",
+        &[
+            "-c",
+            &format!(
+                "mnsim sweep scenarios/peak_matmul_fp16.ron --mode timing \
+                 --set clock_ghz=0.5,0.75,1 --set links.Group.broadcast.parent=32,64,128,256 \
+                 --x clock_ghz --metric energy --out {}",
+                whole.display()
+            ),
+        ],
+        &[],
+    );
+    same_files(&whole, &out.join("merged"));
+    let svg = std::fs::read_to_string(out.join("merged/sweep.svg")).unwrap();
+    assert!(svg.contains("against clock_ghz"), "{svg}");
+}

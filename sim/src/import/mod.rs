@@ -16,10 +16,12 @@ pub mod layouts;
 pub mod lower;
 mod ops;
 mod quant;
+mod replan;
 pub mod stablehlo;
 mod train;
 
 pub use lower::Strides;
+pub use replan::plan_open;
 
 use crate::scenario::print::{self, Comments};
 use crate::scenario::{

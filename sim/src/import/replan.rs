@@ -1,0 +1,56 @@
+//! A plan planned where it runs: `mnsim sweep --replan` plans every plan that leaves
+//! layouts `Any` at each point (its knobs and bindings), as `mnsim run` plans an
+//! imported graph's `auto`: the planner within [`PLAN_WORK`] and no time limit, so
+//! the same point gives the same plan on every machine and at any load.
+
+use super::{PLAN_WORK, is_imported, plan_auto};
+use crate::scenario::{self, Scenario, Source};
+use miette::{Report, miette};
+use std::collections::BTreeMap;
+
+/// Plans plan `plan` of `sc` with knobs `sets` and bindings `binds`, and writes the
+/// choice into the scenario; returns a line saying what happened. `auto` of an
+/// imported graph is [`plan_auto`] (the default layouts when the planner finds none);
+/// another plan the planner cannot fill is an error.
+pub fn plan_open(
+    sc: &mut Scenario,
+    src: &Source,
+    plan: &str,
+    sets: &[(String, f64)],
+    binds: &BTreeMap<String, u64>,
+) -> Result<String, Report> {
+    if plan == "auto" && is_imported(src) {
+        return Ok(plan_auto(sc, src, sets, binds));
+    }
+    let opts = crate::plan::PlanOptions {
+        search: crate::plan::search::Options {
+            time_limit: None,
+            work_limit: Some(PLAN_WORK),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let o = crate::plan::plan_with(sc, src, plan, sets, binds, &opts, &mut |_, _| {})?;
+    let best = o
+        .best
+        .iter()
+        .find(|b| b.inserted.is_empty())
+        .ok_or_else(|| {
+            miette!(
+                "error: {}: the planner's plans for `{plan}` need Relayouts the program does \
+             not have",
+                src.path
+            )
+        })?;
+    if let Some(p) = sc.plans.get_mut(plan) {
+        for (v, text) in &best.layouts {
+            p.insert(v.clone(), scenario::PlanValue::Layout(text.clone()));
+        }
+    }
+    Ok(format!(
+        "planned the {} layouts of plan `{plan}` ({} assignments evaluated): {} cycles",
+        best.layouts.len(),
+        o.evaluated,
+        best.total_cycles
+    ))
+}
