@@ -288,7 +288,8 @@ fn flop_rate(m: &Machine, f: f64) -> String {
 }
 
 /// The energy coefficients in brief: static power, the power and GFLOPS/W of the matrix
-/// units at each dtype's peak, the DRAM's pJ per byte (`--knobs` lists every one).
+/// units at each dtype's peak (or that no coefficient prices the dtype), the DRAM's pJ per
+/// byte (`--knobs` lists every one).
 fn energy(m: &Machine, s: &mut String) {
     let e = &m.energy;
     if e.is_empty() {
@@ -303,6 +304,17 @@ fn energy(m: &Machine, s: &mut String) {
         num(e.dram.write_pj_per_byte)
     );
     for (dt, &f) in &m.compute.matrix.flops {
+        if !e.matrix_pj_per_flop.contains_key(dt) {
+            // No figure prices this dtype (a preset's int8, fp8, int4): a run counts its
+            // FLOP at 0 J and says so; no GFLOPS/W to quote.
+            let _ = writeln!(
+                s,
+                "  matrix units at the {} peak: no energy coefficient (energy.matrix_pj_per_flop.{dt:?} \
+                 is not given): a run counts these FLOP at 0 J and says so",
+                dt.name()
+            );
+            continue;
+        }
         let flop_s = f * m.matrix_units() as f64 * m.clock_ghz * 1e9;
         let w = static_w + flop_s * e.pj_per_flop(true, *dt) * 1e-12;
         if w > 0.0 {
@@ -315,5 +327,35 @@ fn energy(m: &Machine, s: &mut String) {
                 flop_s / w / 1e9
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// mncore2 prices no int8 or fp8 FLOP: its description says so rather than quoting
+    /// the static power alone as GFLOPS/W.
+    #[test]
+    fn a_dtype_without_an_energy_coefficient_is_said_to_have_none() {
+        let m = crate::presets::preset("mncore2").unwrap();
+        let d = describe(&m);
+        let s8 = d
+            .lines()
+            .find(|l| l.contains("matrix units at the s8 peak"))
+            .unwrap();
+        assert!(
+            s8.contains("no energy coefficient (energy.matrix_pj_per_flop.S8 is not given)"),
+            "{s8}"
+        );
+        assert!(!s8.contains("GFLOPS/W"), "{s8}");
+        let f16 = d
+            .lines()
+            .find(|l| l.contains("matrix units at the f16 peak"))
+            .unwrap();
+        assert!(
+            f16.contains("0.763 pJ/FLOP") && f16.contains("GFLOPS/W"),
+            "{f16}"
+        );
     }
 }

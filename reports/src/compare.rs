@@ -260,6 +260,21 @@ pub fn op_pairs<'a>(a: &'a Report, b: &'a Report) -> Vec<OpPair<'a>> {
     out
 }
 
+/// The pairs that differ, largest difference first: by the cycles one plan takes more
+/// than the other (an op only one plan has: its cycles), ties in program order.
+pub(crate) fn by_size<'a>(pairs: &[OpPair<'a>]) -> Vec<OpPair<'a>> {
+    let mut v: Vec<OpPair> = pairs
+        .iter()
+        .copied()
+        .filter(|p| p.change != OpChange::Same)
+        .collect();
+    v.sort_by_key(|p| {
+        let (a, b) = (p.a.map_or(0, |x| x.cycles), p.b.map_or(0, |x| x.cycles));
+        std::cmp::Reverse(a.abs_diff(b))
+    });
+    v
+}
+
 /// Signed difference `b − a` with thousands separators (`+1,024`, `−512`, `0`).
 pub(crate) fn delta(a: u64, b: u64) -> String {
     match b.cmp(&a) {
@@ -292,8 +307,8 @@ pub(crate) fn what_differs(p: &OpPair) -> String {
 }
 
 /// Where plan `b` differs from plan `a`, op by op, as a terminal table: the ops that
-/// differ (cycles of each, the difference, each bottleneck) and the ops only one plan has;
-/// then how many ops are the same.
+/// differ (cycles of each, the difference, each bottleneck) and the ops only one plan has,
+/// the largest difference first; then how many ops are the same.
 pub fn op_diff_table(a: &Report, b: &Report) -> String {
     let pairs = op_pairs(a, b);
     let (pa, pb) = (plan_name(a), plan_name(b));
@@ -309,14 +324,13 @@ pub fn op_diff_table(a: &Report, b: &Report) -> String {
         2,
         2,
     );
-    let mut same = 0usize;
-    let mut same_cycles = 0u64;
-    for p in &pairs {
-        if p.change == OpChange::Same {
-            same += 1;
-            same_cycles += p.a.map_or(0, |o| o.cycles);
-            continue;
-        }
+    let (same, same_cycles) = pairs
+        .iter()
+        .filter(|p| p.change == OpChange::Same)
+        .fold((0usize, 0u64), |(n, c), p| {
+            (n + 1, c + p.a.map_or(0, |o| o.cycles))
+        });
+    for p in &by_size(&pairs) {
         let o = p.a.or(p.b).expect("one side");
         let ca = p.a.map_or(0, |x| x.cycles);
         let cb = p.b.map_or(0, |x| x.cycles);

@@ -32,6 +32,26 @@ pub struct EnergyReport {
     pub levels: Vec<EnergyLevel>,
     /// Power over the run, in windows of equal length (at most 200).
     pub power: Vec<PowerWindow>,
+    /// FLOP in a dtype the machine gives no coefficient for (a preset's int8 or fp8
+    /// mode, which no public figure prices): counted at 0 J, and said.
+    #[serde(default)]
+    pub uncosted: Vec<Uncosted>,
+}
+
+/// FLOP the run computed that no coefficient prices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Uncosted {
+    /// The compute resource, as `resources` names it (`PE vector S8`).
+    pub resource: String,
+    /// The coefficient the machine does not give (`energy.vector_pj_per_flop.S8`).
+    pub knob: String,
+    /// Its FLOP over the run.
+    pub flop: u64,
+}
+
+/// A FLOP count as the views write it: `50.2 MFLOP`.
+pub fn flop_amount(n: u64) -> String {
+    format!("{}FLOP", crate::text::si(n as f64))
 }
 
 /// One charged resource.
@@ -177,7 +197,8 @@ pub fn three(v: f64) -> String {
 }
 
 /// The terminal's energy line: `energy: 1.23 J (static 0.12 J), 412 W average, 498 W peak,
-/// 65.5 GFLOPS/W`; `None` when the run was charged nothing.
+/// 65.5 GFLOPS/W`, and the FLOP no coefficient prices (`; without 50.2 MFLOP PE vector S8
+/// (no coefficient: 0 J)`); `None` when the run was charged nothing.
 pub fn summary_line(r: &Report) -> Option<String> {
     let e = r.energy.as_ref()?;
     if e.total_j <= 0.0 {
@@ -192,6 +213,17 @@ pub fn summary_line(r: &Report) -> Option<String> {
     );
     if let Some(g) = e.gflops_per_w() {
         s.push_str(&format!(", {} GFLOPS/W", three(g)));
+    }
+    if !e.uncosted.is_empty() {
+        let what: Vec<String> = e
+            .uncosted
+            .iter()
+            .map(|u| format!("{} {}", flop_amount(u.flop), u.resource))
+            .collect();
+        s.push_str(&format!(
+            "; without {} (no coefficient: 0 J)",
+            what.join(", ")
+        ));
     }
     Some(s)
 }
@@ -256,6 +288,18 @@ pub enum SweepMetric {
 impl SweepMetric {
     /// Every metric, as `--metric` takes them.
     pub const NAMES: &'static str = "cycles, energy, power, peak_power, gflops_per_w, edp";
+
+    /// The metric as `--metric` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepMetric::Cycles => "cycles",
+            SweepMetric::Energy => "energy",
+            SweepMetric::Power => "power",
+            SweepMetric::PeakPower => "peak_power",
+            SweepMetric::GflopsPerW => "gflops_per_w",
+            SweepMetric::Edp => "edp",
+        }
+    }
 
     /// Parses a `--metric` value.
     pub fn parse(s: &str) -> Result<SweepMetric, String> {

@@ -16,6 +16,7 @@
 
 pub mod atomic;
 mod compare;
+mod critical;
 pub mod energy;
 mod html;
 mod json;
@@ -27,6 +28,7 @@ mod output;
 mod rows;
 mod sweep;
 mod sweep_chart;
+mod sweep_page;
 mod terminal;
 mod text;
 mod trace;
@@ -35,6 +37,7 @@ pub use compare::{
     COMPARE_SCHEMA, OpChange, OpPair, compare_json, compare_json_by, compare_ops, compare_table,
     compare_table_by, op_diff_table, op_pairs,
 };
+pub use critical::op_count;
 pub use energy::{EnergyReport, Objective, SweepMetric};
 pub use html::{compare_html, html};
 pub use json::to_json;
@@ -50,7 +53,8 @@ pub use sweep::{
     AxisKind, RowResult, SWEEP_SCHEMA, Sweep, SweepAxis, SweepRow, merge as merge_sweeps,
     parse_sweep_json, point_count, point_values, shard_points, sweep_csv, sweep_json,
 };
-pub use sweep_chart::{sweep_html, sweep_html_by, sweep_svg, sweep_svg_by, x_axis};
+pub use sweep_chart::{sweep_svg, sweep_svg_by, x_axis};
+pub use sweep_page::{sweep_html, sweep_html_by};
 pub use terminal::terminal;
 pub use text::{MAX_WIDTH, human_bytes};
 pub use trace::trace;

@@ -1,8 +1,9 @@
 //! `report.md`: the terminal summary as Markdown, for pasting into reviews.
 
+use crate::critical::{self, MOST_EXPOSED};
 use crate::model::Report;
 use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES, USEFUL_NOTE};
-use crate::text::{Nums, bar, thousands, verified_mark};
+use crate::text::{Nums, bar, share, thousands, verified_mark};
 use std::fmt::Write;
 
 /// Columns of the per-level bars.
@@ -10,8 +11,10 @@ const BAR_CELLS: usize = 24;
 
 /// The terminal summary's content as Markdown (`report.md`):
 ///
-/// - a title and a list: plan, machine and mode, total cycles and µs at the clock,
+/// - a title and a list: plan, machine and mode, the op count (as `mnsim check` gives it),
+///   total cycles and µs at the clock,
 ///   verification, LM peak against LM size, overrides and bindings;
+/// - `Critical path`: the ops most exposed on it (at most ten) and what each waited on;
 /// - `Ops`: a table with a row per op (the terminal's columns), then `Stages` (the stages of the
 ///   ops that move data, the bottleneck stage marked) and `Compute` (FLOP, FLOP per cycle and
 ///   FLOP/s of the ops that compute);
@@ -29,6 +32,7 @@ pub fn markdown(r: &Report) -> String {
 /// Writes [`markdown`]'s text into `s`, section by section.
 fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
     write_summary(r, s)?;
+    write_exposed(r, s)?;
     write_ops(r, s)?;
     write_stages(r, s)?;
     write_compute(r, s)?;
@@ -47,6 +51,7 @@ fn write_summary(r: &Report, s: &mut String) -> std::fmt::Result {
         inline(&r.machine),
         inline(&r.mode)
     )?;
+    writeln!(s, "- **ops:** {}", critical::report_op_count(r))?;
     writeln!(
         s,
         "- **total:** {} cycles = {} at {}",
@@ -105,7 +110,45 @@ fn write_summary(r: &Report, s: &mut String) -> std::fmt::Result {
     Ok(())
 }
 
-/// Writes `Ops`: a row per op (or `(no ops)`), then the note on useful work.
+/// Writes `Critical path`: the ops most exposed on it (at most ten) with what each
+/// waited on; nothing when no op is on it.
+fn write_exposed(r: &Report, s: &mut String) -> std::fmt::Result {
+    let top = critical::most_exposed(r, MOST_EXPOSED);
+    if top.is_empty() {
+        return Ok(());
+    }
+    writeln!(s, "\n## Critical path\n")?;
+    let title = critical::exposed_title(r, top.len());
+    let mut chars = title.chars();
+    let title: String = chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default();
+    writeln!(s, "{}:\n", inline(&title))?;
+    header(
+        s,
+        &["#", "op", "tensor", "exposed", "share", "waited on"],
+        &[1, 2, 5],
+    )?;
+    for &i in &top {
+        let op = &r.ops[i];
+        row(
+            s,
+            &[
+                op.index.to_string(),
+                op.op.clone(),
+                op.tensor.clone(),
+                thousands(op.exposed_cycles),
+                share(op.exposed_cycles, r.total_cycles),
+                critical::waited(r, op),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes `Ops`: a row per op (or `(no ops)`), then the note on useful work and why ops
+/// outlast their bottleneck stage.
 fn write_ops(r: &Report, s: &mut String) -> std::fmt::Result {
     writeln!(s, "\n## Ops\n")?;
     if r.ops.is_empty() {
@@ -116,6 +159,15 @@ fn write_ops(r: &Report, s: &mut String) -> std::fmt::Result {
             row(s, &rows::op_cells(r, op, Nums::Grouped))?;
         }
         writeln!(s, "\n{USEFUL_NOTE}")?;
+        let long: Vec<(usize, String)> = (0..r.ops.len())
+            .filter_map(|i| critical::outlasts(r, i).map(|w| (i, w)))
+            .collect();
+        if !long.is_empty() {
+            writeln!(s, "\nOps much longer than their bottleneck stage:\n")?;
+            for (i, why) in long {
+                writeln!(s, "- {}: {}", code(&critical::op_label(r, i)), inline(&why))?;
+            }
+        }
     }
     Ok(())
 }

@@ -31,8 +31,15 @@ pub struct Report {
     pub total_cycles: u64,
     /// Machine clock, to turn cycles into time.
     pub clock_ghz: f64,
-    /// The program's ops, in program order.
+    /// The program's ops, in program order: every op of the program but its `Free`s (which
+    /// take no cycles), and the Reduces the run inserted.
     pub ops: Vec<OpReport>,
+    /// Ops of the program as written, `Free`s included (what `mnsim check` counts), and
+    /// how many of them are `Free`s; 0 in a report that predates them.
+    #[serde(default)]
+    pub program_ops: u64,
+    #[serde(default)]
+    pub free_ops: u64,
     /// Per stage level: cycles summed over ops (where the time went).
     pub levels: Vec<LevelTotal>,
     /// Per resource of the timeline (a level's ports per direction, the DRAMs, the LM

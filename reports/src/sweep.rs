@@ -27,10 +27,42 @@ pub enum AxisKind {
 /// One swept quantity and its values, in the order given.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepAxis {
-    /// The knob path or the dimension's name.
+    /// The knob path or the dimension's name; for a knob group, its patterns as written
+    /// (`links.Group.*`, `a,b`).
     pub name: String,
     pub kind: AxisKind,
+    /// The values; for a scaling axis, the multipliers.
     pub values: Vec<f64>,
+    /// A knob group's knobs (`--set 'links.Group.*=x2'`): every knob the axis sets,
+    /// expanded on the scenario's machine; empty for an axis of one knob named `name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knobs: Vec<String>,
+    /// Whether the values multiply each knob's own value (`x2`) rather than set it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scale: bool,
+}
+
+impl SweepAxis {
+    /// An axis of one knob or binding, set to `values`.
+    pub fn new(name: impl Into<String>, kind: AxisKind, values: Vec<f64>) -> SweepAxis {
+        SweepAxis {
+            name: name.into(),
+            kind,
+            values,
+            knobs: Vec::new(),
+            scale: false,
+        }
+    }
+
+    /// A value of the axis as the CSV and the pages write it: `128`, or `x2` for a
+    /// multiplier.
+    pub fn show(&self, v: f64) -> String {
+        if self.scale {
+            format!("x{}", fmt_value(v))
+        } else {
+            fmt_value(v)
+        }
+    }
 }
 
 /// The figures of one point and plan that ran.
@@ -86,6 +118,13 @@ pub struct Sweep {
     pub shard: Option<(usize, usize)>,
     /// Rows sorted by point, then by plan in `plans` order.
     pub rows: Vec<SweepRow>,
+    /// The axis the chart is drawn against when `--x` named one, and the metric it
+    /// plots when `--metric` named another than cycles: `mnsim merge` draws the merged
+    /// chart the same way unless told otherwise. Absent: the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
 }
 
 impl RowResult {
@@ -187,8 +226,8 @@ pub fn sweep_csv(s: &Sweep) -> String {
             row.point,
             csv_field(row.plan.as_deref().unwrap_or("-"))
         );
-        for v in point_values(&s.axes, row.point) {
-            let _ = write!(out, ",{}", fmt_value(v));
+        for (a, v) in s.axes.iter().zip(point_values(&s.axes, row.point)) {
+            let _ = write!(out, ",{}", a.show(v));
         }
         match &row.result {
             Some(r) => {
@@ -298,6 +337,8 @@ pub fn merge(parts: &[(String, Sweep)]) -> Result<Sweep, String> {
         axes: first.axes.clone(),
         shard: None,
         rows,
+        x: first.x.clone(),
+        metric: first.metric.clone(),
     })
 }
 
@@ -334,16 +375,8 @@ mod tests {
 
     fn axes() -> Vec<SweepAxis> {
         vec![
-            SweepAxis {
-                name: "a".into(),
-                kind: AxisKind::Knob,
-                values: vec![1.0, 2.0],
-            },
-            SweepAxis {
-                name: "b".into(),
-                kind: AxisKind::Bind,
-                values: vec![10.0, 20.0, 30.0],
-            },
+            SweepAxis::new("a", AxisKind::Knob, vec![1.0, 2.0]),
+            SweepAxis::new("b", AxisKind::Bind, vec![10.0, 20.0, 30.0]),
         ]
     }
 
@@ -385,6 +418,8 @@ mod tests {
             axes: ax,
             shard,
             rows,
+            x: None,
+            metric: None,
         }
     }
 

@@ -1,9 +1,11 @@
 //! The terminal summary: what a run prints.
 
+use crate::critical::{self, MOST_EXPOSED};
 use crate::model::Report;
 use crate::rows::{self, LEVEL_NOTE, LEVEL_TITLES};
 use crate::text::{
-    Cell, Col, MAX_WIDTH, Nums, Style, Table, bar, paint, thousands, truncate, verified_mark, wrap,
+    Cell, Col, MAX_WIDTH, Nums, Style, Table, bar, paint, share, thousands, truncate,
+    verified_mark, wrap,
 };
 
 /// Columns of the per-level bars.
@@ -13,13 +15,17 @@ const BAR_CELLS: usize = 24;
 /// never cut; the op table's ready-cycle columns appear only when some op's PEs became
 /// ready at different cycles.
 ///
-/// - a header: scenario, plan, machine, mode, total cycles and µs at the machine clock,
+/// - a header: scenario, plan, machine, mode, the op count (as `mnsim check` gives it), total
+///   cycles and µs at the machine clock,
 ///   verification (`✓` passed, `✗` failed, `–` not run), LM peak against LM size, knob
 ///   overrides and bindings;
+/// - the ops on the critical path, most exposed first (at most ten): exposed cycles, their
+///   share of the run and what each waited on;
 /// - `ops`: one row per op (index, op, tensor, cycles, share of the run, bottleneck,
 ///   useful work, ready-cycle p50/p90/p99/max when they differ) and, under each op that moves data, its stages
 ///   (level, direction, kind, bytes, cycles, chunks), the bottleneck stage marked
 ///   `◀ bottleneck`; under each op that computes, its FLOP, FLOP per cycle and FLOP/s;
+///   under an op much longer than its bottleneck stage, why (`↳`);
 /// - `where the cycles went`: per level, busy cycles, share of the run, bytes, the number of
 ///   ops it bounded, and a bar of the share;
 /// - `warnings`, if any.
@@ -29,6 +35,7 @@ const BAR_CELLS: usize = 24;
 pub fn terminal(r: &Report, color: bool) -> String {
     let mut out = Vec::new();
     header(r, color, &mut out);
+    exposed(r, color, &mut out);
     out.push(String::new());
     ops(r, color, &mut out);
     if !r.levels.is_empty() {
@@ -57,10 +64,11 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
     let title = format!("mnsim report · {}", r.scenario);
     out.push(paint(&title, Style::Bold, color));
     out.push(format!(
-        "plan {} · machine {} · {} mode",
+        "plan {} · machine {} · {} mode · {}",
         rows::plan_name(r),
         r.machine,
-        r.mode
+        r.mode,
+        critical::report_op_count(r)
     ));
     out.push(truncate(
         &format!(
@@ -81,12 +89,16 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
         rows::bottleneck(r),
         rows::overlap(r),
         rows::run_compute(r),
-        crate::energy::summary_line(r),
     ]
     .into_iter()
     .flatten()
     {
         out.push(truncate(&line, MAX_WIDTH));
+    }
+    // The energy line whole: it may name FLOP that no coefficient prices.
+    if let Some(line) = crate::energy::summary_line(r) {
+        let body = line.trim_start_matches("energy: ");
+        out.extend(wrap(body, "energy: ", "  ", MAX_WIDTH));
     }
     if let Some(line) = rows::above_bound(r) {
         let body = line.trim_start_matches("above the bound: ");
@@ -111,6 +123,47 @@ fn header(r: &Report, color: bool, out: &mut Vec<String>) {
     }
 }
 
+/// The first screen's list of the ops most exposed on the critical path, each with what
+/// it waited on (nothing when no op is on it).
+fn exposed(r: &Report, color: bool, out: &mut Vec<String>) {
+    let top = critical::most_exposed(r, MOST_EXPOSED);
+    if top.is_empty() {
+        return;
+    }
+    out.push(String::new());
+    out.push(paint(
+        &critical::exposed_title(r, top.len()),
+        Style::Bold,
+        color,
+    ));
+    let mut table = Table::new(
+        vec![
+            Col::right("#"),
+            Col::left("op"),
+            Col::left("tensor"),
+            Col::right("exposed"),
+            Col::right("share"),
+            Col::left("waited on"),
+        ],
+        2,
+        2,
+    );
+    for &i in &top {
+        let op = &r.ops[i];
+        table.push(vec![
+            op.index.to_string().into(),
+            op.op.clone().into(),
+            op.tensor.clone().into(),
+            thousands(op.exposed_cycles).into(),
+            share(op.exposed_cycles, r.total_cycles).into(),
+            critical::waited(r, op).into(),
+        ]);
+    }
+    let w = table.widths();
+    out.push(table.header(&w, color));
+    out.extend((0..top.len()).map(|i| table.row(i, &w, color)));
+}
+
 fn ops(r: &Report, color: bool, out: &mut Vec<String>) {
     out.push(paint("ops", Style::Bold, color));
     if r.ops.is_empty() {
@@ -129,6 +182,9 @@ fn ops(r: &Report, color: bool, out: &mut Vec<String>) {
         if let Some([flops, per_cycle, rate]) = rows::compute(r, op) {
             let line = format!("{:6}{flops} · {per_cycle} · {rate}", "");
             out.push(truncate(&line, MAX_WIDTH));
+        }
+        if let Some(why) = critical::outlasts(r, i) {
+            out.extend(wrap(&why, "      ↳ ", "        ", MAX_WIDTH));
         }
         if rows::shows_stages(op) {
             for _ in &op.stages {

@@ -94,3 +94,54 @@ fn compare_html_has_the_op_by_op_section() {
     let (one, _) = attention();
     assert!(!compare_html(&[one]).contains("op-by-op"));
 }
+
+/// The Δ column of the rows of an op-by-op terminal table, in order.
+fn deltas(t: &str) -> Vec<i64> {
+    t.lines()
+        .skip(2)
+        .take_while(|l| !l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| {
+            let d = l
+                .split_whitespace()
+                .find(|w| w.starts_with(['+', '−']) || *w == "0")
+                .unwrap_or_else(|| panic!("no Δ in {l}"));
+            let n: i64 = d
+                .trim_start_matches(['+', '−'])
+                .replace(',', "")
+                .parse()
+                .unwrap();
+            if d.starts_with('−') { -n } else { n }
+        })
+        .collect()
+}
+
+#[test]
+fn the_op_by_op_diff_comes_largest_difference_first() {
+    let (split_k, rows) = attention();
+    let t = op_diff_table(&split_k, &rows);
+    let d = deltas(&t);
+    assert_eq!(d.len(), 4, "{t}");
+    assert!(
+        d.windows(2).all(|w| w[0].abs() >= w[1].abs()),
+        "not by size: {d:?}\n{t}"
+    );
+    // Program order would put Load q (0) before Load kt (+512).
+    assert_eq!(d[0], 512, "{t}");
+    // The page's table in the same order.
+    let page = compare_html(&[rows, split_k]);
+    let sec = &page[page.find("<section id=\"op-by-op\">").unwrap()..];
+    let names: Vec<&str> = sec
+        .split("<tr class=\"")
+        .skip(1)
+        .map(|r| {
+            r.split("<td class=\"l\">")
+                .nth(1)
+                .unwrap()
+                .split('<')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    let first = t.lines().nth(2).unwrap();
+    assert!(first.contains(names[0]), "{first} / {names:?}");
+}

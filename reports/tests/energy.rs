@@ -63,11 +63,11 @@ fn compare_ranks_by_the_objective_asked() {
 
 #[test]
 fn sweeps_carry_energy_and_chart_it() {
-    let axes = vec![SweepAxis {
-        name: "energy.dram.read_pj_per_byte".into(),
-        kind: AxisKind::Knob,
-        values: vec![40.0, 80.0, 160.0],
-    }];
+    let axes = vec![SweepAxis::new(
+        "energy.dram.read_pj_per_byte",
+        AxisKind::Knob,
+        vec![40.0, 80.0, 160.0],
+    )];
     let rows = axes[0]
         .values
         .iter()

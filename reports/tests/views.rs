@@ -77,15 +77,24 @@ fn terminal_header_says_what_ran() {
     assert!(terminal(&failed, false).contains("verified –"));
 }
 
+/// The part of a view from its ops table on (the critical path's list above it repeats
+/// ops).
+fn from_ops<'a>(text: &'a str, title: &str) -> &'a str {
+    &text[text
+        .find(title)
+        .unwrap_or_else(|| panic!("no {title:?} in\n{text}"))..]
+}
+
 #[test]
 fn terminal_lists_every_op_with_its_share_and_ready_cycles() {
     let r = sample();
-    let t = terminal(&r, false);
+    let full = terminal(&r, false);
+    let t = from_ops(&full, "\nops\n");
     for op in &r.ops {
         let share = format!("{:.1}%", op.cycles as f64 * 100.0 / r.total_cycles as f64);
         let cycles = grouped(op.cycles);
         let line = line_with(
-            &t,
+            t,
             &op.index.to_string(),
             &[&op.op, &op.tensor, &cycles, &share],
         );
@@ -99,7 +108,7 @@ fn terminal_lists_every_op_with_its_share_and_ready_cycles() {
             None => assert_eq!(line.matches('–').count(), 4, "{line}"),
         }
     }
-    assert!(line_with(&t, "2", &["MatMul"]).contains("87.5%"));
+    assert!(line_with(t, "2", &["MatMul"]).contains("87.5%"));
     // The matmul's rate: 536,870,912 FLOP in 1,088 cycles at 0.75 GHz.
     assert!(
         t.contains("536.9 MFLOP · 493,448 FLOP/cycle · 370.1 TFLOP/s"),
@@ -110,20 +119,21 @@ fn terminal_lists_every_op_with_its_share_and_ready_cycles() {
 #[test]
 fn terminal_shows_stages_in_human_units_and_marks_the_bottleneck() {
     let r = sample();
-    let t = terminal(&r, false);
+    let full = terminal(&r, false);
+    let t = from_ops(&full, "\nops\n");
     // Three transfer ops, one bottleneck stage each; the matmul's lone compute stage is not listed.
     assert_eq!(t.matches("◀ bottleneck").count(), 3, "{t}");
     let x = line_with(
-        &t,
+        t,
         "L1B",
         &["broadcast", "128.0 KiB", "16,384 cyc", "4 chunks"],
     );
     assert!(x.ends_with("◀ bottleneck"), "{x}");
-    let w1 = line_with(&t, "DRAM", &["down", "8.0 MiB", "49,152 cyc"]);
+    let w1 = line_with(t, "DRAM", &["down", "8.0 MiB", "49,152 cyc"]);
     assert!(w1.ends_with("◀ bottleneck"), "{w1}");
-    let l2b = line_with(&t, "L2B", &["distribute", "8.0 MiB", "16 chunks"]);
+    let l2b = line_with(t, "L2B", &["distribute", "8.0 MiB", "16 chunks"]);
     assert!(!l2b.contains("bottleneck"), "{l2b}");
-    let h = line_with(&t, "DRAM", &["up", "512.0 KiB"]);
+    let h = line_with(t, "DRAM", &["up", "512.0 KiB"]);
     assert!(h.ends_with("◀ bottleneck"), "{h}");
     assert!(
         !t.lines().any(|l| l.contains("MAB") && l.contains("local")),
@@ -421,8 +431,9 @@ fn json_round_trips_and_keeps_the_field_order() {
 #[test]
 fn markdown_has_a_table_row_per_op() {
     let r = sample();
-    let md = markdown(&r);
-    assert!(md.starts_with("# mnsim report: mlp block\n"));
+    let full = markdown(&r);
+    assert!(full.starts_with("# mnsim report: mlp block\n"));
+    let md = from_ops(&full, "## Ops");
     for op in &r.ops {
         let row = format!(
             "| {} | {} | {} | {} |",
@@ -512,7 +523,7 @@ fn the_bound_and_the_bottleneck_in_every_view() {
         h.contains("busy 34,914 cycles, 50.0% of the run"),
         "the bottleneck card"
     );
-    assert!(h.contains("waited 1,200 cycles on op 1 L1B down (stream)"));
+    assert!(h.contains("waited 1,200 cyc for the slices of #1 Load w1 (L1B down)"));
     let t = terminal(&r, false);
     assert!(t.contains("the run takes 1.70× the bound"), "{t}");
     assert!(t.contains("bottleneck L1B down: busy 34,914 cycles (50.0% of the run)"));
@@ -565,4 +576,102 @@ fn every_view_says_what_keeps_the_run_from_its_bound() {
     assert!(html.contains("above the bound: L1B down"), "{html}");
     let json = to_json(&r);
     assert!(json.contains("\"above_bound\""));
+}
+
+/// A run of twelve ops on a critical path of eleven (op 4 hidden), op 7 stretched waiting
+/// for the slices of op 6.
+fn long_run() -> Report {
+    let mut r = sample();
+    let template = r.ops[0].clone();
+    r.ops = (0..12usize)
+        .map(|i| {
+            let mut o = template.clone();
+            o.index = i;
+            o.tensor = format!("t{i}");
+            o.start = 1_000 * i as u64;
+            o.cycles = 500 + 37 * ((i as u64 * 7) % 12);
+            o.end = o.start + o.cycles;
+            o.exposed_cycles = if i == 4 { 0 } else { o.cycles };
+            o.work_cycles = o.cycles;
+            o
+        })
+        .collect();
+    // Op 7 outlasts its bottleneck stage (16,384 cycles of L1B broadcast) 3×.
+    let stage = r.ops[7].stages[2].cycles;
+    r.ops[7].cycles = 3 * stage;
+    r.ops[7].work_cycles = stage + 100;
+    r.ops[7].exposed_cycles = 3 * stage;
+    r.ops[7].waited_on = Some(mnsim_reports::WaitedOn {
+        reason: "stream".into(),
+        op: Some(6),
+        resource: Some("DRAM".into()),
+        cycles: 2 * stage - 100,
+    });
+    r.streams.clear();
+    r
+}
+
+#[test]
+fn the_first_screen_lists_the_ten_most_exposed_ops() {
+    let r = long_run();
+    let t = terminal(&r, false);
+    let head = &t[..t.find("\nops\n").unwrap()];
+    assert!(
+        head.contains("the 10 most exposed of the 11 ops on the critical path"),
+        "{head}"
+    );
+    // The rows under the title, most exposed first.
+    let rows: Vec<&str> = head
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("#  op"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(rows.len(), 10, "{head}");
+    let exposed: Vec<u64> = rows
+        .iter()
+        .map(|l| {
+            l.split_whitespace()
+                .nth(3)
+                .unwrap()
+                .replace(',', "")
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(exposed.windows(2).all(|w| w[0] >= w[1]), "{exposed:?}");
+    assert_eq!(exposed[0], r.ops[7].exposed_cycles);
+    // The hidden op is not listed; the least exposed of the eleven is left out.
+    assert!(
+        !rows
+            .iter()
+            .any(|l| l.split_whitespace().next() == Some("4"))
+    );
+    assert!(
+        rows[0].ends_with("cyc for the slices of #6 Load t6 (DRAM)"),
+        "{}",
+        rows[0]
+    );
+    // The same list in report.md, and the op count in every view.
+    let md = markdown(&r);
+    assert!(md.contains("| 7 | Load | t7 | 49,152 | "), "{md}");
+    assert!(md.contains("- **ops:** 4 ops"));
+    assert!(mnsim_reports::html(&r).contains("<section id=\"critical\">"));
+}
+
+#[test]
+fn an_op_much_longer_than_its_bottleneck_stage_says_why() {
+    let r = long_run();
+    let t = terminal(&r, false);
+    let why = "↳ 49,152 cycles, 3.0× its bottleneck stage's 16,384: it waited 32,668 cycles for \
+               the slices of #6 Load t6 (DRAM)";
+    let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains(why), "{t}");
+    assert_eq!(
+        t.matches('↳').count(),
+        1,
+        "only op 7 outlasts its stage: {t}"
+    );
+    assert!(markdown(&r).contains("- `#7 Load t7`: 49,152 cycles, 3.0×"));
+    assert!(mnsim_reports::html(&r).contains("class=\"outlasts\""));
 }

@@ -22,7 +22,9 @@ use crate::net::{Place, Stage};
 use crate::world::{Level, SimWorld};
 use bevy_ecs::prelude::*;
 use mnsim_arch::{DType, Machine};
-use mnsim_reports::energy::{EnergyLevel, EnergyReport, EnergyResource, PowerWindow, seconds};
+use mnsim_reports::energy::{
+    EnergyLevel, EnergyReport, EnergyResource, PowerWindow, Uncosted, seconds,
+};
 use std::collections::BTreeMap;
 
 /// A resource that costs energy per byte or per FLOP.
@@ -112,6 +114,23 @@ impl Account {
     /// Whether the amount counts FLOP (else bytes).
     pub fn is_flop(self) -> bool {
         matches!(self, Account::Matrix(..) | Account::Vector(_))
+    }
+
+    /// For FLOP in a dtype the machine gives no coefficient for while it gives its unit
+    /// some (a preset's int8 or fp8 mode, which no public figure prices), the knob path
+    /// that would price them; `None` otherwise.
+    pub fn missing_coefficient(self, m: &Machine) -> Option<String> {
+        let (unit, map, d) = match self {
+            Account::Matrix(_, d) => ("matrix", &m.energy.matrix_pj_per_flop, d),
+            Account::Vector(d) => ("vector", &m.energy.vector_pj_per_flop, d),
+            Account::DramRead
+            | Account::DramWrite
+            | Account::MemRead(_)
+            | Account::MemWrite(_)
+            | Account::Link(..) => return None,
+        };
+        (!map.is_empty() && !map.contains_key(&d))
+            .then(|| format!("energy.{unit}_pj_per_flop.{d:?}"))
     }
 }
 
@@ -320,6 +339,13 @@ pub fn summarise(
             if a.is_flop() {
                 flops = flops.saturating_add(n);
             }
+            if let Some(knob) = a.missing_coefficient(m).filter(|_| n > 0) {
+                r.uncosted.push(Uncosted {
+                    resource: a.name(m),
+                    knob,
+                    flop: n,
+                });
+            }
             r.resources.push(EnergyResource {
                 name: a.name(m),
                 kind: a.kind().into(),
@@ -526,6 +552,16 @@ pub fn attach(eng: &mut Engine, report: &mut mnsim_reports::Report) {
     let (e, per_op) = compute(&mut eng.sw, &machine, ops, total);
     for (o, j) in report.ops.iter_mut().zip(per_op) {
         o.energy_j = j;
+    }
+    for u in &e.uncosted {
+        report.warnings.push(format!(
+            "energy: {} has no coefficient for {} ({} is not given): its {} are counted \
+             at 0 J, so the run's joules leave them out; a machine file can give one",
+            machine.name,
+            u.resource,
+            u.knob,
+            mnsim_reports::energy::flop_amount(u.flop)
+        ));
     }
     report.energy = Some(e);
 }

@@ -41,7 +41,13 @@ fn above_bound(
     if report.bound_cycles == 0 || (total as f64) <= NEAR * report.bound_cycles as f64 {
         return None;
     }
-    let busiest = report.resources.iter().max_by_key(|r| r.busy_cycles)?;
+    // The busiest resource; of several equally busy, the run's bottleneck (the one the
+    // critical path waited on: a Load's `Group down` rather than the Store's `Group up`).
+    let top = report.resources.iter().map(|r| r.busy_cycles).max()?;
+    let bottleneck = report.bottleneck.as_ref().map(|b| b.resource.as_str());
+    let busiest = (report.resources.iter())
+        .filter(|r| r.busy_cycles == top)
+        .max_by_key(|r| Some(r.name.as_str()) == bottleneck)?;
     if busiest.busy_cycles == 0 {
         return None;
     }

@@ -455,6 +455,8 @@ fn build_report(
         total_cycles: total,
         clock_ghz: m.clock_ghz,
         ops,
+        program_ops: res.program.ops.len() as u64,
+        free_ops: res.program.frees() as u64,
         levels,
         resources,
         streams,

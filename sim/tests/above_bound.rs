@@ -35,6 +35,14 @@ fn check(name: &str, r: &Report) {
     let named = r.resources.iter().find(|u| u.name == a.resource).unwrap();
     assert_eq!(named.busy_cycles, busiest, "{name}");
     assert_eq!(a.busy_cycles, busiest, "{name}");
+    // Of resources equally busy, the one the critical path waited on: the bottleneck.
+    if let Some(b) = &r.bottleneck
+        && r.resources
+            .iter()
+            .any(|u| u.name == b.resource && u.busy_cycles == busiest)
+    {
+        assert_eq!(a.resource, b.resource, "{name}: {}", a.detail);
+    }
     assert!(a.op.is_some_and(|k| k < r.ops.len()), "{name}: {a:?}");
     let op = &r.ops[a.op.unwrap()];
     assert!(
@@ -85,9 +93,10 @@ fn every_graph_over_twice_its_bound_says_why() {
 
 #[test]
 fn every_shipped_plan_keeps_the_invariants() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = root.join("scenarios");
     let mut checked = 0;
-    for path in [dir.clone(), dir.join("graphs")]
+    for path in [dir.clone(), dir.join("graphs"), root.join("docs/tutorial")]
         .iter()
         .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().path())
@@ -111,4 +120,35 @@ fn every_shipped_plan_keeps_the_invariants() {
         }
     }
     assert!(checked >= 5, "{checked}");
+}
+
+/// The tutorial's first scenario moves `x` down and `y` up over the Group ports, each as
+/// busy as the other: the message names the direction the Unary waited on (the Load's,
+/// `Group down`, the run's bottleneck), not the Store's.
+#[test]
+fn the_tutorials_first_message_names_the_direction_waited_on() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let (sc, src) = mnsim_sim::scenario::load(&root.join("docs/tutorial/first.ron")).unwrap();
+    for plan in ["plain", "packed"] {
+        let mut res =
+            mnsim_sim::scenario::resolve(&sc, &src, Some(plan), &[], &BTreeMap::new()).unwrap();
+        res.mode = mnsim_sim::scenario::Mode::Timing;
+        let r = mnsim_sim::run::run(&res).unwrap().report;
+        let busy = |name: &str| {
+            r.resources
+                .iter()
+                .find(|u| u.name == name)
+                .unwrap()
+                .busy_cycles
+        };
+        assert_eq!(busy("Group down"), busy("Group up"), "{plan}: a tie");
+        let a = r.above_bound.as_ref().unwrap();
+        assert_eq!(a.resource, "Group down", "{plan}: {}", a.detail);
+        assert_eq!(r.bottleneck.as_ref().unwrap().resource, "Group down");
+        assert!(
+            a.detail.contains("for the end of op 0 `Load`"),
+            "{}",
+            a.detail
+        );
+    }
 }

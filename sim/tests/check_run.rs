@@ -173,6 +173,14 @@ fn a_dimension_too_large_for_dram_fails_at_once_naming_the_tensor() {
         let (failed, err) = agree(&t.path);
         assert!(failed, "{rows}: run accepts it");
         assert!(err.contains("`x`"), "{err}");
+        if rows == 1 << 40 {
+            // Sizes a person reads: 2^40 × 4 f32 against toy4's 16 MiB.
+            assert!(
+                err.contains("(f32[1099511627776,4]: 16.0 TiB) does not fit in DRAM")
+                    && err.contains("toy4 has 16.0 MiB of DRAM"),
+                "{err}"
+            );
+        }
         assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
     }
 }
@@ -324,5 +332,63 @@ fn a_graph_tensor_too_large_for_dram_fails_its_import_at_once() {
                 start.elapsed()
             );
         }
+    }
+}
+
+/// `check`'s op count for a plan: what follows `plan P: ` up to `, N tensors`.
+fn check_count(path: &str, plan: &str) -> String {
+    let out = mnsim(&["check", path, "--plan", plan], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.contains(&format!("plan {plan}:")))
+        .unwrap_or_else(|| panic!("{text}"));
+    let rest = line.split_once(": ").unwrap().1;
+    rest[..rest.find(" tensors").unwrap()]
+        .rsplit_once(", ")
+        .unwrap()
+        .0
+        .to_string()
+}
+
+#[test]
+fn check_and_the_report_count_the_same_ops() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // A graph whose program frees every tensor after its last use, and a scenario whose
+    // run inserts tree Reduces after a split contraction.
+    for (file, plan, says) in [
+        (
+            "scenarios/workloads/graphs/MHA-GPT-inf-fp32-bs1.json",
+            "default",
+            "30 ops (14 Free)",
+        ),
+        (
+            "scenarios/mlp_block.ron",
+            "split_k",
+            "8 ops + 2 inserted Reduces",
+        ),
+    ] {
+        let path = root.join(file).display().to_string();
+        let count = check_count(&path, plan);
+        assert_eq!(count, says, "{file}");
+        let run = mnsim(&["run", &path, "--plan", plan, "--mode", "timing"], &[]);
+        assert!(run.status.success(), "{}", stderr(&run));
+        let text = String::from_utf8_lossy(&run.stdout);
+        let second = text.lines().nth(1).unwrap();
+        assert!(second.ends_with(&format!(" · {count}")), "{file}: {second}");
+        let json = mnsim(
+            &["run", &path, "--plan", plan, "--mode", "timing", "--json"],
+            &[],
+        );
+        let reports: Vec<mnsim_reports::Report> = serde_json::from_slice(&json.stdout).unwrap();
+        let r = &reports[0];
+        let inserted = r.ops.iter().filter(|o| o.inserted_after.is_some()).count() as u64;
+        // Every program op but a Free is an entry of `ops`, and so is each inserted Reduce.
+        assert_eq!(r.ops.len() as u64, r.program_ops - r.free_ops + inserted);
+        assert_eq!(
+            mnsim_reports::op_count(r.program_ops, r.free_ops, inserted),
+            count
+        );
     }
 }

@@ -177,7 +177,7 @@ fn bad_cases() -> Vec<Bad> {
                 "",
             ),
             args: vec!["--mode", "functional"],
-            message: "tensor `x` needs 274877906944 bytes of DRAM but toy4 has 16777216",
+            message: "tensor `x` (f32[1073741824,64]: 256.0 GiB) does not fit in DRAM, which holds a copy of every tensor: toy4 has 16.0 MiB of DRAM",
             marker: Some(r#""f32[1073741824,64]""#),
             exact_col: true,
         },

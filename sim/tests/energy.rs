@@ -457,6 +457,68 @@ fn the_command_line_ranks_and_plots_energy() {
     assert!(rows[1][e].parse::<f64>().unwrap() < rows[2][e].parse::<f64>().unwrap());
 }
 
+/// No public figure prices MN-Core's int8 FLOP: the presets give no `S8` coefficient.
+/// A run that computes in int8 says its joules leave those FLOP out, in the report
+/// (`energy.uncosted`, a warning) and on the energy line of the terminal.
+#[test]
+fn int8_flop_without_a_coefficient_are_said_to_cost_nothing() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/workloads/onednn/pattern/int8/int8_bf16_conv_add_fusion.json");
+    let file = file.to_str().unwrap();
+    let out = mnsim(&[
+        "run", file, "--plan", "default", "--mode", "timing", "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Vec<Report> = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &reports[0];
+    let e = r.energy.as_ref().unwrap();
+    let s8 = e
+        .resources
+        .iter()
+        .find(|x| x.name == "PE vector S8")
+        .expect("the Quantize computes in S8");
+    assert_eq!(s8.pj_per_unit, 0.0);
+    assert_eq!(e.uncosted.len(), 1, "{:?}", e.uncosted);
+    let u = &e.uncosted[0];
+    assert_eq!(u.knob, "energy.vector_pj_per_flop.S8");
+    assert_eq!((u.resource.as_str(), u.flop), ("PE vector S8", s8.amount));
+    // Every priced dtype stays out of the list.
+    assert!(
+        e.resources
+            .iter()
+            .filter(|x| x.unit == "flop" && x.pj_per_unit > 0.0)
+            .count()
+            >= 2
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("no coefficient for PE vector S8") && w.contains(&u.knob)),
+        "{:?}",
+        r.warnings
+    );
+    let text = mnsim(&["run", file, "--plan", "default", "--mode", "timing"]);
+    let text = String::from_utf8_lossy(&text.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains("GFLOPS/W; without 50.2 MFLOP PE vector S8 (no coefficient: 0 J)"),
+        "{text}"
+    );
+    // An fp16 run prices every FLOP: nothing said.
+    let plain = run_file("peak_matmul_fp16.ron", &[]);
+    assert!(
+        plain
+            .iter()
+            .all(|r| r.energy.as_ref().unwrap().uncosted.is_empty())
+    );
+}
+
 /// The id of tensor `i`, declared `i`-th.
 fn tid(i: usize) -> mnsim_sim::program::TensorId {
     mnsim_sim::program::EntityRef::new(i)

@@ -432,3 +432,47 @@ fn the_calculations_and_figures_are_read_as_written() {
     );
     assert_eq!(normalise("a\n  │ b   c"), "a b c");
 }
+
+/// The tutorial's "reading the report" explains every line of the summary a run prints
+/// (bound, × bound, above the bound, energy, verified, ...): each line's opening words
+/// stand at the start of a code span in that section.
+#[test]
+fn the_tutorial_explains_every_line_of_the_summary() {
+    let md = std::fs::read_to_string(root().join("docs/tutorial.md")).unwrap();
+    let section = &md[md.find("## 5. Reading the report").expect("section 5")..];
+    let scratch = tempdir("tutorial-lines");
+    let args: Vec<String> = ["run", "docs/tutorial/stream.ron", "--plan", "two_buffers"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (out, ok) = run(&args, scratch.path());
+    assert!(ok, "{out}");
+    // The header: after the title and plan lines, up to the first blank line; wrapped
+    // lines (indented) continue the one before.
+    let keys: Vec<String> = out
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| match l.split_whitespace().next().unwrap() {
+            "above" => "above the bound:".to_string(),
+            w => w.to_string(),
+        })
+        .collect();
+    for k in ["bound", "energy:", "above the bound:", "verified"] {
+        assert!(
+            keys.iter().any(|x| x == k),
+            "the run prints no `{k}` line:\n{out}"
+        );
+    }
+    for k in &keys {
+        assert!(
+            section.contains(&format!("`{k}")),
+            "docs/tutorial.md section 5 does not explain the `{k}` line"
+        );
+    }
+    // And the two modes, and what `–` means.
+    for words in ["× bound", "timing mode", "Functional mode", "`verified –`"] {
+        assert!(section.contains(words), "section 5 does not say `{words}`");
+    }
+}

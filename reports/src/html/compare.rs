@@ -2,7 +2,7 @@
 //! cycles, op-by-op differences, and links to each plan's `report.html`.
 
 use super::page::{esc, td, th};
-use super::svg::{BarLabel, bar_label, fit, grid, svg_open, text_w, ticks, tip};
+use super::svg::{BarLabel, Scale, bar_label, fit, grid, spans_orders, svg_open, text_w, tip};
 use super::{FONT, HOT, INK, MUTED, OP_FILL, PALETTE, W};
 use crate::compare::{ratio, times};
 use crate::model::Report;
@@ -11,9 +11,10 @@ use crate::text::{share, thousands};
 use std::fmt::Write;
 
 /// Every plan against the fastest, op by op: the ops that differ (cycles, bottleneck,
-/// layout) and those only one plan has (Reduces of partial sums, inserted Relayouts).
+/// layout) and those only one plan has (Reduces of partial sums, inserted Relayouts),
+/// the largest difference first.
 pub(super) fn op_by_op(s: &mut String, order: &[&Report]) {
-    use crate::compare::{OpChange, delta, op_pairs, what_differs};
+    use crate::compare::{OpChange, by_size, delta, op_pairs, what_differs};
     s.push_str("<section id=\"op-by-op\">\n<h2>Op by op</h2>\n");
     let a = order[0];
     for b in &order[1..] {
@@ -40,12 +41,8 @@ pub(super) fn op_by_op(s: &mut String, order: &[&Report]) {
             th(s, t, left);
         }
         s.push_str("</tr></thead>\n<tbody>\n");
-        let mut same = 0usize;
-        for p in &pairs {
-            if p.change == OpChange::Same {
-                same += 1;
-                continue;
-            }
+        let same = pairs.iter().filter(|p| p.change == OpChange::Same).count();
+        for p in &by_size(&pairs) {
             let o = p.a.or(p.b).expect("one side");
             let class = match p.change {
                 OpChange::OnlyA | OpChange::OnlyB => "only",
@@ -71,8 +68,9 @@ pub(super) fn op_by_op(s: &mut String, order: &[&Report]) {
         s.push_str("</tbody>\n</table>\n");
         w!(
             s,
-            "<p class=\"note\">{same} op{} the same in both plans · ops only one plan has are the \
-             Reduces of partial sums and the Relayouts its layouts need</p>\n",
+            "<p class=\"note\">largest difference first · {same} op{} the same in both plans · \
+             ops only one plan has are the Reduces of partial sums and the Relayouts its \
+             layouts need</p>\n",
             if same == 1 { "" } else { "s" }
         );
     }
@@ -113,16 +111,41 @@ pub(super) fn totals_chart(s: &mut String, order: &[&Report]) {
         .fold(60.0, f64::max)
         .min(240.0);
     let x0 = label_w + 16.0;
-    let text_x = W - 300.0;
-    let x1 = text_x - 16.0;
     let fastest = order[0].total_cycles;
-    let max = order
+    let details: Vec<(String, bool)> = order
         .iter()
-        .map(|r| r.total_cycles)
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let x = |c: f64| x0 + (x1 - x0) * c / max;
+        .map(|r| {
+            let best = r.total_cycles == fastest;
+            let detail = format!(
+                "{} cyc · {}{}",
+                thousands(r.total_cycles),
+                rows::duration(r),
+                if best {
+                    String::new()
+                } else {
+                    format!(" · {} the fastest", times(ratio(r.total_cycles, fastest)))
+                }
+            );
+            (detail, best)
+        })
+        .collect();
+    // The labels right of the bars, whole: the bars end where the longest begins.
+    let text_room = details
+        .iter()
+        .map(|(d, best)| {
+            text_w(d, FONT)
+                + if *best {
+                    text_w(" · fastest", FONT)
+                } else {
+                    0.0
+                }
+        })
+        .fold(0.0, f64::max)
+        + 12.0;
+    let text_x = (W - text_room).max(x0 + 200.0);
+    let x1 = text_x - 16.0;
+    let totals: Vec<u64> = order.iter().map(|r| r.total_cycles).collect();
+    let scale = Scale::of(&totals, x0, x1);
     let row = 30.0;
     let top = 22.0;
     let bottom = top + row * order.len() as f64;
@@ -132,41 +155,31 @@ pub(super) fn totals_chart(s: &mut String, order: &[&Report]) {
         bottom + 24.0,
         "Total cycles per plan",
         &format!(
-            "Horizontal bars: total cycles of {} plans, fastest first",
-            order.len()
+            "Horizontal bars: total cycles of {} plans, fastest first{}",
+            order.len(),
+            if scale.is_log() { ", log scale" } else { "" }
         ),
     );
-    grid(s, x, &ticks(max, 8.0), top, bottom);
-    for (i, r) in order.iter().enumerate() {
+    grid(s, |c| scale.x(c), &scale.ticks(8.0), top, bottom);
+    for (i, (r, (detail, best))) in order.iter().zip(&details).enumerate() {
         let y = top + row * i as f64;
-        let best = r.total_cycles == fastest;
-        let detail = format!(
-            "{} cyc · {}{}",
-            thousands(r.total_cycles),
-            rows::duration(r),
-            if best {
-                String::new()
-            } else {
-                format!(" · {} the fastest", times(ratio(r.total_cycles, fastest)))
-            }
-        );
         w!(
             s,
             "<a class=\"plan-bar\" href=\"{}\">{}\
              <text x=\"{label_w:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"13\" \
              font-weight=\"600\" fill=\"#1d4ed8\">{}</text>\
              <rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"18\" fill=\"{}\"/></a>\
-             <text x=\"{text_x:.1}\" y=\"{:.1}\">{}{}</text>\n",
+             <text class=\"detail\" x=\"{text_x:.1}\" y=\"{:.1}\">{}{}</text>\n",
             esc(&plan_href(r)),
             tip(&format!("plan {}: {detail}", plan_name(r))),
             y + 19.0,
             esc(&fit(plan_name(r), label_w, 13.0)),
             y + 6.0,
-            (x(r.total_cycles as f64) - x0).max(1.5),
-            if best { "#59a14f" } else { OP_FILL },
+            (scale.x(r.total_cycles as f64) - x0).max(1.5),
+            if *best { "#59a14f" } else { OP_FILL },
             y + 19.0,
-            esc(&detail),
-            if best {
+            esc(detail),
+            if *best {
                 " · <tspan fill=\"#15803d\" font-weight=\"700\">fastest</tspan>"
             } else {
                 ""
@@ -174,6 +187,13 @@ pub(super) fn totals_chart(s: &mut String, order: &[&Report]) {
         );
     }
     s.push_str("</svg>\n");
+    if scale.is_log() {
+        w!(
+            s,
+            "<p class=\"note\">The plans differ by orders of magnitude: {}.</p>\n",
+            scale.note()
+        );
+    }
 }
 
 pub(super) fn plan_levels_chart(s: &mut String, order: &[&Report]) {
@@ -201,13 +221,14 @@ pub(super) fn plan_levels_chart(s: &mut String, order: &[&Report]) {
         .min(240.0);
     let x0 = label_w + 16.0;
     let x1 = W - 250.0;
-    let max = order
+    // Log where the plans' totals differ by orders of magnitude, as the totals chart.
+    let totals: Vec<u64> = order.iter().map(|r| r.total_cycles).collect();
+    let busy: Vec<u64> = order
         .iter()
         .flat_map(|r| r.levels.iter().map(|l| l.busy_cycles))
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let x = |c: f64| x0 + (x1 - x0) * c / max;
+        .collect();
+    let scale = Scale::with(&busy, x0, x1, spans_orders(&totals));
+    let x = |c: f64| scale.x(c);
     let bar = 12.0;
     let group = 22.0 + bar * levels.len() as f64 + 8.0;
     let legend_h = 22.0;
@@ -237,7 +258,7 @@ pub(super) fn plan_levels_chart(s: &mut String, order: &[&Report]) {
         );
         lx += 16.0 + text_w(l, FONT) + 18.0;
     }
-    grid(s, x, &ticks(max, 8.0), top, bottom);
+    grid(s, x, &scale.ticks(8.0), top, bottom);
     for (i, r) in order.iter().enumerate() {
         let y = top + group * i as f64;
         let hot = r.bottleneck_level();
@@ -304,4 +325,7 @@ pub(super) fn plan_levels_chart(s: &mut String, order: &[&Report]) {
         s.push_str("</g>\n");
     }
     s.push_str("</svg>\n");
+    if scale.is_log() {
+        w!(s, "<p class=\"note\">{}.</p>\n", scale.note());
+    }
 }

@@ -62,11 +62,10 @@ pub(super) fn header(s: &mut String, r: &Report) {
         "total",
         &format!("{} cycles", thousands(r.total_cycles)),
         &esc(&format!(
-            "{} at {} · {} op{}",
+            "{} at {} · {}",
             rows::duration(r),
             rows::clock(r),
-            r.ops.len(),
-            if r.ops.len() == 1 { "" } else { "s" }
+            crate::critical::report_op_count(r)
         )),
     );
     bottleneck_card(s, r);

@@ -1,7 +1,8 @@
 //! `report.html` and `compare.html`: self-contained pages with inline CSS and SVG charts.
 //!
 //! The pages load nothing: no scripts, fonts, images or style sheets from anywhere (a
-//! Content-Security-Policy says so to the browser). Tooltips are SVG `<title>` elements. Every
+//! Content-Security-Policy says so to the browser); `report.html`'s one inline script sorts
+//! its ops table (`sort.rs`), allowed by its hash. Tooltips are SVG `<title>` elements. Every
 //! piece of text from the report is escaped.
 
 use crate::compare::{ranked, ratio, times};
@@ -15,7 +16,7 @@ use page::{card, distinct, esc, page_end, page_start, plan_suffix, td, th, verif
 use ready::ready_section;
 use resources::resources_section;
 use std::fmt::Write;
-use tables::tables_section;
+use tables::{critical_section, tables_section};
 use timeline::timeline_section;
 
 /// `write!` into a `String`, which cannot fail.
@@ -32,6 +33,7 @@ mod levels;
 mod page;
 mod ready;
 mod resources;
+mod sort;
 mod svg;
 mod tables;
 #[cfg(test)]
@@ -62,8 +64,10 @@ const PALETTE: [&str; 10] = [
 /// `report.html`: the report as one self-contained page, for a performance engineer's first
 /// look.
 ///
-/// - a header: scenario, plan, machine and mode, total cycles and µs at the clock, verification,
-///   LM peak, the level that bounded the most cycles, overrides, bindings and warnings;
+/// - a header: scenario, plan, machine and mode, total cycles and µs at the clock, the op
+///   count (as `mnsim check` gives it), verification, LM peak, the bottleneck, overrides,
+///   bindings and warnings;
+/// - **Critical path**: the ten ops most exposed on it, with what each waited on;
 /// - **Where the cycles went**: a horizontal bar per level of its busy cycles against the run's
 ///   cycles, labelled with cycles, share, bytes and the ops it bounded; the bottleneck level
 ///   outlined;
@@ -74,21 +78,24 @@ const PALETTE: [&str; 10] = [
 ///   (class `critical`);
 /// - **Op timeline**: a Gantt chart over the run's cycles, a bar per op from `start` to `end`
 ///   (class `op-bar`), and under it a thinner bar per stage from the op's start (stages are
-///   pipelined), the bottleneck stage outlined and labelled;
+///   pipelined), the bottleneck stage outlined and labelled; under an op much longer than
+///   its bottleneck stage, why (class `outlasts`);
 /// - **Where the joules went** (after the cycles, when the run costs energy): a bar per
 ///   charged resource and the static energy; **Power over time** (after the op timeline):
 ///   the run's power in windows on the same cycle axis;
 /// - **When the PEs' data was ready**: for each op with `ready_cycles`, a range plot of min, p50,
 ///   p90, p99 and max over the op's window;
-/// - the ops table (as in `report.md`, with FLOP, FLOP/cycle and FLOP/s when an op computes) and
-///   the stages table.
+/// - the ops table (as in `report.md`, with exposed cycles, × bound, and FLOP, FLOP/cycle and
+///   FLOP/s when an op computes), sortable by cycles, exposed cycles and × bound (click a
+///   header, or open the page as `report.html#sort=exposed`), and the stages table.
 ///
 /// Every chart is an `<svg role="img">` with a `<title>`; bars carry `<title>` tooltips.
 pub fn html(r: &Report) -> String {
     let title = format!("mnsim · {}{}", r.scenario, plan_suffix(r));
     let mut s = String::new();
-    page_start(&mut s, &title);
+    page_start(&mut s, &title, true);
     header(&mut s, r);
+    critical_section(&mut s, r);
     levels_section(&mut s, r);
     energy::joules_section(&mut s, r);
     resources_section(&mut s, r);
@@ -104,7 +111,7 @@ pub fn html(r: &Report) -> String {
          <code>report.json</code>; <code>trace.json</code> opens in Perfetto</footer>\n",
         esc(&r.schema)
     );
-    page_end(&mut s);
+    page_end(&mut s, true);
     s
 }
 
@@ -123,7 +130,7 @@ pub fn compare_html(reports: &[Report]) -> String {
     let scenario = distinct(reports, |r| &r.scenario);
     let machine = distinct(reports, |r| &r.machine);
     let mut s = String::new();
-    page_start(&mut s, &format!("mnsim · {scenario} · plans"));
+    page_start(&mut s, &format!("mnsim · {scenario} · plans"), false);
     w!(s, "<header>\n<h1>{}</h1>\n", esc(&scenario));
     let count = match reports.len() {
         1 => "1 plan".to_string(),
@@ -161,7 +168,7 @@ pub fn compare_html(reports: &[Report]) -> String {
     s.push_str("</header>\n");
     if order.is_empty() {
         s.push_str("<p>No plans to compare.</p>\n");
-        page_end(&mut s);
+        page_end(&mut s, false);
         return s;
     }
 
@@ -214,6 +221,6 @@ pub fn compare_html(reports: &[Report]) -> String {
     if order.len() > 1 {
         op_by_op(&mut s, &order);
     }
-    page_end(&mut s);
+    page_end(&mut s, false);
     s
 }

@@ -1,6 +1,7 @@
 //! The page frame (doctype, inline CSS, Content-Security-Policy) and the small HTML
 //! pieces both pages share: escaping, cards and table cells.
 
+use super::sort::{SORT_SCRIPT, SORT_SCRIPT_HASH};
 use crate::model::Report;
 use std::fmt::Write;
 
@@ -34,6 +35,11 @@ table{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:ta
 th,td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
 th{background:var(--panel);font-weight:600}
 th.l,td.l{text-align:left}
+td.wrap{white-space:normal}
+th[data-sort] button{font:inherit;font-weight:600;color:inherit;background:none;border:0;padding:0;cursor:pointer}
+th[data-sort] button::after{content:\" ⇅\";color:var(--muted);font-weight:400}
+th[aria-sort=descending] button::after{content:\" ▼\";color:var(--ink)}
+th[aria-sort=ascending] button::after{content:\" ▲\";color:var(--ink)}
 tr.bn td{background:#fdf0ef}
 td .hot,.hot{color:var(--hot);font-weight:600}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;background:var(--panel);padding:1px 4px;border-radius:3px}
@@ -43,20 +49,33 @@ footer{margin-top:32px}
 @media print{main{max-width:none;padding:0}section{break-inside:avoid}.card{background:#fff}a{color:inherit}}
 ";
 
-pub(super) fn page_start(s: &mut String, title: &str) {
+/// The page's head and the opening of its body. `script`: the page ends with
+/// [`SORT_SCRIPT`], which the Content-Security-Policy allows by its hash (no other script
+/// runs); without it the policy allows none.
+pub(super) fn page_start(s: &mut String, title: &str, script: bool) {
+    let scripts = if script {
+        format!("; script-src '{SORT_SCRIPT_HASH}'")
+    } else {
+        String::new()
+    };
     w!(
         s,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
-         style-src 'unsafe-inline'\">\n<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n\
+         style-src 'unsafe-inline'{scripts}\">\n<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n\
          <body>\n<main>\n",
         esc(title)
     );
 }
 
-pub(super) fn page_end(s: &mut String) {
-    s.push_str("</main>\n</body>\n</html>\n");
+/// The end of a page; `script` as given to [`page_start`].
+pub(super) fn page_end(s: &mut String, script: bool) {
+    s.push_str("</main>\n");
+    if script {
+        w!(s, "<script>{SORT_SCRIPT}</script>\n");
+    }
+    s.push_str("</body>\n</html>\n");
 }
 
 /// Text safe in HTML content and in quoted attribute values.

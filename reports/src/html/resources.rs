@@ -5,7 +5,7 @@ use super::page::esc;
 use super::svg::{Colours, fit, grid, svg_open, text_w, ticks, tip};
 use super::timeline::{op_name, time_extent};
 use super::{FONT, HOT, MUTED, W};
-use crate::model::Report;
+use crate::model::{OpReport, Report, StageReport};
 use crate::text::{human_bytes, thousands};
 use std::fmt::Write;
 
@@ -32,7 +32,7 @@ pub(super) fn resources_section(s: &mut String, r: &Report) {
     w!(
         s,
         "<p class=\"lead\">A lane per resource ({} schedule): every stage on the lane of the \
-         resource it holds, from its op's start, labelled with the op; stages of different ops \
+         resource it holds, from its op's start, labelled with the op's name; stages of different ops \
          side by side ran at the same time. The first lane is the critical path: the cycles of \
          each op that no other op hides. {} cycles of the ops' {} were hidden behind others.</p>\n",
         esc(&r.schedule),
@@ -99,40 +99,31 @@ pub(super) fn resources_section(s: &mut String, r: &Report) {
             y + 15.0,
             esc(&fit(lane, label_w - 8.0, FONT))
         );
-        for op in &r.ops {
-            for st in op.stages.iter().filter(|st| &st.resource() == lane) {
-                let (a, b) = (x(op.start as f64), x((op.start + st.cycles) as f64));
-                let b = b.max(a + 1.5);
-                let tooltip = format!(
-                    "{} · {}: cycles {} to {} ({} cycles, {})",
-                    op_name(op),
-                    st.label(),
-                    thousands(op.start),
-                    thousands(op.start + st.cycles),
-                    thousands(st.cycles),
-                    human_bytes(st.bytes)
-                );
-                w!(
-                    s,
-                    "<g class=\"hold\"><rect x=\"{a:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"14\" \
-                     rx=\"2\" fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.5\">{}</rect>",
-                    y + 4.0,
-                    b - a,
-                    colours.of(&st.level),
-                    tip(&tooltip)
-                );
-                let label = format!("#{}", op.index);
-                if b - a >= text_w(&label, 10.0) + 4.0 {
-                    w!(
-                        s,
-                        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#fff\">{}</text>",
-                        a + 2.0,
-                        y + 15.0,
-                        esc(&label)
-                    );
-                }
-                s.push_str("</g>\n");
-            }
+        // The lane's holds in order of their start: a label stops where the next begins.
+        let mut holds: Vec<(&OpReport, &StageReport)> = r
+            .ops
+            .iter()
+            .flat_map(|op| {
+                op.stages
+                    .iter()
+                    .filter(|st| &st.resource() == lane)
+                    .map(move |st| (op, st))
+            })
+            .collect();
+        holds.sort_by_key(|(op, _)| op.start);
+        for (k, &(op, st)) in holds.iter().enumerate() {
+            let (a, b) = (x(op.start as f64), x((op.start + st.cycles) as f64));
+            let next = holds
+                .get(k + 1)
+                .map_or(f64::INFINITY, |(o, _)| x(o.start as f64));
+            write_hold(
+                s,
+                op,
+                st,
+                (a, b.max(a + 1.5), next),
+                y,
+                colours.of(&st.level),
+            );
         }
     }
     w!(
@@ -142,4 +133,53 @@ pub(super) fn resources_section(s: &mut String, r: &Report) {
         bottom + 32.0
     );
     s.push_str("</svg>\n</section>\n");
+}
+
+/// One stage's hold on its lane at `y`, from `a` to `b`, labelled with as much of its op's
+/// name as fits before `next` (where the lane's next hold begins): `#1 Load t5`,
+/// `Load t5`, `#1`, or nothing.
+fn write_hold(
+    s: &mut String,
+    op: &OpReport,
+    st: &StageReport,
+    (a, b, next): (f64, f64, f64),
+    y: f64,
+    colour: &str,
+) {
+    let tooltip = format!(
+        "{} · {}: cycles {} to {} ({} cycles, {})",
+        op_name(op),
+        st.label(),
+        thousands(op.start),
+        thousands(op.start + st.cycles),
+        thousands(st.cycles),
+        human_bytes(st.bytes)
+    );
+    w!(
+        s,
+        "<g class=\"hold\"><rect x=\"{a:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"14\" \
+         rx=\"2\" fill=\"{colour}\" stroke=\"#fff\" stroke-width=\"0.5\">{}</rect>",
+        y + 4.0,
+        b - a,
+        tip(&tooltip)
+    );
+    let room = b.min(next) - a - 4.0;
+    let label = [
+        op_name(op),
+        format!("{} {}", op.op, op.tensor),
+        format!("#{}", op.index),
+    ]
+    .into_iter()
+    // Digits and `#` run wider than the average the estimate takes: a fifth to spare.
+    .find(|l| 1.2 * text_w(l, 10.0) <= room);
+    if let Some(label) = label {
+        w!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#fff\">{}</text>",
+            a + 2.0,
+            y + 15.0,
+            esc(&label)
+        );
+    }
+    s.push_str("</g>\n");
 }

@@ -131,3 +131,100 @@ pub(super) fn bar_label(s: &mut String, l: &BarLabel, (x0, x1): (f64, f64), y: f
         esc(l.text)
     );
 }
+
+/// Plans (or series) whose largest value is more than this many times their smallest are
+/// drawn on a logarithmic scale.
+pub(super) const LOG_RATIO: f64 = 20.0;
+
+/// Whether the largest of `values` is more than [`LOG_RATIO`] times the smallest positive one.
+pub(super) fn spans_orders(values: &[u64]) -> bool {
+    let max = values.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let min = values.iter().copied().filter(|&v| v > 0).min().unwrap_or(1) as f64;
+    max / min > LOG_RATIO
+}
+
+/// A horizontal value axis from `x0` to `x1`: linear from 0 to `max`, or logarithmic
+/// (base 10) between the decades around the values, where they span orders of magnitude.
+pub(super) struct Scale {
+    x0: f64,
+    x1: f64,
+    /// Logarithmic: `lo` and `hi` are the exponents of the axis' ends; linear: 0 and `max`.
+    log: bool,
+    lo: f64,
+    hi: f64,
+}
+
+impl Scale {
+    /// The axis for positive values `values` (zeros ignored by the log scale): log when the
+    /// largest is more than [`LOG_RATIO`] times the smallest.
+    pub(super) fn of(values: &[u64], x0: f64, x1: f64) -> Scale {
+        Scale::with(values, x0, x1, spans_orders(values))
+    }
+
+    /// The axis for `values`, logarithmic or not as `log` says.
+    pub(super) fn with(values: &[u64], x0: f64, x1: f64, log: bool) -> Scale {
+        let max = values.iter().copied().max().unwrap_or(0).max(1) as f64;
+        let min = values.iter().copied().filter(|&v| v > 0).min().unwrap_or(1) as f64;
+        if log {
+            let lo = min.log10().floor();
+            let hi = max.log10().ceil().max(lo + 1.0);
+            Scale {
+                x0,
+                x1,
+                log: true,
+                lo,
+                hi,
+            }
+        } else {
+            Scale {
+                x0,
+                x1,
+                log: false,
+                lo: 0.0,
+                hi: max,
+            }
+        }
+    }
+
+    /// Whether the axis is logarithmic.
+    pub(super) fn is_log(&self) -> bool {
+        self.log
+    }
+
+    /// The x of value `v` (on a log axis, values below its left end sit at it).
+    pub(super) fn x(&self, v: f64) -> f64 {
+        let f = if self.log {
+            ((v.max(1.0).log10() - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
+        } else {
+            v / self.hi
+        };
+        self.x0 + (self.x1 - self.x0) * f
+    }
+
+    /// The grid's values: about `target` from 0 to the end (linear), or every decade
+    /// with 2× and 5× between them when there are few (log).
+    pub(super) fn ticks(&self, target: f64) -> Vec<f64> {
+        if !self.log {
+            return ticks(self.hi, target);
+        }
+        let decades = (self.hi - self.lo) as i32;
+        let mut out = Vec::new();
+        for e in self.lo as i32..=self.hi as i32 {
+            let d = 10f64.powi(e);
+            out.push(d);
+            if decades <= 3 && e < self.hi as i32 {
+                out.extend([2.0 * d, 5.0 * d]);
+            }
+        }
+        out
+    }
+
+    /// A note for the chart's caption: `log scale` or nothing.
+    pub(super) fn note(&self) -> &'static str {
+        if self.log {
+            "log scale: each grid line is a power of ten (or 2× and 5× one)"
+        } else {
+            ""
+        }
+    }
+}

@@ -37,6 +37,8 @@ fn plan_links_are_encoded() {
         total_cycles: 0,
         clock_ghz: 1.0,
         ops: vec![],
+        program_ops: 0,
+        free_ops: 0,
         levels: vec![],
         resources: vec![],
         streams: vec![],

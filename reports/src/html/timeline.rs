@@ -4,9 +4,10 @@
 use super::page::esc;
 use super::svg::{BarLabel, Colours, bar_label, fit, grid, svg_open, ticks, tip};
 use super::{FONT, HOT, INK, MUTED, OP_FILL, W};
+use crate::critical;
 use crate::model::{OpReport, Report, StageReport};
 use crate::rows;
-use crate::text::{human_bytes, share, thousands};
+use crate::text::{human_bytes, share, thousands, wrap};
 use std::fmt::Write;
 
 /// `#3 Load x`.
@@ -29,7 +30,7 @@ pub(super) fn timeline_section(s: &mut String, r: &Report) {
     let colours = Colours::of_report(r);
     let g = Lanes::of(r);
     let top = 24.0;
-    let rows_h: f64 = r.ops.iter().map(|op| g.op_h(op)).sum();
+    let rows_h: f64 = (0..r.ops.len()).map(|i| g.op_h(r, i)).sum();
     let bottom = top + rows_h;
     let height = bottom + 40.0;
     let stages: usize = r.ops.iter().map(|op| op.stages.len()).sum();
@@ -48,9 +49,28 @@ pub(super) fn timeline_section(s: &mut String, r: &Report) {
     write_bands(s, r, &g, top);
     grid(s, |c| g.x(c), &ticks(g.max, 10.0), top, bottom);
     let mut y = top;
-    for op in &r.ops {
+    for (i, op) in r.ops.iter().enumerate() {
         write_op_rows(s, r, op, &g, &colours, y);
-        y += g.op_h(op);
+        if let Some((why, lines)) = &g.notes[i] {
+            let ny = y + g.op_row + g.stage_row * op.stages.len() as f64;
+            w!(
+                s,
+                "<text class=\"outlasts\" x=\"24\" y=\"{:.1}\" font-size=\"11\" \
+                 fill=\"{HOT}\">{}",
+                ny + 10.0,
+                tip(why)
+            );
+            for (k, line) in lines.iter().enumerate() {
+                w!(
+                    s,
+                    "<tspan x=\"24\" y=\"{:.1}\">{}</tspan>",
+                    ny + 10.0 + g.stage_row * k as f64,
+                    esc(line)
+                );
+            }
+            s.push_str("</text>\n");
+        }
+        y += g.op_h(r, i);
     }
     write_cycles_caption(s, r, &g, bottom);
     s.push_str("</svg>\n</section>\n");
@@ -67,6 +87,9 @@ struct Lanes {
     /// Height of an op's row and of each of its stages' rows.
     op_row: f64,
     stage_row: f64,
+    /// Per op, why it outlasts its bottleneck stage, and the text in lines that fit the
+    /// chart (rows of their own under its stages).
+    notes: Vec<Option<(String, Vec<String>)>>,
 }
 
 impl Lanes {
@@ -80,6 +103,16 @@ impl Lanes {
             max: time_extent(r),
             op_row: 24.0,
             stage_row: 14.0,
+            notes: (0..r.ops.len())
+                .map(|i| {
+                    critical::outlasts(r, i).map(|why| {
+                        // 11 px text from x = 24 to the chart's right edge.
+                        let chars = ((W - 24.0 - 8.0) / (11.0 * 0.6)) as usize;
+                        let lines = wrap(&why, "↳ ", "  ", chars);
+                        (why, lines)
+                    })
+                })
+                .collect(),
         }
     }
 
@@ -88,17 +121,20 @@ impl Lanes {
         self.x0 + (self.x1 - self.x0) * c / self.max
     }
 
-    /// The height of an op's rows: its own, one per stage, and a gap.
-    fn op_h(&self, op: &OpReport) -> f64 {
-        self.op_row + self.stage_row * op.stages.len() as f64 + 6.0
+    /// The height of the rows of the op at `i`: its own, one per stage, one for why it
+    /// outlasts its bottleneck stage, and a gap.
+    fn op_h(&self, r: &Report, i: usize) -> f64 {
+        let op = &r.ops[i];
+        let note = self.notes[i].as_ref().map_or(0, |(_, l)| l.len()) as f64;
+        self.op_row + self.stage_row * (op.stages.len() as f64 + note) + 6.0
     }
 }
 
 /// Writes the bands behind every other op's rows, from `top`.
 fn write_bands(s: &mut String, r: &Report, g: &Lanes, top: f64) {
     let mut y = top;
-    for (i, op) in r.ops.iter().enumerate() {
-        let h = g.op_h(op);
+    for i in 0..r.ops.len() {
+        let h = g.op_h(r, i);
         if i % 2 == 0 {
             w!(
                 s,
@@ -189,15 +225,8 @@ fn op_tooltip(r: &Report, op: &OpReport, name: &str, critical: bool) -> String {
             op.bound_resource
         );
     }
-    if let Some(wait) = &op.waited_on {
-        w!(
-            tooltip,
-            "\nwaited {} cycles on {}{} ({})",
-            thousands(wait.cycles),
-            wait.op.map_or_else(String::new, |i| format!("op {i} ")),
-            wait.resource.as_deref().unwrap_or(""),
-            wait.reason
-        );
+    if op.waited_on.is_some() {
+        w!(tooltip, "\nwaited {}", critical::waited(r, op));
     }
     if let Some(layout) = &op.layout {
         w!(tooltip, "\nlayout: {layout}");

@@ -187,6 +187,8 @@ pub fn sample() -> Report {
         total_cycles: 69_828,
         clock_ghz: 0.75,
         ops,
+        program_ops: 4,
+        free_ops: 0,
         levels,
         resources: vec![
             ResourceTotal {
@@ -328,6 +330,11 @@ pub fn with_energy() -> Report {
                 watts: 240.0,
             },
         ],
+        uncosted: vec![mnsim_reports::energy::Uncosted {
+            resource: "PE vector S8".into(),
+            knob: "energy.vector_pj_per_flop.S8".into(),
+            flop: 4_096,
+        }],
     });
     r
 }

@@ -16,16 +16,17 @@ pub struct CheckArgs {
     #[arg(long)]
     pub plan: Option<String>,
     /// Print the result as one JSON object: {"scenario", "ok", "plans": [{"plan", "ok",
-    /// "ops", "tensors", "machine", "inserted_reduces": [{"after", "tensor", "level"}],
+    /// "ops" (Frees included), "free_ops", "tensors", "machine", "inserted_reduces":
+    /// [{"after", "tensor", "level"}],
     /// "warnings"} or {"plan", "ok": false, "error"}]}.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(a: CheckArgs) -> Result<(), Report> {
-    let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
     let (sc, src) = a.s.load()?;
+    let sets = scenario::knob_sets(&sc, &src, &a.s.sets)?;
     let plans = match &a.plan {
         Some(p) => vec![Some(p.clone())],
         None => scenario::plans_to_run(&sc),
@@ -44,9 +45,15 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
         };
         match check_plan(&sc, &src, plan.as_deref(), &sets, &binds, a.plan.is_some()) {
             Ok((r, inserted)) => {
+                // The op count as the run's report gives it.
+                let frees = r.program.frees() as u64;
                 outln!(
-                    "ok  {label}: {} ops, {} tensors, machine {}",
-                    r.program.ops.len(),
+                    "ok  {label}: {}, {} tensors, machine {}",
+                    mnsim_reports::op_count(
+                        r.program.ops.len() as u64,
+                        frees,
+                        inserted.len() as u64
+                    ),
                     r.program.tensors.len(),
                     r.machine.name
                 );
@@ -131,6 +138,7 @@ fn json(
                     "plan": plan,
                     "ok": true,
                     "ops": r.program.ops.len(),
+                    "free_ops": r.program.frees(),
                     "tensors": r.program.tensors.len(),
                     "machine": r.machine.name,
                     "inserted_reduces": inserted

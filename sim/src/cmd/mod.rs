@@ -17,6 +17,7 @@ pub mod points;
 pub mod run;
 pub mod shape;
 pub mod sweep;
+pub mod sweep_axes;
 
 use miette::{Report, miette};
 use mnsim_arch::Machine;

@@ -304,9 +304,9 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
 }
 
 pub fn run(a: PlanArgs) -> Result<(), Report> {
-    let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
     let (sc, src) = a.s.load()?;
+    let sets = scenario::knob_sets(&sc, &src, &a.s.sets)?;
     let time_limit = a
         .time_limit
         .map(|t| super::parse_seconds("--time-limit", t))

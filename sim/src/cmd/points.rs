@@ -64,6 +64,8 @@ pub fn check_axes(sc: &Scenario, src: &Source, axes: &[SweepAxis]) -> Result<(),
     }
     for ax in axes {
         match ax.kind {
+            // A knob group is expanded and checked with its knobs (`sweep_axes.rs`).
+            AxisKind::Knob if ax.scale || ax.name.contains(['*', ',']) => {}
             AxisKind::Knob => {
                 let Some(m) = &machine else { continue };
                 for &v in &ax.values {

@@ -60,7 +60,9 @@ pub enum ModeArg {
 pub struct ScenarioArgs {
     /// The scenario file.
     pub scenario: PathBuf,
-    /// Override a machine knob, e.g. --set links.L1B.distribute.parent=128.
+    /// Override a machine knob, e.g. --set links.L1B.distribute.parent=128; or a group:
+    /// paths separated by `,`, `*` matching any run of characters, a value or a
+    /// multiplier of each knob's own (--set 'links.Group.*=x2').
     #[arg(long = "set")]
     pub sets: Vec<String>,
     /// Bind a dynamic dimension, e.g. --bind batch=48.
@@ -115,9 +117,9 @@ pub struct RunArgs {
 
 /// Runs the plans of a scenario; returns their reports (nothing printed or written).
 pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
-    let sets = scenario::parse_sets(&a.s.sets)?;
     let binds = scenario::parse_binds(&a.s.binds)?;
     let (mut sc, mut src) = a.s.load()?;
+    let sets = scenario::knob_sets(&sc, &src, &a.s.sets)?;
     // An imported graph leaves every layout to the planner: plan it first, and say so
     // (unless another plan, such as the import's `default`, is asked for by name).
     if mnsim_sim::import::is_imported(&src) && a.plan.as_deref().is_none_or(|p| p == "auto") {

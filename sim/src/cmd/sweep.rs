@@ -4,10 +4,9 @@
 use super::run::{ModeArg, RunArgs, ScenarioArgs, ScheduleArg, reports, run_plan, write};
 use clap::Args;
 use miette::{Report, miette};
-use mnsim_reports::{AxisKind, RowResult, Sweep, SweepAxis, SweepRow};
+use mnsim_reports::{RowResult, Sweep, SweepAxis, SweepRow};
 use mnsim_sim::scenario::{self, Mode};
 use rayon::prelude::*;
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -82,16 +81,24 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
 pub struct SweepArgs {
     /// The scenario file.
     pub scenario: PathBuf,
-    /// A knob and its values, e.g. --set links.L1B.distribute.parent=64,128,256. Repeat for
-    /// more knobs: every combination runs (the cartesian product).
+    /// A knob and its values, e.g. --set links.L1B.distribute.parent=64,128,256, or a knob
+    /// group, one axis: paths separated by `,`, `*` matching any run of characters, and
+    /// values or multipliers of each knob's own (--set 'links.Group.*=x1,x2,x4'). Repeat
+    /// for more axes: every combination runs (the cartesian product).
     #[arg(long = "set")]
     pub sets: Vec<String>,
     /// A dynamic dimension and its values, e.g. --bind batch=16,32,64 (part of the product).
     #[arg(long = "bind")]
     pub binds: Vec<String>,
-    /// Only this plan (default: every plan).
+    /// A plan to run at every point; repeat for several (default: every plan that
+    /// runs as written, and with --replan every plan).
+    #[arg(long = "plan")]
+    pub plans: Vec<String>,
+    /// Plan every plan that leaves layouts `Any` at each point, with the point's knobs
+    /// and bindings, as `mnsim run` plans an imported graph (the planner within its work
+    /// budget: the same plan everywhere); without it such plans are skipped.
     #[arg(long)]
-    pub plan: Option<String>,
+    pub replan: bool,
     /// Override the scenario's mode (timing is the fast choice for sweeps).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
@@ -125,15 +132,17 @@ pub struct MergeArgs {
     /// The shards' output folders (each holds a sweep.json).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
-    /// The axis to chart cycles against (default: the first with several values).
+    /// The axis to chart against (default: the one the sweep's `--x` named, else the
+    /// first with several values).
     #[arg(long = "x", value_name = "KNOB")]
     pub x: Option<String>,
     /// Print the whole sweep as JSON (what its sweep.json holds) instead of the summary.
     #[arg(long)]
     pub json: bool,
-    /// What the chart plots: cycles, energy, power, peak_power, gflops_per_w or edp.
-    #[arg(long, default_value = "cycles", value_parser = metric)]
-    pub metric: mnsim_reports::SweepMetric,
+    /// What the chart plots: cycles, energy, power, peak_power, gflops_per_w or edp
+    /// (default: what the sweep's `--metric` named, else cycles).
+    #[arg(long, value_parser = metric)]
+    pub metric: Option<mnsim_reports::SweepMetric>,
 }
 
 fn metric(s: &str) -> Result<mnsim_reports::SweepMetric, String> {
@@ -152,45 +161,6 @@ fn parse_shard(text: &str) -> Result<(usize, usize), Report> {
     Ok((i, n))
 }
 
-/// The swept axes, in the order given: every `--set` then every `--bind`.
-fn axes(a: &SweepArgs) -> Result<Vec<SweepAxis>, Report> {
-    let mut out: Vec<SweepAxis> = Vec::new();
-    for s in &a.sets {
-        let (k, vs) = mnsim_arch::parse_sweep(s).map_err(|e| miette!("error: --set {s}: {e}"))?;
-        out.push(SweepAxis {
-            name: k,
-            kind: AxisKind::Knob,
-            values: vs,
-        });
-    }
-    for b in &a.binds {
-        let (k, vs) = b.split_once('=').ok_or_else(|| {
-            miette!("error: --bind {b}: expected NAME=SIZE[,SIZE...], e.g. batch=16,32")
-        })?;
-        let mut values = Vec::new();
-        for v in vs.split(',') {
-            let one = scenario::parse_binds(&[format!("{k}={v}")])?;
-            values.extend(one.values().map(|&x| x as f64));
-        }
-        out.push(SweepAxis {
-            name: k.trim().to_string(),
-            kind: AxisKind::Bind,
-            values,
-        });
-    }
-    if out.is_empty() {
-        return Err(miette!(
-            "error: nothing to sweep: give a knob's values, e.g. --set links.L1B.distribute.parent=64,128,256"
-        ));
-    }
-    for (i, x) in out.iter().enumerate() {
-        if out[..i].iter().any(|y| y.name == x.name) {
-            return Err(miette!("error: `{}` is swept twice", x.name));
-        }
-    }
-    Ok(out)
-}
-
 /// A progress bar with an ETA on a terminal's stderr; hidden otherwise.
 fn progress_bar(len: usize) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -206,7 +176,7 @@ fn progress_bar(len: usize) -> indicatif::ProgressBar {
 }
 
 pub fn sweep(a: SweepArgs) -> Result<(), Report> {
-    let axes = axes(&a)?;
+    let mut axes = super::sweep_axes::parse(&a.sets, &a.binds)?;
     let shard = a.shard.as_deref().map(parse_shard).transpose()?;
     let total = mnsim_reports::point_count(&axes)
         .filter(|&n| n <= 1 << 24)
@@ -218,22 +188,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
             ScheduleArg::Sequential => scenario::Schedule::Sequential,
         };
     }
-    let plans: Vec<Option<String>> = match &a.plan {
-        Some(p) => vec![Some(p.clone())],
-        None => scenario::plans_to_run(&sc)
-            .into_iter()
-            .filter(|p| {
-                !p.as_ref()
-                    .is_some_and(|p| sc.plans[p].values().any(|v| *v == scenario::PlanValue::Any))
-            })
-            .collect(),
-    };
-    if plans.is_empty() {
-        return Err(miette!(
-            "error: {}: every plan leaves variables to the planner; `mnsim plan` chooses them",
-            src.path
-        ));
-    }
+    let plans = sweep_plans(&sc, &src, &a.plans, a.replan)?;
     let mode = a.mode.map(|m| match m {
         ModeArg::Timing => Mode::Timing,
         ModeArg::Functional => Mode::Functional,
@@ -247,6 +202,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
     )
     .map_err(|e| miette!("error: {e}"))?;
     super::points::check_axes(&sc, &src, &axes)?;
+    let settings = super::sweep_axes::Settings::expand(&sc, &src, &mut axes)?;
     let mode_name = match mode.unwrap_or(sc.mode) {
         Mode::Timing => "timing",
         Mode::Functional => "functional",
@@ -261,6 +217,9 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
         axes: axes.clone(),
         shard,
         rows,
+        x: a.x.clone(),
+        metric: (a.metric != mnsim_reports::SweepMetric::Cycles)
+            .then(|| a.metric.name().to_string()),
     };
     // The folder is checked, and the log of finished points opened (or resumed), before
     // any point runs.
@@ -268,7 +227,10 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
         Some(dir) => {
             let mut key = serde_json::to_value(identity(Vec::new())).unwrap_or_default();
             if let Some(o) = key.as_object_mut() {
-                o.remove("rows");
+                // What the points depend on: not the rows, nor how the chart is drawn.
+                for k in ["rows", "x", "metric"] {
+                    o.remove(k);
+                }
             }
             Some(super::points::Log::open(dir, key)?)
         }
@@ -290,7 +252,15 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
             jobs.len()
         );
     }
-    let mut rows = run_points(&sc, &src, &axes, &jobs, mode, log.as_ref());
+    let run = Points {
+        sc: &sc,
+        src: &src,
+        axes: &axes,
+        settings: &settings,
+        mode,
+        replan: a.replan,
+    };
+    let mut rows = run_points(&run, &jobs, log.as_ref());
     if let Some(l) = &log {
         l.check()?;
         rows.extend(l.done.values().cloned());
@@ -345,47 +315,127 @@ fn failures(rows: &[SweepRow]) -> Result<(), Report> {
     ))
 }
 
+/// What every point of a sweep shares.
+struct Points<'a> {
+    sc: &'a scenario::Scenario,
+    src: &'a scenario::Source,
+    axes: &'a [SweepAxis],
+    settings: &'a super::sweep_axes::Settings,
+    mode: Option<Mode>,
+    /// Plan a plan that leaves layouts `Any` at each point.
+    replan: bool,
+}
+
+impl Points<'_> {
+    /// Runs plan `plan` at point `p`: its knobs and bindings, the plan planned first
+    /// when it leaves layouts `Any` and the sweep replans.
+    fn run(&self, p: usize, plan: &Option<String>) -> SweepRow {
+        let (sets, binds) = self.settings.point(self.axes, p);
+        let planned;
+        let (sc, src) = match plan
+            .as_deref()
+            .filter(|name| self.replan && open(self.sc, name))
+        {
+            Some(name) => {
+                let (mut sc, mut src) = (self.sc.clone(), self.src.clone());
+                if let Err(e) = mnsim_sim::import::plan_open(&mut sc, &mut src, name, &sets, &binds)
+                {
+                    return failed(p, plan, &e);
+                }
+                planned = (sc, src);
+                (&planned.0, &planned.1)
+            }
+            None => (self.sc, self.src),
+        };
+        match run_plan(sc, src, plan.as_deref(), &sets, &binds, self.mode, false) {
+            Ok(rep) => SweepRow {
+                point: p,
+                plan: plan.clone(),
+                result: Some(RowResult::of(&rep)),
+                error: None,
+            },
+            Err(e) => failed(p, plan, &e),
+        }
+    }
+}
+
+/// The row of a point that failed.
+fn failed(p: usize, plan: &Option<String>, e: &Report) -> SweepRow {
+    SweepRow {
+        point: p,
+        plan: plan.clone(),
+        result: None,
+        error: Some(e.to_string().trim_start_matches("error: ").to_string()),
+    }
+}
+
+/// Whether plan `name` leaves layouts `Any`.
+fn open(sc: &scenario::Scenario, name: &str) -> bool {
+    sc.plans
+        .get(name)
+        .is_some_and(|p| p.values().any(|v| *v == scenario::PlanValue::Any))
+}
+
+/// The plans a sweep runs at every point: those named (each must exist; one that leaves
+/// layouts `Any` needs `--replan`), else every plan that runs as written, and with
+/// `--replan` every plan.
+fn sweep_plans(
+    sc: &scenario::Scenario,
+    src: &scenario::Source,
+    named: &[String],
+    replan: bool,
+) -> Result<Vec<Option<String>>, Report> {
+    for (i, p) in named.iter().enumerate() {
+        if !sc.plans.contains_key(p) {
+            let all: Vec<&str> = sc.plans.keys().map(String::as_str).collect();
+            return Err(miette!(
+                "error: {}: no plan `{p}` (its plans: {})",
+                src.path,
+                all.join(", ")
+            ));
+        }
+        if named[..i].contains(p) {
+            return Err(miette!("error: --plan {p} is given twice"));
+        }
+        if open(sc, p) && !replan {
+            return Err(miette!(
+                "error: {}: plan `{p}` leaves layouts to the planner: give --replan to plan it \
+                 at each point",
+                src.path
+            ));
+        }
+    }
+    let plans: Vec<Option<String>> = if named.is_empty() {
+        scenario::plans_to_run(sc)
+            .into_iter()
+            .filter(|p| replan || !p.as_deref().is_some_and(|p| open(sc, p)))
+            .collect()
+    } else {
+        named.iter().cloned().map(Some).collect()
+    };
+    if plans.is_empty() {
+        return Err(miette!(
+            "error: {}: every plan leaves variables to the planner; --replan plans them at each \
+             point (`mnsim plan` chooses them once)",
+            src.path
+        ));
+    }
+    Ok(plans)
+}
+
 /// Runs the sweep's `jobs` (point, plan) in parallel, each row appended to `log` as it
 /// ends; rows in the order of `jobs`.
 fn run_points(
-    sc: &scenario::Scenario,
-    src: &scenario::Source,
-    axes: &[SweepAxis],
+    points: &Points,
     jobs: &[(usize, &Option<String>)],
-    mode: Option<Mode>,
     log: Option<&super::points::Log>,
 ) -> Vec<SweepRow> {
     let bar = progress_bar(jobs.len());
     let rows: Vec<SweepRow> = jobs
         .par_iter()
         .map(|&(p, plan)| {
-            let values = mnsim_reports::point_values(axes, p);
-            let mut sets = Vec::new();
-            let mut binds = BTreeMap::new();
-            for (ax, &v) in axes.iter().zip(&values) {
-                match ax.kind {
-                    AxisKind::Knob => sets.push((ax.name.clone(), v)),
-                    AxisKind::Bind => {
-                        binds.insert(ax.name.clone(), v as u64);
-                    }
-                }
-            }
-            let r = run_plan(sc, src, plan.as_deref(), &sets, &binds, mode, false);
+            let row = points.run(p, plan);
             bar.inc(1);
-            let row = match r {
-                Ok(rep) => SweepRow {
-                    point: p,
-                    plan: plan.clone(),
-                    result: Some(RowResult::of(&rep)),
-                    error: None,
-                },
-                Err(e) => SweepRow {
-                    point: p,
-                    plan: plan.clone(),
-                    result: None,
-                    error: Some(e.to_string().trim_start_matches("error: ").to_string()),
-                },
-            };
             if let Some(l) = log {
                 l.append(&row);
             }
@@ -440,9 +490,20 @@ pub fn merge(a: MergeArgs) -> Result<(), Report> {
             .map_err(|e| miette!("error: {}: {e}", path.display()))?;
         parts.push((d.display().to_string(), s));
     }
-    let whole = mnsim_reports::merge_sweeps(&parts).map_err(|e| miette!("error: {e}"))?;
-    let x = mnsim_reports::x_axis(&whole, a.x.as_deref()).map_err(|e| miette!("error: {e}"))?;
-    write_sweep(&a.out, &whole, x, None, a.metric)?;
+    let mut whole = mnsim_reports::merge_sweeps(&parts).map_err(|e| miette!("error: {e}"))?;
+    // The chart as the sweep drew it (its `--x` and `--metric`), unless told otherwise.
+    if a.x.is_some() {
+        whole.x = a.x.clone();
+    }
+    if let Some(m) = a.metric {
+        whole.metric = (m != mnsim_reports::SweepMetric::Cycles).then(|| m.name().to_string());
+    }
+    let metric = match &whole.metric {
+        Some(m) => mnsim_reports::SweepMetric::parse(m).map_err(|e| miette!("error: {e}"))?,
+        None => mnsim_reports::SweepMetric::Cycles,
+    };
+    let x = mnsim_reports::x_axis(&whole, whole.x.as_deref()).map_err(|e| miette!("error: {e}"))?;
+    write_sweep(&a.out, &whole, x, None, metric)?;
     if a.json {
         outln!("{}", mnsim_reports::sweep_json(&whole).trim_end());
         return Ok(());

@@ -17,10 +17,12 @@ pub mod lower;
 pub mod onnx;
 mod ops;
 mod quant;
+mod replan;
 pub mod stablehlo;
 mod train;
 
 pub use lower::Strides;
+pub use replan::plan_open;
 
 use crate::scenario::print::{self, Comments};
 use crate::scenario::{
@@ -549,6 +551,24 @@ pub fn is_imported(src: &Source) -> bool {
 /// same plan, and the same cycles, on every machine and at any load.
 pub const PLAN_WORK: u64 = 300_000;
 
+/// Writes planned plan `b` into plan `plan` of `sc`: its layouts, and the Relayouts it
+/// needs into the program before the ops that read them. Those Relayouts would run under
+/// every plan, so the other plans are then dropped (`run --plan NAME` runs the file as it
+/// is), and `src`'s text becomes the scenario printed again, so that later messages
+/// point at the program that runs.
+pub fn take_plan(sc: &mut Scenario, src: &mut Source, plan: &str, b: &crate::plan::Planned) {
+    if let Some(p) = sc.plans.get_mut(plan) {
+        for (v, text) in &b.layouts {
+            p.insert(v.clone(), scenario::PlanValue::Layout(text.clone()));
+        }
+    }
+    if !b.inserted.is_empty() {
+        sc.plans.retain(|name, _| name == plan);
+        sc.insert_ops(crate::plan::inserted_ops(&b.inserted));
+        src.text = print::print(sc, &Comments::default());
+    }
+}
+
 /// Plans plan `auto` of an imported graph with the planner (`crate::plan`, seeded by
 /// plan `default`, within [`PLAN_WORK`] and no time limit: the same plan on every
 /// machine and at any load) and writes its choice into the scenario: the layouts into
@@ -594,18 +614,7 @@ pub fn plan_auto_with(
     match result {
         Ok(o) => match o.best.first() {
             Some(b) => {
-                if let Some(p) = sc.plans.get_mut("auto") {
-                    for (v, text) in &b.layouts {
-                        p.insert(v.clone(), scenario::PlanValue::Layout(text.clone()));
-                    }
-                }
-                if !b.inserted.is_empty() {
-                    // The Relayouts are auto's: the other plans would run them too, so
-                    // they are left to `--plan NAME` (which runs the import as it is).
-                    sc.plans.retain(|name, _| name == "auto");
-                    sc.insert_ops(crate::plan::inserted_ops(&b.inserted));
-                    src.text = print::print(sc, &Comments::default());
-                }
+                take_plan(sc, src, "auto", b);
                 format!(
                     "planned the {} layouts of plan `auto` in {secs:.2} s ({} assignments evaluated{}){}: {} cycles",
                     b.layouts.len(),

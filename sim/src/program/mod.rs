@@ -146,6 +146,15 @@ impl Program {
         Ok(p)
     }
 
+    /// How many of the ops are `Free`s (they take no cycles and have no line in a
+    /// report; `mnsim check` counts them and says so).
+    pub fn frees(&self) -> usize {
+        self.ops
+            .values()
+            .filter(|o| matches!(o.kind, OpKind::Free { .. }))
+            .count()
+    }
+
     /// A tensor's id by name.
     pub fn tensor_id(&self, name: &str) -> Option<TensorId> {
         self.by_name.get(name).copied()

@@ -2,6 +2,7 @@
 //! it: settings and checks every layer that runs a program reads.
 
 use mnsim_arch::{DType, Machine};
+use mnsim_reports::human_bytes;
 use serde::{Deserialize, Serialize};
 
 /// How a scenario runs.
@@ -49,21 +50,41 @@ impl Schedule {
 pub enum DramError {
     /// Its size in bytes does not fit 64 bits.
     #[error(
-        "tensor `{name}` ({dtype}{dims:?}) is too large to address: its size in bytes exceeds 2^64"
+        "tensor `{name}` ({dtype}[{}]) is too large to address: its size in bytes exceeds 2^64",
+        join(dims)
     )]
     Unaddressable {
         name: String,
         dtype: &'static str,
         dims: Vec<u64>,
     },
-    /// It needs more bytes than the machine's DRAMs have.
-    #[error("tensor `{name}` needs {bytes} bytes of DRAM but {machine} has {capacity}")]
+    /// It needs more bytes than the machine's DRAMs have: its shape and size, and the
+    /// DRAM's, in units a person reads.
+    #[error(
+        "tensor `{name}` ({dtype}[{}]: {}) does not fit in DRAM, which holds a copy of every \
+         tensor: {machine} has {} of DRAM{}",
+        join(dims),
+        human_bytes(*bytes),
+        human_bytes(*capacity),
+        if *nodes > 1 { format!(" ({nodes} × {})", human_bytes(*per_node)) } else { String::new() }
+    )]
     TooLarge {
         name: String,
+        dtype: &'static str,
+        dims: Vec<u64>,
         bytes: u64,
         machine: String,
         capacity: u64,
+        /// The DRAM nodes and the bytes of each.
+        nodes: u64,
+        per_node: u64,
     },
+}
+
+/// Dimensions as a shape writes them: `1024,512`.
+fn join(dims: &[u64]) -> String {
+    let v: Vec<String> = dims.iter().map(u64::to_string).collect();
+    v.join(",")
 }
 
 /// DRAM bytes of the whole machine: every DRAM node's.
@@ -92,9 +113,13 @@ pub fn check_dram(
     if bytes > capacity {
         return Err(DramError::TooLarge {
             name: name.to_string(),
+            dtype: dtype.name(),
+            dims: runtime.to_vec(),
             bytes,
             machine: m.name.clone(),
             capacity,
+            nodes: m.dram_level_index().map_or(1, |d| m.nodes_at(d)),
+            per_node: m.dram.bytes,
         });
     }
     Ok(bytes)

@@ -11,6 +11,7 @@
 
 mod dups;
 mod kernel_of;
+mod knob_sets;
 mod op;
 pub mod pretty;
 pub mod print;
@@ -20,6 +21,7 @@ pub(crate) mod spans;
 mod tests;
 
 pub use crate::program::{Init, ReduceOp};
+pub use knob_sets::{knob_sets, machine_with_overrides};
 pub use op::{BinaryOp, Buffers, Op, OpClass, UnaryOp, plan_variable};
 pub use resolve::{LowerError, Resolved, machine, plans_to_run, resolve};
 
