@@ -331,6 +331,15 @@ impl StageReport {
 }
 
 impl OpReport {
+    /// The op's name as reports show it: `Transpose (view)` for a view.
+    pub fn label(&self) -> String {
+        if self.view {
+            format!("{} (view)", self.op)
+        } else {
+            self.op.clone()
+        }
+    }
+
     /// Index in `stages` of the stage that set the op's time: among the stages named by
     /// `bottleneck` (see [`StageReport::is_named_by`]), the one with the most cycles (the first
     /// on a tie). `None` when `bottleneck` names no stage.

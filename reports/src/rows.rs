@@ -104,7 +104,7 @@ pub(crate) fn op_cells(r: &Report, op: &OpReport, nums: Nums) -> Vec<String> {
     };
     let mut cells = vec![
         op.index.to_string(),
-        op.op.clone(),
+        op.label(),
         op.tensor.clone(),
         num(op.cycles, nums),
         share(op.cycles, r.total_cycles),

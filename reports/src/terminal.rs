@@ -152,7 +152,7 @@ fn exposed(r: &Report, color: bool, out: &mut Vec<String>) {
         let op = &r.ops[i];
         table.push(vec![
             op.index.to_string().into(),
-            op.op.clone().into(),
+            op.label().into(),
             op.tensor.clone().into(),
             thousands(op.exposed_cycles).into(),
             share(op.exposed_cycles, r.total_cycles).into(),

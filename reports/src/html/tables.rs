@@ -40,7 +40,7 @@ pub(super) fn critical_section(s: &mut String, r: &Report) {
         let op = &r.ops[i];
         s.push_str("<tr>");
         td(s, &op.index.to_string(), false);
-        td(s, &op.op, true);
+        td(s, &op.label(), true);
         td(s, &op.tensor, true);
         td(s, &thousands(op.exposed_cycles), false);
         td(s, &share(op.exposed_cycles, r.total_cycles), false);
