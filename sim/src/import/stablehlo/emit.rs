@@ -242,12 +242,12 @@ pub(super) fn elementwise(
         let r = match &kernel {
             Kernel::Binary(b) => {
                 let b = *b;
-                Konst::map(&refs, dtype, move |x| b.apply(x[0], x[1]))
+                Konst::compute(&refs, dtype, move |x| b.apply(x[0], x[1]))
             }
             Kernel::Select => Konst::map(&refs, dtype, |x| if x[0] != 0.0 { x[1] } else { x[2] }),
             Kernel::Unary(u) => {
                 let u = *u;
-                Konst::map(&refs, dtype, move |x| u.apply(x[0]))
+                Konst::compute(&refs, dtype, move |x| u.apply(x[0]))
             }
             Kernel::Eltwise(Eltwise::Compare(c)) => {
                 let c = *c;
@@ -303,7 +303,7 @@ pub(super) fn unary(
     let dtype = super::ops::result_ty(st)?.dtype;
     super::ops::result_dims(st, &x.dims())?;
     match x {
-        Val::C(k) => folded(st, Konst::map(&[k], dtype, move |v| u.apply(v[0]))),
+        Val::C(k) => folded(st, Konst::compute(&[k], dtype, move |v| u.apply(v[0]))),
         Val::T(t) => {
             let o = unary_step(lx, st, base, u, t)?;
             Ok(vec![Val::T(o)])
@@ -369,7 +369,7 @@ pub(super) fn convert(lx: &mut Lx, st: &Stmt, base: &str, x: &Val) -> Result<Vec
 pub(super) fn power(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
     if let (Val::C(a), Val::C(b)) = (&vals[0], &vals[1]) {
         let dtype = super::ops::result_ty(st)?.dtype;
-        return folded(st, Konst::map(&[a, b], dtype, |x| x[0].powf(x[1])));
+        return folded(st, Konst::compute(&[a, b], dtype, |x| x[0].powf(x[1])));
     }
     let e = match &vals[1] {
         Val::C(k) if k.is_splat() => k.data[0],
