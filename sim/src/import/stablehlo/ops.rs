@@ -364,10 +364,17 @@ fn evaluated(st: &Stmt, vals: &[Val]) -> Result<Option<Vec<Val>>, At> {
             count(st, vals, 1)?;
             let dims = vals[0].dims();
             let d = int_attr(st, "dim", dims.len())?;
-            folded(
-                st,
-                Ok(Konst::splat(result_ty(st)?.dtype, vec![], dims[d] as f64)),
-            )
+            let dtype = result_ty(st)?.dtype;
+            let size = super::fold::exact(dims[d] as f64, dtype).map_err(|_| {
+                at(
+                    &st.span,
+                    format!(
+                        "dimension {d} of the operand is {}, more than the result type {dtype} holds",
+                        dims[d]
+                    ),
+                )
+            })?;
+            folded(st, Ok(Konst::splat(dtype, vec![], size)))
         }
         "stablehlo.and" | "stablehlo.or" | "stablehlo.not" => {
             let ks: Vec<&Konst> = vals
