@@ -180,8 +180,8 @@ impl<'a> Lx<'a> {
     ) -> Result<(), At> {
         let shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.declared_dims()).collect();
         let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
+        // The shape the run checks: the declared one, exactly (a scalar is `[1]`).
         let want = mnsim_kernels::output_shape(&kernel, &refs).map_err(|e| at(span, e.message))?;
-        let want = if want.is_empty() { vec![1] } else { want };
         let have = out.declared_dims();
         if want != have {
             return Err(at(

@@ -281,12 +281,23 @@ pub(super) fn reduce(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result
         .collect();
     let out = result_dims(st, &out)?;
     let x = super::emit::tensor_of(lx, &st.span, &vals[0], "the reduced operand")?;
-    let o = lx.declare(base, x.dtype, &out);
+    // A reduction to a scalar keeps its axes (size 1): the scenario declares a scalar
+    // `[1]`, which a rank-1 operand's reduction gives as it is and a higher rank's
+    // after a Reshape.
+    let whole = out.is_empty();
+    let kept: Vec<u64> = if whole { vec![1; dims.len()] } else { out.clone() };
     let kernel = Kernel::ReduceAxes {
         op: kind,
         axes: ax,
-        keep_dims: false,
+        keep_dims: whole,
     };
+    let o = lx.declare(base, x.dtype, &kept);
     lx.step(&st.span, kernel, &[&x], &o)?;
+    if whole && kept.len() == 1 {
+        return Ok(vec![Val::T(super::lower::Tens { dims: vec![], ..o })]);
+    }
+    if whole {
+        return Ok(vec![Val::T(super::emit::reshaped(lx, &st.span, &o, &[])?)]);
+    }
     Ok(vec![Val::T(o)])
 }
