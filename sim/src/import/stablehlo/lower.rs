@@ -285,7 +285,7 @@ impl<'a> Lx<'a> {
                 ));
             }
             for (r, v) in st.results.iter().zip(vals) {
-                env.insert(r.clone(), v);
+                define(env, st, r, v)?;
             }
         }
         Err(at(&f.span, format!("`@{}` has no `return`", f.name)))
@@ -304,6 +304,24 @@ impl<'a> Lx<'a> {
         }
         Ok(out)
     }
+}
+
+/// Binds `%name` to `v`, refusing a name already defined (SSA values are defined once).
+pub(super) fn define(
+    env: &mut BTreeMap<String, Val>,
+    st: &Stmt,
+    name: &str,
+    v: Val,
+) -> Result<(), At> {
+    if env.contains_key(name) {
+        let shown = name.split('#').next().unwrap_or(name);
+        return Err(at(
+            &st.span,
+            format!("`%{shown}` is defined twice: an SSA value is defined once"),
+        ));
+    }
+    env.insert(name.to_string(), v);
+    Ok(())
 }
 
 /// Checks a value against a declared type: rank, element type, and every static
