@@ -38,6 +38,25 @@ pub(super) fn unary_of(name: &str) -> Option<UnaryOp> {
     })
 }
 
+/// Whether a unary function is defined on floating-point numbers only (StableHLO's
+/// `exponential`, `log`, `sqrt`, ...; `negate`, `abs` and `chlo.square` take integers).
+fn needs_float(u: UnaryOp) -> bool {
+    match u {
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu | UnaryOp::Copy => false,
+        UnaryOp::Exp
+        | UnaryOp::Log
+        | UnaryOp::Sqrt
+        | UnaryOp::Rsqrt
+        | UnaryOp::Tanh
+        | UnaryOp::Sigmoid
+        | UnaryOp::Round
+        | UnaryOp::Erf
+        | UnaryOp::Gelu
+        | UnaryOp::HardSwish
+        | UnaryOp::Recip => true,
+    }
+}
+
 pub(super) fn binary_of(name: &str) -> Option<BinaryOp> {
     Some(match name {
         "stablehlo.add" => BinaryOp::Add,
@@ -236,6 +255,16 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
     ));
     if let Some(u) = unary_of(name) {
         count(st, &vals, 1)?;
+        let dtype = vals[0].dtype();
+        if needs_float(u) && !dtype.is_float() {
+            return Err(at(
+                &st.span,
+                format!(
+                    "`{}` takes floating-point operands, not {dtype}",
+                    short(name)
+                ),
+            ));
+        }
         return super::emit::unary(lx, st, &base, u, &vals[0]);
     }
     if let Some(b) = binary_of(name) {
