@@ -400,6 +400,15 @@ fn param_dims(
             }
         }
     }
+    if super::fold::numel(&dims).is_none() {
+        return Err(at(
+            &p.ty.span,
+            format!(
+                "`%{}` of `@{}` holds more elements than 2^64 with these bindings ({dims:?})",
+                p.name, main.name
+            ),
+        ));
+    }
     Ok((dims, dim_names))
 }
 

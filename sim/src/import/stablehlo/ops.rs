@@ -173,6 +173,12 @@ pub(super) fn result_dims(st: &Stmt, known: &[u64]) -> Result<Vec<u64>, At> {
             ),
         ));
     }
+    if super::fold::numel(known).is_none() {
+        return Err(at(
+            &ty.span,
+            format!("the result {known:?} holds more elements than 2^64"),
+        ));
+    }
     Ok(known.to_vec())
 }
 
