@@ -153,12 +153,16 @@ pub fn import_mlir(
     opts: &Options,
     binds: &stablehlo::Binds,
 ) -> Result<Imported, Report> {
+    let normal = stablehlo::normalised(src);
+    let src = normal.as_ref().unwrap_or(src);
     let out = stablehlo::lower(src, binds)?;
     let (machine, machine_ref) = machine_of(&opts.machine)?;
-    // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
+    // A tensor DRAM cannot hold is refused before any layout is looked for over its
+    // axes, at the parameter or op it comes from.
     for d in &out.low.decls {
-        crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims)
-            .map_err(|e| miette!("error: {}: {e}", src.path))?;
+        crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims).map_err(|e| {
+            scenario::located(src, out.spans.get(&d.name).cloned(), &e.to_string(), "here")
+        })?;
     }
     let bound: Vec<String> = out
         .low
@@ -396,12 +400,13 @@ fn program<'a>(
     }
     let mut ops = Vec::new();
     let mut loaded: BTreeSet<&str> = BTreeSet::new();
+    let inputs: BTreeSet<&str> = low.inputs.iter().map(String::as_str).collect();
     for (i, s) in low.steps.iter().enumerate() {
         if let Some(o) = &s.origin {
             c.ops.insert(ops.len(), o.clone());
         }
         for n in &s.inputs {
-            if low.inputs.contains(n) && loaded.insert(n.as_str()) {
+            if inputs.contains(n.as_str()) && loaded.insert(n.as_str()) {
                 ops.push(load(n));
             }
         }

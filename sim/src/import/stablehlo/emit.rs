@@ -37,7 +37,8 @@ fn init_of(k: &Konst) -> Result<Init, String> {
 
 /// A constant as a DRAM tensor (loaded before its first use), shared by equal constants.
 pub(super) fn emit_const(lx: &mut Lx, span: &Range<usize>, k: &Konst) -> Result<Tens, At> {
-    if let Some((_, n)) = lx.emitted.iter().find(|(e, _)| e == k) {
+    let key = k.key();
+    if let Some(n) = lx.emitted.get(&key) {
         return Ok(Tens {
             name: n.clone(),
             dtype: k.dtype,
@@ -47,12 +48,12 @@ pub(super) fn emit_const(lx: &mut Lx, span: &Range<usize>, k: &Konst) -> Result<
     let init = init_of(k).map_err(|e| at(span, e))?;
     let base = format!("c{}", lx.emitted.len());
     let t = lx.declare(&base, k.dtype, &k.dims);
-    if let Some(d) = lx.decls.iter_mut().find(|d| d.name == t.name) {
+    if let Some(d) = lx.decls.last_mut() {
         d.init = Some(init);
         d.constant = true;
     }
     lx.inputs.push(t.name.clone());
-    lx.emitted.push((k.clone(), t.name.clone()));
+    lx.emitted.insert(key, t.name.clone());
     Ok(t)
 }
 

@@ -86,10 +86,18 @@ pub(super) struct Lx<'a> {
     pub(super) steps: Vec<Step>,
     pub(super) inputs: Vec<String>,
     names: BTreeSet<String>,
+    /// Per base name, the suffix [`Lx::fresh`] tries next (so that a function inlined
+    /// many times finds its names in constant time).
+    next_suffix: BTreeMap<String, usize>,
     /// Reshapes already made: (tensor, shape) → the reshaped tensor.
     pub(super) reshaped: BTreeMap<(String, Vec<u64>), String>,
-    /// Constants already emitted: (dtype name, dims, values) → tensor.
-    pub(super) emitted: Vec<(Konst, String)>,
+    /// Constants already emitted, by [`Konst::key`] → tensor.
+    pub(super) emitted: BTreeMap<super::fold::KonstKey, String>,
+    /// Where each declared tensor comes from: the op that makes it, the parameter's
+    /// type (errors about the tensor point there).
+    pub(super) spans: BTreeMap<String, Range<usize>>,
+    /// The op being lowered.
+    pub(super) at: Range<usize>,
     /// The comment for the next step.
     pub(super) origin: Option<String>,
     /// The function being walked (names its values) and the call depth.
@@ -119,10 +127,15 @@ impl<'a> Lx<'a> {
             b = format!("v{b}");
         }
         let mut n = b.clone();
-        let mut k = 1;
-        while self.names.contains(&n) {
-            k += 1;
-            n = format!("{b}_{k}");
+        if self.names.contains(&n) {
+            let k = self.next_suffix.entry(b.clone()).or_insert(2);
+            loop {
+                n = format!("{b}_{k}");
+                *k += 1;
+                if !self.names.contains(&n) {
+                    break;
+                }
+            }
         }
         self.names.insert(n.clone());
         n
@@ -131,6 +144,7 @@ impl<'a> Lx<'a> {
     /// Declares a computed tensor.
     pub(super) fn declare(&mut self, base: &str, dtype: DType, dims: &[u64]) -> Tens {
         let name = self.fresh(base);
+        self.spans.insert(name.clone(), self.at.clone());
         let d = if dims.is_empty() {
             vec![1]
         } else {
@@ -533,6 +547,9 @@ fn layout_mode(p: &super::parse::Param, rank: usize) -> Option<Vec<usize>> {
 /// What the lowering gives beyond the steps.
 pub struct Out {
     pub low: Lowered,
+    /// Where each tensor of `low` comes from in the file (its parameter's type, or the
+    /// op that makes it).
+    pub spans: BTreeMap<String, Range<usize>>,
     pub kinds: Vec<String>,
     pub ops: usize,
 }
@@ -559,8 +576,11 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
         steps: Vec::new(),
         inputs: Vec::new(),
         names: BTreeSet::new(),
+        next_suffix: BTreeMap::new(),
         reshaped: BTreeMap::new(),
-        emitted: Vec::new(),
+        emitted: BTreeMap::new(),
+        spans: BTreeMap::new(),
+        at: 0..0,
         origin: None,
         prefix: String::new(),
         depth: 0,
@@ -575,6 +595,7 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
     for (i, p) in main.params.iter().enumerate() {
         let (dims, dim_names) = param_dims(main, i, &sym, binds, &mut bind)?;
         let name = lx.fresh(p.loc_name.as_deref().unwrap_or(&format!("arg{i}")));
+        lx.spans.insert(name.clone(), p.ty.span.clone());
         let shape = if dims.is_empty() {
             vec![1]
         } else {
@@ -614,6 +635,7 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
             outputs,
             bind,
         },
+        spans: lx.spans,
         kinds: lx.kinds,
         ops: lx.ops,
     })

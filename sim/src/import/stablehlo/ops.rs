@@ -250,6 +250,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
         lx.prefix,
         st.results.first().map_or("v", String::as_str)
     );
+    lx.at = st.span.clone();
     lx.origin = Some(format!(
         "{} (line {}){}",
         short(name),
