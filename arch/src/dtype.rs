@@ -221,7 +221,13 @@ mod tests {
         assert!(DType::Pred.check_value(2.0).is_some());
         assert!(DType::F64.check_value(-1e300).is_none());
         // Infinities are values of the float types that have them.
-        for d in [DType::F64, DType::F32, DType::BF16, DType::F16, DType::F8E5M2] {
+        for d in [
+            DType::F64,
+            DType::F32,
+            DType::BF16,
+            DType::F16,
+            DType::F8E5M2,
+        ] {
             assert!(d.check_value(f64::NEG_INFINITY).is_none(), "{d}");
             assert!(d.check_value(f64::INFINITY).is_none(), "{d}");
         }

@@ -207,8 +207,14 @@ fn float_functions_of_integers_are_errors() {
             "%0 = stablehlo.",
             "%c = stablehlo.constant dense<2> : tensor<4xi32>\n  %0 = stablehlo.",
         );
-        let text = text.replace(" %arg0 : tensor<4xi32>\n  return", " %c : tensor<4xi32>\n  return");
-        assert!(import_text("e.mlir", &text, &none()).is_err(), "{op} of a constant");
+        let text = text.replace(
+            " %arg0 : tensor<4xi32>\n  return",
+            " %c : tensor<4xi32>\n  return",
+        );
+        assert!(
+            import_text("e.mlir", &text, &none()).is_err(),
+            "{op} of a constant"
+        );
     }
     // negate and abs are integer ops.
     let text = "func.func public @main(%arg0: tensor<4xi32>) -> tensor<4xi32> {
@@ -280,9 +286,7 @@ fn a_broadcast_whose_element_count_overflows_is_an_error() {
 
 /// One function called `k` times.
 fn calls(k: usize) -> String {
-    let mut s = String::from(
-        "func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n",
-    );
+    let mut s = String::from("func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n");
     let mut prev = "%arg0".to_string();
     for i in 0..k {
         s.push_str(&format!(
@@ -336,15 +340,28 @@ fn cr_only_line_endings_count_lines_as_other_endings_do() {
     for end in ["\n", "\r\n", "\r"] {
         let text = lines.join(end);
         let e = import_text("cr.mlir", &text, &none()).unwrap_err();
-        let at = format!("cr.mlir:3:{}", col(&lines.join("\n"), 3, "stablehlo.cosine"));
+        let at = format!(
+            "cr.mlir:3:{}",
+            col(&lines.join("\n"), 3, "stablehlo.cosine")
+        );
         assert!(e.contains(&at), "{end:?}: {e}");
         // The snippet shows line 3 as its own line.
-        assert!(e.contains(" 3 │") || e.contains("3 %1 = stablehlo.cosine"), "{end:?}: {e}");
-        assert!(!e.contains("tensor<4xf32> %1 = stablehlo.cosine"), "{end:?}: {e}");
+        assert!(
+            e.contains(" 3 │") || e.contains("3 %1 = stablehlo.cosine"),
+            "{end:?}: {e}"
+        );
+        assert!(
+            !e.contains("tensor<4xf32> %1 = stablehlo.cosine"),
+            "{end:?}: {e}"
+        );
         let ok = text.replace("stablehlo.cosine", "stablehlo.negate");
         let imp = import_text("cr.mlir", &ok, &none()).unwrap();
         assert!(imp.text.contains("add (line 2)"), "{end:?}: {}", imp.text);
-        assert!(imp.text.contains("negate (line 3)"), "{end:?}: {}", imp.text);
+        assert!(
+            imp.text.contains("negate (line 3)"),
+            "{end:?}: {}",
+            imp.text
+        );
     }
 }
 
@@ -357,8 +374,7 @@ fn a_tensor_dram_cannot_hold_is_named_at_its_place() {
 ";
     let e = import_text("big.mlir", text, &none()).unwrap_err();
     assert!(
-        e.contains(&format!("big.mlir:1:{}", col(text, 1, "tensor<")))
-            && e.contains("DRAM"),
+        e.contains(&format!("big.mlir:1:{}", col(text, 1, "tensor<"))) && e.contains("DRAM"),
         "{e}"
     );
     // A computed tensor too large: at the op that makes it.

@@ -49,16 +49,14 @@ pub fn run_inline_with(
     import_binds: &BTreeMap<String, u64>,
     run_binds: &BTreeMap<String, u64>,
 ) -> Ran {
-    let imp =
-        import_text(name, text, import_binds).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let imp = import_text(name, text, import_binds).unwrap_or_else(|e| panic!("{name}: {e}"));
     let src = Source {
         path: name.into(),
         text: imp.text.clone(),
     };
     let run = |mode| {
-        let mut res =
-            scenario::resolve(&imp.scenario, &src, Some("default"), &[], run_binds)
-                .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let mut res = scenario::resolve(&imp.scenario, &src, Some("default"), &[], run_binds)
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         res.mode = mode;
         mnsim_sim::run::run(&res).unwrap_or_else(|e| panic!("{name} {mode:?}: {e}\n{}", imp.text))
     };
@@ -89,9 +87,9 @@ pub fn run_inline_with(
         .program
         .iter()
         .filter_map(|op| match op {
-            scenario::Op::Store { tensor } => Some(
-                values(tensor).unwrap_or_else(|| panic!("{name}: `{tensor}` stored")),
-            ),
+            scenario::Op::Store { tensor } => {
+                Some(values(tensor).unwrap_or_else(|| panic!("{name}: `{tensor}` stored")))
+            }
             _ => None,
         })
         .collect();

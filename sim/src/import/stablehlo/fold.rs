@@ -389,7 +389,11 @@ fn nested(t: &str, dtype: DType, dims: &[u64]) -> Result<Vec<f64>, String> {
             "the literal does not nest as its type {dims:?}: {what} (a `dense` literal nests one list per axis, each as long as its axis)"
         )
     };
-    let close_item = |start: &mut Option<usize>, end: usize, counts: &mut Vec<u64>, out: &mut Vec<f64>| -> Result<(), String> {
+    let close_item = |start: &mut Option<usize>,
+                      end: usize,
+                      counts: &mut Vec<u64>,
+                      out: &mut Vec<f64>|
+     -> Result<(), String> {
         if let Some(s) = start.take() {
             let text = t[s..end].trim();
             if text.is_empty() {
