@@ -280,6 +280,9 @@ fn shorthand(
         }
         // No shorthand: the generic `Kernel(...)` form.
         Kernel::Slice { .. }
+        | Kernel::Expand { .. }
+        | Kernel::DynamicSlice { .. }
+        | Kernel::DynamicUpdateSlice { .. }
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_)

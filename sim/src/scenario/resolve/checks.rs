@@ -151,6 +151,10 @@ pub(super) fn check_axes(
             ..
         }) => (vec![*axis], named("axis"), false),
         Kernel::Quant(_) => return Ok(()),
+        // Axes of `x` (and of `update`, of the same rank).
+        Kernel::DynamicSlice { dynamic, .. } | Kernel::DynamicUpdateSlice { dynamic } => {
+            (dynamic.clone(), named("kernel"), false)
+        }
         Kernel::Unary(_)
         | Kernel::Binary(_)
         | Kernel::MatMul
@@ -161,6 +165,7 @@ pub(super) fn check_axes(
         | Kernel::GeneralMatMul { .. }
         | Kernel::Reshape { .. }
         | Kernel::Slice { .. }
+        | Kernel::Expand { .. }
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_) => return Ok(()),
