@@ -39,6 +39,8 @@ pub struct Step {
     pub out: String,
     /// The graph op it comes from (a comment line before its first step).
     pub origin: Option<String>,
+    /// Where it sits in a whole model (layer, part), when the import tells.
+    pub place: crate::scenario::Place,
 }
 
 /// How graph inputs' strides become DRAM layouts.
@@ -235,6 +237,7 @@ impl Cx<'_> {
             inputs,
             out,
             origin,
+            place: Default::default(),
         });
         Ok(())
     }

@@ -272,7 +272,7 @@ fn write(
             c.tensors.insert(d.name.clone(), note.join(", "));
         }
     }
-    let (program, loaded) = program(low, &outputs, &produced, &mut c);
+    let (program, loaded, each) = program(low, &outputs, &produced, &mut c);
     let vars: Vec<&str> = decls
         .iter()
         .map(|d| d.name.as_str())
@@ -308,6 +308,7 @@ fn write(
         bind: low.bind.iter().cloned().collect(),
         tensors,
         program,
+        places: scenario::runs_of(&each),
         plans,
         verify: true,
         // Partial sums of a split contraction are completed by tree Reduces (as `run`
@@ -375,13 +376,15 @@ fn decl(d: &lower::Decl) -> TensorDecl {
 
 /// The program: each graph input loaded before its first use, each step with its
 /// layout variable, every tensor but the outputs freed after its last use, the outputs
-/// stored. Returns it with the tensors it loads; notes each graph op's first step in `c`.
+/// stored. Returns it with the tensors it loads and each op's place (a Load's and a
+/// Free's that of the step they serve, a Store's unknown); notes each graph op's first
+/// step in `c`.
 fn program<'a>(
     low: &'a lower::Lowered,
     outputs: &[&'a str],
     produced: &BTreeSet<&str>,
     c: &mut Comments,
-) -> (Vec<Op>, BTreeSet<&'a str>) {
+) -> (Vec<Op>, BTreeSet<&'a str>, Vec<scenario::Place>) {
     let var = |n: &str| format!("${n}");
     let load = |n: &str| Op::Load {
         tensor: n.to_string(),
@@ -399,6 +402,7 @@ fn program<'a>(
         }
     }
     let mut ops = Vec::new();
+    let mut each = Vec::new();
     let mut loaded: BTreeSet<&str> = BTreeSet::new();
     let inputs: BTreeSet<&str> = low.inputs.iter().map(String::as_str).collect();
     for (i, s) in low.steps.iter().enumerate() {
@@ -426,6 +430,7 @@ fn program<'a>(
                 ops.push(free(n));
             }
         }
+        each.resize(ops.len(), s.place);
     }
     for o in outputs {
         if !produced.contains(o) && loaded.insert(o) {
@@ -435,7 +440,8 @@ fn program<'a>(
             tensor: o.to_string(),
         });
     }
-    (ops, loaded)
+    each.resize(ops.len(), scenario::Place::default());
+    (ops, loaded, each)
 }
 
 /// Loads a graph file as a scenario (for `run`, `plan`, `compare`, `check`): imports it

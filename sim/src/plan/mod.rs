@@ -255,6 +255,8 @@ pub fn apply(
                 },
                 layout: Some(LayoutRef::Bound(l.layout)),
                 span: None,
+                // An inserted Relayout sits where the op it serves does.
+                place: rop.place,
             });
         }
         let mut op = rop.clone();

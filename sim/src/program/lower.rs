@@ -47,6 +47,7 @@ pub fn lower(res: &Resolved) -> Result<Program, LowerError> {
             layout: rop.layout.clone(),
             buffers: rop.op.buffers(),
             span: rop.span.clone(),
+            place: rop.place,
         });
     }
     Ok(p)

@@ -51,6 +51,9 @@ pub struct ProgramOp {
     pub buffers: Option<i64>,
     /// Byte range of the op in the scenario file, when known.
     pub span: Option<Range<usize>>,
+    /// Where it sits in a whole model: its layer and part, when the import tells them
+    /// (`scenario::Place`); nothing in a run depends on it.
+    pub place: crate::scenario::Place,
 }
 
 /// What an op does.

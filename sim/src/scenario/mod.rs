@@ -12,11 +12,13 @@
 mod dups;
 mod kernel_of;
 mod op;
+mod place;
 pub mod print;
 mod resolve;
 pub(crate) mod spans;
 
 pub use op::{BinaryOp, Buffers, Op, OpClass, ReduceOp, UnaryOp, plan_variable};
+pub use place::{Part, Place, Placed, places_of, runs_of};
 pub use resolve::{
     LayoutRef, Resolved, ResolvedOp, ResolvedTensor, machine, plans_to_run, resolve,
 };
@@ -58,6 +60,10 @@ pub struct Scenario {
     pub tensors: BTreeMap<String, TensorDecl>,
     /// The ops, in order.
     pub program: Vec<Op>,
+    /// Where ops sit in a whole model (layer, part), as runs of consecutive ops: what
+    /// the StableHLO import tells (docs/import.md); nothing in a run depends on it.
+    #[serde(default)]
+    pub places: Vec<Placed>,
     /// Layout plans: plan name → variable → layout. `$var` in a layout refers to them.
     #[serde(default)]
     pub plans: BTreeMap<String, BTreeMap<String, PlanValue>>,

@@ -56,7 +56,19 @@ pub fn resolve(
     let bind = bindings(sc, binds);
     let tensors = resolve_tensors(sc, &cx, &machine, &bind, binds, &mut warnings)?;
     let plan_vars = select_plan(sc, &cx, plan)?;
-    let ops = resolve_program(&cx, sc, &machine, &tensors, plan_vars, &mut warnings)?;
+    let mut ops = resolve_program(&cx, sc, &machine, &tensors, plan_vars, &mut warnings)?;
+    let places = crate::scenario::places_of(&sc.places, sc.program.len()).map_err(|(i, why)| {
+        let node = cx.field("places");
+        let at = node.and_then(|n| n.item(i)).or(node);
+        cx.err(
+            at.map(|n| n.span.clone()),
+            &format!("`places` entry {i} {why}"),
+            "this run",
+        )
+    })?;
+    for (o, p) in ops.iter_mut().zip(places) {
+        o.place = p;
+    }
 
     Ok(Resolved {
         scenario: sc.name.clone(),

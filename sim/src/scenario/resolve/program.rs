@@ -110,6 +110,7 @@ impl<'a> Walk<'a> {
             op: op_out,
             layout,
             span: cx.op(i).map(|n| n.span.clone()),
+            place: Default::default(),
         });
         apply_residency(
             op,
