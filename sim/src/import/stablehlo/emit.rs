@@ -13,13 +13,17 @@ pub(super) fn folded(st: &Stmt, r: Result<Konst, String>) -> Result<Vec<Val>, At
     r.map(|k| vec![Val::C(k)]).map_err(|e| at(&st.span, e))
 }
 
-/// The init of a constant: `Fill`, `Zeros`, `Ones` or `Runs`.
+/// The init of a constant: `Fill`, `Zeros`, `Ones`, `Iota` (element i holds i) or
+/// `Runs`.
 fn init_of(k: &Konst) -> Result<Init, String> {
     let v = if k.is_splat() {
         vec![k.data[0]]
     } else {
         k.values()?
     };
+    if v.len() > 2 && v.iter().enumerate().all(|(i, &x)| x == i as f64) {
+        return Ok(Init::Iota);
+    }
     let mut runs: Vec<(u64, f64)> = Vec::new();
     for x in v {
         match runs.last_mut() {
@@ -33,6 +37,28 @@ fn init_of(k: &Konst) -> Result<Init, String> {
         [(_, x)] => Init::Fill { value: *x },
         _ => Init::Runs(runs),
     })
+}
+
+/// `iota` of `dims` along `axis`: evaluated at import (a constant) up to [`FOLD_LIMIT`]
+/// elements; above, a broadcast of the one-axis iota (a DRAM tensor, `init: Iota`), so
+/// that masks built from it are kernels on the shards, of any size.
+pub(super) fn iota(
+    lx: &mut Lx,
+    st: &Stmt,
+    dtype: mnsim_arch::DType,
+    dims: Vec<u64>,
+    axis: usize,
+) -> Result<Vec<Val>, At> {
+    if super::fold::numel(&dims).is_some_and(|n| n <= super::fold::FOLD_LIMIT) {
+        return folded(st, Konst::iota(dtype, dims, axis));
+    }
+    let line = Konst::iota(dtype, vec![dims[axis]], 0).map_err(|e| at(&st.span, e))?;
+    let src = emit_const(lx, &st.span, &line)?;
+    Ok(vec![Val::B {
+        src,
+        map: vec![axis],
+        out: dims,
+    }])
 }
 
 /// A constant as a DRAM tensor (loaded before its first use), shared by equal constants.
@@ -109,26 +135,28 @@ pub(super) fn transposed(
 }
 
 /// A value as a tensor for a kernel that does not broadcast: a constant at its full
-/// shape, a broadcast that adds no elements as its source reshaped.
+/// shape, a broadcast that adds no elements as its source reshaped, one that adds
+/// elements materialised by an `Expand` of its source (its axes in order, aligned).
 pub(super) fn tensor_of(lx: &mut Lx, span: &Range<usize>, v: &Val, what: &str) -> Result<Tens, At> {
     match v {
         Val::T(t) => Ok(t.clone()),
         Val::C(k) => emit_const(lx, span, k),
-        Val::B { src, out, .. }
-            if src.dims.iter().product::<u64>() == out.iter().product::<u64>() =>
-        {
-            let mut order: Vec<usize> = (0..src.dims.len()).collect();
-            if let Val::B { map, .. } = v {
+        Val::B { src, out, map } => {
+            if src.dims.iter().product::<u64>() == out.iter().product::<u64>() {
+                let mut order: Vec<usize> = (0..src.dims.len()).collect();
                 order.sort_by_key(|&j| map[j]);
+                let t = transposed(lx, span, src, &order)?;
+                return reshaped(lx, span, &t, out);
             }
-            let t = transposed(lx, span, src, &order)?;
-            reshaped(lx, span, &t, out)
+            let x = operand(lx, span, v)?;
+            let o = lx.declare(&format!("{}_x", src.name), src.dtype, out);
+            let shape = o.declared_dims();
+            lx.step(span, Kernel::Expand { shape }, &[&x], &o)?;
+            Ok(o)
         }
-        _ => Err(at(
+        Val::Unit => Err(at(
             span,
-            format!(
-                "{what} is a broadcast that nothing materialises (mnsim has no broadcast kernel; elementwise ops read broadcasts in place)"
-            ),
+            format!("{what} has no value (a shape assertion's result)"),
         )),
     }
 }

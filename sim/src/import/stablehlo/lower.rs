@@ -98,6 +98,9 @@ pub(super) struct Lx<'a> {
     pub(super) spans: BTreeMap<String, Range<usize>>,
     /// The op being lowered.
     pub(super) at: Range<usize>,
+    /// The iteration of the outermost `while` being unrolled: the layer of every step
+    /// made meanwhile.
+    pub(super) layer: Option<u32>,
     /// The comment for the next step.
     pub(super) origin: Option<String>,
     /// The function being walked (names its values) and the call depth.
@@ -210,6 +213,10 @@ impl<'a> Lx<'a> {
             inputs: inputs.iter().map(|t| t.name.clone()).collect(),
             out: out.name.clone(),
             origin,
+            place: crate::scenario::Place {
+                layer: self.layer,
+                part: None,
+            },
         });
         Ok(())
     }
@@ -260,27 +267,42 @@ impl<'a> Lx<'a> {
     }
 
     fn body(&mut self, f: &Func, env: &mut BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
-        for st in &f.body {
+        let mut defined = Vec::new();
+        let Some((vals, ret)) = self.block(&f.body, env, &mut defined)? else {
+            return Err(at(&f.span, format!("`@{}` has no `return`", f.name)));
+        };
+        if vals.len() != f.results.len() {
+            return Err(at(
+                &ret.span,
+                format!(
+                    "returns {} value(s) where `@{}` declares {}",
+                    vals.len(),
+                    f.name,
+                    f.results.len()
+                ),
+            ));
+        }
+        for (v, t) in vals.iter().zip(&f.results) {
+            check_ty(t, v, "the returned value")?;
+        }
+        Ok(vals)
+    }
+
+    /// Runs `ops` (a function's body, a region) in `env` up to its `return`: the values
+    /// the `return` gives and the `return` itself (`None` when there is none). Every
+    /// name it defines is added to `defined`, so that a region's scope can end.
+    pub(super) fn block<'s>(
+        &mut self,
+        ops: &'s [Stmt],
+        env: &mut BTreeMap<String, Val>,
+        defined: &mut Vec<String>,
+    ) -> Result<Option<(Vec<Val>, &'s Stmt)>, At> {
+        for st in ops {
             if matches!(
                 st.name.as_str(),
                 "return" | "func.return" | "stablehlo.return"
             ) {
-                let vals = self.operands(st, env)?;
-                if vals.len() != f.results.len() {
-                    return Err(at(
-                        &st.span,
-                        format!(
-                            "returns {} value(s) where `@{}` declares {}",
-                            vals.len(),
-                            f.name,
-                            f.results.len()
-                        ),
-                    ));
-                }
-                for (v, t) in vals.iter().zip(&f.results) {
-                    check_ty(t, v, "the returned value")?;
-                }
-                return Ok(vals);
+                return Ok(Some((self.operands(st, env)?, st)));
             }
             self.ops += 1;
             if !self.kinds.contains(&st.name) {
@@ -300,9 +322,10 @@ impl<'a> Lx<'a> {
             }
             for (r, v) in st.results.iter().zip(vals) {
                 define(env, st, r, v)?;
+                defined.push(r.clone());
             }
         }
-        Err(at(&f.span, format!("`@{}` has no `return`", f.name)))
+        Ok(None)
     }
 
     /// The values the op's `%names` refer to, in order.
@@ -581,6 +604,7 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
         emitted: BTreeMap::new(),
         spans: BTreeMap::new(),
         at: 0..0,
+        layer: None,
         origin: None,
         prefix: String::new(),
         depth: 0,

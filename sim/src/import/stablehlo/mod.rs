@@ -6,8 +6,10 @@
 //! `movement`, `special`, `dot`, `conv`); the import's shared writer makes the
 //! scenario. See `docs/import.md`.
 
+pub mod control;
 pub mod conv;
 pub mod dot;
+pub mod dynamic;
 pub mod emit;
 pub mod fold;
 pub mod lex;

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 /// Every op the import reads (docs/import.md).
 pub const OPS: &str = "add, subtract, multiply, divide, maximum, minimum, power, exponential, log, sqrt, rsqrt, \
-negate, tanh, logistic, abs, round_nearest_even, chlo.square, chlo.erf, compare, select, and, or, not, \
+negate, tanh, logistic, abs, round_nearest_even, chlo.square, chlo.erf, chlo.erfc, compare, select, and, or, not, \
 dot_general, convolution, reduce (add, max, min, mul bodies), broadcast_in_dim, iota, convert, reshape, transpose, \
 slice, concatenate, pad, constant, get_dimension_size, dynamic_broadcast_in_dim, dynamic_reshape, \
 dynamic_iota, real_dynamic_slice, custom_call @shape_assertion, call, return";
@@ -34,6 +34,7 @@ pub(super) fn unary_of(name: &str) -> Option<UnaryOp> {
         "stablehlo.round_nearest_even" => UnaryOp::Round,
         "chlo.square" => UnaryOp::Square,
         "chlo.erf" => UnaryOp::Erf,
+        "chlo.erfc" => UnaryOp::Erfc,
         _ => return None,
     })
 }
@@ -51,6 +52,7 @@ fn needs_float(u: UnaryOp) -> bool {
         | UnaryOp::Sigmoid
         | UnaryOp::Round
         | UnaryOp::Erf
+        | UnaryOp::Erfc
         | UnaryOp::Gelu
         | UnaryOp::HardSwish
         | UnaryOp::Recip => true,
@@ -242,7 +244,11 @@ pub(super) fn count(st: &Stmt, vals: &[Val], n: usize) -> Result<(), At> {
 }
 
 /// One op → its values.
-pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
+pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &mut BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
+    if st.name == "stablehlo.while" {
+        lx.at = st.span.clone();
+        return super::control::while_loop(lx, st, env);
+    }
     let vals = lx.operands(st, env)?;
     let name = st.name.as_str();
     let base = format!(
@@ -252,9 +258,10 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
     );
     lx.at = st.span.clone();
     lx.origin = Some(format!(
-        "{} (line {}){}",
+        "{} (line {}{}){}",
         short(name),
         lx.line(st.span.start),
+        lx.layer.map(|l| format!(", layer {l}")).unwrap_or_default(),
         st.loc
             .as_deref()
             .map(|l| format!(" `{l}`"))
@@ -280,6 +287,16 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
     }
     if let Some(r) = evaluated(st, &vals)? {
         return Ok(r);
+    }
+    if let "stablehlo.iota" | "stablehlo.dynamic_iota" = name {
+        let dims = if name == "stablehlo.iota" {
+            static_dims(st)?
+        } else {
+            count(st, &vals, 1)?;
+            result_dims(st, &shape_of(st, &vals[0])?)?
+        };
+        let axis = int_attr(st, "dim", dims.len())?;
+        return super::emit::iota(lx, st, result_ty(st)?.dtype, dims, axis);
     }
     match name {
         "stablehlo.custom_call" => super::special::shape_assertion(st, &vals),
@@ -316,7 +333,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
                 static_dims(st)?
             };
             let map = list_attr(st, "dims", out.len())?;
-            super::movement::broadcast(st, &vals[0], &map, out)
+            super::movement::broadcast(lx, st, &vals[0], &map, out)
         }
         "stablehlo.reshape" | "stablehlo.dynamic_reshape" => {
             let dynamic = name == "stablehlo.dynamic_reshape";
@@ -359,6 +376,10 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
             super::dot::dot_general(lx, st, &base, &vals)
         }
         "stablehlo.reduce" => super::special::reduce(lx, st, &base, &vals),
+        "stablehlo.dynamic_slice" => super::dynamic::dynamic_slice(lx, st, &base, &vals),
+        "stablehlo.dynamic_update_slice" => {
+            super::dynamic::dynamic_update_slice(lx, st, &base, &vals)
+        }
         "stablehlo.convolution" => super::conv::convolution(lx, st, &base, &vals),
         other => Err(at(
             &st.name_span,
@@ -384,17 +405,6 @@ fn evaluated(st: &Stmt, vals: &[Val]) -> Result<Option<Vec<Val>>, At> {
                 })
                 .ok_or_else(|| at(&st.span, "a constant needs a `dense<...>` literal"))?;
             folded(st, super::fold::dense(&text, ty.dtype, dims))
-        }
-        "stablehlo.iota" => {
-            let dims = static_dims(st)?;
-            let axis = int_attr(st, "dim", dims.len())?;
-            folded(st, Konst::iota(result_ty(st)?.dtype, dims, axis))
-        }
-        "stablehlo.dynamic_iota" => {
-            count(st, vals, 1)?;
-            let dims = result_dims(st, &shape_of(st, &vals[0])?)?;
-            let axis = int_attr(st, "dim", dims.len())?;
-            folded(st, Konst::iota(result_ty(st)?.dtype, dims, axis))
         }
         "stablehlo.get_dimension_size" => {
             count(st, vals, 1)?;

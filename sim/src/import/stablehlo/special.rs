@@ -218,7 +218,7 @@ pub(super) fn reduce(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result
             "a reduce over several operands is not supported (one operand, one init)",
         ));
     }
-    let body = match &st.region {
+    let body = match st.regions.first() {
         None => st
             .args
             .windows(2)
@@ -226,7 +226,7 @@ pub(super) fn reduce(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result
                 (Tok::Ident(a), Tok::Ident(op)) if a == "applies" => Some(op.clone()),
                 _ => None,
             }),
-        Some((params, ops)) => match ops.as_slice() {
+        Some(super::parse::Region { params, ops, .. }) => match ops.as_slice() {
             [one, ret] if ret.name.ends_with("return") => {
                 let uses: Vec<&String> = one
                     .args
@@ -285,7 +285,11 @@ pub(super) fn reduce(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result
     // `[1]`, which a rank-1 operand's reduction gives as it is and a higher rank's
     // after a Reshape.
     let whole = out.is_empty();
-    let kept: Vec<u64> = if whole { vec![1; dims.len()] } else { out.clone() };
+    let kept: Vec<u64> = if whole {
+        vec![1; dims.len()]
+    } else {
+        out.clone()
+    };
     let kernel = Kernel::ReduceAxes {
         op: kind,
         axes: ax,
