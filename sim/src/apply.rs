@@ -61,6 +61,16 @@ pub fn apply(
         OpKind::Load { tensor } => {
             eng.load(n(*tensor), need()?)?;
         }
+        OpKind::Gather {
+            table,
+            indices,
+            out,
+        } => {
+            eng.gather(n(*table), n(*indices), n(*out), need()?)?;
+            if let Some(r) = reference.as_deref_mut() {
+                r.gather(n(*table), n(*indices), n(*out));
+            }
+        }
         OpKind::Broadcast { tensor, out } => {
             let l = need()?;
             let out = out.map(n);

@@ -311,7 +311,13 @@ fn op_layout(
     at: impl Fn(SimError) -> RunError,
 ) -> Result<Option<TensorLayout>, RunError> {
     Ok(match (&po.kind, &rop.layout) {
-        (OpKind::Load { .. } | OpKind::Broadcast { .. } | OpKind::Relayout { .. }, _) => Some(
+        (
+            OpKind::Load { .. }
+            | OpKind::Gather { .. }
+            | OpKind::Broadcast { .. }
+            | OpKind::Relayout { .. },
+            _,
+        ) => Some(
             bound(rop)
                 .map_err(|e| RunError::at_op(rop.index, e))?
                 .clone(),

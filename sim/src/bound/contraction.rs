@@ -107,6 +107,7 @@ pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Reso
                 OpKind::Relayout { out: Some(_), .. }
                 | OpKind::Broadcast { out: Some(_), .. }
                 | OpKind::Reduce { .. }
+                | OpKind::Gather { .. }
                 | OpKind::Kernel { .. } => return false,
                 // No output.
                 OpKind::Store { .. } | OpKind::Free { .. } => {}

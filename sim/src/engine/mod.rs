@@ -42,11 +42,13 @@ mod conv;
 mod copy;
 mod dataplane;
 mod facts;
+mod gather;
 mod kernel;
 mod record;
 mod streams;
 mod transfers;
 
+pub use gather::row_of;
 pub use streams::StreamState;
 
 use alloc::{Alloc, Frees};

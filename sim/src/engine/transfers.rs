@@ -56,6 +56,17 @@ impl Engine {
 
     /// Load: DRAM (the tensor's XLA layout) → LM in `layout`.
     pub fn load(&mut self, name: &str, layout: TensorLayout) -> Result<OpReport, SimError> {
+        self.load_as("Load", name, layout, &[])
+    }
+
+    /// A Load reported as `op`, whose task also reads `reads` (what it waits for).
+    pub(super) fn load_as(
+        &mut self,
+        op: &str,
+        name: &str,
+        layout: TensorLayout,
+        reads: &[crate::ids::RegionId],
+    ) -> Result<OpReport, SimError> {
         let t = self.state(name)?;
         let Some(dram) = t.dram.as_ref() else {
             return err(format!(
@@ -121,16 +132,7 @@ impl Engine {
                 (c, walk)
             }
         };
-        let op = self.finish(
-            "Load",
-            name,
-            Some(&layout),
-            &runtime,
-            c,
-            &[],
-            &[region],
-            walk,
-        );
+        let op = self.finish(op, name, Some(&layout), &runtime, c, reads, &[region], walk);
         let t = self.tensors.get_mut(name).expect("checked");
         t.lm = Some(Resident {
             layout,

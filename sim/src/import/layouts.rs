@@ -19,7 +19,7 @@
 //! first names them to the one that last does, graph outputs to the end) need more
 //! than LM together, that share shrinks.
 
-use super::lower::{Decl, Step};
+use super::lower::{Action, Decl, Step};
 use mnsim_arch::Machine;
 use mnsim_arch::arith::gcd;
 use mnsim_kernels::{AxisSource, Kernel};
@@ -168,7 +168,17 @@ fn link_axes(decls: &[Decl], steps: &[Step], split_sums: bool) -> Axes {
         if ins.len() != s.inputs.len() {
             continue;
         }
-        match &s.kernel {
+        let k = match &s.action {
+            Action::Kernel(k) => k,
+            // The indices' axes lead the result's; the table's rows are read whole.
+            Action::Gather { .. } => {
+                for x in 0..decls[ins[0]].dims.len() {
+                    axes.join(ins[0], x, o, x);
+                }
+                continue;
+            }
+        };
+        match k {
             Kernel::Reshape { .. } => link_reshape(&mut axes, decls, ins[0], o),
             Kernel::Concat { axis, .. } => link_concat(&mut axes, decls, &ins, o, *axis),
             Kernel::Slice {

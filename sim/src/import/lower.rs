@@ -29,10 +29,20 @@ pub struct Decl {
     pub dim_names: Vec<Option<String>>,
 }
 
-/// One kernel op of the program.
+/// What a step does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// A kernel on the step's inputs.
+    Kernel(Kernel),
+    /// The rows of `table` (a graph input, in DRAM) at the indices that are the step's
+    /// one input (`scenario::Op::Gather`).
+    Gather { table: String },
+}
+
+/// One op of the program: a kernel, or a gather from DRAM.
 #[derive(Clone, Debug)]
 pub struct Step {
-    pub kernel: Kernel,
+    pub action: Action,
     /// An explicit conversion (`Cast`): a `Unary(Copy)` into another dtype.
     pub cast: bool,
     pub inputs: Vec<String>,
@@ -51,6 +61,17 @@ pub enum Strides {
     File,
     /// Row-major, whatever the file says.
     RowMajor,
+}
+
+impl Step {
+    /// Every tensor it names: its inputs, a gather's table, its output.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        let table = match &self.action {
+            Action::Gather { table } => Some(table),
+            Action::Kernel(_) => None,
+        };
+        self.inputs.iter().chain(table).chain([&self.out])
+    }
 }
 
 pub struct Lowered {
@@ -232,7 +253,7 @@ impl Cx<'_> {
         }
         let origin = self.origin.take();
         self.steps.push(Step {
-            kernel,
+            action: Action::Kernel(kernel),
             cast,
             inputs,
             out,

@@ -222,7 +222,7 @@ fn write(
     let used: BTreeSet<&str> = low
         .steps
         .iter()
-        .flat_map(|s| s.inputs.iter().map(String::as_str).chain([s.out.as_str()]))
+        .flat_map(|s| s.names().map(String::as_str))
         .collect();
     let outputs: Vec<&str> = low
         .outputs
@@ -414,15 +414,23 @@ fn program<'a>(
                 ops.push(load(n));
             }
         }
-        let name = if s.cast { "Cast" } else { s.kernel.name() };
-        ops.push(crate::program::pretty::kernel_op(
-            &s.kernel,
-            s.inputs.clone(),
-            s.out.clone(),
-            name,
-            Some(var(&s.out)),
-            None,
-        ));
+        ops.push(match &s.action {
+            lower::Action::Kernel(k) => crate::program::pretty::kernel_op(
+                k,
+                s.inputs.clone(),
+                s.out.clone(),
+                if s.cast { "Cast" } else { k.name() },
+                Some(var(&s.out)),
+                None,
+            ),
+            lower::Action::Gather { table } => Op::Gather {
+                table: table.clone(),
+                indices: s.inputs.first().cloned().unwrap_or_default(),
+                out: s.out.clone(),
+                layout: var(&s.out),
+                buffers: None,
+            },
+        });
         let mut freed: BTreeSet<&str> = BTreeSet::new();
         for n in s.inputs.iter().chain([&s.out]) {
             if last.get(n.as_str()) == Some(&i) && !outputs.contains(&n.as_str()) && freed.insert(n)

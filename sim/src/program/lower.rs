@@ -70,6 +70,16 @@ fn kind_of(p: &Program, rop: &ResolvedOp) -> Result<OpKind, LowerError> {
         Op::Load { tensor, .. } => OpKind::Load {
             tensor: id(tensor)?,
         },
+        Op::Gather {
+            table,
+            indices,
+            out,
+            ..
+        } => OpKind::Gather {
+            table: id(table)?,
+            indices: id(indices)?,
+            out: id(out)?,
+        },
         Op::Store { tensor } => OpKind::Store {
             tensor: id(tensor)?,
         },

@@ -61,6 +61,13 @@ pub struct ProgramOp {
 pub enum OpKind {
     /// DRAM → LM in the op's layout.
     Load { tensor: TensorId },
+    /// DRAM → LM of the rows of `table` that `indices` (in LM) name, into `out` in the
+    /// op's layout (`scenario::Op::Gather`).
+    Gather {
+        table: TensorId,
+        indices: TensorId,
+        out: TensorId,
+    },
     /// LM → DRAM.
     Store { tensor: TensorId },
     /// LM layout → another LM layout (into `out` if given, else in place).
@@ -113,11 +120,12 @@ impl Program {
             OpKind::Relayout { tensor, out }
             | OpKind::Broadcast { tensor, out }
             | OpKind::Reduce { tensor, out, .. } => Some(out.unwrap_or(*tensor)),
-            OpKind::Kernel { out, .. } => Some(*out),
+            OpKind::Kernel { out, .. } | OpKind::Gather { out, .. } => Some(*out),
         }
     }
 
-    /// The tensors the op reads: the moved tensor of a transfer, a kernel's inputs.
+    /// The tensors the op reads in LM: the moved tensor of a transfer, a kernel's
+    /// inputs, a Gather's indices (its table is read in DRAM).
     pub fn inputs(&self, op: OpId) -> Vec<TensorId> {
         match &self.ops[op].kind {
             OpKind::Load { tensor }
@@ -126,6 +134,7 @@ impl Program {
             | OpKind::Broadcast { tensor, .. }
             | OpKind::Reduce { tensor, .. }
             | OpKind::Free { tensor } => vec![*tensor],
+            OpKind::Gather { indices, .. } => vec![*indices],
             OpKind::Kernel { inputs, .. } => inputs.clone(),
         }
     }
@@ -140,7 +149,9 @@ impl Program {
             | OpKind::Broadcast { tensor, .. }
             | OpKind::Reduce { tensor, .. }
             | OpKind::Free { tensor } => format!("{} of `{}`", o.name, self.name(*tensor)),
-            OpKind::Kernel { out, .. } => format!("{} -> `{}`", o.name, self.name(*out)),
+            OpKind::Kernel { out, .. } | OpKind::Gather { out, .. } => {
+                format!("{} -> `{}`", o.name, self.name(*out))
+            }
         }
     }
 }

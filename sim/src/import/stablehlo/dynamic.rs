@@ -94,6 +94,18 @@ pub(super) fn dynamic_slice(
     };
     let starts = starts(st, &vals[1..], &dims, &sizes)?;
     let out = result_dims(st, &sizes)?;
+    // A row of a tensor in DRAM (a stacked weight, a position table): gathered.
+    if let Val::T(t) = x
+        && lx.in_dram(t)
+        && sizes[0] == 1
+        && (1..dims.len()).all(|a| sizes[a] == dims[a])
+    {
+        let rows = match &starts[0] {
+            Start::Known(s) => Rows::Known(*s, 1),
+            Start::Runtime(v) => Rows::Runtime(v.clone()),
+        };
+        return dram_rows(lx, st, base, t, rows, &out);
+    }
     let known: Option<Vec<u64>> = starts
         .iter()
         .map(|s| match s {
@@ -124,6 +136,46 @@ pub(super) fn dynamic_slice(
             Ok(vec![Val::T(o)])
         }
     }
+}
+
+/// Which rows of a DRAM tensor a slice takes: `n` from a known start, or one at an
+/// index computed at run time.
+pub(super) enum Rows {
+    Known(u64, u64),
+    Runtime(Val),
+}
+
+/// Rows of `t`, a tensor in DRAM, as a Gather (only the rows move), giving a result
+/// of `out` (the rows' shape, as the slice has it).
+pub(super) fn dram_rows(
+    lx: &mut Lx,
+    st: &Stmt,
+    base: &str,
+    t: &Tens,
+    rows: Rows,
+    out: &[u64],
+) -> Result<Vec<Val>, At> {
+    let idx = match rows {
+        Rows::Known(s, n) => {
+            let k = Konst::iota(DType::S32, vec![n], 0)
+                .and_then(|k| Konst::compute(&[&k], DType::S32, |x| x[0] + s as f64))
+                .map_err(|e| at(&st.span, e))?;
+            super::emit::emit_const(lx, &st.span, &k)?
+        }
+        Rows::Runtime(v) => tensor_of(lx, &st.span, &v, "the row index")?,
+    };
+    let dims: Vec<u64> = (idx.declared_dims().iter())
+        .chain(t.dims.iter().skip(1))
+        .copied()
+        .collect();
+    let o = lx.declare(base, t.dtype, &dims);
+    lx.gather(&st.span, t, &idx, &o)?;
+    let o = if o.dims == out {
+        o
+    } else {
+        super::emit::reshaped(lx, &st.span, &o, out)?
+    };
+    Ok(vec![Val::T(o)])
 }
 
 /// The axes a slice (or update) `sizes` long does not take whole, and a scalar tensor
@@ -195,5 +247,190 @@ pub(super) fn dynamic_update_slice(
     let mut ins = vec![&u, &x];
     ins.extend(idx.iter());
     lx.step(&st.span, Kernel::DynamicUpdateSlice { dynamic }, &ins, &o)?;
+    Ok(vec![Val::T(o)])
+}
+
+/// A `gather`'s dimension numbers and slice sizes.
+struct GatherDims {
+    offset_dims: Vec<i128>,
+    collapsed_slice_dims: Vec<i128>,
+    start_index_map: Vec<i128>,
+    operand_batching_dims: Vec<i128>,
+    index_vector_dim: i128,
+    slice_sizes: Vec<i128>,
+}
+
+/// The `key = [..]` lists and `key = N` integers of `#stablehlo.gather<...>`'s text.
+fn gather_dims(st: &Stmt) -> Result<GatherDims, At> {
+    use super::lex::Tok;
+    let toks = st.props.iter().chain(&st.args);
+    let text = toks
+        .clone()
+        .find_map(|t| match &t.tok {
+            Tok::Hash(h) if h.starts_with("stablehlo.gather<") => Some(h.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            at(
+                &st.span,
+                "`gather` needs `dimension_numbers = #stablehlo.gather<...>`",
+            )
+        })?;
+    let inner = &text["stablehlo.gather<".len()..text.len().saturating_sub(1)];
+    let mut lists: std::collections::BTreeMap<String, Vec<i128>> = Default::default();
+    let mut rest = inner;
+    while let Some(eq) = rest.find('=') {
+        let key = rest[..eq].trim().trim_start_matches(',').trim().to_string();
+        let after = rest[eq + 1..].trim_start();
+        let (value, next) = if let Some(body) = after.strip_prefix('[') {
+            let close = body.find(']').unwrap_or(body.len());
+            (&body[..close], body.get(close + 1..).unwrap_or(""))
+        } else {
+            let end = after.find(',').unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        };
+        let nums: Option<Vec<i128>> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().ok())
+            .collect();
+        let nums = nums.ok_or_else(|| {
+            at(
+                &st.span,
+                format!("`gather`: `{key} = {value}` is not a list of integers"),
+            )
+        })?;
+        lists.insert(key, nums);
+        rest = next;
+    }
+    let sizes: Vec<i128> = {
+        let all: Vec<&super::lex::Token> = toks.collect();
+        let at_key = all
+            .iter()
+            .position(|t| t.tok == Tok::Ident("slice_sizes".into()))
+            .ok_or_else(|| at(&st.span, "`gather` needs `slice_sizes = array<i64: ...>`"))?;
+        all[at_key + 1..]
+            .iter()
+            .skip_while(|t| t.tok != Tok::Punct(':'))
+            .skip(1)
+            .take_while(|t| t.tok != Tok::Punct('>'))
+            .filter_map(|t| match t.tok {
+                Tok::Int(v) => Some(v),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut take = |k: &str| lists.remove(k).unwrap_or_default();
+    let ivd = take("index_vector_dim");
+    Ok(GatherDims {
+        offset_dims: take("offset_dims"),
+        collapsed_slice_dims: take("collapsed_slice_dims"),
+        start_index_map: take("start_index_map"),
+        operand_batching_dims: take("operand_batching_dims"),
+        index_vector_dim: ivd.first().copied().unwrap_or(-1),
+        slice_sizes: sizes,
+    })
+}
+
+/// `gather` as an embedding lookup: whole rows of the operand's first axis at indices
+/// (one index per position, `index_vector_dim` the last axis, of size 1, or past the
+/// last), the rows' other axes trailing the result. The operand is in DRAM (an argument
+/// or a constant): a Gather op. Other dimension numbers are errors naming them.
+pub(super) fn gather(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
+    if vals.len() != 2 {
+        return Err(at(&st.span, "`gather` takes an operand and its indices"));
+    }
+    let (x, ix) = (&vals[0], &vals[1]);
+    let (xd, id) = (x.dims(), ix.dims());
+    let g = gather_dims(st)?;
+    let q = id.len() as i128;
+    let bad = |what: String| {
+        at(
+            &st.span,
+            format!(
+                "`gather`: {what}; mnsim reads an embedding lookup (whole rows of the operand's first axis: start_index_map = [0], collapsed_slice_dims = [0], slice_sizes = [1, ...the other axes], offset_dims trailing, one index per position)"
+            ),
+        )
+    };
+    if xd.is_empty() {
+        return Err(bad("the operand is a scalar".into()));
+    }
+    if g.start_index_map != [0]
+        || g.collapsed_slice_dims != [0]
+        || !g.operand_batching_dims.is_empty()
+    {
+        return Err(bad(format!(
+            "start_index_map {:?}, collapsed_slice_dims {:?}, operand_batching_dims {:?}",
+            g.start_index_map, g.collapsed_slice_dims, g.operand_batching_dims
+        )));
+    }
+    let whole: Vec<i128> = std::iter::once(1)
+        .chain(xd[1..].iter().map(|&d| d as i128))
+        .collect();
+    if g.slice_sizes != whole {
+        return Err(bad(format!(
+            "slice_sizes {:?} are not whole rows {whole:?}",
+            g.slice_sizes
+        )));
+    }
+    let batch: Vec<u64> = match g.index_vector_dim {
+        v if v == q => id.clone(),
+        v if v >= 0 && v == q - 1 && id[v as usize] == 1 => id[..id.len() - 1].to_vec(),
+        v => {
+            return Err(bad(format!(
+                "index_vector_dim {v} is not the last axis of the indices {id:?} (of size 1)"
+            )));
+        }
+    };
+    let nb = batch.len() as i128;
+    let trailing: Vec<i128> = (nb..nb + xd.len() as i128 - 1).collect();
+    if g.offset_dims != trailing {
+        return Err(bad(format!(
+            "offset_dims {:?} are not the trailing axes {trailing:?}",
+            g.offset_dims
+        )));
+    }
+    if ix.dtype().is_float() || ix.dtype() == DType::Pred {
+        return Err(at(
+            &st.span,
+            format!("`gather`: the indices are {}, not integers", ix.dtype()),
+        ));
+    }
+    let out: Vec<u64> = batch.iter().chain(&xd[1..]).copied().collect();
+    let out = result_dims(st, &out)?;
+    let table = match x {
+        Val::C(k) => super::emit::emit_const(lx, &st.span, k)?,
+        Val::T(t) if lx.in_dram(t) => t.clone(),
+        _ => {
+            return Err(at(
+                &st.span,
+                "`gather` from a tensor the program computes is not supported: mnsim gathers rows of a tensor in DRAM (an argument or a constant)",
+            ));
+        }
+    };
+    // The indices without their index axis: a broadcast that only added it is its
+    // source.
+    let idx = match ix {
+        Val::B { src, map, .. }
+            if map.is_sorted()
+                && src.dims.iter().product::<u64>() == batch.iter().product::<u64>() =>
+        {
+            src.clone()
+        }
+        _ => tensor_of(lx, &st.span, ix, "the indices")?,
+    };
+    let idx = super::emit::reshaped(lx, &st.span, &idx, &batch)?;
+    let dims: Vec<u64> = (idx.declared_dims().iter())
+        .chain(table.dims.iter().skip(1))
+        .copied()
+        .collect();
+    let o = lx.declare(base, table.dtype, &dims);
+    lx.gather(&st.span, &table, &idx, &o)?;
+    let o = if o.dims == out {
+        o
+    } else {
+        super::emit::reshaped(lx, &st.span, &o, &out)?
+    };
     Ok(vec![Val::T(o)])
 }

@@ -182,6 +182,55 @@ impl<'a> Lx<'a> {
         self.push(span, kernel, false, inputs, out)
     }
 
+    /// Appends a Gather of the rows of `table` (a DRAM tensor: an argument or a
+    /// constant) at `indices` into `out`, after checking its shape.
+    pub(super) fn gather(
+        &mut self,
+        span: &Range<usize>,
+        table: &Tens,
+        indices: &Tens,
+        out: &Tens,
+    ) -> Result<(), At> {
+        let want: Vec<u64> = (indices.declared_dims().iter())
+            .chain(table.declared_dims().iter().skip(1))
+            .copied()
+            .collect();
+        if out.declared_dims() != want || out.dtype != table.dtype {
+            return Err(at(
+                span,
+                format!(
+                    "the result is {}{:?}, but the rows of `{}` at indices {:?} are {}{want:?}",
+                    out.dtype,
+                    out.declared_dims(),
+                    table.name,
+                    indices.declared_dims(),
+                    table.dtype
+                ),
+            ));
+        }
+        let origin = self.origin.take();
+        self.steps.push(Step {
+            action: crate::import::lower::Action::Gather {
+                table: table.name.clone(),
+            },
+            cast: false,
+            inputs: vec![indices.name.clone()],
+            out: out.name.clone(),
+            origin,
+            place: crate::scenario::Place {
+                layer: self.layer,
+                part: None,
+            },
+        });
+        Ok(())
+    }
+
+    /// Whether `t` is in DRAM before the program runs: an argument of `@main` or a
+    /// constant emitted as a tensor.
+    pub(super) fn in_dram(&self, t: &Tens) -> bool {
+        self.inputs.contains(&t.name)
+    }
+
     /// Appends a `Cast` of `input` into `out` (of another dtype).
     pub(super) fn cast(&mut self, span: &Range<usize>, input: &Tens, out: &Tens) -> Result<(), At> {
         self.push(span, Kernel::Unary(UnaryOp::Copy), true, &[input], out)
@@ -208,7 +257,7 @@ impl<'a> Lx<'a> {
         }
         let origin = self.origin.take();
         self.steps.push(Step {
-            kernel,
+            action: crate::import::lower::Action::Kernel(kernel),
             cast,
             inputs: inputs.iter().map(|t| t.name.clone()).collect(),
             out: out.name.clone(),

@@ -15,7 +15,8 @@ pub const OPS: &str = "add, subtract, multiply, divide, maximum, minimum, power,
 negate, tanh, logistic, abs, round_nearest_even, chlo.square, chlo.erf, chlo.erfc, compare, select, and, or, not, \
 dot_general, convolution, reduce (add, max, min, mul bodies), broadcast_in_dim, iota, convert, reshape, transpose, \
 slice, concatenate, pad, constant, get_dimension_size, dynamic_broadcast_in_dim, dynamic_reshape, \
-dynamic_iota, real_dynamic_slice, custom_call @shape_assertion, call, return";
+dynamic_iota, real_dynamic_slice, dynamic_slice, dynamic_update_slice, gather (an embedding lookup), \
+while (a static trip count), custom_call @shape_assertion, call, return";
 
 pub(super) fn short(name: &str) -> &str {
     name.strip_prefix("stablehlo.").unwrap_or(name)
@@ -377,6 +378,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &mut BTreeMap<String, Val>) -> Res
         }
         "stablehlo.reduce" => super::special::reduce(lx, st, &base, &vals),
         "stablehlo.dynamic_slice" => super::dynamic::dynamic_slice(lx, st, &base, &vals),
+        "stablehlo.gather" => super::dynamic::gather(lx, st, &base, &vals),
         "stablehlo.dynamic_update_slice" => {
             super::dynamic::dynamic_update_slice(lx, st, &base, &vals)
         }

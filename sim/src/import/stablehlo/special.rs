@@ -205,6 +205,16 @@ pub(super) fn slice(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<
     let out = result_dims(st, &out)?;
     match x {
         Val::C(k) => folded(st, k.slice(&start, &stride, out)),
+        // Rows of a tensor in DRAM (a layer's slice of a stacked cache): gathered.
+        Val::T(t)
+            if lx.in_dram(t)
+                && out.first().is_some_and(|&n| n < dims[0])
+                && stride.iter().all(|&k| k == 1)
+                && (1..dims.len()).all(|a| out[a] == dims[a]) =>
+        {
+            let rows = super::dynamic::Rows::Known(start[0], out[0]);
+            super::dynamic::dram_rows(lx, st, base, t, rows, &out)
+        }
         _ => super::movement::slice(lx, st, base, x, (&start, &limit, &stride), &out),
     }
 }

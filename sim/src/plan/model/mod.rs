@@ -347,7 +347,7 @@ impl Model {
             OpClass::Load => (Effect::Load, vec![], Some(only(m)?)),
             OpClass::Store => (Effect::Store, vec![only(m)?], None),
             OpClass::Free => (Effect::Free, vec![], Some(only(m)?)),
-            OpClass::Move | OpClass::Kernel => {
+            OpClass::Move | OpClass::Gather | OpClass::Kernel => {
                 let reads = op
                     .inputs()
                     .iter()

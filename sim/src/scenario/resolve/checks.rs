@@ -103,6 +103,7 @@ fn input_field(op: &Op, k: usize) -> &'static str {
         | Op::Elu { .. }
         | Op::Reshape { .. }
         | Op::Cast { .. } => "input",
+        Op::Gather { .. } => "indices",
         Op::Concat { .. }
         | Op::Kernel { .. }
         | Op::Load { .. }

@@ -20,7 +20,7 @@ pub use machine_of::machine;
 pub use resolved::{LayoutRef, Resolved, ResolvedOp, ResolvedTensor};
 
 use super::spans;
-use super::{Scenario, Source, closest};
+use super::{Init, Scenario, Source, closest};
 use ctx::Ctx;
 use machine_of::load_machine;
 use miette::{Report, miette};
@@ -167,7 +167,21 @@ fn resolve_tensors(
         }
         tensors.insert(name.clone(), t);
     }
-    for k in bind.keys() {
+    for (k, v) in bind {
+        // An integer input named instead of a dimension: its value (a run-time index,
+        // a position), every element of it.
+        if !dim_names.contains(k)
+            && let Some(t) = tensors.get_mut(k)
+            && t.dtype.is_int()
+            && t.init.is_some()
+        {
+            let value = *v as f64;
+            if let Some(why) = t.dtype.check_value(value) {
+                return Err(miette!("error: bind {k}={v}: {why}"));
+            }
+            t.init = Some(Init::Fill { value });
+            continue;
+        }
         if !dim_names.contains(k) {
             if from_cli(k) {
                 return Err(unknown_bind(k, &dim_names));
