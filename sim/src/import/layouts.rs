@@ -429,14 +429,20 @@ fn peak_live(decls: &[Decl], steps: &[Step], outputs: &[String], words: &[u64]) 
             e.1 = end;
         }
     }
-    (0..steps.len())
-        .map(|i| {
-            span.iter()
-                .filter(|(_, (a, b))| *a <= i && i <= *b)
-                .fold(0u64, |acc, (t, _)| acc.saturating_add(words[*t]))
-        })
-        .max()
-        .unwrap_or(0)
+    // Words live at each step: each tensor's words added where its span starts and
+    // taken away after it ends, summed along the steps.
+    let mut delta = vec![0i128; steps.len() + 1];
+    for (t, (a, b)) in &span {
+        delta[*a] += i128::from(words[*t]);
+        delta[*b + 1] -= i128::from(words[*t]);
+    }
+    let mut live = 0i128;
+    let mut peak = 0i128;
+    for d in &delta[..steps.len()] {
+        live += d;
+        peak = peak.max(live);
+    }
+    u64::try_from(peak).unwrap_or(u64::MAX)
 }
 
 fn layout_for(

@@ -46,18 +46,25 @@ pub(super) fn while_loop(
     for trip in 0.. {
         let go = scoped(lx, env, &names, &vals, cond, |ret, vals| {
             match vals.as_slice() {
-                [Val::C(k)] if k.dims.is_empty() && k.is_splat() => Ok(k.data[0] != 0.0),
-                [v] if v.dims().is_empty() => Err(at(
-                    &ret.span,
-                    "the trip count of this `while` is not static: its condition depends on computed tensors \
-                     (mnsim unrolls loops whose condition is known at import, a counter against a bound)",
-                )),
+                [Val::C(k)] if k.dims.is_empty() && k.is_splat() => Ok(Some(k.data[0] != 0.0)),
+                [v] if v.dims().is_empty() && v.dtype() == mnsim_arch::DType::Pred => Ok(None),
                 _ => Err(at(
                     &ret.span,
                     "the `cond` region must return one `i1` scalar",
                 )),
             }
         })?;
+        let Some(go) = go else {
+            return Err(at(
+                &st.name_span,
+                format!(
+                    "the trip count of this `while` is not static: its condition (line {}) depends on \
+                     tensors computed when the program runs; mnsim unrolls a loop whose condition is \
+                     known at import (a counter against a bound)",
+                    lx.line(cond.span.start)
+                ),
+            ));
+        };
         if !go {
             break;
         }
