@@ -13,7 +13,7 @@ mod common;
 
 use common::shlo::{Ran, close, col, import_text, run_inline, run_inline_with};
 use mnsim_sim::scenario::{self, Mode, Part, Source};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn none() -> BTreeMap<String, u64> {
     BTreeMap::new()
@@ -527,4 +527,97 @@ fn the_models_use_what_they_were_written_with() {
     assert_eq!(imp.text.matches("Gather(table: \"arg5\"").count(), 4);
     let _ = Part::ALL;
     let _ = col;
+}
+
+/// The place of every op of an imported program, by position.
+fn places(imp: &mnsim_sim::import::Imported) -> Vec<scenario::Place> {
+    scenario::places_of(&imp.scenario.places, imp.scenario.program.len()).unwrap()
+}
+
+/// The parts of the ops whose printed text contains `what`.
+fn parts_of(imp: &mnsim_sim::import::Imported, what: &str) -> BTreeSet<Option<Part>> {
+    let p = places(imp);
+    (imp.scenario.program.iter().enumerate())
+        .filter(|(_, op)| mnsim_sim::program::pretty::op_text(op).contains(what))
+        .map(|(i, _)| p[i].part)
+        .collect()
+}
+
+#[test]
+fn the_models_layers_and_parts_are_told() {
+    for (name, layers) in [
+        ("gpt2_small_prefill_s128_f32", 12),
+        ("gpt2_small_decode_kv1024_f32", 12),
+        ("llama_4layer_scan_s256_bf16", 4),
+    ] {
+        let (path, text) = model(name);
+        let imp = import_text(&path, &text, &none()).unwrap();
+        let p = places(&imp);
+        // Every layer holds, in order, a norm, attention, a norm and an MLP.
+        for l in 0..layers {
+            let mut seq: Vec<Part> = Vec::new();
+            for q in p.iter().filter(|q| q.layer == Some(l)) {
+                if let Some(part) = q.part
+                    && seq.last() != Some(&part)
+                {
+                    seq.push(part);
+                }
+            }
+            // A scan gathers its layer's weights first (each in the part that reads
+            // it); the layer's computation follows.
+            let tail = &seq[seq.len().saturating_sub(4)..];
+            assert_eq!(
+                tail,
+                [Part::Norm, Part::Attention, Part::Norm, Part::Mlp],
+                "{name} layer {l}: {seq:?}"
+            );
+        }
+        assert!(
+            !p.iter().any(|q| q.layer == Some(layers)),
+            "{name}: {layers} layers"
+        );
+        // The softmax's exp is attention's, the activation the MLP's, the norms' rsqrt
+        // the norms'.
+        // (LLaMA's SiLU takes an exp too, in its MLP.)
+        let exp: BTreeSet<Option<Part>> = if name.starts_with("llama") {
+            [Some(Part::Attention), Some(Part::Mlp)].into()
+        } else {
+            [Some(Part::Attention)].into()
+        };
+        assert_eq!(parts_of(&imp, "Unary(op: Exp"), exp, "{name}");
+        assert_eq!(
+            parts_of(&imp, "Unary(op: Rsqrt"),
+            [Some(Part::Norm)].into(),
+            "{name}"
+        );
+        if name.starts_with("gpt2") {
+            assert_eq!(
+                parts_of(&imp, "Unary(op: Tanh"),
+                [Some(Part::Mlp)].into(),
+                "{name}"
+            );
+            // The token lookup is the embedding's; the last product (the tied LM head)
+            // the head's.
+            assert_eq!(
+                parts_of(&imp, "Gather(table: \"arg1\"")
+                    .union(&parts_of(&imp, "Gather(table: \"arg2\""))
+                    .copied()
+                    .collect::<BTreeSet<_>>(),
+                [Some(Part::Embedding)].into(),
+                "{name}"
+            );
+            let last_mm = (imp.scenario.program.iter())
+                .rposition(|op| mnsim_sim::program::pretty::op_text(op).contains("MatMul("))
+                .unwrap();
+            assert_eq!(p[last_mm].part, Some(Part::Head), "{name}");
+        } else {
+            assert_eq!(parts_of(&imp, "Expand("), [Some(Part::Attention)].into());
+        }
+        if name.contains("decode") {
+            assert_eq!(
+                parts_of(&imp, "DynamicUpdateSlice"),
+                [Some(Part::Attention)].into()
+            );
+        }
+    }
 }

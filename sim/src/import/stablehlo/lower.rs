@@ -700,6 +700,7 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
     }
     let results = lx.body(main, &mut env)?;
     let outputs = outputs(&mut lx, main, &results)?;
+    super::parts::place(&mut lx.steps, &lx.decls);
     Ok(Out {
         low: Lowered {
             decls: lx.decls,

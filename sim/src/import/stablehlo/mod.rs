@@ -17,6 +17,7 @@ pub mod lower;
 pub mod movement;
 pub mod ops;
 pub mod parse;
+pub mod parts;
 pub mod special;
 pub mod types;
 
