@@ -260,7 +260,7 @@ fn computing_ops_per_layer(imp: &mnsim_sim::import::Imported, n: u32) -> Vec<usi
         text: imp.text.clone(),
     };
     let res = scenario::resolve(&imp.scenario, &src, Some("default"), &[], &none()).unwrap();
-    let p = mnsim_sim::program::lower(&res).unwrap();
+    let p = &res.program;
     (0..n)
         .map(|l| {
             (p.ops.values())
@@ -560,7 +560,7 @@ fn places(imp: &mnsim_sim::import::Imported) -> Vec<scenario::Place> {
 fn parts_of(imp: &mnsim_sim::import::Imported, what: &str) -> BTreeSet<Option<Part>> {
     let p = places(imp);
     (imp.scenario.program.iter().enumerate())
-        .filter(|(_, op)| mnsim_sim::program::pretty::op_text(op).contains(what))
+        .filter(|(_, op)| mnsim_sim::scenario::pretty::op_text(op).contains(what))
         .map(|(i, _)| p[i].part)
         .collect()
 }
@@ -629,7 +629,7 @@ fn the_models_layers_and_parts_are_told() {
                 "{name}"
             );
             let last_mm = (imp.scenario.program.iter())
-                .rposition(|op| mnsim_sim::program::pretty::op_text(op).contains("MatMul("))
+                .rposition(|op| mnsim_sim::scenario::pretty::op_text(op).contains("MatMul("))
                 .unwrap();
             assert_eq!(p[last_mm].part, Some(Part::Head), "{name}");
         } else {

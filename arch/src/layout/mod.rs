@@ -15,6 +15,9 @@ mod parse;
 #[cfg(test)]
 mod tests;
 mod text;
+mod view;
+#[cfg(test)]
+mod view_tests;
 
 pub use map::{AxisTables, LevelStat, Run, RunStep, Shard};
 pub use nest::{Cell, Loop, Nest};

@@ -382,7 +382,7 @@ fn idle_positions_and_padding_are_counted() {
 // ---- Properties on random layouts ------------------------------------------------
 
 /// A random layout over a random tree: (machine, text, shape).
-fn arb_layout() -> impl Strategy<Value = (Machine, String, Vec<u64>)> {
+pub(crate) fn arb_layout() -> impl Strategy<Value = (Machine, String, Vec<u64>)> {
     // Machine: 1-3 addressable levels with fanouts 2..=8, an unaddressable one sometimes.
     let mach = (
         prop::collection::vec(2u64..=8, 1..=3),
@@ -504,7 +504,7 @@ fn arb_layout() -> impl Strategy<Value = (Machine, String, Vec<u64>)> {
     )
 }
 
-fn all_indices(shape: &[u64]) -> Vec<Vec<u64>> {
+pub(crate) fn all_indices(shape: &[u64]) -> Vec<Vec<u64>> {
     let mut out = vec![vec![]];
     for &n in shape {
         out = out

@@ -7,7 +7,8 @@
 //! the table's first axis.
 
 use super::dataplane::DramAddr;
-use super::{DramTensor, Engine, SimError, err};
+use super::{DramTensor, Engine, ErrorKind, Partial, SimError};
+use crate::program::TensorId;
 use mnsim_arch::{TensorLayout, XlaLayout};
 use mnsim_reports::OpReport;
 
@@ -20,59 +21,59 @@ impl Engine {
     /// Gather: `out[i.., r..] = table[indices[i..], r..]` into LM in `layout`.
     pub fn gather(
         &mut self,
-        table: &str,
-        indices: &str,
-        out: &str,
+        table: TensorId,
+        indices: TensorId,
+        out: TensorId,
         layout: TensorLayout,
     ) -> Result<OpReport, SimError> {
         let tab = self.state(table)?;
         if tab.dram.is_none() {
-            return err(format!(
-                "Gather: table `{table}` is not in DRAM: give it an `init` or Store it first"
-            ));
+            return Err(ErrorKind::NotInDram(tab.name.clone()).into());
         }
         let (tdtype, trt) = (tab.dtype, tab.runtime.clone());
         let idx = self.resident(indices)?.clone();
         if let Some(&p) = idx.partial.first() {
-            return err(format!(
-                "Gather: indices `{indices}` hold partial results over {}: Reduce them first",
-                idx.layout.levels()[p].name
-            ));
+            return Err(self.partial(Partial::KernelInput, indices, &idx.layout, p));
         }
         let it = self.state(indices)?;
-        let (idtype, irt) = (it.dtype, it.runtime.clone());
-        if idtype.is_float() || idtype == mnsim_arch::DType::Pred {
-            return err(format!(
-                "Gather: indices `{indices}` are {idtype}, not integers"
-            ));
+        if it.dtype.is_float() || it.dtype == mnsim_arch::DType::Pred {
+            return Err(ErrorKind::GatherIndices {
+                tensor: it.name.clone(),
+                dtype: it.dtype,
+            }
+            .into());
         }
+        let irt = it.runtime.clone();
         let o = self.state(out)?;
-        let (odtype, ort) = (o.dtype, o.runtime.clone());
         let want: Vec<u64> = irt.iter().chain(trt.iter().skip(1)).copied().collect();
-        if odtype != tdtype || ort != want || trt.is_empty() {
-            return err(format!(
-                "Gather: `{out}` ({odtype} {ort:?}) cannot hold rows of `{table}` ({tdtype} {trt:?}) at indices {irt:?}: it must be {tdtype} {want:?}"
-            ));
+        if o.dtype != tdtype || o.runtime != want || trt.is_empty() {
+            return Err(ErrorKind::GatherShape {
+                out: o.name.clone(),
+                out_dtype: o.dtype,
+                out_dims: o.runtime.clone(),
+                table: self.name(table).to_string(),
+                dtype: tdtype,
+                dims: trt,
+                indices: irt,
+                want,
+            }
+            .into());
         }
+        let rank = o.runtime.len();
         let data = match self.functional() {
             None => Vec::new(),
             Some(f) => {
-                let values = self.lm_values(f, indices, &idx)?;
+                let values = self.lm_values(f, indices, &idx);
                 self.rows(table, &values)?
             }
         };
-        let rank = ort.len();
-        if let Some(t) = self.tensors.get_mut(out) {
-            t.dram = Some(DramTensor {
-                layout: XlaLayout::default_for(rank),
-                data,
-            });
-        }
+        self.tensors[out].dram = Some(DramTensor {
+            layout: XlaLayout::default_for(rank),
+            data,
+        });
         let r = self.load_as("Gather", out, layout, &[idx.region]);
         // The image was the rows, not a copy of `out` of its own: nothing stays in DRAM.
-        if let Some(t) = self.tensors.get_mut(out) {
-            t.dram = None;
-        }
+        self.tensors[out].dram = None;
         r
     }
 
@@ -81,33 +82,31 @@ impl Engine {
     fn lm_values(
         &mut self,
         f: super::dataplane::Functional,
-        name: &str,
+        t: TensorId,
         r: &super::Resident,
-    ) -> Result<Vec<f64>, SimError> {
-        let rank = self.state(name)?.runtime.len();
-        let kept = self.tensors.get_mut(name).and_then(|t| t.dram.take());
-        let xla = XlaLayout::default_for(rank);
-        self.move_store(f, name, r, &xla);
-        let t = self.tensors.get_mut(name).expect("checked");
-        let bytes = t.dram.take().map(|d| d.data).unwrap_or_default();
-        t.dram = kept;
-        let eb = t.dtype.bytes() as usize;
-        Ok(bytes
+    ) -> Vec<f64> {
+        let rank = self.tensors[t].runtime.len();
+        let kept = self.tensors[t].dram.take();
+        self.move_store(f, t, r, &XlaLayout::default_for(rank));
+        let s = &mut self.tensors[t];
+        let bytes = s.dram.take().map(|d| d.data).unwrap_or_default();
+        s.dram = kept;
+        let eb = s.dtype.bytes() as usize;
+        bytes
             .chunks_exact(eb)
-            .map(|c| mnsim_kernels::elem::read(t.dtype, c))
-            .collect())
+            .map(|c| mnsim_kernels::elem::read(s.dtype, c))
+            .collect()
     }
 
     /// The rows of `table` that `values` name (each clamped), row-major.
-    fn rows(&self, table: &str, values: &[f64]) -> Result<Vec<u8>, SimError> {
+    fn rows(&self, table: TensorId, values: &[f64]) -> Result<Vec<u8>, SimError> {
         let t = self.state(table)?;
-        let Some(d) = t.dram.as_ref() else {
-            return err(format!("Gather: table `{table}` has no data in DRAM"));
+        let Some(d) = t.dram.as_ref().filter(|d| !d.data.is_empty()) else {
+            return Err(ErrorKind::NoDramData(t.name.clone()).into());
         };
         let eb = t.dtype.bytes() as usize;
         let rows = t.runtime[0];
-        let inner = &t.runtime[1..];
-        let row: u64 = inner.iter().product();
+        let row: u64 = t.runtime[1..].iter().product();
         let addr = DramAddr::new(&d.layout, &t.runtime);
         let mut out = Vec::with_capacity(values.len() * row as usize * eb);
         let mut idx = vec![0u64; t.runtime.len()];

@@ -5,6 +5,7 @@ use super::Engine;
 use crate::ids::RegionId;
 use crate::lowering::{self, walk::WalkPlan};
 use crate::net::{self, Dir};
+use crate::program::TensorId;
 use crate::world::{PortStats, Ready, WorldBusy};
 use hdrhistogram::Histogram;
 use mnsim_arch::TensorLayout;
@@ -52,7 +53,7 @@ impl Engine {
     pub(super) fn finish(
         &mut self,
         op: &str,
-        tensor: &str,
+        tensor: TensorId,
         layout: Option<&TensorLayout>,
         runtime: &[u64],
         c: net::Cost,
@@ -92,7 +93,7 @@ impl Engine {
             index: self.ops.len(),
             inserted_after: None,
             op: op.to_string(),
-            tensor: tensor.to_string(),
+            tensor: self.name(tensor).to_string(),
             layout: shown.layout,
             start,
             end,
@@ -112,7 +113,11 @@ impl Engine {
             energy_j: 0.0,
         };
         self.ops.push(r.clone());
-        self.records.push((c.stages, c.bottleneck));
+        self.records.push(super::Record {
+            stages: c.stages,
+            bottleneck: c.bottleneck,
+            tensor,
+        });
         r
     }
 

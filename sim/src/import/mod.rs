@@ -111,7 +111,7 @@ pub fn import(src: &Source, opts: &Options) -> Result<Imported, Report> {
     let (machine, machine_ref) = machine_of(&opts.machine)?;
     // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
     for d in &low.decls {
-        if let Err(e) = crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims) {
+        if let Err(e) = crate::program::check_dram(&machine, &d.name, d.dtype, &d.dims) {
             let span = d
                 .graph_id
                 .and_then(|id| g.tensors.get(&id))
@@ -160,7 +160,7 @@ pub fn import_mlir(
     // A tensor DRAM cannot hold is refused before any layout is looked for over its
     // axes, at the parameter or op it comes from.
     for d in &out.low.decls {
-        crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims).map_err(|e| {
+        crate::program::check_dram(&machine, &d.name, d.dtype, &d.dims).map_err(|e| {
             scenario::located(src, out.spans.get(&d.name).cloned(), &e.to_string(), "here")
         })?;
     }
@@ -415,7 +415,7 @@ fn program<'a>(
             }
         }
         ops.push(match &s.action {
-            lower::Action::Kernel(k) => crate::program::pretty::kernel_op(
+            lower::Action::Kernel(k) => crate::scenario::pretty::kernel_op(
                 k,
                 s.inputs.clone(),
                 s.out.clone(),

@@ -7,7 +7,8 @@ use super::{
     HandPlan, InsertedOp, JOINT_WIDTH, PlanOptions, Planned, apply, candidates, hand_plan_names,
     search,
 };
-use crate::scenario::{self, LayoutRef, PlanValue, Resolved, Scenario, Source};
+use crate::program::{EntityRef as _, LayoutRef};
+use crate::scenario::{self, PlanValue, Resolved, Scenario, Source};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,8 @@ pub(super) fn hand_plans(
             let mut pick = Vec::new();
             for vi in 0..model.vars.len() {
                 let op = model.vars[vi].ops[0];
-                match hres.ops.get(op).and_then(|o| o.layout.as_ref()) {
+                let op = crate::program::OpId::new(op);
+                match hres.program.ops.get(op).and_then(|o| o.layout.as_ref()) {
                     Some(LayoutRef::Bound(l)) => pick.push(model.seed(vi, l)),
                     _ => break,
                 }
@@ -75,7 +77,7 @@ pub(super) fn hand_plans(
             plan: name,
             total_cycles: run.as_ref().ok().map(|r| r.total_cycles),
             energy_j: run.as_ref().ok().map(|r| r.energy_j()),
-            error: run.err(),
+            error: run.err().map(|e| e.to_string()),
             seed,
         });
     }
@@ -94,7 +96,7 @@ pub(super) fn prune(model: &mut Model, seeds: &[Vec<LayoutId>]) -> Result<usize,
         }
     }
     match model.vars.iter().find(|v| v.candidates.is_empty()) {
-        Some(v) => Err((v.tensor.clone(), v.name.clone())),
+        Some(v) => Err((model.tensor(v.tensor).name.clone(), v.name.clone())),
         None => Ok(pruned),
     }
 }
@@ -225,17 +227,15 @@ pub(super) fn confirm(
         if f.eval.failure.is_some() {
             if last_error.is_none() {
                 let explained = model.explained_failure(&f.pick);
-                let (i, m) = explained
-                    .or_else(|| f.eval.failure.clone())
-                    .unwrap_or_default();
-                last_error = Some(format!("op {i}: {m}"));
+                last_error = (explained.or_else(|| f.eval.failure.clone()))
+                    .map(|(i, m)| format!("op {i}: {m}"));
             }
             continue;
         }
         match planned(model, res, &f.pick) {
             Some(Ok(p)) => best.push(p),
             Some(Err(e)) => {
-                last_error.get_or_insert(e);
+                last_error.get_or_insert(e.to_string());
             }
             None => {}
         }
@@ -258,7 +258,7 @@ fn planned(
     model: &mut Model,
     res: &Resolved,
     pick: &[LayoutId],
-) -> Option<Result<Planned, String>> {
+) -> Option<Result<Planned, crate::run::RunError>> {
     let (_, op_cycles, ins) = model.explain(pick);
     let layouts: Vec<(String, String)> = model
         .vars
@@ -270,7 +270,8 @@ fn planned(
         .iter()
         .map(|i| InsertedOp {
             before: i.before,
-            tensor: i.tensor.clone(),
+            tensor: i.tensor,
+            tensor_name: model.tensor(i.tensor).name.clone(),
             layout: model.text(i.layout),
             cycles: i.cycles,
         })

@@ -74,7 +74,7 @@ pub fn run_inline_with(
     );
     let values = |t: &str| -> Option<Vec<f64>> {
         let dtype = imp.scenario.tensors.get(t)?.dtype;
-        let b = f.engine.dram_row_major(t)?;
+        let b = f.engine.dram_row_major(f.engine.tensor_id(t)?)?;
         Some(
             b.chunks_exact(dtype.bytes() as usize)
                 .map(|c| mnsim_kernels::elem::read(dtype, c))

@@ -5,9 +5,9 @@
 use super::super::cost::input_slot;
 use super::reads::Reads;
 use super::state::State;
-use super::{Effect, Eval, Inserted, Key, LayoutId, Model, NO_LAYOUT, OpOut, StateId};
+use super::{Effect, Eval, Failure, Inserted, Key, LayoutId, Model, NO_LAYOUT, OpOut, StateId};
 use crate::ids::RegionId;
-use crate::scenario::Op;
+use crate::program::{EntityRef as _, TensorId};
 use crate::timeline::{self, Task};
 
 /// How far a walk over an assignment got.
@@ -16,7 +16,7 @@ enum Walked {
     /// busiest resource held `busiest` cycles by the ops before it.
     Failed {
         at: usize,
-        msg: String,
+        msg: Failure,
         ntasks: usize,
         busiest: u64,
     },
@@ -71,7 +71,7 @@ impl Model {
     /// Why `pick` fails, if it does: the op and its error, explained as a run would
     /// (the search's measurements keep short errors: see `Coster::set_explaining`).
     /// Not an evaluation: the counts stay as they were.
-    pub fn explained_failure(&mut self, pick: &[LayoutId]) -> Option<(usize, String)> {
+    pub fn explained_failure(&mut self, pick: &[LayoutId]) -> Option<(usize, Failure)> {
         self.explaining = true;
         self.coster.set_explaining(true);
         let walked = self.walk(pick, None, None);
@@ -141,7 +141,7 @@ impl Model {
     /// The evaluation of a plan that stopped at op `at` for `msg`, after the first
     /// `ntasks` of the scratch. The joules of the ops before it are not summed: a failed
     /// plan ranks by how far it got, then by cycles.
-    fn failure(&mut self, at: usize, msg: String, ntasks: usize) -> Eval {
+    fn failure(&mut self, at: usize, msg: Failure, ntasks: usize) -> Eval {
         self.eval(at, ntasks, 0.0, Some((at, msg)))
     }
 
@@ -152,7 +152,7 @@ impl Model {
         completed: usize,
         n: usize,
         dynamic_j: f64,
-        failure: Option<(usize, String)>,
+        failure: Option<(usize, Failure)>,
     ) -> Eval {
         let total_cycles = self.placed_total(n);
         let (energy_j, score) = self.score(total_cycles, dynamic_j);
@@ -239,42 +239,36 @@ impl Model {
         layout: LayoutId,
         w: &mut State,
         detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let (effect, writes) = (self.ops[i].effect, self.ops[i].writes);
         match effect {
             Effect::Free => {
                 if let Some(t) = writes
-                    && let Some(s) = w.st[t].take()
+                    && let Some(s) = w.st[t.index()].take()
                 {
                     let words = self.words(s);
                     w.charged -= words;
-                    w.second -= std::mem::take(&mut w.seconds[t]);
-                    w.pending.push((w.regions.of[t], words));
+                    w.second -= std::mem::take(&mut w.seconds[t.index()]);
+                    w.pending.push((w.regions.of[t.index()], words));
                 }
                 w.cycles.push(0);
                 return Ok(());
             }
             Effect::Load => {
-                let t = writes.unwrap_or(0);
-                if !w.dram[t] {
-                    return Err(format!(
-                        "tensor `{}` is not in DRAM: give it an `init` or Store it first",
-                        self.tensors[t]
-                    ));
+                let t = writes.unwrap_or(TensorId::new(0));
+                if !w.dram[t.index()] {
+                    return Err(Failure::NotInDram(self.tensor(t).name.clone()));
                 }
             }
             Effect::Compute | Effect::Store => {}
         }
         let mut states = Reads::new();
         for &r in &self.ops[i].reads {
-            match w.st[r] {
+            match w.st[r.index()] {
                 Some(s) => states.push(s),
-                None if matches!(self.ops[i].op, Op::Broadcast { .. }) => {}
+                None if self.is_broadcast(self.ops[i].op) => {}
                 None => {
-                    return Err(format!(
-                        "tensor `{}` is not in LM: Load it first",
-                        self.tensors[r]
-                    ));
+                    return Err(Failure::NotInLm(self.tensor(r).name.clone()));
                 }
             }
         }
@@ -285,7 +279,7 @@ impl Model {
         self.apply_moves(out, (first, base), w, detail)?;
         if effect == Effect::Store {
             if let Some(&r) = self.ops[i].reads.first() {
-                w.dram[r] = true;
+                w.dram[r.index()] = true;
             }
         } else if let Some(output) = out.output {
             self.apply_output(i, output, (first, base), w)?;
@@ -312,9 +306,9 @@ impl Model {
         // allocation).
         let op = &self.ops[i];
         let kernel_streams = (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].is_kernel));
-        let producer = |(&r, s): (&usize, &Option<usize>)| {
+        let producer = |(&r, s): (&TensorId, &Option<usize>)| {
             s.filter(|&p| self.ops[p].is_kernel)?;
-            w.writer[r]
+            w.writer[r.index()]
         };
         // On the stack for an op of a few inputs (the memo is asked at every op).
         let mut buf = [None; 4];
@@ -388,7 +382,7 @@ impl Model {
             let of = &w.regions.of;
             let task = &mut w.scratch[n];
             super::measure::remap(task, |r| match input_slot(r) {
-                Some(s) => reads.get(s).map_or(r, |&t| of[t]),
+                Some(s) => reads.get(s).map_or(r, |&t| of[t.index()]),
                 None => RegionId(base + r.0),
             });
             task.lm_words = task.lm_words.saturating_add(w.charged);
@@ -408,13 +402,14 @@ impl Model {
         (first, base): (usize, u32),
         w: &mut State,
         mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         for m in &out.moved {
-            let t = m.tensor;
+            let t = m.tensor.index();
             let old = w.st[t].map_or(0, |o| self.words(o));
             let new = self.words(m.state);
             if w.charged + new > self.lm_words {
-                return Err(format!("LM overflow relayouting `{}`", self.tensors[t]));
+                let name = self.tensor(m.tensor).name.clone();
+                return Err(Failure::RelayoutOverflow(name));
             }
             w.charged = w.charged + new - old;
             w.st[t] = Some(m.state);
@@ -434,17 +429,18 @@ impl Model {
     fn apply_output(
         &self,
         i: usize,
-        (t, s, region): (usize, StateId, RegionId),
+        (id, s, region): (TensorId, StateId, RegionId),
         (first, base): (usize, u32),
         w: &mut State,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let op = &self.ops[i];
+        let t = id.index();
         let new = self.words(s);
         let old = w.st[t].map_or(0, |o| self.words(o));
         // As the engine allocates: a Load, a move into another tensor and a Reduce free
         // the old region first; a move in place and a kernel allocate beside it.
         let in_place_move =
-            !op.is_kernel && op.reads.first() == Some(&t) && !matches!(op.op, Op::Reduce { .. });
+            !op.is_kernel && op.reads.first() == Some(&id) && !self.is_reduce(op.op);
         let frees_first = op.effect == Effect::Load || !(op.is_kernel || in_place_move);
         let before = if frees_first {
             w.charged - old
@@ -452,12 +448,12 @@ impl Model {
             w.charged
         };
         if before + new > self.lm_words {
-            return Err(format!(
-                "tensor `{}` needs {new} LM words per PE but only {} of {} are free",
-                self.tensors[t],
-                self.lm_words - before.min(self.lm_words),
-                self.lm_words
-            ));
+            return Err(Failure::NoRoom {
+                tensor: self.tensor(id).name.clone(),
+                need: new,
+                free: self.lm_words - before.min(self.lm_words),
+                lm: self.lm_words,
+            });
         }
         let ntasks = w.ntasks;
         if w.st[t].is_some() && ntasks > first {
