@@ -18,6 +18,7 @@ pub mod movement;
 pub mod ops;
 pub mod parse;
 pub mod parts;
+pub mod signature;
 pub mod special;
 pub mod types;
 
