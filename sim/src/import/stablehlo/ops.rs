@@ -299,6 +299,13 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &mut BTreeMap<String, Val>) -> Res
         let axis = int_attr(st, "dim", dims.len())?;
         return super::emit::iota(lx, st, result_ty(st)?.dtype, dims, axis);
     }
+    lowered(lx, st, &base, vals)
+}
+
+/// An op neither elementwise, evaluated at import nor an iota: lowered by its kind to
+/// kernel steps, or to values without steps (a call inlined, a reshape of a constant).
+fn lowered(lx: &mut Lx, st: &Stmt, base: &str, vals: Vec<Val>) -> Result<Vec<Val>, At> {
+    let name = st.name.as_str();
     match name {
         "stablehlo.custom_call" => super::special::shape_assertion(st, &vals),
         "call" | "func.call" => {
@@ -312,18 +319,18 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &mut BTreeMap<String, Val>) -> Res
                 .ok_or_else(|| at(&st.span, "a call needs `@callee`"))?;
             lx.call(&st.span, &callee, vals)
         }
-        "stablehlo.compare" => super::special::compare(lx, st, &base, &vals),
+        "stablehlo.compare" => super::special::compare(lx, st, base, &vals),
         "stablehlo.select" => {
             count(st, &vals, 3)?;
-            super::emit::select(lx, st, &base, &vals)
+            super::emit::select(lx, st, base, &vals)
         }
         "stablehlo.convert" => {
             count(st, &vals, 1)?;
-            super::emit::convert(lx, st, &base, &vals[0])
+            super::emit::convert(lx, st, base, &vals[0])
         }
         "stablehlo.power" => {
             count(st, &vals, 2)?;
-            super::emit::power(lx, st, &base, &vals)
+            super::emit::power(lx, st, base, &vals)
         }
         "stablehlo.broadcast_in_dim" | "stablehlo.dynamic_broadcast_in_dim" => {
             let dynamic = name == "stablehlo.dynamic_broadcast_in_dim";
@@ -344,7 +351,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &mut BTreeMap<String, Val>) -> Res
             } else {
                 static_dims(st)?
             };
-            super::movement::reshape(lx, st, &base, &vals[0], out)
+            super::movement::reshape(lx, st, base, &vals[0], out)
         }
         "stablehlo.transpose" => {
             count(st, &vals, 1)?;
@@ -355,7 +362,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &mut BTreeMap<String, Val>) -> Res
                     format!("`dims` {perm:?} is not a permutation of the operand's axes"),
                 ));
             }
-            super::movement::transpose(lx, st, &base, &vals[0], &perm)
+            super::movement::transpose(lx, st, base, &vals[0], &perm)
         }
         "stablehlo.concatenate" => {
             if vals.is_empty() {
@@ -363,26 +370,26 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &mut BTreeMap<String, Val>) -> Res
             }
             let rank = vals[0].dims().len();
             let axis = int_attr(st, "dim", rank)?;
-            super::movement::concat(lx, st, &base, &vals, axis)
+            super::movement::concat(lx, st, base, &vals, axis)
         }
         "stablehlo.slice" | "stablehlo.real_dynamic_slice" => {
-            super::special::slice(lx, st, &base, &vals)
+            super::special::slice(lx, st, base, &vals)
         }
         "stablehlo.pad" => {
             count(st, &vals, 2)?;
-            super::movement::pad(lx, st, &base, &vals)
+            super::movement::pad(lx, st, base, &vals)
         }
         "stablehlo.dot_general" => {
             count(st, &vals, 2)?;
-            super::dot::dot_general(lx, st, &base, &vals)
+            super::dot::dot_general(lx, st, base, &vals)
         }
-        "stablehlo.reduce" => super::special::reduce(lx, st, &base, &vals),
-        "stablehlo.dynamic_slice" => super::dynamic::dynamic_slice(lx, st, &base, &vals),
-        "stablehlo.gather" => super::dynamic::gather(lx, st, &base, &vals),
+        "stablehlo.reduce" => super::special::reduce(lx, st, base, &vals),
+        "stablehlo.dynamic_slice" => super::dynamic::dynamic_slice(lx, st, base, &vals),
+        "stablehlo.gather" => super::dynamic::gather(lx, st, base, &vals),
         "stablehlo.dynamic_update_slice" => {
-            super::dynamic::dynamic_update_slice(lx, st, &base, &vals)
+            super::dynamic::dynamic_update_slice(lx, st, base, &vals)
         }
-        "stablehlo.convolution" => super::conv::convolution(lx, st, &base, &vals),
+        "stablehlo.convolution" => super::conv::convolution(lx, st, base, &vals),
         other => Err(at(
             &st.name_span,
             format!("the op `{other}` is not supported: mnsim imports {OPS}"),
