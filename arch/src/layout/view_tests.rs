@@ -70,7 +70,7 @@ proptest! {
         let n: u64 = shape.iter().product();
         // Targets: the layout's own shape, all flat, and a split of the flat count by a
         // divisor the seed picks (which may or may not fall on a sub-axis boundary).
-        let divs: Vec<u64> = (1..=n).filter(|d| n % d == 0).collect();
+        let divs: Vec<u64> = (1..=n).filter(|d| n.is_multiple_of(*d)).collect();
         let d = divs[(seed % divs.len() as u64) as usize];
         let targets = [shape.clone(), vec![n], vec![d, n / d], vec![1, n, 1]];
         for (k, dims) in targets.iter().enumerate() {
