@@ -134,10 +134,13 @@ impl DType {
     }
 
     /// Why `v` is not a value of this dtype (out of range, not whole for an integer,
-    /// not finite), or `None` when it is.
+    /// NaN, infinite where the dtype has no infinities), or `None` when it is: a
+    /// floating-point type with infinities (all but F8E4M3) holds ±∞.
     pub fn check_value(self, v: f64) -> Option<String> {
         let (lo, hi) = self.range();
-        if !v.is_finite() {
+        if v.is_infinite() && self.is_float() && self != DType::F8E4M3 {
+            None
+        } else if !v.is_finite() {
             Some(format!("{v} is not a finite number"))
         } else if v < lo || v > hi {
             Some(format!("{v} is outside the range of {self} ({lo} to {hi})"))
@@ -217,6 +220,19 @@ mod tests {
         assert!(DType::F32.check_value(f64::NAN).unwrap().contains("finite"));
         assert!(DType::Pred.check_value(2.0).is_some());
         assert!(DType::F64.check_value(-1e300).is_none());
+        // Infinities are values of the float types that have them.
+        for d in [
+            DType::F64,
+            DType::F32,
+            DType::BF16,
+            DType::F16,
+            DType::F8E5M2,
+        ] {
+            assert!(d.check_value(f64::NEG_INFINITY).is_none(), "{d}");
+            assert!(d.check_value(f64::INFINITY).is_none(), "{d}");
+        }
+        assert!(DType::F8E4M3.check_value(f64::INFINITY).is_some());
+        assert!(DType::S32.check_value(f64::INFINITY).is_some());
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod conv;
 pub mod cost;
 pub mod elem;
 pub mod eltwise;
+pub mod indexed;
 pub mod kernel;
 pub mod legality;
 pub mod minifloat;

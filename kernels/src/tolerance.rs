@@ -62,6 +62,9 @@ pub fn tolerance(dtype: DType, k: &Kernel, reduction_len: u64) -> (f64, f64) {
         | Kernel::Reshape { .. }
         | Kernel::Concat { .. }
         | Kernel::Slice { .. }
+        | Kernel::Expand { .. }
+        | Kernel::DynamicSlice { .. }
+        | Kernel::DynamicUpdateSlice { .. }
         | Kernel::Pool(_)
         | Kernel::Interp(_)
         | Kernel::Eltwise(_)

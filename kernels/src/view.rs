@@ -42,7 +42,10 @@ pub fn view_of(k: &Kernel) -> Option<View<'_>> {
         | Kernel::Interp(_)
         | Kernel::Eltwise(_)
         | Kernel::Norm(_)
-        | Kernel::Quant(_) => None,
+        | Kernel::Quant(_)
+        | Kernel::Expand { .. }
+        | Kernel::DynamicSlice { .. }
+        | Kernel::DynamicUpdateSlice { .. } => None,
     }
 }
 

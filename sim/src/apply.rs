@@ -59,6 +59,16 @@ pub fn apply(
         OpKind::Load { tensor } => {
             eng.load(*tensor, need()?)?;
         }
+        OpKind::Gather {
+            table,
+            indices,
+            out,
+        } => {
+            eng.gather(*table, *indices, *out, need()?)?;
+            if let Some(r) = reference.as_deref_mut() {
+                r.gather(*table, *indices, *out);
+            }
+        }
         OpKind::Broadcast { tensor, out } => {
             let l = need()?;
             let resident = eng.tensors.get(*tensor).is_some_and(|t| t.lm.is_some());

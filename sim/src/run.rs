@@ -326,9 +326,13 @@ fn op_layout(
     let po = &p.ops[id];
     let source = po.source.index();
     Ok(match (&po.kind, &po.layout) {
-        (OpKind::Load { .. } | OpKind::Broadcast { .. } | OpKind::Relayout { .. }, _) => {
-            Some(bound(po).map_err(|e| RunError::at_op(source, e))?.clone())
-        }
+        (
+            OpKind::Load { .. }
+            | OpKind::Gather { .. }
+            | OpKind::Broadcast { .. }
+            | OpKind::Relayout { .. },
+            _,
+        ) => Some(bound(po).map_err(|e| RunError::at_op(source, e))?.clone()),
         (OpKind::Reduce { .. }, Some(LayoutRef::Any(_))) if po.layout_text.is_some() => {
             return Err(at(ErrorKind::ReduceKeepsLayout.into()));
         }

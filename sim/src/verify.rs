@@ -79,6 +79,26 @@ impl Reference {
         }
     }
 
+    /// A Gather of the rows of `table` at `indices` into `out`: copies (bit-exact), each
+    /// index clamped into the table's first axis as the engine clamps it.
+    pub fn gather(&mut self, table: TensorId, indices: TensorId, out: TensorId) {
+        let (Some(t), Some(ix)) = (self.values.get(&table), self.values.get(&indices)) else {
+            return;
+        };
+        let Some((&rows, inner)) = t.dims.split_first() else {
+            return;
+        };
+        let row = inner.iter().product::<u64>() as usize;
+        let mut vals = Vec::with_capacity(ix.vals.len() * row);
+        for &v in &ix.vals {
+            let r = crate::engine::row_of(v, rows) as usize;
+            vals.extend_from_slice(&t.vals[r * row..(r + 1) * row]);
+        }
+        let dims = ix.dims.iter().chain(inner).copied().collect();
+        let tol = t.tol;
+        self.values.insert(out, RefValue { dims, vals, tol });
+    }
+
     /// A Reduce of `tensor` (resident as `r` before it) over `level`. A partial tensor's
     /// reference already holds the whole sum; combining the copies of a replicated tensor
     /// folds it with itself once per position, rounding in the dtype like the machine.

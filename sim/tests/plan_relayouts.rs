@@ -155,3 +155,30 @@ fn plan_write_writes_the_relayouts_and_the_file_runs_as_written() {
         std::fs::read(workload("stablehlo/gpt2_attn_block_s128_bf16.mlir")).unwrap()
     );
 }
+
+/// An op inserted before an op of a run of `places` joins that run; the runs after it
+/// move on by one.
+#[test]
+fn inserted_ops_keep_every_op_in_its_place() {
+    use mnsim_sim::scenario::{Part, Placed};
+    let mut sc = scenario::parse(TEXT, "t.ron").unwrap();
+    let run = |first, last, layer| Placed {
+        first,
+        last,
+        layer: Some(layer),
+        part: Some(Part::Mlp),
+    };
+    sc.places = vec![run(0, 0, 0), run(1, 1, 1)];
+    let relayout = Op::Relayout {
+        tensor: "x".into(),
+        layout: "((64_PE:1))".into(),
+        out: None,
+        buffers: None,
+    };
+    sc.insert_ops(vec![(1, relayout.clone()), (0, relayout)]);
+    // Before op 0: layer 0's run is ops 0..=1; before the Store: layer 1's is 2..=3.
+    assert_eq!(sc.places, vec![run(0, 1, 0), run(2, 3, 1)]);
+    assert!(matches!(sc.program[3], Op::Store { .. }));
+    let places = scenario::places_of(&sc.places, sc.program.len()).unwrap();
+    assert_eq!(places[2].layer, Some(1));
+}

@@ -13,7 +13,7 @@ mod reduce;
 
 pub(crate) use dims::{fmt_dims, numel};
 pub use error::{ErrorKind, KernelError};
-pub use ops::{BinaryOp, UnaryOp, erf, gelu};
+pub use ops::{BinaryOp, UnaryOp, erf, erfc, gelu};
 pub use reduce::ReduceKind;
 
 use crate::eltwise::Eltwise;
@@ -116,6 +116,30 @@ pub enum Kernel {
         /// The step on each axis, at least 1.
         stride: Vec<u64>,
     },
+    /// `x` broadcast numpy-style to `shape` (its axes aligned to the trailing axes of
+    /// `shape`, each equal to its axis or 1): every element a copy (see
+    /// [`crate::indexed`]).
+    Expand {
+        /// The output shape.
+        shape: Vec<u64>,
+    },
+    /// A block of `x` (`sizes` long) from start indices read when it runs: inputs `x`,
+    /// then one scalar start index per axis of `dynamic` (clamped into
+    /// `[0, dim − size]`); the other axes are taken whole (see [`crate::indexed`]).
+    DynamicSlice {
+        /// The output shape: at most `x`'s on the dynamic axes, equal on the others.
+        sizes: Vec<u64>,
+        /// The axes sliced from a run-time index, in the order of their index inputs.
+        dynamic: Vec<usize>,
+    },
+    /// `x` with `update` written from start indices read when it runs: inputs
+    /// `update`, `x`, then one scalar start index per axis of `dynamic` (clamped into
+    /// `[0, dim − size]`); `update` is as long as `x` on the other axes. Charged one
+    /// move per element of `update` (see [`crate::indexed`]).
+    DynamicUpdateSlice {
+        /// The axes written from a run-time index, in the order of their index inputs.
+        dynamic: Vec<usize>,
+    },
     /// A convolution pass on the matrix unit (implicit GEMM; see [`crate::conv`]).
     Conv(crate::conv::Conv),
     /// Max or average pooling, or its gradient (see [`crate::window`]).
@@ -152,6 +176,9 @@ impl fmt::Display for Kernel {
             Kernel::Reshape { .. } => f.write_str("Reshape"),
             Kernel::Concat { .. } => f.write_str("Concat"),
             Kernel::Slice { .. } => f.write_str("Slice"),
+            Kernel::Expand { .. } => f.write_str("Expand"),
+            Kernel::DynamicSlice { .. } => f.write_str("DynamicSlice"),
+            Kernel::DynamicUpdateSlice { .. } => f.write_str("DynamicUpdateSlice"),
             Kernel::Conv(c) => f.write_str(c.name()),
             Kernel::Pool(p) => f.write_str(p.name()),
             Kernel::Interp(i) => f.write_str(i.name()),

@@ -36,11 +36,14 @@ pub enum UnaryOp {
     Log,
     /// The error function erf x (StableHLO's `chlo.erf`, the exact GELU's core).
     Erf,
+    /// The complementary error function erfc x = 1 − erf x (StableHLO's `chlo.erfc`),
+    /// with a small relative error where it is small.
+    Erfc,
 }
 
 impl UnaryOp {
     /// Every unary op.
-    pub const ALL: [UnaryOp; 16] = [
+    pub const ALL: [UnaryOp; 17] = [
         UnaryOp::Relu,
         UnaryOp::Gelu,
         UnaryOp::Exp,
@@ -57,6 +60,7 @@ impl UnaryOp {
         UnaryOp::Round,
         UnaryOp::Log,
         UnaryOp::Erf,
+        UnaryOp::Erfc,
     ];
 
     /// The variant name (`"Relu"`).
@@ -78,6 +82,7 @@ impl UnaryOp {
             UnaryOp::Round => "Round",
             UnaryOp::Log => "Log",
             UnaryOp::Erf => "Erf",
+            UnaryOp::Erfc => "Erfc",
         }
     }
 
@@ -100,13 +105,14 @@ impl UnaryOp {
             UnaryOp::Round => x.round_ties_even(),
             UnaryOp::Log => x.ln(),
             UnaryOp::Erf => erf(x),
+            UnaryOp::Erfc => erfc(x),
         }
     }
 
     /// Vector-unit FLOP charged per element (assumed; see `docs/kernels.md`):
     /// 1 for Relu, Neg, Abs, Square, Copy, Round; 4 for Sqrt, Rsqrt, Recip (an
     /// iterative reciprocal or root) and HardSwish (an add, a clamp, two multiplies);
-    /// 8 for Exp, Log, Tanh, Sigmoid, Erf (a polynomial or table evaluation); 10 for
+    /// 8 for Exp, Log, Tanh, Sigmoid, Erf, Erfc (a polynomial or table evaluation); 10 for
     /// Gelu (a tanh plus the cubic around it).
     pub fn flops_per_element(self) -> u64 {
         match self {
@@ -117,7 +123,12 @@ impl UnaryOp {
             | UnaryOp::Copy
             | UnaryOp::Round => 1,
             UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip | UnaryOp::HardSwish => 4,
-            UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf => 8,
+            UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Erf
+            | UnaryOp::Erfc => 8,
             UnaryOp::Gelu => 10,
         }
     }
@@ -147,6 +158,30 @@ pub fn erf(x: f64) -> f64 {
         1.0 - poly * (-a * a).exp()
     };
     if x < 0.0 { -r } else { r }
+}
+
+/// erfc x = 1 − erf x: below |x| = 1/2, one minus the series of [`erf`]; above, the
+/// Chebyshev fit of Numerical Recipes' `erfcc` (fractional error below 1.2·10⁻⁷
+/// everywhere, so small values keep their digits), with erfc(−x) = 2 − erfc x.
+pub fn erfc(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    if x.abs() < 0.5 {
+        return 1.0 - erf(x);
+    }
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let r = t * poly.exp();
+    if x < 0.0 { 2.0 - r } else { r }
 }
 
 /// The tanh approximation of GELU.

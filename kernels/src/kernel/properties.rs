@@ -19,6 +19,8 @@ impl Kernel {
             Kernel::Pool(p) => p.arity(),
             Kernel::Select => 3,
             Kernel::Concat { inputs, .. } => *inputs,
+            Kernel::DynamicSlice { dynamic, .. } => 1 + dynamic.len(),
+            Kernel::DynamicUpdateSlice { dynamic } => 2 + dynamic.len(),
             Kernel::Eltwise(e) => e.arity(),
             Kernel::Norm(n) => n.arity(),
             Kernel::Unary(_)
@@ -30,6 +32,7 @@ impl Kernel {
             | Kernel::Elu { .. }
             | Kernel::Reshape { .. }
             | Kernel::Slice { .. }
+            | Kernel::Expand { .. }
             | Kernel::Interp(_) => 1,
             Kernel::Quant(q) => q.arity(),
         }
@@ -55,6 +58,9 @@ impl Kernel {
             Kernel::Reshape { .. } => "Reshape",
             Kernel::Concat { .. } => "Concat",
             Kernel::Slice { .. } => "Slice",
+            Kernel::Expand { .. } => "Expand",
+            Kernel::DynamicSlice { .. } => "DynamicSlice",
+            Kernel::DynamicUpdateSlice { .. } => "DynamicUpdateSlice",
             Kernel::Conv(_) => "Conv",
             Kernel::Pool(_) => "Pool",
             Kernel::Interp(_) => "Interp",
@@ -116,7 +122,11 @@ impl Kernel {
             | Kernel::BiasAdd { .. }
             | Kernel::Reshape { .. }
             | Kernel::Concat { .. }
-            | Kernel::Slice { .. } => (0, 1),
+            | Kernel::Slice { .. }
+            | Kernel::Expand { .. }
+            | Kernel::DynamicSlice { .. } => (0, 1),
+            // One move per element of `update` (the first input): the rest of `x` stays.
+            Kernel::DynamicUpdateSlice { .. } => (1, 0),
             Kernel::Clamp { .. } => (0, 2),
             Kernel::Elu { .. } => (0, 9),
             Kernel::ReduceAxes { op, .. } => op.flops(),
@@ -195,7 +205,14 @@ impl Kernel {
             | Kernel::Reshape { .. }
             | Kernel::Concat { .. }
             | Kernel::Slice { .. }
+            | Kernel::Expand { .. }
             | Kernel::Unary(UnaryOp::Copy) => moves,
+            // Integer start indices beside data of any type.
+            Kernel::DynamicSlice { .. } | Kernel::DynamicUpdateSlice { .. } => Traits {
+                own_dtypes: true,
+                reduced: "an axis read at a run-time index",
+                ..moves
+            },
             Kernel::Binary(_) | Kernel::Select | Kernel::BiasAdd { .. } => broadcasts,
             Kernel::ReduceAxes { op, .. } => Traits {
                 additive: matches!(op, ReduceKind::Add | ReduceKind::Mean),

@@ -92,6 +92,18 @@ fn default_name(k: &Kernel, i: usize) -> String {
             Kernel::Select => ["cond", "a", "b"][i.min(2)].into(),
             Kernel::BiasAdd { .. } => ["x", "bias"][i.min(1)].into(),
             Kernel::Concat { .. } => format!("x{i}"),
+            Kernel::DynamicSlice { .. } => {
+                if i == 0 {
+                    "x".into()
+                } else {
+                    format!("start{}", i - 1)
+                }
+            }
+            Kernel::DynamicUpdateSlice { .. } => match i {
+                0 => "update".into(),
+                1 => "x".into(),
+                _ => format!("start{}", i - 2),
+            },
             Kernel::Quant(_) => ["x", "scales", "zps"][i.min(2)].into(),
             _ => ["a", "b"][i.min(1)].into(),
         }

@@ -104,6 +104,13 @@ fn eval_core(
         ),
         Kernel::Reshape { shape } => eval_reshape(shape, out_idx, fetch, in_shapes),
         Kernel::Slice { start, stride, .. } => eval_slice(start, stride, out_idx, fetch),
+        Kernel::Expand { .. } => crate::indexed::eval_expand(out_idx, fetch, in_shapes),
+        Kernel::DynamicSlice { sizes, dynamic } => {
+            crate::indexed::eval_slice((sizes, dynamic), out_idx, fetch, in_shapes)
+        }
+        Kernel::DynamicUpdateSlice { dynamic } => {
+            crate::indexed::eval_update(dynamic, out_idx, fetch, in_shapes)
+        }
         Kernel::Concat { axis, .. } => eval_concat(*axis, out_idx, fetch, in_shapes),
         Kernel::MatMul | Kernel::BatchMatMul => eval_matmul(out_idx, fetch, visit),
         Kernel::ReduceAxes {

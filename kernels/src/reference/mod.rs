@@ -158,6 +158,19 @@ pub fn reference(k: &Kernel, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> 
             }
         }
         Kernel::Concat { axis, .. } => concat(*axis, inputs, out_shape, &mut out),
+        Kernel::Expand { .. } => {
+            return crate::indexed::reference(inputs, out_shape, crate::indexed::eval_expand);
+        }
+        Kernel::DynamicSlice { sizes, dynamic } => {
+            return crate::indexed::reference(inputs, out_shape, |o, f, s| {
+                crate::indexed::eval_slice((sizes, dynamic), o, f, s)
+            });
+        }
+        Kernel::DynamicUpdateSlice { dynamic } => {
+            return crate::indexed::reference(inputs, out_shape, |o, f, s| {
+                crate::indexed::eval_update(dynamic, o, f, s)
+            });
+        }
     }
     out
 }

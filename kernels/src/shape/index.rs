@@ -91,6 +91,13 @@ pub fn index_map(
             ));
         }
         Kernel::Eltwise(e) => e.index_map(in_shapes, out_shape),
+        Kernel::Expand { .. } => crate::indexed::expand_map(in_shapes[0], out_shape),
+        Kernel::DynamicSlice { dynamic, .. } => {
+            crate::indexed::dynamic_slice_map(in_shapes, dynamic)
+        }
+        Kernel::DynamicUpdateSlice { dynamic } => {
+            crate::indexed::dynamic_update_map(in_shapes, dynamic)
+        }
         Kernel::Norm(n) => n.index_map(in_shapes),
         Kernel::Quant(q) => q.index_map(in_shapes, out_shape),
         Kernel::Transpose { perm } => {

@@ -74,6 +74,9 @@ pub fn contracted_axis_a(k: &Kernel, a: &[u64], b: &[u64]) -> Option<usize> {
         | Kernel::Reshape { .. }
         | Kernel::Concat { .. }
         | Kernel::Slice { .. }
+        | Kernel::Expand { .. }
+        | Kernel::DynamicSlice { .. }
+        | Kernel::DynamicUpdateSlice { .. }
         | Kernel::Pool(_)
         | Kernel::Interp(_)
         | Kernel::Eltwise(_)
@@ -176,6 +179,8 @@ pub fn reduced_extents(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Vec<u64>, Ker
         Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => vec![x[*axis]],
         Kernel::Conv(c) => c.reduced_extents(in_shapes)?,
         Kernel::Norm(n) => n.reduced_extents(x),
+        Kernel::DynamicSlice { dynamic, .. } => crate::indexed::dynamic_extents(x, dynamic),
+        Kernel::DynamicUpdateSlice { dynamic } => crate::indexed::dynamic_extents(x, dynamic),
         // No reduced variable: every output element reads its own inputs' elements (a
         // window's taps, an eltwise kernel's operands, a move's source).
         Kernel::Unary(_)
@@ -188,6 +193,7 @@ pub fn reduced_extents(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Vec<u64>, Ker
         | Kernel::Reshape { .. }
         | Kernel::Concat { .. }
         | Kernel::Slice { .. }
+        | Kernel::Expand { .. }
         | Kernel::Pool(_)
         | Kernel::Interp(_)
         | Kernel::Eltwise(_)

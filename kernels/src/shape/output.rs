@@ -72,6 +72,13 @@ pub fn output_shape(k: &Kernel, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelErr
         Kernel::Reshape { shape } => reshape_shape(x, shape),
         Kernel::Eltwise(e) => e.output_shape(inputs),
         Kernel::Norm(n) => n.output_shape(inputs),
+        Kernel::Expand { shape } => crate::indexed::expand_shape(x, shape),
+        Kernel::DynamicSlice { sizes, dynamic } => {
+            crate::indexed::dynamic_slice_shape(k, inputs, sizes, dynamic)
+        }
+        Kernel::DynamicUpdateSlice { dynamic } => {
+            crate::indexed::dynamic_update_shape(k, inputs, dynamic)
+        }
         Kernel::Concat { axis, .. } => concat_shape(*axis, inputs),
         Kernel::Slice {
             start,

@@ -92,6 +92,9 @@ pub fn map_of(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Option<WindowMap>, Ker
         | Kernel::Reshape { .. }
         | Kernel::Concat { .. }
         | Kernel::Slice { .. }
+        | Kernel::Expand { .. }
+        | Kernel::DynamicSlice { .. }
+        | Kernel::DynamicUpdateSlice { .. }
         | Kernel::Eltwise(_)
         | Kernel::Norm(_)
         | Kernel::Quant(_) => Ok(None),

@@ -103,6 +103,7 @@ pub(super) fn replication(p: &Program, v: &View) -> Option<(Resource, u64)> {
                 OpKind::Relayout { out: Some(_), .. }
                 | OpKind::Broadcast { out: Some(_), .. }
                 | OpKind::Reduce { .. }
+                | OpKind::Gather { .. }
                 | OpKind::Kernel { .. } => return false,
                 // No output.
                 OpKind::Store { .. } | OpKind::Free { .. } => {}

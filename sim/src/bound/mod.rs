@@ -121,6 +121,8 @@ pub fn program(m: &Machine, p: &Program) -> Bound {
         let bytes = |t| bytes_of(p, t);
         let b = match &o.kind {
             OpKind::Load { tensor } => v.dram_transfer(Dir::Down, bytes(*tensor)).bound(m, true),
+            // The gathered rows' bytes down from DRAM, as a Load of the result.
+            OpKind::Gather { out, .. } => v.dram_transfer(Dir::Down, bytes(*out)).bound(m, true),
             OpKind::Store { tensor } => v.dram_transfer(Dir::Up, bytes(*tensor)).bound(m, true),
             OpKind::Broadcast { tensor, .. } => {
                 // A Load when the tensor is not in LM, a Relayout when it is.

@@ -42,6 +42,21 @@ pub enum ErrorKind {
     NotInDram(String),
     #[error("tensor `{0}` has no data in DRAM")]
     NoDramData(String),
+    #[error("Gather: indices `{tensor}` are {dtype}, not integers")]
+    GatherIndices { tensor: String, dtype: DType },
+    #[error(
+        "Gather: `{out}` ({out_dtype} {out_dims:?}) cannot hold rows of `{table}` ({dtype} {dims:?}) at indices {indices:?}: it must be {dtype} {want:?}"
+    )]
+    GatherShape {
+        out: String,
+        out_dtype: DType,
+        out_dims: Vec<u64>,
+        table: String,
+        dtype: DType,
+        dims: Vec<u64>,
+        indices: Vec<u64>,
+        want: Vec<u64>,
+    },
     #[error("layout {layout} is for shape {shape:?} but tensor `{tensor}` has shape {dims:?}")]
     LoadShape {
         layout: String,

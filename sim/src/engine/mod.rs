@@ -26,12 +26,14 @@ mod copy;
 mod dataplane;
 mod error;
 mod facts;
+mod gather;
 mod kernel;
 mod record;
 mod streams;
 mod transfers;
 
 pub use error::{ErrorKind, LmFull, Partial, SimError};
+pub use gather::row_of;
 pub use streams::StreamState;
 
 use alloc::{Alloc, Frees};

@@ -57,6 +57,17 @@ impl Engine {
 
     /// Load: DRAM (the tensor's XLA layout) → LM in `layout`.
     pub fn load(&mut self, id: TensorId, layout: TensorLayout) -> Result<OpReport, SimError> {
+        self.load_as("Load", id, layout, &[])
+    }
+
+    /// A Load reported as `op`, whose task also reads `reads` (what it waits for).
+    pub(super) fn load_as(
+        &mut self,
+        op: &str,
+        id: TensorId,
+        layout: TensorLayout,
+        reads: &[crate::ids::RegionId],
+    ) -> Result<OpReport, SimError> {
         let t = self.state(id)?;
         let name = t.name.as_str();
         let Some(dram) = t.dram.as_ref() else {
@@ -123,7 +134,7 @@ impl Engine {
                 (c, walk)
             }
         };
-        let op = self.finish("Load", id, Some(&layout), &runtime, c, &[], &[region], walk);
+        let op = self.finish(op, id, Some(&layout), &runtime, c, reads, &[region], walk);
         self.tensors[id].lm = Some(Resident {
             layout,
             offset,

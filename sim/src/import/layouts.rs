@@ -19,7 +19,7 @@
 //! first names them to the one that last does, graph outputs to the end) need more
 //! than LM together, that share shrinks.
 
-use super::lower::{Decl, Step};
+use super::lower::{Action, Decl, Step};
 use mnsim_arch::Machine;
 use mnsim_arch::arith::gcd;
 use mnsim_kernels::{AxisSource, Kernel};
@@ -168,7 +168,17 @@ fn link_axes(decls: &[Decl], steps: &[Step], split_sums: bool) -> Axes {
         if ins.len() != s.inputs.len() {
             continue;
         }
-        match &s.kernel {
+        let k = match &s.action {
+            Action::Kernel(k) => k,
+            // The indices' axes lead the result's; the table's rows are read whole.
+            Action::Gather { .. } => {
+                for x in 0..decls[ins[0]].dims.len() {
+                    axes.join(ins[0], x, o, x);
+                }
+                continue;
+            }
+        };
+        match k {
             Kernel::Reshape { .. } => link_reshape(&mut axes, decls, ins[0], o),
             Kernel::Concat { axis, .. } => link_concat(&mut axes, decls, &ins, o, *axis),
             Kernel::Slice {
@@ -419,14 +429,20 @@ fn peak_live(decls: &[Decl], steps: &[Step], outputs: &[String], words: &[u64]) 
             e.1 = end;
         }
     }
-    (0..steps.len())
-        .map(|i| {
-            span.iter()
-                .filter(|(_, (a, b))| *a <= i && i <= *b)
-                .fold(0u64, |acc, (t, _)| acc.saturating_add(words[*t]))
-        })
-        .max()
-        .unwrap_or(0)
+    // Words live at each step: each tensor's words added where its span starts and
+    // taken away after it ends, summed along the steps.
+    let mut delta = vec![0i128; steps.len() + 1];
+    for (t, (a, b)) in &span {
+        delta[*a] += i128::from(words[*t]);
+        delta[*b + 1] -= i128::from(words[*t]);
+    }
+    let mut live = 0i128;
+    let mut peak = 0i128;
+    for d in &delta[..steps.len()] {
+        live += d;
+        peak = peak.max(live);
+    }
+    u64::try_from(peak).unwrap_or(u64::MAX)
 }
 
 fn layout_for(

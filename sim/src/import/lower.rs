@@ -29,16 +29,28 @@ pub struct Decl {
     pub dim_names: Vec<Option<String>>,
 }
 
-/// One kernel op of the program.
+/// What a step does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// A kernel on the step's inputs.
+    Kernel(Kernel),
+    /// The rows of `table` (a graph input, in DRAM) at the indices that are the step's
+    /// one input (`scenario::Op::Gather`).
+    Gather { table: String },
+}
+
+/// One op of the program: a kernel, or a gather from DRAM.
 #[derive(Clone, Debug)]
 pub struct Step {
-    pub kernel: Kernel,
+    pub action: Action,
     /// An explicit conversion (`Cast`): a `Unary(Copy)` into another dtype.
     pub cast: bool,
     pub inputs: Vec<String>,
     pub out: String,
     /// The graph op it comes from (a comment line before its first step).
     pub origin: Option<String>,
+    /// Where it sits in a whole model (layer, part), when the import tells.
+    pub place: crate::scenario::Place,
 }
 
 /// How graph inputs' strides become DRAM layouts.
@@ -49,6 +61,17 @@ pub enum Strides {
     File,
     /// Row-major, whatever the file says.
     RowMajor,
+}
+
+impl Step {
+    /// Every tensor it names: its inputs, a gather's table, its output.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        let table = match &self.action {
+            Action::Gather { table } => Some(table),
+            Action::Kernel(_) => None,
+        };
+        self.inputs.iter().chain(table).chain([&self.out])
+    }
 }
 
 pub struct Lowered {
@@ -230,11 +253,12 @@ impl Cx<'_> {
         }
         let origin = self.origin.take();
         self.steps.push(Step {
-            kernel,
+            action: Action::Kernel(kernel),
             cast,
             inputs,
             out,
             origin,
+            place: Default::default(),
         });
         Ok(())
     }

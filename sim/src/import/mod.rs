@@ -157,12 +157,16 @@ pub fn import_mlir(
     opts: &Options,
     binds: &stablehlo::Binds,
 ) -> Result<Imported, Report> {
+    let normal = stablehlo::normalised(src);
+    let src = normal.as_ref().unwrap_or(src);
     let out = stablehlo::lower(src, binds)?;
     let (machine, machine_ref) = machine_of(&opts.machine)?;
-    // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
+    // A tensor DRAM cannot hold is refused before any layout is looked for over its
+    // axes, at the parameter or op it comes from.
     for d in &out.low.decls {
-        crate::program::check_dram(&machine, &d.name, d.dtype, &d.dims)
-            .map_err(|e| miette!("error: {}: {e}", src.path))?;
+        crate::program::check_dram(&machine, &d.name, d.dtype, &d.dims).map_err(|e| {
+            scenario::located(src, out.spans.get(&d.name).cloned(), &e.to_string(), "here")
+        })?;
     }
     let bound: Vec<String> = out
         .low
@@ -275,7 +279,7 @@ fn write(
     let used: BTreeSet<&str> = low
         .steps
         .iter()
-        .flat_map(|s| s.inputs.iter().map(String::as_str).chain([s.out.as_str()]))
+        .flat_map(|s| s.names().map(String::as_str))
         .collect();
     let outputs: Vec<&str> = low
         .outputs
@@ -325,7 +329,7 @@ fn write(
             c.tensors.insert(d.name.clone(), note.join(", "));
         }
     }
-    let (program, loaded) = program(low, &outputs, &produced, &mut c);
+    let (program, loaded, each) = program(low, &outputs, &produced, &mut c);
     let vars: Vec<&str> = decls
         .iter()
         .map(|d| d.name.as_str())
@@ -361,6 +365,7 @@ fn write(
         bind: low.bind.iter().cloned().collect(),
         tensors,
         program,
+        places: scenario::runs_of(&each),
         plans,
         verify: true,
         // Partial sums of a split contraction are completed by tree Reduces (as `run`
@@ -428,13 +433,15 @@ fn decl(d: &lower::Decl) -> TensorDecl {
 
 /// The program: each graph input loaded before its first use, each step with its
 /// layout variable, every tensor but the outputs freed after its last use, the outputs
-/// stored. Returns it with the tensors it loads; notes each graph op's first step in `c`.
+/// stored. Returns it with the tensors it loads and each op's place (a Load's and a
+/// Free's that of the step they serve, a Store's unknown); notes each graph op's first
+/// step in `c`.
 fn program<'a>(
     low: &'a lower::Lowered,
     outputs: &[&'a str],
     produced: &BTreeSet<&str>,
     c: &mut Comments,
-) -> (Vec<Op>, BTreeSet<&'a str>) {
+) -> (Vec<Op>, BTreeSet<&'a str>, Vec<scenario::Place>) {
     let var = |n: &str| format!("${n}");
     let load = |n: &str| Op::Load {
         tensor: n.to_string(),
@@ -452,25 +459,35 @@ fn program<'a>(
         }
     }
     let mut ops = Vec::new();
+    let mut each = Vec::new();
     let mut loaded: BTreeSet<&str> = BTreeSet::new();
+    let inputs: BTreeSet<&str> = low.inputs.iter().map(String::as_str).collect();
     for (i, s) in low.steps.iter().enumerate() {
         if let Some(o) = &s.origin {
             c.ops.insert(ops.len(), o.clone());
         }
         for n in &s.inputs {
-            if low.inputs.contains(n) && loaded.insert(n.as_str()) {
+            if inputs.contains(n.as_str()) && loaded.insert(n.as_str()) {
                 ops.push(load(n));
             }
         }
-        let name = if s.cast { "Cast" } else { s.kernel.name() };
-        ops.push(crate::scenario::pretty::kernel_op(
-            &s.kernel,
-            s.inputs.clone(),
-            s.out.clone(),
-            name,
-            Some(var(&s.out)),
-            None,
-        ));
+        ops.push(match &s.action {
+            lower::Action::Kernel(k) => crate::scenario::pretty::kernel_op(
+                k,
+                s.inputs.clone(),
+                s.out.clone(),
+                if s.cast { "Cast" } else { k.name() },
+                Some(var(&s.out)),
+                None,
+            ),
+            lower::Action::Gather { table } => Op::Gather {
+                table: table.clone(),
+                indices: s.inputs.first().cloned().unwrap_or_default(),
+                out: s.out.clone(),
+                layout: var(&s.out),
+                buffers: None,
+            },
+        });
         let mut freed: BTreeSet<&str> = BTreeSet::new();
         for n in s.inputs.iter().chain([&s.out]) {
             if last.get(n.as_str()) == Some(&i) && !outputs.contains(&n.as_str()) && freed.insert(n)
@@ -478,6 +495,7 @@ fn program<'a>(
                 ops.push(free(n));
             }
         }
+        each.resize(ops.len(), s.place);
     }
     for o in outputs {
         if !produced.contains(o) && loaded.insert(o) {
@@ -487,7 +505,8 @@ fn program<'a>(
             tensor: o.to_string(),
         });
     }
-    (ops, loaded)
+    each.resize(ops.len(), scenario::Place::default());
+    (ops, loaded, each)
 }
 
 /// Loads a graph file as a scenario (for `run`, `plan`, `compare`, `check`): imports it

@@ -355,6 +355,7 @@ impl Coster {
                 // A Broadcast from DRAM lands in the tensor itself.
                 OpKind::Broadcast { tensor, .. } if inputs.is_empty() => *tensor,
                 OpKind::Load { .. }
+                | OpKind::Gather { .. }
                 | OpKind::Store { .. }
                 | OpKind::Relayout { .. }
                 | OpKind::Broadcast { .. }

@@ -293,6 +293,8 @@ pub fn apply(
                 layout: Some(LayoutRef::Bound(bind(&ins.layout, ins.tensor)?)),
                 buffers: None,
                 span: None,
+                // An inserted Relayout sits where the op it serves does.
+                place: po.place,
             });
         }
         let mut op = po.clone();

@@ -8,12 +8,14 @@
 //! format: names are kept for messages and reports only, never as keys.
 
 pub mod entity;
+mod place;
 mod settings;
 mod tensor;
 
 use entity::entity_impl;
 pub use entity::{EntityRef, PrimaryMap};
 use mnsim_kernels::Kernel;
+pub use place::{Part, Place};
 pub use settings::{DramError, Mode, Schedule, check_dram, dram_capacity};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -53,6 +55,9 @@ pub struct ProgramOp {
     pub buffers: Option<i64>,
     /// Byte range of the op in the scenario file, when known.
     pub span: Option<Range<usize>>,
+    /// Where it sits in a whole model: its layer and part, when the import tells them
+    /// (`scenario::Place`); nothing in a run depends on it.
+    pub place: Place,
 }
 
 /// What an op does.
@@ -60,6 +65,13 @@ pub struct ProgramOp {
 pub enum OpKind {
     /// DRAM → LM in the op's layout.
     Load { tensor: TensorId },
+    /// DRAM → LM of the rows of `table` that `indices` (in LM) name, into `out` in the
+    /// op's layout (`scenario::Op::Gather`).
+    Gather {
+        table: TensorId,
+        indices: TensorId,
+        out: TensorId,
+    },
     /// LM → DRAM.
     Store { tensor: TensorId },
     /// LM layout → another LM layout (into `out` if given, else in place).
@@ -180,11 +192,12 @@ impl Program {
             OpKind::Relayout { tensor, out }
             | OpKind::Broadcast { tensor, out }
             | OpKind::Reduce { tensor, out, .. } => Some(out.unwrap_or(*tensor)),
-            OpKind::Kernel { out, .. } => Some(*out),
+            OpKind::Kernel { out, .. } | OpKind::Gather { out, .. } => Some(*out),
         }
     }
 
-    /// The tensors the op reads: the moved tensor of a transfer, a kernel's inputs.
+    /// The tensors the op reads in LM: the moved tensor of a transfer, a kernel's
+    /// inputs, a Gather's indices (its table is read in DRAM).
     pub fn inputs(&self, op: OpId) -> Vec<TensorId> {
         match &self.ops[op].kind {
             OpKind::Load { tensor }
@@ -193,6 +206,7 @@ impl Program {
             | OpKind::Broadcast { tensor, .. }
             | OpKind::Reduce { tensor, .. }
             | OpKind::Free { tensor } => vec![*tensor],
+            OpKind::Gather { indices, .. } => vec![*indices],
             OpKind::Kernel { inputs, .. } => inputs.clone(),
         }
     }
@@ -207,7 +221,9 @@ impl Program {
             | OpKind::Broadcast { tensor, .. }
             | OpKind::Reduce { tensor, .. }
             | OpKind::Free { tensor } => format!("{} of `{}`", o.name, self.name(*tensor)),
-            OpKind::Kernel { out, .. } => format!("{} -> `{}`", o.name, self.name(*out)),
+            OpKind::Kernel { out, .. } | OpKind::Gather { out, .. } => {
+                format!("{} -> `{}`", o.name, self.name(*out))
+            }
         }
     }
 }

@@ -158,6 +158,7 @@ impl Op {
                 out.as_str(),
             ),
             Op::Load { .. }
+            | Op::Gather { .. }
             | Op::Store { .. }
             | Op::Relayout { .. }
             | Op::Broadcast { .. }

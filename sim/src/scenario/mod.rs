@@ -13,6 +13,7 @@ mod dups;
 mod kernel_of;
 mod knob_sets;
 mod op;
+mod place;
 pub mod pretty;
 pub mod print;
 mod resolve;
@@ -20,9 +21,10 @@ pub(crate) mod spans;
 #[cfg(test)]
 mod tests;
 
-pub use crate::program::{Init, ReduceOp};
+pub use crate::program::{Init, Part, Place, ReduceOp};
 pub use knob_sets::{knob_sets, machine_with_overrides};
 pub use op::{BinaryOp, Buffers, Op, OpClass, UnaryOp, plan_variable};
+pub use place::{Placed, places_of, runs_of};
 pub use resolve::{LowerError, Resolved, machine, plans_to_run, resolve};
 
 use miette::{LabeledSpan, MietteDiagnostic, Report, miette};
@@ -62,6 +64,10 @@ pub struct Scenario {
     pub tensors: BTreeMap<String, TensorDecl>,
     /// The ops, in order.
     pub program: Vec<Op>,
+    /// Where ops sit in a whole model (layer, part), as runs of consecutive ops: what
+    /// the StableHLO import tells (docs/import.md); nothing in a run depends on it.
+    #[serde(default)]
+    pub places: Vec<Placed>,
     /// Layout plans: plan name → variable → layout. `$var` in a layout refers to them.
     #[serde(default)]
     pub plans: BTreeMap<String, BTreeMap<String, PlanValue>>,
@@ -84,7 +90,8 @@ pub use crate::program::Schedule;
 
 impl Scenario {
     /// Inserts `ops` into the program, each before the op at its index in the program as
-    /// it is now (several before one op keep their order).
+    /// it is now (several before one op keep their order). An op inserted before an op
+    /// of a run of `places` joins that run.
     pub fn insert_ops(&mut self, ops: Vec<(usize, Op)>) {
         let mut ops = ops;
         // From the last position back, so that earlier indices stay valid; a stable
@@ -93,6 +100,14 @@ impl Scenario {
         for (at, op) in ops.into_iter().rev() {
             let at = at.min(self.program.len());
             self.program.insert(at, op);
+            for run in &mut self.places {
+                if at < run.first {
+                    run.first += 1;
+                    run.last += 1;
+                } else if at <= run.last {
+                    run.last += 1;
+                }
+            }
         }
     }
 }

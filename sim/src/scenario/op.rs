@@ -17,6 +17,22 @@ pub enum Op {
         #[serde(default)]
         buffers: Option<Buffers>,
     },
+    /// DRAM → LM of the rows of `table` that `indices` name: `out[i.., r..] =
+    /// table[indices[i..], r..]` (an embedding lookup), each index clamped into the
+    /// table's first axis; `out` is laid out in `layout` like a Load's result, and
+    /// charged as a Load of it (the gathered rows' bytes, whichever rows).
+    Gather {
+        /// A tensor in DRAM (an `init`, or stored).
+        table: String,
+        /// An integer tensor in LM.
+        indices: String,
+        /// Of `indices`' shape followed by `table`'s without its first axis.
+        out: String,
+        layout: String,
+        /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
+        #[serde(default)]
+        buffers: Option<Buffers>,
+    },
     /// LM → DRAM.
     Store { tensor: String },
     /// LM layout → another LM layout (into `out` if given, else in place).
@@ -338,6 +354,7 @@ macro_rules! with_layout {
     ($op:expr, $l:ident => required: $req:expr, optional: $opt:expr, none: $none:expr) => {
         match $op {
             Op::Load { layout: $l, .. }
+            | Op::Gather { layout: $l, .. }
             | Op::Relayout { layout: $l, .. }
             | Op::Broadcast { layout: $l, .. } => $req,
             Op::Reduce { layout: $l, .. }
@@ -369,6 +386,7 @@ macro_rules! with_buffers {
     ($op:expr, $b:ident => $on:expr, $none:expr) => {
         match $op {
             Op::Load { buffers: $b, .. }
+            | Op::Gather { buffers: $b, .. }
             | Op::Relayout { buffers: $b, .. }
             | Op::Broadcast { buffers: $b, .. }
             | Op::Reduce { buffers: $b, .. }
@@ -428,6 +446,7 @@ impl Op {
     pub fn name(&self) -> &'static str {
         match self {
             Op::Load { .. } => "Load",
+            Op::Gather { .. } => "Gather",
             Op::Store { .. } => "Store",
             Op::Relayout { .. } => "Relayout",
             Op::Broadcast { .. } => "Broadcast",
@@ -457,6 +476,7 @@ impl Op {
     pub fn class(&self) -> OpClass {
         match self {
             Op::Load { .. } => OpClass::Load,
+            Op::Gather { .. } => OpClass::Gather,
             Op::Store { .. } => OpClass::Store,
             Op::Free { .. } => OpClass::Free,
             Op::Relayout { .. } | Op::Broadcast { .. } | Op::Reduce { .. } => OpClass::Move,
@@ -484,14 +504,18 @@ impl Op {
     /// Free) rather than a kernel.
     pub fn is_transfer(&self) -> bool {
         match self.class() {
-            OpClass::Load | OpClass::Store | OpClass::Free | OpClass::Move => true,
+            OpClass::Load | OpClass::Gather | OpClass::Store | OpClass::Free | OpClass::Move => {
+                true
+            }
             OpClass::Kernel => false,
         }
     }
 
-    /// The tensors the op reads, with the names of their fields.
+    /// The tensors the op reads in LM, with the names of their fields (a Gather's
+    /// table is read in DRAM: [`Op::dram_input`]).
     pub fn inputs(&self) -> Vec<(&'static str, &str)> {
         match self {
+            Op::Gather { indices, .. } => vec![("indices", indices)],
             Op::Load { tensor, .. }
             | Op::Store { tensor }
             | Op::Relayout { tensor, .. }
@@ -521,10 +545,20 @@ impl Op {
         }
     }
 
+    /// The tensor a Gather reads in DRAM (its `table`), with its field's name.
+    pub fn dram_input(&self) -> Option<(&'static str, &str)> {
+        if let Op::Gather { table, .. } = self {
+            Some(("table", table))
+        } else {
+            None
+        }
+    }
+
     /// The tensor the op leaves in LM (with its field name): `out`, or the moved
     /// tensor when there is no `out`. `None` for Store and Free.
     pub fn output(&self) -> Option<(&'static str, &str)> {
         match self {
+            Op::Gather { out, .. } => Some(("out", out)),
             Op::Load { tensor, .. } => Some(("tensor", tensor)),
             Op::Store { .. } | Op::Free { .. } => None,
             Op::Relayout { tensor, out, .. }
@@ -590,6 +624,8 @@ pub fn plan_variable(layout: &str) -> Option<&str> {
 pub enum OpClass {
     /// DRAM → LM.
     Load,
+    /// DRAM → LM of rows named by indices in LM (a Gather).
+    Gather,
     /// LM → DRAM.
     Store,
     /// Releases a tensor's LM.

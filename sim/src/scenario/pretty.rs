@@ -38,6 +38,17 @@ pub fn op(p: &Program, o: &ProgramOp) -> Op {
             layout: layout.unwrap_or_default(),
             buffers,
         },
+        OpKind::Gather {
+            table,
+            indices,
+            out,
+        } => Op::Gather {
+            table: name(table),
+            indices: name(indices),
+            out: name(out),
+            layout: layout.unwrap_or_default(),
+            buffers,
+        },
         OpKind::Store { tensor } => Op::Store {
             tensor: name(tensor),
         },
@@ -280,6 +291,9 @@ fn shorthand(
         }
         // No shorthand: the generic `Kernel(...)` form.
         Kernel::Slice { .. }
+        | Kernel::Expand { .. }
+        | Kernel::DynamicSlice { .. }
+        | Kernel::DynamicUpdateSlice { .. }
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_)

@@ -58,6 +58,7 @@ pub fn print(sc: &Scenario, c: &Comments) -> String {
         bind,
         tensors,
         program,
+        places,
         plans,
         verify,
         auto_reduce,
@@ -97,6 +98,13 @@ pub fn print(sc: &Scenario, c: &Comments) -> String {
         let _ = writeln!(t, "        {},", one_line(op));
     }
     t.push_str("    ],\n");
+    if !places.is_empty() {
+        t.push_str("    places: [\n");
+        for p in places {
+            let _ = writeln!(t, "        {},", one_line(p));
+        }
+        t.push_str("    ],\n");
+    }
     if !plans.is_empty() {
         t.push_str("    plans: {\n");
         for (plan, vars) in plans {

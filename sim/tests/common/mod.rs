@@ -1,6 +1,7 @@
 pub mod graphs;
 pub mod kernels;
 pub mod random;
+pub mod shlo;
 pub mod study;
 pub mod tmp;
 

@@ -218,11 +218,12 @@ impl Ox {
         }
         let origin = self.origin.take();
         self.steps.push(Step {
-            kernel,
+            action: crate::import::lower::Action::Kernel(kernel),
             cast,
             inputs: inputs.iter().map(|t| t.name.clone()).collect(),
             out: out.name.clone(),
             origin,
+            place: Default::default(),
         });
         Ok(())
     }

@@ -13,13 +13,17 @@ pub(super) fn folded(st: &Stmt, r: Result<Konst, String>) -> Result<Vec<Val>, At
     r.map(|k| vec![Val::C(k)]).map_err(|e| at(&st.span, e))
 }
 
-/// The init of a constant: `Fill`, `Zeros`, `Ones` or `Runs`.
+/// The init of a constant: `Fill`, `Zeros`, `Ones`, `Iota` (element i holds i) or
+/// `Runs`.
 pub(crate) fn init_of(k: &Konst) -> Result<Init, String> {
     let v = if k.is_splat() {
         vec![k.data[0]]
     } else {
         k.values()?
     };
+    if v.len() > 2 && v.iter().enumerate().all(|(i, &x)| x == i as f64) {
+        return Ok(Init::Iota);
+    }
     let mut runs: Vec<(u64, f64)> = Vec::new();
     for x in v {
         match runs.last_mut() {
@@ -35,9 +39,32 @@ pub(crate) fn init_of(k: &Konst) -> Result<Init, String> {
     })
 }
 
+/// `iota` of `dims` along `axis`: evaluated at import (a constant) up to [`FOLD_LIMIT`]
+/// elements; above, a broadcast of the one-axis iota (a DRAM tensor, `init: Iota`), so
+/// that masks built from it are kernels on the shards, of any size.
+pub(super) fn iota(
+    lx: &mut Lx,
+    st: &Stmt,
+    dtype: mnsim_arch::DType,
+    dims: Vec<u64>,
+    axis: usize,
+) -> Result<Vec<Val>, At> {
+    if super::fold::numel(&dims).is_some_and(|n| n <= super::fold::FOLD_LIMIT) {
+        return folded(st, Konst::iota(dtype, dims, axis));
+    }
+    let line = Konst::iota(dtype, vec![dims[axis]], 0).map_err(|e| at(&st.span, e))?;
+    let src = emit_const(lx, &st.span, &line)?;
+    Ok(vec![Val::B {
+        src,
+        map: vec![axis],
+        out: dims,
+    }])
+}
+
 /// A constant as a DRAM tensor (loaded before its first use), shared by equal constants.
 pub(super) fn emit_const(lx: &mut Lx, span: &Range<usize>, k: &Konst) -> Result<Tens, At> {
-    if let Some((_, n)) = lx.emitted.iter().find(|(e, _)| e == k) {
+    let key = k.key();
+    if let Some(n) = lx.emitted.get(&key) {
         return Ok(Tens {
             name: n.clone(),
             dtype: k.dtype,
@@ -47,12 +74,12 @@ pub(super) fn emit_const(lx: &mut Lx, span: &Range<usize>, k: &Konst) -> Result<
     let init = init_of(k).map_err(|e| at(span, e))?;
     let base = format!("c{}", lx.emitted.len());
     let t = lx.declare(&base, k.dtype, &k.dims);
-    if let Some(d) = lx.decls.iter_mut().find(|d| d.name == t.name) {
+    if let Some(d) = lx.decls.last_mut() {
         d.init = Some(init);
         d.constant = true;
     }
     lx.inputs.push(t.name.clone());
-    lx.emitted.push((k.clone(), t.name.clone()));
+    lx.emitted.insert(key, t.name.clone());
     Ok(t)
 }
 
@@ -108,26 +135,28 @@ pub(super) fn transposed(
 }
 
 /// A value as a tensor for a kernel that does not broadcast: a constant at its full
-/// shape, a broadcast that adds no elements as its source reshaped.
+/// shape, a broadcast that adds no elements as its source reshaped, one that adds
+/// elements materialised by an `Expand` of its source (its axes in order, aligned).
 pub(super) fn tensor_of(lx: &mut Lx, span: &Range<usize>, v: &Val, what: &str) -> Result<Tens, At> {
     match v {
         Val::T(t) => Ok(t.clone()),
         Val::C(k) => emit_const(lx, span, k),
-        Val::B { src, out, .. }
-            if src.dims.iter().product::<u64>() == out.iter().product::<u64>() =>
-        {
-            let mut order: Vec<usize> = (0..src.dims.len()).collect();
-            if let Val::B { map, .. } = v {
+        Val::B { src, out, map } => {
+            if src.dims.iter().product::<u64>() == out.iter().product::<u64>() {
+                let mut order: Vec<usize> = (0..src.dims.len()).collect();
                 order.sort_by_key(|&j| map[j]);
+                let t = transposed(lx, span, src, &order)?;
+                return reshaped(lx, span, &t, out);
             }
-            let t = transposed(lx, span, src, &order)?;
-            reshaped(lx, span, &t, out)
+            let x = operand(lx, span, v)?;
+            let o = lx.declare(&format!("{}_x", src.name), src.dtype, out);
+            let shape = o.declared_dims();
+            lx.step(span, Kernel::Expand { shape }, &[&x], &o)?;
+            Ok(o)
         }
-        _ => Err(at(
+        Val::Unit => Err(at(
             span,
-            format!(
-                "{what} is a broadcast that nothing materialises (mnsim has no broadcast kernel; elementwise ops read broadcasts in place)"
-            ),
+            format!("{what} has no value (a shape assertion's result)"),
         )),
     }
 }
@@ -242,12 +271,12 @@ pub(super) fn elementwise(
         let r = match &kernel {
             Kernel::Binary(b) => {
                 let b = *b;
-                Konst::map(&refs, dtype, move |x| b.apply(x[0], x[1]))
+                Konst::compute(&refs, dtype, move |x| b.apply(x[0], x[1]))
             }
             Kernel::Select => Konst::map(&refs, dtype, |x| if x[0] != 0.0 { x[1] } else { x[2] }),
             Kernel::Unary(u) => {
                 let u = *u;
-                Konst::map(&refs, dtype, move |x| u.apply(x[0]))
+                Konst::compute(&refs, dtype, move |x| u.apply(x[0]))
             }
             Kernel::Eltwise(Eltwise::Compare(c)) => {
                 let c = *c;
@@ -303,7 +332,7 @@ pub(super) fn unary(
     let dtype = super::ops::result_ty(st)?.dtype;
     super::ops::result_dims(st, &x.dims())?;
     match x {
-        Val::C(k) => folded(st, Konst::map(&[k], dtype, move |v| u.apply(v[0]))),
+        Val::C(k) => folded(st, Konst::compute(&[k], dtype, move |v| u.apply(v[0]))),
         Val::T(t) => {
             let o = unary_step(lx, st, base, u, t)?;
             Ok(vec![Val::T(o)])
@@ -369,7 +398,7 @@ pub(super) fn convert(lx: &mut Lx, st: &Stmt, base: &str, x: &Val) -> Result<Vec
 pub(super) fn power(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Vec<Val>, At> {
     if let (Val::C(a), Val::C(b)) = (&vals[0], &vals[1]) {
         let dtype = super::ops::result_ty(st)?.dtype;
-        return folded(st, Konst::map(&[a, b], dtype, |x| x[0].powf(x[1])));
+        return folded(st, Konst::compute(&[a, b], dtype, |x| x[0].powf(x[1])));
     }
     let e = match &vals[1] {
         Val::C(k) if k.is_splat() => k.data[0],

@@ -46,7 +46,37 @@ pub fn cast(v: f64, dtype: DType) -> f64 {
     }
 }
 
+/// The value `v`, computed from integer constants, as `dtype` holds it: truncated
+/// toward zero (StableHLO's integer division), or an error when `dtype` cannot hold it
+/// (an overflow, a division by zero); other dtypes as [`cast`] gives them.
+pub fn exact(v: f64, dtype: DType) -> Result<f64, String> {
+    if dtype == DType::Pred || dtype.is_float() {
+        return Ok(cast(v, dtype));
+    }
+    let (lo, hi) = dtype.range();
+    let t = v.trunc();
+    if t.is_finite() && t >= lo && t <= hi {
+        Ok(t)
+    } else {
+        Err(format!(
+            "the result {v} is not a value of {dtype} (an integer overflow or a division by zero)"
+        ))
+    }
+}
+
+/// A constant's identity for sharing equal constants: its dtype, dims and values' bits.
+pub type KonstKey = (&'static str, Vec<u64>, Vec<u64>);
+
 impl Konst {
+    /// Its [`KonstKey`].
+    pub fn key(&self) -> KonstKey {
+        (
+            self.dtype.name(),
+            self.dims.clone(),
+            self.data.iter().map(|v| v.to_bits()).collect(),
+        )
+    }
+
     pub fn splat(dtype: DType, dims: Vec<u64>, v: f64) -> Konst {
         Konst {
             dtype,
@@ -94,6 +124,34 @@ impl Konst {
         Ok(Konst {
             data: Rc::new(data),
             ..k
+        })
+    }
+
+    /// Elementwise arithmetic over constants of equal shape, each result a value of
+    /// `dtype` or an error ([`exact`]): what the elementwise ops fold to.
+    pub fn compute(
+        ks: &[&Konst],
+        dtype: DType,
+        f: impl Fn(&[f64]) -> f64,
+    ) -> Result<Konst, String> {
+        let dims = ks[0].dims.clone();
+        let n = if ks.iter().all(|k| k.is_splat()) {
+            1
+        } else {
+            Konst::splat(dtype, dims.clone(), 0.0).count()?
+        };
+        let mut data = Vec::with_capacity(n);
+        let mut xs = vec![0.0; ks.len()];
+        for i in 0..n {
+            for (x, k) in xs.iter_mut().zip(ks) {
+                *x = k.get(i);
+            }
+            data.push(exact(f(&xs), dtype)?);
+        }
+        Ok(Konst {
+            dtype,
+            dims,
+            data: Rc::new(data),
         })
     }
 
@@ -282,56 +340,139 @@ impl Konst {
     }
 }
 
-/// A dense literal (the inside of `dense<...>`) of `n` elements of `dtype`: a splat
-/// (`1.0`, `0xFF800000`, `true`) or a nested list.
+/// One element of a dense literal: `1.5`, `-3`, `0xFF800000` (raw bits), `true`,
+/// `false`, a value of `dtype` (an integer in range and whole: a literal is never
+/// rounded or saturated).
+fn element(s: &str, dtype: DType) -> Result<f64, String> {
+    let s = s.trim();
+    let v = match s {
+        "true" => 1.0,
+        "false" => 0.0,
+        _ => {
+            if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                let bits = u64::from_str_radix(h, 16)
+                    .map_err(|_| format!("`{s}` is not a hexadecimal literal"))?;
+                match dtype {
+                    DType::F32 => f32::from_bits(bits as u32) as f64,
+                    DType::F64 => f64::from_bits(bits),
+                    DType::F16 | DType::BF16 => {
+                        mnsim_kernels::elem::read(dtype, &(bits as u16).to_le_bytes())
+                    }
+                    _ => bits as f64,
+                }
+            } else {
+                s.parse::<f64>()
+                    .map_err(|_| format!("`{s}` is not a number, `true` or `false`"))?
+            }
+        }
+    };
+    if dtype == DType::Pred || dtype.is_float() {
+        return Ok(cast(v, dtype));
+    }
+    match dtype.check_value(v) {
+        None => Ok(v),
+        Some(why) => Err(format!("`{s}` is not a value of {dtype}: {why}")),
+    }
+}
+
+/// The elements of a nested literal (`[[1, 2], [3, 4]]`), row-major, each list as long
+/// as its axis of `dims` and nested exactly as deep as `dims` has axes.
+fn nested(t: &str, dtype: DType, dims: &[u64]) -> Result<Vec<f64>, String> {
+    let b = t.as_bytes();
+    let mut out = Vec::new();
+    // Per depth: how many items the list open at that depth has so far.
+    let mut counts: Vec<u64> = Vec::new();
+    let mut i = 0;
+    let mut item_start: Option<usize> = None;
+    let wrong = |what: String| {
+        format!(
+            "the literal does not nest as its type {dims:?}: {what} (a `dense` literal nests one list per axis, each as long as its axis)"
+        )
+    };
+    let close_item = |start: &mut Option<usize>,
+                      end: usize,
+                      counts: &mut Vec<u64>,
+                      out: &mut Vec<f64>|
+     -> Result<(), String> {
+        if let Some(s) = start.take() {
+            let text = t[s..end].trim();
+            if text.is_empty() {
+                return Ok(());
+            }
+            if counts.len() != dims.len() {
+                return Err(wrong(format!(
+                    "the value `{text}` is at depth {} where {} lists nest",
+                    counts.len(),
+                    dims.len()
+                )));
+            }
+            out.push(element(text, dtype)?);
+            if let Some(c) = counts.last_mut() {
+                *c += 1;
+            }
+        }
+        Ok(())
+    };
+    while i < b.len() {
+        match b[i] {
+            b'[' => {
+                close_item(&mut item_start, i, &mut counts, &mut out)?;
+                if counts.len() >= dims.len() {
+                    return Err(wrong(format!("a list nests {} deep", counts.len() + 1)));
+                }
+                counts.push(0);
+            }
+            b']' => {
+                close_item(&mut item_start, i, &mut counts, &mut out)?;
+                let depth = counts.len();
+                let Some(n) = counts.pop() else {
+                    return Err(wrong("a `]` closes no list".into()));
+                };
+                if n != dims[depth - 1] {
+                    return Err(wrong(format!(
+                        "a list at depth {depth} holds {n} items where axis {} has {}",
+                        depth - 1,
+                        dims[depth - 1]
+                    )));
+                }
+                if let Some(c) = counts.last_mut() {
+                    *c += 1;
+                }
+            }
+            b',' => close_item(&mut item_start, i, &mut counts, &mut out)?,
+            c if c.is_ascii_whitespace() => {}
+            _ => {
+                if item_start.is_none() {
+                    if counts.is_empty() {
+                        return Err(wrong("a value outside every list".into()));
+                    }
+                    item_start = Some(i);
+                }
+            }
+        }
+        i += 1;
+    }
+    close_item(&mut item_start, b.len(), &mut counts, &mut out)?;
+    if !counts.is_empty() {
+        return Err(wrong("a list is not closed".into()));
+    }
+    Ok(out)
+}
+
+/// A dense literal (the inside of `dense<...>`) of a tensor of `dtype` and `dims`: a
+/// splat (`1.0`, `0xFF800000`, `true`) or lists nested as the type's axes.
 pub fn dense(text: &str, dtype: DType, dims: Vec<u64>) -> Result<Konst, String> {
     let t = text.trim();
-    let one = |s: &str| -> Result<f64, String> {
-        let s = s.trim();
-        match s {
-            "true" => return Ok(1.0),
-            "false" => return Ok(0.0),
-            _ => {}
-        }
-        if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            let bits = u64::from_str_radix(h, 16)
-                .map_err(|_| format!("`{s}` is not a hexadecimal literal"))?;
-            return Ok(match dtype {
-                DType::F32 => f32::from_bits(bits as u32) as f64,
-                DType::F64 => f64::from_bits(bits),
-                DType::F16 | DType::BF16 => {
-                    mnsim_kernels::elem::read(dtype, &(bits as u16).to_le_bytes())
-                }
-                _ => bits as f64,
-            });
-        }
-        s.parse::<f64>()
-            .map_err(|_| format!("`{s}` is not a number, `true` or `false`"))
-    };
     if t.starts_with('"') {
         return Err("hexadecimal blob constants (`dense<\"0x...\">`) are not supported".into());
     }
     if !t.starts_with('[') {
-        return Ok(Konst::splat(dtype, dims, one(t)?));
+        let v = element(t, dtype)?;
+        return Ok(Konst::splat(dtype, dims, v));
     }
-    let flat: Vec<&str> = t
-        .split(['[', ']', ','])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
     let k = Konst::splat(dtype, dims.clone(), 0.0);
-    let n = k.count()?;
-    if flat.len() != n {
-        return Err(format!(
-            "the literal holds {} values where its type {:?} needs {n}",
-            flat.len(),
-            dims
-        ));
-    }
-    let mut data = Vec::with_capacity(n);
-    for s in flat {
-        data.push(cast(one(s)?, dtype));
-    }
+    k.count()?;
+    let data = nested(t, dtype, &dims)?;
     Ok(Konst {
         data: Rc::new(data),
         ..k

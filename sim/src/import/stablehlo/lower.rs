@@ -86,10 +86,21 @@ pub(super) struct Lx<'a> {
     pub(super) steps: Vec<Step>,
     pub(super) inputs: Vec<String>,
     names: BTreeSet<String>,
+    /// Per base name, the suffix [`Lx::fresh`] tries next (so that a function inlined
+    /// many times finds its names in constant time).
+    next_suffix: BTreeMap<String, usize>,
     /// Reshapes already made: (tensor, shape) → the reshaped tensor.
     pub(super) reshaped: BTreeMap<(String, Vec<u64>), String>,
-    /// Constants already emitted: (dtype name, dims, values) → tensor.
-    pub(super) emitted: Vec<(Konst, String)>,
+    /// Constants already emitted, by [`Konst::key`] → tensor.
+    pub(super) emitted: BTreeMap<super::fold::KonstKey, String>,
+    /// Where each declared tensor comes from: the op that makes it, the parameter's
+    /// type (errors about the tensor point there).
+    pub(super) spans: BTreeMap<String, Range<usize>>,
+    /// The op being lowered.
+    pub(super) at: Range<usize>,
+    /// The iteration of the outermost `while` being unrolled: the layer of every step
+    /// made meanwhile.
+    pub(super) layer: Option<u32>,
     /// The comment for the next step.
     pub(super) origin: Option<String>,
     /// The function being walked (names its values) and the call depth.
@@ -119,10 +130,15 @@ impl<'a> Lx<'a> {
             b = format!("v{b}");
         }
         let mut n = b.clone();
-        let mut k = 1;
-        while self.names.contains(&n) {
-            k += 1;
-            n = format!("{b}_{k}");
+        if self.names.contains(&n) {
+            let k = self.next_suffix.entry(b.clone()).or_insert(2);
+            loop {
+                n = format!("{b}_{k}");
+                *k += 1;
+                if !self.names.contains(&n) {
+                    break;
+                }
+            }
         }
         self.names.insert(n.clone());
         n
@@ -131,6 +147,7 @@ impl<'a> Lx<'a> {
     /// Declares a computed tensor.
     pub(super) fn declare(&mut self, base: &str, dtype: DType, dims: &[u64]) -> Tens {
         let name = self.fresh(base);
+        self.spans.insert(name.clone(), self.at.clone());
         let d = if dims.is_empty() {
             vec![1]
         } else {
@@ -165,6 +182,55 @@ impl<'a> Lx<'a> {
         self.push(span, kernel, false, inputs, out)
     }
 
+    /// Appends a Gather of the rows of `table` (a DRAM tensor: an argument or a
+    /// constant) at `indices` into `out`, after checking its shape.
+    pub(super) fn gather(
+        &mut self,
+        span: &Range<usize>,
+        table: &Tens,
+        indices: &Tens,
+        out: &Tens,
+    ) -> Result<(), At> {
+        let want: Vec<u64> = (indices.declared_dims().iter())
+            .chain(table.declared_dims().iter().skip(1))
+            .copied()
+            .collect();
+        if out.declared_dims() != want || out.dtype != table.dtype {
+            return Err(at(
+                span,
+                format!(
+                    "the result is {}{:?}, but the rows of `{}` at indices {:?} are {}{want:?}",
+                    out.dtype,
+                    out.declared_dims(),
+                    table.name,
+                    indices.declared_dims(),
+                    table.dtype
+                ),
+            ));
+        }
+        let origin = self.origin.take();
+        self.steps.push(Step {
+            action: crate::import::lower::Action::Gather {
+                table: table.name.clone(),
+            },
+            cast: false,
+            inputs: vec![indices.name.clone()],
+            out: out.name.clone(),
+            origin,
+            place: crate::scenario::Place {
+                layer: self.layer,
+                part: None,
+            },
+        });
+        Ok(())
+    }
+
+    /// Whether `t` is in DRAM before the program runs: an argument of `@main` or a
+    /// constant emitted as a tensor.
+    pub(super) fn in_dram(&self, t: &Tens) -> bool {
+        self.inputs.contains(&t.name)
+    }
+
     /// Appends a `Cast` of `input` into `out` (of another dtype).
     pub(super) fn cast(&mut self, span: &Range<usize>, input: &Tens, out: &Tens) -> Result<(), At> {
         self.push(span, Kernel::Unary(UnaryOp::Copy), true, &[input], out)
@@ -180,8 +246,8 @@ impl<'a> Lx<'a> {
     ) -> Result<(), At> {
         let shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.declared_dims()).collect();
         let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
+        // The shape the run checks: the declared one, exactly (a scalar is `[1]`).
         let want = mnsim_kernels::output_shape(&kernel, &refs).map_err(|e| at(span, e.message))?;
-        let want = if want.is_empty() { vec![1] } else { want };
         let have = out.declared_dims();
         if want != have {
             return Err(at(
@@ -191,11 +257,15 @@ impl<'a> Lx<'a> {
         }
         let origin = self.origin.take();
         self.steps.push(Step {
-            kernel,
+            action: crate::import::lower::Action::Kernel(kernel),
             cast,
             inputs: inputs.iter().map(|t| t.name.clone()).collect(),
             out: out.name.clone(),
             origin,
+            place: crate::scenario::Place {
+                layer: self.layer,
+                part: None,
+            },
         });
         Ok(())
     }
@@ -246,27 +316,42 @@ impl<'a> Lx<'a> {
     }
 
     fn body(&mut self, f: &Func, env: &mut BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
-        for st in &f.body {
+        let mut defined = Vec::new();
+        let Some((vals, ret)) = self.block(&f.body, env, &mut defined)? else {
+            return Err(at(&f.span, format!("`@{}` has no `return`", f.name)));
+        };
+        if vals.len() != f.results.len() {
+            return Err(at(
+                &ret.span,
+                format!(
+                    "returns {} value(s) where `@{}` declares {}",
+                    vals.len(),
+                    f.name,
+                    f.results.len()
+                ),
+            ));
+        }
+        for (v, t) in vals.iter().zip(&f.results) {
+            check_ty(t, v, "the returned value")?;
+        }
+        Ok(vals)
+    }
+
+    /// Runs `ops` (a function's body, a region) in `env` up to its `return`: the values
+    /// the `return` gives and the `return` itself (`None` when there is none). Every
+    /// name it defines is added to `defined`, so that a region's scope can end.
+    pub(super) fn block<'s>(
+        &mut self,
+        ops: &'s [Stmt],
+        env: &mut BTreeMap<String, Val>,
+        defined: &mut Vec<String>,
+    ) -> Result<Option<(Vec<Val>, &'s Stmt)>, At> {
+        for st in ops {
             if matches!(
                 st.name.as_str(),
                 "return" | "func.return" | "stablehlo.return"
             ) {
-                let vals = self.operands(st, env)?;
-                if vals.len() != f.results.len() {
-                    return Err(at(
-                        &st.span,
-                        format!(
-                            "returns {} value(s) where `@{}` declares {}",
-                            vals.len(),
-                            f.name,
-                            f.results.len()
-                        ),
-                    ));
-                }
-                for (v, t) in vals.iter().zip(&f.results) {
-                    check_ty(t, v, "the returned value")?;
-                }
-                return Ok(vals);
+                return Ok(Some((self.operands(st, env)?, st)));
             }
             self.ops += 1;
             if !self.kinds.contains(&st.name) {
@@ -285,10 +370,11 @@ impl<'a> Lx<'a> {
                 ));
             }
             for (r, v) in st.results.iter().zip(vals) {
-                env.insert(r.clone(), v);
+                define(env, st, r, v)?;
+                defined.push(r.clone());
             }
         }
-        Err(at(&f.span, format!("`@{}` has no `return`", f.name)))
+        Ok(None)
     }
 
     /// The values the op's `%names` refer to, in order.
@@ -304,6 +390,24 @@ impl<'a> Lx<'a> {
         }
         Ok(out)
     }
+}
+
+/// Binds `%name` to `v`, refusing a name already defined (SSA values are defined once).
+pub(super) fn define(
+    env: &mut BTreeMap<String, Val>,
+    st: &Stmt,
+    name: &str,
+    v: Val,
+) -> Result<(), At> {
+    if env.contains_key(name) {
+        let shown = name.split('#').next().unwrap_or(name);
+        return Err(at(
+            &st.span,
+            format!("`%{shown}` is defined twice: an SSA value is defined once"),
+        ));
+    }
+    env.insert(name.to_string(), v);
+    Ok(())
 }
 
 /// Checks a value against a declared type: rank, element type, and every static
@@ -345,167 +449,12 @@ pub(super) fn show_dims(d: &[Option<u64>]) -> String {
     format!("[{}]", s.join(", "))
 }
 
-/// Parameter `i` of `main`: its dims, each symbolic one given by `binds` (and added to
-/// `bind`, the scenario's bindings, once), and each dim's symbolic name if it has one.
-fn param_dims(
-    main: &Func,
-    i: usize,
-    sym: &BTreeMap<(usize, usize), String>,
-    binds: &Binds,
-    bind: &mut Vec<(String, u64)>,
-) -> Result<(Vec<u64>, Vec<Option<String>>), At> {
-    let p = &main.params[i];
-    let mut dims = Vec::new();
-    let mut dim_names = Vec::new();
-    for (d, x) in p.ty.dims.iter().enumerate() {
-        match x {
-            Some(v) => {
-                dims.push(*v);
-                dim_names.push(None);
-            }
-            None => {
-                let n = &sym[&(i, d)];
-                let v = *binds.get(n).ok_or_else(|| {
-                    at(
-                        &p.ty.span,
-                        format!(
-                            "the symbolic dimension `{n}` (dimension {d} of `%{}` of `@{}`) is not bound: give its size with `--bind {n}=8`",
-                            p.name, main.name
-                        ),
-                    )
-                })?;
-                if !bind.iter().any(|(k, _)| k == n) {
-                    bind.push((n.clone(), v));
-                }
-                dims.push(v);
-                dim_names.push(Some(n.clone()));
-            }
-        }
-    }
-    Ok((dims, dim_names))
-}
-
-/// The tensors `main` returns, by name: each a computed tensor (a broadcast one
-/// materialised), none an argument, none twice.
-fn outputs(lx: &mut Lx, main: &Func, results: &[Val]) -> Result<Vec<String>, At> {
-    let mut outputs = Vec::new();
-    for (k, v) in results.iter().enumerate() {
-        let t = match v {
-            Val::T(t) => t.clone(),
-            Val::B { .. } => super::emit::tensor_of(lx, &main.span, v, &format!("result {k}"))?,
-            Val::C(_) => {
-                return Err(at(
-                    &main.span,
-                    format!(
-                        "result {k} of `@{}` is a constant that nothing computes; mnsim stores computed tensors",
-                        main.name
-                    ),
-                ));
-            }
-            Val::Unit => {
-                return Err(at(
-                    &main.span,
-                    format!(
-                        "result {k} of `@{}` has no value (a shape assertion's); mnsim stores computed tensors",
-                        main.name
-                    ),
-                ));
-            }
-        };
-        if outputs.contains(&t.name) || lx.inputs.contains(&t.name) {
-            return Err(at(
-                &main.span,
-                format!(
-                    "result {k} of `@{}` is `{}`, an argument or another result: mnsim stores each computed tensor once",
-                    main.name, t.name
-                ),
-            ));
-        }
-        outputs.push(t.name.clone());
-    }
-    Ok(outputs)
-}
-
-/// The names of `main`'s symbolic dimensions: (parameter, dimension) → name, from the
-/// `jax.global_constant` attributes of the functions `main` passes its
-/// `get_dimension_size` results to; a dimension JAX did not name is `argN_dD`.
-fn symbolic_names(main: &Func, funcs: &BTreeMap<&str, &Func>) -> BTreeMap<(usize, usize), String> {
-    use super::lex::Tok;
-    let mut sizes: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    let mut names = BTreeMap::new();
-    for st in &main.body {
-        let vals: Vec<&String> = st
-            .args
-            .iter()
-            .filter_map(|t| match &t.tok {
-                Tok::Value(v) => Some(v),
-                _ => None,
-            })
-            .collect();
-        if st.name == "stablehlo.get_dimension_size"
-            && let (Some(r), Some(v)) = (st.results.first(), vals.first())
-            && let Some(p) = main.params.iter().position(|p| &p.name == *v)
-            && let Some(d) = super::ops::attr_int(&st.args, "dim")
-        {
-            sizes.insert(r.clone(), (p, d as usize));
-        }
-        if matches!(st.name.as_str(), "call" | "func.call")
-            && let Some(callee) = st.args.iter().find_map(|t| match &t.tok {
-                Tok::Sym(s) => funcs.get(s.as_str()),
-                _ => None,
-            })
-        {
-            for (i, v) in vals.iter().enumerate() {
-                let (Some(&pd), Some(p)) = (sizes.get(*v), callee.params.get(i)) else {
-                    continue;
-                };
-                let toks = &p.attrs;
-                for w in toks.windows(3) {
-                    if w[0].tok == Tok::Ident("jax.global_constant".into())
-                        && w[1].tok == Tok::Punct('=')
-                        && let Tok::Str(n) = &w[2].tok
-                    {
-                        names.entry(pd).or_insert_with(|| n.clone());
-                    }
-                }
-            }
-        }
-    }
-    for (p, param) in main.params.iter().enumerate() {
-        for (d, x) in param.ty.dims.iter().enumerate() {
-            if x.is_none() {
-                names
-                    .entry((p, d))
-                    .or_insert_with(|| format!("arg{p}_d{d}"));
-            }
-        }
-    }
-    names
-}
-
-/// The DRAM layout a parameter's `mhlo.layout_mode = "{1,0}"` gives, if any.
-fn layout_mode(p: &super::parse::Param, rank: usize) -> Option<Vec<usize>> {
-    use super::lex::Tok;
-    p.attrs.windows(3).find_map(|w| {
-        if w[0].tok != Tok::Ident("mhlo.layout_mode".into()) || w[1].tok != Tok::Punct('=') {
-            return None;
-        }
-        let Tok::Str(s) = &w[2].tok else { return None };
-        let inner = s.trim().strip_prefix('{')?.strip_suffix('}')?;
-        let m: Vec<usize> = inner
-            .split(',')
-            .filter(|x| !x.trim().is_empty())
-            .map(|x| x.trim().parse().ok())
-            .collect::<Option<_>>()?;
-        let mut sorted = m.clone();
-        sorted.sort_unstable();
-        (m.len() == rank && sorted == (0..rank).collect::<Vec<_>>()).then_some(m)
-    })
-}
-
 /// What the lowering gives beyond the steps.
 pub struct Out {
     pub low: Lowered,
+    /// Where each tensor of `low` comes from in the file (its parameter's type, or the
+    /// op that makes it).
+    pub spans: BTreeMap<String, Range<usize>>,
     pub kinds: Vec<String>,
     pub ops: usize,
 }
@@ -525,15 +474,19 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
             ));
         }
     };
-    let sym = symbolic_names(main, &funcs);
+    let sym = super::signature::symbolic_names(main, &funcs);
     let mut lx = Lx {
         funcs,
         decls: Vec::new(),
         steps: Vec::new(),
         inputs: Vec::new(),
         names: BTreeSet::new(),
+        next_suffix: BTreeMap::new(),
         reshaped: BTreeMap::new(),
-        emitted: Vec::new(),
+        emitted: BTreeMap::new(),
+        spans: BTreeMap::new(),
+        at: 0..0,
+        layer: None,
         origin: None,
         prefix: String::new(),
         depth: 0,
@@ -546,14 +499,16 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
     let mut bind = Vec::new();
     let mut env = BTreeMap::new();
     for (i, p) in main.params.iter().enumerate() {
-        let (dims, dim_names) = param_dims(main, i, &sym, binds, &mut bind)?;
+        let (dims, dim_names) = super::signature::param_dims(main, i, &sym, binds, &mut bind)?;
         let name = lx.fresh(p.loc_name.as_deref().unwrap_or(&format!("arg{i}")));
+        lx.spans.insert(name.clone(), p.ty.span.clone());
         let shape = if dims.is_empty() {
             vec![1]
         } else {
             dims.clone()
         };
-        let m2m = layout_mode(p, dims.len()).unwrap_or_else(|| (0..shape.len()).rev().collect());
+        let m2m = super::signature::layout_mode(p, dims.len())
+            .unwrap_or_else(|| (0..shape.len()).rev().collect());
         lx.decls.push(Decl {
             name: name.clone(),
             dtype: p.ty.dtype,
@@ -578,7 +533,8 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
         env.insert(p.name.clone(), v);
     }
     let results = lx.body(main, &mut env)?;
-    let outputs = outputs(&mut lx, main, &results)?;
+    let outputs = super::signature::outputs(&mut lx, main, &results)?;
+    super::parts::place(&mut lx.steps, &lx.decls);
     Ok(Out {
         low: Lowered {
             decls: lx.decls,
@@ -587,6 +543,7 @@ pub fn lower(m: &Module, binds: &Binds, text: &str) -> Result<Out, At> {
             outputs,
             bind,
         },
+        spans: lx.spans,
         kinds: lx.kinds,
         ops: lx.ops,
     })

@@ -6,8 +6,10 @@
 //! `movement`, `special`, `dot`, `conv`); the import's shared writer makes the
 //! scenario. See `docs/import.md`.
 
+pub mod control;
 pub mod conv;
 pub mod dot;
+pub mod dynamic;
 pub mod emit;
 pub mod fold;
 pub mod lex;
@@ -15,6 +17,8 @@ pub mod lower;
 pub mod movement;
 pub mod ops;
 pub mod parse;
+pub mod parts;
+pub mod signature;
 pub mod special;
 pub mod types;
 
@@ -34,6 +38,26 @@ pub fn is_mlir(path: &std::path::Path, text: &str) -> bool {
         || t.starts_with("#loc")
 }
 
+/// `src` with every lone carriage return (a line ending of CR-only text) made a line
+/// feed, or `None` when it has none: every byte stays where it is, so spans are the same,
+/// and lines are counted alike by the import's comments and by its messages.
+pub fn normalised(src: &Source) -> Option<Source> {
+    let b = src.text.as_bytes();
+    let lone = |i: usize| b[i] == b'\r' && b.get(i + 1) != Some(&b'\n');
+    if !(0..b.len()).any(lone) {
+        return None;
+    }
+    let text: String = src
+        .text
+        .char_indices()
+        .map(|(i, c)| if c == '\r' && lone(i) { '\n' } else { c })
+        .collect();
+    Some(Source {
+        path: src.path.clone(),
+        text,
+    })
+}
+
 fn located(src: &Source, e: parse::At) -> Report {
     scenario::located(src, Some(e.span), &e.message, "here")
 }
@@ -41,6 +65,8 @@ fn located(src: &Source, e: parse::At) -> Report {
 /// The module in `src` lowered with `binds`: its steps, the op names it uses and its
 /// op count.
 pub fn lower(src: &Source, binds: &Binds) -> Result<lower::Out, Report> {
+    let normal = normalised(src);
+    let src = normal.as_ref().unwrap_or(src);
     let toks = lex::lex(&src.text).map_err(|e| {
         scenario::located(
             src,

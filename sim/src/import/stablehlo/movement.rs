@@ -2,12 +2,21 @@
 //! concatenation, slices and pads of computed tensors.
 
 use super::emit::{emit_const, folded, reshaped, tensor_of, transposed};
-use super::fold::Konst;
+use super::fold::{FOLD_LIMIT, Konst};
 use super::lower::{Lx, Tens, Val};
 use super::parse::{At, Stmt, at};
 use mnsim_kernels::Kernel;
 
-pub(super) fn broadcast(st: &Stmt, x: &Val, map: &[usize], out: Vec<u64>) -> Result<Vec<Val>, At> {
+/// `broadcast_in_dim`: a constant is broadcast at import, unless the result is larger
+/// than a constant may be ([`FOLD_LIMIT`]) and not a splat: then the constant becomes a
+/// tensor and the result a broadcast of it, read in place like any other.
+pub(super) fn broadcast(
+    lx: &mut Lx,
+    st: &Stmt,
+    x: &Val,
+    map: &[usize],
+    out: Vec<u64>,
+) -> Result<Vec<Val>, At> {
     let dims = x.dims();
     if map.len() != dims.len() {
         return Err(at(
@@ -32,6 +41,14 @@ pub(super) fn broadcast(st: &Stmt, x: &Val, map: &[usize], out: Vec<u64>) -> Res
     }
     super::ops::result_dims(st, &out)?;
     Ok(vec![match x {
+        Val::C(k) if !k.is_splat() && super::fold::numel(&out).is_none_or(|n| n > FOLD_LIMIT) => {
+            let src = emit_const(lx, &st.span, k)?;
+            Val::B {
+                src,
+                map: map.to_vec(),
+                out,
+            }
+        }
         Val::C(k) => return folded(st, k.broadcast(map, out)),
         Val::T(t) if t.dims == out && map.iter().enumerate().all(|(i, &a)| i == a) => x.clone(),
         Val::T(t) => Val::B {
@@ -77,14 +94,16 @@ pub(super) fn reshape(
             let _ = base;
             Ok(vec![Val::T(reshaped(lx, &st.span, t, &out)?)])
         }
-        // A broadcast that adds no elements is its source reshaped.
-        Val::B { src, .. } if n(&src.dims) == n(&out) => {
+        // A broadcast that adds no elements is its source reshaped; one that adds
+        // elements (GQA's `repeat`) is materialised first.
+        Val::B { src, map, .. } if n(&src.dims) == n(&out) && map.is_sorted() => {
             Ok(vec![Val::T(reshaped(lx, &st.span, src, &out)?)])
         }
-        _ => Err(at(
-            &st.span,
-            "a reshape of a broadcast is not supported (no broadcast kernel materialises it)",
-        )),
+        Val::B { .. } => {
+            let t = tensor_of(lx, &st.span, x, "the reshaped operand")?;
+            Ok(vec![Val::T(reshaped(lx, &st.span, &t, &out)?)])
+        }
+        Val::Unit => Err(at(&st.span, "the operand has no value")),
     }
 }
 

@@ -12,10 +12,11 @@ use std::ops::Range;
 
 /// Every op the import reads (docs/import.md).
 pub const OPS: &str = "add, subtract, multiply, divide, maximum, minimum, power, exponential, log, sqrt, rsqrt, \
-negate, tanh, logistic, abs, round_nearest_even, chlo.square, chlo.erf, compare, select, and, or, not, \
+negate, tanh, logistic, abs, round_nearest_even, chlo.square, chlo.erf, chlo.erfc, compare, select, and, or, not, \
 dot_general, convolution, reduce (add, max, min, mul bodies), broadcast_in_dim, iota, convert, reshape, transpose, \
 slice, concatenate, pad, constant, get_dimension_size, dynamic_broadcast_in_dim, dynamic_reshape, \
-dynamic_iota, real_dynamic_slice, custom_call @shape_assertion, call, return";
+dynamic_iota, real_dynamic_slice, dynamic_slice, dynamic_update_slice, gather (an embedding lookup), \
+while (a static trip count), custom_call @shape_assertion, call, return";
 
 pub(super) fn short(name: &str) -> &str {
     name.strip_prefix("stablehlo.").unwrap_or(name)
@@ -34,8 +35,29 @@ pub(super) fn unary_of(name: &str) -> Option<UnaryOp> {
         "stablehlo.round_nearest_even" => UnaryOp::Round,
         "chlo.square" => UnaryOp::Square,
         "chlo.erf" => UnaryOp::Erf,
+        "chlo.erfc" => UnaryOp::Erfc,
         _ => return None,
     })
+}
+
+/// Whether a unary function is defined on floating-point numbers only (StableHLO's
+/// `exponential`, `log`, `sqrt`, ...; `negate`, `abs` and `chlo.square` take integers).
+fn needs_float(u: UnaryOp) -> bool {
+    match u {
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu | UnaryOp::Copy => false,
+        UnaryOp::Exp
+        | UnaryOp::Log
+        | UnaryOp::Sqrt
+        | UnaryOp::Rsqrt
+        | UnaryOp::Tanh
+        | UnaryOp::Sigmoid
+        | UnaryOp::Round
+        | UnaryOp::Erf
+        | UnaryOp::Erfc
+        | UnaryOp::Gelu
+        | UnaryOp::HardSwish
+        | UnaryOp::Recip => true,
+    }
 }
 
 pub(super) fn binary_of(name: &str) -> Option<BinaryOp> {
@@ -154,6 +176,12 @@ pub(super) fn result_dims(st: &Stmt, known: &[u64]) -> Result<Vec<u64>, At> {
             ),
         ));
     }
+    if super::fold::numel(known).is_none() {
+        return Err(at(
+            &ty.span,
+            format!("the result {known:?} holds more elements than 2^64"),
+        ));
+    }
     Ok(known.to_vec())
 }
 
@@ -217,7 +245,11 @@ pub(super) fn count(st: &Stmt, vals: &[Val], n: usize) -> Result<(), At> {
 }
 
 /// One op → its values.
-pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
+pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &mut BTreeMap<String, Val>) -> Result<Vec<Val>, At> {
+    if st.name == "stablehlo.while" {
+        lx.at = st.span.clone();
+        return super::control::while_loop(lx, st, env);
+    }
     let vals = lx.operands(st, env)?;
     let name = st.name.as_str();
     let base = format!(
@@ -225,10 +257,12 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
         lx.prefix,
         st.results.first().map_or("v", String::as_str)
     );
+    lx.at = st.span.clone();
     lx.origin = Some(format!(
-        "{} (line {}){}",
+        "{} (line {}{}){}",
         short(name),
         lx.line(st.span.start),
+        lx.layer.map(|l| format!(", layer {l}")).unwrap_or_default(),
         st.loc
             .as_deref()
             .map(|l| format!(" `{l}`"))
@@ -236,6 +270,16 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
     ));
     if let Some(u) = unary_of(name) {
         count(st, &vals, 1)?;
+        let dtype = vals[0].dtype();
+        if needs_float(u) && !dtype.is_float() {
+            return Err(at(
+                &st.span,
+                format!(
+                    "`{}` takes floating-point operands, not {dtype}",
+                    short(name)
+                ),
+            ));
+        }
         return super::emit::unary(lx, st, &base, u, &vals[0]);
     }
     if let Some(b) = binary_of(name) {
@@ -245,6 +289,23 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
     if let Some(r) = evaluated(st, &vals)? {
         return Ok(r);
     }
+    if let "stablehlo.iota" | "stablehlo.dynamic_iota" = name {
+        let dims = if name == "stablehlo.iota" {
+            static_dims(st)?
+        } else {
+            count(st, &vals, 1)?;
+            result_dims(st, &shape_of(st, &vals[0])?)?
+        };
+        let axis = int_attr(st, "dim", dims.len())?;
+        return super::emit::iota(lx, st, result_ty(st)?.dtype, dims, axis);
+    }
+    lowered(lx, st, &base, vals)
+}
+
+/// An op neither elementwise, evaluated at import nor an iota: lowered by its kind to
+/// kernel steps, or to values without steps (a call inlined, a reshape of a constant).
+fn lowered(lx: &mut Lx, st: &Stmt, base: &str, vals: Vec<Val>) -> Result<Vec<Val>, At> {
+    let name = st.name.as_str();
     match name {
         "stablehlo.custom_call" => super::special::shape_assertion(st, &vals),
         "call" | "func.call" => {
@@ -258,18 +319,18 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
                 .ok_or_else(|| at(&st.span, "a call needs `@callee`"))?;
             lx.call(&st.span, &callee, vals)
         }
-        "stablehlo.compare" => super::special::compare(lx, st, &base, &vals),
+        "stablehlo.compare" => super::special::compare(lx, st, base, &vals),
         "stablehlo.select" => {
             count(st, &vals, 3)?;
-            super::emit::select(lx, st, &base, &vals)
+            super::emit::select(lx, st, base, &vals)
         }
         "stablehlo.convert" => {
             count(st, &vals, 1)?;
-            super::emit::convert(lx, st, &base, &vals[0])
+            super::emit::convert(lx, st, base, &vals[0])
         }
         "stablehlo.power" => {
             count(st, &vals, 2)?;
-            super::emit::power(lx, st, &base, &vals)
+            super::emit::power(lx, st, base, &vals)
         }
         "stablehlo.broadcast_in_dim" | "stablehlo.dynamic_broadcast_in_dim" => {
             let dynamic = name == "stablehlo.dynamic_broadcast_in_dim";
@@ -280,7 +341,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
                 static_dims(st)?
             };
             let map = list_attr(st, "dims", out.len())?;
-            super::movement::broadcast(st, &vals[0], &map, out)
+            super::movement::broadcast(lx, st, &vals[0], &map, out)
         }
         "stablehlo.reshape" | "stablehlo.dynamic_reshape" => {
             let dynamic = name == "stablehlo.dynamic_reshape";
@@ -290,7 +351,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
             } else {
                 static_dims(st)?
             };
-            super::movement::reshape(lx, st, &base, &vals[0], out)
+            super::movement::reshape(lx, st, base, &vals[0], out)
         }
         "stablehlo.transpose" => {
             count(st, &vals, 1)?;
@@ -301,7 +362,7 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
                     format!("`dims` {perm:?} is not a permutation of the operand's axes"),
                 ));
             }
-            super::movement::transpose(lx, st, &base, &vals[0], &perm)
+            super::movement::transpose(lx, st, base, &vals[0], &perm)
         }
         "stablehlo.concatenate" => {
             if vals.is_empty() {
@@ -309,21 +370,26 @@ pub(super) fn op(lx: &mut Lx, st: &Stmt, env: &BTreeMap<String, Val>) -> Result<
             }
             let rank = vals[0].dims().len();
             let axis = int_attr(st, "dim", rank)?;
-            super::movement::concat(lx, st, &base, &vals, axis)
+            super::movement::concat(lx, st, base, &vals, axis)
         }
         "stablehlo.slice" | "stablehlo.real_dynamic_slice" => {
-            super::special::slice(lx, st, &base, &vals)
+            super::special::slice(lx, st, base, &vals)
         }
         "stablehlo.pad" => {
             count(st, &vals, 2)?;
-            super::movement::pad(lx, st, &base, &vals)
+            super::movement::pad(lx, st, base, &vals)
         }
         "stablehlo.dot_general" => {
             count(st, &vals, 2)?;
-            super::dot::dot_general(lx, st, &base, &vals)
+            super::dot::dot_general(lx, st, base, &vals)
         }
-        "stablehlo.reduce" => super::special::reduce(lx, st, &base, &vals),
-        "stablehlo.convolution" => super::conv::convolution(lx, st, &base, &vals),
+        "stablehlo.reduce" => super::special::reduce(lx, st, base, &vals),
+        "stablehlo.dynamic_slice" => super::dynamic::dynamic_slice(lx, st, base, &vals),
+        "stablehlo.gather" => super::dynamic::gather(lx, st, base, &vals),
+        "stablehlo.dynamic_update_slice" => {
+            super::dynamic::dynamic_update_slice(lx, st, base, &vals)
+        }
+        "stablehlo.convolution" => super::conv::convolution(lx, st, base, &vals),
         other => Err(at(
             &st.name_span,
             format!("the op `{other}` is not supported: mnsim imports {OPS}"),
@@ -349,25 +415,21 @@ fn evaluated(st: &Stmt, vals: &[Val]) -> Result<Option<Vec<Val>>, At> {
                 .ok_or_else(|| at(&st.span, "a constant needs a `dense<...>` literal"))?;
             folded(st, super::fold::dense(&text, ty.dtype, dims))
         }
-        "stablehlo.iota" => {
-            let dims = static_dims(st)?;
-            let axis = int_attr(st, "dim", dims.len())?;
-            folded(st, Konst::iota(result_ty(st)?.dtype, dims, axis))
-        }
-        "stablehlo.dynamic_iota" => {
-            count(st, vals, 1)?;
-            let dims = result_dims(st, &shape_of(st, &vals[0])?)?;
-            let axis = int_attr(st, "dim", dims.len())?;
-            folded(st, Konst::iota(result_ty(st)?.dtype, dims, axis))
-        }
         "stablehlo.get_dimension_size" => {
             count(st, vals, 1)?;
             let dims = vals[0].dims();
             let d = int_attr(st, "dim", dims.len())?;
-            folded(
-                st,
-                Ok(Konst::splat(result_ty(st)?.dtype, vec![], dims[d] as f64)),
-            )
+            let dtype = result_ty(st)?.dtype;
+            let size = super::fold::exact(dims[d] as f64, dtype).map_err(|_| {
+                at(
+                    &st.span,
+                    format!(
+                        "dimension {d} of the operand is {}, more than the result type {dtype} holds",
+                        dims[d]
+                    ),
+                )
+            })?;
+            folded(st, Ok(Konst::splat(dtype, vec![], size)))
         }
         "stablehlo.and" | "stablehlo.or" | "stablehlo.not" => {
             let ks: Vec<&Konst> = vals

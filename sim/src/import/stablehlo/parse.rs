@@ -64,18 +64,35 @@ pub struct Sig {
     pub outs: Vec<Ty>,
 }
 
+/// A region of an op: a `reducer`'s, a `while`'s `cond` or `do`.
+#[derive(Clone, Debug)]
+pub struct Region {
+    /// `reducer`, `cond` or `do`.
+    pub kind: String,
+    /// Its block's parameters (a `reducer`'s; a `while`'s regions take the carried
+    /// values, named in the op's operand list).
+    pub params: Vec<String>,
+    pub ops: Vec<Stmt>,
+    /// Where its keyword is.
+    pub span: Range<usize>,
+}
+
 /// One op.
 #[derive(Clone, Debug)]
 pub struct Stmt {
-    /// Result names (without `%`).
+    /// Result names (without `%`): `%r:3 = ...` gives `r#0`, `r#1`, `r#2`, the names
+    /// its uses (`%r#1`) give.
     pub results: Vec<String>,
     pub name: String,
     pub name_span: Range<usize>,
     /// The tokens between the op name and its signature.
     pub args: Vec<Token>,
     pub sig: Sig,
-    /// A `reducer` region: its parameters and ops.
-    pub region: Option<(Vec<String>, Vec<Stmt>)>,
+    /// Its regions, in order (`reducer`; `cond` and `do`).
+    pub regions: Vec<Region>,
+    /// The generic form's attribute dictionary (`<{...}>`), its tokens without the
+    /// brackets; empty in the pretty form, whose attributes are among `args`.
+    pub props: Vec<Token>,
     /// The op's whole line.
     pub span: Range<usize>,
     /// The first name its location gives (`jit(f)/dot_general`), if any.
@@ -387,18 +404,30 @@ impl P<'_> {
         let mut results = Vec::new();
         if matches!(self.peek().map(|t| &t.tok), Some(Tok::Value(_))) {
             loop {
-                match self.peek() {
+                let name = match self.peek() {
                     Some(Token {
                         tok: Tok::Value(v), ..
-                    }) => results.push(v.clone()),
+                    }) => v.clone(),
                     _ => return Err(at(&self.here(), "expected a result `%name`")),
-                }
+                };
                 self.i += 1;
-                if self.is(&Tok::Punct(':')) {
-                    return Err(at(
-                        &self.here(),
-                        "ops with several results (`%r:2 = ...`) are not supported",
-                    ));
+                if self.eat(&Tok::Punct(':')) {
+                    // `%r:N`: N results, used as `%r#0` .. `%r#(N-1)`.
+                    let n = match self.peek() {
+                        Some(Token {
+                            tok: Tok::Int(n), ..
+                        }) if (1..=1 << 16).contains(n) => *n as usize,
+                        _ => {
+                            return Err(at(
+                                &self.here(),
+                                "expected the number of results after `:` (`%r:2 = ...`)",
+                            ));
+                        }
+                    };
+                    self.i += 1;
+                    results.extend((0..n).map(|k| format!("{name}#{k}")));
+                } else {
+                    results.push(name);
                 }
                 if !self.eat(&Tok::Punct(',')) {
                     break;
@@ -412,21 +441,16 @@ impl P<'_> {
                 span,
                 ..
             }) => (w.clone(), span.clone()),
+            // The generic form: `"stablehlo.gather"(%a, %b) <{...}> : (...) -> ...`.
             Some(Token {
                 tok: Tok::Str(w),
                 span,
                 ..
-            }) => {
-                return Err(at(
-                    span,
-                    format!(
-                        "the generic op form (`\"{w}\"(...)`) is not supported; mnsim reads the pretty form JAX prints"
-                    ),
-                ));
-            }
+            }) => (w.clone(), span.clone()),
             _ => return Err(at(&self.here(), "expected an op name")),
         };
         self.i += 1;
+        let generic = matches!(self.t[self.i - 1].tok, Tok::Str(_));
         // The rest of the line.
         let start = self.i;
         while self.peek().is_some_and(|t| !t.line_start) {
@@ -457,11 +481,35 @@ impl P<'_> {
                 _ => {}
             }
         }
-        let (args, sig) = match colon {
+        let (mut args, sig) = match colon {
             Some(k) => (toks[..k].to_vec(), sig(&toks[k + 1..])?),
             None => (toks.to_vec(), Sig::default()),
         };
-        let region = if self.is_ident("reducer") {
+        let props = if generic {
+            generic_props(&mut args, &name_span)?
+        } else {
+            Vec::new()
+        };
+        let regions = self.regions()?;
+        Ok(Stmt {
+            results,
+            name,
+            name_span,
+            args,
+            sig,
+            regions,
+            props,
+            span: line.start..end,
+            loc,
+        })
+    }
+
+    /// The regions after an op's line: `reducer(%a: ..., %b: ...) { ... }`, or a
+    /// `while`'s `cond { ... } do { ... }`.
+    fn regions(&mut self) -> Result<Vec<Region>, At> {
+        let mut out = Vec::new();
+        if self.is_ident("reducer") {
+            let span = self.here();
             self.i += 1;
             let ps = self.balanced()?;
             let names: Vec<String> = ps
@@ -478,21 +526,79 @@ impl P<'_> {
                 ));
             }
             self.expect('{', "to open the reducer's body")?;
-            Some((names, self.block()?))
-        } else {
-            None
-        };
-        Ok(Stmt {
-            results,
-            name,
-            name_span,
-            args,
-            sig,
-            region,
-            span: line.start..end,
-            loc,
-        })
+            out.push(Region {
+                kind: "reducer".into(),
+                params: names,
+                ops: self.block()?,
+                span,
+            });
+            return Ok(out);
+        }
+        for kind in ["cond", "do"] {
+            if !self.is_ident(kind) {
+                if kind == "do" && !out.is_empty() {
+                    return Err(at(&self.here(), "expected `do {` after the `cond` region"));
+                }
+                break;
+            }
+            let span = self.here();
+            self.i += 1;
+            self.expect('{', &format!("to open the `{kind}` region"))?;
+            out.push(Region {
+                kind: kind.into(),
+                params: Vec::new(),
+                ops: self.block()?,
+                span,
+            });
+        }
+        Ok(out)
     }
+}
+
+/// The generic form's operands and attributes: `(%a, %b) <{key = value, ...}>` in
+/// `args` becomes the operands alone, the attributes returned (without `<{` `}>`).
+fn generic_props(args: &mut Vec<Token>, name: &Range<usize>) -> Result<Vec<Token>, At> {
+    if args.first().map(|t| &t.tok) != Some(&Tok::Punct('(')) {
+        return Err(at(
+            name,
+            "the generic op form needs its operands in `(...)` after the name",
+        ));
+    }
+    let mut depth = 0i64;
+    let mut close = None;
+    for (k, t) in args.iter().enumerate() {
+        match t.tok {
+            Tok::Punct('(') => depth += 1,
+            Tok::Punct(')') => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(k);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let close = close.ok_or_else(|| at(name, "the operand list `(` is never closed"))?;
+    let rest: Vec<Token> = args.split_off(close + 1);
+    let inner: Vec<Token> = match rest.as_slice() {
+        [] => Vec::new(),
+        [lt, lb, mid @ .., rb, gt]
+            if lt.tok == Tok::Punct('<')
+                && lb.tok == Tok::Punct('{')
+                && rb.tok == Tok::Punct('}')
+                && gt.tok == Tok::Punct('>') =>
+        {
+            mid.to_vec()
+        }
+        [first, ..] => {
+            return Err(at(
+                &first.span,
+                "expected the generic form's attributes `<{...}>` after its operands",
+            ));
+        }
+    };
+    Ok(inner)
 }
 
 /// Parses a module from its tokens (`end` is the text's length).

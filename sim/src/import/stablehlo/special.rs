@@ -205,6 +205,16 @@ pub(super) fn slice(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<
     let out = result_dims(st, &out)?;
     match x {
         Val::C(k) => folded(st, k.slice(&start, &stride, out)),
+        // Rows of a tensor in DRAM (a layer's slice of a stacked cache): gathered.
+        Val::T(t)
+            if lx.in_dram(t)
+                && out.first().is_some_and(|&n| n < dims[0])
+                && stride.iter().all(|&k| k == 1)
+                && (1..dims.len()).all(|a| out[a] == dims[a]) =>
+        {
+            let rows = super::dynamic::Rows::Known(start[0], out[0]);
+            super::dynamic::dram_rows(lx, st, base, t, rows, &out)
+        }
         _ => super::movement::slice(lx, st, base, x, (&start, &limit, &stride), &out),
     }
 }
@@ -218,7 +228,7 @@ pub(super) fn reduce(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result
             "a reduce over several operands is not supported (one operand, one init)",
         ));
     }
-    let body = match &st.region {
+    let body = match st.regions.first() {
         None => st
             .args
             .windows(2)
@@ -226,7 +236,7 @@ pub(super) fn reduce(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result
                 (Tok::Ident(a), Tok::Ident(op)) if a == "applies" => Some(op.clone()),
                 _ => None,
             }),
-        Some((params, ops)) => match ops.as_slice() {
+        Some(super::parse::Region { params, ops, .. }) => match ops.as_slice() {
             [one, ret] if ret.name.ends_with("return") => {
                 let uses: Vec<&String> = one
                     .args
@@ -281,12 +291,27 @@ pub(super) fn reduce(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result
         .collect();
     let out = result_dims(st, &out)?;
     let x = super::emit::tensor_of(lx, &st.span, &vals[0], "the reduced operand")?;
-    let o = lx.declare(base, x.dtype, &out);
+    // A reduction to a scalar keeps its axes (size 1): the scenario declares a scalar
+    // `[1]`, which a rank-1 operand's reduction gives as it is and a higher rank's
+    // after a Reshape.
+    let whole = out.is_empty();
+    let kept: Vec<u64> = if whole {
+        vec![1; dims.len()]
+    } else {
+        out.clone()
+    };
     let kernel = Kernel::ReduceAxes {
         op: kind,
         axes: ax,
-        keep_dims: false,
+        keep_dims: whole,
     };
+    let o = lx.declare(base, x.dtype, &kept);
     lx.step(&st.span, kernel, &[&x], &o)?;
+    if whole && kept.len() == 1 {
+        return Ok(vec![Val::T(super::lower::Tens { dims: vec![], ..o })]);
+    }
+    if whole {
+        return Ok(vec![Val::T(super::emit::reshaped(lx, &st.span, &o, &[])?)]);
+    }
     Ok(vec![Val::T(o)])
 }

@@ -60,6 +60,16 @@ pub fn parse_tensor(inner: &str, span: &Range<usize>) -> Result<Ty, At> {
             out.push(Some(v));
         }
     }
+    let statics = out
+        .iter()
+        .flatten()
+        .try_fold(1u64, |a, &d| a.checked_mul(d));
+    if statics.is_none() {
+        return Err(at(
+            span,
+            format!("`tensor<{inner}>` holds more elements than 2^64"),
+        ));
+    }
     Ok(Ty {
         dims: out,
         dtype,

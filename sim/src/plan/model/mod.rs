@@ -340,6 +340,7 @@ impl Model {
             OpKind::Relayout { .. }
             | OpKind::Broadcast { .. }
             | OpKind::Reduce { .. }
+            | OpKind::Gather { .. }
             | OpKind::Kernel { .. } => (Effect::Compute, reads, writes),
         };
         let is_kernel = matches!(po.kind, OpKind::Kernel { .. });
@@ -588,6 +589,7 @@ impl Model {
         match &self.res.program.ops[op].kind {
             OpKind::Kernel { kernel, .. } => Some(kernel),
             OpKind::Load { .. }
+            | OpKind::Gather { .. }
             | OpKind::Store { .. }
             | OpKind::Relayout { .. }
             | OpKind::Broadcast { .. }

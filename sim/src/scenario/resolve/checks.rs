@@ -103,6 +103,7 @@ fn input_field(op: &Op, k: usize) -> &'static str {
         | Op::Elu { .. }
         | Op::Reshape { .. }
         | Op::Cast { .. } => "input",
+        Op::Gather { .. } => "indices",
         Op::Concat { .. }
         | Op::Kernel { .. }
         | Op::Load { .. }
@@ -151,6 +152,10 @@ pub(super) fn check_axes(
             ..
         }) => (vec![*axis], named("axis"), false),
         Kernel::Quant(_) => return Ok(()),
+        // Axes of `x` (and of `update`, of the same rank).
+        Kernel::DynamicSlice { dynamic, .. } | Kernel::DynamicUpdateSlice { dynamic } => {
+            (dynamic.clone(), named("kernel"), false)
+        }
         Kernel::Unary(_)
         | Kernel::Binary(_)
         | Kernel::MatMul
@@ -161,6 +166,7 @@ pub(super) fn check_axes(
         | Kernel::GeneralMatMul { .. }
         | Kernel::Reshape { .. }
         | Kernel::Slice { .. }
+        | Kernel::Expand { .. }
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_) => return Ok(()),

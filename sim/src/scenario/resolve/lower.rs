@@ -38,6 +38,7 @@ pub(super) fn lower(
             layout: rop.layout,
             buffers: rop.op.buffers(),
             span: rop.span,
+            place: rop.place,
         });
     }
     Ok(p)
@@ -59,6 +60,16 @@ fn kind_of(p: &Program, rop: &ResolvedOp) -> Result<OpKind, LowerError> {
     Ok(match &rop.op {
         Op::Load { tensor, .. } => OpKind::Load {
             tensor: id(tensor)?,
+        },
+        Op::Gather {
+            table,
+            indices,
+            out,
+            ..
+        } => OpKind::Gather {
+            table: id(table)?,
+            indices: id(indices)?,
+            out: id(out)?,
         },
         Op::Store { tensor } => OpKind::Store {
             tensor: id(tensor)?,

@@ -22,7 +22,7 @@ pub use machine_of::machine;
 pub use resolved::Resolved;
 
 use super::spans;
-use super::{Scenario, Source, closest};
+use super::{Init, Scenario, Source, closest};
 use crate::program::Tensor;
 use ctx::Ctx;
 use machine_of::load_machine;
@@ -59,7 +59,19 @@ pub fn resolve(
     let bind = bindings(sc, binds);
     let tensors = resolve_tensors(sc, &cx, &machine, &bind, binds, &mut warnings)?;
     let plan_vars = select_plan(sc, &cx, plan)?;
-    let ops = resolve_program(&cx, sc, &machine, &tensors, plan_vars, &mut warnings)?;
+    let mut ops = resolve_program(&cx, sc, &machine, &tensors, plan_vars, &mut warnings)?;
+    let places = crate::scenario::places_of(&sc.places, sc.program.len()).map_err(|(i, why)| {
+        let node = cx.field("places");
+        let at = node.and_then(|n| n.item(i)).or(node);
+        cx.err(
+            at.map(|n| n.span.clone()),
+            &format!("`places` entry {i} {why}"),
+            "this run",
+        )
+    })?;
+    for (o, p) in ops.iter_mut().zip(places) {
+        o.place = p;
+    }
     let program = lower::lower(tensors, ops).map_err(|e| {
         let span = e.op.and_then(|i| cx.op(i)).map(|n| n.span.clone());
         cx.err(span, &e.message, "here")
@@ -161,7 +173,21 @@ fn resolve_tensors(
         }
         tensors.insert(name.clone(), t);
     }
-    for k in bind.keys() {
+    for (k, v) in bind {
+        // An integer input named instead of a dimension: its value (a run-time index,
+        // a position), every element of it.
+        if !dim_names.contains(k)
+            && let Some(t) = tensors.get_mut(k)
+            && t.dtype.is_int()
+            && t.init.is_some()
+        {
+            let value = *v as f64;
+            if let Some(why) = t.dtype.check_value(value) {
+                return Err(miette!("error: bind {k}={v}: {why}"));
+            }
+            t.init = Some(Init::Fill { value });
+            continue;
+        }
         if !dim_names.contains(k) {
             if from_cli(k) {
                 return Err(unknown_bind(k, &dim_names));

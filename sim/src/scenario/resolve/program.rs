@@ -99,6 +99,7 @@ impl<'a> Walk<'a> {
         check_numbers(cx, i, &what, op, self.tensors)?;
 
         self.check_moved_copy(i, &what, op)?;
+        self.check_gather(i, &what, op)?;
 
         // Layout: substitute, parse, bind.
         let mut op_out = op.clone();
@@ -111,6 +112,7 @@ impl<'a> Walk<'a> {
             op: op_out,
             layout,
             span: cx.op(i).map(|n| n.span.clone()),
+            place: Default::default(),
         });
         apply_residency(
             op,
@@ -191,6 +193,7 @@ impl<'a> Walk<'a> {
         let cx = self.cx;
         // Every name is declared.
         let mut names = op.inputs();
+        names.extend(op.dram_input());
         names.extend(op.output());
         for (field, name) in &names {
             self.used_tensors.insert(name.to_string());
@@ -223,6 +226,19 @@ impl<'a> Walk<'a> {
                         "nothing to load",
                     ));
                 }
+            }
+            Op::Gather { table, indices, .. } => {
+                if !self.in_dram.contains(table) {
+                    return Err(cx.err(
+                        cx.op_span(i, "table"),
+                        &format!(
+                            "{what}: table `{table}` has no `init` and no earlier op stores it, \
+                             so there is nothing in DRAM to gather from"
+                        ),
+                        "nothing to gather",
+                    ));
+                }
+                self.need_resident(i, what, indices, "indices")?;
             }
             Op::Broadcast { tensor, .. } => {
                 if !self.resident.contains(tensor) && !self.in_dram.contains(tensor) {
@@ -328,6 +344,50 @@ impl<'a> Walk<'a> {
                     "different dtype or shape",
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// A Gather's `out` is of its `indices`' shape followed by its `table`'s without
+    /// the first axis, in the table's dtype; the indices are integers.
+    fn check_gather(&self, i: usize, what: &str, op: &Op) -> Result<(), Report> {
+        let Op::Gather {
+            table,
+            indices,
+            out,
+            ..
+        } = op
+        else {
+            return Ok(());
+        };
+        let (t, ix, o) = (
+            &self.tensors[table],
+            &self.tensors[indices],
+            &self.tensors[out],
+        );
+        if ix.dtype.is_float() || ix.dtype == mnsim_arch::DType::Pred {
+            return Err(self.cx.err(
+                self.cx.op_span(i, "indices"),
+                &format!("{what}: indices `{indices}` are {}, not integers", ix.dtype),
+                "not integers",
+            ));
+        }
+        let want: Vec<u64> = (ix.dims_at_bound.iter())
+            .chain(t.dims_at_bound.iter().skip(1))
+            .copied()
+            .collect();
+        if o.dtype != t.dtype || o.dims_at_bound != want {
+            return Err(self.cx.err(
+                self.cx.op_span(i, "out"),
+                &format!(
+                    "{what}: `out` tensor `{out}` ({}) must be {} {want:?}: the shape of `{indices}` \
+                     followed by `{table}`'s ({}) without its first axis",
+                    o.laid_out(),
+                    t.dtype,
+                    t.laid_out()
+                ),
+                "wrong dtype or shape",
+            ));
         }
         Ok(())
     }

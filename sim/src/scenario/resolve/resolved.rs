@@ -50,4 +50,6 @@ pub(super) struct ResolvedOp {
     pub layout: Option<LayoutRef>,
     /// Byte range of the op in the scenario file, when found.
     pub span: Option<Range<usize>>,
+    /// Where it sits in a whole model (the scenario's `places`).
+    pub place: crate::scenario::Place,
 }
