@@ -16,7 +16,7 @@
 //!
 //! The report reads [`EnergyTotals`] and the ops' [`OpEnergy`] from the world.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Record};
 use crate::ids::Dir;
 use crate::net::{Place, Stage};
 use crate::world::{Level, SimWorld};
@@ -131,56 +131,73 @@ fn add(t: &mut Traffic, a: Account, n: u64) {
 /// `child_bytes` cross the link. A link at the DRAM's level is fed by (or feeds) the
 /// DRAM when the op has a DRAM stage, else by the level's own memory (PDM). A copy inside
 /// LM reads and writes its bytes there.
-pub fn op_traffic(m: &Machine, stages: &[Stage], compute: Option<(DType, u64)>) -> Traffic {
+///
+/// The FLOP are the op's own: charged once, at its own compute stage's unit. A
+/// re-sent slice of a kernel's stream (a compute stage among the re-sends, the
+/// producer's cycles again) costs time, not FLOP: FLOP energy counts each kernel's
+/// useful FLOP once, as the report's `flops` do.
+pub fn op_traffic(m: &Machine, rec: &Record, compute: Option<(DType, u64)>) -> Traffic {
     let mut t = Traffic::new();
-    let has_dram = stages.iter().any(|s| matches!(s.place, Place::Dram { .. }));
-    let dram_level = m.dram_level_index();
-    for s in stages {
-        match s.place {
-            Place::Link { level, dir } => {
-                let k = level.index();
-                let parent_mem = m.levels.get(k).is_some_and(|l| l.memory.is_some())
-                    && !(has_dram && dram_level == Some(k));
-                let child = m.link_target(k).map(|c| c as u16);
-                add(&mut t, Account::Link(level.0, dir), s.child_bytes);
-                match dir {
-                    Dir::Down => {
-                        if parent_mem {
-                            add(&mut t, Account::MemRead(level.0), s.bytes);
-                        }
-                        if let Some(c) = child {
-                            add(&mut t, Account::MemWrite(c), s.child_bytes);
-                        }
+    let has_dram = rec
+        .stages
+        .iter()
+        .any(|s| matches!(s.place, Place::Dram { .. }));
+    for s in &rec.stages {
+        stage_bytes(m, &mut t, s, has_dram);
+    }
+    let unit = rec.own().iter().find_map(|s| match s.place {
+        Place::Compute { level, leaf } => Some((level, leaf)),
+        Place::Link { .. } | Place::Dram { .. } | Place::LocalCopy { .. } => None,
+    });
+    if let (Some((level, leaf)), Some((d, flops))) = (unit, compute) {
+        let a = if leaf {
+            Account::Vector(d)
+        } else {
+            Account::Matrix(level.0, d)
+        };
+        add(&mut t, a, flops);
+    }
+    t
+}
+
+/// The bytes stage `s` reads, writes and moves (see [`op_traffic`]); `has_dram`: the op
+/// has a DRAM stage.
+fn stage_bytes(m: &Machine, t: &mut Traffic, s: &Stage, has_dram: bool) {
+    match s.place {
+        Place::Link { level, dir } => {
+            let k = level.index();
+            let parent_mem = m.levels.get(k).is_some_and(|l| l.memory.is_some())
+                && !(has_dram && m.dram_level_index() == Some(k));
+            let child = m.link_target(k).map(|c| c as u16);
+            add(t, Account::Link(level.0, dir), s.child_bytes);
+            match dir {
+                Dir::Down => {
+                    if parent_mem {
+                        add(t, Account::MemRead(level.0), s.bytes);
                     }
-                    Dir::Up => {
-                        if let Some(c) = child {
-                            add(&mut t, Account::MemRead(c), s.child_bytes);
-                        }
-                        if parent_mem {
-                            add(&mut t, Account::MemWrite(level.0), s.bytes);
-                        }
+                    if let Some(c) = child {
+                        add(t, Account::MemWrite(c), s.child_bytes);
                     }
                 }
-            }
-            Place::Dram { dir: Dir::Down, .. } => add(&mut t, Account::DramRead, s.bytes),
-            Place::Dram { dir: Dir::Up, .. } => add(&mut t, Account::DramWrite, s.bytes),
-            Place::LocalCopy { level } => {
-                add(&mut t, Account::MemRead(level.0), s.bytes);
-                add(&mut t, Account::MemWrite(level.0), s.bytes);
-            }
-            Place::Compute { level, leaf } => {
-                if let Some((d, flops)) = compute {
-                    let a = if leaf {
-                        Account::Vector(d)
-                    } else {
-                        Account::Matrix(level.0, d)
-                    };
-                    add(&mut t, a, flops);
+                Dir::Up => {
+                    if let Some(c) = child {
+                        add(t, Account::MemRead(c), s.child_bytes);
+                    }
+                    if parent_mem {
+                        add(t, Account::MemWrite(level.0), s.bytes);
+                    }
                 }
             }
         }
+        Place::Dram { dir: Dir::Down, .. } => add(t, Account::DramRead, s.bytes),
+        Place::Dram { dir: Dir::Up, .. } => add(t, Account::DramWrite, s.bytes),
+        Place::LocalCopy { level } => {
+            add(t, Account::MemRead(level.0), s.bytes);
+            add(t, Account::MemWrite(level.0), s.bytes);
+        }
+        // A kernel's FLOP are the op's (`op_traffic`), not its stages'.
+        Place::Compute { .. } => {}
     }
-    t
 }
 
 /// Joules of `n` units at `pj` picojoules each.
@@ -479,12 +496,12 @@ pub fn run_ops(eng: &Engine) -> Vec<OpTraffic> {
         .iter()
         .zip(&eng.records)
         .enumerate()
-        .map(|(i, (o, (stages, _)))| OpTraffic {
+        .map(|(i, (o, rec))| OpTraffic {
             index: i,
             start: o.start,
             end: o.end,
             exposed: exposed.get(i).copied().unwrap_or(0),
-            traffic: op_traffic(&eng.machine, stages, compute_of(eng, o)),
+            traffic: op_traffic(&eng.machine, rec, compute_of(eng, o)),
         })
         .collect()
 }
@@ -504,10 +521,10 @@ pub fn engine_dynamic_j(eng: &Engine) -> f64 {
 pub fn ops_dynamic_j(eng: &Engine, first: usize) -> f64 {
     (eng.ops.iter().zip(&eng.records))
         .skip(first)
-        .map(|(o, (stages, _))| {
+        .map(|(o, rec)| {
             dynamic_j(
                 &eng.machine,
-                &op_traffic(&eng.machine, stages, compute_of(eng, o)),
+                &op_traffic(&eng.machine, rec, compute_of(eng, o)),
             )
         })
         .sum()

@@ -366,7 +366,8 @@ fn build_report(
 ) -> Report {
     let m = &res.machine;
     let mut levels: Vec<LevelTotal> = Vec::new();
-    for (stages, bottleneck) in &eng.records {
+    for rec in &eng.records {
+        let (stages, bottleneck) = (&rec.stages, rec.bottleneck);
         for s in stages {
             let name = s.level_name(m);
             let i = match levels.iter().position(|l| l.level == name) {

@@ -47,6 +47,7 @@ mod record;
 mod streams;
 mod transfers;
 
+pub use record::Record;
 pub use streams::StreamState;
 
 use alloc::{Alloc, Frees};
@@ -150,7 +151,7 @@ pub struct Engine {
     pub lm_peak_bytes: u64,
     pub ops: Vec<OpReport>,
     /// Every op's stages, typed (the report holds them converted), and its slowest stage.
-    pub records: Vec<(Vec<net::Stage>, Option<usize>)>,
+    pub records: Vec<Record>,
     /// Every op lowered, in program order (the timeline's input).
     pub tasks: Vec<Task>,
     /// Where every op sits in time.

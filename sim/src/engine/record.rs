@@ -10,6 +10,31 @@ use hdrhistogram::Histogram;
 use mnsim_arch::TensorLayout;
 use mnsim_reports::{OpReport, Percentiles};
 
+/// An op's stages as recorded: its own, then the stages of the stream slices it needed
+/// again (its re-sends: the producers' stages scaled to the slices sent again, charged to
+/// it in cycles and bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// The op's own stages, then its re-sends.
+    pub stages: Vec<net::Stage>,
+    /// How many of `stages` are the op's own.
+    pub own: usize,
+    /// The stage (of its own) that set its time.
+    pub bottleneck: Option<usize>,
+}
+
+impl Record {
+    /// The op's own stages.
+    pub fn own(&self) -> &[net::Stage] {
+        &self.stages[..self.own]
+    }
+
+    /// The stages of the slices it needed again.
+    pub fn resent(&self) -> &[net::Stage] {
+        &self.stages[self.own..]
+    }
+}
+
 /// The parts of an op's report only a report reads (`Engine::shown`).
 #[derive(Default)]
 struct Shown {
@@ -78,6 +103,7 @@ impl Engine {
         self.tasks.push(task);
         // The report shows the re-sends as stages of the op that needs them.
         let mut c = c;
+        let own = c.stages.len();
         c.stages.extend(resent);
         let (start, end) = (placed.start, placed.end);
         let clock = self.sw.clock().max(end);
@@ -112,7 +138,11 @@ impl Engine {
             energy_j: 0.0,
         };
         self.ops.push(r.clone());
-        self.records.push((c.stages, c.bottleneck));
+        self.records.push(Record {
+            stages: c.stages,
+            own,
+            bottleneck: c.bottleneck,
+        });
         r
     }
 

@@ -292,8 +292,8 @@ impl Engine {
                 // Its producer's stages are another engine's.
                 continue;
             }
-            if let Some((stages, _)) = self.records.get(st.producer) {
-                extra.extend(stages.iter().map(|s| net::Stage {
+            if let Some(rec) = self.records.get(st.producer) {
+                extra.extend(rec.stages.iter().map(|s| net::Stage {
                     bytes: scale(s.bytes),
                     child_bytes: scale(s.child_bytes),
                     max_port_bytes: scale(s.max_port_bytes),
