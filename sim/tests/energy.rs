@@ -456,3 +456,99 @@ fn the_command_line_ranks_and_plots_energy() {
     assert_eq!(rows[1][c], rows[2][c]);
     assert!(rows[1][e].parse::<f64>().unwrap() < rows[2][e].parse::<f64>().unwrap());
 }
+
+/// Every `energy.` knob of mncore2, by `machines mncore2 --knobs`.
+fn energy_knobs() -> Vec<String> {
+    let out = mnsim(&["machines", "mncore2", "--knobs"]);
+    assert!(out.status.success());
+    let knobs: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split(" = ").next())
+        .filter(|k| k.starts_with("energy."))
+        .map(str::to_string)
+        .collect();
+    assert!(knobs.len() >= 20, "{knobs:?}");
+    knobs
+}
+
+/// Every number under `energy` of a report (the resources, levels and power windows
+/// included), with its JSON path; a `null` (what serde writes for an infinity) is `None`.
+fn energy_numbers(v: &serde_json::Value, path: String, out: &mut Vec<(String, Option<f64>)>) {
+    match v {
+        serde_json::Value::Number(n) => out.push((path, n.as_f64())),
+        serde_json::Value::Null => out.push((path, None)),
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                energy_numbers(x, format!("{path}[{i}]"), out);
+            }
+        }
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                energy_numbers(x, format!("{path}.{k}"), out);
+            }
+        }
+        serde_json::Value::Bool(_) | serde_json::Value::String(_) => {}
+    }
+}
+
+#[test]
+fn an_energy_knob_whose_joules_would_overflow_is_refused_naming_it() {
+    let knobs = energy_knobs();
+    for knob in &knobs {
+        let set = format!("{knob}=1e308");
+        let out = mnsim(&[
+            "run",
+            "scenarios/mlp_block.ron",
+            "--mode",
+            "timing",
+            "--set",
+            &set,
+            "--json",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{set} accepted");
+        assert!(out.stdout.is_empty(), "{set}: a report was printed");
+        assert!(
+            err.contains(knob.as_str()) && err.contains("from 0 to 1e12"),
+            "{set}: {err}"
+        );
+    }
+    // Every coefficient at the largest value accepted, at once, on the scenario that moves
+    // the most bytes and FLOP: every figure of its energy (joules, watts, GFLOPS/W, the
+    // power windows, each op's joules) is a finite number.
+    let mut args: Vec<String> = [
+        "run",
+        "scenarios/peak_matmul_fp16.ron",
+        "--mode",
+        "timing",
+        "--json",
+    ]
+    .map(String::from)
+    .to_vec();
+    for knob in &knobs {
+        args.push("--set".into());
+        args.push(format!("{knob}=1e12"));
+    }
+    let out = mnsim(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut numbers = Vec::new();
+    for (i, r) in v.as_array().unwrap().iter().enumerate() {
+        energy_numbers(&r["energy"], format!("[{i}].energy"), &mut numbers);
+        for (k, o) in r["ops"].as_array().unwrap().iter().enumerate() {
+            energy_numbers(
+                &o["energy_j"],
+                format!("[{i}].ops[{k}].energy_j"),
+                &mut numbers,
+            );
+        }
+    }
+    assert!(numbers.len() > 100);
+    for (path, n) in numbers {
+        assert!(n.is_some_and(f64::is_finite), "{path}: {n:?}");
+    }
+}
