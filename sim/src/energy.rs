@@ -394,20 +394,26 @@ fn peak_dynamic_w(spans: &[(u64, u64, f64)], clock_ghz: f64) -> f64 {
 /// The most windows `power` has.
 pub const POWER_WINDOWS: u64 = 200;
 
-/// Average power in up to [`POWER_WINDOWS`] windows of the run.
+/// Average power over the run in windows of ⌈total ÷ [`POWER_WINDOWS`]⌉ cycles from
+/// cycle 0, the last one cut at the run's end (as long or shorter): every op's dynamic
+/// joules spread evenly over its `[start, end)` (an op of no span: all in the window of
+/// its start), plus the static power. The windows' watts × their lengths add up to the
+/// run's joules.
 fn windows(
     spans: &[(u64, u64, f64)],
     total: u64,
     clock_ghz: f64,
     static_w: f64,
 ) -> Vec<PowerWindow> {
-    let n = total.min(POWER_WINDOWS);
-    if n == 0 {
+    if total == 0 {
         return Vec::new();
     }
-    let edge = |w: u64| (total as u128 * w as u128 / n as u128) as u64;
+    let len = total.div_ceil(POWER_WINDOWS);
+    let n = total.div_ceil(len);
+    let start = |w: u64| w * len;
+    let end = |w: u64| (w + 1).saturating_mul(len).min(total);
+    let window_of = |c: u64| (c / len).min(n - 1);
     let mut joules = vec![0.0f64; n as usize];
-    let window_of = |c: u64| ((c as u128 * n as u128 / total as u128) as u64).min(n - 1);
     for &(s, e, j) in spans {
         if j <= 0.0 {
             continue;
@@ -417,7 +423,9 @@ fn windows(
             continue;
         }
         for w in window_of(s)..=window_of(e - 1) {
-            let (a, b) = (edge(w).max(s), edge(w + 1).min(e));
+            // The op's cycles in the window; the last window also takes any past the run.
+            let b = if w + 1 == n { e } else { end(w).min(e) };
+            let a = start(w).max(s);
             if b > a {
                 joules[w as usize] += j * (b - a) as f64 / (e - s) as f64;
             }
@@ -425,7 +433,7 @@ fn windows(
     }
     (0..n)
         .map(|w| {
-            let (start, end) = (edge(w), edge(w + 1));
+            let (start, end) = (start(w), end(w));
             let secs = seconds(end - start, clock_ghz);
             let dynamic = if secs > 0.0 {
                 joules[w as usize] / secs

@@ -1,9 +1,12 @@
 //! Energy (docs/model.md, energy): the joules add up (ops + static = total; every
 //! resource's joules are its bytes or FLOP × its coefficient, and its bytes are the
-//! stages'), they are monotone (a larger coefficient or one more op never lowers them, on
+//! stages'; the power windows are of one length and integrate to the joules), they are
+//! monotone (a larger coefficient or one more op never lowers them, on
 //! random programs), the presets meet their calibration (MN-Core 1's 500 W at the FP16
 //! peak, at least MN-3's 39.38 GFLOPS/W at the FP64 one), energy knobs never change
 //! cycles, and `plan --objective energy` finds a plan of no more joules than `cycles`.
+
+mod common;
 
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
@@ -61,7 +64,11 @@ fn the_joules_add_up_on_every_shipped_scenario() {
         "peak_matmul_fp16.ron",
         "double_buffer.ron",
         "layernorm.ron",
+        "prefetch.ron",
+        "rates_mncore2.ron",
+        "blog_12x8.ron",
         "graphs/gated-mlp-f32.ron",
+        "graphs/MHA-GPT-inf-fp32-bs1.ron",
     ] {
         for r in run_file(file, &[]) {
             let m = mnsim_arch::preset(&r.machine).unwrap();
@@ -86,6 +93,10 @@ fn the_joules_add_up_on_every_shipped_scenario() {
                     "{what}: {}",
                     res.name
                 );
+            }
+            // Power over time: equal windows that integrate to the joules.
+            if let Err(msg) = common::energy::power_windows(&r) {
+                panic!("{what}: {msg}");
             }
             let levels: f64 = e.levels.iter().map(|l| l.dynamic_j).sum();
             assert!(close(levels, e.dynamic_j), "{what}");

@@ -5,7 +5,8 @@
 //! prints each failing file with its blocker and a table of blockers by count, and fails
 //! below [`MIN_SHARE`] of the corpus, on any panic, or on a small file that runs but
 //! does not verify. On every file that runs in timing mode, the FLOP energy charged is
-//! the ops' FLOP × their coefficients ([`flop_energy`]).
+//! the ops' FLOP × their coefficients ([`flop_energy`]) and the power windows integrate
+//! to the run's joules (`common::energy::power_windows`).
 
 mod common;
 
@@ -156,6 +157,9 @@ fn run_file(path: &Path, verify_cap: (u64, u64)) -> Outcome {
         Ok(o) => {
             if let Err(e) = flop_energy(&o.report, &sc, &o.engine.machine) {
                 return Outcome::Panicked(format!("FLOP energy: {e}"));
+            }
+            if let Err(e) = common::energy::power_windows(&o.report) {
+                return Outcome::Panicked(format!("power windows: {e}"));
             }
             (
                 o.report.ops.iter().filter_map(|o| o.flops).sum::<u64>(),
