@@ -95,7 +95,7 @@ fn engine(case: &Case, per_element: bool) -> (Engine, TensorLayout) {
             .unwrap();
         if i < 2 {
             let l = TensorLayout::parse(case.layouts[i], &m, Some(dims), DType::F32).unwrap();
-            e.load(name, l).unwrap();
+            e.load(e.tensor_id(name).unwrap(), l).unwrap();
         }
     }
     let c = TensorLayout::parse(case.layouts[2], &m, Some(case.dims[2]), DType::F32).unwrap();
@@ -115,9 +115,15 @@ fn bench(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::new(path, case.name), &cl, |b, cl| {
                 b.iter(|| {
                     let r = e
-                        .kernel("Conv", &k, &["a", "b"], "c", Some(cl.clone()))
+                        .kernel(
+                            "Conv",
+                            &k,
+                            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
+                            e.tensor_id("c").unwrap(),
+                            Some(cl.clone()),
+                        )
                         .unwrap();
-                    e.free("c").unwrap();
+                    e.free(e.tensor_id("c").unwrap()).unwrap();
                     black_box(r.cycles)
                 })
             });

@@ -54,7 +54,7 @@ fn engine(n: u64, layouts: &[&str; 3], per_element: bool) -> (Engine, TensorLayo
         .unwrap();
         if i < 2 {
             let l = TensorLayout::parse(layouts[i], &m, Some(&dims), DType::F32).unwrap();
-            e.load(name, l).unwrap();
+            e.load(e.tensor_id(name).unwrap(), l).unwrap();
         }
     }
     let c = TensorLayout::parse(layouts[2], &m, Some(&dims), DType::F32).unwrap();
@@ -77,16 +77,11 @@ fn bench(c: &mut Criterion) {
             let (mut e, cl) = engine(n, &layouts, per_element);
             g.bench_with_input(BenchmarkId::new(path, name), &cl, |b, cl| {
                 b.iter(|| {
+                    let [a, b, c] = ["a", "b", "c"].map(|n| e.tensor_id(n).unwrap());
                     let r = e
-                        .kernel(
-                            "MatMul",
-                            &Kernel::MatMul,
-                            &["a", "b"],
-                            "c",
-                            Some(cl.clone()),
-                        )
+                        .kernel("MatMul", &Kernel::MatMul, &[a, b], c, Some(cl.clone()))
                         .unwrap();
-                    e.free("c").unwrap();
+                    e.free(e.tensor_id("c").unwrap()).unwrap();
                     black_box(r.cycles)
                 })
             });

@@ -62,7 +62,7 @@ fn engine(machine: &str, mode: Mode, dtype: DType, shape: [u64; 2]) -> Engine {
     )
     .unwrap();
     if mode == Mode::Timing {
-        e.set_in_dram("x", XlaLayout::default_for(2));
+        e.set_in_dram(e.tensor_id("x").unwrap(), XlaLayout::default_for(2));
     }
     e
 }
@@ -92,35 +92,55 @@ fn bench(c: &mut Criterion) {
             &layout,
             |b, l| {
                 b.iter(|| {
-                    e.free("x").unwrap();
-                    black_box(e.load("x", l.clone()).unwrap().cycles)
+                    e.free(e.tensor_id("x").unwrap()).unwrap();
+                    black_box(e.load(e.tensor_id("x").unwrap(), l.clone()).unwrap().cycles)
                 })
             },
         );
         g.bench_with_input(
             BenchmarkId::new("functional_store", name),
             &layout,
-            |b, _| b.iter(|| black_box(e.store("x", XlaLayout::default_for(2)).unwrap().cycles)),
+            |b, _| {
+                b.iter(|| {
+                    black_box(
+                        e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+                            .unwrap()
+                            .cycles,
+                    )
+                })
+            },
         );
         drop(e);
         g.throughput(Throughput::Elements(1));
         let mut e = engine(machine, Mode::Timing, dtype, shape);
         g.bench_with_input(BenchmarkId::new("timing_load", name), &layout, |b, l| {
             b.iter(|| {
-                e.free("x").unwrap();
-                black_box(e.load("x", l.clone()).unwrap().cycles)
+                e.free(e.tensor_id("x").unwrap()).unwrap();
+                black_box(e.load(e.tensor_id("x").unwrap(), l.clone()).unwrap().cycles)
             })
         });
         g.bench_with_input(BenchmarkId::new("timing_store", name), &layout, |b, _| {
-            b.iter(|| black_box(e.store("x", XlaLayout::default_for(2)).unwrap().cycles))
+            b.iter(|| {
+                black_box(
+                    e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+                        .unwrap()
+                        .cycles,
+                )
+            })
         });
         // The planner's engine: the same charge in closed form from the layout's
         // per-level choices (net::cost_product), no per-PE facts.
         let mut e = engine(machine, Mode::Timing, dtype, shape);
         e.set_measuring(true);
-        e.load("x", layout.clone()).unwrap();
+        e.load(e.tensor_id("x").unwrap(), layout.clone()).unwrap();
         g.bench_with_input(BenchmarkId::new("measured_store", name), &layout, |b, _| {
-            b.iter(|| black_box(e.store("x", XlaLayout::default_for(2)).unwrap().cycles))
+            b.iter(|| {
+                black_box(
+                    e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+                        .unwrap()
+                        .cycles,
+                )
+            })
         });
     }
     g.finish();

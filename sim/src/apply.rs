@@ -5,9 +5,8 @@
 //! after any kernel when the scenario asks for `auto_reduce`). The host reference, when
 //! given, is told what happened.
 
-use crate::engine::{Engine, SimError};
-use crate::program::{OpId, OpKind, Program};
-use crate::scenario::ReduceOp;
+use crate::engine::{Engine, ErrorKind, SimError};
+use crate::program::{OpId, OpKind, Program, ReduceOp};
 use crate::verify::Reference;
 use mnsim_arch::{TensorLayout, XlaLayout};
 use mnsim_kernels::elem::Combine;
@@ -49,39 +48,36 @@ pub fn apply(
     mut reference: Option<&mut Reference>,
 ) -> Result<Applied, SimError> {
     let o = &p.ops[id];
-    let n = |t| p.name(t);
     let need = || {
         layout
             .cloned()
-            .ok_or_else(|| SimError::Other(format!("{} needs a layout", o.name)))
+            .ok_or_else(|| SimError::from(ErrorKind::NeedsLayout(o.name)))
     };
     // `buffers:` of this op, for the allocation of its result (a stream's slices).
     eng.buffers = o.buffers;
     match &o.kind {
         OpKind::Load { tensor } => {
-            eng.load(n(*tensor), need()?)?;
+            eng.load(*tensor, need()?)?;
         }
         OpKind::Broadcast { tensor, out } => {
             let l = need()?;
-            let out = out.map(n);
-            let resident = eng.tensors.get(n(*tensor)).is_some_and(|t| t.lm.is_some());
+            let resident = eng.tensors.get(*tensor).is_some_and(|t| t.lm.is_some());
             if resident {
-                eng.relayout("Broadcast", n(*tensor), l, out)?;
+                eng.relayout("Broadcast", *tensor, l, *out)?;
             } else {
-                eng.load(n(*tensor), l)?;
+                eng.load(*tensor, l)?;
                 if let Some(o) = eng.ops.last_mut() {
                     o.op = "Broadcast".into();
                 }
             }
             if let Some(r) = reference.as_deref_mut() {
-                r.copy(n(*tensor), out);
+                r.copy(*tensor, *out);
             }
         }
         OpKind::Relayout { tensor, out } => {
-            let out = out.map(n);
-            eng.relayout("Relayout", n(*tensor), need()?, out)?;
+            eng.relayout("Relayout", *tensor, need()?, *out)?;
             if let Some(r) = reference.as_deref_mut() {
-                r.copy(n(*tensor), out);
+                r.copy(*tensor, *out);
             }
         }
         OpKind::Reduce {
@@ -90,21 +86,17 @@ pub fn apply(
             op,
             out,
         } => {
-            let name = n(*tensor);
-            let resident = eng.tensors.get(name).and_then(|t| t.lm.as_ref()).cloned();
+            let state = eng.tensors.get(*tensor);
+            let resident = state.and_then(|t| t.lm.as_ref()).cloned();
             if let Some(l) = layout
                 && resident.as_ref().is_some_and(|r| r.layout != *l)
             {
-                return Err(SimError::Other(
-                    "a Reduce keeps the tensor's layout; follow it with a Relayout to change it"
-                        .into(),
-                ));
+                return Err(ErrorKind::ReduceKeepsLayout.into());
             }
-            let dtype = eng.tensors.get(name).map(|t| t.dtype);
-            let out = out.map(n);
-            eng.reduce(name, level, combine_of(*op), out)?;
+            let dtype = state.map(|t| t.dtype);
+            eng.reduce(*tensor, level, combine_of(*op), *out)?;
             if let (Some(r), Some(res), Some(dtype)) = (reference.as_deref_mut(), resident, dtype) {
-                r.reduce(&res, dtype, name, level, *op, out);
+                r.reduce(&res, dtype, *tensor, level, *op, *out);
             }
         }
         OpKind::Store { tensor } => {
@@ -114,25 +106,23 @@ pub fn apply(
                 .layout
                 .clone()
                 .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
-            eng.store(n(*tensor), xla)?;
+            eng.store(*tensor, xla)?;
             if let Some(r) = reference.as_deref_mut()
                 && r.is_on()
             {
-                let dtype = eng.tensors.get(n(*tensor)).map_or(t.dtype, |t| t.dtype);
-                r.store(n(*tensor), dtype, eng.dram_row_major(n(*tensor)));
+                let dtype = eng.tensors.get(*tensor).map_or(t.dtype, |t| t.dtype);
+                r.store((*tensor, &t.name), dtype, eng.dram_row_major(*tensor));
             }
         }
-        OpKind::Free { tensor } => eng.free(n(*tensor))?,
+        OpKind::Free { tensor } => eng.free(*tensor)?,
         OpKind::Kernel {
             kernel,
             inputs,
             out,
         } => {
-            let ins: Vec<&str> = inputs.iter().map(|t| n(*t)).collect();
-            let out = n(*out);
-            eng.kernel(o.name, kernel, &ins, out, layout.cloned())?;
-            if let (Some(r), Some(t)) = (reference, eng.tensors.get(out)) {
-                r.kernel(kernel, &ins, out, t.dtype);
+            eng.kernel(o.name, kernel, inputs, *out, layout.cloned())?;
+            if let (Some(r), Some(t)) = (reference, eng.tensors.get(*out)) {
+                r.kernel(kernel, inputs, *out, t.dtype);
             }
             // A reduction whose axis spans a level leaves partial sums: finish them with
             // tree Reduces, one per level (shown as ops of their own). A split
@@ -144,9 +134,9 @@ pub fn apply(
             };
             if let Some(comb) = comb {
                 eng.buffers = None;
-                let levels = eng.partial_levels(out);
+                let levels = eng.partial_levels(*out);
                 let first = eng.ops.len();
-                eng.reduce_partials(out, comb)?;
+                eng.reduce_partials(*out, comb)?;
                 return Ok(Applied {
                     reduces: Some((first, levels)),
                 });

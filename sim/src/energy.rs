@@ -509,15 +509,19 @@ pub fn run_ops(eng: &Engine) -> Vec<OpTraffic> {
             start: o.start,
             end: o.end,
             exposed: exposed.get(i).copied().unwrap_or(0),
-            traffic: op_traffic(&eng.machine, rec, compute_of(eng, o)),
+            traffic: op_traffic(&eng.machine, rec, compute_of(eng, o, rec)),
         })
         .collect()
 }
 
 /// The dtype and useful FLOP of a kernel op (its output's dtype: the one its cost uses).
-pub fn compute_of(eng: &Engine, o: &mnsim_reports::OpReport) -> Option<(DType, u64)> {
+pub fn compute_of(
+    eng: &Engine,
+    o: &mnsim_reports::OpReport,
+    rec: &crate::engine::Record,
+) -> Option<(DType, u64)> {
     let flops = o.flops?;
-    eng.tensors.get(&o.tensor).map(|t| (t.dtype, flops))
+    eng.tensors.get(rec.tensor).map(|t| (t.dtype, flops))
 }
 
 /// Dynamic joules of every op an engine has recorded (the planner's measurements).
@@ -532,7 +536,7 @@ pub fn ops_dynamic_j(eng: &Engine, first: usize) -> f64 {
         .map(|(o, rec)| {
             dynamic_j(
                 &eng.machine,
-                &op_traffic(&eng.machine, rec, compute_of(eng, o)),
+                &op_traffic(&eng.machine, rec, compute_of(eng, o, rec)),
             )
         })
         .sum()

@@ -38,7 +38,7 @@ pub fn estimate(res: &Resolved, lm_bytes: u64) -> Option<Estimate> {
         lm: res.machine.leaf_count().saturating_mul(lm_bytes),
         verify: 0,
     };
-    for t in res.tensors.values() {
+    for t in res.program.tensors.values() {
         let elems = t
             .runtime_dims
             .iter()

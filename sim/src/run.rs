@@ -1,9 +1,11 @@
 //! Running a resolved scenario: the engine op by op, a host reference beside it for
 //! `verify`, and the report.
 
-use crate::engine::{self, Engine, Mode, SimError};
-use crate::program::{EntityRef as _, OpId, OpKind};
-use crate::scenario::{Init, LayoutRef, Resolved, ResolvedOp, ResolvedTensor};
+use crate::engine::{self, Engine, ErrorKind, Mode, SimError};
+use crate::program::{
+    EntityRef as _, Init, LayoutRef, OpId, OpKind, Program, ProgramOp, Tensor, TensorId,
+};
+use crate::scenario::Resolved;
 use crate::verify::Reference;
 use mnsim_arch::{DType, TensorLayout, XlaLayout};
 use mnsim_kernels::elem;
@@ -77,19 +79,20 @@ pub fn init_data(init: &Init, dtype: DType, dims: &[u64]) -> Vec<u8> {
     out
 }
 
-fn bound(op: &ResolvedOp) -> Result<&TensorLayout, SimError> {
+fn bound(op: &ProgramOp) -> Result<&TensorLayout, SimError> {
     match &op.layout {
         Some(LayoutRef::Bound(l)) => Ok(l),
-        Some(LayoutRef::Any(v)) => Err(SimError::Other(format!(
-            "op {} ({}): plan variable `{v}` is `Any`; choose a layout for it (or let `mnsim plan` choose)",
-            op.index,
-            op.op.name()
-        ))),
-        None => Err(SimError::Other(format!(
-            "op {} ({}) has no layout",
-            op.index,
-            op.op.name()
-        ))),
+        Some(LayoutRef::Any(v)) => Err(ErrorKind::AnyLayout {
+            op: op.source.index(),
+            name: op.name,
+            var: v.clone(),
+        }
+        .into()),
+        None => Err(ErrorKind::NoLayout {
+            op: op.source.index(),
+            name: op.name,
+        }
+        .into()),
     }
 }
 
@@ -163,30 +166,27 @@ pub fn run_on(
     // The host reference is kept only when it will be compared.
     let mut reference = Reference::new(res.verify && functional);
     declare_tensors(res, &mut eng, &mut reference)?;
-    let program = crate::program::lower(res).map_err(|e| RunError {
-        error: SimError::Other(e.message),
-        op: e.op,
-        tensor: None,
-    })?;
+    let program = &res.program;
     let mut warnings = res.warnings.clone();
     let mut inserted: Vec<InsertedReduce> = Vec::new();
-    let program_bound = crate::bound::program(res);
+    let program_bound = crate::bound::program(&res.machine, program);
     // Per op of the run (inserted Reduces included), its bound.
     let mut bounds: Vec<crate::bound::OpBound> = Vec::new();
-    for (done, rop) in res.ops.iter().enumerate() {
-        progress(done, res.ops.len());
-        program_bound.extend(&mut bounds, &eng.ops, res, done);
+    let n = program.ops.len();
+    for (id, po) in program.ops.iter() {
+        let done = id.index();
+        progress(done, n);
+        program_bound.extend(&mut bounds, eng.ops.len(), &res.machine, program, done);
+        let source = po.source.index();
         let at = |e: SimError| {
-            let prefix = format!("op {} ({}): ", rop.index, rop.op.describe());
-            RunError::at_op(rop.index, e.context(&prefix))
+            let prefix = format!("op {source} ({}): ", program.describe(id));
+            RunError::at_op(source, e.context(&prefix))
         };
-        let id = OpId::new(done);
-        let po = &program.ops[id];
-        let layout = op_layout(po, rop, at)?;
+        let layout = op_layout(program, id, at)?;
         let first_op = eng.ops.len();
         let applied = crate::apply::apply(
             &mut eng,
-            &program,
+            program,
             id,
             layout.as_ref(),
             res.auto_reduce,
@@ -194,7 +194,7 @@ pub fn run_on(
         )
         .map_err(at)?;
         if let OpKind::Kernel { out, .. } = &po.kind
-            && let Some(t) = eng.tensors.get(program.name(*out))
+            && let Some(t) = eng.tensors.get(*out)
         {
             let p = mnsim_arch::peak_flops_per_cycle(&res.machine, t.dtype);
             peak = Some(peak.map_or(p, |q: f64| q.max(p)));
@@ -202,7 +202,7 @@ pub fn run_on(
         if let (Some((first, levels)), OpKind::Kernel { out, .. }) = (applied.reduces, &po.kind) {
             for (k, level) in levels.into_iter().enumerate() {
                 inserted.push(InsertedReduce {
-                    after: rop.index,
+                    after: source,
                     op: first + k,
                     tensor: program.name(*out).to_string(),
                     level,
@@ -211,7 +211,7 @@ pub fn run_on(
         }
         // Reports number ops by their place in the program as written.
         for o in &mut eng.ops[first_op..] {
-            o.index = rop.index;
+            o.index = source;
         }
     }
     for ins in &inserted {
@@ -219,8 +219,8 @@ pub fn run_on(
             o.inserted_after = Some(ins.after);
         }
     }
-    program_bound.extend(&mut bounds, &eng.ops, res, res.ops.len());
-    progress(res.ops.len(), res.ops.len());
+    program_bound.extend(&mut bounds, eng.ops.len(), &res.machine, program, n);
+    progress(n, n);
     if res.verify && !functional {
         warnings.push(
             "verify needs functional mode: run with --mode functional to compare values".into(),
@@ -237,7 +237,9 @@ pub fn run_on(
     let mut report = build_report(res, &eng, verified, warnings, peak);
     program_bound.annotate(&mut report, &bounds);
     crate::waits::annotate(&res.machine, &eng.timeline.placed, &mut report);
-    let whole: Vec<bool> = report.ops.iter().map(|o| reads_whole(res, o)).collect();
+    let whole: Vec<bool> = (report.ops.iter())
+        .map(|o| reads_whole(&res.program, o))
+        .collect();
     crate::gap::annotate(&res.machine, &program_bound, &bounds, &whole, &mut report);
     crate::energy::attach(&mut eng, &mut report);
     Ok(RunOutput {
@@ -256,80 +258,87 @@ fn declare_tensors(
     reference: &mut Reference,
 ) -> Result<(), RunError> {
     let functional = res.mode == Mode::Functional;
-    for (name, t) in &res.tensors {
+    for (id, t) in res.program.tensors.iter() {
+        let name = &t.name;
         let on_tensor = |error: SimError| RunError {
             error,
             op: None,
             tensor: Some(name.clone()),
         };
         // Before making the data: a tensor DRAM cannot hold is an error, not an allocation.
-        engine::check_dram(&res.machine, name, t.dtype, &t.runtime_dims).map_err(on_tensor)?;
+        engine::check_dram(&res.machine, name, t.dtype, &t.runtime_dims)
+            .map_err(|e| on_tensor(e.into()))?;
         let data = match (&t.init, functional) {
             (Some(init), true) => Some(init_data(init, t.dtype, &t.runtime_dims)),
             _ => None,
         };
         if let Some(d) = &data {
-            reference.declare(name, t.dtype, &t.runtime_dims, d);
+            reference.declare(id, t.dtype, &t.runtime_dims, d);
         }
-        let layout = declare(eng, name, t, data).map_err(on_tensor)?;
+        let (on_engine, layout) = declare(eng, t, data).map_err(on_tensor)?;
+        if on_engine != id {
+            return Err(on_tensor(
+                ErrorKind::NotEmpty {
+                    tensor: name.clone(),
+                    got: on_engine,
+                    want: id,
+                }
+                .into(),
+            ));
+        }
         if t.init.is_some() && !functional {
-            eng.set_in_dram(name, layout);
+            eng.set_in_dram(id, layout);
         }
     }
     Ok(())
 }
 
-/// Declares tensor `name` of a resolved scenario on `eng`, with `data` in functional
-/// mode; returns its DRAM layout (the declared one, or row-major).
+/// Declares tensor `t` of a program on `eng`, with `data` in functional mode; returns
+/// its id on the engine and its DRAM layout (the declared one, or row-major).
 pub fn declare(
     eng: &mut Engine,
-    name: &str,
-    t: &ResolvedTensor,
+    t: &Tensor,
     data: Option<Vec<u8>>,
-) -> Result<XlaLayout, SimError> {
+) -> Result<(TensorId, XlaLayout), SimError> {
     let layout = t
         .shape
         .layout
         .clone()
         .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
-    eng.declare(
-        name,
+    let id = eng.declare(
+        &t.name,
         t.dtype,
         t.dims_at_bound.clone(),
         t.runtime_dims.clone(),
         layout.clone(),
         data,
     )?;
-    Ok(layout)
+    Ok((id, layout))
 }
 
 /// The op's own layout (see `apply::apply`): a plan variable left `Any` or a missing
 /// layout is an error here, naming the op; `at` places an error of the op's own.
 fn op_layout(
-    po: &crate::program::ProgramOp,
-    rop: &ResolvedOp,
+    p: &Program,
+    id: OpId,
     at: impl Fn(SimError) -> RunError,
 ) -> Result<Option<TensorLayout>, RunError> {
-    Ok(match (&po.kind, &rop.layout) {
-        (OpKind::Load { .. } | OpKind::Broadcast { .. } | OpKind::Relayout { .. }, _) => Some(
-            bound(rop)
-                .map_err(|e| RunError::at_op(rop.index, e))?
-                .clone(),
-        ),
+    let po = &p.ops[id];
+    let source = po.source.index();
+    Ok(match (&po.kind, &po.layout) {
+        (OpKind::Load { .. } | OpKind::Broadcast { .. } | OpKind::Relayout { .. }, _) => {
+            Some(bound(po).map_err(|e| RunError::at_op(source, e))?.clone())
+        }
         (OpKind::Reduce { .. }, Some(LayoutRef::Any(_))) if po.layout_text.is_some() => {
-            return Err(at(SimError::Other(
-                "a Reduce keeps the tensor's layout; follow it with a Relayout to change it".into(),
-            )));
+            return Err(at(ErrorKind::ReduceKeepsLayout.into()));
         }
         (OpKind::Reduce { .. }, Some(LayoutRef::Bound(l))) if po.layout_text.is_some() => {
             Some(l.clone())
         }
         (OpKind::Kernel { .. }, Some(LayoutRef::Bound(l))) => Some(l.clone()),
-        (OpKind::Kernel { .. }, Some(LayoutRef::Any(_))) => Some(
-            bound(rop)
-                .map_err(|e| RunError::at_op(rop.index, e))?
-                .clone(),
-        ),
+        (OpKind::Kernel { .. }, Some(LayoutRef::Any(_))) => {
+            Some(bound(po).map_err(|e| RunError::at_op(source, e))?.clone())
+        }
         (OpKind::Reduce { .. } | OpKind::Kernel { .. } | OpKind::Store { .. }, _)
         | (OpKind::Free { .. }, _) => None,
     })
@@ -337,24 +346,23 @@ fn op_layout(
 
 /// Whether report op `o` is a kernel that reads and writes whole tensors: no per-axis
 /// index map, so it cannot walk `Time` steps (docs/model.md, streams).
-fn reads_whole(res: &Resolved, o: &mnsim_reports::OpReport) -> bool {
+fn reads_whole(p: &Program, o: &mnsim_reports::OpReport) -> bool {
     if o.inserted_after.is_some() {
         return false;
     }
-    let Some((k, ins, out)) = (res.ops.iter())
-        .find(|r| r.index == o.index)
-        .and_then(|r| r.op.kernel())
+    let Some(OpKind::Kernel {
+        kernel,
+        inputs,
+        out,
+    }) = (p.ops.values())
+        .find(|r| r.source.index() == o.index)
+        .map(|r| &r.kind)
     else {
         return false;
     };
-    let dims = |n: &str| res.tensors.get(n).map(|t| t.dims_at_bound.as_slice());
-    let Some(shapes) = ins.iter().map(|n| dims(n)).collect::<Option<Vec<&[u64]>>>() else {
-        return false;
-    };
-    let Some(out) = dims(out) else {
-        return false;
-    };
-    mnsim_kernels::shape::index_map(&k, &shapes, out).is_err()
+    let dims = |t: TensorId| p.tensors[t].dims_at_bound.as_slice();
+    let shapes: Vec<&[u64]> = inputs.iter().map(|&t| dims(t)).collect();
+    mnsim_kernels::shape::index_map(kernel, &shapes, dims(*out)).is_err()
 }
 
 fn build_report(
@@ -366,8 +374,10 @@ fn build_report(
 ) -> Report {
     let m = &res.machine;
     let mut levels: Vec<LevelTotal> = Vec::new();
-    for rec in &eng.records {
-        let (stages, bottleneck) = (&rec.stages, rec.bottleneck);
+    for crate::engine::Record {
+        stages, bottleneck, ..
+    } in &eng.records
+    {
         for s in stages {
             let name = s.level_name(m);
             let i = match levels.iter().position(|l| l.level == name) {
@@ -421,7 +431,7 @@ fn build_report(
         .streams
         .values()
         .map(|s| StreamReport {
-            tensor: s.tensor.clone(),
+            tensor: eng.name(s.tensor).to_string(),
             producer: s.producer,
             consumer: s.consumer,
             slices: s.slices,

@@ -6,7 +6,7 @@
 //! results after each op and keeps nothing unless verification is on.
 
 use crate::engine::Resident;
-use crate::scenario::ReduceOp;
+use crate::program::{ReduceOp, TensorId};
 use mnsim_arch::DType;
 use mnsim_kernels::elem;
 use std::collections::BTreeMap;
@@ -40,7 +40,7 @@ fn round(dtype: DType, v: f64) -> f64 {
 #[derive(Clone, Debug, Default)]
 pub struct Reference {
     on: bool,
-    values: BTreeMap<String, RefValue>,
+    values: BTreeMap<TensorId, RefValue>,
     verified: Option<bool>,
     mismatches: Vec<String>,
 }
@@ -59,10 +59,10 @@ impl Reference {
     }
 
     /// A tensor's initial contents (row-major over `dims`).
-    pub fn declare(&mut self, name: &str, dtype: DType, dims: &[u64], data: &[u8]) {
+    pub fn declare(&mut self, t: TensorId, dtype: DType, dims: &[u64], data: &[u8]) {
         if self.on {
             self.values.insert(
-                name.to_string(),
+                t,
                 RefValue {
                     dims: dims.to_vec(),
                     vals: to_f64(dtype, data),
@@ -73,9 +73,9 @@ impl Reference {
     }
 
     /// A move into `to` (a Relayout or Broadcast with `out`).
-    pub fn copy(&mut self, from: &str, to: Option<&str>) {
-        if let (Some(o), Some(v)) = (to, self.values.get(from).cloned()) {
-            self.values.insert(o.to_string(), v);
+    pub fn copy(&mut self, from: TensorId, to: Option<TensorId>) {
+        if let (Some(o), Some(v)) = (to, self.values.get(&from).cloned()) {
+            self.values.insert(o, v);
         }
     }
 
@@ -86,12 +86,12 @@ impl Reference {
         &mut self,
         r: &Resident,
         dtype: DType,
-        tensor: &str,
+        tensor: TensorId,
         level: &str,
         op: ReduceOp,
-        out: Option<&str>,
+        out: Option<TensorId>,
     ) {
-        let Some(v) = self.values.get(tensor).cloned() else {
+        let Some(v) = self.values.get(&tensor).cloned() else {
             return;
         };
         let li = r
@@ -116,17 +116,20 @@ impl Reference {
                 .collect();
             RefValue { vals, ..v }
         };
-        self.values
-            .insert(out.unwrap_or(tensor).to_string(), folded);
+        self.values.insert(out.unwrap_or(tensor), folded);
     }
 
     /// A kernel `k` of `inputs` into `out` (of `dtype`): the reference computes it on the
     /// host; its tolerance is the kernel's plus its inputs' (scaled loosely by the op).
-    pub fn kernel(&mut self, k: &mnsim_kernels::Kernel, inputs: &[&str], out: &str, dtype: DType) {
-        let ins: Option<Vec<RefValue>> = inputs
-            .iter()
-            .map(|n| self.values.get(*n).cloned())
-            .collect();
+    pub fn kernel(
+        &mut self,
+        k: &mnsim_kernels::Kernel,
+        inputs: &[TensorId],
+        out: TensorId,
+        dtype: DType,
+    ) {
+        let ins: Option<Vec<RefValue>> =
+            inputs.iter().map(|t| self.values.get(t).cloned()).collect();
         let Some(ins) = ins else { return };
         let shapes: Vec<&[u64]> = ins.iter().map(|v| v.dims.as_slice()).collect();
         let Ok(out_dims) = mnsim_kernels::output_shape(k, &shapes) else {
@@ -151,7 +154,7 @@ impl Reference {
         });
         let tol = (own.0 + inherited.0 * 2.0, own.1 + inherited.1 * 2.0);
         self.values.insert(
-            out.to_string(),
+            out,
             RefValue {
                 dims: out_dims,
                 vals,
@@ -160,13 +163,14 @@ impl Reference {
         );
     }
 
-    /// A Store of `tensor`: `got` is its DRAM content, row-major (`None`: nothing there).
-    pub fn store(&mut self, tensor: &str, dtype: DType, got: Option<Vec<u8>>) {
+    /// A Store of `tensor` (`name`, for the outcome): `got` is its DRAM content,
+    /// row-major (`None`: nothing there).
+    pub fn store(&mut self, (tensor, name): (TensorId, &str), dtype: DType, got: Option<Vec<u8>>) {
         if !self.on {
             return;
         }
         let got = got.map(|b| to_f64(dtype, &b));
-        let ok = match (got, self.values.get(tensor)) {
+        let ok = match (got, self.values.get(&tensor)) {
             (Some(g), Some(w)) => {
                 g.len() == w.vals.len()
                     && g.iter().zip(&w.vals).all(|(&g, &x)| {
@@ -180,7 +184,7 @@ impl Reference {
             _ => false,
         };
         if !ok {
-            self.mismatches.push(tensor.to_string());
+            self.mismatches.push(name.to_string());
         }
         self.verified = Some(self.verified.unwrap_or(true) && ok);
     }

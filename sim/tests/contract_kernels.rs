@@ -308,7 +308,7 @@ fn run(
         .unwrap();
         let l = TensorLayout::parse(&layouts[i], m, Some(&logical), dt).ok()?;
         if i < 2 {
-            e.load(name, l).ok()?;
+            e.load(e.tensor_id(name).unwrap(), l).ok()?;
         }
     }
     let l = TensorLayout::parse(
@@ -319,9 +319,20 @@ fn run(
     )
     .ok()?;
     let rep = e
-        .kernel("K", &case.kernel, &["a", "b"], "out", Some(l))
+        .kernel(
+            "K",
+            &case.kernel,
+            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
+            e.tensor_id("out").unwrap(),
+            Some(l),
+        )
         .ok()?;
-    let partial = e.tensors["out"].lm.as_ref().unwrap().partial.clone();
+    let partial = e.tensors[e.tensor_id("out").unwrap()]
+        .lm
+        .as_ref()
+        .unwrap()
+        .partial
+        .clone();
     Some((out_bytes(&mut e), partial, format!("{rep:?}"), e.sw.clock()))
 }
 

@@ -344,9 +344,9 @@ fn a_spatial_split_names_the_halo_through_the_engine() {
             None,
         )
         .unwrap();
-        e.set_in_dram(name, XlaLayout::default_for(4));
+        e.set_in_dram(e.tensor_id(name).unwrap(), XlaLayout::default_for(4));
         e.load(
-            name,
+            e.tensor_id(name).unwrap(),
             TensorLayout::parse(layout, &m, Some(&dims), dtype).unwrap(),
         )
         .unwrap();
@@ -368,7 +368,13 @@ fn a_spatial_split_names_the_halo_through_the_engine() {
     )
     .unwrap();
     let err = e
-        .kernel("conv", &Kernel::Conv(c), &["x", "w"], "y", Some(yl))
+        .kernel(
+            "conv",
+            &Kernel::Conv(c),
+            &[e.tensor_id("x").unwrap(), e.tensor_id("w").unwrap()],
+            e.tensor_id("y").unwrap(),
+            Some(yl),
+        )
         .unwrap_err()
         .to_string();
     assert!(

@@ -192,13 +192,25 @@ fn run(
             .unwrap();
         let l = TensorLayout::parse(&case.layouts[i], m, Some(dims), dt).ok()?;
         if i < 2 {
-            e.load(name, l).ok()?;
+            e.load(e.tensor_id(name).unwrap(), l).ok()?;
         } else {
             out = Some(l);
         }
     }
-    let rep = e.kernel("K", &case.kernel, &["a", "b"], "out", out).ok()?;
-    let partial = e.tensors["out"].lm.as_ref()?.partial.clone();
+    let rep = e
+        .kernel(
+            "K",
+            &case.kernel,
+            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
+            e.tensor_id("out").unwrap(),
+            out,
+        )
+        .ok()?;
+    let partial = e.tensors[e.tensor_id("out").unwrap()]
+        .lm
+        .as_ref()?
+        .partial
+        .clone();
     Some((out_bytes(&mut e), partial, format!("{rep:?}"), e.sw.clock()))
 }
 

@@ -17,9 +17,9 @@ fn dram_cycles(layout: &str, xla: XlaLayout) -> u64 {
         None,
     )
     .unwrap();
-    e.set_in_dram("x", xla);
+    e.set_in_dram(e.tensor_id("x").unwrap(), xla);
     let l = TensorLayout::parse(layout, &m, Some(&[256, 256]), DType::F32).unwrap();
-    let r = e.load("x", l).unwrap();
+    let r = e.load(e.tensor_id("x").unwrap(), l).unwrap();
     r.stages
         .iter()
         .find(|s| s.level == "DRAM")

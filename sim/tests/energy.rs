@@ -262,18 +262,18 @@ fn run(m: &Machine, steps: &[Step]) -> Engine {
             None,
         )
         .unwrap();
-        e.set_in_dram(&name(i), xla);
+        e.set_in_dram(tid(i), xla);
     }
     let bind = |t: &str| TensorLayout::parse(t, m, Some(&dims), DType::F32).unwrap();
     for s in steps {
         let _ = match *s {
-            Step::Load(t, l) => e.load(&name(t), bind(LAYOUTS[l])).map(|_| ()),
+            Step::Load(t, l) => e.load(tid(t), bind(LAYOUTS[l])).map(|_| ()),
             Step::Unary(a, o) => e
                 .kernel(
                     "Unary",
                     &Kernel::Unary(UnaryOp::Exp),
-                    &[&name(a)],
-                    &name(o),
+                    &[tid(a)],
+                    tid(o),
                     None,
                 )
                 .map(|_| ()),
@@ -281,15 +281,15 @@ fn run(m: &Machine, steps: &[Step]) -> Engine {
                 .kernel(
                     "Binary",
                     &Kernel::Binary(BinaryOp::Mul),
-                    &[&name(a), &name(a)],
-                    &name(o),
+                    &[tid(a), tid(a)],
+                    tid(o),
                     None,
                 )
                 .map(|_| ()),
             Step::Relayout(a, l) => e
-                .relayout("Relayout", &name(a), bind(LAYOUTS[l]), None)
+                .relayout("Relayout", tid(a), bind(LAYOUTS[l]), None)
                 .map(|_| ()),
-            Step::Store(a) => e.store(&name(a), XlaLayout::default_for(2)).map(|_| ()),
+            Step::Store(a) => e.store(tid(a), XlaLayout::default_for(2)).map(|_| ()),
         };
     }
     e.settle();
@@ -562,4 +562,9 @@ fn an_energy_knob_whose_joules_would_overflow_is_refused_naming_it() {
     for (path, n) in numbers {
         assert!(n.is_some_and(f64::is_finite), "{path}: {n:?}");
     }
+}
+
+/// The id of tensor `i`, declared `i`-th.
+fn tid(i: usize) -> mnsim_sim::program::TensorId {
+    mnsim_sim::program::EntityRef::new(i)
 }

@@ -632,10 +632,13 @@ fn select_with_a_boolean_mask_and_a_scalar() {
                 )
                 .unwrap();
                 if mode == Mode::Timing {
-                    e.set_in_dram(name, XlaLayout::default_for(dims.len()));
+                    e.set_in_dram(
+                        e.tensor_id(name).unwrap(),
+                        XlaLayout::default_for(dims.len()),
+                    );
                 }
                 let l = TensorLayout::parse(layout, &m, Some(dims), dtype).unwrap();
-                e.load(name, l).unwrap();
+                e.load(e.tensor_id(name).unwrap(), l).unwrap();
             };
             put(&mut e, "cond", DType::Pred, &[1, 12], mask.clone(), lc);
             put(&mut e, "a", DType::F32, &[8, 12], bytes(&a), la);
@@ -661,13 +664,18 @@ fn select_with_a_boolean_mask_and_a_scalar() {
                 .kernel(
                     "Select",
                     &Kernel::Select,
-                    &["cond", "a", "b"],
-                    "out",
+                    &[
+                        e.tensor_id("cond").unwrap(),
+                        e.tensor_id("a").unwrap(),
+                        e.tensor_id("b").unwrap(),
+                    ],
+                    e.tensor_id("out").unwrap(),
                     Some(ol),
                 )
                 .unwrap();
-            e.store("out", XlaLayout::default_for(2)).unwrap();
-            results.push((rep.cycles, e.dram_row_major("out")));
+            e.store(e.tensor_id("out").unwrap(), XlaLayout::default_for(2))
+                .unwrap();
+            results.push((rep.cycles, e.dram_row_major(e.tensor_id("out").unwrap())));
         }
         assert_eq!(results[0].0, results[1].0, "timing = functional");
         let got: Vec<f64> = results[0]
@@ -716,9 +724,12 @@ fn engine_error(
             None,
         )
         .unwrap();
-        e.set_in_dram(name, XlaLayout::default_for(dims.len()));
+        e.set_in_dram(
+            e.tensor_id(name).unwrap(),
+            XlaLayout::default_for(dims.len()),
+        );
         let l = TensorLayout::parse(layout, m, Some(dims), DType::F32).unwrap();
-        e.load(name, l).unwrap();
+        e.load(e.tensor_id(name).unwrap(), l).unwrap();
     }
     e.declare(
         "out",
@@ -730,8 +741,9 @@ fn engine_error(
     )
     .unwrap();
     let ol = TensorLayout::parse(out_layout, m, Some(out_dims), DType::F32).unwrap();
-    let names: Vec<&str> = ins.iter().map(|i| i.0).collect();
-    e.kernel("K", k, &names, "out", Some(ol))
+    let ids: Vec<_> = ins.iter().map(|i| e.tensor_id(i.0).unwrap()).collect();
+    let out = e.tensor_id("out").unwrap();
+    e.kernel("K", k, &ids, out, Some(ol))
         .expect_err("must be illegal")
         .to_string()
 }

@@ -234,8 +234,8 @@ fn illegal_combinations_say_which_relayout_fixes_them() {
             None,
         )
         .unwrap();
-        e.set_in_dram(n, XlaLayout::default_for(2));
-        e.load(n, lay(l, &d)).unwrap();
+        e.set_in_dram(e.tensor_id(n).unwrap(), XlaLayout::default_for(2));
+        e.load(e.tensor_id(n).unwrap(), lay(l, &d)).unwrap();
     }
     e.declare(
         "c",
@@ -260,8 +260,8 @@ fn illegal_combinations_say_which_relayout_fixes_them() {
         .kernel(
             "MatMul",
             &Kernel::MatMul,
-            &["a", "b"],
-            "c",
+            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
+            e.tensor_id("c").unwrap(),
             Some(lay("((2_L2B, 2_MAB, 2:8), (8:1)) B@[L1B,PE]", &[8, 8])),
         )
         .unwrap_err();
@@ -274,7 +274,13 @@ fn illegal_combinations_say_which_relayout_fixes_them() {
     );
     // Softmax along an axis split over PE.
     let err = e
-        .kernel("Softmax", &Kernel::Softmax { axis: 1 }, &["x"], "p", None)
+        .kernel(
+            "Softmax",
+            &Kernel::Softmax { axis: 1 },
+            &[e.tensor_id("x").unwrap()],
+            e.tensor_id("p").unwrap(),
+            None,
+        )
         .unwrap_err();
     assert!(illegal(&err), "a kernel error of kind Illegal: {err:?}");
     assert!(
@@ -311,10 +317,10 @@ fn an_error_keeps_its_kind() {
             None,
         )
         .unwrap();
-        e.set_in_dram(t, XlaLayout::default_for(1));
+        e.set_in_dram(e.tensor_id(t).unwrap(), XlaLayout::default_for(1));
     }
-    e.load("x", l.clone()).unwrap();
-    let err = e.load("y", l).unwrap_err();
+    e.load(e.tensor_id("x").unwrap(), l.clone()).unwrap();
+    let err = e.load(e.tensor_id("y").unwrap(), l).unwrap_err();
     assert!(err.is_lm_full(), "{err:?}");
     assert!(err.kernel().is_none());
     assert!(err.to_string().contains("LM words"), "{err}");
@@ -414,8 +420,8 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
                 data,
             )
             .unwrap();
-            e.set_in_dram(n, XlaLayout::default_for(2));
-            e.load(n, lay(l, &d)).unwrap();
+            e.set_in_dram(e.tensor_id(n).unwrap(), XlaLayout::default_for(2));
+            e.load(e.tensor_id(n).unwrap(), lay(l, &d)).unwrap();
         }
         for n in ["c", "r"] {
             e.declare(
@@ -429,9 +435,15 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
             .unwrap();
         }
         let c = lay("((2_L2B, 2_MAB, 2:8), (8:1)) B@[L1B,PE]", &[8, 8]);
-        e.kernel("MatMul", &Kernel::MatMul, &["a", "b"], "c", Some(c))
-            .unwrap();
-        let r = e.tensors["c"].lm.as_ref().unwrap();
+        e.kernel(
+            "MatMul",
+            &Kernel::MatMul,
+            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
+            e.tensor_id("c").unwrap(),
+            Some(c),
+        )
+        .unwrap();
+        let r = e.tensors[e.tensor_id("c").unwrap()].lm.as_ref().unwrap();
         assert_eq!(
             r.partial
                 .iter()
@@ -440,7 +452,9 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
             ["L1B"]
         );
         // Storing it, moving it or computing on it before the Reduce: errors that say so.
-        let err = e.store("c", XlaLayout::default_for(2)).unwrap_err();
+        let err = e
+            .store(e.tensor_id("c").unwrap(), XlaLayout::default_for(2))
+            .unwrap_err();
         assert!(
             err.to_string().contains("partial")
                 && err.to_string().contains("L1B")
@@ -448,16 +462,30 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
             "{err}"
         );
         let err = e
-            .kernel("Unary", &Kernel::Unary(UnaryOp::Relu), &["c"], "r", None)
+            .kernel(
+                "Unary",
+                &Kernel::Unary(UnaryOp::Relu),
+                &[e.tensor_id("c").unwrap()],
+                e.tensor_id("r").unwrap(),
+                None,
+            )
             .unwrap_err();
         assert!(
             err.to_string().contains("partial") && err.to_string().contains("Reduce"),
             "{err}"
         );
         // After the Reduce, both work.
-        e.reduce("c", "L1B", elem::Combine::Add, None).unwrap();
-        e.kernel("Unary", &Kernel::Unary(UnaryOp::Relu), &["c"], "r", None)
+        e.reduce(e.tensor_id("c").unwrap(), "L1B", elem::Combine::Add, None)
             .unwrap();
-        e.store("c", XlaLayout::default_for(2)).unwrap();
+        e.kernel(
+            "Unary",
+            &Kernel::Unary(UnaryOp::Relu),
+            &[e.tensor_id("c").unwrap()],
+            e.tensor_id("r").unwrap(),
+            None,
+        )
+        .unwrap();
+        e.store(e.tensor_id("c").unwrap(), XlaLayout::default_for(2))
+            .unwrap();
     }
 }

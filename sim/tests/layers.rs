@@ -15,12 +15,12 @@ const LAYERS: &[&[&str]] = &[
     &["run"],
     &["apply"],
     &["bound", "energy", "gap", "memory", "verify", "waits"],
-    &["program"],
     &["scenario"],
     &["engine"],
     &["lowering"],
     &["net", "world"],
     &["timeline"],
+    &["program"],
     &["diag", "ids", "input", "limits", "signals"],
 ];
 

@@ -86,9 +86,12 @@ fn hand_pick(
     name: &str,
 ) -> Vec<mnsim_sim::plan::model::LayoutId> {
     (0..model.vars.len())
-        .map(|vi| match &hres.ops[model.vars[vi].ops[0]].layout {
-            Some(scenario::LayoutRef::Bound(l)) => model.seed(vi, l),
-            other => panic!("{name}: {other:?}"),
+        .map(|vi| {
+            let op = mnsim_sim::program::EntityRef::new(model.vars[vi].ops[0]);
+            match &hres.program.ops[op].layout {
+                Some(mnsim_sim::program::LayoutRef::Bound(l)) => model.seed(vi, l),
+                other => panic!("{name}: {other:?}"),
+            }
         })
         .collect()
 }
@@ -354,7 +357,7 @@ fn a_relayout_is_inserted_where_a_kernel_needs_one() {
     let best = &o.best[0];
     assert_eq!(best.inserted.len(), 1, "{:?}", best.inserted);
     let ins = &best.inserted[0];
-    assert_eq!((ins.before, ins.tensor.as_str()), (2, "y"));
+    assert_eq!((ins.before, ins.tensor_name.as_str()), (2, "y"));
     assert!(ins.cycles > 0);
     // The inserted op is costed: the per-op cycles (Softmax with its Relayout) add up
     // to the confirmed total.
@@ -395,7 +398,7 @@ fn a_relayout_is_inserted_for_a_tensor_an_op_reads_twice() {
     let best = &o.best[0];
     assert_eq!(best.inserted.len(), 1, "{:?}", best.inserted);
     let ins = &best.inserted[0];
-    assert_eq!((ins.before, ins.tensor.as_str()), (2, "y"));
+    assert_eq!((ins.before, ins.tensor_name.as_str()), (2, "y"));
     assert_eq!(best.op_cycles.iter().sum::<u64>(), best.total_cycles);
 }
 
@@ -545,8 +548,8 @@ fn the_model_scores_every_hand_plan_as_the_run_does_under_both_schedules() {
                 // LM), which the model decides on an otherwise empty LM, and a
                 // `buffers:` plan variable, which the model does not take (the auto plan
                 // leaves it `Any`). Within 1/8 of the run; the rest exact.
-                let streams = hres.ops.iter().any(|o| {
-                    matches!(&o.layout, Some(scenario::LayoutRef::Bound(l)) if l.time_span() > 1)
+                let streams = hres.program.ops.values().any(|o| {
+                    matches!(&o.layout, Some(mnsim_sim::program::LayoutRef::Bound(l)) if l.time_span() > 1)
                 });
                 if streams && schedule == Schedule::Overlapped {
                     eprintln!(
@@ -648,12 +651,17 @@ fn checking_legality_before_the_loads_changes_no_evaluation() {
             };
             let hres = scenario::resolve(&sc, &src, Some(hand), &[], &BTreeMap::new()).unwrap();
             let seed: Vec<_> = (0..first.vars.len())
-                .map(|vi| match &hres.ops[first.vars[vi].ops[0]].layout {
-                    Some(scenario::LayoutRef::Bound(l)) => {
-                        after.seed(vi, l);
-                        first.seed(vi, l)
+                .map(|vi| {
+                    match &hres.program.ops
+                        [mnsim_sim::program::EntityRef::new(first.vars[vi].ops[0])]
+                    .layout
+                    {
+                        Some(mnsim_sim::program::LayoutRef::Bound(l)) => {
+                            after.seed(vi, l);
+                            first.seed(vi, l)
+                        }
+                        other => panic!("{hand}: {other:?}"),
                     }
-                    other => panic!("{hand}: {other:?}"),
                 })
                 .collect();
             let mut pick = seed.clone();
@@ -721,7 +729,8 @@ fn legality_before_the_loads_waits_for_loads_that_ran() {
     // Measured by both: the result, and how many the check decided so far.
     let mut both = |a: &str, b: &str, c: &str| {
         let (a, b, c) = (held(a), held(b), bind(c));
-        let inputs = [("a", &a), ("b", &b)];
+        let ids = ["a", "b"].map(|n| res.program.tensor_id(n).unwrap());
+        let inputs = [(ids[0], &a), (ids[1], &b)];
         let x = first.measure(OpId::new(2), &inputs, Some(&c), &streams);
         let y = after.measure(OpId::new(2), &inputs, Some(&c), &streams);
         let (x, y) = (x.map(|m| m.cycles), y.map(|m| m.cycles));
@@ -954,12 +963,14 @@ fn walk_from_hand(
     };
     let hres = scenario::resolve(&sc, &src, Some(hand), &[], &BTreeMap::new()).unwrap();
     let seed: Vec<_> = (0..on.vars.len())
-        .map(|vi| match &hres.ops[on.vars[vi].ops[0]].layout {
-            Some(scenario::LayoutRef::Bound(l)) => {
-                off.seed(vi, l);
-                on.seed(vi, l)
+        .map(|vi| {
+            match &hres.program.ops[mnsim_sim::program::EntityRef::new(on.vars[vi].ops[0])].layout {
+                Some(mnsim_sim::program::LayoutRef::Bound(l)) => {
+                    off.seed(vi, l);
+                    on.seed(vi, l)
+                }
+                other => panic!("{hand}: {other:?}"),
             }
-            other => panic!("{hand}: {other:?}"),
         })
         .collect();
     let mut pick = seed.clone();

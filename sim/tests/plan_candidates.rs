@@ -4,7 +4,8 @@
 
 use mnsim_arch::{DType, TensorLayout, preset};
 use mnsim_sim::plan::candidates::{Space, generate};
-use mnsim_sim::scenario::{self, LayoutRef};
+use mnsim_sim::program::LayoutRef;
+use mnsim_sim::scenario;
 use proptest::prelude::*;
 use std::collections::HashSet;
 use std::path::Path;
@@ -131,15 +132,16 @@ fn the_hand_layouts_of_shipped_scenarios_are_candidates() {
             else {
                 continue;
             };
-            for op in &res.ops {
-                let (Some(LayoutRef::Bound(l)), Some((_, t))) = (&op.layout, op.op.output()) else {
+            for (id, op) in res.program.ops.iter() {
+                let (Some(LayoutRef::Bound(l)), Some(t)) = (&op.layout, res.program.output(id))
+                else {
                     continue;
                 };
-                let text = op.op.layout().unwrap_or_default().to_string();
+                let text = op.layout_text.clone().unwrap_or_default();
                 if unreachable_reason(&text).is_some() {
                     continue;
                 }
-                let rt = &res.tensors[t];
+                let rt = &res.program.tensors[t];
                 let key = format!(
                     "{} {:?} {:?} {:?}",
                     res.machine.name, rt.dims_at_bound, rt.runtime_dims, rt.dtype

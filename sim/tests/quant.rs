@@ -56,11 +56,11 @@ fn run(
         )
         .unwrap();
         if mode == Mode::Timing {
-            e.set_in_dram(&name, xla);
+            e.set_in_dram(e.tensor_id(&name).unwrap(), xla);
         }
         let l = TensorLayout::parse(i.layout, m, Some(&i.dims), i.dtype)
             .unwrap_or_else(|err| panic!("{}: {err}", i.layout));
-        e.load(&name, l).unwrap();
+        e.load(e.tensor_id(&name).unwrap(), l).unwrap();
         names.push(name);
     }
     let shapes: Vec<&[u64]> = ins.iter().map(|i| i.dims.as_slice()).collect();
@@ -76,12 +76,13 @@ fn run(
     )
     .unwrap();
     let ol = TensorLayout::parse(out_layout, m, Some(&out_dims), out_dtype).unwrap();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let refs: Vec<_> = (names.iter()).map(|n| e.tensor_id(n).unwrap()).collect();
+    let out = e.tensor_id("out").unwrap();
     let rep = e
-        .kernel("K", k, &refs, "out", Some(ol))
+        .kernel("K", k, &refs, out, Some(ol))
         .unwrap_or_else(|err| panic!("{k:?}: {err}"));
     let partial: Vec<String> = {
-        let r = e.tensors["out"].lm.as_ref().unwrap();
+        let r = e.tensors[e.tensor_id("out").unwrap()].lm.as_ref().unwrap();
         r.partial
             .iter()
             .rev()
@@ -89,10 +90,11 @@ fn run(
             .collect()
     };
     for lv in partial {
-        e.reduce("out", &lv, elem::Combine::Add, None).unwrap();
+        e.reduce(e.tensor_id("out").unwrap(), &lv, elem::Combine::Add, None)
+            .unwrap();
     }
-    e.store("out", xla).unwrap();
-    let vals = e.dram_row_major("out").map(|b| {
+    e.store(e.tensor_id("out").unwrap(), xla).unwrap();
+    let vals = e.dram_row_major(e.tensor_id("out").unwrap()).map(|b| {
         b.chunks_exact(out_dtype.bytes() as usize)
             .map(|c| elem::read(out_dtype, c))
             .collect()

@@ -3,8 +3,9 @@
 mod common;
 
 use miette::{GraphicalReportHandler, GraphicalTheme, Report};
+use mnsim_sim::program::{EntityRef as _, LayoutRef, OpId};
 use mnsim_sim::scenario::{
-    self, Init, LayoutRef, MachineRef, Mode, Op, PlanValue, Resolved, Scenario, Source, UnaryOp,
+    self, Init, MachineRef, Mode, Op, PlanValue, Resolved, Scenario, Source, UnaryOp,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -113,23 +114,32 @@ fn spec_example_with_real_layouts_resolves_with_a_warning() {
             mnsim_arch::get_knob(&r.machine, "links.L1B.distribute.parent").unwrap(),
             1024.0
         );
-        assert_eq!(r.tensors["x"].dims_at_bound, vec![64, 1024]);
-        assert_eq!(r.tensors["x"].runtime_dims, vec![64, 1024]);
+        assert_eq!(r.program.named("x").unwrap().dims_at_bound, vec![64, 1024]);
+        assert_eq!(r.program.named("x").unwrap().runtime_dims, vec![64, 1024]);
         assert!(
             r.warnings.iter().any(|w| w.contains("`batch`")),
             "{:?}",
             r.warnings
         );
-        assert_eq!(r.ops.len(), 5);
-        assert!(matches!(r.ops[0].layout, Some(LayoutRef::Bound(_))));
-        assert!(r.ops[3].layout.is_none());
-        assert!(r.ops[4].layout.is_none());
+        assert_eq!(r.program.ops.len(), 5);
+        assert!(matches!(
+            r.program.ops[OpId::new(0)].layout,
+            Some(LayoutRef::Bound(_))
+        ));
+        assert!(r.program.ops[OpId::new(3)].layout.is_none());
+        assert!(r.program.ops[OpId::new(4)].layout.is_none());
     }
     let r = resolve(&sc, &src, Some("cols")).unwrap();
-    assert_eq!(r.ops[2].layout, Some(LayoutRef::Any("act_out".into())));
-    assert_eq!(r.ops[2].op.layout(), Some("$act_out"));
     assert_eq!(
-        r.ops[0].op.layout(),
+        r.program.ops[OpId::new(2)].layout,
+        Some(LayoutRef::Any("act_out".into()))
+    );
+    assert_eq!(
+        r.program.ops[OpId::new(2)].layout_text.as_deref(),
+        Some("$act_out")
+    );
+    assert_eq!(
+        r.program.ops[OpId::new(0)].layout_text.as_deref(),
         Some("((4_PE, 16), (8_L2B, 8_L1B, 4_MAB, 4_W))")
     );
 }
@@ -139,7 +149,7 @@ fn spec_example_with_real_layouts_resolves_with_a_warning() {
 // ---------------------------------------------------------------------------
 
 fn bound(r: &Resolved, op: usize) -> &mnsim_arch::TensorLayout {
-    match &r.ops[op].layout {
+    match &r.program.ops[OpId::new(op)].layout {
         Some(LayoutRef::Bound(l)) => l,
         other => panic!("op {op}: {other:?}"),
     }
@@ -155,23 +165,29 @@ fn toy4_plans_bind_their_layouts() {
         assert_eq!(r.mode, Mode::Timing);
         assert!(!r.verify);
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
-        let x = &r.tensors["x"];
+        let x = &r.program.named("x").unwrap();
         assert_eq!(x.dims_at_bound, vec![12, 8]);
         assert_eq!(x.runtime_dims, vec![12, 8]);
         assert_eq!(x.init, Some(Init::Iota));
-        assert_eq!(r.ops.len(), 2);
-        assert_eq!(r.ops[1].layout, None);
-        let span = r.ops[0].span.clone().unwrap();
+        assert_eq!(r.program.ops.len(), 2);
+        assert_eq!(r.program.ops[OpId::new(1)].layout, None);
+        let span = r.program.ops[OpId::new(0)].span.clone().unwrap();
         assert!(src.text[span].starts_with("Load(tensor: \"x\""));
     }
     assert_eq!(rows.plan.as_deref(), Some("rows"));
     // docs/layout.md worked examples: element (5,3).
     let p = bound(&rows, 0).place(&[5, 3]).unwrap();
     assert_eq!((p.pos.clone(), p.addr), (vec![Some(1)], 19));
-    assert_eq!(rows.ops[0].op.layout(), Some("((4_PE, 3:8), (8:1))"));
+    assert_eq!(
+        rows.program.ops[OpId::new(0)].layout_text.as_deref(),
+        Some("((4_PE, 3:8), (8:1))")
+    );
     let p = bound(&cols, 0).place(&[5, 3]).unwrap();
     assert_eq!((p.pos.clone(), p.addr), (vec![Some(1)], 11));
-    assert_eq!(cols.ops[0].op.layout(), Some("((12:2), (4_PE, 2:1))"));
+    assert_eq!(
+        cols.program.ops[OpId::new(0)].layout_text.as_deref(),
+        Some("((12:2), (4_PE, 2:1))")
+    );
 }
 
 #[test]
@@ -195,13 +211,16 @@ fn dynamic_dimensions_bind_and_pad() {
     let src = source("dyn.ron", text);
     let binds = BTreeMap::from([("n".to_string(), 12u64)]);
     let r = scenario::resolve(&sc, &src, None, &[], &binds).unwrap();
-    let x = &r.tensors["x"];
+    let x = &r.program.named("x").unwrap();
     assert_eq!(x.dims_at_bound, vec![16, 8]);
     assert_eq!(x.runtime_dims, vec![12, 8]);
     assert_eq!(x.shape.to_string(), "f32[12,8]");
     assert_eq!(x.declared.to_string(), "f32[batch<=16,8]");
-    assert_eq!(r.tensors["y"].dims_at_bound, vec![12, 8]);
-    assert_eq!(r.tensors["y"].init, Some(Init::Fill { value: 0.5 }));
+    assert_eq!(r.program.named("y").unwrap().dims_at_bound, vec![12, 8]);
+    assert_eq!(
+        r.program.named("y").unwrap().init,
+        Some(Init::Fill { value: 0.5 })
+    );
     assert_eq!(
         r.bind,
         vec![("batch".to_string(), 12), ("n".to_string(), 12)]
@@ -210,7 +229,7 @@ fn dynamic_dimensions_bind_and_pad() {
     // The command line wins over the file.
     let binds = BTreeMap::from([("batch".to_string(), 5u64), ("n".to_string(), 12)]);
     let r = scenario::resolve(&sc, &src, None, &[("levels.PE.count".into(), 4.0)], &binds).unwrap();
-    assert_eq!(r.tensors["x"].runtime_dims, vec![5, 8]);
+    assert_eq!(r.program.named("x").unwrap().runtime_dims, vec![5, 8]);
     assert_eq!(r.overrides, vec![("levels.PE.count".to_string(), 4.0)]);
     // ... and is checked against the bound too.
     let binds = BTreeMap::from([("batch".to_string(), 17u64), ("n".to_string(), 12)]);
@@ -590,19 +609,25 @@ fn every_op_kind_resolves() {
     for plan in scenario::plans_to_run(&sc) {
         let r = resolve(&sc, &src, plan.as_deref()).unwrap_or_else(|e| panic!("{}", render(&e)));
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
-        assert_eq!(r.ops.len(), sc.program.len());
-        assert_eq!(r.tensors["x"].dims_at_bound, vec![12, 8]);
-        assert_eq!(r.tensors["x"].runtime_dims, vec![10, 8]);
-        assert_eq!(r.tensors["t"].runtime_dims, vec![8, 10]);
-        for (i, op) in r.ops.iter().enumerate() {
-            assert_eq!(op.index, i);
+        assert_eq!(r.program.ops.len(), sc.program.len());
+        assert_eq!(r.program.named("x").unwrap().dims_at_bound, vec![12, 8]);
+        assert_eq!(r.program.named("x").unwrap().runtime_dims, vec![10, 8]);
+        assert_eq!(r.program.named("t").unwrap().runtime_dims, vec![8, 10]);
+        for (i, op) in r.program.ops.values().enumerate() {
+            assert_eq!(op.source.index(), i);
             assert!(op.span.is_some());
-            assert_eq!(op.op.layout().is_some(), op.layout.is_some(), "op {i}");
+            assert_eq!(op.layout_text.is_some(), op.layout.is_some(), "op {i}");
         }
     }
     let r = resolve(&sc, &src, Some("planner")).unwrap();
-    assert_eq!(r.ops[10].layout, Some(LayoutRef::Any("vec".into())));
-    assert_eq!(r.ops[10].op.layout(), Some("$vec"));
+    assert_eq!(
+        r.program.ops[OpId::new(10)].layout,
+        Some(LayoutRef::Any("vec".into()))
+    );
+    assert_eq!(
+        r.program.ops[OpId::new(10)].layout_text.as_deref(),
+        Some("$vec")
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -773,7 +798,7 @@ fn mutated_scenarios_never_panic() {
                 for plan in scenario::plans_to_run(&sc) {
                     if let Ok(r) = resolve(&sc, &src, plan.as_deref()) {
                         n.1 += 1;
-                        let _ = r.ops.len();
+                        let _ = r.program.ops.len();
                     } else if let Err(e) = resolve(&sc, &src, plan.as_deref()) {
                         let _ = render(&e);
                     }

@@ -132,20 +132,20 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
             data,
         )
         .ok()?;
-        e.set_in_dram(&name(i), xla);
+        e.set_in_dram(tid(i), xla);
     }
     for s in steps {
         let ok = match s {
             Step::Load(t, l, b) => {
                 e.buffers = *b;
-                e.load(&name(*t), ls[*l].clone()).is_ok()
+                e.load(tid(*t), ls[*l].clone()).is_ok()
             }
             Step::Unary(a, o) => e
                 .kernel(
                     "Unary",
                     &Kernel::Unary(UnaryOp::Relu),
-                    &[&name(*a)],
-                    &name(*o),
+                    &[tid(*a)],
+                    tid(*o),
                     None,
                 )
                 .is_ok(),
@@ -153,16 +153,16 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
                 .kernel(
                     "Binary",
                     &Kernel::Binary(BinaryOp::Add),
-                    &[&name(*a), &name(*b)],
-                    &name(*o),
+                    &[tid(*a), tid(*b)],
+                    tid(*o),
                     None,
                 )
                 .is_ok(),
             Step::Relayout(a, l) => e
-                .relayout("Relayout", &name(*a), ls[*l].clone(), None)
+                .relayout("Relayout", tid(*a), ls[*l].clone(), None)
                 .is_ok(),
-            Step::Store(a) => e.store(&name(*a), XlaLayout::default_for(2)).is_ok(),
-            Step::Free(a) => e.free(&name(*a)).is_ok(),
+            Step::Store(a) => e.store(tid(*a), XlaLayout::default_for(2)).is_ok(),
+            Step::Free(a) => e.free(tid(*a)).is_ok(),
         };
         if !ok {
             return None;
@@ -398,20 +398,20 @@ fn war_program(schedule: Schedule, lm_knob: Option<f64>) -> Engine {
             None,
         )
         .unwrap();
-        e.set_in_dram(t, xla);
+        e.set_in_dram(e.tensor_id(t).unwrap(), xla);
     }
-    e.load("x", l.clone()).unwrap();
-    e.load("w1", l.clone()).unwrap();
+    e.load(e.tensor_id("x").unwrap(), l.clone()).unwrap();
+    e.load(e.tensor_id("w1").unwrap(), l.clone()).unwrap();
     e.kernel(
         "Binary",
         &Kernel::Binary(BinaryOp::Mul),
-        &["x", "w1"],
-        "y",
+        &[e.tensor_id("x").unwrap(), e.tensor_id("w1").unwrap()],
+        e.tensor_id("y").unwrap(),
         None,
     )
     .unwrap();
-    e.free("w1").unwrap();
-    e.load("w2", l).unwrap();
+    e.free(e.tensor_id("w1").unwrap()).unwrap();
+    e.load(e.tensor_id("w2").unwrap(), l).unwrap();
     e
 }
 
@@ -479,4 +479,9 @@ fn every_stage_names_a_resource_the_report_counts() {
             }
         }
     }
+}
+
+/// The id of tensor `i`, declared `i`-th.
+fn tid(i: usize) -> mnsim_sim::program::TensorId {
+    mnsim_sim::program::EntityRef::new(i)
 }

@@ -380,7 +380,7 @@ fn a_split_normalised_axis_is_refused_on_the_engine() {
         None,
     )
     .unwrap();
-    e.set_in_dram("x", XlaLayout::default_for(2));
+    e.set_in_dram(e.tensor_id("x").unwrap(), XlaLayout::default_for(2));
     let l = TensorLayout::parse(
         "((8), (2_L2B, 8)) B@[L1B,MAB,PE]",
         &m,
@@ -388,7 +388,7 @@ fn a_split_normalised_axis_is_refused_on_the_engine() {
         DType::F32,
     )
     .unwrap();
-    e.load("x", l).unwrap();
+    e.load(e.tensor_id("x").unwrap(), l).unwrap();
     e.declare(
         "y",
         DType::F32,
@@ -399,7 +399,15 @@ fn a_split_normalised_axis_is_refused_on_the_engine() {
     )
     .unwrap();
     let k = Kernel::Norm(Norm::new(NormKind::LogSoftmax, vec![1], 0.0));
-    let err = e.kernel("LogSoftmax", &k, &["x"], "y", None).unwrap_err();
+    let err = e
+        .kernel(
+            "LogSoftmax",
+            &k,
+            &[e.tensor_id("x").unwrap()],
+            e.tensor_id("y").unwrap(),
+            None,
+        )
+        .unwrap_err();
     let msg = err.to_string();
     assert!(
         msg.contains("the normalised axis") && msg.contains("L2B"),

@@ -482,7 +482,7 @@ impl Case {
         )
         .expect("declare");
         if mode == Mode::Timing {
-            e.set_in_dram("x", self.xla.clone());
+            e.set_in_dram(e.tensor_id("x").unwrap(), self.xla.clone());
         }
         e
     }
@@ -528,7 +528,7 @@ fn matches(p: &Placement, pos: &[u64]) -> bool {
 /// bytes of `want` (row-major), and that every element has as many copies as the
 /// layout has replicas.
 fn check_lm(eng: &Engine, name: &str, want: &[u8]) -> Result<(), String> {
-    let t = &eng.tensors[name];
+    let t = &eng.tensors[eng.tensor_id(name).unwrap()];
     let r = t.lm.as_ref().ok_or(format!("`{name}` is not in LM"))?;
     let (eb, wb) = (t.dtype.bytes() as usize, eng.machine.word_bytes as usize);
     let fp = r.layout.footprint_words() as usize;
@@ -570,7 +570,10 @@ fn check_lm(eng: &Engine, name: &str, want: &[u8]) -> Result<(), String> {
 
 /// Every PE's bytes of the LM region of `name`.
 fn region(eng: &Engine, name: &str) -> Vec<Vec<u8>> {
-    let r = eng.tensors[name].lm.as_ref().expect("resident");
+    let r = eng.tensors[eng.tensor_id(name).unwrap()]
+        .lm
+        .as_ref()
+        .expect("resident");
     let wb = eng.machine.word_bytes as usize;
     let (a, b) = (r.offset as usize * wb, (r.offset + r.words) as usize * wb);
     eng.sw
@@ -586,14 +589,14 @@ fn region(eng: &Engine, name: &str) -> Vec<Vec<u8>> {
 fn load_store_round_trip(c: &Case, rng: &mut Rng) -> Result<(), TestCaseError> {
     let what = c.describe();
     let mut e = c.engine(Mode::Functional);
-    e.load("x", c.layout.clone())
+    e.load(e.tensor_id("x").unwrap(), c.layout.clone())
         .map_err(|err| TestCaseError::fail(format!("{what}: {err}")))?;
     check_lm(&e, "x", &c.data).map_err(|err| TestCaseError::fail(format!("{what}: {err}")))?;
     // Store into another DRAM layout: the content, not the byte order, must survive.
     let out = gen_xla(rng, c.dims.len());
-    e.store("x", out.clone())
+    e.store(e.tensor_id("x").unwrap(), out.clone())
         .map_err(|err| TestCaseError::fail(format!("{what}: {err}")))?;
-    let got = e.dram_row_major("x").expect("stored");
+    let got = e.dram_row_major(e.tensor_id("x").unwrap()).expect("stored");
     prop_assert!(got == c.data, "{what}, stored in {out}: the data changed");
     Ok(())
 }
@@ -639,11 +642,12 @@ fn every_dtype_round_trips_packed_padded_and_tiled() {
                 Some(data.clone()),
             )
             .unwrap();
-            e.load("x", layout.clone()).unwrap();
+            e.load(e.tensor_id("x").unwrap(), layout.clone()).unwrap();
             check_lm(&e, "x", &data).unwrap_or_else(|err| panic!("{dtype} {text}: {err}"));
-            e.store("x", XlaLayout::default_for(2)).unwrap();
+            e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+                .unwrap();
             assert!(
-                e.dram_row_major("x").unwrap() == data,
+                e.dram_row_major(e.tensor_id("x").unwrap()).unwrap() == data,
                 "{dtype} {text} from {xla}"
             );
         }
@@ -679,10 +683,13 @@ fn toy4_worked_examples_round_trip() {
             )
             .unwrap();
             let l = TensorLayout::parse(text, &m, Some(&dims), DType::F32).unwrap();
-            e.load("x", l).unwrap();
+            e.load(e.tensor_id("x").unwrap(), l).unwrap();
             check_lm(&e, "x", &data).unwrap_or_else(|err| panic!("{text} {shape}: {err}"));
-            e.store("x", xl).unwrap();
-            assert!(e.dram_row_major("x").unwrap() == data, "{text} {shape}");
+            e.store(e.tensor_id("x").unwrap(), xl).unwrap();
+            assert!(
+                e.dram_row_major(e.tensor_id("x").unwrap()).unwrap() == data,
+                "{text} {shape}"
+            );
         }
     }
 }
@@ -700,14 +707,16 @@ fn program(
     out: &XlaLayout,
 ) -> Result<Engine, String> {
     let mut e = c.engine(mode);
-    e.load("x", c.layout.clone()).map_err(|x| x.to_string())?;
-    e.relayout("Relayout", "x", b.clone(), None)
+    e.load(e.tensor_id("x").unwrap(), c.layout.clone())
+        .map_err(|x| x.to_string())?;
+    e.relayout("Relayout", e.tensor_id("x").unwrap(), b.clone(), None)
         .map_err(|x| x.to_string())?;
     if let Some(l) = reduce {
-        e.reduce("x", l, Combine::Max, None)
+        e.reduce(e.tensor_id("x").unwrap(), l, Combine::Max, None)
             .map_err(|x| x.to_string())?;
     }
-    e.store("x", out.clone()).map_err(|x| x.to_string())?;
+    e.store(e.tensor_id("x").unwrap(), out.clone())
+        .map_err(|x| x.to_string())?;
     Ok(e)
 }
 
@@ -758,7 +767,7 @@ proptest! {
         prop_assert_eq!(t.sw.clock(), f.sw.clock());
         prop_assert_eq!(t.lm_peak_bytes, f.lm_peak_bytes);
         // Max over copies keeps the values.
-        prop_assert!(f.dram_row_major("x").expect("stored") == c.data, "{}: data changed", what);
+        prop_assert!(f.dram_row_major(f.tensor_id("x").unwrap()).expect("stored") == c.data, "{}: data changed", what);
     }
 }
 
@@ -930,15 +939,20 @@ fn relayout_round_trip(c: &Case, b: &TensorLayout, bt: &str) -> Result<(), TestC
     let what = format!("{} <-> {bt}", c.describe());
     let fail = |e: String| TestCaseError::fail(format!("{what}: {e}"));
     let mut e = c.engine(Mode::Functional);
-    e.load("x", c.layout.clone())
+    e.load(e.tensor_id("x").unwrap(), c.layout.clone())
         .map_err(|x| fail(x.to_string()))?;
     let before = region(&e, "x");
     let there = e
-        .relayout("Relayout", "x", b.clone(), None)
+        .relayout("Relayout", e.tensor_id("x").unwrap(), b.clone(), None)
         .map_err(|x| fail(x.to_string()))?;
     check_lm(&e, "x", &c.data).map_err(|x| fail(format!("after A -> B: {x}")))?;
     let back = e
-        .relayout("Relayout", "x", c.layout.clone(), None)
+        .relayout(
+            "Relayout",
+            e.tensor_id("x").unwrap(),
+            c.layout.clone(),
+            None,
+        )
         .map_err(|x| fail(x.to_string()))?;
     let after = region(&e, "x");
     prop_assert!(before == after, "{}: the LM bytes of A changed", what);
@@ -981,10 +995,10 @@ fn relayout_round_trip(c: &Case, b: &TensorLayout, bt: &str) -> Result<(), TestC
             prop_assert_eq!(&op.bottleneck, "PE local copy");
         }
     }
-    e.store("x", c.xla.clone())
+    e.store(e.tensor_id("x").unwrap(), c.xla.clone())
         .map_err(|x| fail(x.to_string()))?;
     prop_assert!(
-        e.dram_row_major("x").expect("stored") == c.data,
+        e.dram_row_major(e.tensor_id("x").unwrap()).expect("stored") == c.data,
         "{}: Store after the round trip",
         what
     );
@@ -1069,8 +1083,8 @@ proptest! {
         let b = bspec.bind(&c.m, c.dtype).map_err(TestCaseError::fail)?;
         relayout_round_trip(&c, &b, &bspec.text(&c.m))?;
         let mut e = c.engine(Mode::Timing);
-        e.load("x", c.layout.clone()).expect("load");
-        let op = e.relayout("Relayout", "x", b, None).expect("relayout");
+        e.load(e.tensor_id("x").unwrap(), c.layout.clone()).expect("load");
+        let op = e.relayout("Relayout", e.tensor_id("x").unwrap(), b, None).expect("relayout");
         prop_assert_eq!(op.stages.len(), 1);
         prop_assert_eq!((op.stages[0].direction.as_str(), op.stages[0].kind.as_str()), ("local", "copy"));
     }
@@ -1138,8 +1152,10 @@ fn relayout_across_l2b_meets_at_the_group() {
         };
         relayout_round_trip(&c, &lb, b).unwrap_or_else(|e| panic!("{a} <-> {b}: {e}"));
         let mut e = c.engine(Mode::Timing);
-        e.load("x", la).unwrap();
-        let op = e.relayout("Relayout", "x", lb, None).unwrap();
+        e.load(e.tensor_id("x").unwrap(), la).unwrap();
+        let op = e
+            .relayout("Relayout", e.tensor_id("x").unwrap(), lb, None)
+            .unwrap();
         let levels: Vec<(&str, &str)> = op
             .stages
             .iter()
@@ -1177,8 +1193,10 @@ fn relayout_in_memory_order_on_toy4_is_one_local_copy() {
         Some(data.clone()),
     )
     .unwrap();
-    e.load("x", a).unwrap();
-    let op = e.relayout("Relayout", "x", b, None).unwrap();
+    e.load(e.tensor_id("x").unwrap(), a).unwrap();
+    let op = e
+        .relayout("Relayout", e.tensor_id("x").unwrap(), b, None)
+        .unwrap();
     assert_eq!(op.stages.len(), 1, "{:?}", op.stages);
     let s = &op.stages[0];
     assert_eq!(
@@ -1266,10 +1284,13 @@ fn reduce_case(
             d,
         )
         .unwrap();
-        e.set_in_dram("x", XlaLayout::default_for(dims.len()));
-        e.load("x", layout.clone()).unwrap();
+        e.set_in_dram(
+            e.tensor_id("x").unwrap(),
+            XlaLayout::default_for(dims.len()),
+        );
+        e.load(e.tensor_id("x").unwrap(), layout.clone()).unwrap();
         let r = e
-            .reduce("x", level, op, None)
+            .reduce(e.tensor_id("x").unwrap(), level, op, None)
             .unwrap_or_else(|err| panic!("{text}: {err}"));
         let (chain, _) = stage_levels(m);
         let meet = meet_of(m, level);
@@ -1286,10 +1307,17 @@ fn reduce_case(
             let kind = if s.level == meet { "reduce" } else { "gather" };
             assert_eq!(s.kind, kind, "{text}: {s:?}");
         }
-        e.store("x", XlaLayout::default_for(dims.len())).unwrap();
+        e.store(
+            e.tensor_id("x").unwrap(),
+            XlaLayout::default_for(dims.len()),
+        )
+        .unwrap();
         if mode == Mode::Functional {
             check_lm(&e, "x", &want).unwrap_or_else(|err| panic!("{text} {op:?}: {err}"));
-            assert!(e.dram_row_major("x").unwrap() == want, "{text} {op:?}");
+            assert!(
+                e.dram_row_major(e.tensor_id("x").unwrap()).unwrap() == want,
+                "{text} {op:?}"
+            );
         }
         reports.push(e.ops.clone());
     }
@@ -1374,14 +1402,18 @@ fn reduce_errors_and_partial_tensors() {
     )
     .unwrap();
     e.load(
-        "x",
+        e.tensor_id("x").unwrap(),
         TensorLayout::parse("((4_PE, 3:8), (8:1))", &m, Some(&dims), DType::F32).unwrap(),
     )
     .unwrap();
-    let err = e.reduce("x", "PE", Combine::Add, None).unwrap_err();
+    let err = e
+        .reduce(e.tensor_id("x").unwrap(), "PE", Combine::Add, None)
+        .unwrap_err();
     assert!(err.to_string().contains("split over"), "{err}");
     assert!(err.to_string().contains("`x`"), "{err}");
-    let err = e.reduce("x", "L1B", Combine::Add, None).unwrap_err();
+    let err = e
+        .reduce(e.tensor_id("x").unwrap(), "L1B", Combine::Add, None)
+        .unwrap_err();
     assert!(
         err.to_string()
             .contains("`L1B` is not an addressable level of toy4"),
@@ -1394,21 +1426,43 @@ fn reduce_errors_and_partial_tensors() {
     // No op makes a partial tensor yet (a matmul split over its contraction axis will);
     // mark one through the public state.
     e.load(
-        "x",
+        e.tensor_id("x").unwrap(),
         TensorLayout::parse("((12:8), (8:1); B@[PE])", &m, Some(&dims), DType::F32).unwrap(),
     )
     .unwrap();
-    e.tensors.get_mut("x").unwrap().lm.as_mut().unwrap().partial = vec![0];
-    let err = e.store("x", XlaLayout::default_for(2)).unwrap_err();
+    e.tensors
+        .get_mut(e.tensor_id("x").unwrap())
+        .unwrap()
+        .lm
+        .as_mut()
+        .unwrap()
+        .partial = vec![0];
+    let err = e
+        .store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+        .unwrap_err();
     assert!(err.to_string().contains("partial results over PE"), "{err}");
     let b = TensorLayout::parse("((4_PE, 3:8), (8:1))", &m, Some(&dims), DType::F32).unwrap();
-    let err = e.relayout("Relayout", "x", b, None).unwrap_err();
+    let err = e
+        .relayout("Relayout", e.tensor_id("x").unwrap(), b, None)
+        .unwrap_err();
     assert!(err.to_string().contains("partial results over PE"), "{err}");
     // Reducing the partial level completes it: the four copies add up.
-    e.reduce("x", "PE", Combine::Add, None).unwrap();
-    assert!(e.tensors["x"].lm.as_ref().unwrap().partial.is_empty());
-    e.store("x", XlaLayout::default_for(2)).unwrap();
-    assert!(e.dram_row_major("x").unwrap() == folded(DType::F32, Combine::Add, &data, 4));
+    e.reduce(e.tensor_id("x").unwrap(), "PE", Combine::Add, None)
+        .unwrap();
+    assert!(
+        e.tensors[e.tensor_id("x").unwrap()]
+            .lm
+            .as_ref()
+            .unwrap()
+            .partial
+            .is_empty()
+    );
+    e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+        .unwrap();
+    assert!(
+        e.dram_row_major(e.tensor_id("x").unwrap()).unwrap()
+            == folded(DType::F32, Combine::Add, &data, 4)
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1423,8 +1477,12 @@ fn check_bytes(c: &Case) -> Result<(), String> {
     let shard = l.words_per_pe() * wb;
     let replicated = |name: &str| l.levels().iter().any(|x| x.name == name && x.replicated);
     let mut e = c.engine(Mode::Timing);
-    let load = e.load("x", l.clone()).map_err(|x| x.to_string())?;
-    let store = e.store("x", c.xla.clone()).map_err(|x| x.to_string())?;
+    let load = e
+        .load(e.tensor_id("x").unwrap(), l.clone())
+        .map_err(|x| x.to_string())?;
+    let store = e
+        .store(e.tensor_id("x").unwrap(), c.xla.clone())
+        .map_err(|x| x.to_string())?;
 
     // Load: DRAM, then the chain root first.
     let s = &load.stages;
@@ -1549,12 +1607,12 @@ fn spec_public_table_distribute_and_broadcast_from_one_l1bm() {
         None,
     )
     .unwrap();
-    e.set_in_dram("x", XlaLayout::default_for(1));
-    let d = e.load("x", dist).unwrap();
+    e.set_in_dram(e.tensor_id("x").unwrap(), XlaLayout::default_for(1));
+    let d = e.load(e.tensor_id("x").unwrap(), dist).unwrap();
     let l1b = d.stages.iter().find(|s| s.level == "L1B").unwrap();
     assert_eq!((l1b.kind.as_str(), l1b.cycles), ("distribute", n / 64));
-    e.free("x").unwrap();
-    let b = e.load("x", bcast).unwrap();
+    e.free(e.tensor_id("x").unwrap()).unwrap();
+    let b = e.load(e.tensor_id("x").unwrap(), bcast).unwrap();
     let l1b = b.stages.iter().find(|s| s.level == "L1B").unwrap();
     assert_eq!(
         (l1b.kind.as_str(), l1b.cycles, l1b.bytes),
@@ -1598,12 +1656,16 @@ fn port_statistics_add_up_the_stages() {
             None,
         )
         .unwrap();
-        e.set_in_dram("x", XlaLayout::default_for(2));
-        e.load("x", parse(a)).unwrap();
-        e.relayout("Relayout", "x", parse(b), None).unwrap();
-        e.relayout("Broadcast", "x", parse(c), None).unwrap();
-        e.reduce("x", level, Combine::Max, None).unwrap();
-        e.store("x", XlaLayout::default_for(2)).unwrap();
+        e.set_in_dram(e.tensor_id("x").unwrap(), XlaLayout::default_for(2));
+        e.load(e.tensor_id("x").unwrap(), parse(a)).unwrap();
+        e.relayout("Relayout", e.tensor_id("x").unwrap(), parse(b), None)
+            .unwrap();
+        e.relayout("Broadcast", e.tensor_id("x").unwrap(), parse(c), None)
+            .unwrap();
+        e.reduce(e.tensor_id("x").unwrap(), level, Combine::Max, None)
+            .unwrap();
+        e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+            .unwrap();
         let (chain, _) = stage_levels(&m);
         for name in chain {
             let k = m.level_index(name).unwrap();

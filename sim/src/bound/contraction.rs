@@ -2,28 +2,27 @@
 //! again, and what layout legality forces a matrix product to move through the DRAM
 //! level's ports.
 
+use super::bytes_of;
 use super::view::{View, over};
-use super::{bytes_of, names};
 use crate::ids::Dir;
-use crate::program::{OpKind, Program};
-use crate::scenario::Resolved;
+use crate::program::{EntityRef as _, OpId, OpKind, Program, TensorId};
 use crate::timeline::Resource;
 use mnsim_kernels::Kernel;
-use std::collections::BTreeMap;
 
 /// What LM capacity forces contractions to move: for a MatMul whose operands are
 /// both loaded from DRAM and read by it alone, the DRAMs move at least
 /// `W / (2√2 · √S) − S` elements (Irony, Toledo and Tiskin, 2004: `W` multiply-adds,
 /// `S` the elements all the LMs hold together), whatever the layouts.
-pub(super) fn capacity(res: &Resolved, p: &Program, v: &View) -> Vec<(Resource, u64)> {
-    let mut readers: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut loaded: Vec<&str> = Vec::new();
+pub(super) fn capacity(p: &Program, v: &View) -> Vec<(Resource, u64)> {
+    // Per tensor: how many ops read it, and whether a Load loads it.
+    let mut readers = vec![0usize; p.tensors.len()];
+    let mut loaded = vec![false; p.tensors.len()];
     for id in p.ops.keys() {
         for t in p.inputs(id) {
-            *readers.entry(p.name(t)).or_default() += 1;
+            readers[t.index()] += 1;
         }
         if let OpKind::Load { tensor } = &p.ops[id].kind {
-            loaded.push(p.name(*tensor));
+            loaded[tensor.index()] = true;
         }
     }
     let lm = u128::from(v.m.leaf_memory_bytes()).saturating_mul(u128::from(v.pes));
@@ -37,23 +36,20 @@ pub(super) fn capacity(res: &Resolved, p: &Program, v: &View) -> Vec<(Resource, 
         else {
             continue;
         };
-        let (inputs, out) = (names(p, inputs), p.name(*out));
         // The DRAM traffic bound of a contraction's blocking (a convolution reuses its
         // input across the window as well, so it is left out).
         if !k.is_matmul()
             || matches!(k, Kernel::Conv(_))
             || !inputs
                 .iter()
-                .all(|n| loaded.contains(n) && readers.get(n) == Some(&1))
+                .all(|t| loaded[t.index()] && readers[t.index()] == 1)
         {
             continue;
         }
-        let (Some(a), Some(flops)) = (
-            res.tensors.get(inputs[0]),
-            matmul_flops(res, k, &inputs, out),
-        ) else {
+        let (Some(&a), Some(flops)) = (inputs.first(), matmul_flops(p, k, inputs, *out)) else {
             continue;
         };
+        let a = &p.tensors[a];
         let eb = u128::from(a.dtype.bytes().max(1));
         let s = (lm / eb) as f64;
         let w = (flops / 2) as f64;
@@ -84,7 +80,7 @@ pub(super) fn capacity(res: &Resolved, p: &Program, v: &View) -> Vec<(Resource, 
 /// touch `c` reads it whole), or `|a| + |b|` on one port alone; at least the least of
 /// these. Only for operands that come from DRAM alone (written by Loads and moved in
 /// place, never computed on the chip).
-pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Resource, u64)> {
+pub(super) fn replication(p: &Program, v: &View) -> Option<(Resource, u64)> {
     let first = v
         .links
         .first()
@@ -93,7 +89,7 @@ pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Reso
     if top <= v.dram.index() {
         return None;
     }
-    let from_dram = |t: crate::program::TensorId| {
+    let from_dram = |t: TensorId| {
         let mut loaded = false;
         for id in p.ops.keys() {
             if p.output(id) != Some(t) {
@@ -117,7 +113,7 @@ pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Reso
     // Whether the first op after `at` that touches `t` reads it whole (a Store, a
     // kernel, a move: a partial `t` must be reduced before it), not a Free, a Reduce
     // (perhaps over another level), a Broadcast or an op that writes `t` anew.
-    let read_after = |at: crate::program::OpId, t: crate::program::TensorId| {
+    let read_after = |at: OpId, t: TensorId| {
         let next = (p.ops.keys().skip_while(|&id| id != at).skip(1))
             .find(|&id| p.inputs(id).contains(&t) || p.output(id) == Some(t));
         next.is_some_and(|id| {
@@ -144,22 +140,14 @@ pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Reso
         };
         // One operand 2-D: every output axis but its own comes from the other alone
         // (batch axes included), so the four ways above are all there are.
-        let rank = |t| {
-            res.tensors
-                .get(p.name(t))
-                .map_or(0, |x| x.runtime_dims.len())
-        };
+        let rank = |t: TensorId| p.tensors[t].runtime_dims.len();
         let (ra, rb) = (rank(a), rank(b));
         let one_2d = (ra == 2 && rb >= 2) || (rb == 2 && ra >= 2);
         if a == b || !one_2d || !from_dram(a) || !from_dram(b) {
             continue;
         }
-        let (ba, bb) = (bytes_of(res, p.name(a)), bytes_of(res, p.name(b)));
-        let bc = if read_after(id, c) {
-            bytes_of(res, p.name(c))
-        } else {
-            0
-        };
+        let (ba, bb) = (bytes_of(p, a), bytes_of(p, b));
+        let bc = if read_after(id, c) { bytes_of(p, c) } else { 0 };
         let options = [
             d.saturating_mul(ba).saturating_add(bb),
             ba.saturating_add(d.saturating_mul(bb)),
@@ -180,12 +168,11 @@ pub(super) fn replication(res: &Resolved, p: &Program, v: &View) -> Option<(Reso
 }
 
 /// Useful FLOP of a contraction (2 per multiply-add) at run-time shapes.
-fn matmul_flops(res: &Resolved, k: &Kernel, inputs: &[&str], out: &str) -> Option<u128> {
-    let dims: Vec<&[u64]> = inputs
-        .iter()
-        .map(|n| res.tensors.get(*n).map(|t| t.runtime_dims.as_slice()))
-        .collect::<Option<_>>()?;
-    let o = res.tensors.get(out)?;
+fn matmul_flops(p: &Program, k: &Kernel, inputs: &[TensorId], out: TensorId) -> Option<u128> {
+    let dims: Vec<&[u64]> = (inputs.iter())
+        .map(|&t| p.tensors[t].runtime_dims.as_slice())
+        .collect();
+    let o = &p.tensors[out];
     let ka = mnsim_kernels::shape::contracted_axis_a(k, dims[0], dims.get(1)?)?;
     let n = o
         .runtime_dims

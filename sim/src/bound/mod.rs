@@ -23,13 +23,12 @@ mod contraction;
 mod view;
 
 use crate::ids::Dir;
-use crate::program::{OpKind, Program};
-use crate::scenario::Resolved;
+use crate::program::{EntityRef as _, OpId, OpKind, Program, TensorId};
 use crate::timeline::{Resource, describe};
 use contraction::{capacity, replication};
 use mnsim_arch::{DType, Machine};
 use mnsim_kernels::Kernel;
-use mnsim_reports::{OpReport, Report};
+use mnsim_reports::Report;
 use view::View;
 
 /// The bound of one op: its cycles, the resource that sets them, and the least each
@@ -45,7 +44,7 @@ pub struct OpBound {
     pub holds: Vec<(Resource, u64)>,
 }
 
-/// The bound of a program: per op (in `Resolved::ops` order) and for the run.
+/// The bound of a program: per op (in the program's order) and for the run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Bound {
     pub ops: Vec<OpBound>,
@@ -69,15 +68,26 @@ impl Bound {
         report.bound_resource = self.resource.clone();
     }
 
-    /// Brings `bounds` (one per op of a run) level with the run's ops `ops`: the ops added
-    /// since the last call (by program op `next - 1`) get that op's bound, the tree Reduces
-    /// the run inserted after it a Reduce's of their tensor.
-    pub fn extend(&self, bounds: &mut Vec<OpBound>, ops: &[OpReport], res: &Resolved, next: usize) {
+    /// Brings `bounds` (one per op of a run) level with the run's `ops` ops: the ops
+    /// added since the last call (by op `next - 1` of `p`) get that op's bound, the tree
+    /// Reduces the run inserted after it a Reduce's of its output.
+    pub fn extend(
+        &self,
+        bounds: &mut Vec<OpBound>,
+        ops: usize,
+        m: &Machine,
+        p: &Program,
+        next: usize,
+    ) {
         let mut first = true;
-        while let Some(op) = ops.get(bounds.len()) {
-            let b = match (first, next.checked_sub(1).and_then(|i| self.ops.get(i))) {
+        let last = next.checked_sub(1);
+        while bounds.len() < ops {
+            let b = match (first, last.and_then(|i| self.ops.get(i))) {
                 (true, Some(b)) => b.clone(),
-                _ => reduce(&res.machine, bytes_of(res, &op.tensor)),
+                _ => {
+                    let out = last.and_then(|i| p.output(OpId::new(i)));
+                    reduce(m, out.map_or(0, |t| bytes_of(p, t)))
+                }
             };
             first = false;
             bounds.push(b);
@@ -86,14 +96,13 @@ impl Bound {
 }
 
 /// Real bytes of a tensor: its run-time elements × its element bytes.
-fn bytes_of(res: &Resolved, tensor: &str) -> u128 {
-    res.tensors.get(tensor).map_or(0, |t| {
-        t.runtime_dims
-            .iter()
-            .fold(u128::from(t.dtype.bytes()), |a, &x| {
-                a.saturating_mul(u128::from(x))
-            })
-    })
+fn bytes_of(p: &Program, t: TensorId) -> u128 {
+    let t = &p.tensors[t];
+    t.runtime_dims
+        .iter()
+        .fold(u128::from(t.dtype.bytes()), |a, &x| {
+            a.saturating_mul(u128::from(x))
+        })
 }
 
 /// The bound of a tree Reduce of `bytes` (one the run inserts after a kernel, or a
@@ -104,16 +113,12 @@ pub fn reduce(m: &Machine, bytes: u128) -> OpBound {
         .map_or_else(OpBound::default, |p| p.bound(m, true))
 }
 
-/// The bound of every op of `res` and of the run.
-pub fn program(res: &Resolved) -> Bound {
-    let m = &res.machine;
+/// The bound of every op of program `p` on machine `m`, and of the run.
+pub fn program(m: &Machine, p: &Program) -> Bound {
     let v = View::new(m);
-    // Resolution declared every tensor an op names, so lowering holds; were it to fail,
-    // every op's bound is 0 (still a bound).
-    let p = crate::program::lower(res).ok();
-    let mut ops = Vec::with_capacity(res.ops.len());
-    for (p, o) in p.iter().flat_map(|p| p.ops.values().map(move |o| (p, o))) {
-        let bytes = |t| bytes_of(res, p.name(t));
+    let mut ops = Vec::with_capacity(p.ops.len());
+    for o in p.ops.values() {
+        let bytes = |t| bytes_of(p, t);
         let b = match &o.kind {
             OpKind::Load { tensor } => v.dram_transfer(Dir::Down, bytes(*tensor)).bound(m, true),
             OpKind::Store { tensor } => v.dram_transfer(Dir::Up, bytes(*tensor)).bound(m, true),
@@ -135,13 +140,12 @@ pub fn program(res: &Resolved) -> Bound {
                 kernel,
                 inputs,
                 out,
-            } => kernel_bound(res, &v, kernel, &names(p, inputs), p.name(*out)),
+            } => kernel_bound(p, &v, kernel, inputs, *out),
         };
         ops.push(b);
     }
-    ops.resize(res.ops.len(), OpBound::default());
-    let mut extra = p.as_ref().map_or_else(Vec::new, |p| capacity(res, p, &v));
-    extra.extend(p.as_ref().and_then(|p| replication(res, p, &v)));
+    let mut extra = capacity(p, &v);
+    extra.extend(replication(p, &v));
     let (cycles, resource) = combine(m, &ops, &extra);
     Bound {
         ops,
@@ -151,24 +155,13 @@ pub fn program(res: &Resolved) -> Bound {
     }
 }
 
-fn names<'a>(p: &'a Program, ts: &[crate::program::TensorId]) -> Vec<&'a str> {
-    ts.iter().map(|t| p.name(*t)).collect()
-}
-
-fn kernel_bound(res: &Resolved, v: &View, k: &Kernel, inputs: &[&str], out: &str) -> OpBound {
-    let dims: Option<Vec<&[u64]>> = inputs
-        .iter()
-        .map(|n| res.tensors.get(*n).map(|t| t.runtime_dims.as_slice()))
+fn kernel_bound(p: &Program, v: &View, k: &Kernel, inputs: &[TensorId], out: TensorId) -> OpBound {
+    let dims: Vec<&[u64]> = (inputs.iter())
+        .map(|&t| p.tensors[t].runtime_dims.as_slice())
         .collect();
-    let dtypes: Option<Vec<DType>> = inputs
-        .iter()
-        .map(|n| res.tensors.get(*n).map(|t| t.dtype))
-        .collect();
-    let (Some(dims), Some(dtypes), Some(o)) = (dims, dtypes, res.tensors.get(out)) else {
-        return OpBound::default();
-    };
-    v.kernel(k, &dims, &dtypes, o.dtype)
-        .map_or_else(OpBound::default, |p| p.bound(v.m, true))
+    let dtypes: Vec<DType> = inputs.iter().map(|&t| p.tensors[t].dtype).collect();
+    v.kernel(k, &dims, &dtypes, p.tensors[out].dtype)
+        .map_or_else(OpBound::default, |b| b.bound(v.m, true))
 }
 
 /// The run's bound from its ops' bounds: the largest op bound, and every resource's

@@ -46,8 +46,8 @@ pub fn run(a: CheckArgs) -> Result<(), Report> {
             Ok((r, inserted)) => {
                 outln!(
                     "ok  {label}: {} ops, {} tensors, machine {}",
-                    r.ops.len(),
-                    r.tensors.len(),
+                    r.program.ops.len(),
+                    r.program.tensors.len(),
                     r.machine.name
                 );
                 for i in inserted {
@@ -104,10 +104,8 @@ fn check_plan(
     named: bool,
 ) -> Result<(scenario::Resolved, Vec<mnsim_sim::run::InsertedReduce>), Report> {
     let r = scenario::resolve(sc, src, plan, sets, binds)?;
-    let open = r
-        .ops
-        .iter()
-        .any(|o| matches!(o.layout, Some(scenario::LayoutRef::Any(_))));
+    let open = (r.program.ops.values())
+        .any(|o| matches!(o.layout, Some(mnsim_sim::program::LayoutRef::Any(_))));
     if open && !named {
         return Ok((r, Vec::new()));
     }
@@ -132,8 +130,8 @@ fn json(
                 Ok((r, inserted)) => serde_json::json!({
                     "plan": plan,
                     "ok": true,
-                    "ops": r.ops.len(),
-                    "tensors": r.tensors.len(),
+                    "ops": r.program.ops.len(),
+                    "tensors": r.program.tensors.len(),
                     "machine": r.machine.name,
                     "inserted_reduces": inserted
                         .iter()

@@ -136,7 +136,7 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
     let ins = |p: &Planned| -> Vec<Value> {
         p.inserted
             .iter()
-            .map(|i| json!({"before_op": i.before, "op": "Relayout", "tensor": i.tensor, "layout": i.layout, "cycles": i.cycles}))
+            .map(|i| json!({"before_op": i.before, "op": "Relayout", "tensor": i.tensor_name, "layout": i.layout, "cycles": i.cycles}))
             .collect()
     };
     json!({
@@ -289,7 +289,7 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
         outln!(
             "  inserted before op {}: Relayout(tensor: {:?}, layout: {:?}),  // {} cycles",
             i.before,
-            i.tensor,
+            i.tensor_name,
             i.layout,
             th(i.cycles)
         );
@@ -432,7 +432,7 @@ fn write_plan(
             .map(|i| {
                 format!(
                     "before op {}: Relayout(tensor: {:?}, layout: {:?})",
-                    i.before, i.tensor, i.layout
+                    i.before, i.tensor_name, i.layout
                 )
             })
             .collect();

@@ -5,9 +5,10 @@
 //! Invariant: the output gets a fresh region (it may replace an input); a split
 //! contraction leaves the output partial over the levels `Legality::partial` names.
 
-use super::{Engine, Mode, Resident, SimError, err};
+use super::{Engine, ErrorKind, Mode, Partial, Resident, SimError};
 use crate::ids::RegionId;
 use crate::net;
+use crate::program::TensorId;
 use mnsim_arch::{DType, TensorLayout};
 use mnsim_reports::OpReport;
 
@@ -19,8 +20,8 @@ impl Engine {
         &mut self,
         op: &str,
         k: &mnsim_kernels::Kernel,
-        inputs: &[&str],
-        out: &str,
+        inputs: &[TensorId],
+        out: TensorId,
         layout: Option<TensorLayout>,
     ) -> Result<OpReport, SimError> {
         let Operands {
@@ -35,7 +36,11 @@ impl Engine {
             self.kernel_output(op, k, inputs, out, (&dims_ref, &rt_ref))?;
         let layout = match layout {
             Some(l) => l,
-            None => output_layout(op, inputs, out, &res, &in_dtypes, (out_dtype, &out_dims))?,
+            None => {
+                let first = inputs.first().map_or("", |&t| self.name(t));
+                let names = (first, self.name(out));
+                output_layout(op, names, &res, &in_dtypes, (out_dtype, &out_dims))?
+            }
         };
         let in_layouts: Vec<&TensorLayout> = res.iter().map(|r| &r.layout).collect();
         let legal = match self.legal_hint.take() {
@@ -51,16 +56,9 @@ impl Engine {
             out_dtype,
             Some(&rt_ref),
         )
-        .map_err(|error| SimError::Kernel {
-            context: format!("{op}: "),
-            error,
-        })?;
+        .map_err(|error| SimError::in_kernel(format!("{op}: "), error))?;
         // The output gets a fresh region (it may replace one of the inputs).
-        let old = self
-            .tensors
-            .get(out)
-            .and_then(|t| t.lm.as_ref())
-            .map(|r| r.offset);
+        let old = self.tensors[out].lm.as_ref().map(|r| r.offset);
         let (offset, words, region) = self.allocate(out, &layout)?;
         // Measuring for the planner: the units that compute, counted in closed form; the
         // PEs' ready cycles (a report's) are not kept.
@@ -110,7 +108,7 @@ impl Engine {
             last.flops = rep.flops;
             last.utilisation = rep.utilisation;
         }
-        self.tensors.get_mut(out).expect("checked").lm = Some(Resident {
+        self.tensors[out].lm = Some(Resident {
             layout,
             offset,
             words,
@@ -146,23 +144,19 @@ impl Engine {
 
     /// A kernel's inputs as LM holds them (none may hold partial sums), with their
     /// shapes, run-time shapes and dtypes.
-    fn operands(&self, inputs: &[&str]) -> Result<Operands, SimError> {
+    fn operands(&self, inputs: &[TensorId]) -> Result<Operands, SimError> {
         let mut o = Operands {
             res: Vec::new(),
             dims: Vec::new(),
             runtime: Vec::new(),
             dtypes: Vec::new(),
         };
-        for name in inputs {
-            let r = self.resident(name)?.clone();
+        for &id in inputs {
+            let r = self.resident(id)?.clone();
             if let Some(&p) = r.partial.first() {
-                return err(format!(
-                    "`{name}` holds partial sums over {}: Reduce it over {} first",
-                    r.layout.levels()[p].name,
-                    r.layout.levels()[p].name
-                ));
+                return Err(self.partial(Partial::KernelInput, id, &r.layout, p));
             }
-            let t = self.state(name)?;
+            let t = self.state(id)?;
             o.dims.push(t.dims.clone());
             o.runtime.push(t.runtime.clone());
             o.dtypes.push(t.dtype);
@@ -178,26 +172,26 @@ impl Engine {
         &self,
         op: &str,
         k: &mnsim_kernels::Kernel,
-        (inputs, out): (&[&str], &str),
+        (inputs, out): (&[TensorId], TensorId),
         in_layouts: &[&TensorLayout],
         layout: &TensorLayout,
     ) -> Result<mnsim_kernels::Legality, SimError> {
         let legal = if self.explaining {
-            let mut names: Vec<&str> = inputs.to_vec();
-            names.push(out);
+            let mut names: Vec<&str> = inputs.iter().map(|&t| self.name(t)).collect();
+            names.push(self.name(out));
             mnsim_kernels::check(k, in_layouts, layout, &self.machine, &names)
         } else {
             mnsim_kernels::check_unexplained(k, in_layouts, layout, &self.machine)
                 .map_err(|e| unexplained(e, &self.machine))
         };
-        legal.map_err(|error| SimError::Kernel {
+        legal.map_err(|error| {
             // The kernels' messages name the kernel already (`Binary Add: ...`).
-            context: if error.message.starts_with(op) {
+            let context = if error.message.starts_with(op) {
                 String::new()
             } else {
                 format!("{op}: ")
-            },
-            error,
+            };
+            SimError::in_kernel(context, error)
         })
     }
 
@@ -208,13 +202,13 @@ impl Engine {
         &self,
         op: &str,
         k: &mnsim_kernels::Kernel,
-        inputs: &[&str],
-        out: &str,
+        inputs: &[TensorId],
+        out: TensorId,
     ) -> bool {
         let mut dims = Vec::with_capacity(inputs.len());
         let mut runtime = Vec::with_capacity(inputs.len());
-        for name in inputs {
-            let Ok(t) = self.state(name) else {
+        for &id in inputs {
+            let Ok(t) = self.state(id) else {
                 return false;
             };
             dims.push(t.dims.as_slice());
@@ -229,30 +223,33 @@ impl Engine {
         &self,
         op: &str,
         k: &mnsim_kernels::Kernel,
-        inputs: &[&str],
-        out: &str,
+        inputs: &[TensorId],
+        out: TensorId,
         (dims, runtime): (&[&[u64]], &[&[u64]]),
     ) -> Result<(DType, Vec<u64>, Vec<u64>), SimError> {
         let shape = |d: &[&[u64]]| {
-            mnsim_kernels::output_shape(k, d).map_err(|error| SimError::Kernel {
-                context: String::new(),
-                error,
-            })
+            mnsim_kernels::output_shape(k, d)
+                .map_err(|error| SimError::in_kernel(String::new(), error))
         };
         let (want, want_rt) = (shape(dims)?, shape(runtime)?);
         let o = self.state(out)?;
         let (out_dtype, out_dims, out_rt) = (o.dtype, o.dims.clone(), o.runtime.clone());
-        if out_dims != want {
-            return err(format!(
-                "{op} of {} gives shape {want:?}, but `{out}` is declared with shape {out_dims:?}",
-                inputs.join(", ")
-            ));
-        }
-        if out_rt != want_rt {
-            return err(format!(
-                "{op} of {} gives run-time shape {want_rt:?}, but `{out}` has run-time shape {out_rt:?}",
-                inputs.join(", ")
-            ));
+        let names = || {
+            let names: Vec<&str> = inputs.iter().map(|&t| self.name(t)).collect();
+            names.join(", ")
+        };
+        for (runtime, want, dims) in [(false, want, &out_dims), (true, want_rt, &out_rt)] {
+            if *dims != want {
+                return Err(ErrorKind::OutputShape {
+                    op: op.to_string(),
+                    inputs: names(),
+                    runtime,
+                    want,
+                    tensor: o.name.clone(),
+                    dims: dims.clone(),
+                }
+                .into());
+            }
         }
         Ok((out_dtype, out_dims, out_rt))
     }
@@ -270,8 +267,7 @@ struct Operands {
 /// the output's shape and dtype.
 fn output_layout(
     op: &str,
-    inputs: &[&str],
-    out: &str,
+    (first_input, out): (&str, &str),
     res: &[Resident],
     in_dtypes: &[DType],
     (out_dtype, out_dims): (DType, &[u64]),
@@ -284,15 +280,19 @@ fn output_layout(
             // The output takes the first input's layout: say which input that is and
             // what differs (Select's is `cond`).
             let (name, dtype, dims) = match first {
-                Some(r) => (inputs[0], in_dtypes[0], r.layout.logical_shape()),
+                Some(r) => (first_input, in_dtypes[0], r.layout.logical_shape()),
                 None => ("", out_dtype, &[][..]),
             };
-            err(format!(
-                "{op} has no `layout:` for `{out}`, and an output without one is laid out like the op's \
-                 first input, `{name}`, which is {}{dims:?} while `{out}` is {out_dtype}{out_dims:?}: \
-                 give `layout:`",
-                dtype
-            ))
+            Err(ErrorKind::NoOutputLayout {
+                op: op.to_string(),
+                out: out.to_string(),
+                input: name.to_string(),
+                dtype,
+                dims: dims.to_vec(),
+                out_dtype,
+                out_dims: out_dims.to_vec(),
+            }
+            .into())
         }
     }
 }

@@ -9,31 +9,14 @@
 use crate::ids::RegionId;
 use crate::lowering;
 use crate::net::{self, Topo};
+use crate::program::{PrimaryMap, TensorId};
 use crate::timeline::{Schedule, Task, Timeline};
 use crate::world::{Nodes, Pe, SimWorld, WorldBusy};
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_reports::OpReport;
 use std::collections::BTreeMap;
 
-/// How a scenario runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Mode {
-    /// Move and compute real values.
-    Functional,
-    /// Count bytes and cycles only (same cycles as functional).
-    #[default]
-    Timing,
-}
-
-impl Mode {
-    /// `"functional"` or `"timing"`, as reports write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Functional => "functional",
-            Mode::Timing => "timing",
-        }
-    }
-}
+pub use crate::program::{Mode, check_dram, dram_capacity};
 
 mod alloc;
 mod buffers;
@@ -41,69 +24,19 @@ mod contract;
 mod conv;
 mod copy;
 mod dataplane;
+mod error;
 mod facts;
 mod kernel;
 mod record;
 mod streams;
 mod transfers;
 
-pub use record::Record;
+pub use error::{ErrorKind, LmFull, Partial, SimError};
 pub use streams::StreamState;
 
 use alloc::{Alloc, Frees};
 pub(crate) use buffers::zeroed;
 use dataplane::DramAddr;
-
-/// A simulation error: a message for the user (the op and tensor named in it) and its
-/// kind, so that callers (the planner) act on the kind, not on the text.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SimError {
-    /// A kernel that cannot run as asked: `context` names the op, `error.kind` says why
-    /// (`Illegal`: the operand and level a relayout must fix; `Layout`, `Rate`, ...).
-    #[error("{context}{error}")]
-    Kernel {
-        context: String,
-        error: mnsim_kernels::KernelError,
-    },
-    /// LM cannot hold what the op needs (a tensor, or the slices of a stream).
-    #[error("{0}")]
-    LmFull(String),
-    /// Anything else: an unknown tensor, one not in LM, a missing layout, a shape that
-    /// does not match.
-    #[error("{0}")]
-    Other(String),
-}
-
-impl SimError {
-    /// The same error, its message after `prefix` (e.g. the op it stopped at).
-    pub fn context(self, prefix: &str) -> SimError {
-        match self {
-            SimError::Kernel { context, error } => SimError::Kernel {
-                context: format!("{prefix}{context}"),
-                error,
-            },
-            SimError::LmFull(m) => SimError::LmFull(format!("{prefix}{m}")),
-            SimError::Other(m) => SimError::Other(format!("{prefix}{m}")),
-        }
-    }
-
-    /// Whether LM could not hold what the op needs.
-    pub fn is_lm_full(&self) -> bool {
-        matches!(self, SimError::LmFull(_))
-    }
-
-    /// The kernel error this is, if any (with its kind).
-    pub fn kernel(&self) -> Option<&mnsim_kernels::KernelError> {
-        match self {
-            SimError::Kernel { error, .. } => Some(error),
-            _ => None,
-        }
-    }
-}
-
-fn err<T>(msg: impl Into<String>) -> Result<T, SimError> {
-    Err(SimError::Other(msg.into()))
-}
 
 /// A tensor in DRAM.
 #[derive(Clone, Debug)]
@@ -127,9 +60,38 @@ pub struct Resident {
     pub region: RegionId,
 }
 
+/// What the engine keeps of an op it ran, beside its report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// Its stages, typed: its own, then those of the stream slices it needed again (its
+    /// re-sends: the producers' stages scaled to the slices sent again, charged to it in
+    /// cycles and bytes).
+    pub stages: Vec<net::Stage>,
+    /// How many of `stages` are the op's own.
+    pub own: usize,
+    /// Its slowest stage (an index into `stages`, one of its own).
+    pub bottleneck: Option<usize>,
+    /// The tensor it moved or computed.
+    pub tensor: TensorId,
+}
+
+impl Record {
+    /// The op's own stages.
+    pub fn own(&self) -> &[net::Stage] {
+        &self.stages[..self.own]
+    }
+
+    /// The stages of the slices it needed again.
+    pub fn resent(&self) -> &[net::Stage] {
+        &self.stages[self.own..]
+    }
+}
+
 /// A declared tensor.
 #[derive(Clone, Debug)]
 pub struct TensorState {
+    /// Its name, for messages and reports.
+    pub name: String,
     pub dtype: DType,
     /// Shape as laid out in LM (bounded dynamic dimensions at their bound).
     pub dims: Vec<u64>,
@@ -145,12 +107,14 @@ pub struct Engine {
     pub topo: Topo,
     pub sw: SimWorld,
     pub mode: Mode,
-    pub tensors: BTreeMap<String, TensorState>,
+    /// The declared tensors, by the id [`Engine::declare`] gave each.
+    pub tensors: PrimaryMap<TensorId, TensorState>,
     alloc: Alloc,
     /// Peak LM bytes charged per PE.
     pub lm_peak_bytes: u64,
     pub ops: Vec<OpReport>,
-    /// Every op's stages, typed (the report holds them converted), and its slowest stage.
+    /// Every op's record: its stages, typed (the report holds them converted), its
+    /// slowest stage and the tensor it leaves.
     pub records: Vec<Record>,
     /// Every op lowered, in program order (the timeline's input).
     pub tasks: Vec<Task>,
@@ -166,10 +130,11 @@ pub struct Engine {
     /// Every PE's position per addressable level, in PE order (functional mode only:
     /// timing mode walks the positions a layout touches).
     positions: Vec<Vec<u64>>,
-    /// Timing mode: a Load's charge and walk by (tensor, layout), which depend on
-    /// nothing else the engine holds; kept across [`Engine::clear`], so the planner's
-    /// measurements, which load a stream before its reader, compute each once.
-    load_memo: std::collections::HashMap<String, LoadMemo>,
+    /// Timing mode: a Load's charge and walk by the tensor's DRAM layout and run-time
+    /// dims, then its LM layout (which holds its dtype): what they depend on. Kept across
+    /// [`Engine::clear`] and [`Engine::clear_all`], so the planner's measurements, which
+    /// load a stream before its reader, compute each once.
+    load_memo: std::collections::HashMap<(XlaLayout, Vec<u64>), LoadMemo>,
     /// Walks planned, by what they depend on; kept across [`Engine::clear`] (the
     /// planner measures many ops that walk alike).
     walk_memo: streams::WalkMemo,
@@ -210,32 +175,6 @@ type ReduceKey = (TensorLayout, Vec<usize>, usize, Vec<u64>);
 /// What a Load of one tensor in one layout is charged, and how it walks its steps.
 type LoadCharge = (net::Cost, Option<(lowering::walk::WalkPlan, bool)>);
 
-/// DRAM bytes of the whole machine: every DRAM node's.
-pub fn dram_capacity(m: &Machine) -> u64 {
-    let nodes = m.dram_level_index().map_or(1, |d| m.nodes_at(d));
-    m.dram.bytes.saturating_mul(nodes)
-}
-
-/// Checks that a tensor of `runtime` elements of `dtype` fits the machine's DRAM;
-/// returns its bytes.
-pub fn check_dram(m: &Machine, name: &str, dtype: DType, runtime: &[u64]) -> Result<u64, SimError> {
-    let elems = runtime.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
-    let Some(bytes) = elems.and_then(|e| e.checked_mul(dtype.bytes())) else {
-        return err(format!(
-            "tensor `{name}` ({}{runtime:?}) is too large to address: its size in bytes exceeds 2^64",
-            dtype.name()
-        ));
-    };
-    let cap = dram_capacity(m);
-    if bytes > cap {
-        return err(format!(
-            "tensor `{name}` needs {bytes} bytes of DRAM but {} has {cap}",
-            m.name
-        ));
-    }
-    Ok(bytes)
-}
-
 impl Engine {
     pub fn new(machine: Machine, mode: Mode) -> Engine {
         Self::with_schedule(machine, mode, Schedule::Sequential)
@@ -266,7 +205,7 @@ impl Engine {
     /// the next run (which declares its tensors), but for what it memoises.
     pub fn clear_all(&mut self) {
         self.clear();
-        self.tensors.clear();
+        self.tensors = PrimaryMap::new();
     }
 
     /// An engine whose ops are placed by `schedule`.
@@ -295,7 +234,7 @@ impl Engine {
             topo,
             sw,
             mode,
-            tensors: BTreeMap::new(),
+            tensors: PrimaryMap::new(),
             alloc: Alloc::default(),
             lm_peak_bytes: 0,
             ops: Vec::new(),
@@ -363,9 +302,10 @@ impl Engine {
         self.walked
     }
 
-    /// Declares a tensor. `data` (functional mode) is its initial content in row-major
-    /// order over `runtime`, `dtype.bytes()` per element; it is written to DRAM in
-    /// `dram_layout`. A tensor without data has no DRAM copy until it is stored.
+    /// Declares a tensor; its id (the next one: tensors declared in a program's order
+    /// get the program's ids). `data` (functional mode) is its initial content in
+    /// row-major order over `runtime`, `dtype.bytes()` per element; it is written to DRAM
+    /// in `dram_layout`. A tensor without data has no DRAM copy until it is stored.
     pub fn declare(
         &mut self,
         name: &str,
@@ -374,8 +314,11 @@ impl Engine {
         runtime: Vec<u64>,
         dram_layout: XlaLayout,
         data: Option<Vec<u8>>,
-    ) -> Result<(), SimError> {
+    ) -> Result<TensorId, SimError> {
         check_dram(&self.machine, name, dtype, &runtime)?;
+        if self.tensors.len() >= crate::program::Program::MAX_ENTRIES {
+            return Err(ErrorKind::TooManyTensors(name.to_string()).into());
+        }
         let dram = data.map(|d| {
             let addr = DramAddr::new(&dram_layout, &runtime);
             let buf_elems = dram_layout.buffer_elements(&runtime).unwrap_or(0);
@@ -409,22 +352,19 @@ impl Engine {
                 data: out,
             }
         });
-        self.tensors.insert(
-            name.to_string(),
-            TensorState {
-                dtype,
-                dims,
-                runtime,
-                dram,
-                lm: None,
-            },
-        );
-        Ok(())
+        Ok(self.tensors.push(TensorState {
+            name: name.to_string(),
+            dtype,
+            dims,
+            runtime,
+            dram,
+            lm: None,
+        }))
     }
 
     /// Marks a declared tensor as present in DRAM (timing mode: no data).
-    pub fn set_in_dram(&mut self, name: &str, layout: XlaLayout) {
-        if let Some(t) = self.tensors.get_mut(name)
+    pub fn set_in_dram(&mut self, t: TensorId, layout: XlaLayout) {
+        if let Some(t) = self.tensors.get_mut(t)
             && t.dram.is_none()
         {
             t.dram = Some(DramTensor {
@@ -435,8 +375,8 @@ impl Engine {
     }
 
     /// The tensor's DRAM content in row-major order over its runtime shape.
-    pub fn dram_row_major(&self, name: &str) -> Option<Vec<u8>> {
-        let t = self.tensors.get(name)?;
+    pub fn dram_row_major(&self, t: TensorId) -> Option<Vec<u8>> {
+        let t = self.tensors.get(t)?;
         let d = t.dram.as_ref()?;
         if d.data.is_empty() {
             return None;
@@ -458,17 +398,47 @@ impl Engine {
         Some(out)
     }
 
-    fn state(&self, name: &str) -> Result<&TensorState, SimError> {
+    fn state(&self, t: TensorId) -> Result<&TensorState, SimError> {
         self.tensors
-            .get(name)
-            .ok_or_else(|| SimError::Other(format!("unknown tensor `{name}`")))
+            .get(t)
+            .ok_or_else(|| ErrorKind::UnknownTensor(t).into())
     }
 
-    fn resident(&self, name: &str) -> Result<&Resident, SimError> {
-        self.state(name)?
-            .lm
-            .as_ref()
-            .ok_or_else(|| SimError::Other(format!("tensor `{name}` is not in LM: Load it first")))
+    /// The id of the tensor declared as `name`, for tests and tools that name tensors
+    /// (a search of the declarations: the simulator itself never looks a tensor up by
+    /// name).
+    pub fn tensor_id(&self, name: &str) -> Option<TensorId> {
+        self.tensors
+            .iter()
+            .find(|(_, t)| t.name == name)
+            .map(|(id, _)| id)
+    }
+
+    /// Tensor `t`'s name, for messages.
+    pub fn name(&self, t: TensorId) -> &str {
+        self.tensors.get(t).map_or("?", |s| s.name.as_str())
+    }
+
+    fn resident(&self, t: TensorId) -> Result<&Resident, SimError> {
+        let s = self.state(t)?;
+        (s.lm.as_ref()).ok_or_else(|| ErrorKind::NotInLm(s.name.clone()).into())
+    }
+
+    /// The error of tensor `t`, partial over addressable level `level` of `layout`,
+    /// about to be used as `before` says.
+    fn partial(
+        &self,
+        before: Partial,
+        t: TensorId,
+        layout: &TensorLayout,
+        level: usize,
+    ) -> SimError {
+        ErrorKind::Partial {
+            before,
+            tensor: self.name(t).to_string(),
+            level: layout.levels()[level].name.to_string(),
+        }
+        .into()
     }
 
     /// Every spawned PE's position per addressable level, in PE order (read from the
@@ -487,30 +457,26 @@ impl Engine {
     /// Allocates an LM region for a layout; checks the capacity.
     fn allocate(
         &mut self,
-        name: &str,
+        t: TensorId,
         layout: &TensorLayout,
     ) -> Result<(u64, u64, RegionId), SimError> {
         let fp = layout.footprint_words();
         let words = fp.saturating_mul(layout.time_span());
         let lm_words = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
         // Streams that took two slices by default give one back while this does not fit.
-        while self.alloc.charged().saturating_add(fp) > lm_words && self.give_back(name, fp) {}
+        while self.alloc.charged().saturating_add(fp) > lm_words && self.give_back(t, fp) {}
         let charged = self.alloc.charged();
         // A stream is charged the slices LM holds of it.
-        let (held, need, fallback, requested) = self.hold(name, layout, charged, lm_words)?;
+        let (held, need, fallback, requested) = self.hold(t, layout, charged, lm_words)?;
         if charged.saturating_add(fp) > lm_words {
-            return Err(SimError::LmFull(format!(
-                "tensor `{name}` needs {fp} LM words per PE but only {} of {lm_words} are free (resident: {})",
-                lm_words - charged.min(lm_words),
-                self.tensors
-                    .iter()
-                    .filter_map(|(n, t)| t
-                        .lm
-                        .as_ref()
-                        .map(|r| format!("{n} {}", r.layout.footprint_words())))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+            return Err(LmFull::Tensor {
+                tensor: self.name(t).to_string(),
+                need: fp,
+                free: lm_words - charged.min(lm_words),
+                lm: lm_words,
+                resident: self.resident_list(),
+            }
+            .into());
         }
         let (off, region) = self.alloc.alloc(words, need);
         self.charge_log.push(self.alloc.charged());
@@ -518,7 +484,7 @@ impl Engine {
             self.streams.insert(
                 region,
                 StreamState {
-                    tensor: name.to_string(),
+                    tensor: t,
                     producer: self.ops.len(),
                     slices: layout.time_span(),
                     slice_words: fp,
@@ -539,9 +505,8 @@ impl Engine {
         let wb = self.machine.word_bytes;
         self.lm_peak_bytes = self.lm_peak_bytes.max(self.alloc.charged() * wb);
         if self.mode == Mode::Functional {
-            let need = usize::try_from(self.lm_high_water_bytes()).map_err(|_| {
-                SimError::Other(format!("tensor `{name}`: LM regions too large to hold"))
-            })?;
+            let need = usize::try_from(self.lm_high_water_bytes())
+                .map_err(|_| ErrorKind::LmTooLarge(self.name(t).to_string()))?;
             buffers::grow_lms(&mut self.sw.world, need);
         }
         Ok((off, words, region))
@@ -574,15 +539,23 @@ impl Engine {
     }
 
     /// Frees a tensor's LM region.
-    pub fn free(&mut self, name: &str) -> Result<(), SimError> {
-        let t = self
-            .tensors
-            .get_mut(name)
-            .ok_or_else(|| SimError::Other(format!("unknown tensor `{name}`")))?;
+    pub fn free(&mut self, t: TensorId) -> Result<(), SimError> {
+        let t = self.tensors.get_mut(t).ok_or(ErrorKind::UnknownTensor(t))?;
         if let Some(r) = t.lm.take() {
             self.release(r.offset);
         }
         Ok(())
+    }
+
+    /// The tensors in LM with their footprints, in name order, for messages:
+    /// `"h 512, x 128"`.
+    fn resident_list(&self) -> String {
+        let mut held: Vec<(&str, u64)> = (self.tensors.values())
+            .filter_map(|t| Some((t.name.as_str(), t.lm.as_ref()?.layout.footprint_words())))
+            .collect();
+        held.sort();
+        let list: Vec<String> = held.iter().map(|(n, w)| format!("{n} {w}")).collect();
+        list.join(", ")
     }
 }
 

@@ -5,35 +5,11 @@ use super::Engine;
 use crate::ids::RegionId;
 use crate::lowering::{self, walk::WalkPlan};
 use crate::net::{self, Dir};
+use crate::program::TensorId;
 use crate::world::{PortStats, Ready, WorldBusy};
 use hdrhistogram::Histogram;
 use mnsim_arch::TensorLayout;
 use mnsim_reports::{OpReport, Percentiles};
-
-/// An op's stages as recorded: its own, then the stages of the stream slices it needed
-/// again (its re-sends: the producers' stages scaled to the slices sent again, charged to
-/// it in cycles and bytes).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Record {
-    /// The op's own stages, then its re-sends.
-    pub stages: Vec<net::Stage>,
-    /// How many of `stages` are the op's own.
-    pub own: usize,
-    /// The stage (of its own) that set its time.
-    pub bottleneck: Option<usize>,
-}
-
-impl Record {
-    /// The op's own stages.
-    pub fn own(&self) -> &[net::Stage] {
-        &self.stages[..self.own]
-    }
-
-    /// The stages of the slices it needed again.
-    pub fn resent(&self) -> &[net::Stage] {
-        &self.stages[self.own..]
-    }
-}
 
 /// The parts of an op's report only a report reads (`Engine::shown`).
 #[derive(Default)]
@@ -77,7 +53,7 @@ impl Engine {
     pub(super) fn finish(
         &mut self,
         op: &str,
-        tensor: &str,
+        tensor: TensorId,
         layout: Option<&TensorLayout>,
         runtime: &[u64],
         c: net::Cost,
@@ -118,7 +94,7 @@ impl Engine {
             index: self.ops.len(),
             inserted_after: None,
             op: op.to_string(),
-            tensor: tensor.to_string(),
+            tensor: self.name(tensor).to_string(),
             layout: shown.layout,
             start,
             end,
@@ -138,10 +114,11 @@ impl Engine {
             energy_j: 0.0,
         };
         self.ops.push(r.clone());
-        self.records.push(Record {
+        self.records.push(super::Record {
             stages: c.stages,
             own,
             bottleneck: c.bottleneck,
+            tensor,
         });
         r
     }

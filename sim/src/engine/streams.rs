@@ -4,10 +4,11 @@
 //! Invariant: a stream's LM charge is its slices held × one slice's words; a stream is
 //! read slice by slice by its first reader only (later readers read it whole).
 
-use super::{Engine, SimError, err};
+use super::{Engine, ErrorKind, LmFull, SimError};
 use crate::ids::RegionId;
 use crate::lowering::{self, Source, walk, walk::WalkPlan};
 use crate::net;
+use crate::program::TensorId;
 use crate::timeline::{Task, Walk};
 use mnsim_arch::TensorLayout;
 use mnsim_kernels::shape::AxisSource;
@@ -15,7 +16,7 @@ use mnsim_kernels::shape::AxisSource;
 /// A `Time`-stepped tensor placed in LM: the slices LM holds of it, why, and what read it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamState {
-    pub tensor: String,
+    pub tensor: TensorId,
     /// The op that produced it (index in the program's ops).
     pub producer: usize,
     /// Its `Time` steps (slices) and one slice's LM words.
@@ -89,7 +90,7 @@ impl Engine {
     /// 2 when two slices fit, else 1.
     pub(super) fn hold(
         &mut self,
-        name: &str,
+        t: TensorId,
         layout: &TensorLayout,
         charged: u64,
         lm: u64,
@@ -98,9 +99,11 @@ impl Engine {
         let steps = layout.time_span();
         let requested = match self.buffers.take() {
             Some(b) if b < 1 => {
-                return err(format!(
-                    "`buffers: {b}` for `{name}`: LM must hold at least one slice of a stream (give an integer ≥ 1)"
-                ));
+                return Err(ErrorKind::NoBuffers {
+                    buffers: b,
+                    tensor: self.name(t).to_string(),
+                }
+                .into());
             }
             Some(b) => Some(b as u64),
             None => None,
@@ -120,9 +123,15 @@ impl Engine {
         };
         let need = fp.saturating_mul(held);
         if held > 1 && need > free {
-            return Err(SimError::LmFull(format!(
-                "`buffers: {held}` for `{name}`: {held} slices of {fp} LM words need {need}, but only {free} of {lm} are free"
-            )));
+            return Err(LmFull::Buffers {
+                held,
+                tensor: self.name(t).to_string(),
+                slice: fp,
+                need,
+                free,
+                lm,
+            }
+            .into());
         }
         Ok((held, need, fallback, requested))
     }
@@ -130,7 +139,7 @@ impl Engine {
     /// A stream not yet read that holds two slices by default gives one back so that
     /// `name` (`fp` words) fits: the default is two slices only when they fit with
     /// everything else live. The latest such stream first; `false` when there is none.
-    pub(super) fn give_back(&mut self, name: &str, fp: u64) -> bool {
+    pub(super) fn give_back(&mut self, t: TensorId, fp: u64) -> bool {
         let alloc = &self.alloc;
         // Streams not yet read first (they hold one slice from the start), then streams
         // already read (one slice from now on).
@@ -149,6 +158,7 @@ impl Engine {
         let Some(region) = pick(true).or_else(|| pick(false)) else {
             return false;
         };
+        let name = self.tensors.get(t).map_or("?", |s| s.name.as_str());
         let Some(st) = self.streams.get_mut(&region) else {
             return false;
         };
@@ -178,16 +188,16 @@ impl Engine {
     /// where two fit beside what lived when the producer allocated it).
     pub fn assume_stream(
         &mut self,
-        name: &str,
+        t: TensorId,
         (buffers, held): (Option<i64>, u64),
         producer: Task,
     ) -> Result<(), SimError> {
-        let Some(r) = self.tensors.get(name).and_then(|t| t.lm.clone()) else {
-            return err(format!("tensor `{name}` is not in LM"));
+        let Some(r) = self.tensors.get(t).and_then(|s| s.lm.clone()) else {
+            return Err(ErrorKind::StreamNotInLm(self.name(t).to_string()).into());
         };
         let lm = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
         self.buffers = buffers;
-        let asked = self.hold(name, &r.layout, 0, lm);
+        let asked = self.hold(t, &r.layout, 0, lm);
         self.buffers = None;
         let (asked, _, fallback, requested) = asked?;
         let held = if requested.is_some() {
@@ -198,7 +208,7 @@ impl Engine {
         self.streams.insert(
             r.region,
             StreamState {
-                tensor: name.to_string(),
+                tensor: t,
                 producer: usize::MAX,
                 slices: r.layout.time_span(),
                 slice_words: r.layout.footprint_words(),

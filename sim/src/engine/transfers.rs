@@ -9,8 +9,9 @@
 //! (`sim/tests/closed_form.rs`).
 
 use super::streams::{identity, plan};
-use super::{Engine, Mode, Resident, SimError, err};
+use super::{Engine, ErrorKind, Mode, Partial, Resident, SimError};
 use crate::net::{self, Dir, DramSpec, PeFact, Route, StageSpec};
+use crate::program::TensorId;
 use mnsim_arch::layout::Class;
 use mnsim_arch::machine::AddrLevel;
 use mnsim_arch::{TensorLayout, XlaLayout};
@@ -55,31 +56,32 @@ impl Engine {
     }
 
     /// Load: DRAM (the tensor's XLA layout) → LM in `layout`.
-    pub fn load(&mut self, name: &str, layout: TensorLayout) -> Result<OpReport, SimError> {
-        let t = self.state(name)?;
+    pub fn load(&mut self, id: TensorId, layout: TensorLayout) -> Result<OpReport, SimError> {
+        let t = self.state(id)?;
+        let name = t.name.as_str();
         let Some(dram) = t.dram.as_ref() else {
-            return err(format!(
-                "tensor `{name}` is not in DRAM: give it an `init` or Store it first"
-            ));
+            return Err(ErrorKind::NotInDram(name.to_string()).into());
         };
         if layout.logical_shape() != t.dims.as_slice() {
-            return err(format!(
-                "layout {} is for shape {:?} but tensor `{name}` has shape {:?}",
-                layout.canonical(),
-                layout.logical_shape(),
-                t.dims
-            ));
+            return Err(ErrorKind::LoadShape {
+                layout: layout.canonical(),
+                shape: layout.logical_shape().to_vec(),
+                tensor: name.to_string(),
+                dims: t.dims.clone(),
+            }
+            .into());
         }
         let (dtype, runtime, xla) = (t.dtype, t.runtime.clone(), dram.layout.clone());
         if self.mode == Mode::Functional && dram.data.is_empty() {
-            return err(format!("tensor `{name}` has no data in DRAM"));
+            return Err(ErrorKind::NoDramData(name.to_string()).into());
         }
+        let dram_key = (xla.clone(), runtime.clone());
         if t.lm.is_some() {
-            self.free(name)?;
+            self.free(id)?;
         }
-        let (offset, words, region) = self.allocate(name, &layout)?;
+        let (offset, words, region) = self.allocate(id, &layout)?;
         let memoised = self.mode == Mode::Timing;
-        let memo = (self.load_memo.get(name).filter(|_| memoised))
+        let memo = (self.load_memo.get(&dram_key).filter(|_| memoised))
             .and_then(|m| m.get(&layout))
             .cloned();
         let (c, walk) = match memo {
@@ -106,7 +108,7 @@ impl Engine {
                     None => {
                         let facts = match self.functional() {
                             None => self.closed_facts(&layout, &[], &runtime, false, None),
-                            Some(f) => self.move_load(f, name, &layout, offset),
+                            Some(f) => self.move_load(f, id, &layout, offset),
                         };
                         net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
                     }
@@ -115,24 +117,14 @@ impl Engine {
                 let walk =
                     plan(&mut self.walk_memo, Some(&layout), shape, &[], &[]).map(|p| (p, true));
                 if memoised {
-                    (self.load_memo.entry(name.to_string()).or_default())
+                    (self.load_memo.entry(dram_key).or_default())
                         .insert(layout.clone(), (c.clone(), walk.clone()));
                 }
                 (c, walk)
             }
         };
-        let op = self.finish(
-            "Load",
-            name,
-            Some(&layout),
-            &runtime,
-            c,
-            &[],
-            &[region],
-            walk,
-        );
-        let t = self.tensors.get_mut(name).expect("checked");
-        t.lm = Some(Resident {
+        let op = self.finish("Load", id, Some(&layout), &runtime, c, &[], &[region], walk);
+        self.tensors[id].lm = Some(Resident {
             layout,
             offset,
             words,
@@ -143,15 +135,12 @@ impl Engine {
     }
 
     /// Store: LM → DRAM (the tensor's XLA layout), reading one replica.
-    pub fn store(&mut self, name: &str, xla: XlaLayout) -> Result<OpReport, SimError> {
-        let r = self.resident(name)?.clone();
+    pub fn store(&mut self, id: TensorId, xla: XlaLayout) -> Result<OpReport, SimError> {
+        let r = self.resident(id)?.clone();
         if let Some(&p) = r.partial.first() {
-            return err(format!(
-                "tensor `{name}` holds partial results over {}: Reduce it over that level before storing",
-                r.layout.levels()[p].name
-            ));
+            return Err(self.partial(Partial::Store, id, &r.layout, p));
         }
-        let t = self.state(name)?;
+        let t = self.state(id)?;
         let (dtype, runtime) = (t.dtype, t.runtime.clone());
         let n = self.topo.chain.len();
         let eff = self.burst_efficiency(&r.layout, &xla, &runtime, dtype);
@@ -185,13 +174,13 @@ impl Engine {
             None => {
                 let facts = match self.functional() {
                     None => self.closed_facts(&r.layout, &[], &runtime, true, None),
-                    Some(f) => self.move_store(f, name, &r, &xla),
+                    Some(f) => self.move_store(f, id, &r, &xla),
                 };
                 net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
             }
         };
         if self.mode == Mode::Timing {
-            self.set_in_dram(name, xla);
+            self.set_in_dram(id, xla);
         }
         let dims = r.layout.logical_shape().to_vec();
         let walk = plan(
@@ -204,7 +193,7 @@ impl Engine {
         .map(|p| (p, false));
         Ok(self.finish(
             "Store",
-            name,
+            id,
             Some(&r.layout),
             &runtime,
             c,
@@ -277,38 +266,41 @@ impl Engine {
     pub fn relayout(
         &mut self,
         op: &str,
-        name: &str,
+        id: TensorId,
         layout: TensorLayout,
-        out: Option<&str>,
+        out: Option<TensorId>,
     ) -> Result<OpReport, SimError> {
-        let src = self.resident(name)?.clone();
+        let src = self.resident(id)?.clone();
         if let Some(&p) = src.partial.first() {
-            return err(format!(
-                "tensor `{name}` holds partial results over {}: Reduce it before moving it",
-                src.layout.levels()[p].name
-            ));
+            return Err(self.partial(Partial::Move, id, &src.layout, p));
         }
-        let dst_name = out.unwrap_or(name).to_string();
-        let t = self.state(name)?;
+        let dst = out.unwrap_or(id);
+        let t = self.state(id)?;
         let (dtype, dims, runtime) = (t.dtype, t.dims.clone(), t.runtime.clone());
-        let d = self.state(&dst_name)?;
+        let d = self.state(dst)?;
         if d.dtype != dtype || d.dims != dims {
-            return err(format!(
-                "`{dst_name}` ({} {:?}) cannot hold `{name}` ({dtype} {dims:?})",
-                d.dtype, d.dims
-            ));
+            return Err(ErrorKind::CannotHold {
+                dst: d.name.clone(),
+                dst_dtype: d.dtype,
+                dst_dims: d.dims.clone(),
+                src: t.name.clone(),
+                dtype,
+                dims,
+            }
+            .into());
         }
         if layout.logical_shape() != dims.as_slice() {
-            return err(format!(
-                "layout {} is for shape {:?}, not {dims:?}",
-                layout.canonical(),
-                layout.logical_shape()
-            ));
+            return Err(ErrorKind::MoveShape {
+                layout: layout.canonical(),
+                shape: layout.logical_shape().to_vec(),
+                dims,
+            }
+            .into());
         }
-        if dst_name != name && d.lm.is_some() {
-            self.free(&dst_name)?;
+        if dst != id && d.lm.is_some() {
+            self.free(dst)?;
         }
-        let (offset, words, region) = self.allocate(&dst_name, &layout)?;
+        let (offset, words, region) = self.allocate(dst, &layout)?;
         let addr = self.machine.addressable_levels();
         let crossing = (0..addr.len())
             .filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime))
@@ -330,7 +322,7 @@ impl Engine {
         });
         if let Some(c) = closed {
             let at = (layout, offset, words, region);
-            return Ok(self.relayouted(op, (name, &dst_name), &src, at, c));
+            return Ok(self.relayouted(op, (id, dst), &src, at, c));
         }
         let src_facts = self.closed_facts(&src.layout, &[], &runtime, true, None);
         let dst_facts = match self.functional() {
@@ -366,13 +358,7 @@ impl Engine {
                 net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
             }
         };
-        Ok(self.relayouted(
-            op,
-            (name, &dst_name),
-            &src,
-            (layout, offset, words, region),
-            c,
-        ))
+        Ok(self.relayouted(op, (id, dst), &src, (layout, offset, words, region), c))
     }
 
     /// Records a Relayout of `name` (resident as `src`) into `dst` charged `c`: the source
@@ -381,18 +367,16 @@ impl Engine {
     fn relayouted(
         &mut self,
         op: &str,
-        (name, dst): (&str, &str),
+        (id, dst): (TensorId, TensorId),
         src: &Resident,
         (layout, offset, words, region): (TensorLayout, u64, u64, crate::ids::RegionId),
         c: net::Cost,
     ) -> OpReport {
-        if dst == name {
+        if dst == id {
             self.release(src.offset);
         }
         let dims = layout.logical_shape().to_vec();
-        let runtime = (self.tensors.get(name))
-            .map(|t| t.runtime.clone())
-            .unwrap_or_default();
+        let runtime = self.tensors[id].runtime.clone();
         let walk = plan(
             &mut self.walk_memo,
             Some(&layout),
@@ -411,7 +395,7 @@ impl Engine {
             &[region],
             walk,
         );
-        self.tensors.get_mut(dst).expect("checked").lm = Some(Resident {
+        self.tensors[dst].lm = Some(Resident {
             layout,
             offset,
             words,
@@ -423,9 +407,9 @@ impl Engine {
 
     /// The levels over which the copies of `name` in LM hold partial results, leaf-most
     /// first (the order [`Engine::reduce_partials`] reduces them in); empty when none.
-    pub fn partial_levels(&self, name: &str) -> Vec<String> {
+    pub fn partial_levels(&self, t: TensorId) -> Vec<String> {
         self.tensors
-            .get(name)
+            .get(t)
             .and_then(|t| t.lm.as_ref())
             .map(|r| {
                 r.partial
@@ -440,9 +424,9 @@ impl Engine {
     /// Finishes a tensor whose copies hold partial results: a tree Reduce per level they
     /// differ over, leaf-most level first (partial sums combine close to the PEs first),
     /// each shown as an op of its own.
-    pub fn reduce_partials(&mut self, name: &str, op: Combine) -> Result<(), SimError> {
-        for level in self.partial_levels(name) {
-            self.reduce(name, &level, op, None)?;
+    pub fn reduce_partials(&mut self, t: TensorId, op: Combine) -> Result<(), SimError> {
+        for level in self.partial_levels(t) {
+            self.reduce(t, &level, op, None)?;
         }
         Ok(())
     }
@@ -452,40 +436,41 @@ impl Engine {
     /// that level, in the same layout, under `out` (default: the tensor itself).
     pub fn reduce(
         &mut self,
-        name: &str,
+        id: TensorId,
         level: &str,
         op: Combine,
-        out: Option<&str>,
+        out: Option<TensorId>,
     ) -> Result<OpReport, SimError> {
-        let src = self.resident(name)?.clone();
+        let src = self.resident(id)?.clone();
         let Some(i) = src.layout.levels().iter().position(|l| l.name == level) else {
-            return err(format!(
-                "`{level}` is not an addressable level of {} ({})",
-                self.machine.name,
-                src.layout
-                    .levels()
-                    .iter()
+            return Err(ErrorKind::NotALevel {
+                level: level.to_string(),
+                machine: self.machine.name.clone(),
+                levels: (src.layout.levels().iter())
                     .map(|l| l.name.as_str())
                     .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+                    .join(", "),
+            }
+            .into());
         };
         if !src.layout.levels()[i].replicated {
-            return err(format!(
-                "tensor `{name}` is split over {level}, not partial: there is nothing to reduce over {level}"
-            ));
+            return Err(ErrorKind::SplitNotPartial {
+                tensor: self.name(id).to_string(),
+                level: level.to_string(),
+            }
+            .into());
         }
-        let t = self.state(name)?;
+        let t = self.state(id)?;
         let (dtype, runtime) = (t.dtype, t.runtime.clone());
-        let dst_name = out.unwrap_or(name).to_string();
+        let dst = out.unwrap_or(id);
         let layout = src.layout.clone();
-        let (offset, words, region) = if dst_name == name {
+        let (offset, words, region) = if dst == id {
             (src.offset, src.words, src.region)
         } else {
-            if self.state(&dst_name)?.lm.is_some() {
-                self.free(&dst_name)?;
+            if self.state(dst)?.lm.is_some() {
+                self.free(dst)?;
             }
-            self.allocate(&dst_name, &layout)?
+            self.allocate(dst, &layout)?
         };
         let mut partial = src.partial.clone();
         if !partial.contains(&i) {
@@ -541,7 +526,7 @@ impl Engine {
         .map(|p| (p, true));
         let rep = self.finish(
             "Reduce",
-            &dst_name,
+            dst,
             Some(&layout),
             &runtime,
             c,
@@ -549,7 +534,7 @@ impl Engine {
             &[region],
             walk,
         );
-        self.tensors.get_mut(&dst_name).expect("checked").lm = Some(Resident {
+        self.tensors[dst].lm = Some(Resident {
             layout,
             offset,
             words,

@@ -111,7 +111,7 @@ pub fn import(src: &Source, opts: &Options) -> Result<Imported, Report> {
     let (machine, machine_ref) = machine_of(&opts.machine)?;
     // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
     for d in &low.decls {
-        if let Err(e) = crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims) {
+        if let Err(e) = crate::program::check_dram(&machine, &d.name, d.dtype, &d.dims) {
             let span = d
                 .graph_id
                 .and_then(|id| g.tensors.get(&id))
@@ -157,7 +157,7 @@ pub fn import_mlir(
     let (machine, machine_ref) = machine_of(&opts.machine)?;
     // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
     for d in &out.low.decls {
-        crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims)
+        crate::program::check_dram(&machine, &d.name, d.dtype, &d.dims)
             .map_err(|e| miette!("error: {}: {e}", src.path))?;
     }
     let bound: Vec<String> = out
@@ -406,7 +406,7 @@ fn program<'a>(
             }
         }
         let name = if s.cast { "Cast" } else { s.kernel.name() };
-        ops.push(crate::program::pretty::kernel_op(
+        ops.push(crate::scenario::pretty::kernel_op(
             &s.kernel,
             s.inputs.clone(),
             s.out.clone(),

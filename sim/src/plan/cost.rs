@@ -12,7 +12,7 @@
 
 use crate::engine::{Engine, Mode, Resident, SimError};
 use crate::ids::RegionId;
-use crate::program::{OpId, OpKind, Program};
+use crate::program::{OpId, OpKind, Program, TensorId};
 use crate::scenario::Resolved;
 use crate::timeline::Task;
 use mnsim_arch::TensorLayout;
@@ -32,7 +32,7 @@ pub struct Measured {
     pub cycles: u64,
     /// The op's output as it ends up in LM (tensor, layout, partial levels), and its
     /// region (symbolic, as in `tasks`).
-    pub output: Option<(String, Held, RegionId)>,
+    pub output: Option<(TensorId, Held, RegionId)>,
     /// The op lowered (the Reduces it needed included), in order. Regions are symbolic:
     /// [`input_region`]`(slot)` is the input of that slot; any other id is one of the op's
     /// own allocations. `lm_words` counts only the op's own allocations.
@@ -108,11 +108,11 @@ impl Coster {
         let mut eng = Engine::new(res.machine.clone(), Mode::Timing);
         eng.set_measuring(true);
         eng.set_explaining(false);
-        for (name, t) in &res.tensors {
-            let layout = crate::run::declare(&mut eng, name, t, None)?;
-            eng.set_in_dram(name, layout);
+        for t in res.program.tensors.values() {
+            let (id, layout) = crate::run::declare(&mut eng, t, None)?;
+            eng.set_in_dram(id, layout);
         }
-        let program = crate::program::lower(res).map_err(|e| SimError::Other(e.message))?;
+        let program = res.program.clone();
         Ok(Coster {
             eng,
             program,
@@ -144,7 +144,7 @@ impl Coster {
     fn known_legality(
         &mut self,
         op: OpId,
-        inputs: &[(&str, &Held)],
+        inputs: &[(TensorId, &Held)],
         layout: Option<&TensorLayout>,
         (from, loads): (&[Option<StreamFrom>], &[(OpId, TensorLayout)]),
     ) -> Option<Result<Legality, SimError>> {
@@ -167,21 +167,19 @@ impl Coster {
         if !self.legality_first || !clean || !(loads.is_empty() || self.loads_ok.contains(loads)) {
             return None;
         }
-        let names: Vec<&str> = ins.iter().map(|&t| self.program.name(t)).collect();
-        let out = self.program.name(*out);
         // Declared shapes do not change: an op whose shapes checked once checks again.
         if !self.shapes_ok.contains(&op) {
-            if !self.eng.kernel_shapes_ok(o.name, kernel, &names, out) {
+            if !self.eng.kernel_shapes_ok(o.name, kernel, ins, *out) {
                 return None;
             }
             self.shapes_ok.insert(op);
         }
         // Each operand as the measurement would hold it: placed or loaded in its layout.
-        let in_layouts: Option<Vec<&TensorLayout>> = (names.iter())
-            .map(|n| inputs.iter().find(|(m, _)| m == n).map(|(_, h)| &h.layout))
+        let in_layouts: Option<Vec<&TensorLayout>> = (ins.iter())
+            .map(|t| inputs.iter().find(|(m, _)| m == t).map(|(_, h)| &h.layout))
             .collect();
         let in_layouts = in_layouts?;
-        Some((self.eng).kernel_legality(o.name, kernel, (&names, out), &in_layouts, layout))
+        Some((self.eng).kernel_legality(o.name, kernel, (ins, *out), &in_layouts, layout))
     }
 
     /// Empties LM and the op log.
@@ -193,10 +191,10 @@ impl Coster {
         self.inputs.clear();
     }
 
-    /// Places `name` (input `slot`) in LM as `held`, without moving anything. The region
-    /// lies outside the engine's allocator (the planner's own walk charges LM), at an
-    /// offset no allocation reaches, so freeing it is a no-op for the allocator.
-    fn place(&mut self, name: &str, held: &Held, slot: usize) -> Result<(), SimError> {
+    /// Places tensor `t` (input `slot`) in LM as `held`, without moving anything. The
+    /// region lies outside the engine's allocator (the planner's own walk charges LM), at
+    /// an offset no allocation reaches, so freeing it is a no-op for the allocator.
+    fn place(&mut self, t: TensorId, held: &Held, slot: usize) -> Result<(), SimError> {
         let words = held
             .layout
             .footprint_words()
@@ -204,11 +202,7 @@ impl Coster {
         self.placed += 1;
         let region = RegionId(PLACED_REGION + self.placed as u32);
         self.inputs.push((region, slot));
-        let t = self
-            .eng
-            .tensors
-            .get_mut(name)
-            .ok_or_else(|| SimError::Other(format!("unknown tensor `{name}`")))?;
+        let t = (self.eng.tensors.get_mut(t)).ok_or(crate::engine::ErrorKind::UnknownTensor(t))?;
         t.lm = Some(Resident {
             layout: held.layout.clone(),
             offset: PLACED_BASE + self.placed,
@@ -220,22 +214,19 @@ impl Coster {
         Ok(())
     }
 
-    /// Moving `name` from `from` into `to` in place (an inserted Relayout): its cycles,
-    /// its tasks (the moved tensor is input 0) and the region it lands in.
+    /// Moving tensor `t` from `from` into `to` in place (an inserted Relayout): its
+    /// cycles, its tasks (the moved tensor is input 0) and the region it lands in.
     pub fn relayout(
         &mut self,
-        name: &str,
+        t: TensorId,
         from: &Held,
         to: &TensorLayout,
     ) -> Result<(u64, Vec<Task>, RegionId), SimError> {
         self.reset();
-        self.place(name, from, 0)?;
+        self.place(t, from, 0)?;
         self.eng.ops.clear();
-        let r = self.eng.relayout("Relayout", name, to.clone(), None)?;
-        let region = self
-            .eng
-            .tensors
-            .get(name)
+        let r = self.eng.relayout("Relayout", t, to.clone(), None)?;
+        let region = (self.eng.tensors.get(t))
             .and_then(|t| t.lm.as_ref())
             .map_or(RegionId(0), |r| r.region);
         Ok((r.cycles, self.tasks(), self.symbol(region)))
@@ -289,7 +280,7 @@ impl Coster {
     pub fn measure(
         &mut self,
         op: OpId,
-        inputs: &[(&str, &Held)],
+        inputs: &[(TensorId, &Held)],
         layout: Option<&TensorLayout>,
         streams: &[Option<StreamFrom>],
     ) -> Result<Measured, SimError> {
@@ -319,12 +310,12 @@ impl Coster {
             Some(Ok(legal)) => Some(legal),
             None => None,
         };
-        for (slot, ((n, h), from)) in inputs.iter().zip(from).enumerate() {
+        for (slot, (&(n, h), from)) in inputs.iter().zip(from).enumerate() {
             match from {
                 Some(StreamFrom::Load(load)) => {
                     let layout = Some(&h.layout);
                     crate::apply::apply(&mut self.eng, &self.program, load, layout, false, None)?;
-                    if let Some(r) = self.eng.tensors.get(*n).and_then(|t| t.lm.as_ref()) {
+                    if let Some(r) = self.eng.tensors.get(n).and_then(|t| t.lm.as_ref()) {
                         self.loaded.push((r.region, slot));
                     }
                 }
@@ -360,24 +351,24 @@ impl Coster {
         applied?;
         let cycles = self.eng.ops[first_op..].iter().map(|o| o.cycles).sum();
         let output = self.program.output(op).and_then(|out| {
-            let name = match &self.program.ops[op].kind {
+            let t = match &self.program.ops[op].kind {
                 // A Broadcast from DRAM lands in the tensor itself.
-                OpKind::Broadcast { tensor, .. } if inputs.is_empty() => self.program.name(*tensor),
+                OpKind::Broadcast { tensor, .. } if inputs.is_empty() => *tensor,
                 OpKind::Load { .. }
                 | OpKind::Store { .. }
                 | OpKind::Relayout { .. }
                 | OpKind::Broadcast { .. }
                 | OpKind::Reduce { .. }
                 | OpKind::Free { .. }
-                | OpKind::Kernel { .. } => self.program.name(out),
+                | OpKind::Kernel { .. } => out,
             };
             self.eng
                 .tensors
-                .get(name)
-                .and_then(|t| t.lm.as_ref())
+                .get(t)
+                .and_then(|s| s.lm.as_ref())
                 .map(|r| {
                     (
-                        name.to_string(),
+                        t,
                         Held {
                             layout: r.layout.clone(),
                             partial: r.partial.clone(),

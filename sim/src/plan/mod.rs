@@ -20,7 +20,8 @@ pub mod search;
 pub mod write;
 
 use crate::engine::Mode;
-use crate::scenario::{self, LayoutRef, Op, PlanValue, Resolved, ResolvedOp, Scenario, Source};
+use crate::program::{EntityRef as _, LayoutRef, OpKind, ProgramOp, TensorId};
+use crate::scenario::{self, PlanValue, Resolved, Scenario, Source};
 use candidates::Space;
 use mnsim_arch::{DType, Machine};
 use model::Model;
@@ -46,7 +47,9 @@ pub struct Choice {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InsertedOp {
     pub before: usize,
-    pub tensor: String,
+    pub tensor: TensorId,
+    /// The tensor's name, for reports.
+    pub tensor_name: String,
     pub layout: String,
     pub cycles: u64,
 }
@@ -229,61 +232,52 @@ pub fn apply(
     layouts: &[(String, String)],
     inserted: &[InsertedOp],
 ) -> Result<Resolved, String> {
-    let mut out = res.clone();
-    let mut ops: Vec<ResolvedOp> = Vec::new();
-    for rop in &res.ops {
-        for ins in inserted.iter().filter(|i| i.before == rop.index) {
-            let t = res
-                .tensors
-                .get(&ins.tensor)
-                .ok_or_else(|| format!("unknown tensor `{}`", ins.tensor))?;
-            let l = candidates::bind_text(
-                &res.machine,
-                &ins.layout,
-                &t.dims_at_bound,
-                t.dtype,
-                t.dims_at_bound != t.runtime_dims,
-            )
-            .ok_or_else(|| format!("layout {} does not bind for `{}`", ins.layout, ins.tensor))?;
-            ops.push(ResolvedOp {
-                index: rop.index,
-                op: Op::Relayout {
-                    tensor: ins.tensor.clone(),
-                    layout: ins.layout.clone(),
+    let p = &res.program;
+    let bind = |text: &str, t: TensorId| {
+        let rt = &p.tensors[t];
+        candidates::bind_text(
+            &res.machine,
+            text,
+            &rt.dims_at_bound,
+            rt.dtype,
+            rt.dims_at_bound != rt.runtime_dims,
+        )
+        .map(|c| c.layout)
+        .ok_or_else(|| format!("layout {text} does not bind for `{}`", rt.name))
+    };
+    let mut ops: Vec<ProgramOp> = Vec::with_capacity(p.ops.len() + inserted.len());
+    for (id, po) in p.ops.iter() {
+        for ins in inserted.iter().filter(|i| i.before == po.source.index()) {
+            ops.push(ProgramOp {
+                kind: OpKind::Relayout {
+                    tensor: ins.tensor,
                     out: None,
-                    buffers: None,
                 },
-                layout: Some(LayoutRef::Bound(l.layout)),
+                source: po.source,
+                name: "Relayout",
+                layout_text: Some(ins.layout.clone()),
+                layout: Some(LayoutRef::Bound(bind(&ins.layout, ins.tensor)?)),
+                buffers: None,
                 span: None,
             });
         }
-        let mut op = rop.clone();
-        if let Some(LayoutRef::Any(v)) = &rop.layout {
+        let mut op = po.clone();
+        if let Some(LayoutRef::Any(v)) = &po.layout {
             let text = layouts
                 .iter()
                 .find(|(x, _)| x == v)
                 .map(|(_, t)| t.clone())
                 .ok_or_else(|| format!("no layout for `${v}`"))?;
-            let tensor = rop
-                .op
-                .output()
-                .map(|(_, t)| t.to_string())
-                .ok_or_else(|| format!("op {} has no output", rop.index))?;
-            let t = &res.tensors[&tensor];
-            let l = candidates::bind_text(
-                &res.machine,
-                &text,
-                &t.dims_at_bound,
-                t.dtype,
-                t.dims_at_bound != t.runtime_dims,
-            )
-            .ok_or_else(|| format!("layout {text} does not bind for `{tensor}`"))?;
-            op.op.set_layout(text);
-            op.layout = Some(LayoutRef::Bound(l.layout));
+            let tensor = p
+                .output(id)
+                .ok_or_else(|| format!("op {} has no output", po.source))?;
+            op.layout = Some(LayoutRef::Bound(bind(&text, tensor)?));
+            op.layout_text = Some(text);
         }
         ops.push(op);
     }
-    out.ops = ops;
+    let mut out = res.clone();
+    out.program = p.with_ops(ops).map_err(|e| e.to_string())?;
     Ok(out)
 }
 
@@ -306,7 +300,7 @@ pub fn plan_with(
     // Errors of the scenario itself come back as they are, pointing into the file.
     let res = scenario::resolve(sc, src, Some(plan), sets, binds)?;
     let fail = |msg: String| miette::miette!("error: {}: {msg}", src.path);
-    let bound = crate::bound::program(&res);
+    let bound = crate::bound::program(&res.machine, &res.program);
     let mut model = Model::new(&res, opts.space).map_err(|e| fail(e.to_string()))?;
     model.objective = opts.objective;
     if model.vars.is_empty() {

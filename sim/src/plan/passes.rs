@@ -7,7 +7,8 @@ use super::{
     HandPlan, InsertedOp, JOINT_WIDTH, PlanOptions, Planned, apply, candidates, hand_plan_names,
     search,
 };
-use crate::scenario::{self, LayoutRef, PlanValue, Resolved, Scenario, Source};
+use crate::program::{EntityRef as _, LayoutRef};
+use crate::scenario::{self, PlanValue, Resolved, Scenario, Source};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,8 @@ pub(super) fn hand_plans(
             let mut pick = Vec::new();
             for vi in 0..model.vars.len() {
                 let op = model.vars[vi].ops[0];
-                match hres.ops.get(op).and_then(|o| o.layout.as_ref()) {
+                let op = crate::program::OpId::new(op);
+                match hres.program.ops.get(op).and_then(|o| o.layout.as_ref()) {
                     Some(LayoutRef::Bound(l)) => pick.push(model.seed(vi, l)),
                     _ => break,
                 }
@@ -94,7 +96,7 @@ pub(super) fn prune(model: &mut Model, seeds: &[Vec<LayoutId>]) -> Result<usize,
         }
     }
     match model.vars.iter().find(|v| v.candidates.is_empty()) {
-        Some(v) => Err((v.tensor.clone(), v.name.clone())),
+        Some(v) => Err((model.tensor(v.tensor).name.clone(), v.name.clone())),
         None => Ok(pruned),
     }
 }
@@ -270,7 +272,8 @@ fn planned(
         .iter()
         .map(|i| InsertedOp {
             before: i.before,
-            tensor: i.tensor.clone(),
+            tensor: i.tensor,
+            tensor_name: model.tensor(i.tensor).name.clone(),
             layout: model.text(i.layout),
             cycles: i.cycles,
         })

@@ -84,6 +84,11 @@ impl<K: EntityRef, V> PrimaryMap<K, V> {
         self.elems.get(k.index())
     }
 
+    /// The entry `k` names, to change it.
+    pub fn get_mut(&mut self, k: K) -> Option<&mut V> {
+        self.elems.get_mut(k.index())
+    }
+
     /// How many entries.
     pub fn len(&self) -> usize {
         self.elems.len()
@@ -102,6 +107,11 @@ impl<K: EntityRef, V> PrimaryMap<K, V> {
     /// The entries, in order.
     pub fn values(&self) -> std::slice::Iter<'_, V> {
         self.elems.iter()
+    }
+
+    /// The entries, in order, to change them.
+    pub fn values_mut(&mut self) -> std::slice::IterMut<'_, V> {
+        self.elems.iter_mut()
     }
 
     /// (id, entry), in order.

@@ -3,24 +3,21 @@
 //! op carrying what it does: a transfer ([`OpKind::Load`], `Store`, `Relayout`,
 //! `Broadcast`, `Reduce`, `Free`) or a kernel of the kernels crate with its operands.
 //!
-//! [`lower::lower`] makes it from a resolved scenario (the one mapping from the file's
-//! ops, through [`crate::scenario::Op::kernel`]); [`pretty`] prints it back to RON
-//! (named shorthands where one exists, the generic `Kernel(...)` otherwise); the run
-//! and the planner apply its ops to the engine through [`crate::apply`].
+//! Every front end builds it (scenario resolution, and through it the imports); the
+//! run, the planner, the bound and the reports read it. It knows nothing of any file
+//! format: names are kept for messages and reports only, never as keys.
 
 pub mod entity;
-pub mod lower;
-pub mod pretty;
-#[cfg(test)]
-mod tests;
+mod settings;
+mod tensor;
 
-use crate::scenario::{LayoutRef, ReduceOp, ResolvedTensor};
 use entity::entity_impl;
 pub use entity::{EntityRef, PrimaryMap};
-pub use lower::{LowerError, lower};
 use mnsim_kernels::Kernel;
+pub use settings::{DramError, Mode, Schedule, check_dram, dram_capacity};
 use std::collections::BTreeMap;
 use std::ops::Range;
+pub use tensor::{Init, LayoutRef, ReduceOp, Tensor};
 
 entity_impl!(TensorId, "t");
 entity_impl!(OpId, "op");
@@ -29,7 +26,7 @@ entity_impl!(OpId, "op");
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
     /// Every declared tensor, in name order.
-    pub tensors: PrimaryMap<TensorId, ResolvedTensor>,
+    pub tensors: PrimaryMap<TensorId, Tensor>,
     /// The ops, in program order (an op's id is its position in the file).
     pub ops: PrimaryMap<OpId, ProgramOp>,
     /// A tensor's id by its name.
@@ -41,11 +38,16 @@ pub struct Program {
 pub struct ProgramOp {
     /// What the op does.
     pub kind: OpKind,
+    /// The op of the program as written that this op is (or, for a Relayout a planner
+    /// inserted, the op it precedes): reports number ops by it.
+    pub source: OpId,
     /// The name reports and messages give it (`"Load"`, `"MatMul"`, `"Cast"`, ...).
     pub name: &'static str,
     /// Its layout as written: TensorLayout text, or `$var` when the plan says `Any`.
     pub layout_text: Option<String>,
-    /// Its layout bound to the tensor it applies to (see [`crate::scenario::ResolvedOp`]).
+    /// Its layout, bound to the tensor it applies to (Load, Relayout, Broadcast: the
+    /// moved tensor or `out`; Reduce: the result; kernels: `out`). `None` when the op
+    /// has no layout (Store, Free, a kernel whose output layout is derived).
     pub layout: Option<LayoutRef>,
     /// `buffers:`: slices of a `Time`-stepped result LM holds.
     pub buffers: Option<i64>,
@@ -87,13 +89,72 @@ pub enum OpKind {
     },
 }
 
+/// A program whose maps would hold more entries than ids can name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a program holds at most {max} tensors and ops; this one has {tensors} tensors and {ops} ops",
+    max = Program::MAX_ENTRIES
+)]
+pub struct TooLarge {
+    pub tensors: usize,
+    pub ops: usize,
+}
+
 impl Program {
     /// The most entries a map of a program holds (ids are `u32`).
     pub const MAX_ENTRIES: usize = u32::MAX as usize;
 
+    /// A program of `tensors` (in the order given) and no ops yet; `ops` is how many
+    /// ops will be pushed, checked against [`Program::MAX_ENTRIES`] with the tensors.
+    pub fn with_tensors(tensors: Vec<Tensor>, ops: usize) -> Result<Program, TooLarge> {
+        if tensors.len() > Self::MAX_ENTRIES || ops > Self::MAX_ENTRIES {
+            return Err(TooLarge {
+                tensors: tensors.len(),
+                ops,
+            });
+        }
+        let mut p = Program {
+            tensors: PrimaryMap::new(),
+            ops: PrimaryMap::new(),
+            by_name: BTreeMap::new(),
+        };
+        for t in tensors {
+            let name = t.name.clone();
+            let id = p.tensors.push(t);
+            p.by_name.insert(name, id);
+        }
+        Ok(p)
+    }
+
+    /// The program with its ops replaced by `ops` (the same tensors), e.g. a plan's
+    /// Relayouts inserted.
+    pub fn with_ops(&self, ops: Vec<ProgramOp>) -> Result<Program, TooLarge> {
+        if ops.len() > Self::MAX_ENTRIES {
+            return Err(TooLarge {
+                tensors: self.tensors.len(),
+                ops: ops.len(),
+            });
+        }
+        let mut p = Program {
+            tensors: self.tensors.clone(),
+            ops: PrimaryMap::new(),
+            by_name: self.by_name.clone(),
+        };
+        for o in ops {
+            p.ops.push(o);
+        }
+        Ok(p)
+    }
+
     /// A tensor's id by name.
     pub fn tensor_id(&self, name: &str) -> Option<TensorId> {
         self.by_name.get(name).copied()
+    }
+
+    /// The tensor declared as `name` (front ends and tests name tensors; nothing below
+    /// them looks one up by name).
+    pub fn named(&self, name: &str) -> Option<&Tensor> {
+        self.tensor_id(name).map(|t| &self.tensors[t])
     }
 
     /// A tensor's name.

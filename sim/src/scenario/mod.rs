@@ -12,14 +12,16 @@
 mod dups;
 mod kernel_of;
 mod op;
+pub mod pretty;
 pub mod print;
 mod resolve;
 pub(crate) mod spans;
+#[cfg(test)]
+mod tests;
 
-pub use op::{BinaryOp, Buffers, Op, OpClass, ReduceOp, UnaryOp, plan_variable};
-pub use resolve::{
-    LayoutRef, Resolved, ResolvedOp, ResolvedTensor, machine, plans_to_run, resolve,
-};
+pub use crate::program::{Init, ReduceOp};
+pub use op::{BinaryOp, Buffers, Op, OpClass, UnaryOp, plan_variable};
+pub use resolve::{LowerError, Resolved, machine, plans_to_run, resolve};
 
 use miette::{LabeledSpan, MietteDiagnostic, Report, miette};
 use mnsim_arch::DType;
@@ -76,7 +78,7 @@ pub struct Scenario {
     pub schedule: Schedule,
 }
 
-pub use crate::timeline::Schedule;
+pub use crate::program::Schedule;
 
 /// Which machine a scenario runs on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,7 +90,7 @@ pub enum MachineRef {
 }
 
 /// How a scenario runs (defined by the engine, which runs it).
-pub use crate::engine::Mode;
+pub use crate::program::Mode;
 
 /// A tensor: element type, XLA shape (with DRAM layout and dynamic dimensions), and
 /// how its DRAM copy starts.
@@ -102,32 +104,6 @@ pub struct TensorDecl {
     /// Initial DRAM contents; `None` for a tensor the program computes.
     #[serde(default)]
     pub init: Option<Init>,
-}
-
-/// Initial contents of a tensor in DRAM.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub enum Init {
-    /// Uniform in [-1, 1), from a seeded generator.
-    Random {
-        /// The generator's seed.
-        seed: u64,
-    },
-    /// All 0.
-    Zeros,
-    /// All 1.
-    Ones,
-    /// Element `i` (row-major over the logical shape) holds `i`.
-    Iota,
-    /// Every element holds `value`.
-    Fill {
-        /// The value.
-        value: f64,
-    },
-    /// Runs of equal values, row-major: `(count, value)` each; the counts add up to
-    /// the element count (a StableHLO constant such as a causal mask, evaluated at
-    /// import).
-    Runs(Vec<(u64, f64)>),
 }
 
 /// The value of a plan variable: a layout, or `Any` (left to the planner).
@@ -467,41 +443,4 @@ pub fn parse_sets(args: &[String]) -> Result<Vec<(String, f64)>, Report> {
     args.iter()
         .map(|a| mnsim_arch::parse_assignment(a).map_err(|e| miette!("error: --set {a}: {e}")))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn positions_round_trip() {
-        let t = "ab\nçd\n\nx";
-        for off in [0, 1, 3, 5, 6, 7, 8] {
-            let (l, c) = line_col(t, off);
-            assert_eq!(offset_of(t, l, c), off, "{off}");
-        }
-        assert_eq!(offset_of(t, 99, 1), t.len());
-        assert_eq!(offset_of(t, 1, 99), 2);
-    }
-
-    #[test]
-    fn binds_and_sets() {
-        let b = parse_binds(&["batch=48".into(), " seq = 4_096".into()]).unwrap();
-        assert_eq!(b["batch"], 48);
-        assert_eq!(b["seq"], 4096);
-        for bad in ["batch", "=3", "b=-1", "b=1.5", "1x=2", "b="] {
-            assert!(parse_binds(&[bad.into()]).is_err(), "{bad}");
-        }
-        assert_eq!(
-            parse_sets(&["a.b=2".into()]).unwrap(),
-            vec![("a.b".into(), 2.0)]
-        );
-        assert!(parse_sets(&["a.b".into()]).is_err());
-    }
-
-    #[test]
-    fn suggestions() {
-        assert_eq!(closest("tensorz", &["tensors", "program"]), Some("tensors"));
-        assert_eq!(closest("zzz", &["tensors", "program"]), None);
-    }
 }

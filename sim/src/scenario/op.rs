@@ -1,6 +1,7 @@
 //! The program's steps: the `Op` enum as scenario files write it (RON), its fields
 //! (tensors, layouts, `buffers:`), and the plan variables its layouts name.
 
+use crate::program::ReduceOp;
 use serde::{Deserialize, Serialize};
 
 /// One step of a program. Layout fields hold TensorLayout text or `$var` (a plan
@@ -267,47 +268,6 @@ fn default_alpha() -> f64 {
 
 fn default_eps() -> f64 {
     1e-5
-}
-
-/// How partial results combine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ReduceOp {
-    /// Sum.
-    #[default]
-    Add,
-    /// Maximum.
-    Max,
-    /// Minimum.
-    Min,
-    /// Product (`ReduceAxes` only).
-    Prod,
-    /// Mean (`ReduceAxes` only).
-    Mean,
-    /// Sum of absolute values (`ReduceAxes` only).
-    L1,
-    /// Square root of the sum of squares (`ReduceAxes` only).
-    L2,
-}
-
-impl ReduceOp {
-    /// The kernels' reduction.
-    pub fn kind(self) -> mnsim_kernels::ReduceKind {
-        use mnsim_kernels::ReduceKind as K;
-        match self {
-            ReduceOp::Add => K::Add,
-            ReduceOp::Max => K::Max,
-            ReduceOp::Min => K::Min,
-            ReduceOp::Prod => K::Prod,
-            ReduceOp::Mean => K::Mean,
-            ReduceOp::L1 => K::L1,
-            ReduceOp::L2 => K::L2,
-        }
-    }
-
-    /// Whether a tree `Reduce` can combine with it (Add, Max, Min).
-    pub fn combines_over_levels(self) -> bool {
-        matches!(self, ReduceOp::Add | ReduceOp::Max | ReduceOp::Min)
-    }
 }
 
 /// Elementwise functions: the kernels' own enums (`Relu`, `Gelu`, ... and `Add`,

@@ -40,30 +40,11 @@ mod streams;
 #[cfg(test)]
 mod tests;
 
+pub use crate::program::Schedule;
 pub use busy::{Booking, Busy, BusyTable, Train, overlap};
 pub use resume::Resumable;
 pub use sends::{SendList, resends_of};
 pub use streams::{StreamIn, Walk, share};
-
-/// How ops are placed in time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Schedule {
-    /// Each op starts when the previous one ends (docs/model.md, op after op).
-    Sequential,
-    /// Transfers overlap compute (docs/model.md, the schedule).
-    #[default]
-    Overlapped,
-}
-
-impl Schedule {
-    /// `sequential` or `overlapped`, as reports and the command line write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Schedule::Sequential => "sequential",
-            Schedule::Overlapped => "overlapped",
-        }
-    }
-}
 
 /// Something a task occupies. Transfers of the SIMD machine use every node of a level
 /// together, so a resource is a level's ports (per direction), not one node's.

@@ -36,44 +36,47 @@ pub fn run(
     out_layout: Option<&str>,
 ) -> (Engine, Option<Vec<f64>>, u64) {
     let mut e = Engine::new(m.clone(), mode);
+    let mut ids = Vec::new();
     for i in ins {
         let data = (mode == Mode::Functional)
             .then(|| init_data(&Init::Random { seed: i.seed }, dtype, i.dims));
-        e.declare(
-            i.name,
-            dtype,
-            i.dims.to_vec(),
-            i.dims.to_vec(),
-            XlaLayout::default_for(i.dims.len()),
-            data,
-        )
-        .unwrap();
+        let id = e
+            .declare(
+                i.name,
+                dtype,
+                i.dims.to_vec(),
+                i.dims.to_vec(),
+                XlaLayout::default_for(i.dims.len()),
+                data,
+            )
+            .unwrap();
         if mode == Mode::Timing {
-            e.set_in_dram(i.name, XlaLayout::default_for(i.dims.len()));
+            e.set_in_dram(id, XlaLayout::default_for(i.dims.len()));
         }
         let l = TensorLayout::parse(i.layout, m, Some(i.dims), dtype)
             .unwrap_or_else(|err| panic!("{}: {err}", i.layout));
-        e.load(i.name, l).unwrap();
+        e.load(id, l).unwrap();
+        ids.push(id);
     }
-    e.declare(
-        "out",
-        dtype,
-        out_dims.to_vec(),
-        out_dims.to_vec(),
-        XlaLayout::default_for(out_dims.len()),
-        None,
-    )
-    .unwrap();
+    let out = e
+        .declare(
+            "out",
+            dtype,
+            out_dims.to_vec(),
+            out_dims.to_vec(),
+            XlaLayout::default_for(out_dims.len()),
+            None,
+        )
+        .unwrap();
     let ol = out_layout.map(|t| {
         TensorLayout::parse(t, m, Some(out_dims), dtype).unwrap_or_else(|err| panic!("{t}: {err}"))
     });
-    let names: Vec<&str> = ins.iter().map(|i| i.name).collect();
     let rep = e
-        .kernel("K", k, &names, "out", ol)
+        .kernel("K", k, &ids, out, ol)
         .unwrap_or_else(|err| panic!("{k:?}: {err}"));
     // Complete partial sums, then store.
     let partial: Vec<String> = {
-        let r = e.tensors["out"].lm.as_ref().unwrap();
+        let r = e.tensors[out].lm.as_ref().unwrap();
         r.partial
             .iter()
             .rev()
@@ -81,11 +84,11 @@ pub fn run(
             .collect()
     };
     for lv in partial {
-        e.reduce("out", &lv, elem::Combine::Add, None).unwrap();
+        e.reduce(out, &lv, elem::Combine::Add, None).unwrap();
     }
-    e.store("out", XlaLayout::default_for(out_dims.len()))
+    e.store(out, XlaLayout::default_for(out_dims.len()))
         .unwrap();
-    let vals = e.dram_row_major("out").map(|b| {
+    let vals = e.dram_row_major(out).map(|b| {
         b.chunks_exact(dtype.bytes() as usize)
             .map(|c| elem::read(dtype, c))
             .collect()
@@ -281,7 +284,10 @@ pub fn layouts(rng: &mut Rng, ts: &[Tagged], choices: &[char], partial: &[char])
 
 /// Every PE's bytes of `out`'s LM region, in PE order.
 pub fn out_bytes(e: &mut Engine) -> Vec<Vec<u8>> {
-    let r = e.tensors["out"].lm.clone().expect("in LM");
+    let r = e.tensors[e.tensor_id("out").unwrap()]
+        .lm
+        .clone()
+        .expect("in LM");
     let wb = e.machine.word_bytes as usize;
     let (lo, hi) = (r.offset as usize * wb, (r.offset + r.words) as usize * wb);
     let mut q =

@@ -8,17 +8,18 @@ use crate::engine::buffers::zeroed;
 use crate::engine::copy::LmGeometry;
 use crate::engine::{DramTensor, Engine, Resident};
 use crate::net::Facts;
+use crate::program::TensorId;
 use mnsim_arch::{TensorLayout, XlaLayout};
 
 impl Engine {
     pub(in crate::engine) fn move_load(
         &mut self,
         _: Functional,
-        name: &str,
+        id: TensorId,
         layout: &TensorLayout,
         offset: u64,
     ) -> Facts {
-        let t = &self.tensors[name];
+        let t = &self.tensors[id];
         let dram = t.dram.as_ref().expect("checked");
         let addr = DramAddr::new(&dram.layout, &t.runtime);
         let (eb, wb) = (t.dtype.bytes() as usize, self.machine.word_bytes as usize);
@@ -85,11 +86,11 @@ impl Engine {
     pub(in crate::engine) fn move_store(
         &mut self,
         _: Functional,
-        name: &str,
+        id: TensorId,
         r: &Resident,
         xla: &XlaLayout,
     ) -> Facts {
-        let t = self.tensors.get_mut(name).expect("checked");
+        let t = &mut self.tensors[id];
         let eb = t.dtype.bytes() as usize;
         let runtime = t.runtime.clone();
         let buf = xla.buffer_elements(&runtime).unwrap_or(0) as usize * eb;

@@ -25,6 +25,7 @@
 use super::strategy::{Operand, Strategy, splits, texts, time_options};
 use super::{Eval, Key, LayoutId, Model};
 use crate::plan::candidates;
+use crate::program::{EntityRef as _, TensorId};
 use mnsim_arch::TensorLayout;
 use mnsim_kernels::shape::{AxisSource, index_map, reduced_extents};
 use std::collections::{BinaryHeap, HashSet};
@@ -139,7 +140,7 @@ impl Model {
     /// its first candidate.
     fn filled(&mut self, state: &[Decided]) -> Vec<LayoutId> {
         let mut st = state.to_vec();
-        let mut layout_of: Vec<Option<LayoutId>> = vec![None; self.tensors.len()];
+        let mut layout_of: Vec<Option<LayoutId>> = vec![None; self.res.program.tensors.len()];
         for k in 0..self.ops.len() {
             let Some(w) = self.ops[k].writes else {
                 continue;
@@ -147,10 +148,10 @@ impl Model {
             let l = match (self.ops[k].var, self.ops[k].fixed) {
                 (Some(v), _) => {
                     if st[v].is_none() && self.ops[k].is_kernel {
-                        let dims = &self.res.tensors[&self.tensors[w]].dims_at_bound;
+                        let dims = &self.tensor(w).dims_at_bound;
                         let from = self.ops[k].reads.iter().find_map(|&r| {
-                            let same = &self.res.tensors[&self.tensors[r]].dims_at_bound == dims;
-                            layout_of[r].filter(|_| same)
+                            let same = &self.tensor(r).dims_at_bound == dims;
+                            layout_of[r.index()].filter(|_| same)
                         });
                         if let Some(l) = from {
                             let text = self.layouts[l as usize].canonical();
@@ -161,7 +162,7 @@ impl Model {
                 }
                 (None, f) => f,
             };
-            layout_of[w] = l;
+            layout_of[w.index()] = l;
         }
         st.iter()
             .zip(&self.vars)
@@ -172,10 +173,10 @@ impl Model {
     /// Kernel op `k`'s operands (inputs, then the output) with their variables, and the
     /// variables' extents.
     fn kernel_shape(&self, k: usize) -> Option<(Vec<Operand>, Vec<u64>)> {
-        let (kern, _, _) = self.ops[k].op.kernel()?;
-        let dims = |t: usize| self.res.tensors[&self.tensors[t]].dims_at_bound.clone();
-        let slots = |t: usize| {
-            let dt = self.res.tensors[&self.tensors[t]].dtype;
+        let kern = self.kernel(self.ops[k].op)?;
+        let dims = |t: TensorId| self.tensor(t).dims_at_bound.clone();
+        let slots = |t: TensorId| {
+            let dt = self.tensor(t).dtype;
             (self.res.machine.word_bytes / dt.bytes().max(1)).max(1)
         };
         let reads = self.ops[k].reads.clone();
@@ -183,8 +184,8 @@ impl Model {
         let in_dims: Vec<Vec<u64>> = reads.iter().map(|&r| dims(r)).collect();
         let in_refs: Vec<&[u64]> = in_dims.iter().map(Vec::as_slice).collect();
         let out_dims = dims(out);
-        let maps = index_map(&kern, &in_refs, &out_dims).ok()?;
-        let red = reduced_extents(&kern, &in_refs).ok()?;
+        let maps = index_map(kern, &in_refs, &out_dims).ok()?;
+        let red = reduced_extents(kern, &in_refs).ok()?;
         let r = out_dims.len();
         let mut ext = out_dims.clone();
         ext.extend(&red);
@@ -298,7 +299,7 @@ impl Model {
         let levels = self.res.machine.addressable_levels();
         let fanouts: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
         let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
-        let Some((kern, _, _)) = self.ops[k].op.kernel() else {
+        let Some(kern) = self.kernel(self.ops[k].op).cloned() else {
             return Vec::new();
         };
         let unit = self.unit_level(&kern, &levels);
@@ -379,7 +380,7 @@ impl Model {
     /// `ctx.k`: those whose layouts agree with what is decided and make the kernel
     /// legal.
     fn agreeing(&self, ctx: &Ctx<'_>, list: &mut [Bound], out: &mut Vec<Extension>) {
-        let Some((kern, _, _)) = self.ops[ctx.k].op.kernel() else {
+        let Some(kern) = self.kernel(self.ops[ctx.k].op) else {
             return;
         };
         let n = ctx.operands.len();
@@ -393,7 +394,7 @@ impl Model {
                     .map(|&i| &self.layouts[i as usize])
                     .collect();
                 let out = &self.layouts[b.ids[n - 1] as usize];
-                mnsim_kernels::is_legal(&kern, &ins, out, &self.res.machine)
+                mnsim_kernels::is_legal(kern, &ins, out, &self.res.machine)
             });
             if !legal {
                 continue;
@@ -412,11 +413,11 @@ impl Model {
 
     /// `text` bound for tensor `t` and interned.
     /// Remembered: the beam's states repeat the same strategies, so the same texts.
-    fn bind_for(&mut self, t: usize, text: &str) -> Option<LayoutId> {
+    fn bind_for(&mut self, t: TensorId, text: &str) -> Option<LayoutId> {
         if let Some(&id) = self.bound_texts.get(&t).and_then(|m| m.get(text)) {
             return id;
         }
-        let rt = &self.res.tensors[&self.tensors[t]];
+        let rt = self.tensor(t);
         let id = candidates::bind_text(
             &self.res.machine,
             text,

@@ -4,14 +4,15 @@
 use super::super::candidates;
 use super::super::cost::Held;
 use super::{HashMap, LayoutId, Model, ShapeKey, StateId};
+use crate::program::TensorId;
 use crate::scenario::Resolved;
 use mnsim_arch::TensorLayout;
 use std::collections::hash_map::Entry;
 
 impl Model {
     /// The shape key of tensor `t`: its dims, dtype and whether it is padded.
-    pub(super) fn shape_key(&self, t: usize) -> ShapeKey {
-        let rt = &self.res.tensors[&self.tensors[t]];
+    pub(super) fn shape_key(&self, t: TensorId) -> ShapeKey {
+        let rt = self.tensor(t);
         (
             rt.dims_at_bound.clone(),
             rt.dtype,
@@ -21,7 +22,7 @@ impl Model {
 
     /// Candidates of tensor `t` (before pruning), interned, the core first, and how many
     /// are core; tensors of one shape and dtype share them (generated once).
-    pub(super) fn generate(&mut self, t: usize) -> (Vec<LayoutId>, usize) {
+    pub(super) fn generate(&mut self, t: TensorId) -> (Vec<LayoutId>, usize) {
         let key = self.shape_key(t);
         if let Some(c) = self.generated.get(&key) {
             return c.clone();
@@ -55,7 +56,7 @@ impl Model {
     }
 
     /// Interns a bound layout of tensor `t`.
-    pub fn intern(&mut self, t: usize, l: TensorLayout) -> LayoutId {
+    pub fn intern(&mut self, t: TensorId, l: TensorLayout) -> LayoutId {
         let key = self.shape_key(t);
         self.intern_as(&key, l)
     }
@@ -84,7 +85,7 @@ impl Model {
     /// Interns `layout` for the tensor of variable `v` and adds it to its candidates
     /// (first) if it is not there.
     pub fn seed(&mut self, v: usize, layout: &TensorLayout) -> LayoutId {
-        let t = self.index[&self.vars[v].tensor];
+        let t = self.vars[v].tensor;
         let id = self.intern(t, layout.clone());
         self.vars[v].add_first(id);
         id
@@ -99,7 +100,7 @@ impl Model {
         id: LayoutId,
         (skip, steps): (Option<usize>, u64),
     ) -> Option<LayoutId> {
-        let t = self.index[&self.vars[v].tensor];
+        let t = self.vars[v].tensor;
         let key = self.shape_key(t);
         let c = candidates::streamed(
             &self.res.machine,
@@ -115,7 +116,7 @@ impl Model {
     pub fn max_rank(&self) -> usize {
         self.vars
             .iter()
-            .map(|v| self.res.tensors[&v.tensor].dims_at_bound.len())
+            .map(|v| self.tensor(v.tensor).dims_at_bound.len())
             .max()
             .unwrap_or(0)
     }
@@ -164,7 +165,7 @@ impl Model {
         let m = self;
         let mut shapes: Vec<ShapeKey> = Vec::new();
         for v in &m.vars {
-            let key = m.shape_key(m.index[&v.tensor]);
+            let key = m.shape_key(v.tensor);
             if !shapes.contains(&key) {
                 shapes.push(key);
             }
@@ -182,7 +183,7 @@ impl Model {
         let mut made: HashMap<ShapeKey, Vec<candidates::Candidate>> =
             shapes.into_iter().zip(made).collect();
         for vi in 0..m.vars.len() {
-            let tensor = m.index[&m.vars[vi].tensor];
+            let tensor = m.vars[vi].tensor;
             let key = m.shape_key(tensor);
             let (ids, core) = match made.remove(&key) {
                 Some(c) => m.intern_generated(key, c),

@@ -8,7 +8,7 @@ use super::{
     TARGETS_MEASURED,
 };
 use crate::ids::RegionId;
-use crate::program::{EntityRef as _, OpId};
+use crate::program::{EntityRef as _, OpId, TensorId};
 use crate::timeline::{self, Resource, SendList, Task};
 use mnsim_arch::TensorLayout;
 
@@ -37,8 +37,8 @@ fn span_of(tasks: &[Task]) -> u32 {
 /// The layouts of an op's inputs (it reads `reads`, held as `helds`) with tensor `t`,
 /// wherever the op reads it, laid out as `l`.
 fn with_input<'a>(
-    reads: &[usize],
-    t: usize,
+    reads: &[TensorId],
+    t: TensorId,
     helds: &'a [Held],
     l: &'a TensorLayout,
 ) -> Vec<&'a TensorLayout> {
@@ -105,11 +105,9 @@ impl Model {
     ) -> Result<OpOut, String> {
         let ops = std::sync::Arc::clone(&self.ops);
         let op = &ops[i];
-        let names: Vec<String> = op.reads.iter().map(|&r| self.tensors[r].clone()).collect();
         let helds: Vec<Held> = states.iter().map(|&s| self.held(s)).collect();
         let lay = (layout != NO_LAYOUT).then(|| self.layouts[layout as usize].clone());
-        let inputs: Vec<(&str, &Held)> =
-            names.iter().map(|n| n.as_str()).zip(helds.iter()).collect();
+        let inputs: Vec<(TensorId, &Held)> = op.reads.iter().copied().zip(helds.iter()).collect();
         let loads: Vec<bool> = (op.streamed.iter())
             .map(|s| s.is_some_and(|w| self.ops[w].effect == Effect::Load))
             .collect();
@@ -173,8 +171,8 @@ impl Model {
                         };
                     }
                 }
-                let inputs: Vec<(&str, &Held)> =
-                    names.iter().map(|n| n.as_str()).zip(moved.iter()).collect();
+                let inputs: Vec<(TensorId, &Held)> =
+                    op.reads.iter().copied().zip(moved.iter()).collect();
                 // The moved input is the Relayout's output now, no longer the stream.
                 let streams: Vec<Option<StreamFrom>> = (op.reads.iter().zip(&op.streamed))
                     .enumerate()
@@ -192,8 +190,8 @@ impl Model {
                 }
                 let s = self.state(target, Vec::new());
                 let ins = Inserted {
-                    before: self.res.ops[i].index,
-                    tensor: names[slot].clone(),
+                    before: self.res.program.ops[OpId::new(i)].source.index(),
+                    tensor: op.reads[slot],
                     layout: target,
                     cycles: rc,
                 };
@@ -212,7 +210,7 @@ impl Model {
     /// else, so each is measured once.
     fn relayout(
         &mut self,
-        t: usize,
+        t: TensorId,
         (state, held): (StateId, &Held),
         target: LayoutId,
     ) -> Option<Relayouted> {
@@ -220,7 +218,7 @@ impl Model {
             return r.clone();
         }
         let to = &self.layouts[target as usize];
-        let r = (self.coster.relayout(&self.tensors[t], held, to).ok())
+        let r = (self.coster.relayout(t, held, to).ok())
             .map(|(rc, tasks, region)| (rc, tasks, region, self.coster.dynamic_j()));
         self.relayouts.insert((t, state, target), r.clone());
         r
@@ -235,8 +233,7 @@ impl Model {
         m: Measured,
         relayout: Option<(usize, Vec<Task>, RegionId, StateId, Inserted)>,
     ) -> OpOut {
-        let output = m.output.map(|(name, h, region)| {
-            let t = self.index[&name];
+        let output = m.output.map(|(t, h, region)| {
             let l = self.intern(t, h.layout);
             (t, self.state(l, h.partial), region)
         });
@@ -312,7 +309,7 @@ impl Model {
             let set = mnsim_kernels::ScanSet::new(layouts, self.coster.machine());
             self.targets.insert(t, (ids, set));
         }
-        let Some((kern, _, _)) = self.ops[i].op.kernel() else {
+        let Some(kern) = self.kernel(self.ops[i].op).cloned() else {
             return Vec::new();
         };
         // A replicated input is available at every level, so if the kernel is illegal

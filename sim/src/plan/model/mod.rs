@@ -24,7 +24,8 @@ mod walk;
 use super::candidates::{self, Space};
 use super::cost::Coster;
 use crate::ids::RegionId;
-use crate::scenario::{LayoutRef, Op, OpClass, Resolved, ResolvedOp};
+use crate::program::{EntityRef as _, LayoutRef, OpId, OpKind, ProgramOp, Tensor, TensorId};
+use crate::scenario::Resolved;
 use crate::timeline::{Resource, Schedule, Task};
 use mnsim_arch::TensorLayout;
 /// The model's tables hash with a fixed, fast hasher (not SipHash: they are looked up
@@ -47,7 +48,7 @@ type Relayouted = (u64, Vec<Task>, RegionId, f64);
 #[derive(Clone, Debug)]
 pub struct Var {
     pub name: String,
-    pub tensor: String,
+    pub tensor: TensorId,
     pub candidates: Vec<LayoutId>,
     /// The first `core` candidates are the core of the space (whole fan-outs, levels
     /// root-most first, seeds).
@@ -84,7 +85,7 @@ pub struct WorkDone {
 pub struct Inserted {
     /// Program index of the kernel it precedes.
     pub before: usize,
-    pub tensor: String,
+    pub tensor: TensorId,
     pub layout: LayoutId,
     pub cycles: u64,
 }
@@ -121,7 +122,7 @@ impl Eval {
 /// An input an inserted Relayout moved.
 #[derive(Clone, Debug)]
 struct Moved {
-    tensor: usize,
+    tensor: TensorId,
     /// Its new state, and its new region (symbolic, as in [`OpOut::tasks`]).
     state: StateId,
     region: RegionId,
@@ -137,7 +138,7 @@ struct OpOut {
     /// Dynamic joules (the op, its Reduces and an inserted Relayout).
     dynamic_j: f64,
     /// The state the op leaves its output in, and the output's region (symbolic).
-    output: Option<(usize, StateId, RegionId)>,
+    output: Option<(TensorId, StateId, RegionId)>,
     /// Inputs moved by inserted relayouts.
     moved: Vec<Moved>,
     /// The op's tasks (inserted Relayouts first), regions symbolic
@@ -162,12 +163,13 @@ enum Effect {
 
 #[derive(Clone, Debug)]
 struct ModelOp {
-    op: Op,
+    /// The program's op.
+    op: OpId,
     effect: Effect,
-    /// Tensors read from LM (indices).
-    reads: Vec<usize>,
-    /// Tensor written (index) and whether it replaces a read one in place.
-    writes: Option<usize>,
+    /// Tensors read from LM.
+    reads: Vec<TensorId>,
+    /// Tensor written.
+    writes: Option<TensorId>,
     /// Fixed layout, or the variable that gives it.
     fixed: Option<LayoutId>,
     var: Option<usize>,
@@ -184,8 +186,6 @@ struct ModelOp {
 
 /// The program, its variables and the memo.
 pub struct Model {
-    pub tensors: Vec<String>,
-    index: HashMap<String, usize>,
     /// Shared: a measurement holds the op it measures while it changes the model.
     ops: std::sync::Arc<Vec<ModelOp>>,
     pub vars: Vec<Var>,
@@ -211,16 +211,16 @@ pub struct Model {
     initial_dram: Vec<bool>,
     lm_words: u64,
     /// Layout texts the joint seeds bound for a tensor, and what they bound to.
-    bound_texts: HashMap<usize, HashMap<String, Option<LayoutId>>>,
+    bound_texts: HashMap<TensorId, HashMap<String, Option<LayoutId>>>,
     /// Relayout targets per tensor, generated on first need, with what a scan reads of
     /// each.
-    targets: HashMap<usize, (Vec<LayoutId>, mnsim_kernels::ScanSet)>,
+    targets: HashMap<TensorId, (Vec<LayoutId>, mnsim_kernels::ScanSet)>,
     /// Each tensor's fully replicated layout (`None` where it does not fit LM).
-    replicas: HashMap<usize, Option<TensorLayout>>,
+    replicas: HashMap<TensorId, Option<TensorLayout>>,
     /// Legal targets per (op, slot, the other inputs' layouts, output layout).
     legal_targets: HashMap<(usize, usize, Vec<LayoutId>, LayoutId), Vec<LayoutId>>,
     /// Inserted Relayouts by (tensor, state, target) ([`Model::relayout`]).
-    relayouts: HashMap<(usize, StateId, LayoutId), Option<Relayouted>>,
+    relayouts: HashMap<(TensorId, StateId, LayoutId), Option<Relayouted>>,
     /// Ops measured (memo misses) and evaluations done.
     pub measured: u64,
     /// Legality checks of relayout targets ([`Model::work_done`]).
@@ -268,20 +268,11 @@ impl Model {
         let mut res = res.clone();
         res.mode = crate::engine::Mode::Timing;
         let coster = Coster::new(&res).map_err(|e| e.to_string())?;
-        let tensors: Vec<String> = res.tensors.keys().cloned().collect();
-        let index: HashMap<String, usize> = tensors
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i))
-            .collect();
         let lm_words = res.machine.leaf_memory_bytes() / res.machine.word_bytes.max(1);
-        let initial_dram = tensors
-            .iter()
-            .map(|t| res.tensors[t].init.is_some())
+        let initial_dram = (res.program.tensors.values())
+            .map(|t| t.init.is_some())
             .collect();
         let mut m = Model {
-            tensors,
-            index,
             ops: Default::default(),
             vars: Vec::new(),
             layouts: Vec::new(),
@@ -318,64 +309,45 @@ impl Model {
             timer: Default::default(),
             generated: HashMap::default(),
         };
-        for rop in &res.ops {
-            let op = m.model_op(rop)?;
+        for (id, po) in res.program.ops.iter() {
+            let op = m.model_op(id, po)?;
             std::sync::Arc::make_mut(&mut m.ops).push(op);
         }
         m.generate_candidates();
         Ok(m)
     }
 
-    /// The model of resolved op `rop` (the ops before it modelled), its variable
-    /// declared if it is the first op of it.
-    fn model_op(&mut self, rop: &ResolvedOp) -> Result<ModelOp, String> {
+    /// The model of program op `id` (the ops before it modelled), its variable declared
+    /// if it is the first op of it.
+    fn model_op(&mut self, id: OpId, po: &ProgramOp) -> Result<ModelOp, String> {
         let m = self;
-        let t = |m: &Model, n: &str| -> Result<usize, String> {
-            m.index
-                .get(n)
-                .copied()
-                .ok_or_else(|| format!("unknown tensor `{n}`"))
+        let p = &m.res.program;
+        let (reads, writes) = (p.inputs(id), p.output(id));
+        let (effect, reads, writes) = match &po.kind {
+            OpKind::Load { tensor } => (Effect::Load, vec![], Some(*tensor)),
+            OpKind::Store { .. } => (Effect::Store, reads, None),
+            OpKind::Free { tensor } => (Effect::Free, vec![], Some(*tensor)),
+            OpKind::Relayout { .. }
+            | OpKind::Broadcast { .. }
+            | OpKind::Reduce { .. }
+            | OpKind::Kernel { .. } => (Effect::Compute, reads, writes),
         };
-        let op = rop.op.clone();
-        let only = |m: &Model| -> Result<usize, String> {
-            match op.inputs().as_slice() {
-                [(_, n)] => t(m, n),
-                _ => Err(format!("op {} names no single tensor", rop.index)),
-            }
-        };
-        let (effect, reads, writes) = match op.class() {
-            OpClass::Load => (Effect::Load, vec![], Some(only(m)?)),
-            OpClass::Store => (Effect::Store, vec![only(m)?], None),
-            OpClass::Free => (Effect::Free, vec![], Some(only(m)?)),
-            OpClass::Move | OpClass::Kernel => {
-                let reads = op
-                    .inputs()
-                    .iter()
-                    .map(|(_, n)| t(m, n))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let writes = match op.output() {
-                    Some((_, n)) => Some(t(m, n)?),
-                    None => None,
-                };
-                (Effect::Compute, reads, writes)
-            }
-        };
-        let is_kernel = !op.is_transfer();
-        let (fixed, var) = match &rop.layout {
+        let is_kernel = matches!(po.kind, OpKind::Kernel { .. });
+        let (fixed, var) = match &po.layout {
             Some(LayoutRef::Bound(l)) => {
-                let w = writes.unwrap_or(0);
+                let w = writes.unwrap_or(TensorId::new(0));
                 (Some(m.intern(w, l.clone())), None)
             }
             Some(LayoutRef::Any(v)) => {
                 let Some(w) = writes else {
-                    return Err(format!("op {} has no tensor for `${v}`", rop.index));
+                    return Err(format!("op {} has no tensor for `${v}`", po.source));
                 };
                 let vi = match m.vars.iter().position(|x| &x.name == v) {
                     Some(i) => i,
                     None => {
                         m.vars.push(Var {
                             name: v.clone(),
-                            tensor: m.tensors[w].clone(),
+                            tensor: w,
                             candidates: Vec::new(),
                             core: 0,
                             ops: Vec::new(),
@@ -410,7 +382,7 @@ impl Model {
             .map(|o| o.map(|(w, _)| w))
             .collect();
         Ok(ModelOp {
-            op,
+            op: id,
             effect,
             reads,
             writes,
@@ -430,7 +402,7 @@ impl Model {
         let mut dropped = 0;
         let machine = self.res.machine.clone();
         for vi in 0..self.vars.len() {
-            let t = self.index[&self.vars[vi].tensor];
+            let t = self.vars[vi].tensor;
             // The kernels that read this variable's value directly after its op(s).
             let consumers: Vec<usize> = self.vars[vi]
                 .ops
@@ -461,7 +433,7 @@ impl Model {
 
     /// The first op after `from` that reads tensor `t` (before it is written again), if
     /// it is a kernel.
-    fn next_reader(&self, from: usize, t: usize) -> Option<usize> {
+    fn next_reader(&self, from: usize, t: TensorId) -> Option<usize> {
         for (i, op) in self.ops.iter().enumerate().skip(from + 1) {
             if op.reads.contains(&t) {
                 return op.is_kernel.then_some(i);
@@ -479,7 +451,7 @@ impl Model {
     fn may_be_legal(
         &mut self,
         k: usize,
-        t: usize,
+        t: TensorId,
         c: LayoutId,
         machine: &mnsim_arch::Machine,
     ) -> bool {
@@ -488,7 +460,7 @@ impl Model {
         let Some(out_layout) = op.fixed else {
             return true;
         };
-        let Some((kern, _, _)) = op.op.kernel() else {
+        let Some(kern) = self.kernel(op.op) else {
             return true;
         };
         let mut ins: Vec<TensorLayout> = Vec::new();
@@ -506,18 +478,18 @@ impl Model {
             }
         }
         let refs: Vec<&TensorLayout> = ins.iter().collect();
-        mnsim_kernels::is_legal(&kern, &refs, &self.layouts[out_layout as usize], machine)
+        mnsim_kernels::is_legal(kern, &refs, &self.layouts[out_layout as usize], machine)
     }
 
     /// The fixed layout the last writer of `t` before op `k` gives it, if fixed.
-    fn fixed_producer(&self, k: usize, t: usize) -> Option<LayoutId> {
+    fn fixed_producer(&self, k: usize, t: TensorId) -> Option<LayoutId> {
         let w = (0..k).rev().find(|&i| self.ops[i].writes == Some(t))?;
         self.ops[w].fixed
     }
 
     /// Tensor `t` replicated over every level, all in memory.
-    fn replicated(&self, t: usize) -> Option<TensorLayout> {
-        let rt = &self.res.tensors[&self.tensors[t]];
+    fn replicated(&self, t: TensorId) -> Option<TensorLayout> {
+        let rt = self.tensor(t);
         let groups: Vec<String> = rt.dims_at_bound.iter().map(|d| format!("({d})")).collect();
         candidates::bind_text(
             &self.res.machine,
@@ -533,8 +505,8 @@ impl Model {
     /// Tensor `t` replicated over every level, each axis in `Time` steps: a stand-in
     /// for [`Model::replicated`] where legality is asked (it reads levels only) and the
     /// tensor does not fit LM whole.
-    fn replicated_in_time(&self, t: usize) -> Option<TensorLayout> {
-        let rt = &self.res.tensors[&self.tensors[t]];
+    fn replicated_in_time(&self, t: TensorId) -> Option<TensorLayout> {
+        let rt = self.tensor(t);
         let groups: Vec<String> = rt
             .dims_at_bound
             .iter()
@@ -591,6 +563,34 @@ impl Model {
     pub fn clear_memo(&mut self) {
         self.memo.clear();
         self.measured_ops.clear();
+    }
+
+    /// Tensor `t` of the program.
+    pub fn tensor(&self, t: TensorId) -> &Tensor {
+        &self.res.program.tensors[t]
+    }
+
+    /// The kernel program op `op` runs, if it is a kernel.
+    fn kernel(&self, op: OpId) -> Option<&mnsim_kernels::Kernel> {
+        match &self.res.program.ops[op].kind {
+            OpKind::Kernel { kernel, .. } => Some(kernel),
+            OpKind::Load { .. }
+            | OpKind::Store { .. }
+            | OpKind::Relayout { .. }
+            | OpKind::Broadcast { .. }
+            | OpKind::Reduce { .. }
+            | OpKind::Free { .. } => None,
+        }
+    }
+
+    /// Whether program op `op` is a Broadcast.
+    fn is_broadcast(&self, op: OpId) -> bool {
+        matches!(self.res.program.ops[op].kind, OpKind::Broadcast { .. })
+    }
+
+    /// Whether program op `op` is a Reduce.
+    fn is_reduce(&self, op: OpId) -> bool {
+        matches!(self.res.program.ops[op].kind, OpKind::Reduce { .. })
     }
 
     /// Size of the search space (product of candidate counts), saturating.

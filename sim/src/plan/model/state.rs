@@ -46,7 +46,7 @@ impl State {
 
     /// A walk's state at its start, in the vectors of the last walk where there was one.
     pub(super) fn new(m: &mut Model) -> State {
-        let n = m.tensors.len();
+        let n = m.resolved().program.tensors.len();
         let Some(mut s) = m.spare.take() else {
             return State {
                 st: vec![None; n],

@@ -18,7 +18,7 @@ pub(super) struct Strategy {
 /// broadcast axis of size 1).
 #[derive(Clone, Debug)]
 pub(super) struct Operand {
-    pub(super) tensor: usize,
+    pub(super) tensor: crate::program::TensorId,
     pub(super) dims: Vec<u64>,
     pub(super) vars: Vec<Option<usize>>,
     /// Elements of its dtype per word (its last axis packs into them).
@@ -249,7 +249,7 @@ mod tests {
     #[test]
     fn an_operand_takes_its_variables_levels() {
         let op = Operand {
-            tensor: 0,
+            tensor: crate::program::EntityRef::new(0),
             dims: vec![1024, 1024],
             vars: vec![Some(0), Some(2)],
             slots: 4,

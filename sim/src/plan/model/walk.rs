@@ -7,7 +7,7 @@ use super::reads::Reads;
 use super::state::State;
 use super::{Effect, Eval, Inserted, Key, LayoutId, Model, NO_LAYOUT, OpOut, StateId};
 use crate::ids::RegionId;
-use crate::scenario::Op;
+use crate::program::{EntityRef as _, TensorId};
 use crate::timeline::{self, Task};
 
 /// How far a walk over an assignment got.
@@ -244,22 +244,22 @@ impl Model {
         match effect {
             Effect::Free => {
                 if let Some(t) = writes
-                    && let Some(s) = w.st[t].take()
+                    && let Some(s) = w.st[t.index()].take()
                 {
                     let words = self.words(s);
                     w.charged -= words;
-                    w.second -= std::mem::take(&mut w.seconds[t]);
-                    w.pending.push((w.regions.of[t], words));
+                    w.second -= std::mem::take(&mut w.seconds[t.index()]);
+                    w.pending.push((w.regions.of[t.index()], words));
                 }
                 w.cycles.push(0);
                 return Ok(());
             }
             Effect::Load => {
-                let t = writes.unwrap_or(0);
-                if !w.dram[t] {
+                let t = writes.unwrap_or(TensorId::new(0));
+                if !w.dram[t.index()] {
                     return Err(format!(
                         "tensor `{}` is not in DRAM: give it an `init` or Store it first",
-                        self.tensors[t]
+                        self.tensor(t).name
                     ));
                 }
             }
@@ -267,13 +267,13 @@ impl Model {
         }
         let mut states = Reads::new();
         for &r in &self.ops[i].reads {
-            match w.st[r] {
+            match w.st[r.index()] {
                 Some(s) => states.push(s),
-                None if matches!(self.ops[i].op, Op::Broadcast { .. }) => {}
+                None if self.is_broadcast(self.ops[i].op) => {}
                 None => {
                     return Err(format!(
                         "tensor `{}` is not in LM: Load it first",
-                        self.tensors[r]
+                        self.tensor(r).name
                     ));
                 }
             }
@@ -285,7 +285,7 @@ impl Model {
         self.apply_moves(out, (first, base), w, detail)?;
         if effect == Effect::Store {
             if let Some(&r) = self.ops[i].reads.first() {
-                w.dram[r] = true;
+                w.dram[r.index()] = true;
             }
         } else if let Some(output) = out.output {
             self.apply_output(i, output, (first, base), w)?;
@@ -312,9 +312,9 @@ impl Model {
         // allocation).
         let op = &self.ops[i];
         let kernel_streams = (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].is_kernel));
-        let producer = |(&r, s): (&usize, &Option<usize>)| {
+        let producer = |(&r, s): (&TensorId, &Option<usize>)| {
             s.filter(|&p| self.ops[p].is_kernel)?;
-            w.writer[r]
+            w.writer[r.index()]
         };
         // On the stack for an op of a few inputs (the memo is asked at every op).
         let mut buf = [None; 4];
@@ -388,7 +388,7 @@ impl Model {
             let of = &w.regions.of;
             let task = &mut w.scratch[n];
             super::measure::remap(task, |r| match input_slot(r) {
-                Some(s) => reads.get(s).map_or(r, |&t| of[t]),
+                Some(s) => reads.get(s).map_or(r, |&t| of[t.index()]),
                 None => RegionId(base + r.0),
             });
             task.lm_words = task.lm_words.saturating_add(w.charged);
@@ -410,11 +410,12 @@ impl Model {
         mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
     ) -> Result<(), String> {
         for m in &out.moved {
-            let t = m.tensor;
+            let t = m.tensor.index();
             let old = w.st[t].map_or(0, |o| self.words(o));
             let new = self.words(m.state);
             if w.charged + new > self.lm_words {
-                return Err(format!("LM overflow relayouting `{}`", self.tensors[t]));
+                let name = &self.tensor(m.tensor).name;
+                return Err(format!("LM overflow relayouting `{name}`"));
             }
             w.charged = w.charged + new - old;
             w.st[t] = Some(m.state);
@@ -434,17 +435,18 @@ impl Model {
     fn apply_output(
         &self,
         i: usize,
-        (t, s, region): (usize, StateId, RegionId),
+        (id, s, region): (TensorId, StateId, RegionId),
         (first, base): (usize, u32),
         w: &mut State,
     ) -> Result<(), String> {
         let op = &self.ops[i];
+        let t = id.index();
         let new = self.words(s);
         let old = w.st[t].map_or(0, |o| self.words(o));
         // As the engine allocates: a Load, a move into another tensor and a Reduce free
         // the old region first; a move in place and a kernel allocate beside it.
         let in_place_move =
-            !op.is_kernel && op.reads.first() == Some(&t) && !matches!(op.op, Op::Reduce { .. });
+            !op.is_kernel && op.reads.first() == Some(&id) && !self.is_reduce(op.op);
         let frees_first = op.effect == Effect::Load || !(op.is_kernel || in_place_move);
         let before = if frees_first {
             w.charged - old
@@ -454,7 +456,7 @@ impl Model {
         if before + new > self.lm_words {
             return Err(format!(
                 "tensor `{}` needs {new} LM words per PE but only {} of {} are free",
-                self.tensors[t],
+                self.tensor(id).name,
                 self.lm_words - before.min(self.lm_words),
                 self.lm_words
             ));

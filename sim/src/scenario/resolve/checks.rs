@@ -2,7 +2,7 @@
 //! permutation a permutation, numbers usable, a kernel's operands of one dtype family.
 
 use super::ctx::Ctx;
-use super::resolved::ResolvedTensor;
+use crate::program::Tensor;
 use crate::scenario::Op;
 use miette::Report;
 use std::collections::BTreeMap;
@@ -14,7 +14,7 @@ pub(super) fn check_numbers(
     i: usize,
     what: &str,
     op: &Op,
-    tensors: &BTreeMap<String, ResolvedTensor>,
+    tensors: &BTreeMap<String, Tensor>,
 ) -> Result<(), Report> {
     let eps = match op {
         Op::LayerNorm { eps, .. } => Some((*eps, "eps")),
@@ -120,7 +120,7 @@ pub(super) fn check_axes(
     i: usize,
     what: &str,
     op: &Op,
-    tensors: &BTreeMap<String, ResolvedTensor>,
+    tensors: &BTreeMap<String, Tensor>,
 ) -> Result<(), Report> {
     use mnsim_kernels::Kernel;
     let Some((kernel, inputs, _)) = op.kernel() else {

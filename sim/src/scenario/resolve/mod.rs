@@ -11,16 +11,19 @@
 
 mod checks;
 mod ctx;
+mod lower;
 mod machine_of;
 mod program;
 mod resolved;
 mod tensors;
 
+pub use lower::LowerError;
 pub use machine_of::machine;
-pub use resolved::{LayoutRef, Resolved, ResolvedOp, ResolvedTensor};
+pub use resolved::Resolved;
 
 use super::spans;
 use super::{Scenario, Source, closest};
+use crate::program::Tensor;
 use ctx::Ctx;
 use machine_of::load_machine;
 use miette::{Report, miette};
@@ -57,6 +60,10 @@ pub fn resolve(
     let tensors = resolve_tensors(sc, &cx, &machine, &bind, binds, &mut warnings)?;
     let plan_vars = select_plan(sc, &cx, plan)?;
     let ops = resolve_program(&cx, sc, &machine, &tensors, plan_vars, &mut warnings)?;
+    let program = lower::lower(tensors, ops).map_err(|e| {
+        let span = e.op.and_then(|i| cx.op(i)).map(|n| n.span.clone());
+        cx.err(span, &e.message, "here")
+    })?;
 
     Ok(Resolved {
         scenario: sc.name.clone(),
@@ -66,8 +73,7 @@ pub fn resolve(
         verify: sc.verify,
         auto_reduce: sc.auto_reduce,
         schedule: sc.schedule,
-        tensors,
-        ops,
+        program,
         overrides,
         bind: bind.into_iter().collect(),
         warnings,
@@ -130,7 +136,7 @@ fn resolve_tensors(
     bind: &BTreeMap<String, u64>,
     cli_binds: &BTreeMap<String, u64>,
     warnings: &mut Vec<String>,
-) -> Result<BTreeMap<String, ResolvedTensor>, Report> {
+) -> Result<BTreeMap<String, Tensor>, Report> {
     let from_cli = |k: &str| cli_binds.contains_key(k);
 
     // Tensors.
@@ -138,7 +144,7 @@ fn resolve_tensors(
     let mut dim_names = BTreeSet::new();
     for (name, decl) in &sc.tensors {
         let t = resolve_tensor(cx, name, decl, bind, &from_cli)?;
-        crate::engine::check_dram(machine, name, t.dtype, &t.runtime_dims).map_err(|e| {
+        crate::program::check_dram(machine, name, t.dtype, &t.runtime_dims).map_err(|e| {
             let node = cx.tensor(name);
             cx.err(
                 node.and_then(|n| n.field("shape"))

@@ -4,7 +4,8 @@
 
 use super::checks::{check_axes, check_numbers};
 use super::ctx::Ctx;
-use super::resolved::{LayoutRef, ResolvedOp, ResolvedTensor};
+use super::resolved::ResolvedOp;
+use crate::program::{LayoutRef, Tensor};
 use crate::scenario::spans::Node;
 use crate::scenario::{Buffers, Op, PlanValue, Scenario, closest, located_with, plan_variable};
 use miette::Report;
@@ -24,7 +25,7 @@ pub(super) fn resolve_program(
     cx: &Ctx,
     sc: &Scenario,
     machine: &Machine,
-    tensors: &BTreeMap<String, ResolvedTensor>,
+    tensors: &BTreeMap<String, Tensor>,
     plan_vars: PlanVars,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<ResolvedOp>, Report> {
@@ -42,7 +43,7 @@ struct Walk<'a> {
     cx: &'a Ctx<'a>,
     sc: &'a Scenario,
     machine: &'a Machine,
-    tensors: &'a BTreeMap<String, ResolvedTensor>,
+    tensors: &'a BTreeMap<String, Tensor>,
     plan_vars: PlanVars<'a>,
     plan_names: Vec<&'a str>,
     declared: Vec<&'a str>,
@@ -60,7 +61,7 @@ impl<'a> Walk<'a> {
         cx: &'a Ctx<'a>,
         sc: &'a Scenario,
         machine: &'a Machine,
-        tensors: &'a BTreeMap<String, ResolvedTensor>,
+        tensors: &'a BTreeMap<String, Tensor>,
         plan_vars: PlanVars<'a>,
     ) -> Self {
         Walk {

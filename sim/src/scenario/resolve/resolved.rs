@@ -1,10 +1,10 @@
-//! What resolving yields: the scenario checked and bound for one plan, its tensors with
-//! shapes bound and its ops with layouts bound.
+//! What resolving yields: the scenario checked and bound for one plan, as the typed
+//! program (tensors with shapes bound, ops with layouts bound) and the settings it runs
+//! under.
 
-use crate::scenario::{Init, Mode, Op};
-use mnsim_arch::shape::Shape;
-use mnsim_arch::{DType, Machine, TensorLayout};
-use std::collections::BTreeMap;
+use crate::program::{LayoutRef, Program};
+use crate::scenario::{Mode, Op};
+use mnsim_arch::Machine;
 use std::ops::Range;
 
 /// A scenario checked and bound for one plan.
@@ -24,10 +24,9 @@ pub struct Resolved {
     pub auto_reduce: bool,
     /// How ops are placed in time.
     pub schedule: crate::scenario::Schedule,
-    /// Every declared tensor, shapes bound.
-    pub tensors: BTreeMap<String, ResolvedTensor>,
-    /// The program, plan variables substituted, layouts bound.
-    pub ops: Vec<ResolvedOp>,
+    /// The program: every declared tensor (shapes bound, in name order) and the ops
+    /// (plan variables substituted, layouts bound).
+    pub program: Program,
     /// Every knob applied, in order: the scenario's `overrides`, then `--set`.
     pub overrides: Vec<(String, f64)>,
     /// Every binding in force (the scenario's `bind`, overridden by `--bind`).
@@ -36,54 +35,10 @@ pub struct Resolved {
     pub warnings: Vec<String>,
 }
 
-/// A tensor with its shape bound.
+/// One op of the program as resolution walks it, before it is lowered into the
+/// program.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ResolvedTensor {
-    /// The tensor's name.
-    pub name: String,
-    /// Element type.
-    pub dtype: DType,
-    /// The shape with bindings applied (a bound dimension becomes static).
-    pub shape: Shape,
-    /// The shape as declared.
-    pub declared: Shape,
-    /// The size every dimension is laid out at: static size, bound, or (for an
-    /// unbounded dimension) its binding. TensorLayouts of the tensor cover this shape.
-    pub dims_at_bound: Vec<u64>,
-    /// The size every dimension has at run time: its binding if it has one, else its
-    /// size at the bound. Positions between the two are padding.
-    pub runtime_dims: Vec<u64>,
-    /// Initial DRAM contents (`None`: computed by the program).
-    pub init: Option<Init>,
-}
-
-impl ResolvedTensor {
-    /// Whether any dimension was declared dynamic (bounded or not).
-    pub fn is_dynamic(&self) -> bool {
-        !self.declared.is_static()
-    }
-
-    /// The shape layouts cover, as text: `f32[64,1024]`.
-    pub fn laid_out(&self) -> String {
-        let dims: Vec<String> = self.dims_at_bound.iter().map(u64::to_string).collect();
-        format!("{}[{}]", self.dtype, dims.join(","))
-    }
-}
-
-/// A layout after plan substitution.
-// One per op: the size difference does not matter, direct matching does.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq)]
-pub enum LayoutRef {
-    /// A layout bound to its tensor.
-    Bound(TensorLayout),
-    /// The plan leaves this variable to the planner (`Any`).
-    Any(String),
-}
-
-/// One op of the program.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ResolvedOp {
+pub(super) struct ResolvedOp {
     /// Position in the program (0-based).
     pub index: usize,
     /// The op, with `$var` layouts replaced by the plan's text (kept as `$var` when the

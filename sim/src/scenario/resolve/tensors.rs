@@ -2,7 +2,7 @@
 //! sizes), its `init` checked against its dtype, and bindings no dimension has.
 
 use super::ctx::Ctx;
-use super::resolved::ResolvedTensor;
+use crate::program::Tensor;
 use crate::scenario::located_with;
 use crate::scenario::spans::Node;
 use miette::{Report, miette};
@@ -59,7 +59,7 @@ pub(super) fn resolve_tensor(
     decl: &crate::scenario::TensorDecl,
     bind: &BTreeMap<String, u64>,
     from_cli: &dyn Fn(&str) -> bool,
-) -> Result<ResolvedTensor, Report> {
+) -> Result<Tensor, Report> {
     let at = At {
         cx,
         name,
@@ -120,7 +120,7 @@ pub(super) fn resolve_tensor(
             "here",
         )
     })?;
-    Ok(ResolvedTensor {
+    Ok(Tensor {
         name: name.to_string(),
         dtype: decl.dtype,
         shape,

@@ -1,13 +1,14 @@
-//! A resolved scenario lowered into the typed program: tensors named by ids, each op's
+//! The resolved ops lowered into the typed program: tensors named by ids, each op's
 //! kernel taken from the one mapping of the file's kernel ops
 //! ([`crate::scenario::Op::kernel`]).
 
-use super::{OpKind, Program, ProgramOp, TensorId};
-use crate::scenario::{Op, Resolved, ResolvedOp};
+use super::resolved::ResolvedOp;
+use crate::program::{EntityRef as _, OpId, OpKind, Program, ProgramOp, Tensor, TensorId};
+use crate::scenario::Op;
 use std::collections::BTreeMap;
 
-/// A resolved scenario the program cannot hold: an op naming a tensor no declaration
-/// has, or more entries than ids can name.
+/// Resolved ops the program cannot hold: an op naming a tensor no declaration has, or
+/// more entries than ids can name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct LowerError {
@@ -16,37 +17,27 @@ pub struct LowerError {
     pub message: String,
 }
 
-/// Lowers `res` into a program.
-pub fn lower(res: &Resolved) -> Result<Program, LowerError> {
-    if res.tensors.len() > Program::MAX_ENTRIES || res.ops.len() > Program::MAX_ENTRIES {
-        return Err(LowerError {
+/// The program of `tensors` (by name) and the resolved `ops`.
+pub(super) fn lower(
+    tensors: BTreeMap<String, Tensor>,
+    ops: Vec<ResolvedOp>,
+) -> Result<Program, LowerError> {
+    let mut p = Program::with_tensors(tensors.into_values().collect(), ops.len()).map_err(|e| {
+        LowerError {
             op: None,
-            message: format!(
-                "a program holds at most {} tensors and ops; this one has {} tensors and {} ops",
-                Program::MAX_ENTRIES,
-                res.tensors.len(),
-                res.ops.len()
-            ),
-        });
-    }
-    let mut p = Program {
-        tensors: Default::default(),
-        ops: Default::default(),
-        by_name: BTreeMap::new(),
-    };
-    for (name, t) in &res.tensors {
-        let id = p.tensors.push(t.clone());
-        p.by_name.insert(name.clone(), id);
-    }
-    for rop in &res.ops {
-        let kind = kind_of(&p, rop)?;
+            message: e.to_string(),
+        }
+    })?;
+    for rop in ops {
+        let kind = kind_of(&p, &rop)?;
         p.ops.push(ProgramOp {
             kind,
+            source: OpId::new(rop.index),
             name: rop.op.name(),
             layout_text: rop.op.layout().map(str::to_string),
-            layout: rop.layout.clone(),
+            layout: rop.layout,
             buffers: rop.op.buffers(),
-            span: rop.span.clone(),
+            span: rop.span,
         });
     }
     Ok(p)

@@ -2,10 +2,10 @@
 //! its named shorthand where one exists (`MatMul(a: .., b: .., out: ..)`, `Cast(..)`),
 //! the generic `Kernel(kernel: .., inputs: .., out: ..)` otherwise; fields left at their
 //! default (`None`) are not written. Parsing the text and lowering it again gives the
-//! same program (`program/tests.rs`).
+//! same program (`scenario/tests.rs`).
 
-use super::{OpKind, Program, ProgramOp, TensorId};
-use crate::scenario::{Buffers, Op, ReduceOp};
+use super::{Buffers, Op, ReduceOp};
+use crate::program::{OpKind, Program, ProgramOp, TensorId};
 use mnsim_kernels::{Kernel, ReduceKind};
 
 /// The `program: [...]` list, one op a line, indented by four spaces.

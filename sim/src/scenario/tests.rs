@@ -2,7 +2,8 @@
 //! lowered again, it is the same program, on every shipped scenario (every plan) and on
 //! every imported graph of `scenarios/workloads/graphs` and `scenarios/workloads/stablehlo`.
 
-use super::{OpKind, Program, lower, pretty};
+use super::pretty;
+use crate::program::{EntityRef as _, OpId, OpKind, Program};
 use crate::scenario::{self, Op, Scenario, Source};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,17 +39,20 @@ fn round_trip(name: &str, sc: &Scenario, src: &Source, binds: &BTreeMap<String, 
         let at = format!("{name} plan {plan:?}");
         let res = scenario::resolve(sc, src, plan.as_deref(), &[], binds)
             .unwrap_or_else(|e| panic!("{at}: {e:?}"));
-        let p = lower(&res).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let p = res.program;
         let text = pretty::program(&p);
         let parsed = parse_ops(&text).unwrap_or_else(|e| panic!("{at}: {e}\n{text}"));
         let mut again = sc.clone();
         again.program = parsed;
         let res2 = scenario::resolve(&again, src, plan.as_deref(), &[], binds)
             .unwrap_or_else(|e| panic!("{at}: printed program does not resolve: {e:?}\n{text}"));
-        let p2 = lower(&res2).unwrap_or_else(|e| panic!("{at}: {e}"));
-        assert_eq!(without_spans(p2), without_spans(p.clone()), "{at}\n{text}");
         // Printing is a function of the program: the reprint is the same text.
-        assert_eq!(pretty::program(&lower(&res2).unwrap()), text, "{at}");
+        assert_eq!(pretty::program(&res2.program), text, "{at}");
+        assert_eq!(
+            without_spans(res2.program),
+            without_spans(p.clone()),
+            "{at}\n{text}"
+        );
         ops += p.ops.len();
     }
     ops
@@ -97,9 +101,7 @@ fn every_imported_graph_prints_parses_and_lowers_to_the_same_program() {
         let none = BTreeMap::new();
         round_trip(&path.display().to_string(), &sc, &src, &none);
         let res = scenario::resolve(&sc, &src, Some("default"), &[], &none).unwrap();
-        kernels += lower(&res)
-            .unwrap()
-            .ops
+        kernels += (res.program.ops)
             .values()
             .filter(|o| matches!(o.kind, OpKind::Kernel { .. }))
             .count();
@@ -125,7 +127,7 @@ fn kernel_ops_print_as_their_shorthands_and_the_generic_kernel_op_otherwise() {
         text: text.into(),
     };
     let res = scenario::resolve(&sc, &src, None, &[], &BTreeMap::new()).unwrap();
-    let p = lower(&res).unwrap();
+    let p = res.program;
     let printed = pretty::program(&p);
     // The generic form names its kernel's name ("Unary"): its shorthand has that name.
     assert_eq!(
@@ -134,17 +136,17 @@ fn kernel_ops_print_as_their_shorthands_and_the_generic_kernel_op_otherwise() {
          Unary(op: Relu, input: \"x\", out: \"y\"),\n    Cast(input: \"x\", out: \"c\"),\n    \
          Unary(op: Copy, input: \"x\", out: \"z\"),\n]"
     );
-    assert_eq!(p.describe(super::OpId::new(2)), "Cast -> `c`");
+    assert_eq!(p.describe(OpId::new(2)), "Cast -> `c`");
     // A kernel whose operands fit no shorthand prints as the generic op.
     let mut odd = p.clone();
     let x = odd.tensor_id("x").unwrap();
     let y = odd.tensor_id("y").unwrap();
-    odd.ops[super::OpId::new(1)].kind = OpKind::Kernel {
+    odd.ops[OpId::new(1)].kind = OpKind::Kernel {
         kernel: mnsim_kernels::Kernel::Concat { axis: 0, inputs: 3 },
         inputs: vec![x],
         out: y,
     };
-    let op = pretty::op(&odd, &odd.ops[super::OpId::new(1)]);
+    let op = pretty::op(&odd, &odd.ops[OpId::new(1)]);
     assert_eq!(
         pretty::op_text(&op),
         "Kernel(kernel: Concat(axis: 0, inputs: 3), inputs: [\"x\"], out: \"y\")"
@@ -154,7 +156,7 @@ fn kernel_ops_print_as_their_shorthands_and_the_generic_kernel_op_otherwise() {
 #[test]
 fn none_fields_are_dropped_outside_strings_only() {
     assert_eq!(
-        super::pretty::op_text(&Op::Relayout {
+        pretty::op_text(&Op::Relayout {
             tensor: "a: None, b".into(),
             layout: "L".into(),
             out: None,
@@ -164,4 +166,36 @@ fn none_fields_are_dropped_outside_strings_only() {
     );
 }
 
-use super::EntityRef as _;
+use super::{closest, line_col, offset_of, parse_binds, parse_sets};
+
+#[test]
+fn positions_round_trip() {
+    let t = "ab\nçd\n\nx";
+    for off in [0, 1, 3, 5, 6, 7, 8] {
+        let (l, c) = line_col(t, off);
+        assert_eq!(offset_of(t, l, c), off, "{off}");
+    }
+    assert_eq!(offset_of(t, 99, 1), t.len());
+    assert_eq!(offset_of(t, 1, 99), 2);
+}
+
+#[test]
+fn binds_and_sets() {
+    let b = parse_binds(&["batch=48".into(), " seq = 4_096".into()]).unwrap();
+    assert_eq!(b["batch"], 48);
+    assert_eq!(b["seq"], 4096);
+    for bad in ["batch", "=3", "b=-1", "b=1.5", "1x=2", "b="] {
+        assert!(parse_binds(&[bad.into()]).is_err(), "{bad}");
+    }
+    assert_eq!(
+        parse_sets(&["a.b=2".into()]).unwrap(),
+        vec![("a.b".into(), 2.0)]
+    );
+    assert!(parse_sets(&["a.b".into()]).is_err());
+}
+
+#[test]
+fn suggestions() {
+    assert_eq!(closest("tensorz", &["tensors", "program"]), Some("tensors"));
+    assert_eq!(closest("zzz", &["tensors", "program"]), None);
+}
