@@ -27,6 +27,7 @@ mod output;
 mod rows;
 mod sweep;
 mod sweep_chart;
+mod sweep_merge;
 mod terminal;
 mod text;
 mod trace;
@@ -47,11 +48,11 @@ pub use op_diff::op_diff_json;
 pub use ops_csv::{OPS_CSV_COLUMNS, ops_csv};
 pub use output::{OUTPUT_NAMES, check_out_dir, write_outputs};
 pub use sweep::{
-    AxisKind, RowResult, SWEEP_SCHEMA, Sweep, SweepAxis, SweepFile, SweepRow,
-    merge as merge_sweeps, parse_sweep_file, parse_sweep_json, point_count, point_values,
-    row_problem, shard_points, sweep_csv, sweep_json,
+    AxisKind, RowResult, SWEEP_SCHEMA, Sweep, SweepAxis, SweepRow, parse_sweep_json, point_count,
+    point_values, shard_points, sweep_csv, sweep_json,
 };
 pub use sweep_chart::{sweep_html, sweep_html_by, sweep_svg, sweep_svg_by, x_axis};
+pub use sweep_merge::{SweepFile, merge as merge_sweeps, parse_sweep_file, row_problem};
 pub use terminal::terminal;
 pub use text::{MAX_WIDTH, human_bytes};
 pub use trace::trace;
