@@ -29,43 +29,65 @@ fn op_name(op: &OpReport) -> String {
     format!("op {} ({} `{}`)", op.index, op.op, op.tensor)
 }
 
+/// A report whose counts mnsim cannot hold exactly.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LimitError {
+    /// An op's slowest stage.
+    #[error(
+        "{op}: stage `{stage}` needs more than 2^53 cycles for {bytes} bytes{}, beyond what mnsim counts exactly; raise those rates",
+        rates(.knobs)
+    )]
+    Stage {
+        /// The op, as messages name it: `op 3 (Load `x`)`.
+        op: String,
+        stage: String,
+        bytes: u64,
+        /// The knobs that set the stage's time.
+        knobs: Vec<String>,
+    },
+    /// An op with no stage to blame.
+    #[error(
+        "{0}: it needs more than 2^53 cycles, beyond what mnsim counts exactly; raise those rates"
+    )]
+    Op(String),
+    /// The run as a whole.
+    #[error(
+        "the run takes more than 2^53 cycles ({0} ops), beyond what mnsim counts exactly; \
+         raise the rates of the slowest stages"
+    )]
+    Run(usize),
+}
+
+fn rates(knobs: &[String]) -> String {
+    if knobs.is_empty() {
+        String::new()
+    } else {
+        format!(" at the rates {}", knobs.join(" and "))
+    }
+}
+
 /// `Ok` when every cycle count of `r` is below [`MAX_CYCLES`]; else an error naming the
 /// op, its slowest stage and the knobs that set that stage's time. `leaf` is the name of
 /// the machine's PE level (for the local-copy knob).
-pub fn check_report(r: &Report, leaf: &str) -> Result<(), String> {
+pub fn check_report(r: &Report, leaf: &str) -> Result<(), LimitError> {
     for op in &r.ops {
         let worst = op.stages.iter().max_by_key(|s| s.cycles);
         let over = op.cycles >= MAX_CYCLES || worst.is_some_and(|s| s.cycles >= MAX_CYCLES);
         if !over {
             continue;
         }
-        let what = match worst {
-            Some(s) => {
-                let knobs = stage_knobs(s, leaf);
-                let by = if knobs.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at the rates {}", knobs.join(" and "))
-                };
-                format!(
-                    "stage `{}` needs more than 2^53 cycles for {} bytes{by}",
-                    s.label(),
-                    s.bytes.max(s.max_port_bytes)
-                )
-            }
-            None => "it needs more than 2^53 cycles".to_string(),
-        };
-        return Err(format!(
-            "{}: {what}, beyond what mnsim counts exactly; raise those rates",
-            op_name(op)
-        ));
+        return Err(match worst {
+            Some(s) => LimitError::Stage {
+                op: op_name(op),
+                stage: s.label(),
+                bytes: s.bytes.max(s.max_port_bytes),
+                knobs: stage_knobs(s, leaf),
+            },
+            None => LimitError::Op(op_name(op)),
+        });
     }
     if r.total_cycles >= MAX_CYCLES {
-        return Err(format!(
-            "the run takes more than 2^53 cycles ({} ops), beyond what mnsim counts exactly; \
-             raise the rates of the slowest stages",
-            r.ops.len()
-        ));
+        return Err(LimitError::Run(r.ops.len()));
     }
     Ok(())
 }

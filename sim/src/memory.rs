@@ -57,15 +57,41 @@ pub fn estimate(res: &Resolved, lm_bytes: u64) -> Option<Estimate> {
 /// `3.5G`).
 pub const LIMIT_VAR: &str = "MNSIM_MEMORY_LIMIT";
 
+/// What keeps a functional run from the host's memory.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryError {
+    /// [`LIMIT_VAR`] set to something that is not a size.
+    #[error(
+        "{LIMIT_VAR}={0:?} is not a size: give bytes (4294967296) or a number with K, M, G or T (4096M, 3.5G)"
+    )]
+    NotASize(String),
+    /// [`LIMIT_VAR`] set to something that is not text.
+    #[error("{LIMIT_VAR}={0} is not a size")]
+    NotText(String),
+    /// The run needs more than the host has.
+    #[error(
+        "a functional run needs about {} of memory (tensors in DRAM {}, PE local memories {}, \
+         verification {}), more than the {} available; run it in timing mode (--mode timing) \
+         for the same cycles without element data{}",
+        gib(.need.total()),
+        gib(.need.dram),
+        gib(.need.lm),
+        gib(.need.verify),
+        gib(*.limit),
+        if *.verify { ", or without `verify`" } else { "" }
+    )]
+    TooLarge {
+        need: Estimate,
+        limit: u64,
+        verify: bool,
+    },
+}
+
 /// A size as [`LIMIT_VAR`] takes it: bytes, or a number followed by `K`, `M`, `G` or `T`
 /// (powers of 1024).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, MemoryError> {
     let t = text.trim();
-    let bad = || {
-        format!(
-            "{LIMIT_VAR}={text:?} is not a size: give bytes (4294967296) or a number with K, M, G or T (4096M, 3.5G)"
-        )
-    };
+    let bad = || MemoryError::NotASize(text.to_string());
     let (num, scale): (&str, u64) = match t.as_bytes().last() {
         Some(b'K' | b'k') => (&t[..t.len() - 1], 1 << 10),
         Some(b'M' | b'm') => (&t[..t.len() - 1], 1 << 20),
@@ -95,11 +121,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 /// Bytes a run may use: [`LIMIT_VAR`] if set (an error if it is not a size), else
 /// `MemAvailable` of `/proc/meminfo`; `Ok(None)` when neither is known (no check then).
-pub fn available() -> Result<Option<u64>, String> {
+pub fn available() -> Result<Option<u64>, MemoryError> {
     match std::env::var(LIMIT_VAR) {
         Ok(v) => return parse_size(&v).map(Some),
         Err(std::env::VarError::NotUnicode(v)) => {
-            return Err(format!("{LIMIT_VAR}={v:?} is not a size"));
+            return Err(MemoryError::NotText(format!("{v:?}")));
         }
         Err(std::env::VarError::NotPresent) => {}
     }
@@ -119,28 +145,18 @@ fn gib(b: u64) -> String {
 
 /// `Err` with the estimate and a way out when a functional run of `res` (its layouts
 /// filling `lm_bytes` of every LM) needs more than `limit` bytes.
-pub fn check(res: &Resolved, lm_bytes: u64, limit: Option<u64>) -> Result<(), String> {
+pub fn check(res: &Resolved, lm_bytes: u64, limit: Option<u64>) -> Result<(), MemoryError> {
     let (Some(e), Some(limit)) = (estimate(res, lm_bytes), limit) else {
         return Ok(());
     };
     if e.total() <= limit {
         return Ok(());
     }
-    Err(format!(
-        "a functional run needs about {} of memory (tensors in DRAM {}, PE local memories {}, \
-         verification {}), more than the {} available; run it in timing mode (--mode timing) \
-         for the same cycles without element data{}",
-        gib(e.total()),
-        gib(e.dram),
-        gib(e.lm),
-        gib(e.verify),
-        gib(limit),
-        if res.verify {
-            ", or without `verify`"
-        } else {
-            ""
-        }
-    ))
+    Err(MemoryError::TooLarge {
+        need: e,
+        limit,
+        verify: res.verify,
+    })
 }
 
 /// Above this many element operations (about 7·10^10) a functional run of an imported
@@ -189,7 +205,7 @@ mod tests {
             "99999999999T",
             "18446744073709551616",
         ] {
-            let e = parse_size(bad).expect_err(bad);
+            let e = parse_size(bad).expect_err(bad).to_string();
             assert!(
                 e.contains("MNSIM_MEMORY_LIMIT") && e.contains("not a size"),
                 "{e}"

@@ -786,12 +786,13 @@ fn a_failure_shown_is_explained_as_the_run_explains_it() {
     // A candidate of x the Softmax cannot read as it is (x's first reader: no Relayout).
     let (c, short) = (model.vars[0].candidates.clone().into_iter())
         .find_map(|c| match model.evaluate(&[c]).failure {
-            Some((1, msg)) => Some((c, msg)),
+            Some((1, msg)) => Some((c, msg.to_string())),
             _ => None,
         })
         .expect("a candidate of x splits the softmax axis");
     let evaluated = model.evaluated;
     let (at, explained) = model.explained_failure(&[c]).unwrap();
+    let explained = explained.to_string();
     assert_eq!((at, model.evaluated), (1, evaluated));
     assert!(explained.len() > short.len(), "{explained} / {short}");
     // The run of that assignment fails at the Softmax with the same words.

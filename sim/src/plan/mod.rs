@@ -21,6 +21,7 @@ pub mod write;
 
 use crate::engine::Mode;
 use crate::program::{EntityRef as _, LayoutRef, OpKind, ProgramOp, TensorId};
+use crate::run::RunError;
 use crate::scenario::{self, PlanValue, Resolved, Scenario, Source};
 use candidates::Space;
 use mnsim_arch::{DType, Machine};
@@ -201,7 +202,7 @@ pub struct Timer(Option<crate::engine::Engine>);
 
 impl Timer {
     /// Timing run of `res`: its report, or the error.
-    pub fn time(&mut self, res: &Resolved) -> Result<mnsim_reports::Report, String> {
+    pub fn time(&mut self, res: &Resolved) -> Result<mnsim_reports::Report, RunError> {
         let mut r = res.clone();
         r.mode = Mode::Timing;
         let eng = match self.0.take() {
@@ -219,10 +220,23 @@ impl Timer {
                 e
             }
         };
-        let out = crate::run::run_on(&r, eng, &mut |_, _| {}).map_err(|e| e.to_string())?;
+        let out = crate::run::run_on(&r, eng, &mut |_, _| {})?;
         self.0 = Some(out.engine);
         Ok(out.report)
     }
+}
+
+/// A plan that does not apply to the program it was made for.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    #[error("layout {layout} does not bind for `{tensor}`")]
+    Bind { layout: String, tensor: String },
+    #[error("no layout for `${0}`")]
+    NoLayout(String),
+    #[error("op {0} has no output")]
+    NoOutput(usize),
+    #[error("{0}")]
+    TooLarge(#[from] crate::program::TooLarge),
 }
 
 /// `res` (resolved with `Any` variables) with `layouts` (variable → canonical text)
@@ -231,7 +245,7 @@ pub fn apply(
     res: &Resolved,
     layouts: &[(String, String)],
     inserted: &[InsertedOp],
-) -> Result<Resolved, String> {
+) -> Result<Resolved, ApplyError> {
     let p = &res.program;
     let bind = |text: &str, t: TensorId| {
         let rt = &p.tensors[t];
@@ -243,7 +257,10 @@ pub fn apply(
             rt.dims_at_bound != rt.runtime_dims,
         )
         .map(|c| c.layout)
-        .ok_or_else(|| format!("layout {text} does not bind for `{}`", rt.name))
+        .ok_or_else(|| ApplyError::Bind {
+            layout: text.to_string(),
+            tensor: rt.name.clone(),
+        })
     };
     let mut ops: Vec<ProgramOp> = Vec::with_capacity(p.ops.len() + inserted.len());
     for (id, po) in p.ops.iter() {
@@ -267,17 +284,17 @@ pub fn apply(
                 .iter()
                 .find(|(x, _)| x == v)
                 .map(|(_, t)| t.clone())
-                .ok_or_else(|| format!("no layout for `${v}`"))?;
+                .ok_or_else(|| ApplyError::NoLayout(v.clone()))?;
             let tensor = p
                 .output(id)
-                .ok_or_else(|| format!("op {} has no output", po.source))?;
+                .ok_or(ApplyError::NoOutput(po.source.index()))?;
             op.layout = Some(LayoutRef::Bound(bind(&text, tensor)?));
             op.layout_text = Some(text);
         }
         ops.push(op);
     }
     let mut out = res.clone();
-    out.program = p.with_ops(ops).map_err(|e| e.to_string())?;
+    out.program = p.with_ops(ops)?;
     Ok(out)
 }
 

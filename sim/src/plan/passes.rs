@@ -77,7 +77,7 @@ pub(super) fn hand_plans(
             plan: name,
             total_cycles: run.as_ref().ok().map(|r| r.total_cycles),
             energy_j: run.as_ref().ok().map(|r| r.energy_j()),
-            error: run.err(),
+            error: run.err().map(|e| e.to_string()),
             seed,
         });
     }
@@ -227,17 +227,15 @@ pub(super) fn confirm(
         if f.eval.failure.is_some() {
             if last_error.is_none() {
                 let explained = model.explained_failure(&f.pick);
-                let (i, m) = explained
-                    .or_else(|| f.eval.failure.clone())
-                    .unwrap_or_default();
-                last_error = Some(format!("op {i}: {m}"));
+                last_error = (explained.or_else(|| f.eval.failure.clone()))
+                    .map(|(i, m)| format!("op {i}: {m}"));
             }
             continue;
         }
         match planned(model, res, &f.pick) {
             Some(Ok(p)) => best.push(p),
             Some(Err(e)) => {
-                last_error.get_or_insert(e);
+                last_error.get_or_insert(e.to_string());
             }
             None => {}
         }
@@ -260,7 +258,7 @@ fn planned(
     model: &mut Model,
     res: &Resolved,
     pick: &[LayoutId],
-) -> Option<Result<Planned, String>> {
+) -> Option<Result<Planned, crate::run::RunError>> {
     let (_, op_cycles, ins) = model.explain(pick);
     let layouts: Vec<(String, String)> = model
         .vars

@@ -8,17 +8,28 @@ use crate::scenario::spans::{self, Kind};
 use miette::{Report, miette};
 use std::path::Path;
 
+/// Why a plan cannot be added to a scenario's text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AddPlanError {
+    #[error("the scenario file could not be scanned")]
+    Unscanned,
+    #[error("the scenario has no `plans` map: add `plans: {{}},` first")]
+    NoPlans,
+    #[error("`plans` is not a map")]
+    NotAMap,
+    #[error("the scenario already has a plan `{0}`")]
+    Exists(String),
+}
+
 /// `text` with plan `name` (variables → layout text, in order) added to `plans`.
-pub fn add_plan(text: &str, name: &str, vars: &[(String, String)]) -> Result<String, String> {
-    let root = spans::scan(text).ok_or("the scenario file could not be scanned")?;
-    let plans = root
-        .field("plans")
-        .ok_or("the scenario has no `plans` map: add `plans: {},` first")?;
+pub fn add_plan(text: &str, name: &str, vars: &[(String, String)]) -> Result<String, AddPlanError> {
+    let root = spans::scan(text).ok_or(AddPlanError::Unscanned)?;
+    let plans = root.field("plans").ok_or(AddPlanError::NoPlans)?;
     let Kind::Map(entries) = &plans.kind else {
-        return Err("`plans` is not a map".into());
+        return Err(AddPlanError::NotAMap);
     };
     if entries.iter().any(|(k, _)| k.str_value() == Some(name)) {
-        return Err(format!("the scenario already has a plan `{name}`"));
+        return Err(AddPlanError::Exists(name.to_string()));
     }
     let line_start = |at: usize| text[..at].rfind('\n').map_or(0, |i| i + 1);
     let indent_of = |at: usize| -> String {

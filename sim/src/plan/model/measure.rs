@@ -4,7 +4,7 @@
 
 use super::super::cost::{Held, Measured, StreamFrom, input_region, input_slot};
 use super::{
-    Effect, Inserted, LayoutId, Model, Moved, NO_LAYOUT, OpOut, Relayouted, StateId,
+    Effect, Failure, Inserted, LayoutId, Model, Moved, NO_LAYOUT, OpOut, Relayouted, StateId,
     TARGETS_MEASURED,
 };
 use crate::ids::RegionId;
@@ -70,7 +70,7 @@ impl Model {
         states: &[StateId],
         layout: LayoutId,
         producers: &[Option<(Task, u64)>],
-    ) -> Result<OpOut, String> {
+    ) -> Result<OpOut, Failure> {
         self.measured += 1;
         let mut out = self.measure_op(i, states, layout, producers);
         if let Ok(o) = &mut out {
@@ -102,7 +102,7 @@ impl Model {
         states: &[StateId],
         layout: LayoutId,
         producers: &[Option<(Task, u64)>],
-    ) -> Result<OpOut, String> {
+    ) -> Result<OpOut, Failure> {
         let ops = std::sync::Arc::clone(&self.ops);
         let op = &ops[i];
         let helds: Vec<Held> = states.iter().map(|&s| self.held(s)).collect();
@@ -128,8 +128,8 @@ impl Model {
             .measure(OpId::new(i), &inputs, lay.as_ref(), &streams);
         let err = match first {
             Ok(m) => return Ok(self.out_of(i, m, None)),
-            Err(e) if !op.is_kernel || e.is_lm_full() => return Err(e.to_string()),
-            Err(e) => e.to_string(),
+            Err(e) if !op.is_kernel || e.is_lm_full() => return Err(e.into()),
+            Err(e) => e,
         };
         // A kernel that its inputs' layouts make illegal: relayout one input.
         let mut best: Option<(u64, OpOut)> = None;
@@ -201,7 +201,7 @@ impl Model {
                 best = Some((total, out));
             }
         }
-        best.map(|(_, o)| o).ok_or(err)
+        best.map(|(_, o)| o).ok_or(err.into())
     }
 
     /// The inserted Relayout of tensor `t` from `state` (held as `held`) to layout

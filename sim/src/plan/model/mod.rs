@@ -12,6 +12,7 @@
 //! and places them with [`crate::timeline::schedule`] under the scenario's schedule, so a
 //! plan whose ops overlap is scored as it will run.
 
+mod failure;
 mod joint;
 mod layouts;
 mod measure;
@@ -27,6 +28,7 @@ use crate::ids::RegionId;
 use crate::program::{EntityRef as _, LayoutRef, OpId, OpKind, ProgramOp, Tensor, TensorId};
 use crate::scenario::Resolved;
 use crate::timeline::{Resource, Schedule, Task};
+pub use failure::{Failure, ModelError};
 use mnsim_arch::TensorLayout;
 /// The model's tables hash with a fixed, fast hasher (not SipHash: they are looked up
 /// at every op of every evaluation; iteration order is never relied on).
@@ -97,7 +99,7 @@ pub struct Eval {
     pub completed: usize,
     pub total_cycles: u64,
     /// Why and where the program stopped.
-    pub failure: Option<(usize, String)>,
+    pub failure: Option<(usize, Failure)>,
     /// Joules of the ops that ran and the static energy of their time.
     pub energy_j: f64,
     /// What the model minimises ([`Model::objective`]): cycles, or the bits of the
@@ -201,7 +203,7 @@ pub struct Model {
     /// slice); the index of the measurement in `measured_ops`.
     memo: HashMap<MemoKey, u32>,
     /// The memo's measurements, in the order they were made.
-    measured_ops: Vec<Result<OpOut, String>>,
+    measured_ops: Vec<Result<OpOut, Failure>>,
     /// The walks' step and send vectors the memo holds, one copy of each
     /// ([`Model::share_walks`]).
     step_vectors: shared::Shared<u32>,
@@ -264,10 +266,10 @@ const TARGETS_MEASURED: usize = 12;
 impl Model {
     /// Builds the model of `res` (a resolved plan whose variables are `Any`), with the
     /// candidates of every variable from `space`.
-    pub fn new(res: &Resolved, space: Space) -> Result<Model, String> {
+    pub fn new(res: &Resolved, space: Space) -> Result<Model, ModelError> {
         let mut res = res.clone();
         res.mode = crate::engine::Mode::Timing;
-        let coster = Coster::new(&res).map_err(|e| e.to_string())?;
+        let coster = Coster::new(&res)?;
         let lm_words = res.machine.leaf_memory_bytes() / res.machine.word_bytes.max(1);
         let initial_dram = (res.program.tensors.values())
             .map(|t| t.init.is_some())
@@ -319,7 +321,7 @@ impl Model {
 
     /// The model of program op `id` (the ops before it modelled), its variable declared
     /// if it is the first op of it.
-    fn model_op(&mut self, id: OpId, po: &ProgramOp) -> Result<ModelOp, String> {
+    fn model_op(&mut self, id: OpId, po: &ProgramOp) -> Result<ModelOp, ModelError> {
         let m = self;
         let p = &m.res.program;
         let (reads, writes) = (p.inputs(id), p.output(id));
@@ -340,7 +342,10 @@ impl Model {
             }
             Some(LayoutRef::Any(v)) => {
                 let Some(w) = writes else {
-                    return Err(format!("op {} has no tensor for `${v}`", po.source));
+                    return Err(ModelError::NoTensor {
+                        op: po.source.index(),
+                        var: v.clone(),
+                    });
                 };
                 let vi = match m.vars.iter().position(|x| &x.name == v) {
                     Some(i) => i,

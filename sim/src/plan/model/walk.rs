@@ -5,7 +5,7 @@
 use super::super::cost::input_slot;
 use super::reads::Reads;
 use super::state::State;
-use super::{Effect, Eval, Inserted, Key, LayoutId, Model, NO_LAYOUT, OpOut, StateId};
+use super::{Effect, Eval, Failure, Inserted, Key, LayoutId, Model, NO_LAYOUT, OpOut, StateId};
 use crate::ids::RegionId;
 use crate::program::{EntityRef as _, TensorId};
 use crate::timeline::{self, Task};
@@ -16,7 +16,7 @@ enum Walked {
     /// busiest resource held `busiest` cycles by the ops before it.
     Failed {
         at: usize,
-        msg: String,
+        msg: Failure,
         ntasks: usize,
         busiest: u64,
     },
@@ -71,7 +71,7 @@ impl Model {
     /// Why `pick` fails, if it does: the op and its error, explained as a run would
     /// (the search's measurements keep short errors: see `Coster::set_explaining`).
     /// Not an evaluation: the counts stay as they were.
-    pub fn explained_failure(&mut self, pick: &[LayoutId]) -> Option<(usize, String)> {
+    pub fn explained_failure(&mut self, pick: &[LayoutId]) -> Option<(usize, Failure)> {
         self.explaining = true;
         self.coster.set_explaining(true);
         let walked = self.walk(pick, None, None);
@@ -141,7 +141,7 @@ impl Model {
     /// The evaluation of a plan that stopped at op `at` for `msg`, after the first
     /// `ntasks` of the scratch. The joules of the ops before it are not summed: a failed
     /// plan ranks by how far it got, then by cycles.
-    fn failure(&mut self, at: usize, msg: String, ntasks: usize) -> Eval {
+    fn failure(&mut self, at: usize, msg: Failure, ntasks: usize) -> Eval {
         self.eval(at, ntasks, 0.0, Some((at, msg)))
     }
 
@@ -152,7 +152,7 @@ impl Model {
         completed: usize,
         n: usize,
         dynamic_j: f64,
-        failure: Option<(usize, String)>,
+        failure: Option<(usize, Failure)>,
     ) -> Eval {
         let total_cycles = self.placed_total(n);
         let (energy_j, score) = self.score(total_cycles, dynamic_j);
@@ -239,7 +239,7 @@ impl Model {
         layout: LayoutId,
         w: &mut State,
         detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let (effect, writes) = (self.ops[i].effect, self.ops[i].writes);
         match effect {
             Effect::Free => {
@@ -257,10 +257,7 @@ impl Model {
             Effect::Load => {
                 let t = writes.unwrap_or(TensorId::new(0));
                 if !w.dram[t.index()] {
-                    return Err(format!(
-                        "tensor `{}` is not in DRAM: give it an `init` or Store it first",
-                        self.tensor(t).name
-                    ));
+                    return Err(Failure::NotInDram(self.tensor(t).name.clone()));
                 }
             }
             Effect::Compute | Effect::Store => {}
@@ -271,10 +268,7 @@ impl Model {
                 Some(s) => states.push(s),
                 None if self.is_broadcast(self.ops[i].op) => {}
                 None => {
-                    return Err(format!(
-                        "tensor `{}` is not in LM: Load it first",
-                        self.tensor(r).name
-                    ));
+                    return Err(Failure::NotInLm(self.tensor(r).name.clone()));
                 }
             }
         }
@@ -408,14 +402,14 @@ impl Model {
         (first, base): (usize, u32),
         w: &mut State,
         mut detail: Option<&mut (Vec<u64>, Vec<Inserted>)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         for m in &out.moved {
             let t = m.tensor.index();
             let old = w.st[t].map_or(0, |o| self.words(o));
             let new = self.words(m.state);
             if w.charged + new > self.lm_words {
-                let name = &self.tensor(m.tensor).name;
-                return Err(format!("LM overflow relayouting `{name}`"));
+                let name = self.tensor(m.tensor).name.clone();
+                return Err(Failure::RelayoutOverflow(name));
             }
             w.charged = w.charged + new - old;
             w.st[t] = Some(m.state);
@@ -438,7 +432,7 @@ impl Model {
         (id, s, region): (TensorId, StateId, RegionId),
         (first, base): (usize, u32),
         w: &mut State,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let op = &self.ops[i];
         let t = id.index();
         let new = self.words(s);
@@ -454,12 +448,12 @@ impl Model {
             w.charged
         };
         if before + new > self.lm_words {
-            return Err(format!(
-                "tensor `{}` needs {new} LM words per PE but only {} of {} are free",
-                self.tensor(id).name,
-                self.lm_words - before.min(self.lm_words),
-                self.lm_words
-            ));
+            return Err(Failure::NoRoom {
+                tensor: self.tensor(id).name.clone(),
+                need: new,
+                free: self.lm_words - before.min(self.lm_words),
+                lm: self.lm_words,
+            });
         }
         let ntasks = w.ntasks;
         if w.st[t].is_some() && ntasks > first {
