@@ -83,19 +83,31 @@ impl Energy {
     }
 }
 
-/// Whether a knob path is an energy coefficient (these take 0 and positive numbers).
+/// Whether a knob path is an energy coefficient (these take 0 to [`MAX_COEFFICIENT`]).
 pub fn is_energy_knob(path: &str) -> bool {
     path.starts_with("energy.")
 }
 
+/// The largest energy coefficient: 10^12 pJ per byte or FLOP (a joule), 10^12 W per node.
+/// An amount is at most 2^64 bytes or FLOP, so a resource's joules stay below 2 × 10^19
+/// and a level's static power below 10^12 W × 2^24 nodes; joules, watts and joules ×
+/// seconds then stay far below f64's 1.8 × 10^308. A larger coefficient could make them
+/// infinite (`null` in report.json, `inf J` on the terminal), so it is refused.
+pub const MAX_COEFFICIENT: f64 = 1e12;
+
+/// Whether `v` is an energy coefficient a machine may have: 0 to [`MAX_COEFFICIENT`].
+pub fn is_coefficient(v: f64) -> bool {
+    (0.0..=MAX_COEFFICIENT).contains(&v)
+}
+
 fn coefficient(path: String, v: f64) -> Result<(), MachineError> {
-    if v.is_finite() && v >= 0.0 {
+    if is_coefficient(v) {
         Ok(())
     } else {
         Err(MachineError::at_path(
             path.clone(),
             format!(
-                "{path} must be a finite number of at least 0, got {}",
+                "{path} must be a number from 0 to 1e12, got {} (an energy coefficient: a larger one could make a run's joules or watts overflow)",
                 Num(v)
             ),
         ))

@@ -210,9 +210,9 @@ pub fn set_knob(m: &mut Machine, path: &str, value: f64) -> Result<(), KnobError
         // Every float knob is a rate or a clock (bytes or FLOP per cycle, GHz): zero,
         // negatives, NaN and infinities describe no machine. Energy coefficients may be 0.
         if crate::energy::is_energy_knob(path) {
-            if !(value.is_finite() && value >= 0.0) {
+            if !crate::energy::is_coefficient(value) {
                 return Err(bad(format!(
-                    "takes a finite number of at least 0 (an energy coefficient), got {}",
+                    "takes a number from 0 to 1e12 (an energy coefficient: a larger one could make a run's joules or watts overflow), got {}",
                     Num(value)
                 )));
             }

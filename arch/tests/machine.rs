@@ -312,6 +312,17 @@ fn validation_messages() {
             }),
             "overflows 64 bits",
         ),
+        // An energy coefficient so large that a run's joules or watts would overflow.
+        (
+            Box::new(|m| m.energy.dram.read_pj_per_byte = 1e308),
+            "energy.dram.read_pj_per_byte must be a number from 0 to 1e12, got 1e308",
+        ),
+        (
+            Box::new(|m| {
+                m.energy.static_w_per_node.insert("PE".into(), 2e12);
+            }),
+            "energy.static_w_per_node.PE must be a number from 0 to 1e12, got 2000000000000",
+        ),
     ];
     for (mutate, want) in cases {
         let got = invalid(mutate);

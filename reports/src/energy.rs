@@ -30,7 +30,8 @@ pub struct EnergyReport {
     /// Per level of the machine: dynamic joules of the resources it owns, static joules of
     /// its nodes.
     pub levels: Vec<EnergyLevel>,
-    /// Power over the run, in windows of equal length (at most 200).
+    /// Power over the run in at most 200 windows, each ⌈total ÷ 200⌉ cycles long but the
+    /// last (cut at the run's end); their watts × lengths add up to the joules.
     pub power: Vec<PowerWindow>,
     /// FLOP in a dtype the machine gives no coefficient for (a preset's int8 or fp8
     /// mode, which no public figure prices): counted at 0 J, and said.

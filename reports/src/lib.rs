@@ -28,6 +28,7 @@ mod output;
 mod rows;
 mod sweep;
 mod sweep_chart;
+mod sweep_merge;
 mod sweep_page;
 mod terminal;
 mod text;
@@ -50,10 +51,11 @@ pub use op_diff::op_diff_json;
 pub use ops_csv::{OPS_CSV_COLUMNS, ops_csv};
 pub use output::{OUTPUT_NAMES, check_out_dir, write_outputs};
 pub use sweep::{
-    AxisKind, RowResult, SWEEP_SCHEMA, Sweep, SweepAxis, SweepRow, merge as merge_sweeps,
-    parse_sweep_json, point_count, point_values, shard_points, sweep_csv, sweep_json,
+    AxisKind, RowResult, SWEEP_SCHEMA, Sweep, SweepAxis, SweepRow, parse_sweep_json, point_count,
+    point_values, shard_points, sweep_csv, sweep_json,
 };
 pub use sweep_chart::{sweep_svg, sweep_svg_by, x_axis};
+pub use sweep_merge::{SweepFile, merge as merge_sweeps, parse_sweep_file, row_problem};
 pub use sweep_page::{sweep_html, sweep_html_by};
 pub use terminal::terminal;
 pub use text::{MAX_WIDTH, human_bytes};

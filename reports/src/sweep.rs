@@ -279,99 +279,10 @@ pub fn parse_sweep_json(text: &str) -> Result<Sweep, String> {
     Ok(s)
 }
 
-/// Joins the shards of one sweep into the whole sweep. Every shard must come from the same
-/// scenario, plans and axes, the same shard count, and together they must hold every
-/// point exactly once.
-pub fn merge(parts: &[(String, Sweep)]) -> Result<Sweep, String> {
-    let Some((first_name, first)) = parts.first() else {
-        return Err("nothing to merge: give the shards' folders".to_string());
-    };
-    let mut seen_shards: Vec<usize> = Vec::new();
-    let mut n_shards = None;
-    for (name, p) in parts {
-        if let Some(diff) = difference(first, p) {
-            return Err(format!(
-                "{name} is a different sweep from {first_name}: {diff}; merge only the shards \
-                 of one sweep"
-            ));
-        }
-        let (i, n) = p.shard.unwrap_or((0, 1));
-        if *n_shards.get_or_insert(n) != n {
-            return Err(format!(
-                "{name} is shard {i}/{n} but {first_name} is from a sweep cut into {} shards",
-                n_shards.unwrap_or(1)
-            ));
-        }
-        if seen_shards.contains(&i) {
-            return Err(format!("shard {i}/{n} is given twice ({name})"));
-        }
-        seen_shards.push(i);
-    }
-    let n = n_shards.unwrap_or(1);
-    let missing: Vec<String> = (0..n)
-        .filter(|i| !seen_shards.contains(i))
-        .map(|i| format!("{i}/{n}"))
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!("missing shard(s) {}", missing.join(", ")));
-    }
-    let mut rows: Vec<SweepRow> = parts.iter().flat_map(|(_, p)| p.rows.clone()).collect();
-    let plan_rank = |p: &Option<String>| first.plans.iter().position(|x| x == p);
-    rows.sort_by_key(|r| (r.point, plan_rank(&r.plan)));
-    let total = point_count(&first.axes).unwrap_or(0);
-    let expected = total.saturating_mul(first.plans.len());
-    if rows.len() != expected {
-        return Err(format!(
-            "the shards hold {} rows, but the sweep has {total} points × {} plan(s) = {expected}",
-            rows.len(),
-            first.plans.len()
-        ));
-    }
-    Ok(Sweep {
-        schema: SWEEP_SCHEMA.to_string(),
-        scenario: first.scenario.clone(),
-        scenario_hash: first.scenario_hash.clone(),
-        schedule: first.schedule.clone(),
-        mode: first.mode.clone(),
-        plans: first.plans.clone(),
-        axes: first.axes.clone(),
-        shard: None,
-        rows,
-        x: first.x.clone(),
-        metric: first.metric.clone(),
-    })
-}
-
-/// What differs between two shards' sweeps (`b` against `a`), named, or `None`.
-fn difference(a: &Sweep, b: &Sweep) -> Option<String> {
-    let pair = |what: &str, x: &str, y: &str| format!("{what} `{y}` here, `{x}` there");
-    if a.scenario != b.scenario {
-        return Some(pair("scenario", &a.scenario, &b.scenario));
-    }
-    if a.scenario_hash != b.scenario_hash {
-        return Some(format!(
-            "the scenario's text (or its machine file) differs: hash {} here, {} there",
-            b.scenario_hash, a.scenario_hash
-        ));
-    }
-    if a.schedule != b.schedule {
-        return Some(pair("schedule", &a.schedule, &b.schedule));
-    }
-    if a.mode != b.mode {
-        return Some(pair("mode", &a.mode, &b.mode));
-    }
-    if a.plans != b.plans {
-        return Some(format!("plans {:?} here, {:?} there", b.plans, a.plans));
-    }
-    if a.axes != b.axes {
-        return Some("the swept knobs or values differ".to_string());
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sweep_merge::*;
 
     fn axes() -> Vec<SweepAxis> {
         vec![
@@ -452,12 +363,29 @@ mod tests {
         assert_eq!(lines[4], "3,-,2,10,20,0.02,,,,,,5,5,4.00,L1B,");
     }
 
+    /// Shard folder `name` holding `s`, as `merge` reads it.
+    fn file(name: &str, s: &Sweep) -> SweepFile {
+        parse_sweep_file(name, &format!("{name}/sweep.json"), &sweep_json(s)).unwrap()
+    }
+
+    #[test]
+    fn a_sweep_file_knows_the_line_of_each_row() {
+        let f = file("s", &sweep(None));
+        let text = sweep_json(&f.sweep);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(f.row_lines.len(), 6);
+        for (k, &l) in f.row_lines.iter().enumerate() {
+            assert_eq!(lines[l - 1].trim(), "{", "row {k}");
+            assert_eq!(lines[l].trim(), format!("\"point\": {k},"), "row {k}");
+        }
+    }
+
     #[test]
     fn shards_merge_into_the_whole() {
         let whole = sweep(None);
-        let parts: Vec<(String, Sweep)> = [2, 0, 1]
+        let parts: Vec<SweepFile> = [2, 0, 1]
             .iter()
-            .map(|&i| (format!("s{i}"), sweep(Some((i, 3)))))
+            .map(|&i| file(&format!("s{i}"), &sweep(Some((i, 3)))))
             .collect();
         let merged = merge(&parts).unwrap();
         assert_eq!(merged, whole);
@@ -473,10 +401,10 @@ mod tests {
 
     #[test]
     fn shards_of_different_sweeps_are_refused_naming_the_difference() {
-        let parts = |f: &dyn Fn(&mut Sweep)| -> Vec<(String, Sweep)> {
+        let parts = |f: &dyn Fn(&mut Sweep)| -> Vec<SweepFile> {
             let mut b = sweep(Some((1, 2)));
             f(&mut b);
-            vec![("a".into(), sweep(Some((0, 2)))), ("b".into(), b)]
+            vec![file("a", &sweep(Some((0, 2)))), file("b", &b)]
         };
         assert!(merge(&parts(&|_| {})).is_ok());
         let err = merge(&parts(&|s| s.schedule = "sequential".into())).unwrap_err();

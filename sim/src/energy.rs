@@ -16,7 +16,7 @@
 //!
 //! The report reads [`EnergyTotals`] and the ops' [`OpEnergy`] from the world.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Record};
 use crate::ids::Dir;
 use crate::net::{Place, Stage};
 use crate::world::{Level, SimWorld};
@@ -150,56 +150,73 @@ fn add(t: &mut Traffic, a: Account, n: u64) {
 /// `child_bytes` cross the link. A link at the DRAM's level is fed by (or feeds) the
 /// DRAM when the op has a DRAM stage, else by the level's own memory (PDM). A copy inside
 /// LM reads and writes its bytes there.
-pub fn op_traffic(m: &Machine, stages: &[Stage], compute: Option<(DType, u64)>) -> Traffic {
+///
+/// The FLOP are the op's own: charged once, at its own compute stage's unit. A
+/// re-sent slice of a kernel's stream (a compute stage among the re-sends, the
+/// producer's cycles again) costs time, not FLOP: FLOP energy counts each kernel's
+/// useful FLOP once, as the report's `flops` do.
+pub fn op_traffic(m: &Machine, rec: &Record, compute: Option<(DType, u64)>) -> Traffic {
     let mut t = Traffic::new();
-    let has_dram = stages.iter().any(|s| matches!(s.place, Place::Dram { .. }));
-    let dram_level = m.dram_level_index();
-    for s in stages {
-        match s.place {
-            Place::Link { level, dir } => {
-                let k = level.index();
-                let parent_mem = m.levels.get(k).is_some_and(|l| l.memory.is_some())
-                    && !(has_dram && dram_level == Some(k));
-                let child = m.link_target(k).map(|c| c as u16);
-                add(&mut t, Account::Link(level.0, dir), s.child_bytes);
-                match dir {
-                    Dir::Down => {
-                        if parent_mem {
-                            add(&mut t, Account::MemRead(level.0), s.bytes);
-                        }
-                        if let Some(c) = child {
-                            add(&mut t, Account::MemWrite(c), s.child_bytes);
-                        }
+    let has_dram = rec
+        .stages
+        .iter()
+        .any(|s| matches!(s.place, Place::Dram { .. }));
+    for s in &rec.stages {
+        stage_bytes(m, &mut t, s, has_dram);
+    }
+    let unit = rec.own().iter().find_map(|s| match s.place {
+        Place::Compute { level, leaf } => Some((level, leaf)),
+        Place::Link { .. } | Place::Dram { .. } | Place::LocalCopy { .. } => None,
+    });
+    if let (Some((level, leaf)), Some((d, flops))) = (unit, compute) {
+        let a = if leaf {
+            Account::Vector(d)
+        } else {
+            Account::Matrix(level.0, d)
+        };
+        add(&mut t, a, flops);
+    }
+    t
+}
+
+/// The bytes stage `s` reads, writes and moves (see [`op_traffic`]); `has_dram`: the op
+/// has a DRAM stage.
+fn stage_bytes(m: &Machine, t: &mut Traffic, s: &Stage, has_dram: bool) {
+    match s.place {
+        Place::Link { level, dir } => {
+            let k = level.index();
+            let parent_mem = m.levels.get(k).is_some_and(|l| l.memory.is_some())
+                && !(has_dram && m.dram_level_index() == Some(k));
+            let child = m.link_target(k).map(|c| c as u16);
+            add(t, Account::Link(level.0, dir), s.child_bytes);
+            match dir {
+                Dir::Down => {
+                    if parent_mem {
+                        add(t, Account::MemRead(level.0), s.bytes);
                     }
-                    Dir::Up => {
-                        if let Some(c) = child {
-                            add(&mut t, Account::MemRead(c), s.child_bytes);
-                        }
-                        if parent_mem {
-                            add(&mut t, Account::MemWrite(level.0), s.bytes);
-                        }
+                    if let Some(c) = child {
+                        add(t, Account::MemWrite(c), s.child_bytes);
                     }
                 }
-            }
-            Place::Dram { dir: Dir::Down, .. } => add(&mut t, Account::DramRead, s.bytes),
-            Place::Dram { dir: Dir::Up, .. } => add(&mut t, Account::DramWrite, s.bytes),
-            Place::LocalCopy { level } => {
-                add(&mut t, Account::MemRead(level.0), s.bytes);
-                add(&mut t, Account::MemWrite(level.0), s.bytes);
-            }
-            Place::Compute { level, leaf } => {
-                if let Some((d, flops)) = compute {
-                    let a = if leaf {
-                        Account::Vector(d)
-                    } else {
-                        Account::Matrix(level.0, d)
-                    };
-                    add(&mut t, a, flops);
+                Dir::Up => {
+                    if let Some(c) = child {
+                        add(t, Account::MemRead(c), s.child_bytes);
+                    }
+                    if parent_mem {
+                        add(t, Account::MemWrite(level.0), s.bytes);
+                    }
                 }
             }
         }
+        Place::Dram { dir: Dir::Down, .. } => add(t, Account::DramRead, s.bytes),
+        Place::Dram { dir: Dir::Up, .. } => add(t, Account::DramWrite, s.bytes),
+        Place::LocalCopy { level } => {
+            add(t, Account::MemRead(level.0), s.bytes);
+            add(t, Account::MemWrite(level.0), s.bytes);
+        }
+        // A kernel's FLOP are the op's (`op_traffic`), not its stages'.
+        Place::Compute { .. } => {}
     }
-    t
 }
 
 /// Joules of `n` units at `pj` picojoules each.
@@ -403,20 +420,26 @@ fn peak_dynamic_w(spans: &[(u64, u64, f64)], clock_ghz: f64) -> f64 {
 /// The most windows `power` has.
 pub const POWER_WINDOWS: u64 = 200;
 
-/// Average power in up to [`POWER_WINDOWS`] windows of the run.
+/// Average power over the run in windows of ⌈total ÷ [`POWER_WINDOWS`]⌉ cycles from
+/// cycle 0, the last one cut at the run's end (as long or shorter): every op's dynamic
+/// joules spread evenly over its `[start, end)` (an op of no span: all in the window of
+/// its start), plus the static power. The windows' watts × their lengths add up to the
+/// run's joules.
 fn windows(
     spans: &[(u64, u64, f64)],
     total: u64,
     clock_ghz: f64,
     static_w: f64,
 ) -> Vec<PowerWindow> {
-    let n = total.min(POWER_WINDOWS);
-    if n == 0 {
+    if total == 0 {
         return Vec::new();
     }
-    let edge = |w: u64| (total as u128 * w as u128 / n as u128) as u64;
+    let len = total.div_ceil(POWER_WINDOWS);
+    let n = total.div_ceil(len);
+    let start = |w: u64| w * len;
+    let end = |w: u64| (w + 1).saturating_mul(len).min(total);
+    let window_of = |c: u64| (c / len).min(n - 1);
     let mut joules = vec![0.0f64; n as usize];
-    let window_of = |c: u64| ((c as u128 * n as u128 / total as u128) as u64).min(n - 1);
     for &(s, e, j) in spans {
         if j <= 0.0 {
             continue;
@@ -426,7 +449,9 @@ fn windows(
             continue;
         }
         for w in window_of(s)..=window_of(e - 1) {
-            let (a, b) = (edge(w).max(s), edge(w + 1).min(e));
+            // The op's cycles in the window; the last window also takes any past the run.
+            let b = if w + 1 == n { e } else { end(w).min(e) };
+            let a = start(w).max(s);
             if b > a {
                 joules[w as usize] += j * (b - a) as f64 / (e - s) as f64;
             }
@@ -434,7 +459,7 @@ fn windows(
     }
     (0..n)
         .map(|w| {
-            let (start, end) = (edge(w), edge(w + 1));
+            let (start, end) = (start(w), end(w));
             let secs = seconds(end - start, clock_ghz);
             let dynamic = if secs > 0.0 {
                 joules[w as usize] / secs
@@ -510,7 +535,7 @@ pub fn run_ops(eng: &Engine) -> Vec<OpTraffic> {
             start: o.start,
             end: o.end,
             exposed: exposed.get(i).copied().unwrap_or(0),
-            traffic: op_traffic(&eng.machine, &rec.stages, compute_of(eng, o, rec)),
+            traffic: op_traffic(&eng.machine, rec, compute_of(eng, o, rec)),
         })
         .collect()
 }
@@ -537,7 +562,7 @@ pub fn ops_dynamic_j(eng: &Engine, first: usize) -> f64 {
         .map(|(o, rec)| {
             dynamic_j(
                 &eng.machine,
-                &op_traffic(&eng.machine, &rec.stages, compute_of(eng, o, rec)),
+                &op_traffic(&eng.machine, rec, compute_of(eng, o, rec)),
             )
         })
         .sum()

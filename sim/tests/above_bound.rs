@@ -66,7 +66,11 @@ fn every_graph_over_twice_its_bound_says_why() {
         if name == "static_reshape" {
             // Its Reshape is a view (docs/layout.md): free, so the Load and the Store,
             // which cannot overlap across it, take the run to twice its bound, no more.
-            assert!(r.ops.iter().any(|o| o.op == "Reshape" && o.view && o.cycles == 0));
+            assert!(
+                r.ops
+                    .iter()
+                    .any(|o| o.op == "Reshape" && o.view && o.cycles == 0)
+            );
             assert_eq!(r.total_cycles, 2 * r.bound_cycles);
         }
         if r.total_cycles > 2 * r.bound_cycles {

@@ -512,3 +512,189 @@ fn merge_refuses_shards_of_different_schedules() {
         "{err}"
     );
 }
+
+/// `points.jsonl` of a finished sweep, as its header and its row lines.
+fn log_of(dir: &std::path::Path) -> (String, Vec<String>) {
+    let text = std::fs::read_to_string(dir.join("points.jsonl")).unwrap();
+    let mut lines = text.lines().map(String::from);
+    let header = lines.next().unwrap();
+    (header, lines.collect())
+}
+
+/// The line `s` of a JSON row edited: `from` (a key and value as written, `"point":1`)
+/// replaced by `to`.
+fn edit(s: &str, from: &str, to: &str) -> String {
+    assert!(s.contains(from), "{from} in {s}");
+    s.replacen(from, to, 1)
+}
+
+#[test]
+fn a_resumed_sweep_refuses_a_row_that_is_not_its_own_naming_the_line() {
+    let tmp = tempdir("sweep");
+    let dir = scratch(&tmp, "own");
+    let knobs = ["--set", "clock_ghz=1,2"];
+    ok(&sweep_into(&dir, &knobs));
+    let (header, rows) = log_of(&dir);
+    assert_eq!(rows.len(), 6, "2 points x 3 plans");
+    // Another sweep of the same scenario: other clocks, the same points and plans.
+    let other = scratch(&tmp, "other");
+    ok(&sweep_into(&other, &["--set", "clock_ghz=4,5"]));
+    let (_, foreign) = log_of(&other);
+    let plan0 = serde_json::from_str::<serde_json::Value>(&rows[0]).unwrap()["plan"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let conflicting = {
+        let v: serde_json::Value = serde_json::from_str(&rows[0]).unwrap();
+        let c = v["result"]["total_cycles"].as_u64().unwrap();
+        edit(
+            &rows[0],
+            &format!("\"total_cycles\":{c},"),
+            "\"total_cycles\":1,",
+        )
+    };
+    let csv = std::fs::read(dir.join("sweep.csv")).unwrap();
+    for (bad, want) in [
+        ("{\"point\":1}".to_string(), "not a row of this sweep"),
+        (
+            edit(&rows[0], "\"point\":0", "\"point\":2"),
+            "point 2 is out of range: the sweep has 2 points",
+        ),
+        (
+            edit(
+                &rows[0],
+                &format!("\"plan\":\"{plan0}\""),
+                "\"plan\":\"nope\"",
+            ),
+            "plan `nope` is not one the sweep runs",
+        ),
+        (foreign[0].clone(), "a row of another sweep"),
+        (
+            conflicting,
+            "given twice, with other figures (first at line 2)",
+        ),
+    ] {
+        // The bad row third of the six, the rest the sweep's own.
+        let mut lines = vec![
+            header.clone(),
+            rows[0].clone(),
+            rows[1].clone(),
+            bad.clone(),
+        ];
+        lines.extend(rows[2..].iter().cloned());
+        let text = format!("{}\n", lines.join("\n"));
+        std::fs::write(dir.join("points.jsonl"), &text).unwrap();
+        let out = sweep_into(&dir, &knobs);
+        let err = common::one_line(&String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "{bad} accepted");
+        let at = format!("{}:4:", dir.join("points.jsonl").display());
+        assert!(err.contains(&at) && err.contains(want), "{bad}: {err}");
+        // Refused before anything ran or was written.
+        assert_eq!(
+            std::fs::read_to_string(dir.join("points.jsonl")).unwrap(),
+            text
+        );
+        assert_eq!(std::fs::read(dir.join("sweep.csv")).unwrap(), csv);
+    }
+    // A failed run followed by its run again (what a resumed sweep appends) is its own:
+    // the later row stands; a failed row alone runs again.
+    let failed = |row: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(row).unwrap();
+        v["result"] = serde_json::Value::Null;
+        v["error"] = "out of LM".into();
+        v.to_string()
+    };
+    let mut lines = vec![header.clone(), failed(&rows[0]), rows[0].clone()];
+    lines.extend(rows[1..5].iter().cloned());
+    lines.push(failed(&rows[5]));
+    std::fs::write(dir.join("points.jsonl"), format!("{}\n", lines.join("\n"))).unwrap();
+    let out = sweep_into(&dir, &knobs);
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("5 run(s) already done (points.jsonl), 1 to run"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(dir.join("sweep.csv")).unwrap(), csv);
+}
+
+#[test]
+fn merge_checks_every_row_against_its_sweep_naming_file_and_line() {
+    let tmp = tempdir("sweep");
+    let shards: Vec<std::path::PathBuf> = (0..2).map(|i| scratch(&tmp, &format!("s{i}"))).collect();
+    for (i, d) in shards.iter().enumerate() {
+        let shard = format!("{i}/2");
+        ok(&sweep_into(
+            d,
+            &[
+                "--set",
+                "clock_ghz=1,2,3,4",
+                "--plan",
+                "blog",
+                "--shard",
+                &shard,
+            ],
+        ));
+    }
+    let file = shards[0].join("sweep.json");
+    let json = std::fs::read_to_string(&file).unwrap();
+    // The 1-based line where the row holding `"point": p` begins (its `{`).
+    let row_line = |text: &str, needle: &str, nth: usize| -> usize {
+        let i = text.match_indices(needle).nth(nth).unwrap().0;
+        text[..i].matches('\n').count()
+    };
+    let p2 = "\"point\": 2,";
+    let result_at = json.find("\"result\": {").unwrap();
+    let result_end = result_at + json[result_at..].find("\n      },").unwrap() + "\n      }".len();
+    for (text, line, want) in [
+        // Point 2 relabelled 0: point 0 twice, point 2 missing.
+        (
+            json.replacen(p2, "\"point\": 0,", 1),
+            row_line(&json, p2, 0),
+            "point 0, plan blog is given twice",
+        ),
+        // Relabelled 1: a point of the other shard.
+        (
+            json.replacen(p2, "\"point\": 1,", 1),
+            row_line(&json, p2, 0),
+            "point 1 is not a point of shard 0/2",
+        ),
+        (
+            json.replacen(p2, "\"point\": 8,", 1),
+            row_line(&json, p2, 0),
+            "point 8 is out of range: the sweep has 4 points",
+        ),
+        (
+            json.replacen("\"plan\": \"blog\",", "\"plan\": \"cols\",", 1),
+            row_line(&json, "\"point\": 0,", 0),
+            "plan `cols` is not one the sweep runs",
+        ),
+        (
+            format!(
+                "{}null{}",
+                &json[..result_at + "\"result\": ".len()],
+                &json[result_end..]
+            ),
+            row_line(&json, "\"point\": 0,", 0),
+            "neither a result nor an error",
+        ),
+    ] {
+        std::fs::write(&file, &text).unwrap();
+        let merged = scratch(&tmp, "m");
+        let out = mnsim(&[
+            "merge",
+            "--out",
+            merged.to_str().unwrap(),
+            shards[0].to_str().unwrap(),
+            shards[1].to_str().unwrap(),
+        ]);
+        let err = common::one_line(&String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "{want}: merged");
+        let at = format!("{}:{line}:", file.display());
+        assert!(
+            err.contains(&at) && err.contains(want),
+            "{at} {want}: {err}"
+        );
+        assert!(!merged.exists(), "nothing written");
+    }
+}

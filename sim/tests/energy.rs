@@ -1,9 +1,12 @@
 //! Energy (docs/model.md, energy): the joules add up (ops + static = total; every
 //! resource's joules are its bytes or FLOP × its coefficient, and its bytes are the
-//! stages'), they are monotone (a larger coefficient or one more op never lowers them, on
+//! stages'; the power windows are of one length and integrate to the joules), they are
+//! monotone (a larger coefficient or one more op never lowers them, on
 //! random programs), the presets meet their calibration (MN-Core 1's 500 W at the FP16
 //! peak, at least MN-3's 39.38 GFLOPS/W at the FP64 one), energy knobs never change
 //! cycles, and `plan --objective energy` finds a plan of no more joules than `cycles`.
+
+mod common;
 
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
@@ -61,7 +64,11 @@ fn the_joules_add_up_on_every_shipped_scenario() {
         "peak_matmul_fp16.ron",
         "double_buffer.ron",
         "layernorm.ron",
+        "prefetch.ron",
+        "rates_mncore2.ron",
+        "blog_12x8.ron",
         "graphs/gated-mlp-f32.ron",
+        "graphs/MHA-GPT-inf-fp32-bs1.ron",
     ] {
         for r in run_file(file, &[]) {
             let m = mnsim_arch::preset(&r.machine).unwrap();
@@ -86,6 +93,10 @@ fn the_joules_add_up_on_every_shipped_scenario() {
                     "{what}: {}",
                     res.name
                 );
+            }
+            // Power over time: equal windows that integrate to the joules.
+            if let Err(msg) = common::energy::power_windows(&r) {
+                panic!("{what}: {msg}");
             }
             let levels: f64 = e.levels.iter().map(|l| l.dynamic_j).sum();
             assert!(close(levels, e.dynamic_j), "{what}");
@@ -517,6 +528,102 @@ fn int8_flop_without_a_coefficient_are_said_to_cost_nothing() {
             .iter()
             .all(|r| r.energy.as_ref().unwrap().uncosted.is_empty())
     );
+}
+
+/// Every `energy.` knob of mncore2, by `machines mncore2 --knobs`.
+fn energy_knobs() -> Vec<String> {
+    let out = mnsim(&["machines", "mncore2", "--knobs"]);
+    assert!(out.status.success());
+    let knobs: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split(" = ").next())
+        .filter(|k| k.starts_with("energy."))
+        .map(str::to_string)
+        .collect();
+    assert!(knobs.len() >= 20, "{knobs:?}");
+    knobs
+}
+
+/// Every number under `energy` of a report (the resources, levels and power windows
+/// included), with its JSON path; a `null` (what serde writes for an infinity) is `None`.
+fn energy_numbers(v: &serde_json::Value, path: String, out: &mut Vec<(String, Option<f64>)>) {
+    match v {
+        serde_json::Value::Number(n) => out.push((path, n.as_f64())),
+        serde_json::Value::Null => out.push((path, None)),
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                energy_numbers(x, format!("{path}[{i}]"), out);
+            }
+        }
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                energy_numbers(x, format!("{path}.{k}"), out);
+            }
+        }
+        serde_json::Value::Bool(_) | serde_json::Value::String(_) => {}
+    }
+}
+
+#[test]
+fn an_energy_knob_whose_joules_would_overflow_is_refused_naming_it() {
+    let knobs = energy_knobs();
+    for knob in &knobs {
+        let set = format!("{knob}=1e308");
+        let out = mnsim(&[
+            "run",
+            "scenarios/mlp_block.ron",
+            "--mode",
+            "timing",
+            "--set",
+            &set,
+            "--json",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{set} accepted");
+        assert!(out.stdout.is_empty(), "{set}: a report was printed");
+        assert!(
+            err.contains(knob.as_str()) && err.contains("from 0 to 1e12"),
+            "{set}: {err}"
+        );
+    }
+    // Every coefficient at the largest value accepted, at once, on the scenario that moves
+    // the most bytes and FLOP: every figure of its energy (joules, watts, GFLOPS/W, the
+    // power windows, each op's joules) is a finite number.
+    let mut args: Vec<String> = [
+        "run",
+        "scenarios/peak_matmul_fp16.ron",
+        "--mode",
+        "timing",
+        "--json",
+    ]
+    .map(String::from)
+    .to_vec();
+    for knob in &knobs {
+        args.push("--set".into());
+        args.push(format!("{knob}=1e12"));
+    }
+    let out = mnsim(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut numbers = Vec::new();
+    for (i, r) in v.as_array().unwrap().iter().enumerate() {
+        energy_numbers(&r["energy"], format!("[{i}].energy"), &mut numbers);
+        for (k, o) in r["ops"].as_array().unwrap().iter().enumerate() {
+            energy_numbers(
+                &o["energy_j"],
+                format!("[{i}].ops[{k}].energy_j"),
+                &mut numbers,
+            );
+        }
+    }
+    assert!(numbers.len() > 100);
+    for (path, n) in numbers {
+        assert!(n.is_some_and(f64::is_finite), "{path}: {n:?}");
+    }
 }
 
 /// The id of tensor `i`, declared `i`-th.

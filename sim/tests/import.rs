@@ -9,6 +9,7 @@ mod common;
 use mnsim_reports::Report;
 use mnsim_sim::import::{self, Options, Strides};
 use mnsim_sim::scenario::{self, Mode, Source};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -384,6 +385,65 @@ fn a_cycle_a_dynamic_dimension_and_a_second_producer_are_errors() {
         e.contains("tensor id 6 is also an output of graph[0]"),
         "{e}"
     );
+}
+
+#[test]
+fn empty_output_ports_are_refused_pointing_at_them() {
+    // `[]` would store nothing and so compute nothing: refused, saying how to store the
+    // tensors no op consumes (leave the member out).
+    let text = one("Add", "", "f32", "[2, 3]").replacen("{", "{\"output_ports\": [], ", 1);
+    let e = err_of(&text);
+    assert!(
+        e.contains("output_ports: the list is empty, so the graph would compute and store nothing"),
+        "{e}"
+    );
+    assert!(e.contains("leave out `output_ports`"), "{e}");
+    assert!(e.contains("g.json:1:18"), "{e}");
+    // Left out, the produced tensor no op consumes is stored.
+    let src = Source {
+        path: "g.json".into(),
+        text: one("Add", "", "f32", "[2, 3]"),
+    };
+    let i = import::import(&src, &Options::default()).unwrap();
+    assert!(i.text.contains("Store(tensor: \"t2\""), "{}", i.text);
+}
+
+#[test]
+fn ids_take_the_whole_unsigned_64_bit_range() {
+    // oneDNN's ids are size_t: 2^64 - 1 is an id like any other.
+    let max = u64::MAX.to_string();
+    let text = one("Add", "", "f32", "[2, 3]")
+        .replace("\"id\": 2,", &format!("\"id\": {max},"))
+        .replace("\"id\": 7,", &format!("\"id\": {max},"));
+    let src = Source {
+        path: "g.json".into(),
+        text: text.clone(),
+    };
+    let i = import::import(&src, &Options::default())
+        .unwrap_or_else(|e| panic!("{}", flat(&format!("{e:?}"))));
+    assert!(i.text.contains(&format!("t{max}")), "{}", i.text);
+    let res = scenario::resolve(
+        &i.scenario,
+        &Source {
+            path: "g".into(),
+            text: i.text.clone(),
+        },
+        Some("default"),
+        &[],
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    mnsim_sim::run::run(&res).unwrap();
+    // One more, or a negative id, is refused with the range ids take.
+    for bad in ["18446744073709551616", "-1"] {
+        let e = err_of(&text.replacen(&max, bad, 1));
+        assert!(
+            e.contains(&format!(
+                "`id` must be an integer from 0 to 2^64 - 1 ({max}), found {bad}"
+            )),
+            "{bad}: {e}"
+        );
+    }
 }
 
 #[test]

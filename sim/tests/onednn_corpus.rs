@@ -4,7 +4,9 @@
 //! 2^21 elements) verifies in functional mode against the host reference. The test
 //! prints each failing file with its blocker and a table of blockers by count, and fails
 //! below [`MIN_SHARE`] of the corpus, on any panic, or on a small file that runs but
-//! does not verify.
+//! does not verify. On every file that runs in timing mode, the FLOP energy charged is
+//! the ops' FLOP × their coefficients ([`flop_energy`]) and the power windows integrate
+//! to the run's joules (`common::energy::power_windows`).
 
 mod common;
 
@@ -152,10 +154,18 @@ fn run_file(path: &Path, verify_cap: (u64, u64)) -> Outcome {
     let run = |res: &scenario::Resolved| mnsim_sim::run::run(res).map_err(|e| e.to_string());
     let (flop, lm_bytes) = match resolve(Mode::Timing).and_then(|r| run(&r)) {
         Err(e) => return Outcome::Blocked(blocker(&e)),
-        Ok(o) => (
-            o.report.ops.iter().filter_map(|o| o.flops).sum::<u64>(),
-            o.engine.lm_high_water_bytes(),
-        ),
+        Ok(o) => {
+            if let Err(e) = flop_energy(&o.report, &sc, &o.engine.machine) {
+                return Outcome::Panicked(format!("FLOP energy: {e}"));
+            }
+            if let Err(e) = common::energy::power_windows(&o.report) {
+                return Outcome::Panicked(format!("power windows: {e}"));
+            }
+            (
+                o.report.ops.iter().filter_map(|o| o.flops).sum::<u64>(),
+                o.engine.lm_high_water_bytes(),
+            )
+        }
     };
     let res = match resolve(Mode::Functional) {
         Ok(r) => r,
@@ -189,6 +199,53 @@ fn run_file(path: &Path, verify_cap: (u64, u64)) -> Outcome {
         flop,
         verified: Some(verified),
     }
+}
+
+/// Whether the FLOP a run's energy charges are the ops' own: per unit and dtype, the
+/// FLOP of the resource (`PE vector F32`, `MAB matrix F16`) are the `flops` of the
+/// kernels that compute there (an op's own compute stage is its first: the slices it
+/// has sent again come after), in its output's dtype, and the FLOP joules are those
+/// FLOP × the machine's coefficients.
+fn flop_energy(
+    r: &mnsim_reports::Report,
+    sc: &scenario::Scenario,
+    m: &mnsim_arch::Machine,
+) -> Result<(), String> {
+    let leaf = &m.levels.last().ok_or("no levels")?.name;
+    let mut want: BTreeMap<String, u64> = BTreeMap::new();
+    let mut want_j = 0.0f64;
+    for o in &r.ops {
+        let Some(flops) = o.flops.filter(|&f| f > 0) else {
+            continue;
+        };
+        let stage = (o.stages.iter().find(|s| s.kind == "compute"))
+            .ok_or_else(|| format!("op {} ({}) has FLOP but no compute stage", o.index, o.op))?;
+        let dtype = sc.tensors.get(&o.tensor).ok_or("no tensor")?.dtype;
+        let vector = stage.level == *leaf;
+        let unit = if vector { "vector" } else { "matrix" };
+        *want
+            .entry(format!("{} {unit} {dtype:?}", stage.level))
+            .or_default() += flops;
+        want_j += flops as f64 * m.energy.pj_per_flop(!vector, dtype) * 1e-12;
+    }
+    let e = r.energy.as_ref().ok_or("no energy")?;
+    let got: BTreeMap<String, u64> = (e.resources.iter())
+        .filter(|x| x.unit == "flop")
+        .map(|x| (x.name.clone(), x.amount))
+        .collect();
+    let got_j: f64 = (e.resources.iter())
+        .filter(|x| x.unit == "flop")
+        .map(|x| x.joules)
+        .sum();
+    if got != want {
+        return Err(format!("charged {got:?}, the ops compute {want:?}"));
+    }
+    if (got_j - want_j).abs() > 1e-9 * got_j.abs().max(want_j.abs()) {
+        return Err(format!(
+            "charged {got_j} J of FLOP, the ops' FLOP make {want_j} J"
+        ));
+    }
+    Ok(())
 }
 
 #[test]

@@ -224,16 +224,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
     // The folder is checked, and the log of finished points opened (or resumed), before
     // any point runs.
     let log = match &a.out {
-        Some(dir) => {
-            let mut key = serde_json::to_value(identity(Vec::new())).unwrap_or_default();
-            if let Some(o) = key.as_object_mut() {
-                // What the points depend on: not the rows, nor how the chart is drawn.
-                for k in ["rows", "x", "metric"] {
-                    o.remove(k);
-                }
-            }
-            Some(super::points::Log::open(dir, key)?)
-        }
+        Some(dir) => Some(super::points::Log::open(dir, &identity(Vec::new()))?),
         None => None,
     };
     let done = log.as_ref().map(|l| &l.done);
@@ -486,9 +477,13 @@ pub fn merge(a: MergeArgs) -> Result<(), Report> {
         let path = d.join("sweep.json");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| miette!("error: cannot read {}: {e}", path.display()))?;
-        let s = mnsim_reports::parse_sweep_json(&text)
-            .map_err(|e| miette!("error: {}: {e}", path.display()))?;
-        parts.push((d.display().to_string(), s));
+        let s = mnsim_reports::parse_sweep_file(
+            &d.display().to_string(),
+            &path.display().to_string(),
+            &text,
+        )
+        .map_err(|e| miette!("error: {}: {e}", path.display()))?;
+        parts.push(s);
     }
     let mut whole = mnsim_reports::merge_sweeps(&parts).map_err(|e| miette!("error: {e}"))?;
     // The chart as the sweep drew it (its `--x` and `--metric`), unless told otherwise.

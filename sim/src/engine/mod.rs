@@ -65,12 +65,28 @@ pub struct Resident {
 /// What the engine keeps of an op it ran, beside its report.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
-    /// Its stages, typed.
+    /// Its stages, typed: its own, then those of the stream slices it needed again (its
+    /// re-sends: the producers' stages scaled to the slices sent again, charged to it in
+    /// cycles and bytes).
     pub stages: Vec<net::Stage>,
-    /// Its slowest stage (an index into `stages`).
+    /// How many of `stages` are the op's own.
+    pub own: usize,
+    /// Its slowest stage (an index into `stages`, one of its own).
     pub bottleneck: Option<usize>,
     /// The tensor it moved or computed.
     pub tensor: TensorId,
+}
+
+impl Record {
+    /// The op's own stages.
+    pub fn own(&self) -> &[net::Stage] {
+        &self.stages[..self.own]
+    }
+
+    /// The stages of the slices it needed again.
+    pub fn resent(&self) -> &[net::Stage] {
+        &self.stages[self.own..]
+    }
 }
 
 /// A declared tensor.

@@ -79,6 +79,7 @@ impl Engine {
         self.tasks.push(task);
         // The report shows the re-sends as stages of the op that needs them.
         let mut c = c;
+        let own = c.stages.len();
         c.stages.extend(resent);
         let (start, end) = (placed.start, placed.end);
         let clock = self.sw.clock().max(end);
@@ -116,6 +117,7 @@ impl Engine {
         self.ops.push(r.clone());
         self.records.push(super::Record {
             stages: c.stages,
+            own,
             bottleneck: c.bottleneck,
             tensor,
         });

@@ -78,6 +78,16 @@ pub(super) fn graph_outputs(
     let items = ports
         .as_array()
         .ok_or_else(|| at(ports, "output_ports: must be a list of tensor ids".into()))?;
+    // Nothing stored, nothing computed: refused rather than guessed (docs/import.md).
+    if items.is_empty() {
+        return Err(at(
+            ports,
+            "output_ports: the list is empty, so the graph would compute and store nothing; \
+             list the tensor ids to store, or leave out `output_ports` to store the tensors \
+             no op consumes"
+                .into(),
+        ));
+    }
     let mut outputs: Vec<u64> = Vec::new();
     for (k, p) in items.iter().enumerate() {
         let t = uint(p, &format!("output_ports[{k}]"), "a tensor id")?;

@@ -162,18 +162,24 @@ fn field<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a Value, At> {
         .ok_or_else(|| at(v, format!("{path}: missing member `{key}`")))
 }
 
+/// An id (of a tensor or an op): oneDNN's ids are `size_t`, so any integer from 0 to
+/// 2^64 - 1.
 pub(super) fn uint(v: &Value, path: &str, what: &str) -> Result<u64, At> {
-    v.as_i64()
-        .and_then(|x| u64::try_from(x).ok())
-        .ok_or_else(|| {
-            at(
-                v,
-                format!(
-                    "{path}: {what} must be a non-negative integer, found {}",
-                    v.what()
-                ),
-            )
-        })
+    v.as_u64().ok_or_else(|| {
+        let found = match &v.kind {
+            Kind::Number(t) => t.clone(),
+            Kind::Null | Kind::Bool(_) | Kind::Str(_) | Kind::Array(_) | Kind::Object(_) => {
+                v.what().to_string()
+            }
+        };
+        at(
+            v,
+            format!(
+                "{path}: {what} must be an integer from 0 to 2^64 - 1 ({}), found {found}",
+                u64::MAX
+            ),
+        )
+    })
 }
 
 /// The dtype of a oneDNN data type name.

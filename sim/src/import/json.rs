@@ -60,6 +60,14 @@ impl Value {
         }
     }
 
+    /// An integer (no fraction, no exponent) that fits `u64`.
+    pub fn as_u64(&self) -> Option<u64> {
+        match &self.kind {
+            Kind::Number(t) => t.parse().ok(),
+            _ => None,
+        }
+    }
+
     /// Any number, as `f64`.
     pub fn as_f64(&self) -> Option<f64> {
         match &self.kind {

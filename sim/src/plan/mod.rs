@@ -338,7 +338,6 @@ pub fn plan_with(
     let fail = |msg: String| miette::miette!("error: {}: {msg}", src.path);
     let bound = crate::bound::program(&res.machine, &res.program);
     let mut model = Model::new(&res, opts.space).map_err(|e| fail(e.to_string()))?;
-    model.objective = opts.objective;
     if model.vars.is_empty() {
         return Err(fail(format!(
             "plan `{plan}` has no variable set to `Any`: nothing to choose"
@@ -351,8 +350,10 @@ pub fn plan_with(
             res.machine.name
         ))
     })?;
-    let starts = passes::starts(&mut model, &hands.seeds, opts, started);
-    let found = passes::search(&mut model, (&starts, &hands), opts, started, progress);
+    // The search passes are the same whatever the objective: every objective confirms
+    // the same assignments, each ranking them its own way.
+    let found = passes::search(&mut model, &hands, opts, started, progress);
+    model.objective = opts.objective;
     let (best, last_error) =
         passes::confirm(&mut model, &res, (&found.best, &hands.seeds), opts, started);
     if best.is_empty() {

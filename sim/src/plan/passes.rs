@@ -9,6 +9,7 @@ use super::{
 };
 use crate::program::{EntityRef as _, LayoutRef};
 use crate::scenario::{self, PlanValue, Resolved, Scenario, Source};
+use mnsim_reports::Objective;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -154,41 +155,116 @@ pub(super) fn starts(
     starts
 }
 
+/// The objectives the search passes minimise, in order, whatever the plan's objective:
+/// so every objective confirms the same assignments and ranks them its own way, and the
+/// plan chosen for one is never worse by it than the plan another would choose.
+pub(super) const PASSES: [Objective; 3] = [Objective::Cycles, Objective::Energy, Objective::Edp];
+
+/// The share of the search's time of each pass of [`PASSES`], in sixths; and of the work
+/// budget, against the first's: the cycles pass has the whole budget (the search a plan
+/// had before there were passes), the energy and energy × delay passes a quarter of it
+/// each, and they also start from the best of the passes before them.
+const PASS_SIXTHS: [u32; 3] = [4, 1, 1];
+
 /// The search from `starts`, within what is left of the limits (less the confirming
-/// runs), and the stream variants of its best: best first.
+/// runs), once per objective of [`PASSES`] (each pass also from the best of the passes
+/// before it, on the model's memos), and the stream variants of each pass's best: each
+/// pass's best first, in pass order.
 pub(super) fn search(
     model: &mut Model,
-    (starts, hands): (&[Vec<LayoutId>], &Hands),
+    hands: &Hands,
     opts: &PlanOptions,
     started: Instant,
     progress: &mut dyn FnMut(u64, u64),
 ) -> search::Searched {
-    let mut sopts = opts.search.clone();
-    sopts.top = sopts.top.max(1) + hands.seeds.len();
-    // What is left of the limit, less the confirming runs after the search (as long as
-    // a hand plan's run each; at most half of what is left).
-    sopts.time_limit = opts.search.time_limit.map(|t| {
-        let left = t.saturating_sub(started.elapsed());
-        let confirm = hands
-            .one_run
-            .saturating_mul((sopts.top + hands.seeds.len()) as u32);
-        left.saturating_sub(confirm.min(left / 2))
-    });
-    let mut found = search::search(model, starts, &sopts, progress);
-    // The search's best streamed too (a layout it reached by moves, not a start): an
-    // improving variant is confirmed first.
-    let mut variants: Vec<search::Found> = Vec::new();
-    for f in &found.best {
-        if f.eval.failure.is_none()
-            && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
-            && !found.best.iter().chain(&variants).any(|g| g.pick == pick)
-        {
-            variants.push(search::Found { pick, eval });
+    let top = opts.search.top.max(1) + hands.seeds.len();
+    // The confirming runs after the search: as long as a hand plan's run each, for every
+    // pass's best and the seeds.
+    let confirm = hands
+        .one_run
+        .saturating_mul((PASSES.len() * top + hands.seeds.len()) as u32);
+    let mut all: Option<search::Searched> = None;
+    let mut before_best: Vec<Vec<LayoutId>> = Vec::new();
+    let (mut done, mut planned) = (0u64, 0u64);
+    for (pass, &objective) in PASSES.iter().enumerate() {
+        model.objective = objective;
+        // The pass's share of the work budget: the whole for the first.
+        let share = u64::from(PASS_SIXTHS[pass]);
+        let mut popts = opts.clone();
+        popts.search.top = top;
+        popts.search.work_limit = (opts.search.work_limit).map(|w| match pass {
+            0 => w,
+            _ => w.saturating_mul(share) / u64::from(PASS_SIXTHS[0]),
+        });
+        // The pass's own starts (ranked by its objective), then the best of the passes
+        // before it.
+        let mut from = starts(model, &hands.seeds, &popts, started);
+        for p in &before_best {
+            if !from.contains(p) {
+                from.push(p.clone());
+            }
+        }
+        // Its share of what is left of the limit, less the confirming runs (at most half
+        // of what is left), against the passes still to run.
+        let later: u32 = PASS_SIXTHS[pass..].iter().sum();
+        popts.search.time_limit = opts.search.time_limit.map(|t| {
+            let left = t.saturating_sub(started.elapsed());
+            left.saturating_sub(confirm.min(left / 2)) * PASS_SIXTHS[pass] / later
+        });
+        let sopts = popts.search;
+        let before = model.evaluated;
+        let mut offset = |e: u64, p: u64| progress(done + e, planned + p);
+        let mut found = search::search(model, &from, &sopts, &mut offset);
+        done += model.evaluated - before;
+        planned += model.evaluated - before;
+        // The pass's best streamed too (a layout it reached by moves, not a start): an
+        // improving variant is confirmed first.
+        let mut variants: Vec<search::Found> = Vec::new();
+        for f in &found.best {
+            if f.eval.failure.is_none()
+                && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
+                && !found.best.iter().chain(&variants).any(|g| g.pick == pick)
+            {
+                variants.push(search::Found { pick, eval });
+            }
+        }
+        found.best.extend(variants);
+        found.best.sort_by_key(|f| f.eval.key());
+        for f in &found.best {
+            if !before_best.contains(&f.pick) {
+                before_best.push(f.pick.clone());
+            }
+        }
+        all = Some(match all {
+            None => found,
+            Some(a) => joined(a, found),
+        });
+    }
+    all.expect("at least one pass")
+}
+
+/// Two passes of the search as one: the first's method and space, both passes' best
+/// (the first's first, an assignment once), evaluations, time and candidates tried.
+fn joined(mut a: search::Searched, b: search::Searched) -> search::Searched {
+    for f in b.best {
+        if !a.best.iter().any(|g| g.pick == f.pick) {
+            a.best.push(f);
         }
     }
-    found.best.extend(variants);
-    found.best.sort_by_key(|f| f.eval.key());
-    found
+    a.evaluated += b.evaluated;
+    a.complete &= b.complete;
+    a.timed_out |= b.timed_out;
+    a.work_spent |= b.work_spent;
+    a.seconds += b.seconds;
+    for (m, n) in a.tried_mask.iter_mut().zip(&b.tried_mask) {
+        for (x, y) in m.iter_mut().zip(n) {
+            *x |= *y;
+        }
+    }
+    a.tried = (a.tried_mask.iter())
+        .map(|t| t.iter().filter(|x| **x).count())
+        .collect();
+    a
 }
 
 /// Confirms the search's best (`found`, best first) and the seeds with timing runs of

@@ -90,6 +90,8 @@ pub struct Searched {
     pub seconds: f64,
     /// Per variable, how many of its candidates some evaluated assignment gave it.
     pub tried: Vec<usize>,
+    /// Per variable and candidate index: whether an evaluated assignment gave it.
+    pub tried_mask: Vec<Vec<bool>>,
 }
 
 struct Top {
@@ -398,5 +400,6 @@ pub fn search(
             .iter()
             .map(|t| t.iter().filter(|x| **x).count())
             .collect(),
+        tried_mask: run.tried,
     }
 }
