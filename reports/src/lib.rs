@@ -25,6 +25,7 @@ pub mod model;
 mod op_diff;
 mod ops_csv;
 mod output;
+pub mod places;
 mod rows;
 mod sweep;
 mod sweep_chart;

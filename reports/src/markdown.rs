@@ -33,6 +33,7 @@ pub fn markdown(r: &Report) -> String {
 fn write_markdown(r: &Report, s: &mut String) -> std::fmt::Result {
     write_summary(r, s)?;
     write_exposed(r, s)?;
+    write_places(r, s)?;
     write_ops(r, s)?;
     write_stages(r, s)?;
     write_compute(r, s)?;
@@ -105,6 +106,23 @@ fn write_summary(r: &Report, s: &mut String) -> std::fmt::Result {
         if !items.is_empty() {
             let items: Vec<String> = items.iter().map(|i| code(i)).collect();
             writeln!(s, "- **{name}:** {}", items.join(", "))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `By part` and `By layer` for a whole model (`crate::places`).
+fn write_places(r: &Report, s: &mut String) -> std::fmt::Result {
+    use crate::places::{TITLES, rows};
+    for (by, title) in [("part", "By part"), ("layer", "By layer")] {
+        let rows = rows(r, by);
+        if rows.is_empty() {
+            continue;
+        }
+        writeln!(s, "\n## {title}\n")?;
+        header(s, &TITLES, &[0])?;
+        for r in &rows {
+            row(s, r)?;
         }
     }
     Ok(())

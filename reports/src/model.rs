@@ -82,6 +82,10 @@ pub struct Report {
     /// The run's energy (docs/model.md, energy); `null` in a report that predates it.
     #[serde(default)]
     pub energy: Option<crate::energy::EnergyReport>,
+    /// A whole model's ops by part (embedding, norm, attention, mlp, head), then by
+    /// layer ([`crate::places`]); empty when no op has a place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub places: Vec<crate::places::PlaceTotal>,
 }
 
 /// Why a run takes more than its bound (docs/model.md, what keeps a run from its
@@ -198,6 +202,14 @@ pub struct OpReport {
     /// it computes nothing and moves no byte (docs/layout.md, views).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub view: bool,
+    /// The layer of a whole model the op is in (from 0), where the import tells it
+    /// (docs/import.md, places).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<u32>,
+    /// The part of a whole model the op is in: `embedding`, `norm`, `attention`, `mlp`
+    /// or `head`, where the import tells it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<String>,
 }
 
 /// One pipelined stage of an op: a level's ports, or DRAM, or compute.

@@ -36,6 +36,7 @@ pub fn terminal(r: &Report, color: bool) -> String {
     let mut out = Vec::new();
     header(r, color, &mut out);
     exposed(r, color, &mut out);
+    places(r, color, &mut out);
     out.push(String::new());
     ops(r, color, &mut out);
     if !r.levels.is_empty() {
@@ -162,6 +163,29 @@ fn exposed(r: &Report, color: bool, out: &mut Vec<String>) {
     let w = table.widths();
     out.push(table.header(&w, color));
     out.extend((0..top.len()).map(|i| table.row(i, &w, color)));
+}
+
+/// A whole model's cycles by part and by layer (`crate::places`), where ops have places.
+fn places(r: &Report, color: bool, out: &mut Vec<String>) {
+    use crate::places::{TITLES, rows};
+    for (by, title) in [("part", "by part"), ("layer", "by layer")] {
+        let rows = rows(r, by);
+        if rows.is_empty() {
+            continue;
+        }
+        out.push(String::new());
+        out.push(paint(title, Style::Bold, color));
+        let cols = (TITLES.iter().enumerate())
+            .map(|(i, t)| if i == 0 { Col::left(t) } else { Col::right(t) })
+            .collect();
+        let mut table = Table::new(cols, 2, 2);
+        for row in &rows {
+            table.push(row.iter().map(|c| c.clone().into()).collect());
+        }
+        let w = table.widths();
+        out.push(table.header(&w, color));
+        out.extend((0..rows.len()).map(|i| table.row(i, &w, color)));
+    }
 }
 
 fn ops(r: &Report, color: bool, out: &mut Vec<String>) {

@@ -209,9 +209,12 @@ pub fn run_on(
                 });
             }
         }
-        // Reports number ops by their place in the program as written.
+        // Reports number ops by their position in the program as written, and say
+        // where a whole model's op sits.
         for o in &mut eng.ops[first_op..] {
             o.index = source;
+            o.layer = po.place.layer;
+            o.part = po.place.part.map(|p| p.name().to_string());
         }
     }
     for ins in &inserted {
@@ -242,6 +245,7 @@ pub fn run_on(
         .collect();
     crate::gap::annotate(&res.machine, &program_bound, &bounds, &whole, &mut report);
     crate::energy::attach(&mut eng, &mut report);
+    report.places = mnsim_reports::places::places(&report);
     Ok(RunOutput {
         report,
         engine: eng,
@@ -476,6 +480,7 @@ fn build_report(
         bottleneck: None,
         above_bound: None,
         energy: None,
+        places: Vec::new(),
     }
 }
 

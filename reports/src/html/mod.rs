@@ -16,7 +16,7 @@ use page::{card, distinct, esc, page_end, page_start, plan_suffix, td, th, verif
 use ready::ready_section;
 use resources::resources_section;
 use std::fmt::Write;
-use tables::{critical_section, tables_section};
+use tables::{critical_section, places_section, tables_section};
 use timeline::timeline_section;
 
 /// `write!` into a `String`, which cannot fail.
@@ -96,6 +96,7 @@ pub fn html(r: &Report) -> String {
     page_start(&mut s, &title, true);
     header(&mut s, r);
     critical_section(&mut s, r);
+    places_section(&mut s, r);
     levels_section(&mut s, r);
     energy::joules_section(&mut s, r);
     resources_section(&mut s, r);

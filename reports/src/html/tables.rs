@@ -54,6 +54,34 @@ pub(super) fn critical_section(s: &mut String, r: &Report) {
     s.push_str("</tbody>\n</table>\n</section>\n");
 }
 
+/// The "By part" and "By layer" sections of a whole model (`crate::places`): each
+/// part's and layer's ops, cycles on the critical path, share, × bound, bytes, joules.
+pub(super) fn places_section(s: &mut String, r: &Report) {
+    use crate::places::{TITLES, rows};
+    for (by, title) in [("part", "By part"), ("layer", "By layer")] {
+        let rows = rows(r, by);
+        if rows.is_empty() {
+            continue;
+        }
+        w!(
+            s,
+            "<section id=\"by-{by}\">\n<h2>{title}</h2>\n<table>\n<thead><tr>"
+        );
+        for (i, t) in TITLES.iter().enumerate() {
+            th(s, t, i == 0);
+        }
+        s.push_str("</tr></thead>\n<tbody>\n");
+        for row in &rows {
+            s.push_str("<tr>");
+            for (i, c) in row.iter().enumerate() {
+                td(s, c, i == 0);
+            }
+            s.push_str("</tr>\n");
+        }
+        s.push_str("</tbody>\n</table>\n</section>\n");
+    }
+}
+
 /// `text` with its first letter in upper case.
 fn capitalised(text: &str) -> String {
     let mut chars = text.chars();

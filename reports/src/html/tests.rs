@@ -54,6 +54,7 @@ fn plan_links_are_encoded() {
         bottleneck: None,
         above_bound: None,
         energy: None,
+        places: Vec::new(),
     };
     assert_eq!(plan_href(&r), "a%20b%26c/d/report.html");
     r.plan = None;

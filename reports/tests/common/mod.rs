@@ -77,6 +77,8 @@ pub fn op(
         waited_on: None,
         energy_j: 0.0,
         view: false,
+        layer: None,
+        part: None,
     }
 }
 
@@ -256,6 +258,7 @@ pub fn sample() -> Report {
         }),
         above_bound: None,
         energy: None,
+        places: Vec::new(),
     }
 }
 

@@ -113,6 +113,8 @@ impl Engine {
             waited_on: None,
             energy_j: 0.0,
             view: false,
+            layer: None,
+            part: None,
         };
         self.ops.push(r.clone());
         self.records.push(super::Record {
