@@ -277,6 +277,18 @@ pub(crate) fn streams(r: &Report) -> Option<String> {
     if r.streams.is_empty() {
         return None;
     }
+    // A whole model streams hundreds of tensors: the line names the first few of each
+    // kind and counts the rest (every stream is in report.json's `streams`).
+    const NAMED: usize = 8;
+    // Those with a reason, fewer.
+    const EXPLAINED: usize = 3;
+    let more = |n: usize| {
+        if n > NAMED {
+            format!(" and {} more", thousands((n - NAMED) as u64))
+        } else {
+            String::new()
+        }
+    };
     let mut parts: Vec<String> = Vec::new();
     let double: Vec<&str> = r
         .streams
@@ -285,9 +297,15 @@ pub(crate) fn streams(r: &Report) -> Option<String> {
         .map(|s| s.tensor.as_str())
         .collect();
     if !double.is_empty() {
-        parts.push(format!("double-buffered {}", double.join(", ")));
+        let shown: Vec<&str> = double.iter().take(NAMED).copied().collect();
+        parts.push(format!(
+            "double-buffered {}{}",
+            shown.join(", "),
+            more(double.len())
+        ));
     }
-    for s in r.streams.iter().filter(|s| !s.double_buffered) {
+    let single: Vec<_> = r.streams.iter().filter(|s| !s.double_buffered).collect();
+    for s in single.iter().take(EXPLAINED) {
         let why = match (&s.fallback, s.requested) {
             (Some(f), _) => f.clone(),
             (None, Some(b)) => format!("buffers: {b}"),
@@ -295,7 +313,14 @@ pub(crate) fn streams(r: &Report) -> Option<String> {
         };
         parts.push(format!("{} one slice ({why})", s.tensor));
     }
-    for s in r.streams.iter().filter(|s| s.resent_slices > 0) {
+    if single.len() > EXPLAINED {
+        let n = (single.len() - EXPLAINED) as u64;
+        parts.push(format!("{} more one slice", thousands(n)));
+    }
+    let mut resent: Vec<_> = r.streams.iter().filter(|s| s.resent_slices > 0).collect();
+    // The costliest re-sends first.
+    resent.sort_by_key(|s| std::cmp::Reverse(s.resend_cycles));
+    for s in resent.iter().take(EXPLAINED) {
         parts.push(format!(
             "{} re-sent {} of {} slices ({} cycles)",
             s.tensor,
@@ -303,6 +328,10 @@ pub(crate) fn streams(r: &Report) -> Option<String> {
             thousands(s.sends),
             thousands(s.resend_cycles)
         ));
+    }
+    if resent.len() > EXPLAINED {
+        let n = (resent.len() - EXPLAINED) as u64;
+        parts.push(format!("{} more re-sent", thousands(n)));
     }
     Some(format!("streams: {}", parts.join(" · ")))
 }

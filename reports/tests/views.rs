@@ -675,3 +675,45 @@ fn an_op_much_longer_than_its_bottleneck_stage_says_why() {
     assert!(markdown(&r).contains("- `#7 Load t7`: 49,152 cycles, 3.0×"));
     assert!(mnsim_reports::html(&r).contains("class=\"outlasts\""));
 }
+
+/// A whole model streams hundreds of tensors: the summary names the first few of each
+/// kind and counts the rest, the costliest re-sends first.
+#[test]
+fn the_streams_line_names_a_few_and_counts_the_rest() {
+    let mut r = sample();
+    let base = r.streams.clone();
+    r.streams.clear();
+    for i in 0..300u64 {
+        for s in &base {
+            let mut s = s.clone();
+            s.tensor = format!("{}_{i}", s.tensor);
+            s.resend_cycles = if s.resent_slices > 0 { i } else { 0 };
+            r.streams.push(s);
+        }
+    }
+    let double = r.streams.iter().filter(|s| s.double_buffered).count();
+    let text = terminal(&r, false)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if double > 8 {
+        assert!(text.contains(&format!("and {} more", double - 8)), "{text}");
+    }
+    let resent = r.streams.iter().filter(|s| s.resent_slices > 0).count();
+    if resent > 3 {
+        assert!(
+            text.contains(&format!("{} more re-sent", resent - 3)),
+            "{text}"
+        );
+        // The costliest first: the last one made re-sends the most.
+        let first = text.find(" re-sent ").unwrap();
+        assert!(text[..first].ends_with("_299"), "{}", &text[..first]);
+    }
+    // The line stays short: a few terminal lines, not hundreds of names.
+    let line = terminal(&r, false)
+        .lines()
+        .skip_while(|l| !l.starts_with("streams"))
+        .take_while(|l| l.starts_with("streams") || l.starts_with("  "))
+        .count();
+    assert!(line <= 8, "{line} lines");
+}
