@@ -147,8 +147,14 @@ fn a_work_budget_gives_the_same_plan_every_time() {
     assert_eq!((a.evaluated, a.measured), (b.evaluated, b.measured));
     assert_eq!(a.best[0].layouts, b.best[0].layouts);
     assert_eq!(a.best[0].total_cycles, b.best[0].total_cycles);
-    // A larger budget goes further and is never worse.
+    // A larger budget goes further, and is never worse than the hand plans it starts
+    // from. (Not always better than a smaller one: the phases share the budget, so a
+    // larger one moves where each phase stops; docs/planner.md.)
     let c = once(120_000);
     assert!(c.evaluated > a.evaluated);
-    assert!(c.best[0].total_cycles <= a.best[0].total_cycles);
+    for h in c.hand_plans.iter().filter(|h| h.seed) {
+        if let Some(cycles) = h.total_cycles {
+            assert!(c.best[0].total_cycles <= cycles, "{}: {cycles}", h.plan);
+        }
+    }
 }
