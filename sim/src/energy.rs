@@ -141,7 +141,10 @@ pub fn op_traffic(m: &Machine, stages: &[Stage], compute: Option<(DType, u64)>) 
                 let k = level.index();
                 let parent_mem = m.levels.get(k).is_some_and(|l| l.memory.is_some())
                     && !(has_dram && dram_level == Some(k));
-                let child = m.link_target(k).map(|c| c as u16);
+                // A network's children (boards) have no memory of their own.
+                let child = (m.link_target(k))
+                    .filter(|&c| m.levels[c].memory.is_some())
+                    .map(|c| c as u16);
                 add(&mut t, Account::Link(level.0, dir), s.child_bytes);
                 match dir {
                     Dir::Down => {

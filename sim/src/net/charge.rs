@@ -74,9 +74,9 @@ impl Charge<'_> {
     /// A stage over the link from `chain[st.link]` to its children.
     fn link(&mut self, st: &StageSpec) -> Option<()> {
         let (m, topo) = (self.m, self.topo);
-        let (k, c) = (topo.chain[st.link], topo.chain[st.link + 1]);
+        let (k, c) = (topo.chain[st.link], topo.link_children(m, st.link));
         let level = &m.levels[k];
-        let Some(link) = m.links.get(&level.name) else {
+        let Some(link) = m.link_at(k) else {
             return Some(());
         };
         let sn: StageNodes = self
@@ -88,7 +88,7 @@ impl Charge<'_> {
             (Dir::Down, _) if sn.any_multi && sn.all_same => TransferKind::Broadcast,
             (Dir::Down, _) => TransferKind::Distribute,
         };
-        let rate = rate_of(link, kind);
+        let rate = rate_of(&link, kind);
         let time = |x: &NodeStat| cycles(x.bytes, rate.parent).max(cycles(x.max_child, rate.child));
         let stage_cycles = sn.nodes.iter().map(time).max().unwrap_or(0);
         let most = sn.nodes.iter().map(|x| x.bytes).max().unwrap_or(0);
@@ -105,7 +105,7 @@ impl Charge<'_> {
             });
         }
         // Chunks: an intermediate buffer smaller than what passes through it.
-        if st.link > 0
+        if st.link > topo.dram_at
             && let Some(mem) = &level.memory
             && mem.bytes > 0
         {
@@ -170,7 +170,7 @@ impl Charge<'_> {
 
     /// The DRAM access, first on the way down, last on the way up.
     fn dram(&mut self, d: &DramSpec) -> Option<()> {
-        let k = self.topo.chain[0];
+        let k = self.topo.chain[self.topo.dram_at];
         let rate = self.m.dram.bytes_per_cycle * d.efficiency.clamp(1e-6, 1.0);
         let nodes = self.src.dram(d, self.topo.leaves_under[k])?;
         let t = nodes

@@ -1,0 +1,169 @@
+//! Many boards (docs/model.md, many boards): layouts split over boards, replicate over
+//! them and cross them over the node's network, in both modes; a plan that replicates
+//! over the boards costs what one board does; a network stage costs what its figures
+//! say, computed here from the machine's numbers and not from the engine.
+
+use mnsim_reports::{OpReport, Report, StageReport};
+use mnsim_sim::scenario::{self, Mode, Source};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn scenario_text() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/boards_matmul.ron");
+    std::fs::read_to_string(path).expect("scenarios/boards_matmul.ron")
+}
+
+/// Runs `plan` of the scenario `text` in `mode` with knobs `sets`.
+fn run(text: &str, plan: &str, mode: Mode, sets: &[(&str, f64)]) -> Report {
+    let sc = scenario::parse(text, "boards_matmul.ron").unwrap();
+    let src = Source {
+        path: "boards_matmul.ron".into(),
+        text: text.to_string(),
+    };
+    let sets: Vec<(String, f64)> = sets.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let mut res = scenario::resolve(&sc, &src, Some(plan), &sets, &BTreeMap::new())
+        .unwrap_or_else(|e| panic!("{plan}: {e:?}"));
+    res.mode = mode;
+    mnsim_sim::run::run(&res)
+        .unwrap_or_else(|e| panic!("{plan} {mode:?}: {e}"))
+        .report
+}
+
+fn op<'a>(r: &'a Report, name: &str, tensor: &str) -> &'a OpReport {
+    r.ops
+        .iter()
+        .find(|o| o.op == name && o.tensor == tensor)
+        .unwrap_or_else(|| panic!("no {name} of {tensor}"))
+}
+
+fn stage<'a>(o: &'a OpReport, level: &str, dir: &str) -> Option<&'a StageReport> {
+    o.stages
+        .iter()
+        .find(|s| s.level == level && s.direction == dir)
+}
+
+const C_BYTES: u64 = 64 * 2048 * 4;
+
+#[test]
+fn every_plan_verifies_and_both_modes_agree() {
+    let text = scenario_text();
+    for plan in ["replicated", "split_n", "split_k"] {
+        let f = run(&text, plan, Mode::Functional, &[]);
+        assert_eq!(f.verified, Some(true), "{plan}");
+        let t = run(&text, plan, Mode::Timing, &[]);
+        assert_eq!(t.total_cycles, f.total_cycles, "{plan}");
+        let cyc = |r: &Report| r.ops.iter().map(|o| o.cycles).collect::<Vec<_>>();
+        assert_eq!(cyc(&t), cyc(&f), "{plan}");
+    }
+}
+
+#[test]
+fn replicating_over_the_boards_costs_what_one_board_does() {
+    let text = scenario_text();
+    let node = run(&text, "replicated", Mode::Timing, &[]);
+    let one = scenario_text().replace("Preset(\"mn3_node\")", "Preset(\"mncore1\")");
+    let board = run(&one, "replicated", Mode::Timing, &[]);
+    assert_eq!(node.total_cycles, board.total_cycles);
+    for (a, b) in node.ops.iter().zip(&board.ops) {
+        assert_eq!((&a.op, a.cycles), (&b.op, b.cycles), "{}", a.tensor);
+        assert!(stage(a, "Node", "up").is_none() && stage(a, "Node", "down").is_none());
+    }
+    // Four boards, each with its own DRAM, read four times the bytes.
+    let dram = |r: &Report| -> u64 {
+        let o = op(r, "Load", "b");
+        o.stages
+            .iter()
+            .filter(|s| s.level == "DRAM")
+            .map(|s| s.bytes)
+            .sum()
+    };
+    assert_eq!(dram(&node), 4 * dram(&board));
+}
+
+/// The network stage of a crossing, from the machine's figures: a switch gives each
+/// board one link of `bytes_per_cycle` per direction; every board sends (and receives)
+/// all of c.
+fn network_cycles(bytes: u64, rate: f64) -> u64 {
+    (bytes as f64 / rate).ceil() as u64
+}
+
+#[test]
+fn a_reduce_over_the_boards_crosses_the_network_at_its_rate() {
+    let text = scenario_text();
+    let m = mnsim_arch::preset("mn3_node").unwrap();
+    let beta = m.networks["Node"].bytes_per_cycle;
+    let alpha = m.networks["Node"].latency;
+    let r = run(&text, "split_k", Mode::Timing, &[]);
+    let red = op(&r, "Reduce", "c");
+    let up = stage(red, "Node", "up").expect("the Reduce crosses the boards");
+    let down = stage(red, "Node", "down").expect("and comes back down");
+    assert_eq!(
+        (up.kind.as_str(), down.kind.as_str()),
+        ("reduce", "broadcast")
+    );
+    // Each of the 4 boards sends its partial c up; one sum comes down to each.
+    assert_eq!(up.child_bytes, 4 * C_BYTES);
+    assert_eq!(down.child_bytes, 4 * C_BYTES);
+    assert_eq!(up.cycles, network_cycles(C_BYTES, beta));
+    assert_eq!(down.cycles, network_cycles(C_BYTES, beta));
+    assert_eq!(up.latency, alpha);
+    // The op: its slowest stage plus every latency on the way up and down once.
+    let lat: u64 = red.stages.iter().map(|s| s.latency).sum();
+    assert_eq!(red.work_cycles, up.cycles + lat);
+    // Nothing else crosses boards: a and b are read by each board from its own DRAM.
+    for o in &r.ops {
+        if o.op != "Reduce" {
+            assert!(stage(o, "Node", "up").is_none(), "{} {}", o.op, o.tensor);
+        }
+    }
+    // Twice the link rate halves the network stage; a ring gives each board two links
+    // and two hops to the far board.
+    let fast = run(
+        &text,
+        "split_k",
+        Mode::Timing,
+        &[("networks.Node.bytes_per_cycle", 2.0 * beta)],
+    );
+    let up2 = stage(op(&fast, "Reduce", "c"), "Node", "up").unwrap();
+    assert_eq!(up2.cycles, network_cycles(C_BYTES, 2.0 * beta));
+    assert!(fast.total_cycles < r.total_cycles);
+    let ring = text.replace("Preset(\"mn3_node\")", &format!("File({:?})", ring_file()));
+    let rr = run(&ring, "split_k", Mode::Timing, &[]);
+    let up3 = stage(op(&rr, "Reduce", "c"), "Node", "up").unwrap();
+    assert_eq!(up3.cycles, network_cycles(C_BYTES, 2.0 * beta));
+    assert_eq!(up3.latency, 2 * alpha);
+}
+
+/// mn3_node with its boards on a ring, as a machine file.
+fn ring_file() -> String {
+    let text = mnsim_arch::preset_source("mn3_node")
+        .unwrap()
+        .replace("topology: Switch", "topology: Ring");
+    let dir = std::env::temp_dir().join(format!("mnsim-boards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("mn3_ring.ron");
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn tensor_parallel_moves_nothing_between_boards_until_the_gather() {
+    let text = scenario_text();
+    let m = mnsim_arch::preset("mn3_node").unwrap();
+    let beta = m.networks["Node"].bytes_per_cycle;
+    let r = run(&text, "split_n", Mode::Timing, &[]);
+    let mm = op(&r, "MatMul", "c");
+    assert!(mm.stages.iter().all(|s| s.level != "Node"));
+    // Each board computes a quarter of c: the same FLOP in all, a quarter of the time.
+    let full = op(&run(&text, "replicated", Mode::Timing, &[]), "MatMul", "c").clone();
+    assert_eq!(mm.flops, full.flops);
+    assert_eq!(4 * mm.work_cycles, full.work_cycles);
+    let g = op(&r, "Relayout", "cg");
+    let up = stage(g, "Node", "up").expect("the gather crosses the boards");
+    let down = stage(g, "Node", "down").unwrap();
+    // Up: each board sends its quarter; down: every board receives all of c.
+    assert_eq!(up.child_bytes, C_BYTES);
+    assert_eq!(up.max_child_bytes, C_BYTES / 4);
+    assert_eq!(down.child_bytes, 4 * C_BYTES);
+    assert_eq!(down.cycles, network_cycles(C_BYTES, beta));
+}
