@@ -167,3 +167,114 @@ fn tensor_parallel_moves_nothing_between_boards_until_the_gather() {
     assert_eq!(down.child_bytes, 4 * C_BYTES);
     assert_eq!(down.cycles, network_cycles(C_BYTES, beta));
 }
+
+fn mnsim(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("mnsim runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn layouts_name_boards_and_nodes() {
+    let layout = "((4_Board, 16_L2B, 8_L1B, 2:8), (16_MAB, 8:1, 4_PE))";
+    let out = mnsim(&[
+        "layout",
+        "map",
+        layout,
+        "--shape",
+        "1024,512",
+        "--machine",
+        "mn3_node",
+        "--index",
+        "700,5",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let pe = &v["placements"][0]["pe"];
+    // Row 700 of 1024 rows split 4 × 16 × 8 × 2: board 700 / 256, then L2B, then L1B.
+    let (board, rest) = (700 / 256, 700 % 256);
+    assert_eq!(pe["Board"], board);
+    assert_eq!(pe["L2B"], rest / 16);
+    assert_eq!(pe["L1B"], (rest % 16) / 2);
+    // Column 5 of 512 = 16 MAB × 8 × 4 PE.
+    assert_eq!(pe["MAB"], 5 / 32);
+    assert_eq!(pe["PE"], 5 % 4);
+    let out = mnsim(&[
+        "layout",
+        "explain",
+        "((32_Node, 4_Board, 2:8), (16_L2B, 8_L1B, 16_MAB, 4_PE, 8:1))",
+        "--shape",
+        "256,65536",
+        "--machine",
+        "mn3_zone",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels[0]["level"], "Node");
+    assert_eq!(levels[0]["nodes_used"], 32);
+    assert_eq!(levels[1]["level"], "Board");
+    assert_eq!(levels[1]["nodes_used"], 128);
+    assert_eq!(v["distinct_shards"], 1 << 20);
+    // Replicated over the boards: every board holds all of it.
+    let out = mnsim(&[
+        "layout",
+        "explain",
+        "((64:8), (8:1)) B@[Board]",
+        "--shape",
+        "64,8",
+        "--machine",
+        "mn3_node",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["levels"][0]["level"], "Board");
+    assert_eq!(v["levels"][0]["replicated"], true);
+    let text = mnsim(&["machines", "mn3_zone"]);
+    assert!(text.contains("Zone: switch joining 32 Node"), "{text}");
+    assert!(text.contains("Node: switch joining 4 Board"), "{text}");
+}
+
+/// An all-gather over the 32 nodes of a zone, in timing mode (1,048,576 PEs): the Zone
+/// network's stages at its figures, computed here.
+#[test]
+fn a_gather_over_the_nodes_of_a_zone_crosses_both_networks() {
+    let text = r#"Scenario(
+        name: "zone gather",
+        machine: Preset("mn3_zone"),
+        mode: Timing,
+        tensors: {
+            "x": (dtype: F32, shape: "f32[4096,8192]", init: Random(seed: 1)),
+            "y": (dtype: F32, shape: "f32[4096,8192]"),
+        },
+        program: [
+            Load(tensor: "x", layout: "((32_Node, 4_Board, 32:1), (16_L2B, 8_L1B, 16_MAB, 4_PE))"),
+            Relayout(tensor: "x", layout: "((4_Board, 1024:1), (16_L2B, 8_L1B, 16_MAB, 4_PE); B@[Node])", out: "y"),
+            Store(tensor: "y"),
+        ],
+        plans: {"only": {}},
+    )"#;
+    let m = mnsim_arch::preset("mn3_zone").unwrap();
+    let zone = m.networks["Zone"].bytes_per_cycle;
+    let r = run(text, "only", Mode::Timing, &[]);
+    let g = op(&r, "Relayout", "y");
+    // f32 without W packing: 8-byte words, so the network moves 2 × 128 MiB.
+    let words = 4096u64 * 8192 * 8;
+    let up = stage(g, "Zone", "up").unwrap();
+    let down = stage(g, "Zone", "down").unwrap();
+    // Up: each node sends its 1/32; down: every node receives all of it.
+    assert_eq!(up.max_child_bytes, words / 32);
+    assert_eq!(up.cycles, network_cycles(words / 32, zone));
+    assert_eq!(down.child_bytes, 32 * words);
+    assert_eq!(down.cycles, network_cycles(words, zone));
+    assert!(stage(g, "Node", "up").is_some());
+    assert_eq!(g.bottleneck, "Zone down broadcast");
+}
