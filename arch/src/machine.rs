@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 mod network;
 mod validate;
 
-pub use network::{Network, Topology};
+pub use network::{Network, Phase, Topology};
 
 /// A whole machine. Every number in it is a what-if knob (see [`crate::knobs`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

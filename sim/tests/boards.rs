@@ -87,8 +87,28 @@ fn network_cycles(bytes: u64, rate: f64) -> u64 {
     (bytes as f64 / rate).ceil() as u64
 }
 
+/// One phase of an all-reduce of `n` bytes on each of `p` children, by the α–β model:
+/// (steps, bytes a step). Ring: p − 1 steps of a 1/p share; switch: one step of the
+/// p − 1 shares down one link; fully connected: one step, a share on each link.
+fn phase(topology: &str, n: u64, p: u64) -> (u64, u64) {
+    let share = n.div_ceil(p);
+    match topology {
+        "Ring" => (p - 1, share),
+        "Switch" => (1, (p - 1) * share),
+        "FullyConnected" => (1, share),
+        other => panic!("{other}"),
+    }
+}
+
+/// The α–β closed form of an all-reduce: two phases of steps × (latency + bytes a step
+/// ÷ rate).
+fn all_reduce(topology: &str, n: u64, p: u64, rate: f64, latency: u64) -> u64 {
+    let (steps, bytes) = phase(topology, n, p);
+    2 * steps * (latency + network_cycles(bytes, rate))
+}
+
 #[test]
-fn a_reduce_over_the_boards_crosses_the_network_at_its_rate() {
+fn a_reduce_over_the_boards_is_an_all_reduce_on_the_network() {
     let text = scenario_text();
     let m = mnsim_arch::preset("mn3_node").unwrap();
     let beta = m.networks["Node"].bytes_per_cycle;
@@ -101,23 +121,26 @@ fn a_reduce_over_the_boards_crosses_the_network_at_its_rate() {
         (up.kind.as_str(), down.kind.as_str()),
         ("reduce", "broadcast")
     );
-    // Each of the 4 boards sends its partial c up; one sum comes down to each.
-    assert_eq!(up.child_bytes, 4 * C_BYTES);
-    assert_eq!(down.child_bytes, 4 * C_BYTES);
-    assert_eq!(up.cycles, network_cycles(C_BYTES, beta));
-    assert_eq!(down.cycles, network_cycles(C_BYTES, beta));
-    assert_eq!(up.latency, alpha);
-    // The op: its slowest stage plus every latency on the way up and down once.
+    // A switch: each board sends its 3 other quarters of c down its one link, then
+    // receives the 3 other reduced quarters.
+    let (steps, bytes) = phase("Switch", C_BYTES, 4);
+    assert_eq!(up.cycles, steps * network_cycles(bytes, beta));
+    assert_eq!(down.cycles, up.cycles);
+    assert_eq!(up.latency + down.latency, 2 * steps * alpha);
+    assert_eq!(up.child_bytes, 4 * 3 * (C_BYTES / 4));
+    let whole = all_reduce("Switch", C_BYTES, 4, beta, alpha);
+    assert_eq!(up.cycles + down.cycles + up.latency + down.latency, whole);
+    // The op: the two phases one after the other (the boards' own stages are faster),
+    // plus the boards' latencies up and down.
     let lat: u64 = red.stages.iter().map(|s| s.latency).sum();
-    assert_eq!(red.work_cycles, up.cycles + lat);
+    assert_eq!(red.work_cycles, up.cycles + down.cycles + lat);
     // Nothing else crosses boards: a and b are read by each board from its own DRAM.
     for o in &r.ops {
         if o.op != "Reduce" {
             assert!(stage(o, "Node", "up").is_none(), "{} {}", o.op, o.tensor);
         }
     }
-    // Twice the link rate halves the network stage; a ring gives each board two links
-    // and two hops to the far board.
+    // Twice the link rate: the bandwidth term halves (rounded up), the latency stays.
     let fast = run(
         &text,
         "split_k",
@@ -125,13 +148,120 @@ fn a_reduce_over_the_boards_crosses_the_network_at_its_rate() {
         &[("networks.Node.bytes_per_cycle", 2.0 * beta)],
     );
     let up2 = stage(op(&fast, "Reduce", "c"), "Node", "up").unwrap();
-    assert_eq!(up2.cycles, network_cycles(C_BYTES, 2.0 * beta));
+    assert_eq!(up2.cycles, network_cycles(bytes, 2.0 * beta));
     assert!(fast.total_cycles < r.total_cycles);
+    // On a ring: 3 steps of a quarter each way, each waiting a hop.
     let ring = text.replace("Preset(\"mn3_node\")", &format!("File({:?})", ring_file()));
     let rr = run(&ring, "split_k", Mode::Timing, &[]);
-    let up3 = stage(op(&rr, "Reduce", "c"), "Node", "up").unwrap();
-    assert_eq!(up3.cycles, network_cycles(C_BYTES, 2.0 * beta));
-    assert_eq!(up3.latency, 2 * alpha);
+    let red = op(&rr, "Reduce", "c");
+    let up3 = stage(red, "Node", "up").unwrap();
+    let down3 = stage(red, "Node", "down").unwrap();
+    assert_eq!(up3.cycles, 3 * network_cycles(C_BYTES / 4, beta));
+    assert_eq!(up3.latency, 3 * alpha);
+    assert_eq!(
+        up3.cycles + down3.cycles + up3.latency + down3.latency,
+        all_reduce("Ring", C_BYTES, 4, beta, alpha)
+    );
+}
+
+/// A machine of `p` boards of 4 PEs joined by a network, whose boards move their own
+/// data at once (a fast link, no latency): an all-reduce's cycles are the network's alone.
+fn network_machine(p: u64, topology: &str, rate: f64, latency: u64) -> String {
+    format!(
+        r#"(
+    name: "boards", clock_ghz: 1.0, word_bytes: 4,
+    levels: [
+        (name: "Node", count: 1, addressable: false),
+        (name: "Board", count: {p}),
+        (name: "PE", count: 4, memory: (name: "LM", bytes: 33554432)),
+    ],
+    links: {{"Board": (
+        broadcast: (parent: 1e9, child: 1e9, latency: 0),
+        distribute: (parent: 1e9, child: 1e9, latency: 0),
+        gather: (parent: 1e9, child: 1e9, latency: 0),
+        reduce: (parent: 1e9, child: 1e9, latency: 0),
+    )}},
+    networks: {{"Node": (topology: {topology}, bytes_per_cycle: {rate:?}, latency: {latency})}},
+    dram: (level: "Board", bytes: 1073741824, bytes_per_cycle: 1e9, burst_bytes: 4),
+    compute: (vector: {{F32: 1.0}}, matrix: (level: "PE", flops: {{}}, tile: {{}})),
+)"#
+    )
+}
+
+/// The Reduce over Board of an f32[4·rows, cols] on every board, alone, on `machine`.
+fn all_reduce_run(machine: &str, rows: u64, cols: u64) -> OpReport {
+    let dir = std::env::temp_dir().join(format!("mnsim-allreduce-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("boards.ron");
+    std::fs::write(&file, machine).unwrap();
+    let text = format!(
+        r#"Scenario(
+    name: "all-reduce", machine: File({file:?}), mode: Timing,
+    tensors: {{"x": (dtype: F32, shape: "f32[{r4},{cols}]", init: Random(seed: 1))}},
+    program: [
+        Load(tensor: "x", layout: "((4_PE, {rows}:{cols}), ({cols}:1))"),
+        Reduce(tensor: "x", level: "Board", op: Add),
+    ],
+    plans: {{"only": {{}}}},
+)"#,
+        r4 = 4 * rows
+    );
+    let r = run(&text, "only", Mode::Timing, &[]);
+    op(&r, "Reduce", "x").clone()
+}
+
+/// A small deterministic generator (splitmix64).
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+const TOPOLOGIES: [&str; 3] = ["Ring", "Switch", "FullyConnected"];
+
+/// Alone, an all-reduce over boards takes the α–β closed form exactly: random board
+/// counts, topologies, sizes, link rates and latencies.
+#[test]
+fn an_all_reduce_alone_takes_the_closed_form() {
+    let mut rng = Rng(41);
+    for case in 0..40 {
+        let p = 2 + rng.below(31);
+        let topology = TOPOLOGIES[rng.below(3) as usize];
+        let rate = [0.5, 3.0, 15.75, 42.0, 100.0][rng.below(5) as usize];
+        let latency = rng.below(3000);
+        let (rows, cols) = (1 + rng.below(64), 1 + rng.below(300));
+        let n = 4 * rows * cols * 4;
+        let red = all_reduce_run(&network_machine(p, topology, rate, latency), rows, cols);
+        let want = all_reduce(topology, n, p, rate, latency);
+        assert_eq!(
+            red.work_cycles, want,
+            "case {case}: {p} boards, {topology}, {n} bytes, {rate} B/cycle, {latency} cycles"
+        );
+    }
+}
+
+/// Issue 41's target: 64 MiB over 4 and 32 boards under each algorithm, at MN-3's
+/// (assumed) PCIe figures.
+#[test]
+fn an_all_reduce_of_64_mib_over_4_and_32_boards() {
+    for p in [4, 32] {
+        for topology in TOPOLOGIES {
+            let (rows, cols) = (4096, 1024);
+            let n = 4 * rows * cols * 4;
+            assert_eq!(n, 64 << 20);
+            let red = all_reduce_run(&network_machine(p, topology, 15.75, 1000), rows, cols);
+            assert_eq!(
+                red.work_cycles,
+                all_reduce(topology, n, p, 15.75, 1000),
+                "{p} boards, {topology}"
+            );
+        }
+    }
 }
 
 /// mn3_node with its boards on a ring, as a machine file.

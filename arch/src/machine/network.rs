@@ -87,6 +87,54 @@ impl Network {
     }
 }
 
+/// One phase of an all-reduce over a network (the reduce-scatter up, or the all-gather
+/// down): `steps` steps, each moving `step_bytes` over a link of `rate` bytes per cycle
+/// and waiting one hop's latency.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Phase {
+    pub steps: u64,
+    pub step_bytes: u64,
+    pub rate: f64,
+}
+
+impl Phase {
+    /// The phase's bandwidth term: steps × ⌈bytes a step ÷ rate⌉.
+    pub fn cycles(&self) -> u64 {
+        if self.step_bytes == 0 {
+            return 0;
+        }
+        let step = (self.step_bytes as f64 / self.rate).ceil();
+        let step = if step.is_finite() && step < (u64::MAX / 4) as f64 {
+            step as u64
+        } else {
+            u64::MAX / 4
+        };
+        self.steps.saturating_mul(step)
+    }
+}
+
+impl Network {
+    /// A phase of the all-reduce of `bytes` held by each of `children` children, by the
+    /// algorithm the topology runs: on a ring, `children − 1` steps of a `1/children`
+    /// share to the next child at one link's rate; on a switch, one step in which each
+    /// child sends its `children − 1` shares down its one link; fully connected, one step
+    /// in which each share takes a link of its own. One child: nothing to do.
+    pub fn all_reduce_phase(&self, bytes: u64, children: u64) -> Phase {
+        let share = bytes.div_ceil(children.max(1));
+        let others = children.saturating_sub(1);
+        let (steps, step_bytes) = match self.topology {
+            Topology::Ring => (others, share),
+            Topology::Switch => (others.min(1), share.saturating_mul(others)),
+            Topology::FullyConnected => (others.min(1), share),
+        };
+        Phase {
+            steps,
+            step_bytes: if steps == 0 { 0 } else { step_bytes },
+            rate: self.bytes_per_cycle,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
