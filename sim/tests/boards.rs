@@ -408,3 +408,13 @@ fn a_gather_over_the_nodes_of_a_zone_crosses_both_networks() {
     assert!(stage(g, "Node", "up").is_some());
     assert_eq!(g.bottleneck, "Zone down broadcast");
 }
+
+/// The PEs' data is ready when the all-gather ends, after the reduce-scatter: the
+/// Reduce's last ready cycle is the op's own length.
+#[test]
+fn an_all_reduce_is_ready_when_its_all_gather_ends() {
+    let red = all_reduce_run(&network_machine(8, "Ring", 4.0, 100), 16, 64);
+    let ready = red.ready_cycles.as_ref().expect("ready cycles");
+    assert_eq!(red.end - red.start, red.work_cycles);
+    assert_eq!(ready.max, red.end);
+}

@@ -103,10 +103,17 @@ impl Charge<'_> {
         let stage_cycles = sn.nodes.iter().map(time).max().unwrap_or(0);
         let most = sn.nodes.iter().map(|x| x.bytes).max().unwrap_or(0);
         if self.per_node {
+            // An all-gather's data is ready after the reduce-scatter before it.
+            let after = match (collective, st.dir) {
+                (Some(_), Dir::Down) => self.scattered,
+                _ => 0,
+            };
             self.timers.push(pes::Timer {
                 set: st.second as usize,
                 per: topo.leaves_under[k],
-                nodes: sn.nodes.iter().map(|x| (x.n, time(x))).collect(),
+                nodes: (sn.nodes.iter())
+                    .map(|x| (x.n, time(x).saturating_add(after)))
+                    .collect(),
             });
             self.out.ports.push(PortUse {
                 link: st.link,
