@@ -63,6 +63,7 @@ pub fn describe(m: &Machine) -> String {
     let mut s = String::new();
     header(m, &mut s);
     levels(m, &mut s);
+    networks(m, &mut s);
     links(m, &mut s);
     dram(m, &mut s);
     totals(m, &mut s);
@@ -137,6 +138,40 @@ fn level_role(m: &Machine, addr: &[AddrLevel], i: usize) -> String {
         Some(a) if a.level_index == i => format!("addressable, fan-out {}", a.fanout),
         Some(a) => format!("folds into {}", a.name),
         None => "not addressable, nothing below to fold into".to_string(),
+    }
+}
+
+/// The networks between boards or nodes, root-most first: topology, link rate, latency,
+/// and the rates the tree charges them at (nothing for one board).
+fn networks(m: &Machine, s: &mut String) {
+    if m.networks.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nnetworks (one link's bytes/cycle per direction; latency in cycles per hop):"
+    );
+    for (i, l) in m.levels.iter().enumerate() {
+        let (Some(n), Some(link)) = (m.network_at(i), m.link_at(i)) else {
+            continue;
+        };
+        let children = m.levels.get(i + 1);
+        let _ = writeln!(
+            s,
+            "  {}: {} joining {} {} of each {}: {} B/cycle ({} GB/s) per link and direction, latency {}; \
+             charged as {} B/cycle per {}, latency {}",
+            l.name,
+            n.topology.name(),
+            children.map_or(0, |c| c.count),
+            children.map_or("?", |c| c.name.as_str()),
+            l.name,
+            num(n.bytes_per_cycle),
+            num(n.bytes_per_cycle * m.clock_ghz),
+            n.latency,
+            num(link.gather.child),
+            children.map_or("?", |c| c.name.as_str()),
+            link.gather.latency
+        );
     }
 }
 

@@ -160,12 +160,15 @@ impl Machine {
             )?;
         }
         for (name, l) in &e.links {
-            if !self.links.contains_key(name) {
+            if !self.has_link(name) {
                 return Err(MachineError::at_path(
                     format!("energy.links.{name}"),
                     format!(
                         "energy.links names '{name}', not a link level of the machine (links: {})",
-                        self.links.keys().cloned().collect::<Vec<_>>().join(", ")
+                        (self.links.keys().chain(self.networks.keys()))
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             }

@@ -2,6 +2,7 @@
 //!
 //! Paths follow the machine's structure: `levels.<LEVEL>.count`,
 //! `levels.<LEVEL>.memory.bytes`, `links.<LEVEL>.<kind>.parent|child|latency`,
+//! `networks.<LEVEL>.bytes_per_cycle|latency` (the links between boards or nodes),
 //! `dram.bytes|bytes_per_cycle|burst_bytes`, `clock_ghz`, `word_bytes`,
 //! `compute.vector.<DTYPE>`, `compute.matrix.flops.<DTYPE>`,
 //! `compute.matrix.tile.<DTYPE>.m|n|k`, and the energy coefficients `energy.…`
@@ -45,7 +46,8 @@ fn unknown_message(path: &str, suggestions: &[String]) -> String {
     match suggestions {
         [] => s.push_str(
             "; knobs are levels.<LEVEL>.count, levels.<LEVEL>.memory.bytes, \
-             links.<LEVEL>.<kind>.parent|child|latency, dram.*, clock_ghz, word_bytes, \
+             links.<LEVEL>.<kind>.parent|child|latency, networks.<LEVEL>.bytes_per_cycle|latency, \
+             dram.*, clock_ghz, word_bytes, \
              compute.vector.<DTYPE>, compute.matrix.flops.<DTYPE>, compute.matrix.tile.<DTYPE>.m|n|k",
         ),
         [one] => s.push_str(&format!("; did you mean '{one}'?")),

@@ -10,9 +10,13 @@
 use crate::dtype::DType;
 use crate::energy::Energy;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+mod network;
 mod validate;
+
+pub use network::{Network, Phase, Topology};
 
 /// A whole machine. Every number in it is a what-if knob (see [`crate::knobs`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,6 +33,10 @@ pub struct Machine {
     pub levels: Vec<Level>,
     /// Per link level (by level name): rates of the port from its memory to its children.
     pub links: BTreeMap<String, Link>,
+    /// Per level above the DRAM level (by level name): the network joining its children
+    /// (boards in a node, nodes in a zone). Empty for one board.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub networks: BTreeMap<String, Network>,
     pub dram: Dram,
     pub compute: Compute,
     /// Energy coefficients (`energy.…` knobs); empty when the file gives none.
@@ -353,9 +361,35 @@ impl Machine {
             .map_or(0, |i| self.nodes_at(i))
     }
 
-    /// The level a link at level `i` sends to: the next memory-bearing level below `i`.
+    /// The level a link at level `i` sends to: the next memory-bearing level below `i`;
+    /// for a network, the level it joins (the one below `i`).
     pub fn link_target(&self, i: usize) -> Option<usize> {
+        if self.network_at(i).is_some() {
+            return (i + 1 < self.levels.len()).then_some(i + 1);
+        }
         (i + 1..self.levels.len()).find(|&j| self.levels[j].memory.is_some())
+    }
+
+    /// The network of level `i`, if it has one.
+    pub fn network_at(&self, i: usize) -> Option<&Network> {
+        self.networks.get(&self.levels.get(i)?.name)
+    }
+
+    /// The link of level `i` as the tree charges it: its link, or its network's derived
+    /// link ([`Network::tree_link`]) for the children it joins.
+    pub fn link_at(&self, i: usize) -> Option<Cow<'_, Link>> {
+        let level = self.levels.get(i)?;
+        if let Some(l) = self.links.get(&level.name) {
+            return Some(Cow::Borrowed(l));
+        }
+        let n = self.networks.get(&level.name)?;
+        let children = self.levels.get(i + 1).map_or(1, |c| c.count);
+        Some(Cow::Owned(n.tree_link(children)))
+    }
+
+    /// Whether the level named `name` has a link or a network.
+    pub fn has_link(&self, name: &str) -> bool {
+        self.links.contains_key(name) || self.networks.contains_key(name)
     }
 
     /// Index of the level that owns the DRAM, if it names a level.

@@ -3,7 +3,14 @@
 use crate::machine::{Machine, MachineError};
 
 /// Names of the built-in machines, in the order `mnsim machines` lists them.
-pub const PRESETS: &[&str] = &["mncore2", "mncore1", "toy4"];
+pub const PRESETS: &[&str] = &[
+    "mncore2",
+    "mncore1",
+    "toy4",
+    "mn3_node",
+    "mn3_zone",
+    "mncore2_server",
+];
 
 /// The RON text of a preset, as shipped.
 pub fn preset_source(name: &str) -> Option<&'static str> {
@@ -11,6 +18,9 @@ pub fn preset_source(name: &str) -> Option<&'static str> {
         "mncore2" => Some(include_str!("../presets/mncore2.ron")),
         "mncore1" => Some(include_str!("../presets/mncore1.ron")),
         "toy4" => Some(include_str!("../presets/toy4.ron")),
+        "mn3_node" => Some(include_str!("../presets/mn3_node.ron")),
+        "mn3_zone" => Some(include_str!("../presets/mn3_zone.ron")),
+        "mncore2_server" => Some(include_str!("../presets/mncore2_server.ron")),
         _ => None,
     }
 }

@@ -469,10 +469,15 @@ fn family(m: &Machine) -> Vec<Member> {
     out
 }
 
+/// The family is checked element by element, so presets of more than 2^15 PEs (the MN-3
+/// zone: 2^20) are left out; their levels are the MN-3 node's, which is checked.
 #[test]
 fn family_sweep_on_every_preset() {
     for name in PRESETS {
         let m = machine(name);
+        if m.leaf_count() > 1 << 15 {
+            continue;
+        }
         let members = family(&m);
         assert!(members.len() >= 12);
         for (what, text, shape, dtype) in members {

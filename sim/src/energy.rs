@@ -187,7 +187,10 @@ fn stage_bytes(m: &Machine, t: &mut Traffic, s: &Stage, has_dram: bool) {
             let k = level.index();
             let parent_mem = m.levels.get(k).is_some_and(|l| l.memory.is_some())
                 && !(has_dram && m.dram_level_index() == Some(k));
-            let child = m.link_target(k).map(|c| c as u16);
+            // A network's children (boards) have no memory of their own.
+            let child = (m.link_target(k))
+                .filter(|&c| m.levels[c].memory.is_some())
+                .map(|c| c as u16);
             add(t, Account::Link(level.0, dir), s.child_bytes);
             match dir {
                 Dir::Down => {

@@ -278,7 +278,7 @@ impl SimWorld {
             .map(|level| LevelSpec {
                 per_parent: level.count.max(1),
                 buffer: level.memory.as_ref().map(|mem| Buffer { bytes: mem.bytes }),
-                has_link: m.links.contains_key(&level.name),
+                has_link: m.has_link(&level.name),
             })
             .collect();
         let mut sw = SimWorld {

@@ -89,7 +89,17 @@ fn machines_json_lists_presets_and_describes_one() {
         .iter()
         .map(|m| m["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["mncore2", "mncore1", "toy4"]);
+    assert_eq!(
+        names,
+        [
+            "mncore2",
+            "mncore1",
+            "toy4",
+            "mn3_node",
+            "mn3_zone",
+            "mncore2_server"
+        ]
+    );
     let v = json(&[
         "machines",
         "mncore2",

@@ -563,9 +563,20 @@ fn machines_lists_the_presets() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(names, vec!["mncore2", "mncore1", "toy4"]);
+    assert_eq!(
+        names,
+        vec![
+            "mncore2",
+            "mncore1",
+            "toy4",
+            "mn3_node",
+            "mn3_zone",
+            "mncore2_server"
+        ]
+    );
     assert!(out.contains("4096 PE"));
     assert!(out.contains("8192 PE"));
+    assert!(out.contains("mn3_zone       1048576 PE"), "{out}");
 }
 
 #[test]

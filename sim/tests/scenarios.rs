@@ -125,6 +125,7 @@ pinned!(
 );
 pinned!(prefetch, prefetch_overlapped, "prefetch.ron");
 pinned!(double_buffer, double_buffer_overlapped, "double_buffer.ron");
+pinned!(boards_matmul, boards_matmul_overlapped, "boards_matmul.ron");
 
 #[test]
 fn the_next_weights_load_behind_the_matmul_only_where_lm_has_room() {

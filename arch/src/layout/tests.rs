@@ -47,6 +47,7 @@ pub(crate) fn tree(levels: &[(&str, u64, bool)], word_bytes: u64, lm_bytes: u64)
         word_bytes,
         levels: lv,
         links: BTreeMap::from([("Board".to_string(), link)]),
+        networks: BTreeMap::new(),
         dram: Dram {
             level: "Board".into(),
             bytes: 1 << 30,

@@ -2,7 +2,8 @@
 //! run in a fixed order so that the first inconsistency found is always the same one.
 
 use super::{
-    Level, Link, MAX_LATENCY, MAX_PES, MIN_RATE, Machine, MachineError, Memory, Num, TransferKind,
+    Level, Link, MAX_LATENCY, MAX_PES, MIN_RATE, Machine, MachineError, Memory, Network, Num,
+    TransferKind,
 };
 
 /// Whether `s` is a name that paths and layouts can use: `[A-Za-z_][A-Za-z0-9_]*`.
@@ -54,6 +55,7 @@ impl Machine {
         self.validate_word_and_clock()?;
         self.validate_dram()?;
         self.validate_links()?;
+        self.validate_networks()?;
         self.validate_compute()?;
         self.validate_energy()
     }
@@ -327,6 +329,56 @@ impl Machine {
         }
         Ok(())
     }
+    /// Checks every network: on a level above the DRAM level that has no link, with a
+    /// positive rate and a bounded latency.
+    fn validate_networks(&self) -> Result<(), MachineError> {
+        for (name, n) in &self.networks {
+            self.validate_network(name, n)?;
+        }
+        Ok(())
+    }
+
+    fn validate_network(&self, name: &str, n: &Network) -> Result<(), MachineError> {
+        let Some(i) = self.level_index(name) else {
+            return Err(err(
+                format!("networks.{name}"),
+                format!(
+                    "network '{name}' names no level of the machine (levels: {})",
+                    self.level_list()
+                ),
+            ));
+        };
+        let d = self.dram_level_index().unwrap_or(0);
+        if i >= d {
+            return Err(err(
+                format!("networks.{name}"),
+                format!(
+                    "network '{name}': a network joins boards or nodes, so its level must stand above the DRAM level '{}'",
+                    self.dram.level
+                ),
+            ));
+        }
+        if self.links.contains_key(name) {
+            return Err(err(
+                format!("networks.{name}"),
+                format!("level '{name}' has both a link and a network; give one"),
+            ));
+        }
+        if n.latency > MAX_LATENCY {
+            return Err(err(
+                format!("networks.{name}.latency"),
+                format!(
+                    "network '{name}' latency {} is above the limit of {MAX_LATENCY} (2^32) cycles",
+                    n.latency
+                ),
+            ));
+        }
+        positive_field(
+            &format!("networks.{name}.bytes_per_cycle"),
+            n.bytes_per_cycle,
+        )
+    }
+
     /// Checks the compute rates: vector and matrix FLOP/cycle, the matrix level and tiles.
     fn validate_compute(&self) -> Result<(), MachineError> {
         for (d, &v) in &self.compute.vector {

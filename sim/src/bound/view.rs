@@ -56,7 +56,9 @@ impl<'a> View<'a> {
                 r[0].latency.min(r[1].latency),
             )
         };
-        let links = (0..topo.chain.len().saturating_sub(1))
+        // The chain from the DRAMs down: the networks between boards are not counted yet
+        // (a bound without them is still a bound).
+        let links = (topo.dram_at..topo.chain.len().saturating_sub(1))
             .filter_map(|i| {
                 let (k, c) = (topo.chain[i], topo.chain[i + 1]);
                 let level = &m.levels[k];
@@ -65,7 +67,7 @@ impl<'a> View<'a> {
                     level: LevelId::of(k),
                     parents: m.nodes_at(k).max(1),
                     children: m.nodes_at(c).max(1),
-                    buffer: (i > 0)
+                    buffer: (i > topo.dram_at)
                         .then(|| level.memory.as_ref().map(|x| x.bytes))
                         .flatten()
                         .filter(|&b| b > 0),
@@ -74,7 +76,7 @@ impl<'a> View<'a> {
                 })
             })
             .collect();
-        let d = topo.chain.first().copied().unwrap_or(0);
+        let d = topo.chain.get(topo.dram_at).copied().unwrap_or(0);
         View {
             m,
             links,

@@ -32,7 +32,7 @@ pub fn run(a: MachinesArgs) -> Result<(), Report> {
     let Some(name) = a.name else {
         for p in mnsim_arch::PRESETS {
             let m = mnsim_arch::preset(p).map_err(|e| miette::miette!("error: {e}"))?;
-            let _ = writeln!(s, "{:<10} {:>6} PE  {}", p, m.leaf_count(), m.description);
+            let _ = writeln!(s, "{:<14} {:>7} PE  {}", p, m.leaf_count(), m.description);
         }
         return emit(&s);
     };

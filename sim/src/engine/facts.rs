@@ -204,7 +204,7 @@ impl Engine {
     ) -> f64 {
         let burst = self.machine.dram.burst_bytes.max(1);
         let addr = self.machine.addressable_levels();
-        let d = self.topo.chain[0];
+        let d = self.topo.chain[self.topo.dram_at];
         // A level sub-axis distinguishes DRAM nodes when it can reach another node's range.
         let distinguishing = |class: Class, size: u64, stride: u64| -> bool {
             let Class::Level(i) = class else { return false };

@@ -41,7 +41,7 @@ impl Engine {
     pub(super) fn down_route(&self, steps: u64, dram: Option<DramSpec>) -> Route {
         let n = self.topo.chain.len();
         Route {
-            stages: (0..n - 1)
+            stages: (self.topo.dram_at..n - 1)
                 .map(|link| StageSpec {
                     link,
                     dir: Dir::Down,
@@ -156,7 +156,7 @@ impl Engine {
         let n = self.topo.chain.len();
         let eff = self.burst_efficiency(&r.layout, &xla, &runtime, dtype);
         let route = Route {
-            stages: (0..n - 1)
+            stages: (self.topo.dram_at..n - 1)
                 .rev()
                 .map(|link| StageSpec {
                     link,

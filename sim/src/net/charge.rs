@@ -62,6 +62,11 @@ struct Charge<'a> {
     chunks: u64,
     /// The slowest stage so far (the first of equals).
     best: (u64, Option<Place>),
+    /// The chain link of a network a Reduce combines over (its route reduces there): its
+    /// stages are the all-reduce's two phases, the second after the first.
+    allreduce: Option<usize>,
+    /// The all-reduce's first phase (the reduce-scatter up), once charged.
+    scattered: u64,
 }
 
 impl Charge<'_> {
@@ -74,9 +79,9 @@ impl Charge<'_> {
     /// A stage over the link from `chain[st.link]` to its children.
     fn link(&mut self, st: &StageSpec) -> Option<()> {
         let (m, topo) = (self.m, self.topo);
-        let (k, c) = (topo.chain[st.link], topo.chain[st.link + 1]);
+        let (k, c) = (topo.chain[st.link], topo.link_children(m, st.link));
         let level = &m.levels[k];
-        let Some(link) = m.links.get(&level.name) else {
+        let Some(link) = m.link_at(k) else {
             return Some(());
         };
         let sn: StageNodes = self
@@ -88,15 +93,27 @@ impl Charge<'_> {
             (Dir::Down, _) if sn.any_multi && sn.all_same => TransferKind::Broadcast,
             (Dir::Down, _) => TransferKind::Distribute,
         };
-        let rate = rate_of(link, kind);
-        let time = |x: &NodeStat| cycles(x.bytes, rate.parent).max(cycles(x.max_child, rate.child));
+        let rate = rate_of(&link, kind);
+        let children = m.levels.get(c).map_or(1, |l| l.count);
+        let collective = m.network_at(k).filter(|_| self.allreduce == Some(st.link));
+        let time = |x: &NodeStat| match collective {
+            Some(n) => n.all_reduce_phase(x.max_child, children).cycles(),
+            None => cycles(x.bytes, rate.parent).max(cycles(x.max_child, rate.child)),
+        };
         let stage_cycles = sn.nodes.iter().map(time).max().unwrap_or(0);
         let most = sn.nodes.iter().map(|x| x.bytes).max().unwrap_or(0);
         if self.per_node {
+            // An all-gather's data is ready after the reduce-scatter before it.
+            let after = match (collective, st.dir) {
+                (Some(_), Dir::Down) => self.scattered,
+                _ => 0,
+            };
             self.timers.push(pes::Timer {
                 set: st.second as usize,
                 per: topo.leaves_under[k],
-                nodes: sn.nodes.iter().map(|x| (x.n, time(x))).collect(),
+                nodes: (sn.nodes.iter())
+                    .map(|x| (x.n, time(x).saturating_add(after)))
+                    .collect(),
             });
             self.out.ports.push(PortUse {
                 link: st.link,
@@ -105,18 +122,45 @@ impl Charge<'_> {
             });
         }
         // Chunks: an intermediate buffer smaller than what passes through it.
-        if st.link > 0
+        if st.link > topo.dram_at
             && let Some(mem) = &level.memory
             && mem.bytes > 0
         {
             self.chunks = self.chunks.max(most.div_ceil(mem.bytes));
         }
-        self.latency += rate.latency;
+        // An all-reduce's phase: its steps each wait a hop; what crosses the links is
+        // each child's other shares; the all-gather starts when the reduce-scatter ends.
+        let (latency, child_bytes, ends) = match collective {
+            Some(n) => {
+                let phase = |x: &NodeStat| n.all_reduce_phase(x.max_child, children);
+                let sent = |x: &NodeStat| {
+                    (x.max_child.div_ceil(children.max(1)))
+                        .saturating_mul(children.saturating_sub(1))
+                        .saturating_mul(children)
+                        .saturating_mul(x.count)
+                };
+                let steps = sn.nodes.iter().map(|x| phase(x).steps).max().unwrap_or(0);
+                let ends = match st.dir {
+                    Dir::Up => {
+                        self.scattered = stage_cycles;
+                        stage_cycles
+                    }
+                    Dir::Down => self.scattered.saturating_add(stage_cycles),
+                };
+                (
+                    n.latency.saturating_mul(steps),
+                    sn.nodes.iter().map(sent).sum(),
+                    ends,
+                )
+            }
+            None => (rate.latency, sn.total_child, stage_cycles),
+        };
+        self.latency += latency;
         let place = Place::Link {
             level: LevelId::of(k),
             dir: st.dir,
         };
-        self.offer(stage_cycles, place);
+        self.offer(ends, place);
         self.out.stages.push(Stage {
             place,
             kind: StageKind::Transfer(kind),
@@ -125,7 +169,7 @@ impl Charge<'_> {
                 .iter()
                 .map(|x| x.bytes.saturating_mul(x.count))
                 .sum(),
-            child_bytes: sn.total_child,
+            child_bytes,
             max_port_bytes: most,
             max_child_bytes: sn.max_child,
             ports: sn
@@ -135,7 +179,7 @@ impl Charge<'_> {
                 .map(|x| x.count)
                 .sum(),
             cycles: stage_cycles,
-            latency: rate.latency,
+            latency,
             chunks: 1,
         });
         Some(())
@@ -170,7 +214,7 @@ impl Charge<'_> {
 
     /// The DRAM access, first on the way down, last on the way up.
     fn dram(&mut self, d: &DramSpec) -> Option<()> {
-        let k = self.topo.chain[0];
+        let k = self.topo.chain[self.topo.dram_at];
         let rate = self.m.dram.bytes_per_cycle * d.efficiency.clamp(1e-6, 1.0);
         let nodes = self.src.dram(d, self.topo.leaves_under[k])?;
         let t = nodes
@@ -223,6 +267,10 @@ pub(super) fn charge(
         latency: 0,
         chunks: route.steps.max(1),
         best: (0, None),
+        allreduce: (route.stages.iter())
+            .find(|s| s.dir == Dir::Up && s.reduce && m.network_at(topo.chain[s.link]).is_some())
+            .map(|s| s.link),
+        scattered: 0,
     };
     for st in &route.stages {
         c.link(st)?;

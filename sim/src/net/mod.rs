@@ -56,12 +56,16 @@ impl PeFact {
 
 pub use crate::ids::Dir;
 
-/// The memory chain of a machine: the levels data passes through, from the DRAM
-/// level down to the PEs, and what each link connects.
+/// The memory chain of a machine: the levels data passes through, from the networks
+/// between boards (if any) and the DRAM level down to the PEs, and what each link connects.
 #[derive(Clone, Debug)]
 pub struct Topo {
-    /// Physical level indices with a memory (or the DRAM), root-most first; the last is the leaf.
+    /// Physical level indices with a network above the DRAM level, then the DRAM level,
+    /// then every level with a memory, root-most first; the last is the leaf.
     pub chain: Vec<usize>,
+    /// Index in `chain` of the DRAM level (0 unless networks stand above it): Loads and
+    /// Stores run from here down; crossings of boards meet above it.
+    pub dram_at: usize,
     /// PEs under one node of each physical level.
     pub leaves_under: Vec<u64>,
     pub pes: u64,
@@ -70,17 +74,32 @@ pub struct Topo {
 impl Topo {
     pub fn new(m: &Machine) -> Topo {
         let d = m.level_index(&m.dram.level).unwrap_or(0);
-        let chain: Vec<usize> = (d..m.levels.len())
-            .filter(|&k| k == d || m.levels[k].memory.is_some())
+        let chain: Vec<usize> = (0..d)
+            .filter(|&k| m.network_at(k).is_some())
+            .chain((d..m.levels.len()).filter(|&k| k == d || m.levels[k].memory.is_some()))
             .collect();
+        let dram_at = chain.iter().position(|&k| k == d).unwrap_or(0);
         let pes = m.leaf_count();
         let leaves_under = (0..m.levels.len())
             .map(|k| pes / m.nodes_at(k).max(1))
             .collect();
         Topo {
             chain,
+            dram_at,
             leaves_under,
             pes,
+        }
+    }
+
+    /// The level whose nodes are the children of chain link `link`: the next chain level,
+    /// or for a network the level it joins (mncore2_server's Server network joins
+    /// Boards, not the Groups that hold the DRAMs).
+    pub fn link_children(&self, m: &Machine, link: usize) -> usize {
+        let k = self.chain[link];
+        if m.network_at(k).is_some() {
+            k + 1
+        } else {
+            self.chain[link + 1]
         }
     }
 
