@@ -228,6 +228,47 @@ impl Ox {
         Ok(())
     }
 
+    /// The rows of `table` (a DRAM tensor: a graph input or an initializer) at the
+    /// indices `indices` computes on the chip: an embedding lookup, the `Gather` op
+    /// (`scenario::Op::Gather`). Its result is the indices' shape, then a row's.
+    pub(super) fn gather_rows(
+        &mut self,
+        base: &str,
+        table: &Tens,
+        indices: &Tens,
+    ) -> Result<Tens, Bad> {
+        let in_dram = (self.decls.iter())
+            .any(|d| d.name == table.name && (d.seed.is_some() || d.constant || d.init.is_some()));
+        if !in_dram {
+            return Err(format!(
+                "Gather at run-time indices reads rows of a tensor in DRAM (a graph input or \
+                 an initializer); `{}` is computed on the chip",
+                table.name
+            )
+            .into());
+        }
+        if !indices.dtype.is_int() {
+            return Err(format!("Gather indices must be integers, not {}", indices.dtype).into());
+        }
+        let dims: Vec<u64> = (indices.dims.iter())
+            .chain(table.dims.iter().skip(1))
+            .copied()
+            .collect();
+        let out = self.declare(base, table.dtype, &dims);
+        let origin = self.origin.take();
+        self.steps.push(Step {
+            action: crate::import::lower::Action::Gather {
+                table: table.name.clone(),
+            },
+            cast: false,
+            inputs: vec![indices.name.clone()],
+            out: out.name.clone(),
+            origin,
+            place: Default::default(),
+        });
+        Ok(out)
+    }
+
     /// A kernel over `inputs` whose result shape the kernel gives: the result tensor.
     pub(super) fn apply(
         &mut self,

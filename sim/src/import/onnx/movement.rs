@@ -350,17 +350,24 @@ pub(super) fn concat(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) ->
 }
 
 /// `Gather` at indices known at import: on a constant, evaluated; on a tensor, one
-/// index (the axis dropped) or an ascending run of indices is a `Slice`. Indices
-/// computed at run time (an embedding lookup) need a gather kernel.
+/// index (the axis dropped) or an ascending run of indices is a `Slice`. Rows (axis 0)
+/// at indices computed at run time (an embedding lookup) are the `Gather` op.
 pub(super) fn gather(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) -> Result<Val, Bad> {
     let x = req(ins, 0, "Gather")?;
     let d = x.dims();
     let ax = axis(a.int_or("axis", 0)?, d.len(), "axis")?;
     let idx = req(ins, 1, "Gather")?;
     let Val::C(ik) = idx else {
-        return Err(format!(
-            "Gather at indices computed at run time (an embedding lookup of `{base}`) is not supported: mnsim has no gather kernel yet"
-        ).into());
+        // Rows at run-time indices: an embedding lookup.
+        if ax != 0 {
+            return Err(format!(
+                "Gather along axis {ax} at indices computed at run time is not supported (an embedding lookup gathers rows: axis 0)"
+            )
+            .into());
+        }
+        let table = ox.tensor_of(x, "Gather's data")?;
+        let indices = ox.tensor_of(idx, "Gather's indices")?;
+        return Ok(Val::T(ox.gather_rows(base, &table, &indices)?));
     };
     let n = d[ax] as i64;
     let ids: Vec<u64> = ik
@@ -408,7 +415,7 @@ pub(super) fn gather(ox: &mut Ox, base: &str, a: &Attrs, ins: &[Option<Val>]) ->
     let run = ids.windows(2).all(|w| w[1] == w[0] + 1) && !ids.is_empty();
     if !run {
         return Err(format!(
-            "Gather at indices {:?} that are not an ascending run is not supported (no gather kernel)",
+            "Gather at indices {:?} that are not an ascending run is not supported (known at import, they are sliced; only rows at run-time indices are gathered)",
             &ids[..ids.len().min(8)]
         ).into());
     }
