@@ -68,36 +68,38 @@ impl PlaceTotal {
 pub fn places(r: &Report) -> Vec<PlaceTotal> {
     const ORDER: [&str; 5] = ["embedding", "norm", "attention", "mlp", "head"];
     let rank = |p: &str| ORDER.iter().position(|x| *x == p).unwrap_or(ORDER.len());
+    // The row of `list` that `key` picks, made (empty, as `blank` gives it) when missing.
+    fn row(
+        list: &mut Vec<PlaceTotal>,
+        key: impl Fn(&PlaceTotal) -> bool,
+        blank: impl FnOnce() -> PlaceTotal,
+    ) -> &mut PlaceTotal {
+        match list.iter().position(key) {
+            Some(i) => &mut list[i],
+            None => {
+                list.push(blank());
+                list.last_mut().expect("just pushed")
+            }
+        }
+    }
     let mut parts: Vec<PlaceTotal> = Vec::new();
     let mut layers: Vec<PlaceTotal> = Vec::new();
     for o in &r.ops {
         if let Some(p) = &o.part {
-            let i = match parts.iter().position(|t| t.part.as_ref() == Some(p)) {
-                Some(i) => i,
-                None => {
-                    parts.push(PlaceTotal {
-                        by: "part".into(),
-                        part: Some(p.clone()),
-                        ..Default::default()
-                    });
-                    parts.len() - 1
-                }
+            let blank = || PlaceTotal {
+                by: "part".into(),
+                part: Some(p.clone()),
+                ..Default::default()
             };
-            parts[i].add(o);
+            row(&mut parts, |t| t.part.as_ref() == Some(p), blank).add(o);
         }
         if let Some(l) = o.layer {
-            let i = match layers.iter().position(|t| t.layer == Some(l)) {
-                Some(i) => i,
-                None => {
-                    layers.push(PlaceTotal {
-                        by: "layer".into(),
-                        layer: Some(l),
-                        ..Default::default()
-                    });
-                    layers.len() - 1
-                }
+            let blank = || PlaceTotal {
+                by: "layer".into(),
+                layer: Some(l),
+                ..Default::default()
             };
-            layers[i].add(o);
+            row(&mut layers, |t| t.layer == Some(l), blank).add(o);
         }
     }
     parts.sort_by_key(|t| {

@@ -39,6 +39,26 @@ pub enum Action {
     Gather { table: String },
 }
 
+/// A tensor of the scenario, as the StableHLO and ONNX imports name it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tens {
+    pub name: String,
+    pub dtype: DType,
+    /// Its logical dimensions (a scalar has none; the scenario declares it `[1]`).
+    pub dims: Vec<u64>,
+}
+
+impl Tens {
+    /// Its dimensions as the scenario declares them: a scalar is `[1]`.
+    pub fn declared_dims(&self) -> Vec<u64> {
+        if self.dims.is_empty() {
+            vec![1]
+        } else {
+            self.dims.clone()
+        }
+    }
+}
+
 /// One op of the program: a kernel, or a gather from DRAM.
 #[derive(Clone, Debug)]
 pub struct Step {

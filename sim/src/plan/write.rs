@@ -41,8 +41,7 @@ pub fn add_ops(text: &str, ops: &[OpText]) -> Result<String, AddPlanError> {
     for (before, op) in ops {
         let item = program.item(*before).ok_or(AddPlanError::NoOp(*before))?;
         let start = item.span.start;
-        let line = text[..start].rfind('\n').map_or(0, |i| i + 1);
-        let lead = &text[line..start];
+        let lead = &text[line_start(text, start)..start];
         // On a line of its own when the op starts its line; else before it on its line.
         let sep = if lead.trim().is_empty() {
             format!("\n{lead}")
@@ -64,6 +63,11 @@ pub fn add_ops(text: &str, ops: &[OpText]) -> Result<String, AddPlanError> {
     Ok(out)
 }
 
+/// Where the line holding byte `at` of `text` starts.
+fn line_start(text: &str, at: usize) -> usize {
+    text[..at].rfind('\n').map_or(0, |i| i + 1)
+}
+
 /// `text` with plan `name` (variables → layout text, in order) added to `plans`.
 pub fn add_plan(text: &str, name: &str, vars: &[(String, String)]) -> Result<String, AddPlanError> {
     let root = spans::scan(text).ok_or(AddPlanError::Unscanned)?;
@@ -74,9 +78,8 @@ pub fn add_plan(text: &str, name: &str, vars: &[(String, String)]) -> Result<Str
     if entries.iter().any(|(k, _)| k.str_value() == Some(name)) {
         return Err(AddPlanError::Exists(name.to_string()));
     }
-    let line_start = |at: usize| text[..at].rfind('\n').map_or(0, |i| i + 1);
     let indent_of = |at: usize| -> String {
-        text[line_start(at)..at]
+        text[line_start(text, at)..at]
             .chars()
             .take_while(|c| c.is_whitespace())
             .collect()

@@ -14,24 +14,7 @@ use mnsim_arch::DType;
 use mnsim_kernels::{Kernel, UnaryOp};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A tensor of the scenario: its name, dtype and logical dims (a scalar has none).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tens {
-    pub name: String,
-    pub dtype: DType,
-    pub dims: Vec<u64>,
-}
-
-impl Tens {
-    /// Its dims as the scenario declares them: a scalar is `[1]`.
-    pub fn declared_dims(&self) -> Vec<u64> {
-        if self.dims.is_empty() {
-            vec![1]
-        } else {
-            self.dims.clone()
-        }
-    }
-}
+pub use crate::import::lower::Tens;
 
 /// What an ONNX value is at import.
 #[derive(Clone, Debug)]

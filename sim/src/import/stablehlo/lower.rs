@@ -13,25 +13,7 @@ use mnsim_kernels::{Kernel, UnaryOp};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-/// A tensor of the scenario.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tens {
-    pub name: String,
-    pub dtype: DType,
-    /// Its logical dimensions (a scalar has none; the scenario declares it `[1]`).
-    pub dims: Vec<u64>,
-}
-
-impl Tens {
-    /// Its dimensions as the scenario declares them: a scalar is `[1]`.
-    pub fn declared_dims(&self) -> Vec<u64> {
-        if self.dims.is_empty() {
-            vec![1]
-        } else {
-            self.dims.clone()
-        }
-    }
-}
+pub use crate::import::lower::Tens;
 
 /// What an SSA value is at import.
 #[derive(Clone, Debug)]
