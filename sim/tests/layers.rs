@@ -1,7 +1,10 @@
-//! The library's modules depend one way (ARCHITECTURE.md, layers): this test reads
-//! `sim/src/**/*.rs`, collects every top-level module each module reaches through
-//! `crate::` or `super::` paths (comments and strings left out; unit tests' `tests.rs`
-//! files left out), and fails naming each edge that goes up a layer.
+//! The library's modules depend one way (ARCHITECTURE.md, crates and layers). `sim/`
+//! is several crates, one above the other; Cargo keeps a crate from using one above it,
+//! and this test keeps the inside of each in order: it reads every crate's `src/**/*.rs`,
+//! collects every top-level module each module reaches through `crate::`, `super::` or a
+//! sim crate's name (`mnsim_engine::`; comments and strings left out; unit tests'
+//! `tests.rs` files left out), and fails naming each edge that goes up a layer. It also
+//! holds each crate's manifest to the sim crates it may know.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -24,8 +27,39 @@ const LAYERS: &[&[&str]] = &[
     &["diag", "ids", "input", "limits", "signals"],
 ];
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+/// The crates of `sim/` (directory below `sim/`, package), top first, and the sim crates
+/// each may depend on: what is not listed, it must not know.
+const CRATES: &[(&str, &str, &[&str])] = &[
+    (
+        ".",
+        "mnsim-sim",
+        &[
+            "mnsim-core",
+            "mnsim-scenario",
+            "mnsim-engine",
+            "mnsim-run",
+            "mnsim-plan",
+            "mnsim-import",
+        ],
+    ),
+    ("import", "mnsim-import", &["mnsim-core", "mnsim-scenario"]),
+    (
+        "plan",
+        "mnsim-plan",
+        &["mnsim-core", "mnsim-scenario", "mnsim-engine", "mnsim-run"],
+    ),
+    (
+        "run",
+        "mnsim-run",
+        &["mnsim-core", "mnsim-scenario", "mnsim-engine"],
+    ),
+    ("engine", "mnsim-engine", &["mnsim-core"]),
+    ("scenario", "mnsim-scenario", &["mnsim-core"]),
+    ("core", "mnsim-core", &[]),
+];
+
+fn sim() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -166,15 +200,24 @@ fn module_path(rel: &Path) -> Vec<String> {
     parts
 }
 
-/// Every (top-level module, line, path head) a file reaches through `crate::` or
-/// `super::`; `super::` chains resolve against the file's module path.
+/// The length of a sim crate's name (`mnsim_engine::`, with the colons) at the start of
+/// `s`, when `s` starts with one.
+fn sim_crate_prefix(s: &str) -> Option<usize> {
+    CRATES.iter().find_map(|(_, package, _)| {
+        let name = format!("{}::", package.replace('-', "_"));
+        s.starts_with(&name).then_some(name.len())
+    })
+}
+
+/// Every (top-level module, line, path head) a file reaches through `crate::`, a sim
+/// crate's name or `super::`; `super::` chains resolve against the file's module path.
 fn reached(rel: &Path, text: &str) -> Vec<(usize, String)> {
     let code = code_only(text);
     let me = module_path(rel);
     let mut out = Vec::new();
     for (ln, line) in code.lines().enumerate() {
         let mut rest = line;
-        while let Some(k) = rest.find(['c', 's']) {
+        while let Some(k) = rest.find(['c', 's', 'm']) {
             let at = &rest[k..];
             let boundary = k == 0
                 || !rest[..k]
@@ -184,6 +227,8 @@ fn reached(rel: &Path, text: &str) -> Vec<(usize, String)> {
             let (base, after): (Option<Vec<String>>, &str) =
                 if boundary && at.starts_with("crate::") {
                     (Some(Vec::new()), &at["crate::".len()..])
+                } else if let Some(n) = sim_crate_prefix(at).filter(|_| boundary) {
+                    (Some(Vec::new()), &at[n..])
                 } else if boundary && at.starts_with("super::") {
                     let mut base = me.clone();
                     let mut a = at;
@@ -215,57 +260,65 @@ fn reached(rel: &Path, text: &str) -> Vec<(usize, String)> {
     out
 }
 
-#[test]
-fn every_module_uses_only_its_layer_and_those_below() {
-    let src = src();
-    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
-    let declared: BTreeSet<String> = lib
-        .lines()
+/// The modules a crate declares (`pub mod NAME;` in its `lib.rs`).
+fn declared(krate: &Path) -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(krate.join("src/lib.rs")).unwrap();
+    lib.lines()
         .filter_map(|l| l.trim().strip_prefix("pub mod "))
         .map(|m| m.trim_end_matches(';').to_string())
-        .collect();
+        .collect()
+}
+
+#[test]
+fn every_module_uses_only_its_layer_and_those_below() {
     let layer: BTreeMap<&str, usize> = LAYERS
         .iter()
         .enumerate()
         .flat_map(|(i, l)| l.iter().map(move |m| (*m, i)))
         .collect();
-    // Every module of the library has its place (a new module is placed on purpose).
-    for m in &declared {
-        assert!(
-            layer.contains_key(m.as_str()),
-            "module `{m}` is in no layer: add it to LAYERS here and to ARCHITECTURE.md"
-        );
-    }
-    let mut files = Vec::new();
-    rs_files(&src, &mut files);
     let mut upward = Vec::new();
     let mut edges = 0;
-    for f in &files {
-        let rel = f.strip_prefix(&src).unwrap();
-        let me = module_path(rel);
-        // The binary (main.rs, cmd/) sits above every layer and reaches the library as
-        // `mnsim_sim::`.
-        let Some(top) = me.first().filter(|t| declared.contains(*t)) else {
-            continue;
-        };
-        // A module's unit tests (`tests.rs`, compiled only for tests) may drive it with
-        // the modules that use it (the schedule's tests lower walks with `lowering`).
-        if rel.file_name().is_some_and(|n| n == "tests.rs") {
-            continue;
+    for (dir, package, _) in CRATES {
+        let krate = sim().join(dir);
+        let src = krate.join("src");
+        let declared = declared(&krate);
+        // Every module of the library has its place (a new module is placed on purpose).
+        for m in &declared {
+            assert!(
+                layer.contains_key(m.as_str()),
+                "{package}: module `{m}` is in no layer: add it to LAYERS here and to ARCHITECTURE.md"
+            );
         }
-        let text = std::fs::read_to_string(f).unwrap();
-        for (line, to) in reached(rel, &text) {
-            // A head that is no module (`crate::SomeItem`) is no edge.
-            let (Some(&from_l), Some(&to_l)) = (layer.get(top.as_str()), layer.get(to.as_str()))
-            else {
+        let mut files = Vec::new();
+        rs_files(&src, &mut files);
+        for f in &files {
+            let rel = f.strip_prefix(&src).unwrap();
+            let me = module_path(rel);
+            // The binary (main.rs, cmd/) sits above every layer and reaches the library as
+            // `mnsim_sim::`; a crate's `lib.rs` declares and re-exports.
+            let Some(top) = me.first().filter(|t| declared.contains(*t)) else {
                 continue;
             };
-            edges += 1;
-            if to_l < from_l {
-                upward.push(format!(
-                    "{}:{line}: `{top}` (layer {from_l}) uses `{to}` (layer {to_l}, above it)",
-                    rel.display()
-                ));
+            // A module's unit tests (`tests.rs`, compiled only for tests) may drive it with
+            // the modules that use it (the schedule's tests lower walks with `lowering`).
+            if rel.file_name().is_some_and(|n| n == "tests.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(f).unwrap();
+            for (line, to) in reached(rel, &text) {
+                // A head that is no module (`crate::SomeItem`) is no edge.
+                let (Some(&from_l), Some(&to_l)) =
+                    (layer.get(top.as_str()), layer.get(to.as_str()))
+                else {
+                    continue;
+                };
+                edges += 1;
+                if to_l < from_l {
+                    upward.push(format!(
+                        "sim/{dir}/src/{}:{line}: `{top}` (layer {from_l}) uses `{to}` (layer {to_l}, above it)",
+                        rel.display()
+                    ));
+                }
             }
         }
     }
@@ -275,6 +328,68 @@ fn every_module_uses_only_its_layer_and_those_below() {
         "dependencies that go up a layer:\n{}",
         upward.join("\n")
     );
+}
+
+/// The sim crates a manifest depends on (`mnsim-NAME` keys of `[dependencies]`).
+fn sim_deps(manifest: &str) -> BTreeSet<String> {
+    let mut deps = BTreeSet::new();
+    let mut in_deps = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]" || line == "[dev-dependencies]";
+            continue;
+        }
+        let key = line.split(['=', '.', ' ']).next().unwrap_or("");
+        let sim_crate = CRATES.iter().any(|(_, p, _)| *p == key);
+        if in_deps && sim_crate {
+            deps.insert(key.to_string());
+        }
+    }
+    deps
+}
+
+#[test]
+fn each_crate_depends_only_on_the_sim_crates_below_it() {
+    let mut wrong = Vec::new();
+    for (i, (dir, package, allowed)) in CRATES.iter().enumerate() {
+        let manifest = std::fs::read_to_string(sim().join(dir).join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains(&format!("name = \"{package}\"")),
+            "sim/{dir}/Cargo.toml is not {package}"
+        );
+        for dep in sim_deps(&manifest) {
+            // Only crates listed after this one (below it), and only those it may know.
+            let below = CRATES[i + 1..].iter().any(|(_, p, _)| *p == dep);
+            if !below || !allowed.contains(&dep.as_str()) {
+                wrong.push(format!("{package} depends on {dep}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // Each crate holds whole layers: a module is declared by one crate only, except
+    // `import`, whose planning of an import (`plan_auto`) sits in `mnsim-sim` above the
+    // planner.
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for (dir, package, _) in CRATES {
+        for m in declared(&sim().join(dir)) {
+            if let Some(other) = seen.insert(m.clone(), package) {
+                assert!(
+                    m == "import" && *package == "mnsim-import" && other == "mnsim-sim",
+                    "module `{m}` is declared by {other} and {package}"
+                );
+            }
+        }
+    }
+    assert!(seen.len() == LAYERS.iter().map(|l| l.len()).sum::<usize>());
+}
+
+#[test]
+fn the_manifest_scan_sees_dependencies_and_dev_dependencies_only() {
+    let manifest = "[package]\nname = \"mnsim-run\"\n\n[dependencies]\nmnsim-core.workspace = true\n\
+                    mnsim-arch.workspace = true\nmnsim-engine = { path = \"../engine\" }\n\n\
+                    [dev-dependencies]\nmnsim-plan.workspace = true\n";
+    let got: Vec<String> = sim_deps(manifest).into_iter().collect();
+    assert_eq!(got, ["mnsim-core", "mnsim-engine", "mnsim-plan"]);
 }
 
 #[test]
@@ -295,6 +410,15 @@ fn the_scan_sees_groups_super_chains_and_ignores_comments_and_strings() {
             (4, "plan"),
             (5, "plan")
         ]
+    );
+    // A sim crate's name reaches its modules as `crate::` does.
+    let got = reached(
+        Path::new("run.rs"),
+        "use mnsim_engine::{net::Topo, timeline};",
+    );
+    assert_eq!(
+        got,
+        vec![(1, "net".to_string()), (1, "timeline".to_string())]
     );
     // From a top-level file, `super::` is the crate root.
     let got = reached(Path::new("run.rs"), "use super::engine::X;");

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 /// a buffer of 4 MiB or more asks for transparent huge pages (`MADV_HUGEPAGE`): 512 times
 /// fewer page faults when it is filled, and moves that read or write it with strides of
 /// a few KiB (one DRAM row per run) do not miss the TLB at every run.
-pub(crate) fn zeroed(n: usize) -> Vec<u8> {
+pub fn zeroed(n: usize) -> Vec<u8> {
     let v = vec![0u8; n];
     #[cfg(target_os = "linux")]
     if n >= 4 << 20 {

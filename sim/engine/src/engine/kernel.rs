@@ -180,7 +180,7 @@ impl Engine {
     /// Whether kernel `k` of op `op` may read `inputs` laid out as `in_layouts` and write
     /// `out` as `layout`: the check [`Engine::kernel`] makes once its operands and output
     /// shape are checked, and its error word for word.
-    pub(crate) fn kernel_legality(
+    pub fn kernel_legality(
         &self,
         op: &str,
         k: &mnsim_kernels::Kernel,
@@ -210,7 +210,7 @@ impl Engine {
     /// Whether [`Engine::kernel`] of op `op` gets past its operands and output shape when
     /// `inputs` are in LM without partial sums: both read the tensors' declared shapes
     /// only.
-    pub(crate) fn kernel_shapes_ok(
+    pub fn kernel_shapes_ok(
         &self,
         op: &str,
         k: &mnsim_kernels::Kernel,

@@ -37,7 +37,7 @@ pub use gather::row_of;
 pub use streams::StreamState;
 
 use alloc::{Alloc, Frees};
-pub(crate) use buffers::zeroed;
+pub use buffers::zeroed;
 use dataplane::DramAddr;
 
 /// A tensor in DRAM.
@@ -281,7 +281,7 @@ impl Engine {
     /// the layouts its inputs and output will have (a planner keeps what it checked):
     /// that kernel takes it instead of checking again. `None` clears it; the caller
     /// clears it after the op, whatever happened.
-    pub(crate) fn set_legality_hint(&mut self, legal: Option<mnsim_kernels::Legality>) {
+    pub fn set_legality_hint(&mut self, legal: Option<mnsim_kernels::Legality>) {
         self.legal_hint = legal;
     }
 

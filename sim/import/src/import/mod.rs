@@ -7,7 +7,6 @@
 //! `connections`) orders the ops, `lower` turns each op into kernels, `layouts` chooses
 //! the default layouts, and this module writes the scenario text.
 
-mod auto;
 mod connections;
 mod conv;
 pub mod graph;
@@ -18,13 +17,10 @@ pub mod lower;
 pub mod onnx;
 mod ops;
 mod quant;
-mod replan;
 pub mod stablehlo;
 mod train;
 
-pub use auto::{PLAN_WORK, plan_auto, plan_auto_with, take_plan};
 pub use lower::Strides;
-pub use replan::plan_open;
 
 use crate::scenario::print::{self, Comments};
 use crate::scenario::{
@@ -212,7 +208,7 @@ pub fn import_onnx(
     let (machine, machine_ref) = machine_of(&opts.machine)?;
     // A tensor DRAM cannot hold is refused before any layout is looked for over its axes.
     for d in &out.low.decls {
-        crate::engine::check_dram(&machine, &d.name, d.dtype, &d.dims)
+        crate::program::check_dram(&machine, &d.name, d.dtype, &d.dims)
             .map_err(|e| miette!("error: {path}: {e}"))?;
     }
     let bound: Vec<String> = out

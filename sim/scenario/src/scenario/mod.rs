@@ -17,7 +17,7 @@ mod place;
 pub mod pretty;
 pub mod print;
 mod resolve;
-pub(crate) mod spans;
+pub mod spans;
 #[cfg(test)]
 mod tests;
 
@@ -392,17 +392,12 @@ pub fn run_error(src: &Source, op: Option<usize>, tensor: Option<&str>, message:
 
 /// A diagnostic located in a scenario file: `error: FILE:LINE:COL: message`, with a
 /// label over `span` (or just `error: FILE: message` without one).
-pub(crate) fn located(
-    src: &Source,
-    span: Option<Range<usize>>,
-    message: &str,
-    label: &str,
-) -> Report {
+pub fn located(src: &Source, span: Option<Range<usize>>, message: &str, label: &str) -> Report {
     located_with(src, span, message, label, &[])
 }
 
 /// Like [`located`], with more labels in the same file.
-pub(crate) fn located_with(
+pub fn located_with(
     src: &Source,
     span: Option<Range<usize>>,
     message: &str,

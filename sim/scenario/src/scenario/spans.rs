@@ -14,7 +14,7 @@ const MAX_DEPTH: usize = 256;
 
 /// A value of the file and the bytes it covers.
 #[derive(Clone, Debug)]
-pub(crate) struct Node {
+pub struct Node {
     /// Byte range of the whole value in the file.
     pub span: Range<usize>,
     /// What the value is.
@@ -23,7 +23,7 @@ pub(crate) struct Node {
 
 /// The shape of a value.
 #[derive(Clone, Debug)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// A string: its decoded text and, for every byte of it plus one past the end,
     /// the byte offset in the file it came from.
     Str { value: String, map: Vec<usize> },
@@ -146,7 +146,7 @@ impl Node {
 
 /// Scans `text` into its top-level value, or `None` if it is not RON the scanner
 /// understands.
-pub(crate) fn scan(text: &str) -> Option<Node> {
+pub fn scan(text: &str) -> Option<Node> {
     let mut s = Scanner {
         t: text,
         b: text.as_bytes(),
