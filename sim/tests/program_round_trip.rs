@@ -2,7 +2,7 @@
 //! lowered again, it is the same program, on every shipped scenario (every plan) and on
 //! every imported graph of `scenarios/workloads/graphs` and `scenarios/workloads/stablehlo`.
 
-use mnsim_sim::program::{EntityRef as _, OpId, OpKind, Program};
+use mnsim_sim::program::{OpKind, Program};
 use mnsim_sim::scenario::{self, Op, Scenario, Source, pretty};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,8 +1,8 @@
 //! Printing kernel ops, spans and the knob and binding parsers.
 
 use super::pretty;
-use crate::program::{EntityRef as _, OpId, OpKind, Program};
-use crate::scenario::{self, Op, Scenario, Source};
+use crate::program::{EntityRef as _, OpId, OpKind};
+use crate::scenario::{self, Op, Source};
 use std::collections::BTreeMap;
 
 #[test]
