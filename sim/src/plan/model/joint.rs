@@ -313,9 +313,13 @@ impl Model {
         let mut out: Vec<Bound> = Vec::new();
         let mut seen: HashSet<Vec<LayoutId>> = HashSet::new();
         self.bind_strategies(shape, (unit, full), (&mut out, &mut seen));
-        // A contraction also with its variables padded (after the exact strategies):
-        // its extents may have too few factors of two for the fan-outs (docs/planner.md).
+        // A contraction whose output has too few factors of two to give every unit a
+        // block of it (without splitting the contraction) is tried with its variables
+        // padded too, after the exact strategies (docs/planner.md).
+        let fanouts: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
+        let rank = shape.0.last().map_or(0, |o| o.dims.len());
         if kern.is_matmul()
+            && !strategy::fills_units(&shape.1[..rank], &fanouts[..=unit.min(fanouts.len() - 1)])
             && let Some(padded) = strategy::padded(&shape.0, &shape.1)
         {
             self.bind_strategies(&padded, (unit, full), (&mut out, &mut seen));

@@ -87,6 +87,14 @@ pub(super) fn splits(ext: &[u64], fanouts: &[u64]) -> Vec<Vec<Option<(usize, u64
     out
 }
 
+/// Whether some strategy of variables with extents `ext` splits every level of
+/// `fanouts` (those down to the kernel's unit) over all of its positions: then every
+/// unit has a share without padding.
+pub(super) fn fills_units(ext: &[u64], fanouts: &[u64]) -> bool {
+    (splits(ext, fanouts).iter())
+        .any(|s| (s.iter().zip(fanouts)).all(|(x, &f)| x.is_some_and(|(_, p)| p == f)))
+}
+
 /// One sub-axis of an operand's axis under a strategy, major to minor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sub {
