@@ -80,7 +80,7 @@ impl Shard<'_> {
                     None => free.push((s.size, radix)),
                 }
             }
-            free.sort_by(|x, y| y.1.cmp(&x.1));
+            free.sort_by_key(|x| std::cmp::Reverse(x.1));
             let n = limit
                 .checked_sub(base)
                 .map_or(0, |rel| count_below(rel, &free));
@@ -132,7 +132,7 @@ mod tests {
             limit in 0u64..400,
         ) {
             let mut digits = digits;
-            digits.sort_by(|x, y| y.1.cmp(&x.1));
+            digits.sort_by_key(|x| std::cmp::Reverse(x.1));
             let mut vals = vec![0u64];
             for &(size, radix) in &digits {
                 vals = (vals.iter()).flat_map(|&v| (0..size).map(move |k| v + k * radix)).collect();
