@@ -97,7 +97,8 @@ fn permutations<T: Clone>(v: &[T]) -> Vec<Vec<T>> {
     out
 }
 
-/// The candidates of a tensor of `dims` (at its bound) and `dtype` on `m`, in a fixed
+/// The candidates of a tensor of `dims` (at its bound) and `dtype` on `m` (with `pad`,
+/// those of its padded shape too, after its own: [`padded_dims`]), in a fixed
 /// order: the core, then (as `space` allows) parts of fan-outs, then other level orders;
 /// within a tier, level assignments in mixed radix over the levels root-most first, then
 /// level orders, then unpacked before packed. At most `space.max` beyond the core.
@@ -112,9 +113,10 @@ pub fn generate(
     dtype: DType,
     implicit_pad: bool,
     space: Space,
+    pad: bool,
 ) -> Vec<Candidate> {
     let mut out = generate_shape(m, (dims, None), dtype, implicit_pad, space);
-    if let Some(padded) = padded_dims(dims) {
+    if let Some(padded) = padded_dims(dims).filter(|_| pad) {
         let room = Space {
             max: space.max.saturating_sub(out.len()),
             ..space

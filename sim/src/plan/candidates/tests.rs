@@ -232,7 +232,7 @@ fn machine(name: &str) -> Machine {
 /// The two generators' candidates, compared one by one.
 fn same(machine_name: &str, dims: &[u64], dtype: DType, implicit_pad: bool, space: Space) {
     let m = machine(machine_name);
-    let fast = generate(&m, dims, dtype, implicit_pad, space);
+    let fast = generate(&m, dims, dtype, implicit_pad, space, false);
     let slow = reference::generate(&m, dims, dtype, implicit_pad, space);
     let at = format!("{machine_name} {dims:?} {dtype} pad {implicit_pad} {space:?}");
     let text = |c: &[Candidate], i: usize| c.get(i).map(Candidate::text);
@@ -295,7 +295,16 @@ fn odd_lengths_are_also_tried_padded_by_at_most_a_32nd() {
     // 3000 rows split over every L2B and MAB only padded (3000 = 8 x 375): such a
     // layout is a candidate, with its pad prefix, and no unpadded one splits them so.
     let m = preset("mncore2").unwrap();
-    let c = generate(&m, &[3000, 1000], DType::F32, false, Space::default());
+    let c = generate(&m, &[3000, 1000], DType::F32, false, Space::default(), true);
+    let unpadded = generate(
+        &m,
+        &[3000, 1000],
+        DType::F32,
+        false,
+        Space::default(),
+        false,
+    );
+    assert!(unpadded.iter().all(|c| !c.text().contains('/')));
     let rows_over_all = |c: &Candidate| {
         let t = c.text();
         let body = t.split_once('/').map_or(t.as_str(), |(_, b)| b).to_string();
