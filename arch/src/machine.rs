@@ -13,10 +13,11 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+mod collective;
 mod network;
 mod validate;
 
-pub use network::{Network, Phase, Topology};
+pub use network::{Algorithm, Collective, Network, Phase, Topology, collective};
 
 /// A whole machine. Every number in it is a what-if knob (see [`crate::knobs`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
