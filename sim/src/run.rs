@@ -293,6 +293,9 @@ fn declare_tensors(
         if t.init.is_some() && !functional {
             eng.set_in_dram(id, layout);
         }
+        if t.init.is_some() {
+            eng.set_from_host(id);
+        }
     }
     Ok(())
 }

@@ -59,7 +59,11 @@ fn every_plan_verifies_and_both_modes_agree() {
 
 #[test]
 fn replicating_over_the_boards_costs_what_one_board_does() {
-    let text = scenario_text();
+    // Inputs already in the boards' DRAMs: mn3_node without its host link.
+    let text = scenario_text().replace(
+        "Preset(\"mn3_node\")",
+        &format!("File({:?})", no_host_file()),
+    );
     let node = run(&text, "replicated", Mode::Timing, &[]);
     let one = scenario_text().replace("Preset(\"mn3_node\")", "Preset(\"mncore1\")");
     let board = run(&one, "replicated", Mode::Timing, &[]);
@@ -261,6 +265,89 @@ fn an_all_reduce_of_64_mib_over_4_and_32_boards() {
                 "{p} boards, {topology}"
             );
         }
+    }
+}
+
+/// mn3_node without its host link (a program's inputs start in the boards' DRAMs), as a
+/// machine file.
+fn no_host_file() -> String {
+    let text = mnsim_arch::preset_source("mn3_node").unwrap();
+    let start = text.find("host: (").expect("mn3_node has a host link");
+    let end = start + text[start..].find(')').unwrap() + 1;
+    let text = format!("{}{}", &text[..start], &text[end..]);
+    let dir = std::env::temp_dir().join(format!("mnsim-boards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("mn3_no_host.ron");
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// A program's inputs come from the host with their first Load (docs/model.md, the
+/// host): a board's part down its own PCIe link; an input every board holds a copy of
+/// goes to one board, then by the network's broadcast (direct on the switch) to the
+/// other 3. The figures are mn3_node's, computed here.
+#[test]
+fn inputs_come_from_the_host() {
+    let text = scenario_text();
+    let m = mnsim_arch::preset("mn3_node").unwrap();
+    let net = &m.networks["Node"];
+    let host = net.host.as_ref().expect("mn3_node has a host link");
+    let r = run(&text, "split_n", Mode::Timing, &[]);
+    // a (f32[64,256]) on every board.
+    let a = stage(op(&r, "Load", "a"), "Node", "down").expect("a comes from the host");
+    let a_bytes = 64 * 256 * 4;
+    assert_eq!(a.kind, "broadcast");
+    assert_eq!(
+        a.cycles,
+        network_cycles(a_bytes, host.down_bytes_per_cycle)
+            + network_cycles(3 * a_bytes, net.bytes_per_cycle)
+    );
+    assert_eq!(a.latency, host.latency + net.latency);
+    // b (f32[256,2048]) split over the 4 boards: a quarter down each board's link.
+    let b = stage(op(&r, "Load", "b"), "Node", "down").expect("b comes from the host");
+    let b_bytes = 256 * 2048 * 4;
+    assert_eq!(b.kind, "distribute");
+    assert_eq!(b.bytes, b_bytes);
+    assert_eq!(
+        b.cycles,
+        network_cycles(b_bytes / 4, host.down_bytes_per_cycle)
+    );
+    assert_eq!(b.latency, host.latency);
+    // Twice the host's rate: b's host stage halves (rounded up).
+    let fast = run(
+        &text,
+        "split_n",
+        Mode::Timing,
+        &[(
+            "networks.Node.host.down_bytes_per_cycle",
+            2.0 * host.down_bytes_per_cycle,
+        )],
+    );
+    let b2 = stage(op(&fast, "Load", "b"), "Node", "down").unwrap();
+    assert_eq!(
+        b2.cycles,
+        network_cycles(b_bytes / 4, 2.0 * host.down_bytes_per_cycle)
+    );
+    // Functional mode charges the same.
+    let f = run(&text, "split_n", Mode::Functional, &[]);
+    assert_eq!(f.total_cycles, r.total_cycles);
+    // A second Load of an input reads the boards' DRAMs: nothing from the host.
+    let twice = text.replace(
+        "Load(tensor: \"b\", layout: \"$b\"),",
+        "Load(tensor: \"b\", layout: \"$b\"),\n        Load(tensor: \"b\", layout: \"$b\"),",
+    );
+    let r2 = run(&twice, "split_n", Mode::Timing, &[]);
+    let loads: Vec<&OpReport> = r2
+        .ops
+        .iter()
+        .filter(|o| o.op == "Load" && o.tensor == "b")
+        .collect();
+    assert_eq!(loads.len(), 2);
+    assert!(stage(loads[0], "Node", "down").is_some());
+    assert!(stage(loads[1], "Node", "down").is_none());
+    // One board has no host link: its inputs start in DRAM, as they always did.
+    for p in ["mncore1", "mncore2", "toy4"] {
+        assert!(mnsim_arch::preset(p).unwrap().host().is_none(), "{p}");
     }
 }
 

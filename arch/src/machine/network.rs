@@ -77,6 +77,24 @@ pub struct Network {
     /// default. A knob: `networks.<LEVEL>.algorithm=ring|tree|direct`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<Algorithm>,
+    /// The host's link to each child (a board's PCIe): where a program's inputs come
+    /// from (docs/model.md, the host). Unset: inputs start in the boards' DRAMs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostLink>,
+}
+
+/// A host's link to each child of its network (a board's PCIe slot): one link per child,
+/// rates per direction, a latency. Its energy is the network level's link energy
+/// (`energy.links.<LEVEL>`): the same PCIe links carry both.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostLink {
+    /// Bytes per cycle from the host to one child.
+    pub down_bytes_per_cycle: f64,
+    /// Bytes per cycle from one child to the host.
+    pub up_bytes_per_cycle: f64,
+    /// Cycles from the host to a child.
+    pub latency: u64,
 }
 
 impl Network {
@@ -152,6 +170,7 @@ mod tests {
             bytes_per_cycle: 10.0,
             latency: 100,
             algorithm: None,
+            host: None,
         };
         let l = n.tree_link(8);
         assert_eq!(l.gather.child, 20.0);

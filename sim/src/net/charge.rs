@@ -302,7 +302,65 @@ impl Charge<'_> {
         };
         let stage = endpoint_stage(place, StageKind::Dram, total, most, ports, t);
         self.out.stages.insert(at, stage);
+        if let (Some(distinct), Dir::Down) = (d.host, d.dir) {
+            self.host(distinct, total);
+        }
         Some(())
+    }
+
+    /// A program input's bytes coming from the host into the boards' DRAMs, before them
+    /// on the way down (docs/model.md, the host): each board's part (`total` bytes the
+    /// DRAMs read, evenly over the boards) down its own host link; an input the boards
+    /// hold copies of (their parts add up to more than its `distinct` bytes) goes once to
+    /// one board of each host, then by the network's broadcast to the others.
+    fn host(&mut self, distinct: u64, total: u64) {
+        let m = self.m;
+        let Some((hl, h)) = m.host() else {
+            return;
+        };
+        let Some(net) = m.network_at(hl) else {
+            return;
+        };
+        let boards = m.nodes_at(hl + 1).max(1);
+        let per_host = m.levels.get(hl + 1).map_or(1, |l| l.count).max(1);
+        let board = total.div_ceil(boards);
+        let copies = board.saturating_mul(boards) > distinct && per_host > 1;
+        let mut t = cycles(board, h.down_bytes_per_cycle);
+        let mut latency = h.latency;
+        if copies {
+            let b = net.collective(Collective::Broadcast, board, per_host)[0];
+            t = t.saturating_add(b.cycles);
+            latency = latency.saturating_add(b.hops.saturating_mul(net.latency));
+        }
+        self.latency += latency;
+        let place = Place::Link {
+            level: LevelId::of(hl),
+            dir: Dir::Down,
+        };
+        if self.per_node {
+            self.timers.push(pes::Timer {
+                set: 0,
+                per: self.topo.leaves_under[hl + 1],
+                nodes: (0..boards).map(|n| (n, t)).collect(),
+            });
+        }
+        self.offer(t, place);
+        let kind = if copies {
+            TransferKind::Broadcast
+        } else {
+            TransferKind::Distribute
+        };
+        let received = board.saturating_mul(boards);
+        let mut stage = endpoint_stage(
+            place,
+            StageKind::Transfer(kind),
+            received,
+            board,
+            m.nodes_at(hl),
+            t,
+        );
+        stage.latency = latency;
+        self.out.stages.insert(0, stage);
     }
 }
 
