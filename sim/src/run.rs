@@ -176,7 +176,7 @@ pub fn run_on(
     for (id, po) in program.ops.iter() {
         let done = id.index();
         progress(done, n);
-        program_bound.extend(&mut bounds, eng.ops.len(), &res.machine, program, done);
+        program_bound.extend(&mut bounds, &eng.ops, &res.machine, program, done);
         let source = po.source.index();
         let at = |e: SimError| {
             let prefix = format!("op {source} ({}): ", program.describe(id));
@@ -222,7 +222,7 @@ pub fn run_on(
             o.inserted_after = Some(ins.after);
         }
     }
-    program_bound.extend(&mut bounds, eng.ops.len(), &res.machine, program, n);
+    program_bound.extend(&mut bounds, &eng.ops, &res.machine, program, n);
     progress(n, n);
     if res.verify && !functional {
         warnings.push(

@@ -348,3 +348,109 @@ fn the_algorithm_knob() {
     let one = mnsim_arch::preset("mncore1").unwrap();
     assert!(mnsim_arch::get_knob(&one, "networks.Node.algorithm").is_err());
 }
+
+/// mn3_node with a chosen topology, as a machine file.
+fn mn3_node_as(topology: &str) -> String {
+    let text = mnsim_arch::preset_source("mn3_node")
+        .unwrap()
+        .replace("topology: Switch", &format!("topology: {topology}"));
+    let dir = std::env::temp_dir().join(format!("mnsim-collectives-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("mn3_{topology}.ron"));
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// Runs a plan of `scenario` (text) with knobs `sets`, in timing mode.
+fn run_scenario(text: &str, plan: &str, sets: &[(String, f64)]) -> Report {
+    let sc = scenario::parse(text, "s.ron").unwrap();
+    let src = Source {
+        path: "s.ron".into(),
+        text: text.to_string(),
+    };
+    let mut res = scenario::resolve(&sc, &src, Some(plan), sets, &BTreeMap::new())
+        .unwrap_or_else(|e| panic!("{plan}: {e:?}"));
+    res.mode = scenario::Mode::Timing;
+    mnsim_sim::run::run(&res).unwrap().report
+}
+
+fn assert_within_bound(r: &Report, what: &str) {
+    assert!(
+        r.total_cycles >= r.bound_cycles && r.bound_cycles > 0,
+        "{what}: {} cycles under its bound {}",
+        r.total_cycles,
+        r.bound_cycles
+    );
+    for o in &r.ops {
+        assert!(
+            o.cycles >= o.bound_cycles,
+            "{what}: op {} {} takes {} under its bound {}",
+            o.op,
+            o.tensor,
+            o.cycles,
+            o.bound_cycles
+        );
+    }
+}
+
+/// No run over boards beats its bound (SPEC §10), which counts the links between boards:
+/// boards_matmul.ron's three plans on mn3_node under random topologies, algorithms,
+/// link and host rates and latencies; and all-reduces and all-gathers alone on random
+/// machines. The bound moves with the network: a Reduce's all-reduce bytes and an
+/// input's bytes from the host set it where they are the largest work.
+#[test]
+fn no_run_over_boards_beats_its_bound() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/boards_matmul.ron"),
+    )
+    .unwrap();
+    let mut rng = Rng(10);
+    let mut set_by_network = 0;
+    for case in 0..12 {
+        let t = TOPOLOGIES[rng.below(3) as usize];
+        let file = mn3_node_as(t);
+        let sc = text.replace("Preset(\"mn3_node\")", &format!("File({file:?})"));
+        let sets: Vec<(String, f64)> = vec![
+            ("networks.Node.algorithm".into(), rng.below(4) as f64),
+            (
+                "networks.Node.bytes_per_cycle".into(),
+                [0.5, 15.75, 200.0][rng.below(3) as usize],
+            ),
+            ("networks.Node.latency".into(), rng.below(5000) as f64),
+            (
+                "networks.Node.host.down_bytes_per_cycle".into(),
+                [1.0, 15.75, 1000.0][rng.below(3) as usize],
+            ),
+            ("networks.Node.host.latency".into(), rng.below(5000) as f64),
+        ];
+        for plan in ["replicated", "split_n", "split_k"] {
+            let r = run_scenario(&sc, plan, &sets);
+            assert_within_bound(&r, &format!("case {case} {t} {plan} {sets:?}"));
+            set_by_network += usize::from(r.bound_resource.starts_with("Node"));
+        }
+    }
+    assert!(set_by_network > 0, "the networks never set a bound");
+    for case in 0..12 {
+        let p = 2 + rng.below(31);
+        let t = TOPOLOGIES[rng.below(3) as usize];
+        let a = [None, Some("ring"), Some("tree"), Some("direct")][rng.below(4) as usize];
+        let rate = [0.5, 3.0, 15.75, 100.0][rng.below(4) as usize];
+        let m = network_machine(p, t, rate, rng.below(3000));
+        let (rows, cols) = (1 + rng.below(16), 1 + rng.below(200));
+        let tensors = format!(
+            r#""x": (dtype: F32, shape: "f32[{},{cols}]", init: Random(seed: 1))"#,
+            4 * rows
+        );
+        let program = format!(
+            r#"Load(tensor: "x", layout: "((4_PE, {rows}:{cols}), ({cols}:1))"),
+            Reduce(tensor: "x", level: "Board", op: Add),"#
+        );
+        let r = run(&m, &tensors, &program, a);
+        assert_within_bound(&r, &format!("all-reduce case {case}: {p} {t} {a:?} {rate}"));
+        assert_eq!(
+            op(&r, "Reduce").bound_resource,
+            "Node up",
+            "case {case}: the all-reduce's bytes on the network bound the Reduce"
+        );
+    }
+}
