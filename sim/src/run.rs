@@ -246,6 +246,7 @@ pub fn run_on(
     crate::gap::annotate(&res.machine, &program_bound, &bounds, &whole, &mut report);
     crate::energy::attach(&mut eng, &mut report);
     report.places = mnsim_reports::places::places(&report);
+    report.boards = boards_of(&res.machine, &report);
     Ok(RunOutput {
         report,
         engine: eng,
@@ -298,6 +299,21 @@ fn declare_tensors(
         }
     }
     Ok(())
+}
+
+/// The run by board and by link on a machine of many boards (the level its deepest
+/// network joins); `None` for one board.
+fn boards_of(
+    m: &mnsim_arch::Machine,
+    r: &mnsim_reports::Report,
+) -> Option<mnsim_reports::boards::BoardsReport> {
+    let nets: Vec<usize> = (0..m.levels.len())
+        .filter(|&k| m.network_at(k).is_some())
+        .collect();
+    let deepest = *nets.last()?;
+    let level = m.levels.get(deepest + 1)?;
+    let names: Vec<String> = nets.iter().map(|&k| m.levels[k].name.clone()).collect();
+    mnsim_reports::boards::boards(r, &level.name, m.nodes_at(deepest + 1), &names)
 }
 
 /// Declares tensor `t` of a program on `eng`, with `data` in functional mode; returns
@@ -484,6 +500,7 @@ fn build_report(
         above_bound: None,
         energy: None,
         places: Vec::new(),
+        boards: None,
     }
 }
 

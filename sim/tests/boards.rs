@@ -513,3 +513,53 @@ fn an_all_reduce_is_ready_when_its_all_gather_ends() {
     assert_eq!(red.end - red.start, red.work_cycles);
     assert_eq!(ready.max, red.end);
 }
+
+/// Reports give the run by board and by link on many boards, and nothing more on one
+/// (docs/report-schema.md, `boards`).
+#[test]
+fn reports_show_boards_and_links_only_for_many_boards() {
+    let text = scenario_text();
+    let r = run(&text, "split_k", Mode::Timing, &[]);
+    let b = r.boards.as_ref().expect("mn3_node has 4 boards");
+    assert_eq!((b.level.as_str(), b.boards), ("Board", 4));
+    assert_eq!(b.each.cycles, r.total_cycles);
+    let names: Vec<&str> = b.links.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["Node down", "Node up"]);
+    for l in &b.links {
+        // Its bytes are its stages' child bytes, its busy cycles the resource's.
+        let want: u64 = (r.ops.iter().flat_map(|o| &o.stages))
+            .filter(|s| s.level == "Node" && s.direction == l.direction)
+            .map(|s| s.child_bytes)
+            .sum();
+        assert_eq!(l.bytes, want, "{}", l.name);
+        assert!(l.bytes > 0, "{}", l.name);
+        let busy = r.resources.iter().find(|x| x.name == l.name).unwrap();
+        assert_eq!(l.busy_cycles, busy.busy_cycles);
+        // 40 pJ a byte each way (mn3_node's PCIe, assumed).
+        assert!(
+            (l.joules - l.bytes as f64 * 40e-12).abs() < 1e-12,
+            "{}",
+            l.name
+        );
+    }
+    let dram: u64 = (r.ops.iter().flat_map(|o| &o.stages))
+        .filter(|s| s.kind == "dram")
+        .map(|s| s.bytes)
+        .sum();
+    assert_eq!(b.each.dram_bytes, dram / 4);
+    let e = r.energy.as_ref().unwrap();
+    let links: f64 = b.links.iter().map(|l| l.joules).sum();
+    assert!((b.each.joules * 4.0 + links - e.total_j).abs() < 1e-9);
+    let term = mnsim_reports::terminal(&r, false);
+    assert!(term.contains("boards and links"), "{term}");
+    assert!(mnsim_reports::html(&r).contains("Boards and links"));
+    let json = mnsim_reports::to_json(&r);
+    assert!(json.contains("\"boards\""));
+    // One board: no such section anywhere.
+    let one = scenario_text().replace("Preset(\"mn3_node\")", "Preset(\"mncore1\")");
+    let r1 = run(&one, "replicated", Mode::Timing, &[]);
+    assert!(r1.boards.is_none());
+    assert!(!mnsim_reports::terminal(&r1, false).contains("boards and links"));
+    assert!(!mnsim_reports::html(&r1).contains("Boards and links"));
+    assert!(!mnsim_reports::to_json(&r1).contains("\"boards\""));
+}
