@@ -159,7 +159,7 @@ fn networks(m: &Machine, s: &mut String) {
         let _ = writeln!(
             s,
             "  {}: {} joining {} {} of each {}: {} B/cycle ({} GB/s) per link and direction, latency {}; \
-             charged as {} B/cycle per {}, latency {}",
+             charged as {} B/cycle per {}, latency {}; collectives {}{}",
             l.name,
             n.topology.name(),
             children.map_or(0, |c| c.count),
@@ -170,7 +170,13 @@ fn networks(m: &Machine, s: &mut String) {
             n.latency,
             num(link.gather.child),
             children.map_or("?", |c| c.name.as_str()),
-            link.gather.latency
+            link.gather.latency,
+            n.algorithm().name(),
+            if n.algorithm.is_none() {
+                " (the topology's default)"
+            } else {
+                ""
+            }
         );
     }
 }

@@ -3,6 +3,8 @@
 //! Paths follow the machine's structure: `levels.<LEVEL>.count`,
 //! `levels.<LEVEL>.memory.bytes`, `links.<LEVEL>.<kind>.parent|child|latency`,
 //! `networks.<LEVEL>.bytes_per_cycle|latency` (the links between boards or nodes),
+//! `networks.<LEVEL>.algorithm` (its collectives: `ring`, `tree`, `direct` or `default`,
+//! also written 1, 2, 3, 0),
 //! `dram.bytes|bytes_per_cycle|burst_bytes`, `clock_ghz`, `word_bytes`,
 //! `compute.vector.<DTYPE>`, `compute.matrix.flops.<DTYPE>`,
 //! `compute.matrix.tile.<DTYPE>.m|n|k`, and the energy coefficients `energy.…`
@@ -13,7 +15,7 @@
 //! is refused (see [`Machine::validate`](crate::Machine::validate): counts and sizes of
 //! at least 1, memories of at least one word, bounded latencies and PE counts).
 
-use crate::machine::{Machine, MachineError, Num};
+use crate::machine::{Algorithm, Machine, MachineError, Num};
 use serde_json::{Number, Value};
 
 /// A knob that cannot be read, parsed or set.
@@ -46,7 +48,7 @@ fn unknown_message(path: &str, suggestions: &[String]) -> String {
     match suggestions {
         [] => s.push_str(
             "; knobs are levels.<LEVEL>.count, levels.<LEVEL>.memory.bytes, \
-             links.<LEVEL>.<kind>.parent|child|latency, networks.<LEVEL>.bytes_per_cycle|latency, \
+             links.<LEVEL>.<kind>.parent|child|latency, networks.<LEVEL>.bytes_per_cycle|latency|algorithm, \
              dram.*, clock_ghz, word_bytes, \
              compute.vector.<DTYPE>, compute.matrix.flops.<DTYPE>, compute.matrix.tile.<DTYPE>.m|n|k",
         ),
@@ -120,7 +122,37 @@ fn knob_list(m: &Machine) -> Vec<(String, Kind)> {
     if let Some(v) = to_value(m) {
         collect(&v, "", &mut out);
     }
+    for name in m.networks.keys() {
+        out.push((format!("networks.{name}.algorithm"), Kind::Int));
+    }
     out
+}
+
+/// The network named by an algorithm knob `networks.<LEVEL>.algorithm`, if `path` is one.
+fn algorithm_knob<'a>(m: &Machine, path: &'a str) -> Option<&'a str> {
+    let name = path.strip_prefix("networks.")?.strip_suffix(".algorithm")?;
+    m.networks.contains_key(name).then_some(name)
+}
+
+/// Sets a network's collective algorithm by its knob value (0 the topology's default,
+/// 1 ring, 2 tree, 3 direct).
+fn set_algorithm(m: &mut Machine, path: &str, name: &str, value: f64) -> Result<(), KnobError> {
+    let code = (value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value < 4.0)
+        .then_some(value as u64)
+        .and_then(Algorithm::from_code);
+    let Some(a) = code else {
+        return Err(KnobError::BadValue {
+            path: path.to_string(),
+            message: format!(
+                "takes ring, tree, direct or default (1, 2, 3 or 0), got {}",
+                Num(value)
+            ),
+        });
+    };
+    if let Some(n) = m.networks.get_mut(name) {
+        n.algorithm = a;
+    }
+    Ok(())
 }
 
 /// Every settable path of `m`, in a stable order.
@@ -176,6 +208,9 @@ fn unknown(m: &Machine, path: &str) -> KnobError {
 
 /// The current value of the knob at `path`.
 pub fn get_knob(m: &Machine, path: &str) -> Result<f64, KnobError> {
+    if let Some(name) = algorithm_knob(m, path) {
+        return Ok(m.networks[name].algorithm.map_or(0, Algorithm::code) as f64);
+    }
     let mut v = to_value(m).ok_or_else(|| unknown(m, path))?;
     match resolve_mut(&mut v, path) {
         Some(Value::Number(n)) => n.as_f64().ok_or_else(|| unknown(m, path)),
@@ -185,6 +220,9 @@ pub fn get_knob(m: &Machine, path: &str) -> Result<f64, KnobError> {
 
 /// Sets the knob at `path` to `value` and validates the result. On error `m` is unchanged.
 pub fn set_knob(m: &mut Machine, path: &str, value: f64) -> Result<(), KnobError> {
+    if let Some(name) = algorithm_knob(m, path) {
+        return set_algorithm(m, path, name, value);
+    }
     let mut v = to_value(m).ok_or_else(|| unknown(m, path))?;
     let leaf = match resolve_mut(&mut v, path) {
         Some(leaf @ Value::Number(_)) => leaf,
@@ -240,8 +278,16 @@ pub fn set_knob(m: &mut Machine, path: &str, value: f64) -> Result<(), KnobError
 }
 
 /// Parses a number as written on a command line: `128`, `1e6`, `0.75`, `4_096`.
+/// A network's algorithm (a knob `….algorithm`) may be named (`ring`, `tree`, `direct`,
+/// `default`): its code.
 fn parse_number(s: &str, whole: &str) -> Result<f64, KnobError> {
     let t = s.trim();
+    let key = whole.split_once('=').map_or("", |(k, _)| k.trim());
+    if key.ends_with(".algorithm")
+        && let Some(code) = Algorithm::code_of_name(t)
+    {
+        return Ok(code as f64);
+    }
     let cleaned: String = t.chars().filter(|&c| c != '_').collect();
     match cleaned.parse::<f64>() {
         Ok(v) if v.is_finite() && !cleaned.is_empty() => Ok(v),

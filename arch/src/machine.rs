@@ -13,10 +13,11 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+mod collective;
 mod network;
 mod validate;
 
-pub use network::{Network, Phase, Topology};
+pub use network::{Algorithm, Collective, HostLink, Network, Phase, Topology, collective};
 
 /// A whole machine. Every number in it is a what-if knob (see [`crate::knobs`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -390,6 +391,14 @@ impl Machine {
     /// Whether the level named `name` has a link or a network.
     pub fn has_link(&self, name: &str) -> bool {
         self.links.contains_key(name) || self.networks.contains_key(name)
+    }
+
+    /// The host's link and the index of the network level it stands on: the deepest
+    /// network that gives one (docs/model.md, the host).
+    pub fn host(&self) -> Option<(usize, &HostLink)> {
+        (0..self.levels.len())
+            .rev()
+            .find_map(|i| Some((i, self.network_at(i)?.host.as_ref()?)))
     }
 
     /// Index of the level that owns the DRAM, if it names a level.

@@ -130,6 +130,24 @@ fn network_figures_are_knobs() {
 }
 
 #[test]
+fn a_machine_file_names_its_algorithm() {
+    let base = mnsim_arch::preset_source("mn3_node").unwrap();
+    let m =
+        from_ron(&base.replace("topology: Switch", "topology: Switch, algorithm: Tree")).unwrap();
+    assert_eq!(
+        m.networks["Node"].algorithm(),
+        mnsim_arch::machine::Algorithm::Tree
+    );
+    assert_eq!(get_knob(&m, "networks.Node.algorithm").unwrap(), 2.0);
+    let h = m.networks["Node"].host.as_ref().unwrap();
+    assert_eq!(
+        (h.down_bytes_per_cycle, h.up_bytes_per_cycle, h.latency),
+        (15.75, 15.75, 1000)
+    );
+    assert_eq!(get_knob(&m, "networks.Node.host.latency").unwrap(), 1000.0);
+}
+
+#[test]
 fn bad_networks_are_refused_where_they_are() {
     let base = mnsim_arch::preset_source("mn3_node").unwrap();
     let cases = [
@@ -149,6 +167,18 @@ fn bad_networks_are_refused_where_they_are() {
             "networks.Node.bytes_per_cycle must be a positive number",
         ),
         (base.replace("topology: Switch", "topology: Torus"), "Torus"),
+        (
+            base.replace("up_bytes_per_cycle: 15.75", "up_bytes_per_cycle: 0.0"),
+            "networks.Node.host.up_bytes_per_cycle must be a positive number",
+        ),
+        (
+            base.replace("latency: 1000)),", "latency: 1000, hops: 2)),"),
+            "hops",
+        ),
+        (
+            base.replace("topology: Switch", "topology: Switch, algorithm: Mesh"),
+            "Mesh",
+        ),
         (
             base.replace("\"Node\": (down_pj", "\"Nodes\": (down_pj"),
             "energy.links names 'Nodes'",

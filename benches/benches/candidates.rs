@@ -26,6 +26,7 @@ fn bench(c: &mut Criterion) {
                 DType::F32,
                 false,
                 Space::default(),
+                false,
             )
         })
     });
@@ -33,7 +34,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("gated-mlp", |b| {
         b.iter_with_large_drop(|| {
             (shapes.iter())
-                .map(|d| generate(&m, black_box(d), DType::F32, false, Space::default()))
+                .map(|d| generate(&m, black_box(d), DType::F32, false, Space::default(), false))
                 .collect::<Vec<_>>()
         })
     });

@@ -15,6 +15,7 @@
 //! - [`write_outputs`]: writing a set of files into a directory all at once or not at all.
 
 pub mod atomic;
+pub mod boards;
 mod compare;
 mod critical;
 pub mod energy;

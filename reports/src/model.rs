@@ -86,6 +86,10 @@ pub struct Report {
     /// layer ([`crate::places`]); empty when no op has a place.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub places: Vec<crate::places::PlaceTotal>,
+    /// A machine of many boards: the run by board and by link ([`crate::boards`]);
+    /// absent for one board.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boards: Option<crate::boards::BoardsReport>,
 }
 
 /// Why a run takes more than its bound (docs/model.md, what keeps a run from its

@@ -37,6 +37,15 @@ pub fn terminal(r: &Report, color: bool) -> String {
     header(r, color, &mut out);
     exposed(r, color, &mut out);
     places(r, color, &mut out);
+    if let Some(b) = &r.boards {
+        out.push(String::new());
+        out.push(if color {
+            "\x1b[1mboards and links\x1b[0m".to_string()
+        } else {
+            "boards and links".to_string()
+        });
+        out.extend(crate::boards::lines(b));
+    }
     out.push(String::new());
     ops(r, color, &mut out);
     if !r.levels.is_empty() {

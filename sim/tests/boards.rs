@@ -59,7 +59,11 @@ fn every_plan_verifies_and_both_modes_agree() {
 
 #[test]
 fn replicating_over_the_boards_costs_what_one_board_does() {
-    let text = scenario_text();
+    // Inputs already in the boards' DRAMs: mn3_node without its host link.
+    let text = scenario_text().replace(
+        "Preset(\"mn3_node\")",
+        &format!("File({:?})", no_host_file()),
+    );
     let node = run(&text, "replicated", Mode::Timing, &[]);
     let one = scenario_text().replace("Preset(\"mn3_node\")", "Preset(\"mncore1\")");
     let board = run(&one, "replicated", Mode::Timing, &[]);
@@ -264,6 +268,89 @@ fn an_all_reduce_of_64_mib_over_4_and_32_boards() {
     }
 }
 
+/// mn3_node without its host link (a program's inputs start in the boards' DRAMs), as a
+/// machine file.
+fn no_host_file() -> String {
+    let text = mnsim_arch::preset_source("mn3_node").unwrap();
+    let start = text.find("host: (").expect("mn3_node has a host link");
+    let end = start + text[start..].find(')').unwrap() + 1;
+    let text = format!("{}{}", &text[..start], &text[end..]);
+    let dir = std::env::temp_dir().join(format!("mnsim-boards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("mn3_no_host.ron");
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// A program's inputs come from the host with their first Load (docs/model.md, the
+/// host): a board's part down its own PCIe link; an input every board holds a copy of
+/// goes to one board, then by the network's broadcast (direct on the switch) to the
+/// other 3. The figures are mn3_node's, computed here.
+#[test]
+fn inputs_come_from_the_host() {
+    let text = scenario_text();
+    let m = mnsim_arch::preset("mn3_node").unwrap();
+    let net = &m.networks["Node"];
+    let host = net.host.as_ref().expect("mn3_node has a host link");
+    let r = run(&text, "split_n", Mode::Timing, &[]);
+    // a (f32[64,256]) on every board.
+    let a = stage(op(&r, "Load", "a"), "Node", "down").expect("a comes from the host");
+    let a_bytes = 64 * 256 * 4;
+    assert_eq!(a.kind, "broadcast");
+    assert_eq!(
+        a.cycles,
+        network_cycles(a_bytes, host.down_bytes_per_cycle)
+            + network_cycles(3 * a_bytes, net.bytes_per_cycle)
+    );
+    assert_eq!(a.latency, host.latency + net.latency);
+    // b (f32[256,2048]) split over the 4 boards: a quarter down each board's link.
+    let b = stage(op(&r, "Load", "b"), "Node", "down").expect("b comes from the host");
+    let b_bytes = 256 * 2048 * 4;
+    assert_eq!(b.kind, "distribute");
+    assert_eq!(b.bytes, b_bytes);
+    assert_eq!(
+        b.cycles,
+        network_cycles(b_bytes / 4, host.down_bytes_per_cycle)
+    );
+    assert_eq!(b.latency, host.latency);
+    // Twice the host's rate: b's host stage halves (rounded up).
+    let fast = run(
+        &text,
+        "split_n",
+        Mode::Timing,
+        &[(
+            "networks.Node.host.down_bytes_per_cycle",
+            2.0 * host.down_bytes_per_cycle,
+        )],
+    );
+    let b2 = stage(op(&fast, "Load", "b"), "Node", "down").unwrap();
+    assert_eq!(
+        b2.cycles,
+        network_cycles(b_bytes / 4, 2.0 * host.down_bytes_per_cycle)
+    );
+    // Functional mode charges the same.
+    let f = run(&text, "split_n", Mode::Functional, &[]);
+    assert_eq!(f.total_cycles, r.total_cycles);
+    // A second Load of an input reads the boards' DRAMs: nothing from the host.
+    let twice = text.replace(
+        "Load(tensor: \"b\", layout: \"$b\"),",
+        "Load(tensor: \"b\", layout: \"$b\"),\n        Load(tensor: \"b\", layout: \"$b\"),",
+    );
+    let r2 = run(&twice, "split_n", Mode::Timing, &[]);
+    let loads: Vec<&OpReport> = r2
+        .ops
+        .iter()
+        .filter(|o| o.op == "Load" && o.tensor == "b")
+        .collect();
+    assert_eq!(loads.len(), 2);
+    assert!(stage(loads[0], "Node", "down").is_some());
+    assert!(stage(loads[1], "Node", "down").is_none());
+    // One board has no host link: its inputs start in DRAM, as they always did.
+    for p in ["mncore1", "mncore2", "toy4"] {
+        assert!(mnsim_arch::preset(p).unwrap().host().is_none(), "{p}");
+    }
+}
+
 /// mn3_node with its boards on a ring, as a machine file.
 fn ring_file() -> String {
     let text = mnsim_arch::preset_source("mn3_node")
@@ -291,11 +378,15 @@ fn tensor_parallel_moves_nothing_between_boards_until_the_gather() {
     let g = op(&r, "Relayout", "cg");
     let up = stage(g, "Node", "up").expect("the gather crosses the boards");
     let down = stage(g, "Node", "down").unwrap();
-    // Up: each board sends its quarter; down: every board receives all of c.
-    assert_eq!(up.child_bytes, C_BYTES);
+    // An all-gather, direct on the switch (its default): each board's quarter leaves in
+    // the one step of the stage down, where each board receives the 3 other quarters
+    // down its one link.
     assert_eq!(up.max_child_bytes, C_BYTES / 4);
-    assert_eq!(down.child_bytes, 4 * C_BYTES);
-    assert_eq!(down.cycles, network_cycles(C_BYTES, beta));
+    assert_eq!((up.cycles, up.latency), (0, 0));
+    assert_eq!(down.kind, "broadcast");
+    assert_eq!(down.child_bytes, 4 * 3 * (C_BYTES / 4));
+    assert_eq!(down.cycles, network_cycles(3 * C_BYTES / 4, beta));
+    assert_eq!(down.latency, m.networks["Node"].latency);
 }
 
 fn mnsim(args: &[&str]) -> String {
@@ -400,12 +491,16 @@ fn a_gather_over_the_nodes_of_a_zone_crosses_both_networks() {
     let words = 4096u64 * 8192 * 8;
     let up = stage(g, "Zone", "up").unwrap();
     let down = stage(g, "Zone", "down").unwrap();
-    // Up: each node sends its 1/32; down: every node receives all of it.
+    // An all-gather over the 32 nodes, direct on the switch: each node receives the 31
+    // other 1/32 shares down its one link, in one step.
     assert_eq!(up.max_child_bytes, words / 32);
-    assert_eq!(up.cycles, network_cycles(words / 32, zone));
-    assert_eq!(down.child_bytes, 32 * words);
-    assert_eq!(down.cycles, network_cycles(words, zone));
-    assert!(stage(g, "Node", "up").is_some());
+    assert_eq!(up.cycles, 0);
+    assert_eq!(down.child_bytes, 32 * 31 * (words / 32));
+    assert_eq!(down.cycles, network_cycles(31 * (words / 32), zone));
+    // Inside each node the boards keep their own quarter: a redistribution (no
+    // collective), charged by the tree's rule.
+    let node_down = stage(g, "Node", "down").unwrap();
+    assert_eq!(node_down.kind, "distribute");
     assert_eq!(g.bottleneck, "Zone down broadcast");
 }
 
@@ -417,4 +512,54 @@ fn an_all_reduce_is_ready_when_its_all_gather_ends() {
     let ready = red.ready_cycles.as_ref().expect("ready cycles");
     assert_eq!(red.end - red.start, red.work_cycles);
     assert_eq!(ready.max, red.end);
+}
+
+/// Reports give the run by board and by link on many boards, and nothing more on one
+/// (docs/report-schema.md, `boards`).
+#[test]
+fn reports_show_boards_and_links_only_for_many_boards() {
+    let text = scenario_text();
+    let r = run(&text, "split_k", Mode::Timing, &[]);
+    let b = r.boards.as_ref().expect("mn3_node has 4 boards");
+    assert_eq!((b.level.as_str(), b.boards), ("Board", 4));
+    assert_eq!(b.each.cycles, r.total_cycles);
+    let names: Vec<&str> = b.links.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["Node down", "Node up"]);
+    for l in &b.links {
+        // Its bytes are its stages' child bytes, its busy cycles the resource's.
+        let want: u64 = (r.ops.iter().flat_map(|o| &o.stages))
+            .filter(|s| s.level == "Node" && s.direction == l.direction)
+            .map(|s| s.child_bytes)
+            .sum();
+        assert_eq!(l.bytes, want, "{}", l.name);
+        assert!(l.bytes > 0, "{}", l.name);
+        let busy = r.resources.iter().find(|x| x.name == l.name).unwrap();
+        assert_eq!(l.busy_cycles, busy.busy_cycles);
+        // 40 pJ a byte each way (mn3_node's PCIe, assumed).
+        assert!(
+            (l.joules - l.bytes as f64 * 40e-12).abs() < 1e-12,
+            "{}",
+            l.name
+        );
+    }
+    let dram: u64 = (r.ops.iter().flat_map(|o| &o.stages))
+        .filter(|s| s.kind == "dram")
+        .map(|s| s.bytes)
+        .sum();
+    assert_eq!(b.each.dram_bytes, dram / 4);
+    let e = r.energy.as_ref().unwrap();
+    let links: f64 = b.links.iter().map(|l| l.joules).sum();
+    assert!((b.each.joules * 4.0 + links - e.total_j).abs() < 1e-9);
+    let term = mnsim_reports::terminal(&r, false);
+    assert!(term.contains("boards and links"), "{term}");
+    assert!(mnsim_reports::html(&r).contains("Boards and links"));
+    let json = mnsim_reports::to_json(&r);
+    assert!(json.contains("\"boards\""));
+    // One board: no such section anywhere.
+    let one = scenario_text().replace("Preset(\"mn3_node\")", "Preset(\"mncore1\")");
+    let r1 = run(&one, "replicated", Mode::Timing, &[]);
+    assert!(r1.boards.is_none());
+    assert!(!mnsim_reports::terminal(&r1, false).contains("boards and links"));
+    assert!(!mnsim_reports::html(&r1).contains("Boards and links"));
+    assert!(!mnsim_reports::to_json(&r1).contains("\"boards\""));
 }

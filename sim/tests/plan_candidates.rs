@@ -12,7 +12,7 @@ use std::path::Path;
 
 fn check_space(machine: &str, dims: &[u64], dtype: DType, space: Space) -> usize {
     let m = preset(machine).unwrap();
-    let c = generate(&m, dims, dtype, false, space);
+    let c = generate(&m, dims, dtype, false, space, false);
     let mut seen = HashSet::new();
     for x in &c {
         // Binds, and the canonical text binds back to the same layout.
@@ -50,7 +50,14 @@ proptest! {
 fn a_tensor_larger_than_lm_gets_time_steps() {
     // 8192 x 1024 f32 on one PE's 4096 words: only Time steps make it fit.
     let m = preset("mncore2").unwrap();
-    let c = generate(&m, &[8192, 1024], DType::F32, false, Space::default());
+    let c = generate(
+        &m,
+        &[8192, 1024],
+        DType::F32,
+        false,
+        Space::default(),
+        false,
+    );
     assert!(!c.is_empty());
     assert!(c.iter().any(|x| x.layout.time_steps() > 1));
     let replicated = c
@@ -74,8 +81,9 @@ fn the_budget_keeps_the_core_and_cuts_the_rest() {
             max: 200_000,
             ..Space::default()
         },
+        false,
     );
-    let cut = generate(&m, &[1024, 512], DType::F32, false, Space::default());
+    let cut = generate(&m, &[1024, 512], DType::F32, false, Space::default(), false);
     assert!(full.len() > cut.len(), "{} {}", full.len(), cut.len());
     let core = |c: &[mnsim_sim::plan::candidates::Candidate]| c.iter().filter(|x| x.core).count();
     assert_eq!(core(&full), core(&cut));
@@ -85,7 +93,7 @@ fn the_budget_keeps_the_core_and_cuts_the_rest() {
 #[test]
 fn part_of_a_fan_out_is_in_the_space() {
     let m = preset("mncore2").unwrap();
-    let c = generate(&m, &[256, 64], DType::F16, false, Space::default());
+    let c = generate(&m, &[256, 64], DType::F16, false, Space::default(), false);
     let want =
         TensorLayout::parse("((8_MAB, 32), (64))", &m, Some(&[256, 64]), DType::F16).unwrap();
     assert!(c.iter().any(|x| x.layout == want));
@@ -159,6 +167,7 @@ fn the_hand_layouts_of_shipped_scenarios_are_candidates() {
                             max: 200_000,
                             ..Space::default()
                         },
+                        false,
                     )
                     .into_iter()
                     .map(|x| x.text())

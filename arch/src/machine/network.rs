@@ -10,6 +10,8 @@
 use super::{Link, Rate};
 use serde::{Deserialize, Serialize};
 
+pub use super::collective::{Algorithm, Collective, Phase, collective};
+
 /// How a network joins its children.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Topology {
@@ -43,6 +45,16 @@ impl Topology {
     }
 
     /// Hops from a child to the farthest other child (at least 1).
+    /// The algorithm its collectives run unless the machine names one: ring on a ring,
+    /// direct on a switch and fully connected (one step; the fewest latencies, and on a
+    /// switch the same bytes over the one link as a ring).
+    pub fn default_algorithm(self) -> Algorithm {
+        match self {
+            Topology::Ring => Algorithm::Ring,
+            Topology::Switch | Topology::FullyConnected => Algorithm::Direct,
+        }
+    }
+
     pub fn diameter(self, children: u64) -> u64 {
         match self {
             Topology::Ring => children / 2,
@@ -60,6 +72,28 @@ pub struct Network {
     /// Bytes per cycle of one link, in each direction.
     pub bytes_per_cycle: f64,
     /// Cycles from a byte leaving a child to it arriving one hop away.
+    pub latency: u64,
+    /// The algorithm of its collectives (ring, tree, direct); unset, the topology's
+    /// default. A knob: `networks.<LEVEL>.algorithm=ring|tree|direct`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<Algorithm>,
+    /// The host's link to each child (a board's PCIe): where a program's inputs come
+    /// from (docs/model.md, the host). Unset: inputs start in the boards' DRAMs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostLink>,
+}
+
+/// A host's link to each child of its network (a board's PCIe slot): one link per child,
+/// rates per direction, a latency. Its energy is the network level's link energy
+/// (`energy.links.<LEVEL>`): the same PCIe links carry both.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostLink {
+    /// Bytes per cycle from the host to one child.
+    pub down_bytes_per_cycle: f64,
+    /// Bytes per cycle from one child to the host.
+    pub up_bytes_per_cycle: f64,
+    /// Cycles from the host to a child.
     pub latency: u64,
 }
 
@@ -87,54 +121,29 @@ impl Network {
     }
 }
 
-/// One phase of an all-reduce over a network (the reduce-scatter up, or the all-gather
-/// down): `steps` steps, each moving `step_bytes` over a link of `rate` bytes per cycle
-/// and waiting one hop's latency.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Phase {
-    pub steps: u64,
-    pub step_bytes: u64,
-    pub rate: f64,
-}
-
-impl Phase {
-    /// The phase's bandwidth term: steps × ⌈bytes a step ÷ rate⌉.
-    pub fn cycles(&self) -> u64 {
-        if self.step_bytes == 0 {
-            return 0;
-        }
-        let step = (self.step_bytes as f64 / self.rate).ceil();
-        let step = if step.is_finite() && step < (u64::MAX / 4) as f64 {
-            step as u64
-        } else {
-            u64::MAX / 4
-        };
-        self.steps.saturating_mul(step)
-    }
-}
-
 impl Network {
-    /// A phase of the all-reduce of `bytes` held by each of `children` children, by the
-    /// algorithm the topology runs: on a ring, `children − 1` steps of a `1/children`
-    /// share to the next child at one link's rate; on a switch, one step in which each
-    /// child sends its `children − 1` shares down its one link; fully connected, one step
-    /// in which each share takes a link of its own. One child: nothing to do.
-    pub fn all_reduce_phase(&self, bytes: u64, children: u64) -> Phase {
-        let share = bytes.div_ceil(children.max(1));
-        let others = children.saturating_sub(1);
-        let (steps, step_bytes) = match self.topology {
-            Topology::Ring => (others, share),
-            Topology::Switch => (others.min(1), share.saturating_mul(others)),
-            Topology::FullyConnected => (others.min(1), share),
-        };
-        Phase {
-            steps,
-            step_bytes: if steps == 0 { 0 } else { step_bytes },
-            rate: self.bytes_per_cycle,
-        }
+    /// The algorithm its collectives run: the one the machine gives, else the
+    /// topology's default ([`Topology::default_algorithm`]).
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+            .unwrap_or_else(|| self.topology.default_algorithm())
+    }
+
+    /// The phases of collective `c` over `children` children by the network's
+    /// algorithm ([`collective`]): `bytes` is each child's share (all-gather,
+    /// reduce-scatter), the whole vector on each child (all-reduce) or the root's data
+    /// (broadcast).
+    pub fn collective(&self, c: Collective, bytes: u64, children: u64) -> Vec<Phase> {
+        collective(
+            self.topology,
+            self.algorithm(),
+            c,
+            bytes,
+            children,
+            self.bytes_per_cycle,
+        )
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +169,8 @@ mod tests {
             topology: Topology::Ring,
             bytes_per_cycle: 10.0,
             latency: 100,
+            algorithm: None,
+            host: None,
         };
         let l = n.tree_link(8);
         assert_eq!(l.gather.child, 20.0);

@@ -376,7 +376,27 @@ impl Machine {
         positive_field(
             &format!("networks.{name}.bytes_per_cycle"),
             n.bytes_per_cycle,
-        )
+        )?;
+        if let Some(h) = &n.host {
+            if h.latency > MAX_LATENCY {
+                return Err(err(
+                    format!("networks.{name}.host.latency"),
+                    format!(
+                        "network '{name}' host latency {} is above the limit of {MAX_LATENCY} (2^32) cycles",
+                        h.latency
+                    ),
+                ));
+            }
+            positive_field(
+                &format!("networks.{name}.host.down_bytes_per_cycle"),
+                h.down_bytes_per_cycle,
+            )?;
+            positive_field(
+                &format!("networks.{name}.host.up_bytes_per_cycle"),
+                h.up_bytes_per_cycle,
+            )?;
+        }
+        Ok(())
     }
 
     /// Checks the compute rates: vector and matrix FLOP/cycle, the matrix level and tiles.

@@ -90,6 +90,36 @@ const PALETTE: [&str; 10] = [
 ///   header, or open the page as `report.html#sort=exposed`), and the stages table.
 ///
 /// Every chart is an `<svg role="img">` with a `<title>`; bars carry `<title>` tooltips.
+/// The "Boards and links" section of a run over many boards (`crate::boards`): each
+/// board, then each link between boards; nothing for one board.
+fn boards_section(s: &mut String, r: &Report) {
+    let Some(b) = &r.boards else {
+        return;
+    };
+    s.push_str("<section><h2>Boards and links</h2>\n");
+    s.push_str(&format!(
+        "<p>{} boards ({}), in lock-step; each: {} cycles, {} B of DRAM, {} B over the links, {:.3e} J.</p>\n",
+        b.boards,
+        page::esc(&b.level),
+        b.each.cycles,
+        b.each.dram_bytes,
+        b.each.link_bytes,
+        b.each.joules
+    ));
+    s.push_str("<table><thead><tr><th>link</th><th>bytes</th><th>busy cycles</th><th>utilisation</th><th>joules</th></tr></thead><tbody>\n");
+    for l in &b.links {
+        s.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.3e}</td></tr>\n",
+            page::esc(&l.name),
+            l.bytes,
+            l.busy_cycles,
+            100.0 * l.utilisation,
+            l.joules
+        ));
+    }
+    s.push_str("</tbody></table></section>\n");
+}
+
 pub fn html(r: &Report) -> String {
     let title = format!("mnsim · {}{}", r.scenario, plan_suffix(r));
     let mut s = String::new();
@@ -97,6 +127,7 @@ pub fn html(r: &Report) -> String {
     header(&mut s, r);
     critical_section(&mut s, r);
     places_section(&mut s, r);
+    boards_section(&mut s, r);
     levels_section(&mut s, r);
     energy::joules_section(&mut s, r);
     resources_section(&mut s, r);

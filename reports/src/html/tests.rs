@@ -55,6 +55,7 @@ fn plan_links_are_encoded() {
         above_bound: None,
         energy: None,
         places: Vec::new(),
+        boards: None,
     };
     assert_eq!(plan_href(&r), "a%20b%26c/d/report.html");
     r.plan = None;

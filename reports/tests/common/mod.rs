@@ -259,6 +259,7 @@ pub fn sample() -> Report {
         above_bound: None,
         energy: None,
         places: Vec::new(),
+        boards: None,
     }
 }
 

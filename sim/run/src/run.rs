@@ -176,7 +176,7 @@ pub fn run_on(
     for (id, po) in program.ops.iter() {
         let done = id.index();
         progress(done, n);
-        program_bound.extend(&mut bounds, eng.ops.len(), &res.machine, program, done);
+        program_bound.extend(&mut bounds, &eng.ops, &res.machine, program, done);
         let source = po.source.index();
         let at = |e: SimError| {
             let prefix = format!("op {source} ({}): ", program.describe(id));
@@ -222,7 +222,7 @@ pub fn run_on(
             o.inserted_after = Some(ins.after);
         }
     }
-    program_bound.extend(&mut bounds, eng.ops.len(), &res.machine, program, n);
+    program_bound.extend(&mut bounds, &eng.ops, &res.machine, program, n);
     progress(n, n);
     if res.verify && !functional {
         warnings.push(
@@ -246,6 +246,7 @@ pub fn run_on(
     crate::gap::annotate(&res.machine, &program_bound, &bounds, &whole, &mut report);
     crate::energy::attach(&mut eng, &mut report);
     report.places = mnsim_reports::places::places(&report);
+    report.boards = boards_of(&res.machine, &report);
     Ok(RunOutput {
         report,
         engine: eng,
@@ -293,8 +294,26 @@ fn declare_tensors(
         if t.init.is_some() && !functional {
             eng.set_in_dram(id, layout);
         }
+        if t.init.is_some() {
+            eng.set_from_host(id);
+        }
     }
     Ok(())
+}
+
+/// The run by board and by link on a machine of many boards (the level its deepest
+/// network joins); `None` for one board.
+fn boards_of(
+    m: &mnsim_arch::Machine,
+    r: &mnsim_reports::Report,
+) -> Option<mnsim_reports::boards::BoardsReport> {
+    let nets: Vec<usize> = (0..m.levels.len())
+        .filter(|&k| m.network_at(k).is_some())
+        .collect();
+    let deepest = *nets.last()?;
+    let level = m.levels.get(deepest + 1)?;
+    let names: Vec<String> = nets.iter().map(|&k| m.levels[k].name.clone()).collect();
+    mnsim_reports::boards::boards(r, &level.name, m.nodes_at(deepest + 1), &names)
 }
 
 /// Declares tensor `t` of a program on `eng`, with `data` in functional mode; returns
@@ -481,6 +500,7 @@ fn build_report(
         above_bound: None,
         energy: None,
         places: Vec::new(),
+        boards: None,
     }
 }
 

@@ -80,16 +80,65 @@ impl Shard<'_> {
                     None => free.push((s.size, radix)),
                 }
             }
-            let mut vals = vec![base];
-            for (size, radix) in free {
-                vals = vals
-                    .iter()
-                    .flat_map(|&v| (0..size).map(move |k| v + k * radix))
-                    .collect();
-            }
-            let n = vals.iter().filter(|&&v| v < limit).count() as u64;
+            free.sort_by_key(|x| std::cmp::Reverse(x.1));
+            let n = limit
+                .checked_sub(base)
+                .map_or(0, |rel| count_below(rel, &free));
             total = total.saturating_mul(n);
         }
         total
+    }
+}
+
+/// How many of the values `Σ k_i · radix_i` (each `k_i < size_i`, digits by radix,
+/// largest first) lie below `limit`: by the largest digit, each of its values adding
+/// the rest whole where even their largest sum stays below what is left, or counted
+/// the same way where it does not (nested digits leave one such value per level), so
+/// a padded axis is counted without walking its values.
+fn count_below(limit: u64, digits: &[(u64, u64)]) -> u64 {
+    let Some((&(size, radix), rest)) = digits.split_first() else {
+        return u64::from(limit > 0);
+    };
+    let span = (rest.iter()).fold(0u64, |a, &(s, r)| {
+        a.saturating_add(s.saturating_sub(1).saturating_mul(r))
+    });
+    let whole = rest.iter().fold(1u64, |a, &(s, _)| a.saturating_mul(s));
+    let mut n = 0u64;
+    for k in 0..size {
+        let Some(left) = k.checked_mul(radix).and_then(|off| limit.checked_sub(off)) else {
+            break;
+        };
+        if left == 0 {
+            break;
+        }
+        n = n.saturating_add(match span < left {
+            true => whole,
+            false => count_below(left, rest),
+        });
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_below;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Counted as the walk of every value counts (digits nested or not).
+        #[test]
+        fn count_below_is_the_walk(
+            digits in proptest::collection::vec((1u64..6, 1u64..40), 0..4),
+            limit in 0u64..400,
+        ) {
+            let mut digits = digits;
+            digits.sort_by_key(|x| std::cmp::Reverse(x.1));
+            let mut vals = vec![0u64];
+            for &(size, radix) in &digits {
+                vals = (vals.iter()).flat_map(|&v| (0..size).map(move |k| v + k * radix)).collect();
+            }
+            let want = vals.iter().filter(|&&v| v < limit).count() as u64;
+            prop_assert_eq!(count_below(limit, &digits), want);
+        }
     }
 }

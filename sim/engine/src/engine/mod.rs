@@ -101,6 +101,9 @@ pub struct TensorState {
     pub runtime: Vec<u64>,
     pub dram: Option<DramTensor>,
     pub lm: Option<Resident>,
+    /// A program input not loaded yet: on a machine with a host its first Load brings
+    /// it over the host's links (docs/model.md, the host).
+    pub from_host: bool,
 }
 
 /// The simulator for one run.
@@ -361,7 +364,15 @@ impl Engine {
             runtime,
             dram,
             lm: None,
+            from_host: false,
         }))
+    }
+
+    /// Marks a declared tensor as a program input: its data starts on the host.
+    pub fn set_from_host(&mut self, t: TensorId) {
+        if let Some(t) = self.tensors.get_mut(t) {
+            t.from_host = true;
+        }
     }
 
     /// Marks a declared tensor as present in DRAM (timing mode: no data).

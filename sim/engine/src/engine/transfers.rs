@@ -87,11 +87,18 @@ impl Engine {
             return Err(ErrorKind::NoDramData(name.to_string()).into());
         }
         let dram_key = (xla.clone(), runtime.clone());
+        // A program input comes from the host with its first Load (docs/model.md).
+        let host = (t.from_host && self.machine.host().is_some()).then(|| {
+            (runtime
+                .iter()
+                .try_fold(dtype.bytes(), |a, &d| a.checked_mul(d)))
+            .unwrap_or(u64::MAX)
+        });
         if t.lm.is_some() {
             self.free(id)?;
         }
         let (offset, words, region) = self.allocate(id, &layout)?;
-        let memoised = self.mode == Mode::Timing;
+        let memoised = self.mode == Mode::Timing && host.is_none();
         let memo = (self.load_memo.get(&dram_key).filter(|_| memoised))
             .and_then(|m| m.get(&layout))
             .cloned();
@@ -106,6 +113,7 @@ impl Engine {
                         elem_bytes: dtype.bytes(),
                         efficiency: eff,
                         second: false,
+                        host,
                     }),
                 );
                 let closed = self.closed_cost(&route, || {
@@ -135,6 +143,7 @@ impl Engine {
             }
         };
         let op = self.finish(op, id, Some(&layout), &runtime, c, reads, &[region], walk);
+        self.tensors[id].from_host = false;
         self.tensors[id].lm = Some(Resident {
             layout,
             offset,
@@ -170,6 +179,7 @@ impl Engine {
                 elem_bytes: dtype.bytes(),
                 efficiency: eff,
                 second: false,
+                host: None,
             }),
             local_copy: false,
             steps: r.layout.time_span(),

@@ -7,7 +7,49 @@ use super::{
     StageNodes, StageSpec, Topo, cycles, endpoint_stage, pes, rate_of,
 };
 use crate::ids::LevelId;
+use mnsim_arch::machine::{Collective, Phase};
 use mnsim_arch::{Machine, TransferKind};
+
+/// The collectives the engine runs on a network (docs/model.md, many boards).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NetCollective {
+    /// A Reduce over the network's children: reduce-scatter up, all-gather down.
+    AllReduce,
+    /// A crossing whose stage down brings every child the same data.
+    AllGather,
+}
+
+/// The networks of `route` that run a collective: the first network a Reduce combines
+/// over (an all-reduce); each network a crossing goes up and comes down a broadcast
+/// (an all-gather). `None` if the source cannot give a stage's nodes.
+fn collectives(
+    m: &Machine,
+    topo: &Topo,
+    route: &Route,
+    src: &Source<'_>,
+) -> Option<Vec<(usize, NetCollective)>> {
+    let net = |s: &StageSpec| m.network_at(topo.chain[s.link]).is_some();
+    let mut out = Vec::new();
+    if let Some(s) = (route.stages.iter()).find(|s| s.dir == Dir::Up && s.reduce && net(s)) {
+        out.push((s.link, NetCollective::AllReduce));
+    }
+    for up in route
+        .stages
+        .iter()
+        .filter(|s| s.dir == Dir::Up && !s.reduce && net(s))
+    {
+        let Some(down) = (route.stages.iter()).find(|s| s.dir == Dir::Down && s.link == up.link)
+        else {
+            continue;
+        };
+        let (k, c) = (topo.chain[down.link], topo.link_children(m, down.link));
+        let sn = src.link(down, topo.leaves_under[k], topo.leaves_under[c])?;
+        if sn.any_multi && sn.all_same && !out.iter().any(|(l, _)| *l == up.link) {
+            out.push((up.link, NetCollective::AllGather));
+        }
+    }
+    Some(out)
+}
 
 /// Where a route's node figures come from.
 pub(super) enum Source<'a> {
@@ -62,10 +104,11 @@ struct Charge<'a> {
     chunks: u64,
     /// The slowest stage so far (the first of equals).
     best: (u64, Option<Place>),
-    /// The chain link of a network a Reduce combines over (its route reduces there): its
-    /// stages are the all-reduce's two phases, the second after the first.
-    allreduce: Option<usize>,
-    /// The all-reduce's first phase (the reduce-scatter up), once charged.
+    /// The chain links of networks that run a collective, and which: a Reduce's network
+    /// is an all-reduce (its stages the two phases, the second after the first); a
+    /// crossing that brings every board the same data is an all-gather.
+    collectives: Vec<(usize, NetCollective)>,
+    /// An all-reduce's first phase (the reduce-scatter up), once charged.
     scattered: u64,
 }
 
@@ -95,19 +138,40 @@ impl Charge<'_> {
         };
         let rate = rate_of(&link, kind);
         let children = m.levels.get(c).map_or(1, |l| l.count);
-        let collective = m.network_at(k).filter(|_| self.allreduce == Some(st.link));
-        let time = |x: &NodeStat| match collective {
-            Some(n) => n.all_reduce_phase(x.max_child, children).cycles(),
+        let collective = (self.collectives.iter())
+            .find(|(l, _)| *l == st.link)
+            .and_then(|&(_, c)| Some((m.network_at(k)?, c)));
+        // The phase a collective runs on this stage's ports, from a node's figures.
+        let phase = |x: &NodeStat| -> Option<Phase> {
+            let (n, coll) = collective?;
+            Some(match (coll, st.dir) {
+                (NetCollective::AllReduce, Dir::Up) => {
+                    n.collective(Collective::AllReduce, x.max_child, children)[0]
+                }
+                (NetCollective::AllReduce, Dir::Down) => {
+                    n.collective(Collective::AllReduce, x.max_child, children)[1]
+                }
+                // The shares leave in the all-gather's own steps (the stage down).
+                (NetCollective::AllGather, Dir::Up) => Phase::default(),
+                (NetCollective::AllGather, Dir::Down) => n.collective(
+                    Collective::AllGather,
+                    x.max_child.div_ceil(children.max(1)),
+                    children,
+                )[0],
+            })
+        };
+        let time = |x: &NodeStat| match phase(x) {
+            Some(p) => p.cycles,
             None => cycles(x.bytes, rate.parent).max(cycles(x.max_child, rate.child)),
         };
         let stage_cycles = sn.nodes.iter().map(time).max().unwrap_or(0);
         let most = sn.nodes.iter().map(|x| x.bytes).max().unwrap_or(0);
+        // An all-reduce's all-gather starts when its reduce-scatter ends.
+        let after = match (collective, st.dir) {
+            (Some((_, NetCollective::AllReduce)), Dir::Down) => self.scattered,
+            _ => 0,
+        };
         if self.per_node {
-            // An all-gather's data is ready after the reduce-scatter before it.
-            let after = match (collective, st.dir) {
-                (Some(_), Dir::Down) => self.scattered,
-                _ => 0,
-            };
             self.timers.push(pes::Timer {
                 set: st.second as usize,
                 per: topo.leaves_under[k],
@@ -128,29 +192,23 @@ impl Charge<'_> {
         {
             self.chunks = self.chunks.max(most.div_ceil(mem.bytes));
         }
-        // An all-reduce's phase: its steps each wait a hop; what crosses the links is
-        // each child's other shares; the all-gather starts when the reduce-scatter ends.
+        // A collective's phase: its steps each wait their hops; what crosses the links
+        // is what each child sends.
         let (latency, child_bytes, ends) = match collective {
-            Some(n) => {
-                let phase = |x: &NodeStat| n.all_reduce_phase(x.max_child, children);
+            Some((n, _)) => {
+                let hops = sn.nodes.iter().filter_map(|x| phase(x).map(|p| p.hops));
                 let sent = |x: &NodeStat| {
-                    (x.max_child.div_ceil(children.max(1)))
-                        .saturating_mul(children.saturating_sub(1))
-                        .saturating_mul(children)
-                        .saturating_mul(x.count)
+                    phase(x).map_or(0, |p| {
+                        (p.sent).saturating_mul(children).saturating_mul(x.count)
+                    })
                 };
-                let steps = sn.nodes.iter().map(|x| phase(x).steps).max().unwrap_or(0);
-                let ends = match st.dir {
-                    Dir::Up => {
-                        self.scattered = stage_cycles;
-                        stage_cycles
-                    }
-                    Dir::Down => self.scattered.saturating_add(stage_cycles),
-                };
+                if st.dir == Dir::Up {
+                    self.scattered = stage_cycles;
+                }
                 (
-                    n.latency.saturating_mul(steps),
+                    n.latency.saturating_mul(hops.max().unwrap_or(0)),
                     sn.nodes.iter().map(sent).sum(),
-                    ends,
+                    after.saturating_add(stage_cycles),
                 )
             }
             None => (rate.latency, sn.total_child, stage_cycles),
@@ -244,7 +302,65 @@ impl Charge<'_> {
         };
         let stage = endpoint_stage(place, StageKind::Dram, total, most, ports, t);
         self.out.stages.insert(at, stage);
+        if let (Some(distinct), Dir::Down) = (d.host, d.dir) {
+            self.host(distinct, total);
+        }
         Some(())
+    }
+
+    /// A program input's bytes coming from the host into the boards' DRAMs, before them
+    /// on the way down (docs/model.md, the host): each board's part (`total` bytes the
+    /// DRAMs read, evenly over the boards) down its own host link; an input the boards
+    /// hold copies of (their parts add up to more than its `distinct` bytes) goes once to
+    /// one board of each host, then by the network's broadcast to the others.
+    fn host(&mut self, distinct: u64, total: u64) {
+        let m = self.m;
+        let Some((hl, h)) = m.host() else {
+            return;
+        };
+        let Some(net) = m.network_at(hl) else {
+            return;
+        };
+        let boards = m.nodes_at(hl + 1).max(1);
+        let per_host = m.levels.get(hl + 1).map_or(1, |l| l.count).max(1);
+        let board = total.div_ceil(boards);
+        let copies = board.saturating_mul(boards) > distinct && per_host > 1;
+        let mut t = cycles(board, h.down_bytes_per_cycle);
+        let mut latency = h.latency;
+        if copies {
+            let b = net.collective(Collective::Broadcast, board, per_host)[0];
+            t = t.saturating_add(b.cycles);
+            latency = latency.saturating_add(b.hops.saturating_mul(net.latency));
+        }
+        self.latency += latency;
+        let place = Place::Link {
+            level: LevelId::of(hl),
+            dir: Dir::Down,
+        };
+        if self.per_node {
+            self.timers.push(pes::Timer {
+                set: 0,
+                per: self.topo.leaves_under[hl + 1],
+                nodes: (0..boards).map(|n| (n, t)).collect(),
+            });
+        }
+        self.offer(t, place);
+        let kind = if copies {
+            TransferKind::Broadcast
+        } else {
+            TransferKind::Distribute
+        };
+        let received = board.saturating_mul(boards);
+        let mut stage = endpoint_stage(
+            place,
+            StageKind::Transfer(kind),
+            received,
+            board,
+            m.nodes_at(hl),
+            t,
+        );
+        stage.latency = latency;
+        self.out.stages.insert(0, stage);
     }
 }
 
@@ -267,9 +383,7 @@ pub(super) fn charge(
         latency: 0,
         chunks: route.steps.max(1),
         best: (0, None),
-        allreduce: (route.stages.iter())
-            .find(|s| s.dir == Dir::Up && s.reduce && m.network_at(topo.chain[s.link]).is_some())
-            .map(|s| s.link),
+        collectives: collectives(m, topo, route, src)?,
         scattered: 0,
     };
     for st in &route.stages {

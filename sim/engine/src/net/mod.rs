@@ -322,6 +322,9 @@ pub struct DramSpec {
     pub efficiency: f64,
     /// Use the second fact set.
     pub second: bool,
+    /// A program input's first Load on a machine with a host (docs/model.md, the host):
+    /// its distinct bytes, which come over the host's links into the boards' DRAMs.
+    pub host: Option<u64>,
 }
 
 /// Everything [`cost`] needs besides the facts.

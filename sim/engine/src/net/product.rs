@@ -513,6 +513,7 @@ mod tests {
             elem_bytes: [1, 2, 4][rng.below(3) as usize],
             efficiency: [1.0, 0.5, 0.125][rng.below(3) as usize],
             second: rng.below(2) == 0,
+            host: None,
         };
         let steps = 1 + rng.below(4);
         match rng.below(4) {
@@ -620,6 +621,7 @@ mod tests {
                 elem_bytes: 4,
                 efficiency: 1.0,
                 second: false,
+                host: None,
             }),
             local_copy: false,
             steps: 1,

@@ -159,9 +159,9 @@ pub struct PlanOptions {
 }
 
 /// Candidate layouts (canonical text) of a tensor of `dims` and `dtype` on `m`, in the
-/// default space.
+/// default space, as for a tensor no contraction reads or writes (no padded shape).
 pub fn candidates(m: &Machine, dims: &[u64], dtype: DType, implicit_pad: bool) -> Vec<String> {
-    candidates::generate(m, dims, dtype, implicit_pad, Space::default())
+    candidates::generate(m, dims, dtype, implicit_pad, Space::default(), false)
         .into_iter()
         .map(|c| c.text())
         .collect()

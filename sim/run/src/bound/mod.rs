@@ -68,17 +68,19 @@ impl Bound {
         report.bound_resource = self.resource.clone();
     }
 
-    /// Brings `bounds` (one per op of a run) level with the run's `ops` ops: the ops
-    /// added since the last call (by op `next - 1` of `p`) get that op's bound, the tree
-    /// Reduces the run inserted after it a Reduce's of its output.
+    /// Brings `bounds` (one per op of a run) level with the run's `ops`: the ops added
+    /// since the last call (by op `next - 1` of `p`) get that op's bound, the tree
+    /// Reduces the run inserted after it a Reduce's of its output (over the network its
+    /// report shows it reducing on, if any).
     pub fn extend(
         &self,
         bounds: &mut Vec<OpBound>,
-        ops: usize,
+        reports: &[mnsim_reports::OpReport],
         m: &Machine,
         p: &Program,
         next: usize,
     ) {
+        let ops = reports.len();
         let mut first = true;
         let last = next.checked_sub(1);
         while bounds.len() < ops {
@@ -86,7 +88,13 @@ impl Bound {
                 (true, Some(b)) => b.clone(),
                 _ => {
                     let out = last.and_then(|i| p.output(OpId::new(i)));
-                    reduce(m, out.map_or(0, |t| bytes_of(p, t)))
+                    let net = reports.get(bounds.len()).and_then(|o| {
+                        (o.stages.iter())
+                            .filter(|s| s.kind == "reduce")
+                            .filter_map(|s| m.level_index(&s.level))
+                            .find(|&k| m.network_at(k).is_some())
+                    });
+                    reduce_over(m, out.map_or(0, |t| bytes_of(p, t)), net.map(|k| k + 1))
                 }
             };
             first = false;
@@ -108,23 +116,45 @@ fn bytes_of(p: &Program, t: TensorId) -> u128 {
 /// The bound of a tree Reduce of `bytes` (one the run inserts after a kernel, or a
 /// program's `Reduce`): up over the lowest link and down again, at the least.
 pub fn reduce(m: &Machine, bytes: u128) -> OpBound {
+    reduce_over(m, bytes, None)
+}
+
+/// The bound of a Reduce of `bytes` over the level of index `level` (if known): the tree
+/// Reduce's, and where the level meets at a network the all-reduce's compulsory bytes
+/// on it (`View::network_reduce`).
+pub fn reduce_over(m: &Machine, bytes: u128, level: Option<usize>) -> OpBound {
     let v = View::new(m);
-    v.lowest_crossing(bytes)
-        .map_or_else(OpBound::default, |p| p.bound(m, true))
+    let net = level.and_then(|l| v.network_reduce(bytes, l));
+    match v.lowest_crossing(bytes) {
+        Some(p) => p.with(net).bound(m, true),
+        None if net.is_some() => view::Parts::default().with(net).bound(m, true),
+        None => OpBound::default(),
+    }
 }
 
 /// The bound of every op of program `p` on machine `m`, and of the run.
 pub fn program(m: &Machine, p: &Program) -> Bound {
     let v = View::new(m);
     let mut ops = Vec::with_capacity(p.ops.len());
+    // Inputs already brought from the host by a first Load.
+    let mut brought = std::collections::BTreeSet::new();
     for o in p.ops.values() {
         let bytes = |t| bytes_of(p, t);
         let b = match &o.kind {
-            OpKind::Load { tensor } => v.dram_transfer(Dir::Down, bytes(*tensor)).bound(m, true),
+            OpKind::Load { tensor } => {
+                let first = p.tensors[*tensor].init.is_some() && brought.insert(*tensor);
+                let host = first.then(|| v.host_load(bytes(*tensor))).flatten();
+                (v.dram_transfer(Dir::Down, bytes(*tensor)))
+                    .with(host)
+                    .bound(m, true)
+            }
             // The gathered rows' bytes down from DRAM, as a Load of the result.
             OpKind::Gather { out, .. } => v.dram_transfer(Dir::Down, bytes(*out)).bound(m, true),
             OpKind::Store { tensor } => v.dram_transfer(Dir::Up, bytes(*tensor)).bound(m, true),
             OpKind::Broadcast { tensor, .. } => {
+                // As a Load it brings an input from the host (not counted: it may be a
+                // Relayout); a later Load does not.
+                brought.insert(*tensor);
                 // A Load when the tensor is not in LM, a Relayout when it is.
                 let bytes = bytes(*tensor);
                 let load = v.dram_transfer(Dir::Down, bytes).bound(m, false);
@@ -136,7 +166,9 @@ pub fn program(m: &Machine, p: &Program) -> Bound {
                 }
             }
             OpKind::Relayout { tensor, .. } => v.relayout(bytes(*tensor)),
-            OpKind::Reduce { tensor, .. } => reduce(m, bytes(*tensor)),
+            OpKind::Reduce { tensor, level, .. } => {
+                reduce_over(m, bytes(*tensor), m.level_index(level))
+            }
             OpKind::Free { .. } => OpBound::default(),
             OpKind::Kernel {
                 kernel,

@@ -56,8 +56,9 @@ impl<'a> View<'a> {
                 r[0].latency.min(r[1].latency),
             )
         };
-        // The chain from the DRAMs down: the networks between boards are not counted yet
-        // (a bound without them is still a bound).
+        // The chain from the DRAMs down (the networks between boards count where a
+        // Reduce combines on one or an input comes from the host: `network_reduce`,
+        // `host_load`).
         let links = (topo.dram_at..topo.chain.len().saturating_sub(1))
             .filter_map(|i| {
                 let (k, c) = (topo.chain[i], topo.chain[i + 1]);
@@ -160,6 +161,51 @@ impl<'a> View<'a> {
             ],
             latency: l.up.2.saturating_add(l.down.2),
         })
+    }
+
+    /// The network a Reduce over level `level` (a level index) combines on, if it meets
+    /// at one: what every all-reduce must move there, whatever its algorithm
+    /// (docs/model.md, many boards). Each network node's children hold at least the
+    /// tensor's `bytes` spread over the network's nodes, `n`; every child must receive
+    /// at least the other children's part of it, `(P − 1)·n/P`, on its links at once
+    /// (`L × β`), and wait a hop.
+    pub(super) fn network_reduce(&self, bytes: u128, level: usize) -> Option<(Resource, u64, u64)> {
+        let topo = Topo::new(self.m);
+        let k = *topo.chain.get(topo.meet_above(level))?;
+        let net = self.m.network_at(k)?;
+        let p = self.m.levels.get(k + 1)?.count.max(1);
+        if p < 2 || bytes == 0 {
+            return None;
+        }
+        let n = bytes / u128::from(self.m.nodes_at(k).max(1));
+        let must = n.saturating_mul(u128::from(p - 1)) / u128::from(p);
+        let rate = net.bytes_per_cycle * net.topology.links_per_child(p) as f64;
+        Some((
+            Resource::Port {
+                level: LevelId::of(k),
+                dir: Dir::Up,
+            },
+            over(must, rate),
+            net.latency,
+        ))
+    }
+
+    /// What a program input's first Load must bring from the host (docs/model.md, the
+    /// host): its bytes over all the host links at once, and the host's latency.
+    pub(super) fn host_load(&self, bytes: u128) -> Option<(Resource, u64, u64)> {
+        let (hl, h) = self.m.host()?;
+        if bytes == 0 {
+            return None;
+        }
+        let links = self.m.nodes_at(hl + 1).max(1) as f64;
+        Some((
+            Resource::Port {
+                level: LevelId::of(hl),
+                dir: Dir::Down,
+            },
+            over(bytes, h.down_bytes_per_cycle * links),
+            h.latency,
+        ))
     }
 
     /// A copy inside every LM: at least the even share of the bytes per PE.
@@ -269,12 +315,22 @@ impl<'a> View<'a> {
 }
 
 /// Compulsory holds and the path's latency of one way to run an op.
+#[derive(Default)]
 pub(super) struct Parts {
     holds: Vec<(Resource, u64)>,
     latency: u64,
 }
 
 impl Parts {
+    /// These holds and one more, with its latency added.
+    pub(super) fn with(mut self, extra: Option<(Resource, u64, u64)>) -> Parts {
+        if let Some((r, c, lat)) = extra {
+            self.holds.push((r, c));
+            self.latency = self.latency.saturating_add(lat);
+        }
+        self
+    }
+
     /// The op's bound: the slowest hold plus the latency (the cost model's
     /// `max(stage times) + Σ latencies × chunks`). `certain`: every layout holds these
     /// resources (else the holds are left out of the run's sums).

@@ -97,7 +97,8 @@ fn permutations<T: Clone>(v: &[T]) -> Vec<Vec<T>> {
     out
 }
 
-/// The candidates of a tensor of `dims` (at its bound) and `dtype` on `m`, in a fixed
+/// The candidates of a tensor of `dims` (at its bound) and `dtype` on `m` (with `pad`,
+/// those of its padded shape too, after its own: [`padded_dims`]), in a fixed
 /// order: the core, then (as `space` allows) parts of fan-outs, then other level orders;
 /// within a tier, level assignments in mixed radix over the levels root-most first, then
 /// level orders, then unpacked before packed. At most `space.max` beyond the core.
@@ -112,9 +113,64 @@ pub fn generate(
     dtype: DType,
     implicit_pad: bool,
     space: Space,
+    pad: bool,
+) -> Vec<Candidate> {
+    let mut out = generate_shape(m, (dims, None), dtype, implicit_pad, space);
+    if let Some(padded) = padded_dims(dims).filter(|_| pad) {
+        let room = Space {
+            max: space.max.saturating_sub(out.len()),
+            ..space
+        };
+        out.extend(generate_shape(
+            m,
+            (&padded, Some(dims)),
+            dtype,
+            implicit_pad,
+            room,
+        ));
+        // The cores first (stable: the unpadded before the padded).
+        out.sort_by_key(|c| !c.core);
+    }
+    out
+}
+
+/// Padding allowed per axis: at most this fraction (`1 / PAD_WASTE`) of its length.
+pub const PAD_WASTE: u64 = 32;
+
+/// The padded shape the planner also tries for `dims`: each axis rounded up to the
+/// largest power of two whose rounding pads it by at most `1 / PAD_WASTE` of its length
+/// (3000 to 3072 = 3 · 1024, 500 to 512, 50257 to 51200 = 25 · 2048), so that an axis
+/// with few factors of two can still split over whole fan-outs (which are powers of two
+/// on the shipped machines). `None` when no axis moves: a length with factors of two
+/// enough (768 = 3 · 256 pads to 1024 only, a third more) keeps its exact candidates
+/// alone.
+pub fn padded_dims(dims: &[u64]) -> Option<Vec<u64>> {
+    let padded: Vec<u64> = (dims.iter())
+        .map(|&d| {
+            (0..40)
+                .map(|k| 1u64 << k)
+                .filter_map(|g| d.checked_next_multiple_of(g))
+                .take_while(|&r| (r - d).saturating_mul(PAD_WASTE) <= d)
+                .last()
+                .unwrap_or(d)
+        })
+        .collect();
+    (padded.as_slice() != dims).then_some(padded)
+}
+
+/// The candidates of one shape (see [`generate`]): `(dims, logical)` the lengths the
+/// layouts split and, where they pad, the tensor's own (then every layout has a pad
+/// prefix).
+fn generate_shape(
+    m: &Machine,
+    (dims, logical): (&[u64], Option<&[u64]>),
+    dtype: DType,
+    implicit_pad: bool,
+    space: Space,
 ) -> Vec<Candidate> {
     let shape = Tensor::new(m, dims, dtype, implicit_pad);
     let mut acc = Found::new(dims.len(), space.max, !shape.distinct_names());
+    acc.expr.pad = logical.map(|l| (l.to_vec(), 0..0));
     let core = Space {
         partial_fanout: false,
         level_orders: false,
@@ -383,7 +439,8 @@ fn emit(
             if !build(t, (groups, &chosen), (&time, &mem), word, &mut acc.expr) {
                 continue;
             }
-            let bound = TensorLayout::bind(&acc.expr, t.m, Some(t.dims), t.dtype, t.implicit_pad);
+            let shape = acc.expr.pad.as_ref().map_or(t.dims, |(l, _)| l.as_slice());
+            let bound = TensorLayout::bind(&acc.expr, t.m, Some(shape), t.dtype, t.implicit_pad);
             if let Ok(layout) = bound {
                 acc.keep(layout, core);
             }
@@ -545,9 +602,18 @@ pub fn streamed(
         }
         body.push(format!("({})", subs.join(", ")));
     }
+    let pad = match l.padded_shape() == l.logical_shape() {
+        true => String::new(),
+        false => format!(
+            "({})/",
+            (l.logical_shape().iter().map(u64::to_string))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    };
     bind_text(
         m,
-        &format!("({})", body.join(", ")),
+        &format!("{pad}({})", body.join(", ")),
         dims,
         dtype,
         implicit_pad,

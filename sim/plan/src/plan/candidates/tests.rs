@@ -232,7 +232,7 @@ fn machine(name: &str) -> Machine {
 /// The two generators' candidates, compared one by one.
 fn same(machine_name: &str, dims: &[u64], dtype: DType, implicit_pad: bool, space: Space) {
     let m = machine(machine_name);
-    let fast = generate(&m, dims, dtype, implicit_pad, space);
+    let fast = generate(&m, dims, dtype, implicit_pad, space, false);
     let slow = reference::generate(&m, dims, dtype, implicit_pad, space);
     let at = format!("{machine_name} {dims:?} {dtype} pad {implicit_pad} {space:?}");
     let text = |c: &[Candidate], i: usize| c.get(i).map(Candidate::text);
@@ -281,4 +281,42 @@ fn the_gated_mlp_shapes_are_generated_as_by_the_text_path() {
     for dims in [[1, 4096], [1, 14336], [4096, 14336], [14336, 4096]] {
         same("mncore2", &dims, DType::F32, false, Space::default());
     }
+}
+
+#[test]
+fn odd_lengths_are_also_tried_padded_by_at_most_a_32nd() {
+    use super::padded_dims;
+    assert_eq!(
+        padded_dims(&[3000, 500, 50257, 768, 128, 3]),
+        Some(vec![3072, 512, 51200, 768, 128, 3])
+    );
+    // Lengths with factors of two enough keep their exact candidates alone.
+    assert_eq!(padded_dims(&[768, 3072, 12, 1]), None);
+    // 3000 rows split over every L2B and MAB only padded (3000 = 8 x 375): such a
+    // layout is a candidate, with its pad prefix, and no unpadded one splits them so.
+    let m = preset("mncore2").unwrap();
+    let c = generate(&m, &[3000, 1000], DType::F32, false, Space::default(), true);
+    let unpadded = generate(
+        &m,
+        &[3000, 1000],
+        DType::F32,
+        false,
+        Space::default(),
+        false,
+    );
+    assert!(unpadded.iter().all(|c| !c.text().contains('/')));
+    let rows_over_all = |c: &Candidate| {
+        let t = c.text();
+        let body = t.split_once('/').map_or(t.as_str(), |(_, b)| b).to_string();
+        let rows = body.split("), (").next().unwrap_or("").to_string();
+        rows.contains("16_MAB") && rows.contains("8_L2B")
+    };
+    let (padded, exact): (Vec<&Candidate>, Vec<&Candidate>) =
+        c.iter().partition(|c| c.text().starts_with("(3000,1000)/"));
+    assert!(
+        padded.iter().any(|c| rows_over_all(c)),
+        "{} padded",
+        padded.len()
+    );
+    assert!(!exact.iter().any(|c| rows_over_all(c)));
 }

@@ -22,7 +22,7 @@
 //! yet take their first candidate; an assignment that fails later ranks by how far it
 //! got, then by its cycles so far) and the best `width` states are kept.
 
-use super::strategy::{Operand, Strategy, splits, texts, time_options};
+use super::strategy::{self, Operand, Strategy, splits, texts, time_options};
 use super::{Eval, Key, LayoutId, Model};
 use crate::plan::candidates;
 use crate::program::{EntityRef as _, TensorId};
@@ -212,6 +212,7 @@ impl Model {
                 dims: d,
                 vars,
                 slots: slots(t),
+                logical: None,
             });
         }
         ops.push(Operand {
@@ -219,6 +220,7 @@ impl Model {
             dims: out_dims,
             vars: (0..r).map(Some).collect(),
             slots: slots(out),
+            logical: None,
         });
         Some((ops, ext))
     }
@@ -300,18 +302,42 @@ impl Model {
     fn bound_strategies(
         &mut self,
         k: usize,
-        (operands, ext): &(Vec<Operand>, Vec<u64>),
+        shape: &(Vec<Operand>, Vec<u64>),
         full: bool,
     ) -> Vec<Bound> {
         let levels = self.res.machine.addressable_levels();
-        let fanouts: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
-        let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
         let Some(kern) = self.kernel(self.ops[k].op).cloned() else {
             return Vec::new();
         };
         let unit = self.unit_level(&kern, &levels);
         let mut out: Vec<Bound> = Vec::new();
         let mut seen: HashSet<Vec<LayoutId>> = HashSet::new();
+        self.bind_strategies(shape, (unit, full), (&mut out, &mut seen));
+        // A contraction whose output has too few factors of two to give every unit a
+        // block of it (without splitting the contraction) is tried with its variables
+        // padded too, after the exact strategies (docs/planner.md).
+        let fanouts: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
+        let rank = shape.0.last().map_or(0, |o| o.dims.len());
+        if kern.is_matmul()
+            && !strategy::fills_units(&shape.1[..rank], &fanouts[..=unit.min(fanouts.len() - 1)])
+            && let Some(padded) = strategy::padded(&shape.0, &shape.1)
+        {
+            self.bind_strategies(&padded, (unit, full), (&mut out, &mut seen));
+        }
+        out
+    }
+
+    /// Binds the strategies of `operands` with extents `ext` (see [`Self::bound_strategies`])
+    /// into `out`, those not seen before.
+    fn bind_strategies(
+        &mut self,
+        (operands, ext): &(Vec<Operand>, Vec<u64>),
+        (unit, full): (usize, bool),
+        (out, seen): (&mut Vec<Bound>, &mut HashSet<Vec<LayoutId>>),
+    ) {
+        let levels = self.res.machine.addressable_levels();
+        let fanouts: Vec<u64> = levels.iter().map(|l| l.fanout).collect();
+        let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
         let list = splits(ext, &fanouts)
             .into_iter()
             .filter(|s| s.iter().take(unit + 1).all(Option::is_some) == full);
@@ -335,7 +361,6 @@ impl Model {
                 }
             }
         }
-        out
     }
 
     /// Who decides each operand of kernel `k` in `state`, what is known of it, and which

@@ -3,7 +3,7 @@
 
 use super::super::candidates;
 use super::super::cost::Held;
-use super::{HashMap, LayoutId, Model, ShapeKey, StateId};
+use super::{HashMap, HashSet, LayoutId, Model, ShapeKey, StateId};
 use crate::program::TensorId;
 use crate::scenario::Resolved;
 use mnsim_arch::TensorLayout;
@@ -27,8 +27,29 @@ impl Model {
         if let Some(c) = self.generated.get(&key) {
             return c.clone();
         }
-        let c = candidates::generate(&self.res.machine, &key.0, key.1, key.2, self.space);
+        let pad = self.contraction_shapes().contains(&key);
+        let c = candidates::generate(&self.res.machine, &key.0, key.1, key.2, self.space, pad);
         self.intern_generated(key, c)
+    }
+
+    /// The shapes of the tensors a contraction (a matmul kernel) reads or writes: their
+    /// candidates include their padded shape's (`candidates::padded_dims`), where an odd
+    /// length would otherwise leave matrix units idle; other tensors keep their exact
+    /// candidates alone.
+    pub(super) fn contraction_shapes(&self) -> HashSet<ShapeKey> {
+        let mut out = HashSet::default();
+        for o in self.ops.iter() {
+            if !self
+                .kernel(o.op)
+                .is_some_and(mnsim_kernels::Kernel::is_matmul)
+            {
+                continue;
+            }
+            for &t in o.reads.iter().chain(o.writes.iter()) {
+                out.insert(self.shape_key(t));
+            }
+        }
+        out
     }
 
     /// Interns the candidates `c` generated for shape `key`, the core first as
@@ -170,8 +191,10 @@ impl Model {
                 shapes.push(key);
             }
         }
+        let pads = m.contraction_shapes();
         let (machine, space) = (&m.res.machine, m.space);
-        let generate = |k: &ShapeKey| candidates::generate(machine, &k.0, k.1, k.2, space);
+        let generate =
+            |k: &ShapeKey| candidates::generate(machine, &k.0, k.1, k.2, space, pads.contains(k));
         let made: Vec<Vec<candidates::Candidate>> = if rayon::current_num_threads() > 1 {
             use rayon::prelude::*;
             shapes.par_iter().map(generate).collect()

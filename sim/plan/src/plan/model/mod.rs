@@ -34,6 +34,7 @@ use mnsim_arch::TensorLayout;
 /// The model's tables hash with a fixed, fast hasher (not SipHash: they are looked up
 /// at every op of every evaluation; iteration order is never relied on).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 
 /// An interned bound layout.
 pub type LayoutId = u32;

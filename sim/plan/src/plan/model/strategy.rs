@@ -23,6 +23,31 @@ pub(super) struct Operand {
     pub(super) vars: Vec<Option<usize>>,
     /// Elements of its dtype per word (its last axis packs into them).
     pub(super) slots: u64,
+    /// The tensor's own shape where `dims` pads it (the layouts then have a pad
+    /// prefix): see [`padded`].
+    pub(super) logical: Option<Vec<u64>>,
+}
+
+/// A contraction's operands and extents with each variable padded as the candidates
+/// pad an axis (`candidates::padded_dims`: to the largest power of two that adds at
+/// most a 32nd), so that a variable with few factors of two (M = 3000) can still take
+/// whole fan-outs; `None` when no variable moves.
+pub(super) fn padded(operands: &[Operand], ext: &[u64]) -> Option<(Vec<Operand>, Vec<u64>)> {
+    let pext = crate::plan::candidates::padded_dims(ext)?;
+    let ops = (operands.iter())
+        .map(|op| {
+            let dims: Vec<u64> = (op.dims.iter().zip(&op.vars))
+                .map(|(&d, v)| v.map_or(d, |v| pext[v].max(d)))
+                .collect();
+            let logical = (dims != op.dims).then(|| op.dims.clone());
+            Operand {
+                dims,
+                logical,
+                ..op.clone()
+            }
+        })
+        .collect();
+    Some((ops, pext))
 }
 
 /// The strategies of a kernel whose variables have extents `ext` on a machine with
@@ -60,6 +85,14 @@ pub(super) fn splits(ext: &[u64], fanouts: &[u64]) -> Vec<Vec<Option<(usize, u64
         rests = next_rests;
     }
     out
+}
+
+/// Whether some strategy of variables with extents `ext` splits every level of
+/// `fanouts` (those down to the kernel's unit) over all of its positions: then every
+/// unit has a share without padding.
+pub(super) fn fills_units(ext: &[u64], fanouts: &[u64]) -> bool {
+    (splits(ext, fanouts).iter())
+        .any(|s| (s.iter().zip(fanouts)).all(|(x, &f)| x.is_some_and(|(_, p)| p == f)))
 }
 
 /// One sub-axis of an operand's axis under a strategy, major to minor.
@@ -140,7 +173,7 @@ fn operand_text(op: &Operand, s: &Strategy, names: &[String]) -> Option<(String,
             Sub::Packed(w) => format!("{w}_W"),
         })
     })?;
-    Some((layout_text(None, &body, NO_BCAST), words))
+    Some((layout_text(op.logical.as_deref(), &body, NO_BCAST), words))
 }
 
 /// The operands' layout texts and words per PE under `s`, if it divides them all.
@@ -253,6 +286,7 @@ mod tests {
             dims: vec![1024, 1024],
             vars: vec![Some(0), Some(2)],
             slots: 4,
+            logical: None,
         };
         let s = Strategy {
             split: vec![Some((0, 8)), Some((2, 8)), Some((1, 16)), None],

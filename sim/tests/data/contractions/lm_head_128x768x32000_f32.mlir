@@ -1,0 +1,6 @@
+module @jit_lm_head_128x768x32000_f32 {
+  func.func public @main(%arg0: tensor<128x768xf32>, %arg1: tensor<768x32000xf32>) -> (tensor<128x32000xf32>) {
+    %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<128x768xf32>, tensor<768x32000xf32>) -> tensor<128x32000xf32>
+    return %0 : tensor<128x32000xf32>
+  }
+}
