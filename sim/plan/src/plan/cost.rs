@@ -91,6 +91,9 @@ pub struct Coster {
     /// Kernel ops whose operands' and output's declared shapes check
     /// ([`Engine::kernel_shapes_ok`]).
     shapes_ok: HashSet<OpId>,
+    /// Each program input's first Load: the one that brings it from the host, where the
+    /// machine has one (docs/model.md, many boards), as in the run.
+    first_loads: HashSet<OpId>,
 }
 
 /// Looked up only: any fixed hasher.
@@ -113,6 +116,15 @@ impl Coster {
             eng.set_in_dram(id, layout);
         }
         let program = res.program.clone();
+        let mut seen = HashSet::default();
+        let first_loads = (program.ops.iter())
+            .filter_map(|(id, po)| {
+                let OpKind::Load { tensor } = po.kind else {
+                    return None;
+                };
+                (program.tensors[tensor].init.is_some() && seen.insert(tensor)).then_some(id)
+            })
+            .collect();
         Ok(Coster {
             eng,
             program,
@@ -125,7 +137,17 @@ impl Coster {
             legality_first: true,
             illegal_first: 0,
             shapes_ok: HashSet::default(),
+            first_loads,
         })
+    }
+
+    /// Whether Load `op`, about to be applied, brings its tensor from the host.
+    fn host_flag(&mut self, op: OpId) {
+        if let OpKind::Load { tensor } = self.program.ops[op].kind
+            && let Some(t) = self.eng.tensors.get_mut(tensor)
+        {
+            t.from_host = self.first_loads.contains(&op);
+        }
     }
 
     /// Whether kernels are checked for legality before their streamed Loads are applied
@@ -314,6 +336,7 @@ impl Coster {
             match from {
                 Some(StreamFrom::Load(load)) => {
                     let layout = Some(&h.layout);
+                    self.host_flag(load);
                     crate::apply::apply(&mut self.eng, &self.program, load, layout, false, None)?;
                     if let Some(r) = self.eng.tensors.get(n).and_then(|t| t.lm.as_ref()) {
                         self.loaded.push((r.region, slot));
@@ -339,6 +362,7 @@ impl Coster {
             .fold(0, u64::saturating_add);
         // The kernel's legality as checked above (its layouts are those it runs in).
         self.eng.set_legality_hint(hint);
+        self.host_flag(op);
         let applied = crate::apply::apply(
             &mut self.eng,
             &self.program,
