@@ -9,10 +9,12 @@
 //!
 //! The user-facing reference of the format is `docs/scenarios.md`.
 
+mod buffers;
 mod dups;
 mod kernel_of;
 mod knob_sets;
 mod op;
+mod op_fields;
 mod place;
 pub mod pretty;
 pub mod print;
@@ -22,8 +24,10 @@ pub mod spans;
 mod tests;
 
 pub use crate::program::{Init, Part, Place, ReduceOp};
+pub use buffers::Buffers;
 pub use knob_sets::{knob_sets, machine_with_overrides};
-pub use op::{BinaryOp, Buffers, Op, OpClass, UnaryOp, plan_variable};
+pub use op::{BinaryOp, Op, UnaryOp};
+pub use op_fields::{OpClass, plan_variable};
 pub use place::{Placed, places_of, runs_of};
 pub use resolve::{LowerError, Resolved, machine, plans_to_run, resolve};
 

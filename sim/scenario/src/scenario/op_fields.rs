@@ -1,0 +1,294 @@
+//! What an op reads, writes and holds, asked of any `Op`: its name and class, its
+//! inputs, output, layout and `buffers:`, a short description for messages, and the
+//! plan variable a layout text names.
+
+use super::{Buffers, Op};
+
+/// `$req` with `$l` bound to the `layout` field of an op whose layout is required
+/// (transfers), `$opt` with it bound to the optional one (Reduce and the kernels: their
+/// output's layout may follow the input's), else `$none`: the one list of each.
+macro_rules! with_layout {
+    ($op:expr, $l:ident => required: $req:expr, optional: $opt:expr, none: $none:expr) => {
+        match $op {
+            Op::Load { layout: $l, .. }
+            | Op::Gather { layout: $l, .. }
+            | Op::Relayout { layout: $l, .. }
+            | Op::Broadcast { layout: $l, .. } => $req,
+            Op::Reduce { layout: $l, .. }
+            | Op::Unary { layout: $l, .. }
+            | Op::Binary { layout: $l, .. }
+            | Op::MatMul { layout: $l, .. }
+            | Op::BatchMatMul { layout: $l, .. }
+            | Op::ReduceAxes { layout: $l, .. }
+            | Op::Softmax { layout: $l, .. }
+            | Op::LayerNorm { layout: $l, .. }
+            | Op::Transpose { layout: $l, .. }
+            | Op::Select { layout: $l, .. }
+            | Op::Clamp { layout: $l, .. }
+            | Op::Elu { layout: $l, .. }
+            | Op::BiasAdd { layout: $l, .. }
+            | Op::GeneralMatMul { layout: $l, .. }
+            | Op::Reshape { layout: $l, .. }
+            | Op::Concat { layout: $l, .. }
+            | Op::Kernel { layout: $l, .. }
+            | Op::Cast { layout: $l, .. } => $opt,
+            Op::Store { .. } | Op::Free { .. } => $none,
+        }
+    };
+}
+
+/// `$on` with `$b` bound to the `buffers` field of an op that has one (every op that
+/// writes a tensor into LM), else `$none`: the one list of those ops.
+macro_rules! with_buffers {
+    ($op:expr, $b:ident => $on:expr, $none:expr) => {
+        match $op {
+            Op::Load { buffers: $b, .. }
+            | Op::Gather { buffers: $b, .. }
+            | Op::Relayout { buffers: $b, .. }
+            | Op::Broadcast { buffers: $b, .. }
+            | Op::Reduce { buffers: $b, .. }
+            | Op::Unary { buffers: $b, .. }
+            | Op::Binary { buffers: $b, .. }
+            | Op::MatMul { buffers: $b, .. }
+            | Op::BatchMatMul { buffers: $b, .. }
+            | Op::ReduceAxes { buffers: $b, .. }
+            | Op::Softmax { buffers: $b, .. }
+            | Op::LayerNorm { buffers: $b, .. }
+            | Op::Transpose { buffers: $b, .. }
+            | Op::Select { buffers: $b, .. }
+            | Op::Clamp { buffers: $b, .. }
+            | Op::Elu { buffers: $b, .. }
+            | Op::BiasAdd { buffers: $b, .. }
+            | Op::GeneralMatMul { buffers: $b, .. }
+            | Op::Reshape { buffers: $b, .. }
+            | Op::Concat { buffers: $b, .. }
+            | Op::Kernel { buffers: $b, .. }
+            | Op::Cast { buffers: $b, .. } => $on,
+            Op::Store { .. } | Op::Free { .. } => $none,
+        }
+    };
+}
+
+impl Op {
+    /// `buffers:` as the op gives it (a count; `None` when absent or still a plan variable:
+    /// resolution replaces those with the plan's count).
+    pub fn buffers(&self) -> Option<i64> {
+        match self.buffers_field() {
+            Some(Buffers::Count(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// `buffers:` as written (Load, Relayout, Broadcast, Reduce and kernels).
+    pub fn buffers_field(&self) -> Option<&Buffers> {
+        self.buffers_slot().and_then(|b| b.as_ref())
+    }
+
+    /// Sets `buffers:` (resolution: a plan variable replaced by its count).
+    pub fn set_buffers(&mut self, b: i64) {
+        if let Some(slot) = self.buffers_slot_mut() {
+            *slot = Some(Buffers::Count(b));
+        }
+    }
+
+    fn buffers_slot(&self) -> Option<&Option<Buffers>> {
+        with_buffers!(self, b => Some(b), None)
+    }
+
+    fn buffers_slot_mut(&mut self) -> Option<&mut Option<Buffers>> {
+        with_buffers!(self, b => Some(b), None)
+    }
+
+    /// The variant name (`"Load"`, `"MatMul"`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Load { .. } => "Load",
+            Op::Gather { .. } => "Gather",
+            Op::Store { .. } => "Store",
+            Op::Relayout { .. } => "Relayout",
+            Op::Broadcast { .. } => "Broadcast",
+            Op::Reduce { .. } => "Reduce",
+            Op::Free { .. } => "Free",
+            Op::Unary { .. } => "Unary",
+            Op::Binary { .. } => "Binary",
+            Op::MatMul { .. } => "MatMul",
+            Op::BatchMatMul { .. } => "BatchMatMul",
+            Op::ReduceAxes { .. } => "ReduceAxes",
+            Op::Softmax { .. } => "Softmax",
+            Op::LayerNorm { .. } => "LayerNorm",
+            Op::Transpose { .. } => "Transpose",
+            Op::Select { .. } => "Select",
+            Op::Clamp { .. } => "Clamp",
+            Op::Elu { .. } => "Elu",
+            Op::BiasAdd { .. } => "BiasAdd",
+            Op::GeneralMatMul { .. } => "GeneralMatMul",
+            Op::Reshape { .. } => "Reshape",
+            Op::Concat { .. } => "Concat",
+            Op::Cast { .. } => "Cast",
+            Op::Kernel { kernel, .. } => kernel.name(),
+        }
+    }
+
+    /// What the op does with memory: every variant named, so a new op must say.
+    pub fn class(&self) -> OpClass {
+        match self {
+            Op::Load { .. } => OpClass::Load,
+            Op::Gather { .. } => OpClass::Gather,
+            Op::Store { .. } => OpClass::Store,
+            Op::Free { .. } => OpClass::Free,
+            Op::Relayout { .. } | Op::Broadcast { .. } | Op::Reduce { .. } => OpClass::Move,
+            Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::MatMul { .. }
+            | Op::BatchMatMul { .. }
+            | Op::ReduceAxes { .. }
+            | Op::Softmax { .. }
+            | Op::LayerNorm { .. }
+            | Op::Transpose { .. }
+            | Op::Select { .. }
+            | Op::Clamp { .. }
+            | Op::Elu { .. }
+            | Op::BiasAdd { .. }
+            | Op::GeneralMatMul { .. }
+            | Op::Reshape { .. }
+            | Op::Concat { .. }
+            | Op::Kernel { .. }
+            | Op::Cast { .. } => OpClass::Kernel,
+        }
+    }
+
+    /// Whether the op is a data movement (Load, Store, Relayout, Broadcast, Reduce,
+    /// Free) rather than a kernel.
+    pub fn is_transfer(&self) -> bool {
+        match self.class() {
+            OpClass::Load | OpClass::Gather | OpClass::Store | OpClass::Free | OpClass::Move => {
+                true
+            }
+            OpClass::Kernel => false,
+        }
+    }
+
+    /// The tensors the op reads in LM, with the names of their fields (a Gather's
+    /// table is read in DRAM: [`Op::dram_input`]).
+    pub fn inputs(&self) -> Vec<(&'static str, &str)> {
+        match self {
+            Op::Gather { indices, .. } => vec![("indices", indices)],
+            Op::Load { tensor, .. }
+            | Op::Store { tensor }
+            | Op::Relayout { tensor, .. }
+            | Op::Broadcast { tensor, .. }
+            | Op::Reduce { tensor, .. }
+            | Op::Free { tensor } => vec![("tensor", tensor)],
+            Op::Unary { input, .. }
+            | Op::ReduceAxes { input, .. }
+            | Op::Softmax { input, .. }
+            | Op::LayerNorm { input, .. }
+            | Op::Transpose { input, .. }
+            | Op::Clamp { input, .. }
+            | Op::Elu { input, .. }
+            | Op::Reshape { input, .. }
+            | Op::Cast { input, .. } => vec![("input", input)],
+            Op::Binary { a, b, .. }
+            | Op::MatMul { a, b, .. }
+            | Op::BatchMatMul { a, b, .. }
+            | Op::GeneralMatMul { a, b, .. } => {
+                vec![("a", a), ("b", b)]
+            }
+            Op::Select { cond, a, b, .. } => vec![("cond", cond), ("a", a), ("b", b)],
+            Op::BiasAdd { input, bias, .. } => vec![("input", input), ("bias", bias)],
+            Op::Concat { inputs, .. } | Op::Kernel { inputs, .. } => {
+                inputs.iter().map(|t| ("inputs", t.as_str())).collect()
+            }
+        }
+    }
+
+    /// The tensor a Gather reads in DRAM (its `table`), with its field's name.
+    pub fn dram_input(&self) -> Option<(&'static str, &str)> {
+        if let Op::Gather { table, .. } = self {
+            Some(("table", table))
+        } else {
+            None
+        }
+    }
+
+    /// The tensor the op leaves in LM (with its field name): `out`, or the moved
+    /// tensor when there is no `out`. `None` for Store and Free.
+    pub fn output(&self) -> Option<(&'static str, &str)> {
+        match self {
+            Op::Gather { out, .. } => Some(("out", out)),
+            Op::Load { tensor, .. } => Some(("tensor", tensor)),
+            Op::Store { .. } | Op::Free { .. } => None,
+            Op::Relayout { tensor, out, .. }
+            | Op::Broadcast { tensor, out, .. }
+            | Op::Reduce { tensor, out, .. } => Some(match out {
+                Some(o) => ("out", o),
+                None => ("tensor", tensor),
+            }),
+            Op::Unary { out, .. }
+            | Op::Binary { out, .. }
+            | Op::MatMul { out, .. }
+            | Op::BatchMatMul { out, .. }
+            | Op::ReduceAxes { out, .. }
+            | Op::Softmax { out, .. }
+            | Op::LayerNorm { out, .. }
+            | Op::Transpose { out, .. }
+            | Op::Select { out, .. }
+            | Op::Clamp { out, .. }
+            | Op::Elu { out, .. }
+            | Op::BiasAdd { out, .. }
+            | Op::GeneralMatMul { out, .. }
+            | Op::Reshape { out, .. }
+            | Op::Concat { out, .. }
+            | Op::Kernel { out, .. }
+            | Op::Cast { out, .. } => Some(("out", out)),
+        }
+    }
+
+    /// The layout text (literal or `$var`), if the op has one.
+    pub fn layout(&self) -> Option<&str> {
+        with_layout!(self, l => required: Some(l.as_str()), optional: l.as_deref(), none: None)
+    }
+
+    /// Replaces the layout text (no effect on ops without a layout field).
+    pub fn set_layout(&mut self, text: String) {
+        with_layout!(self, l => required: *l = text, optional: *l = Some(text), none: ())
+    }
+
+    /// A short description for messages: `Load of `x``, `MatMul -> `h``.
+    pub fn describe(&self) -> String {
+        match self {
+            Op::Load { tensor, .. }
+            | Op::Store { tensor }
+            | Op::Relayout { tensor, .. }
+            | Op::Broadcast { tensor, .. }
+            | Op::Reduce { tensor, .. }
+            | Op::Free { tensor } => format!("{} of `{tensor}`", self.name()),
+            _ => match self.output() {
+                Some((_, o)) => format!("{} -> `{o}`", self.name()),
+                None => self.name().to_string(),
+            },
+        }
+    }
+}
+
+/// The plan variable a layout text refers to: `"$act"` → `Some("act")`.
+pub fn plan_variable(layout: &str) -> Option<&str> {
+    layout.trim().strip_prefix('$').map(str::trim)
+}
+
+/// What an op does with memory ([`Op::class`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpClass {
+    /// DRAM → LM.
+    Load,
+    /// DRAM → LM of rows named by indices in LM (a Gather).
+    Gather,
+    /// LM → DRAM.
+    Store,
+    /// Releases a tensor's LM.
+    Free,
+    /// Moves a tensor inside LM over the network (Relayout, Broadcast, Reduce).
+    Move,
+    /// Computes its output from its inputs on the PEs.
+    Kernel,
+}
