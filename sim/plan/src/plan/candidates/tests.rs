@@ -14,7 +14,9 @@ use proptest::prelude::*;
 /// the helpers both share, which the change left as they were).
 mod reference {
     use super::super::{
-        Candidate, Space, assign, level_choices, next_pick, permutations, time_steps,
+        Candidate, Space, permutations,
+        stream::time_steps,
+        tiers::{assign, level_choices, next_pick},
     };
     use mnsim_arch::layout::{NO_BCAST, layout_text};
     use mnsim_arch::machine::AddrLevel;
