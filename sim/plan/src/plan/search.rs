@@ -376,12 +376,21 @@ pub fn search(
             let free = model.free_vars();
             run.work_end = opts.work_limit.map(|w| work(model).saturating_add(w / 2));
             run.work_spent = false;
+            // Before a tied variable's first reader a Relayout may now go too. Where the
+            // chains find a better plan, the model keeps them on from then on (its
+            // plans, and those later passes start from, are scored, explained and
+            // confirmed with those Relayouts); else it is left as it was.
+            let before = run.top.v.first().map(|f| f.eval.key());
+            let was = model.chain_inserts();
+            model.set_chain_inserts(true);
             for s in starts {
                 if run.over(model) {
                     break;
                 }
                 run.descend_over(model, s, &core, (&free, true));
             }
+            let won = before.is_none_or(|b| run.top.v.first().is_some_and(|f| f.eval.key() < b));
+            model.set_chain_inserts(was || won);
         }
     }
     let evaluated = model.evaluated - run.before;

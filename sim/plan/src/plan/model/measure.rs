@@ -11,6 +11,7 @@ use crate::ids::RegionId;
 use crate::program::{EntityRef as _, OpId, TensorId};
 use crate::timeline::{self, Resource, SendList, Task};
 use mnsim_arch::TensorLayout;
+use mnsim_kernels::shape::AxisSource;
 
 /// One past the largest of an op's own (non-input) regions in `tasks`.
 fn span_of(tasks: &[Task]) -> u32 {
@@ -134,7 +135,7 @@ impl Model {
         // A kernel that its inputs' layouts make illegal: relayout one input.
         let mut best: Option<(u64, OpOut)> = None;
         for (slot, &r) in op.reads.iter().enumerate() {
-            if op.reads[..slot].contains(&r) || !op.insert_ok[slot] {
+            if op.reads[..slot].contains(&r) || !self.may_insert(i, slot) {
                 continue;
             }
             // Legality reads layouts only: the other inputs' layouts (not their partial
@@ -324,7 +325,12 @@ impl Model {
             if let Some(rep) = &self.replicas[&t] {
                 let ins = with_input(&self.ops[i].reads, t, helds, rep);
                 if !mnsim_kernels::is_legal(&kern, &ins, o, self.coster.machine()) {
-                    return Vec::new();
+                    // ... but for one laid out as the output reads it, which steps
+                    // through `Time` with the output (in the chain phase).
+                    return self
+                        .fallback_target(i, slot, helds, out)
+                        .into_iter()
+                        .collect();
                 }
             }
         }
@@ -368,6 +374,60 @@ impl Model {
                 }
             }
         }
+        if legal.is_empty() {
+            legal.extend(self.fallback_target(i, slot, helds, out));
+        }
         legal
+    }
+
+    /// In the chain phase, before the first reader of a tied variable's tensor, where no
+    /// candidate of input `slot` makes kernel op `i` legal: the input laid out as the
+    /// output reads it (each of its axes the output also has keeps the output's
+    /// sub-axes; the others in memory), else replicated, the first that is legal. A
+    /// layout chosen for a chain of elementwise ops reaches the chain's other operands
+    /// this way (a bias, a mask, a row statistic).
+    fn fallback_target(
+        &mut self,
+        i: usize,
+        slot: usize,
+        helds: &[Held],
+        out: Option<&TensorLayout>,
+    ) -> Option<LayoutId> {
+        if !(self.chain_inserts() && self.ops[i].insert_tied[slot]) {
+            return None;
+        }
+        let o = out?;
+        let kern = self.kernel(self.ops[i].op).cloned()?;
+        let reads = self.ops[i].reads.clone();
+        let t = reads[slot];
+        let m = self.coster.machine().clone();
+        let shapes: Vec<Vec<u64>> = (reads.iter())
+            .map(|&r| self.tensor(r).dims_at_bound.clone())
+            .collect();
+        let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
+        let out_dims = o.logical_shape();
+        let (dims, dtype) = (shapes[slot].clone(), self.tensor(t).dtype);
+        let from_output = mnsim_kernels::shape::index_map(&kern, &refs, out_dims)
+            .ok()
+            .and_then(|maps| {
+                let from: Vec<Option<usize>> = (maps[slot].axes.iter().zip(&dims))
+                    .map(|(a, &d)| match *a {
+                        AxisSource::Out(h) => (out_dims.get(h) == Some(&d)).then_some(h),
+                        AxisSource::Reduced(_) | AxisSource::Broadcast => None,
+                    })
+                    .collect();
+                o.derived(&from, &dims, &m)?.with_dtype(dtype, &m)
+            });
+        for l in from_output.into_iter().chain(self.replicated(t)) {
+            self.legal_checks += 1;
+            let ins = with_input(&reads, t, helds, &l);
+            if l.logical_shape() == dims
+                && super::ties::binds_again(&l, &dims, dtype, &m)
+                && mnsim_kernels::is_legal(&kern, &ins, o, &m)
+            {
+                return Some(self.intern(t, l));
+            }
+        }
+        None
     }
 }

@@ -182,6 +182,9 @@ struct ModelOp {
     /// the input comes straight from a variable's op and this is its first reader:
     /// the search chooses that layout directly.
     insert_ok: Vec<bool>,
+    /// Per read: whether its writer's variable is tied ([`ties`]): in the chain phase a
+    /// Relayout may go before this op too (the tied layout was not chosen to suit it).
+    insert_tied: Vec<bool>,
     /// Per read: the Load or kernel (op index) the tensor comes straight from, when this
     /// is its first reader, so that a `Time`-stepped layout of it is a stream this op
     /// reads slice by slice (measured so: [`Coster::measure`]).
@@ -261,6 +264,9 @@ pub struct Model {
     pub timer: super::Timer,
     /// Per variable, the variable its layout follows from, and how ([`ties`]).
     ties: Vec<Option<ties::Tie>>,
+    /// Whether the chain phase is on: Relayouts may go before the first readers of tied
+    /// variables' tensors ([`ModelOp::insert_tied`]); memoised apart.
+    chain_inserts: bool,
     /// A tied variable's layout by its source's ([`Model::propagate`]).
     derivations: HashMap<(usize, LayoutId), Option<LayoutId>>,
 }
@@ -317,6 +323,7 @@ impl Model {
             timer: Default::default(),
             generated: HashMap::default(),
             ties: Vec::new(),
+            chain_inserts: false,
             derivations: HashMap::default(),
         };
         for (id, po) in res.program.ops.iter() {
@@ -405,6 +412,7 @@ impl Model {
             var,
             is_kernel,
             insert_ok,
+            insert_tied: Vec::new(),
             streamed,
         })
     }

@@ -35,6 +35,40 @@ impl Model {
     /// input it follows (its last writer's), where that is an earlier variable.
     pub(super) fn find_ties(&mut self) {
         self.ties = (0..self.vars.len()).map(|v| self.tie_of(v)).collect();
+        let ties = &self.ties;
+        let ops = std::sync::Arc::make_mut(&mut self.ops);
+        for k in 0..ops.len() {
+            let tied: Vec<bool> = (ops[k].reads.iter().enumerate())
+                .map(|(slot, &r)| {
+                    let writer = (0..k).rev().find(|&i| ops[i].writes == Some(r));
+                    !ops[k].insert_ok[slot]
+                        && (writer.and_then(|w| ops[w].var)).is_some_and(|v| ties[v].is_some())
+                })
+                .collect();
+            ops[k].insert_tied = tied;
+        }
+    }
+
+    /// Turns the chain phase's Relayouts on or off ([`Model::chain_inserts`]).
+    pub fn set_chain_inserts(&mut self, on: bool) {
+        self.chain_inserts = on;
+    }
+
+    /// Whether the chain phase's Relayouts are on.
+    pub fn chain_inserts(&self) -> bool {
+        self.chain_inserts
+    }
+
+    /// Whether a Relayout may go before read `slot` of op `i`.
+    pub(super) fn may_insert(&self, i: usize, slot: usize) -> bool {
+        let op = &self.ops[i];
+        op.insert_ok[slot] || (self.chain_inserts && op.insert_tied[slot])
+    }
+
+    /// Whether op `i` is measured apart in the chain phase (a read that may take a
+    /// Relayout only then).
+    pub(super) fn chain_keyed(&self, i: usize) -> bool {
+        self.chain_inserts && self.ops[i].insert_tied.iter().any(|&t| t)
     }
 
     /// The tie of variable `v`, if it has one.
@@ -117,12 +151,23 @@ impl Model {
                     .and_then(|l| l.with_dtype(dtype, m)),
             }
         };
+        // Only a layout its text binds again (as a plan writes it and a run reads it).
         let id = l
-            .filter(|l| l.logical_shape() == dims)
+            .filter(|l| l.logical_shape() == dims && binds_again(l, &dims, dtype, m))
             .map(|l| self.intern(t, l));
         self.derivations.insert((v, from), id);
         id
     }
+}
+
+/// Whether `l`'s canonical text binds for a tensor of `dims` and `dtype` on `m`.
+pub(super) fn binds_again(
+    l: &mnsim_arch::TensorLayout,
+    dims: &[u64],
+    dtype: mnsim_arch::DType,
+    m: &mnsim_arch::Machine,
+) -> bool {
+    crate::plan::candidates::bind_text(m, &l.canonical(), dims, dtype, false).is_some()
 }
 
 /// The input of `k` whose axes its output shares most (the first of the most), and how:

@@ -331,7 +331,10 @@ impl Model {
         // tasks (only a re-send costs one of their slices): it is kept under the
         // buffers alone, so other producers' costs find it.
         let light = light_fingerprint(producers);
-        let mut key = (i as u32, states, layout, light);
+        // The chain phase's measurement of an op that may then take a Relayout it may
+        // not otherwise: memoised apart (the top bit; ops are far fewer than 2^31).
+        let apart = if self.chain_keyed(i) { 1u32 << 31 } else { 0 };
+        let mut key = (i as u32 | apart, states, layout, light);
         let tasks = |w: &State| -> Vec<Option<(Task, u64)>> {
             (producers.iter())
                 .map(|p| p.and_then(|(k, held)| Some((w.scratch.get(k)?.clone(), held))))
