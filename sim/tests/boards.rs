@@ -3,6 +3,8 @@
 //! over the boards costs what one board does; a network stage costs what its figures
 //! say, computed here from the machine's numbers and not from the engine.
 
+mod common;
+
 use mnsim_reports::{OpReport, Report, StageReport};
 use mnsim_sim::scenario::{self, Mode, Source};
 use std::collections::BTreeMap;
@@ -168,28 +170,9 @@ fn a_reduce_over_the_boards_is_an_all_reduce_on_the_network() {
     );
 }
 
-/// A machine of `p` boards of 4 PEs joined by a network, whose boards move their own
-/// data at once (a fast link, no latency): an all-reduce's cycles are the network's alone.
+/// [`common::boards::network_machine`] with 32 MiB of LM a PE.
 fn network_machine(p: u64, topology: &str, rate: f64, latency: u64) -> String {
-    format!(
-        r#"(
-    name: "boards", clock_ghz: 1.0, word_bytes: 4,
-    levels: [
-        (name: "Node", count: 1, addressable: false),
-        (name: "Board", count: {p}),
-        (name: "PE", count: 4, memory: (name: "LM", bytes: 33554432)),
-    ],
-    links: {{"Board": (
-        broadcast: (parent: 1e9, child: 1e9, latency: 0),
-        distribute: (parent: 1e9, child: 1e9, latency: 0),
-        gather: (parent: 1e9, child: 1e9, latency: 0),
-        reduce: (parent: 1e9, child: 1e9, latency: 0),
-    )}},
-    networks: {{"Node": (topology: {topology}, bytes_per_cycle: {rate:?}, latency: {latency})}},
-    dram: (level: "Board", bytes: 1073741824, bytes_per_cycle: 1e9, burst_bytes: 4),
-    compute: (vector: {{F32: 1.0}}, matrix: (level: "PE", flops: {{}}, tile: {{}})),
-)"#
-    )
+    common::boards::network_machine(p, topology, rate, latency, 33554432)
 }
 
 /// The Reduce over Board of an f32[4·rows, cols] on every board, alone, on `machine`.

@@ -4,6 +4,8 @@
 //! form; the closed forms are computed here from the machine's figures, not by the
 //! engine's code: per step, hops × latency + ⌈bytes on the busiest link ÷ rate⌉.
 
+mod common;
+
 use mnsim_arch::machine::{Algorithm, Collective, Topology, collective};
 use mnsim_reports::{OpReport, Report};
 use mnsim_sim::scenario::{self, Source};
@@ -177,28 +179,9 @@ fn every_collective_takes_its_closed_form() {
     }
 }
 
-/// A machine of `p` boards of 4 PEs joined by a network, whose boards move their own
-/// data at once (a fast link, no latency): a collective's cycles are the network's alone.
+/// [`common::boards::network_machine`] with 64 MiB of LM a PE.
 fn network_machine(p: u64, topology: &str, rate: f64, latency: u64) -> String {
-    format!(
-        r#"(
-    name: "boards", clock_ghz: 1.0, word_bytes: 4,
-    levels: [
-        (name: "Node", count: 1, addressable: false),
-        (name: "Board", count: {p}),
-        (name: "PE", count: 4, memory: (name: "LM", bytes: 67108864)),
-    ],
-    links: {{"Board": (
-        broadcast: (parent: 1e9, child: 1e9, latency: 0),
-        distribute: (parent: 1e9, child: 1e9, latency: 0),
-        gather: (parent: 1e9, child: 1e9, latency: 0),
-        reduce: (parent: 1e9, child: 1e9, latency: 0),
-    )}},
-    networks: {{"Node": (topology: {topology}, bytes_per_cycle: {rate:?}, latency: {latency})}},
-    dram: (level: "Board", bytes: 1073741824, bytes_per_cycle: 1e9, burst_bytes: 4),
-    compute: (vector: {{F32: 1.0}}, matrix: (level: "PE", flops: {{}}, tile: {{}})),
-)"#
-    )
+    common::boards::network_machine(p, topology, rate, latency, 67108864)
 }
 
 /// Runs `program` on `machine` in timing mode, the network's algorithm set by the knob

@@ -1,3 +1,4 @@
+pub mod boards;
 pub mod energy;
 pub mod graphs;
 pub mod kernels;
