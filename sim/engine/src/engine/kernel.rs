@@ -151,6 +151,7 @@ impl Engine {
             ready: net::runs_of(facts.iter().map(|&(p, _)| (p, cycles))),
             bottleneck: Some(0),
             ports: Vec::new(),
+            again: None,
         }
     }
 

@@ -75,6 +75,9 @@ pub struct Record {
     pub bottleneck: Option<usize>,
     /// The tensor it moved or computed.
     pub tensor: TensorId,
+    /// Its own stages done again, where that differs (`net::Cost::again`): what a
+    /// consumer's re-send of one of its slices replays.
+    pub again: Option<Vec<net::Stage>>,
 }
 
 impl Record {

@@ -79,6 +79,7 @@ impl Engine {
         self.tasks.push(task);
         // The report shows the re-sends as stages of the op that needs them.
         let mut c = c;
+        let again = c.again.take().map(|a| a.stages);
         let own = c.stages.len();
         c.stages.extend(resent);
         let (start, end) = (placed.start, placed.end);
@@ -122,6 +123,7 @@ impl Engine {
             own,
             bottleneck: c.bottleneck,
             tensor,
+            again,
         });
         r
     }

@@ -303,7 +303,8 @@ impl Engine {
                 continue;
             }
             if let Some(rec) = self.records.get(st.producer) {
-                extra.extend(rec.stages.iter().map(|s| net::Stage {
+                let stages = rec.again.as_deref().unwrap_or(&rec.stages);
+                extra.extend(stages.iter().map(|s| net::Stage {
                     bytes: scale(s.bytes),
                     child_bytes: scale(s.child_bytes),
                     max_port_bytes: scale(s.max_port_bytes),

@@ -10,7 +10,7 @@
 
 use super::streams::{identity, plan};
 use super::{Engine, ErrorKind, Mode, Partial, Resident, SimError};
-use crate::net::{self, Dir, DramSpec, PeFact, Route, StageSpec};
+use crate::net::{self, Again, Cost, Dir, DramSpec, PeFact, Route, StageSpec};
 use crate::program::TensorId;
 use mnsim_arch::layout::Class;
 use mnsim_arch::machine::AddrLevel;
@@ -106,30 +106,45 @@ impl Engine {
             Some(charge) => charge,
             None => {
                 let eff = self.burst_efficiency(&layout, &xla, &runtime, dtype);
-                let route = self.down_route(
-                    layout.time_span(),
-                    Some(DramSpec {
-                        dir: Dir::Down,
-                        elem_bytes: dtype.bytes(),
-                        efficiency: eff,
-                        second: false,
-                        host,
-                    }),
-                );
-                let closed = self.closed_cost(&route, || {
+                let route_from = |host| {
+                    self.down_route(
+                        layout.time_span(),
+                        Some(DramSpec {
+                            dir: Dir::Down,
+                            elem_bytes: dtype.bytes(),
+                            efficiency: eff,
+                            second: false,
+                            host,
+                        }),
+                    )
+                };
+                let (route, again) = (route_from(host), host.map(|_| route_from(None)));
+                let products = || {
                     (
                         Self::closed_product(&layout, &[], &runtime, false, None),
                         None,
                     )
-                });
-                let c = match closed {
-                    Some(c) => c,
-                    None => {
+                };
+                let closed = self.closed_cost(&route, products);
+                // A slice sent again comes from the DRAMs, not the host.
+                let closed_again = (again.as_ref().filter(|_| closed.is_some()))
+                    .and_then(|r| self.closed_cost(r, products));
+                let c = match (closed, closed_again) {
+                    (Some(c), a) if again.is_none() || a.is_some() => Cost {
+                        again: a.map(Again::of),
+                        ..c
+                    },
+                    _ => {
                         let facts = match self.functional() {
                             None => self.closed_facts(&layout, &[], &runtime, false, None),
                             Some(f) => self.move_load(f, id, &layout, offset),
                         };
-                        net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
+                        let cost =
+                            |r: &Route| net::cost(&self.machine, &self.topo, r, [&facts, &facts]);
+                        Cost {
+                            again: again.as_ref().map(|r| Again::of(cost(r))),
+                            ..cost(&route)
+                        }
                     }
                 };
                 let shape = layout.logical_shape();

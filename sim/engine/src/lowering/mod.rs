@@ -12,7 +12,7 @@
 
 use crate::ids::RegionId;
 use crate::net;
-use crate::timeline::{Hold, StreamIn, Task, Walk};
+use crate::timeline::{Again, Hold, StreamIn, Task, Walk};
 
 pub mod walk;
 
@@ -45,14 +45,15 @@ pub fn walk_of(
                 return None;
             }
             let s = memo.sends(need, src.buffers, src.slices);
+            let (producer_cycles, producer_holds) = src.producer.again();
             Some(StreamIn {
                 region: src.region,
                 buffers: src.buffers,
                 need: s.per_step,
                 sends: s.sends,
                 slices: src.slices,
-                producer_cycles: src.producer.cycles,
-                producer_holds: src.producer.holds.clone(),
+                producer_cycles,
+                producer_holds: producer_holds.to_vec(),
                 resent: s.resent,
             })
         })
@@ -107,5 +108,11 @@ pub fn task(
         frees_before,
         frees_after,
         walk,
+        again: (cost.again.as_ref()).map(|a| {
+            Box::new(Again {
+                cycles: a.cycles,
+                holds: holds(&a.stages),
+            })
+        }),
     }
 }

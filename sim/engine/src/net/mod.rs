@@ -236,6 +236,27 @@ pub struct Cost {
     pub bottleneck: Option<usize>,
     /// Every stage's use of its link's ports, for port statistics.
     pub ports: Vec<PortUse>,
+    /// What the same transfer costs done again, where that differs: a program input's
+    /// first Load brings it from the host, and a slice of it sent again comes from the
+    /// boards' DRAMs (docs/model.md, the host). `None`: the same as the first time.
+    pub again: Option<Box<Again>>,
+}
+
+/// A transfer's charge done again ([`Cost::again`]).
+#[derive(Clone, Debug, Default)]
+pub struct Again {
+    pub stages: Vec<Stage>,
+    pub cycles: u64,
+}
+
+impl Again {
+    /// The stages and cycles of `c`, as its transfer's charge done again.
+    pub fn of(c: Cost) -> Box<Again> {
+        Box::new(Again {
+            stages: c.stages,
+            cycles: c.cycles,
+        })
+    }
 }
 
 /// One stage's use of the ports of link `link` (`chain[link]` → its children): per

@@ -127,6 +127,27 @@ pub struct Task {
     pub frees_after: Vec<(RegionId, u64)>,
     /// How the task walks `Time` steps (streams), when its output or an input has them.
     pub walk: Option<Walk>,
+    /// What a slice of its output costs sent again, where that differs from the first
+    /// time (a program input's first Load comes from the host, a re-sent slice from the
+    /// DRAM copy: `net::Cost::again`). `None`: `cycles` and `holds`.
+    pub again: Option<Box<Again>>,
+}
+
+/// A task's cycles and holds done again ([`Task::again`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Again {
+    pub cycles: u64,
+    pub holds: Vec<Hold>,
+}
+
+impl Task {
+    /// The cycles and holds of producing its output again (a re-sent slice's source).
+    pub fn again(&self) -> (u64, &[Hold]) {
+        match &self.again {
+            Some(a) => (a.cycles, &a.holds),
+            None => (self.cycles, &self.holds),
+        }
+    }
 }
 
 /// Field by field, so that `clone_from` reuses the vectors a task already has (the
@@ -142,6 +163,7 @@ impl Clone for Task {
             frees_before,
             frees_after,
             walk,
+            again,
         } = self;
         Task {
             cycles: *cycles,
@@ -152,6 +174,7 @@ impl Clone for Task {
             frees_before: frees_before.clone(),
             frees_after: frees_after.clone(),
             walk: walk.clone(),
+            again: again.clone(),
         }
     }
 
@@ -165,6 +188,7 @@ impl Clone for Task {
             frees_before,
             frees_after,
             walk,
+            again,
         } = source;
         self.cycles = *cycles;
         self.holds.clone_from(holds);
@@ -174,6 +198,7 @@ impl Clone for Task {
         self.frees_before.clone_from(frees_before);
         self.frees_after.clone_from(frees_after);
         self.walk.clone_from(walk);
+        self.again.clone_from(again);
     }
 }
 

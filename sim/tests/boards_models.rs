@@ -1,0 +1,110 @@
+//! Whole models on many boards (docs/model.md, many boards; docs/planner.md, many
+//! boards): what crosses the host's links, and the plans that spread a model over the
+//! boards of a node.
+
+mod common;
+
+use common::tmp::tempdir;
+use mnsim_reports::Report;
+use mnsim_sim::scenario::{self, Mode};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Runs `args` of the `mnsim` binary; its standard output.
+fn mnsim(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("mnsim runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// `model` (under `scenarios/workloads/`) imported for `machine` into `dir`.
+fn import(model: &str, machine: &str, dir: &Path) -> PathBuf {
+    let out = dir.join(format!("{machine}.ron"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/workloads")
+        .join(model);
+    mnsim(&[
+        "import",
+        src.to_str().unwrap(),
+        "--machine",
+        machine,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    out
+}
+
+/// Runs `plan` of the scenario at `path` in timing mode.
+fn run(path: &Path, plan: &str) -> Report {
+    let (sc, src) = mnsim_sim::load::load(path).unwrap();
+    let mut res = scenario::resolve(&sc, &src, Some(plan), &[], &BTreeMap::new()).unwrap();
+    res.mode = Mode::Timing;
+    mnsim_sim::run::run(&res).unwrap().report
+}
+
+/// A program input comes over the host's link once, with its first Load: a slice of it
+/// a kernel needs again is read again from the boards' DRAMs, not the host. GPT-2's
+/// prefill on a 4-board node streams its weights and re-sends slices of them.
+#[test]
+fn a_re_sent_slice_of_an_input_comes_from_the_dram_not_the_host() {
+    let dir = tempdir("boards-resend");
+    let path = import(
+        "models/gpt2_small_prefill_s128_f32.mlir",
+        "mn3_node",
+        dir.path(),
+    );
+    let r = run(&path, "default_split");
+    let on_node = |o: &&mnsim_reports::OpReport| {
+        (o.stages.iter()).any(|s| s.level == "Node" && s.direction == "down")
+    };
+    // Kernels re-send slices (their re-sent stages read the DRAM) ...
+    let resending = (r.ops.iter())
+        .filter(|o| !matches!(o.op.as_str(), "Load" | "Store" | "Relayout" | "Reduce"))
+        .filter(|o| o.stages.iter().any(|s| s.kind == "dram"))
+        .count();
+    assert!(resending > 0, "no kernel re-sends a slice");
+    // ... and none of them crosses the host's link: only transfers do.
+    let crossing: Vec<&str> = (r.ops.iter())
+        .filter(on_node)
+        .map(|o| o.op.as_str())
+        .filter(|op| !matches!(*op, "Load" | "Relayout" | "Reduce"))
+        .collect();
+    assert!(crossing.is_empty(), "{crossing:?}");
+    // What came down from the host is at most every input's bytes on every board.
+    let boards = r.boards.as_ref().expect("4 boards");
+    let down = (boards.links.iter())
+        .find(|l| l.name == "Node down")
+        .expect("Node down");
+    let loads: u64 = (r.ops.iter())
+        .filter(|o| o.op == "Load")
+        .filter(on_node)
+        .flat_map(|o| o.stages.iter())
+        .filter(|s| s.kind == "dram")
+        .map(|s| s.bytes)
+        .sum();
+    assert!(loads > 0);
+    assert!(
+        down.bytes <= 4 * loads + network_bytes(&r),
+        "{} > 4 × {loads}",
+        down.bytes
+    );
+}
+
+/// The bytes the network's own collectives (Relayouts and Reduces across boards) carry
+/// down.
+fn network_bytes(r: &Report) -> u64 {
+    (r.ops.iter())
+        .filter(|o| matches!(o.op.as_str(), "Relayout" | "Reduce"))
+        .flat_map(|o| o.stages.iter())
+        .filter(|s| s.level == "Node" && s.direction == "down")
+        .map(|s| s.child_bytes)
+        .sum()
+}
