@@ -12,6 +12,7 @@ mod inverse;
 mod map;
 mod nest;
 mod parse;
+mod relevel;
 #[cfg(test)]
 mod tests;
 mod text;
