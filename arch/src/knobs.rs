@@ -4,7 +4,9 @@
 //! `levels.<LEVEL>.memory.bytes`, `links.<LEVEL>.<kind>.parent|child|latency`,
 //! `networks.<LEVEL>.bytes_per_cycle|latency` (the links between boards or nodes),
 //! `networks.<LEVEL>.algorithm` (its collectives: `ring`, `tree`, `direct` or `default`,
-//! also written 1, 2, 3, 0),
+//! also written 1, 2, 3, 0), `networks.<LEVEL>.host.down_bytes_per_cycle|up_bytes_per_cycle|latency`
+//! (the host's link) and `networks.<LEVEL>.host.inputs` (1: the program's inputs start on
+//! the host; 0: in the boards' DRAMs),
 //! `dram.bytes|bytes_per_cycle|burst_bytes`, `clock_ghz`, `word_bytes`,
 //! `compute.vector.<DTYPE>`, `compute.matrix.flops.<DTYPE>`,
 //! `compute.matrix.tile.<DTYPE>.m|n|k`, and the energy coefficients `energy.…`

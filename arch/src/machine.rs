@@ -394,11 +394,13 @@ impl Machine {
     }
 
     /// The host's link and the index of the network level it stands on: the deepest
-    /// network that gives one (docs/model.md, the host).
+    /// network that gives one (docs/model.md, the host); `None` where the program's
+    /// inputs start in the boards' DRAMs (its `inputs` 0: the link carries nothing).
     pub fn host(&self) -> Option<(usize, &HostLink)> {
         (0..self.levels.len())
             .rev()
             .find_map(|i| Some((i, self.network_at(i)?.host.as_ref()?)))
+            .filter(|(_, h)| h.inputs > 0)
     }
 
     /// Index of the level that owns the DRAM, if it names a level.

@@ -334,6 +334,34 @@ fn inputs_come_from_the_host() {
     }
 }
 
+/// With the knob `networks.Node.host.inputs` at 0 the inputs start in the boards' DRAMs
+/// (a server's weights, loaded before the run): no Load crosses the host's link, and the
+/// run costs what the same node without a host link does, in both modes.
+#[test]
+fn inputs_may_start_on_the_boards() {
+    let text = scenario_text();
+    let resident = [("networks.Node.host.inputs", 0.0)];
+    let no_host = text.replace(
+        "Preset(\"mn3_node\")",
+        &format!("File({:?})", no_host_file()),
+    );
+    for plan in ["split_n", "split_k", "replicated"] {
+        let r = run(&text, plan, Mode::Timing, &resident);
+        let crossing = (r.ops.iter())
+            .filter(|o| o.op == "Load")
+            .filter(|o| stage(o, "Node", "down").is_some())
+            .count();
+        assert_eq!(crossing, 0, "{plan}");
+        let without = run(&no_host, plan, Mode::Timing, &[]);
+        assert_eq!(r.total_cycles, without.total_cycles, "{plan}");
+        let f = run(&text, plan, Mode::Functional, &resident);
+        assert_eq!(f.total_cycles, r.total_cycles, "{plan}");
+        // From the host (the default, 1) it costs more: the inputs cross PCIe.
+        let from_host = run(&text, plan, Mode::Timing, &[]);
+        assert!(from_host.total_cycles > r.total_cycles, "{plan}");
+    }
+}
+
 /// mn3_node with its boards on a ring, as a machine file.
 fn ring_file() -> String {
     let text = mnsim_arch::preset_source("mn3_node")

@@ -27,7 +27,8 @@ fn mnsim(args: &[&str]) -> String {
 
 /// `model` (under `scenarios/workloads/`) imported for `machine` into `dir`.
 fn import(model: &str, machine: &str, dir: &Path) -> PathBuf {
-    let out = dir.join(format!("{machine}.ron"));
+    let stem = Path::new(machine).file_stem().unwrap().to_string_lossy();
+    let out = dir.join(format!("{stem}.scenario.ron"));
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scenarios/workloads")
         .join(model);
@@ -107,4 +108,56 @@ fn network_bytes(r: &Report) -> u64 {
         .filter(|s| s.level == "Node" && s.direction == "down")
         .map(|s| s.child_bytes)
         .sum()
+}
+
+/// mn3_node with `boards` boards, as a machine file in `dir` (the knob
+/// `levels.Board.count` cannot change the layouts an import writes for 4).
+fn node_of(boards: u64, dir: &Path) -> PathBuf {
+    let text = mnsim_arch::preset_source("mn3_node").unwrap();
+    let text = text.replace(
+        "(name: \"Board\", count: 4)",
+        &format!("(name: \"Board\", count: {boards})"),
+    );
+    assert!(text.contains(&format!("count: {boards})")));
+    let p = dir.join(format!("mn3_node_{boards}.ron"));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `mnsim plan` of the scenario at `path` with the inputs on the boards: the best
+/// plan's cycles and layouts.
+fn plan(path: &Path) -> (u64, Vec<String>) {
+    let out = mnsim(&[
+        "plan",
+        path.to_str().unwrap(),
+        "--json",
+        "--set",
+        "networks.Node.host.inputs=0",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("plan --json");
+    let best = &v["best"];
+    let layouts = (best["layouts"].as_object().expect("layouts").values())
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect();
+    (best["total_cycles"].as_u64().expect("cycles"), layouts)
+}
+
+/// The planner spreads a block over the boards of a node (docs/planner.md, many boards):
+/// GPT-2's MLP block planned for 4 boards runs faster than planned for 1, its layouts
+/// split tensors over `Board`, and the same file plans the same on every call.
+#[test]
+fn the_planner_spreads_a_block_over_the_boards() {
+    let dir = tempdir("boards-plan");
+    let model = "stablehlo/gpt2_mlp_gelu_s128_f32.mlir";
+    let one = import(model, node_of(1, dir.path()).to_str().unwrap(), dir.path());
+    let four = import(model, "mn3_node", dir.path());
+    let (c1, l1) = plan(&one);
+    let (c4, l4) = plan(&four);
+    assert!(c4 < c1, "4 boards {c4} cycles, 1 board {c1}");
+    // Split over the boards: a `_Board` sub-axis inside a layout's groups (not only
+    // a copy on each, `B@[Board,...]`).
+    let split = |l: &String| l.split(';').next().unwrap().contains("_Board");
+    assert!(l4.iter().any(split), "{l4:?}");
+    assert!(!l1.iter().any(split));
+    assert_eq!(plan(&four).0, c4);
 }

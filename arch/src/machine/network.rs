@@ -95,6 +95,16 @@ pub struct HostLink {
     pub up_bytes_per_cycle: f64,
     /// Cycles from the host to a child.
     pub latency: u64,
+    /// Where a program's inputs start: 1 on the host (each comes over this link with its
+    /// first Load), 0 in the boards' DRAMs (loaded before the run, as a server keeps a
+    /// model's weights between steps; the link then carries nothing). A knob
+    /// (`networks.<LEVEL>.host.inputs`); 1 when not given.
+    #[serde(default = "one")]
+    pub inputs: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 impl Network {

@@ -387,6 +387,15 @@ impl Machine {
                     ),
                 ));
             }
+            if h.inputs > 1 {
+                return Err(err(
+                    format!("networks.{name}.host.inputs"),
+                    format!(
+                        "network '{name}' host inputs {} is neither 1 (the program's inputs start on the host) nor 0 (in the boards' DRAMs)",
+                        h.inputs
+                    ),
+                ));
+            }
             positive_field(
                 &format!("networks.{name}.host.down_bytes_per_cycle"),
                 h.down_bytes_per_cycle,

@@ -12,6 +12,7 @@
 //!   best assignments, compared with the hand plans);
 //! - [`write`]: adding the chosen plan to the scenario file.
 
+pub mod boards;
 pub mod candidates;
 pub mod cost;
 pub mod model;

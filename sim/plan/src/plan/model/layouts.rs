@@ -133,6 +133,25 @@ impl Model {
         Some(self.seed(v, &c.layout))
     }
 
+    /// Layout `id` of variable `v` with level `level` (`fanout` positions) moved onto
+    /// axis `axis`, or to copies (`None`): `LayoutExpr::relevel`, bound for the tensor
+    /// and added to its candidates; `None` where it does not move or bind.
+    pub fn relevelled(
+        &mut self,
+        v: usize,
+        id: LayoutId,
+        (level, fanout): (&str, u64),
+        axis: Option<usize>,
+    ) -> Option<LayoutId> {
+        let t = self.vars[v].tensor;
+        let (dims, dtype, implicit_pad) = self.shape_key(t);
+        let expr = mnsim_arch::LayoutExpr::parse(&self.layouts[id as usize].canonical()).ok()?;
+        let moved = expr.relevel(level, fanout, axis)?;
+        let m = &self.res.machine;
+        let l = TensorLayout::bind(&moved, m, Some(&dims), dtype, implicit_pad).ok()?;
+        Some(self.seed(v, &l))
+    }
+
     /// The largest rank of a variable's tensor.
     pub fn max_rank(&self) -> usize {
         self.vars
