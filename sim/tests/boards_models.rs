@@ -161,3 +161,52 @@ fn the_planner_spreads_a_block_over_the_boards() {
     assert!(!l1.iter().any(split));
     assert_eq!(plan(&four).0, c4);
 }
+
+/// `run`, `plan` and `check` import a model for the machine `--machine` names, as
+/// `import --machine` does; a scenario names its own machine, and `--machine` on one is
+/// an error that says so.
+#[test]
+fn commands_import_for_the_machine_given() {
+    let dir = tempdir("boards-machine");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/workloads/stablehlo/gpt2_mlp_gelu_s128_f32.mlir");
+    let model = model.to_str().unwrap();
+    let out = mnsim(&[
+        "run",
+        model,
+        "--machine",
+        "mn3_node",
+        "--plan",
+        "default_split",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let r = &v[0];
+    assert_eq!(r["machine"], "mn3_node");
+    assert_eq!(r["boards"]["boards"], 4);
+    // The same cycles as the file imported first, then run.
+    let ron = import(
+        "stablehlo/gpt2_mlp_gelu_s128_f32.mlir",
+        "mn3_node",
+        dir.path(),
+    );
+    let again = mnsim(&[
+        "run",
+        ron.to_str().unwrap(),
+        "--plan",
+        "default_split",
+        "--json",
+    ]);
+    let w: serde_json::Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(r["total_cycles"], w[0]["total_cycles"]);
+    let checked = mnsim(&["check", model, "--machine", "mn3_node"]);
+    assert!(checked.contains("mn3_node"), "{checked}");
+    // A scenario names its machine.
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(["run", ron.to_str().unwrap(), "--machine", "mncore1"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("names its own machine"), "{err}");
+}

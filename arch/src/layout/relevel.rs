@@ -15,13 +15,27 @@ impl LayoutExpr {
     /// `None` when the axis has no sub-axis the fan-out divides, or `axis` is out of range.
     /// The result is unbound: binding it checks it against the machine and the shape.
     pub fn relevel(&self, level: &str, fanout: u64, axis: Option<usize>) -> Option<LayoutExpr> {
+        self.relevel_to(level, fanout, axis, AxisName::Mem)
+    }
+
+    /// [`LayoutExpr::relevel`], the positions the level leaves going to `freed`: memory
+    /// (`AxisName::Mem`: each PE holds that much more) or `Time` steps (`AxisName::Time`,
+    /// outermost: each PE holds as much as before, a step at a time).
+    pub fn relevel_to(
+        &self,
+        level: &str,
+        fanout: u64,
+        axis: Option<usize>,
+        freed: AxisName,
+    ) -> Option<LayoutExpr> {
         let mut e = self.clone();
         e.bcast.retain(|b| b.name != level);
         let is_level = |s: &SubAxisExpr| matches!(&s.name, AxisName::Level(n) if n == level);
-        // The level's sub-axes back to memory, outermost: a stride past every other.
+        // The level's sub-axes back to memory (or Time), outermost: a stride past every
+        // other.
         for g in &mut e.groups {
             for s in g.iter_mut().filter(|s| is_level(s)) {
-                s.name = AxisName::Mem;
+                s.name = freed.clone();
                 s.stride = s.stride.map(|_| u64::MAX);
             }
         }
@@ -141,6 +155,24 @@ mod tests {
         );
         let back = moved(&copies, &dims, Some(2)).expect("splits the hidden axis");
         assert_eq!(back, hidden);
+    }
+
+    #[test]
+    fn positions_freed_to_time_keep_the_words_per_pe() {
+        let m = node();
+        let dims = [1, 128, 768];
+        let hidden = "((1:192), (64:3, 2_W:1), (4_Board:1, 16_L2B:1, 4_PE:1, 3:1); B@[L1B,MAB])";
+        let one = TensorLayout::parse(hidden, &m, Some(&dims), DType::F32).expect("binds");
+        let e = LayoutExpr::parse(hidden).expect("parses");
+        let r = e.relevel_to("Board", 4, None, crate::layout::AxisName::Time);
+        let l = TensorLayout::bind(&r.expect("moves"), &m, Some(&dims), DType::F32, false)
+            .expect("binds");
+        assert_eq!(
+            l.canonical(),
+            "((1:192), (64:3, 2_W:1), (4_Time:1, 16_L2B:1, 4_PE:1, 3:1); B@[Board,L1B,MAB])"
+        );
+        // A step at a time: as many words as before on each PE.
+        assert_eq!(l.words_per_step(), one.words_per_pe());
     }
 
     #[test]

@@ -72,6 +72,10 @@ pub struct ScenarioArgs {
     /// default) or sequential (each op starts when the previous one ends).
     #[arg(long, value_enum)]
     pub schedule: Option<ScheduleArg>,
+    /// The machine an imported file (oneDNN JSON, StableHLO, ONNX) is imported for: a
+    /// preset name or a machine RON file (default mncore2). A scenario names its own.
+    #[arg(long)]
+    pub machine: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -84,7 +88,8 @@ impl ScenarioArgs {
     /// Loads the scenario file, with `--schedule` applied.
     pub fn load(&self) -> Result<(scenario::Scenario, scenario::Source), Report> {
         let binds = scenario::parse_binds(&self.binds)?;
-        let (mut sc, src) = mnsim_sim::load::load_with(&self.scenario, &binds)?;
+        let (mut sc, src) =
+            mnsim_sim::load::load_on(&self.scenario, &binds, self.machine.as_deref())?;
         if let Some(s) = self.schedule {
             sc.schedule = match s {
                 ScheduleArg::Overlapped => scenario::Schedule::Overlapped,

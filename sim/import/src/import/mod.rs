@@ -514,14 +514,16 @@ pub fn load(path: &std::path::Path, text: &str) -> Result<(Scenario, Source), Re
     load_with(path, text, &BTreeMap::new())
 }
 
-/// Loads an ONNX model (read as `bytes`) as a scenario, like [`load_with`].
+/// Loads an ONNX model (read as `bytes`) as a scenario, like [`load_with`], for the
+/// machine `opts` names.
 pub fn load_onnx(
     path: &std::path::Path,
     bytes: &[u8],
     binds: &BTreeMap<String, u64>,
+    opts: &Options,
 ) -> Result<(Scenario, Source), Report> {
     let name = path.display().to_string();
-    let (imp, _) = import_onnx(&name, bytes, &Options::default(), binds)?;
+    let (imp, _) = import_onnx(&name, bytes, opts, binds)?;
     Ok((
         imp.scenario,
         Source {
@@ -537,15 +539,25 @@ pub fn load_with(
     text: &str,
     binds: &BTreeMap<String, u64>,
 ) -> Result<(Scenario, Source), Report> {
+    load_for(path, text, binds, &Options::default())
+}
+
+/// [`load_with`] for the machine `opts` names (`--machine`).
+pub fn load_for(
+    path: &std::path::Path,
+    text: &str,
+    binds: &BTreeMap<String, u64>,
+    opts: &Options,
+) -> Result<(Scenario, Source), Report> {
     let name = path.display().to_string();
     let src = Source {
         path: name.clone(),
         text: text.to_string(),
     };
     let imp = if stablehlo::is_mlir(path, text) {
-        import_mlir(&src, &Options::default(), binds)?
+        import_mlir(&src, opts, binds)?
     } else {
-        import(&src, &Options::default())?
+        import(&src, opts)?
     };
     let path = format!("{name} (imported)");
     Ok((

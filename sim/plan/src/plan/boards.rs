@@ -15,6 +15,7 @@
 
 use super::model::{Key, LayoutId, Model};
 use mnsim_arch::Machine;
+use mnsim_arch::layout::AxisName;
 
 /// How many spread plans join the starts (the best first).
 const SPREAD_STARTS: usize = 2;
@@ -64,11 +65,14 @@ pub(super) fn spread_starts(
             let mut rules = vec![Rule::Copies];
             rules.extend(lengths(model, *fanout).into_iter().map(Rule::Length));
             let mut here: Vec<(Key, Vec<LayoutId>)> = Vec::new();
-            for rule in rules {
+            let tries = rules
+                .iter()
+                .flat_map(|&r| [(r, AxisName::Mem), (r, AxisName::Time)]);
+            for (rule, freed) in tries {
                 if stop(model) {
                     break;
                 }
-                let pick = spread(model, &base, (level, *fanout), rule);
+                let pick = spread(model, &base, (level, *fanout), (rule, freed));
                 let e = model.evaluate(&pick);
                 if e.failure.is_none() {
                     here.push((e.key(), pick));
@@ -104,13 +108,15 @@ fn lengths(model: &Model, fanout: u64) -> Vec<u64> {
     out
 }
 
-/// `base` with every variable's layout spread over `level` by `rule`; a variable whose
-/// layout cannot take it keeps copies, or failing that its own.
+/// `base` with every variable's layout spread over `level` by `rule`, the positions a
+/// layout's split over the level leaves going to `freed` (memory, or `Time` steps where
+/// memory would not hold them); a variable whose layout cannot take it keeps copies, or
+/// failing that its own.
 fn spread(
     model: &mut Model,
     base: &[LayoutId],
     (level, fanout): (&str, u64),
-    rule: Rule,
+    (rule, freed): (Rule, AxisName),
 ) -> Vec<LayoutId> {
     (0..base.len())
         .map(|v| {
@@ -121,7 +127,8 @@ fn spread(
                     (model.tensor(t).dims_at_bound.iter()).position(|&d| d == n)
                 }
             };
-            let to = |m: &mut Model, a| m.relevelled(v, base[v], (level, fanout), a);
+            let to =
+                |m: &mut Model, a| m.relevelled(v, base[v], (level, fanout), (a, freed.clone()));
             (axis.and_then(|a| to(model, Some(a))))
                 .or_else(|| to(model, None))
                 .unwrap_or(base[v])

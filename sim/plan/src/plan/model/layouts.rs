@@ -134,19 +134,20 @@ impl Model {
     }
 
     /// Layout `id` of variable `v` with level `level` (`fanout` positions) moved onto
-    /// axis `axis`, or to copies (`None`): `LayoutExpr::relevel`, bound for the tensor
-    /// and added to its candidates; `None` where it does not move or bind.
+    /// axis `axis`, or to copies (`None`), the positions it leaves to `freed` (memory or
+    /// `Time`): `LayoutExpr::relevel_to`, bound for the tensor and added to its
+    /// candidates; `None` where it does not move or bind.
     pub fn relevelled(
         &mut self,
         v: usize,
         id: LayoutId,
         (level, fanout): (&str, u64),
-        axis: Option<usize>,
+        (axis, freed): (Option<usize>, mnsim_arch::layout::AxisName),
     ) -> Option<LayoutId> {
         let t = self.vars[v].tensor;
         let (dims, dtype, implicit_pad) = self.shape_key(t);
         let expr = mnsim_arch::LayoutExpr::parse(&self.layouts[id as usize].canonical()).ok()?;
-        let moved = expr.relevel(level, fanout, axis)?;
+        let moved = expr.relevel_to(level, fanout, axis, freed)?;
         let m = &self.res.machine;
         let l = TensorLayout::bind(&moved, m, Some(&dims), dtype, implicit_pad).ok()?;
         Some(self.seed(v, &l))
