@@ -519,6 +519,9 @@ fn every_knob_round_trips() {
                 1.0
             } else if path.ends_with(".algorithm") {
                 2.0
+            } else if path.ends_with(".host.inputs") {
+                // Where the inputs start: 1 (the host) or 0 (the boards' DRAMs).
+                1.0 - cur
             } else {
                 (cur * 2.0).round()
             };
