@@ -12,12 +12,12 @@
 //!   best assignments, compared with the hand plans);
 //! - [`write`]: adding the chosen plan to the scenario file.
 
-pub mod boards;
 pub mod candidates;
 pub mod cost;
 pub mod model;
 mod passes;
 pub mod search;
+pub mod spread;
 pub mod write;
 
 use crate::engine::Mode;

@@ -152,12 +152,12 @@ pub(super) fn starts(
             starts.push(p);
         }
     }
-    // On many boards: the best start spread over them, whole (`boards.rs`): a few
+    // The best starts spread whole over each level (`spread.rs`): a few dozen
     // evaluations, outside the joint seeds' budget (they may have spent it), within
     // the time limit.
     let deadline = (opts.search.time_limit).and_then(|t| started.checked_add(t));
     let mut late = |_: &Model| deadline.is_some_and(|d| Instant::now() >= d);
-    for p in super::boards::spread_starts(model, &starts, &mut late) {
+    for p in super::spread::spread_starts(model, &starts, &mut late) {
         if !starts.contains(&p) {
             starts.push(p);
         }

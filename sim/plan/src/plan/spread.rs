@@ -1,17 +1,18 @@
-//! Plans across boards (docs/planner.md, many boards): the starts that spread a plan
-//! over the levels a machine's networks join (the boards of a node, the nodes of a zone).
+//! Spread starts (docs/planner.md, spread starts): a plan spread whole over one level at
+//! a time, one rule for every variable, so that producers and consumers agree without a
+//! move of each: every position of the level a copy, or the level on the outermost axis
+//! of one length in every tensor that has it (copies elsewhere).
 //!
-//! A plan found for the levels of one board is spread whole, one rule for every
-//! variable, so that producers and consumers agree without a move of each: every board
-//! a copy (each board does all the work on its own data), or the boards on the outermost
-//! axis of one length in every tensor that has it and copies elsewhere. Splitting the
-//! tokens' length is data (sequence) parallel: each board computes its tokens with every
-//! weight, and what needs all of them (attention's keys) is gathered over the network by
-//! the Relayouts the model inserts. Splitting a weight's column length is tensor
-//! parallel: each board holds a part of each weight, and partial sums meet in an
-//! all-reduce. Each rule is one evaluation; the best spread plans join the search's
-//! starts, which the search then moves variable by variable. A machine of one board has
-//! no such level, and its starts are what they were.
+//! Moves of one variable at a time cannot do this: a chain of a model's activations
+//! (hundreds of variables) that leaves copies one variable at a time is illegal or
+//! slower at every step between. Over the boards of a node, splitting the tokens' length
+//! is data (sequence) parallel: each board computes its tokens with every weight, and
+//! what needs all of them (attention's keys) is gathered over the network by the
+//! Relayouts the model inserts; splitting a weight's column length is tensor parallel.
+//! On one board the same rules lay a model's activations out over the L2Bs, L1Bs, MABs
+//! and PEs. Each rule is one evaluation; the levels spread root-most first, each from
+//! the best plan of the level before; the best spread plans join the search's starts,
+//! which the search then moves variable by variable.
 
 use super::model::{Key, LayoutId, Model};
 use mnsim_arch::Machine;
@@ -20,12 +21,14 @@ use mnsim_arch::layout::AxisName;
 /// How many spread plans join the starts (the best first).
 const SPREAD_STARTS: usize = 2;
 
-/// The levels the machine's networks join, with their fan-outs, root-most first: the
-/// boards of a node (`Board`, 4 on mn3_node), the nodes of a zone. Empty on one board.
+/// How many of the starts (the best first) are spread.
+const SPREAD_FROM: usize = 2;
+
+/// The levels a plan spreads over, root-most first, with their fan-outs: every level a
+/// layout can name that has more than one position (mn3_node: `Board` 4, `L2B` 16,
+/// `L1B` 8, `MAB` 16, `PE` 4).
 pub fn spread_levels(m: &Machine) -> Vec<(String, u64)> {
-    (0..m.levels.len())
-        .filter(|&k| m.network_at(k).is_some())
-        .filter_map(|k| m.levels.get(k + 1))
+    (m.levels.iter())
         .filter(|l| l.addressable && l.count > 1)
         .map(|l| (l.name.clone(), l.count))
         .collect()
@@ -34,18 +37,19 @@ pub fn spread_levels(m: &Machine) -> Vec<(String, u64)> {
 /// A rule that spreads a plan over one level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Rule {
-    /// Every board a copy.
+    /// Every position of the level a copy.
     Copies,
     /// The level on each tensor's outermost axis of this length; copies where none is.
     Length(u64),
 }
 
-/// The spread plans of `starts` (evaluated by `model`), best first: at most
-/// [`SPREAD_STARTS`] of them, those that beat the best start; none on a machine of one
-/// board. The levels spread one after the other, each from the best spread of the level
-/// before. `stop` ends the rules early (a limit). The model's Relayouts before tied reads
-/// are on while it evaluates them (a spread plan needs its gathers), and stay on if a
-/// spread plan is returned ([`Model::set_chain_inserts`]).
+/// The spread plans of the best [`SPREAD_FROM`] of `starts` (evaluated by `model`), best
+/// first: at most [`SPREAD_STARTS`] of them, those that beat the best start. The levels
+/// spread one after the other, root-most first, each from the best of the level before
+/// (the plan it started from where no rule beats it). `stop` ends the rules early (a
+/// limit). The model's Relayouts before tied reads are on while it evaluates them (a
+/// spread plan needs its gathers), and stay on if a spread plan is returned
+/// ([`Model::set_chain_inserts`]).
 pub(super) fn spread_starts(
     model: &mut Model,
     starts: &[Vec<LayoutId>],
@@ -55,12 +59,17 @@ pub(super) fn spread_starts(
     if levels.is_empty() || starts.is_empty() {
         return Vec::new();
     }
-    let bar = (starts.iter()).map(|s| model.evaluate(s).key()).min();
+    let mut scored: Vec<(Key, &Vec<LayoutId>)> = (starts.iter())
+        .map(|s| (model.evaluate(s).key(), s))
+        .collect();
+    scored.sort_by_key(|a| a.0);
+    scored.dedup_by(|a, b| a.1 == b.1);
+    let bar = scored.first().map(|s| s.0);
     let was = model.chain_inserts();
     model.set_chain_inserts(true);
     let mut found: Vec<(Key, Vec<LayoutId>)> = Vec::new();
-    for start in starts {
-        let mut base = start.clone();
+    for &(key, start) in scored.iter().take(SPREAD_FROM) {
+        let mut base = (key, start.clone());
         for (level, fanout) in &levels {
             let mut rules = vec![Rule::Copies];
             rules.extend(lengths(model, *fanout).into_iter().map(Rule::Length));
@@ -72,16 +81,16 @@ pub(super) fn spread_starts(
                 if stop(model) {
                     break;
                 }
-                let pick = spread(model, &base, (level, *fanout), (rule, freed));
+                let pick = spread(model, &base.1, (level, *fanout), (rule, freed));
                 let e = model.evaluate(&pick);
                 if e.failure.is_none() {
                     here.push((e.key(), pick));
                 }
             }
             here.sort_by_key(|a| a.0);
-            // The next level spreads the best plan of this one.
-            if let Some((_, p)) = here.first() {
-                base = p.clone();
+            // The next level spreads the best plan of this one, if it beats its base.
+            if let Some(best) = here.first().filter(|b| b.0 < base.0) {
+                base = best.clone();
             }
             found.extend(here);
         }
