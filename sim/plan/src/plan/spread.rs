@@ -34,6 +34,20 @@ pub fn spread_levels(m: &Machine) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// [`spread_levels`] with the levels a network joins (the boards, the nodes) last: a
+/// plan of each board first, then spread over the boards. `None` where that is the same
+/// order (one board).
+fn boards_last(m: &Machine) -> Option<Vec<(String, u64)>> {
+    let joined: Vec<&str> = (0..m.levels.len())
+        .filter(|&k| m.network_at(k).is_some())
+        .filter_map(|k| m.levels.get(k + 1))
+        .map(|l| l.name.as_str())
+        .collect();
+    let mut out = spread_levels(m);
+    out.sort_by_key(|(name, _)| joined.contains(&name.as_str()));
+    (out != spread_levels(m)).then_some(out)
+}
+
 /// A rule that spreads a plan over one level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Rule {
@@ -68,9 +82,19 @@ pub(super) fn spread_starts(
     let was = model.chain_inserts();
     model.set_chain_inserts(true);
     let mut found: Vec<(Key, Vec<LayoutId>)> = Vec::new();
-    for &(key, start) in scored.iter().take(SPREAD_FROM) {
+    // Every order from the best starts; on many boards also the boards last from the best.
+    let mut orders: Vec<(&Vec<(String, u64)>, Key, &Vec<LayoutId>)> = (scored.iter())
+        .take(SPREAD_FROM)
+        .map(|&(key, start)| (&levels, key, start))
+        .collect();
+    let last = boards_last(&model.resolved().machine);
+    if let (Some(last), Some(&(key, start))) = (last.as_ref(), scored.first()) {
+        orders.push((last, key, start));
+    }
+    let mut seen: std::collections::HashSet<Vec<LayoutId>> = (starts.iter()).cloned().collect();
+    for (levels, key, start) in orders {
         let mut base = (key, start.clone());
-        for (level, fanout) in &levels {
+        for (level, fanout) in levels {
             let mut rules = vec![Rule::Copies];
             rules.extend(lengths(model, *fanout).into_iter().map(Rule::Length));
             let mut here: Vec<(Key, Vec<LayoutId>)> = Vec::new();
@@ -82,6 +106,11 @@ pub(super) fn spread_starts(
                     break;
                 }
                 let pick = spread(model, &base.1, (level, *fanout), (rule, freed));
+                // A plan evaluated already (its base, or the same plan by another rule:
+                // nothing freed, so memory and `Time` give one plan) is not again.
+                if !seen.insert(pick.clone()) {
+                    continue;
+                }
                 let e = model.evaluate(&pick);
                 if e.failure.is_none() {
                     here.push((e.key(), pick));
