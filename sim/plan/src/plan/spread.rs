@@ -27,7 +27,7 @@ const SPREAD_FROM: usize = 2;
 /// The levels a plan spreads over, root-most first, with their fan-outs: every level a
 /// layout can name that has more than one position (mn3_node: `Board` 4, `L2B` 16,
 /// `L1B` 8, `MAB` 16, `PE` 4).
-pub fn spread_levels(m: &Machine) -> Vec<(String, u64)> {
+pub fn spread_levels(m: &Machine) -> Levels {
     (m.levels.iter())
         .filter(|l| l.addressable && l.count > 1)
         .map(|l| (l.name.clone(), l.count))
@@ -37,7 +37,7 @@ pub fn spread_levels(m: &Machine) -> Vec<(String, u64)> {
 /// [`spread_levels`] with the levels a network joins (the boards, the nodes) last: a
 /// plan of each board first, then spread over the boards. `None` where that is the same
 /// order (one board).
-fn boards_last(m: &Machine) -> Option<Vec<(String, u64)>> {
+fn boards_last(m: &Machine) -> Option<Levels> {
     let joined: Vec<&str> = (0..m.levels.len())
         .filter(|&k| m.network_at(k).is_some())
         .filter_map(|k| m.levels.get(k + 1))
@@ -47,6 +47,9 @@ fn boards_last(m: &Machine) -> Option<Vec<(String, u64)>> {
     out.sort_by_key(|(name, _)| joined.contains(&name.as_str()));
     (out != spread_levels(m)).then_some(out)
 }
+
+/// Levels to spread over, in order, with their fan-outs.
+type Levels = Vec<(String, u64)>;
 
 /// A rule that spreads a plan over one level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +86,7 @@ pub(super) fn spread_starts(
     model.set_chain_inserts(true);
     let mut found: Vec<(Key, Vec<LayoutId>)> = Vec::new();
     // Every order from the best starts; on many boards also the boards last from the best.
-    let mut orders: Vec<(&Vec<(String, u64)>, Key, &Vec<LayoutId>)> = (scored.iter())
+    let mut orders: Vec<(&Levels, Key, &Vec<LayoutId>)> = (scored.iter())
         .take(SPREAD_FROM)
         .map(|&(key, start)| (&levels, key, start))
         .collect();
