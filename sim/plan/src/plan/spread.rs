@@ -9,8 +9,8 @@
 //! is data (sequence) parallel: each board computes its tokens with every weight, and
 //! what needs all of them (attention's keys) is gathered over the network by the
 //! Relayouts the model inserts; splitting a weight's column length is tensor parallel.
-//! On one board the same rules lay a model's activations out over the L2Bs, L1Bs, MABs
-//! and PEs. Each rule is one evaluation; the levels spread root-most first, each from
+//! On one board the same rules lay a whole model's activations out over the L2Bs, L1Bs,
+//! MABs and PEs (a block spreads over the boards alone: `WHOLE_MODEL_OPS`). Each rule is one evaluation; the levels spread root-most first, each from
 //! the best plan of the level before; the best spread plans join the search's starts,
 //! which the search then moves variable by variable.
 
@@ -20,6 +20,11 @@ use mnsim_arch::layout::AxisName;
 
 /// How many spread plans join the starts (the best first).
 const SPREAD_STARTS: usize = 2;
+
+/// Programs of this many ops or more (a whole model: GPT-2 small's 2,188, a 4-layer
+/// scan's 810; a block has at most a few hundred) spread over every level; smaller ones
+/// over the boards alone.
+const WHOLE_MODEL_OPS: usize = 500;
 
 /// How many of the starts (the best first) are spread.
 const SPREAD_FROM: usize = 2;
@@ -37,15 +42,22 @@ pub fn spread_levels(m: &Machine) -> Levels {
 /// [`spread_levels`] with the levels a network joins (the boards, the nodes) last: a
 /// plan of each board first, then spread over the boards. `None` where that is the same
 /// order (one board).
-fn boards_last(m: &Machine) -> Option<Levels> {
-    let joined: Vec<&str> = (0..m.levels.len())
+fn boards_last(levels: &Levels, m: &Machine) -> Option<Levels> {
+    let joined = joined_levels(m);
+    let mut out = levels.clone();
+    out.sort_by_key(|level| joined.contains(level));
+    (&out != levels).then_some(out)
+}
+
+/// The levels the machine's networks join (the boards of a node, the nodes of a zone),
+/// root-most first, with their fan-outs; none on one board.
+pub fn joined_levels(m: &Machine) -> Levels {
+    (0..m.levels.len())
         .filter(|&k| m.network_at(k).is_some())
         .filter_map(|k| m.levels.get(k + 1))
-        .map(|l| l.name.as_str())
-        .collect();
-    let mut out = spread_levels(m);
-    out.sort_by_key(|(name, _)| joined.contains(&name.as_str()));
-    (out != spread_levels(m)).then_some(out)
+        .filter(|l| l.addressable && l.count > 1)
+        .map(|l| (l.name.clone(), l.count))
+        .collect()
 }
 
 /// Levels to spread over, in order, with their fan-outs.
@@ -72,7 +84,16 @@ pub(super) fn spread_starts(
     starts: &[Vec<LayoutId>],
     stop: &mut dyn FnMut(&Model) -> bool,
 ) -> Vec<Vec<LayoutId>> {
-    let levels = spread_levels(&model.resolved().machine);
+    let m = &model.resolved().machine;
+    // Over a board's own levels only for a whole model (WHOLE_MODEL_OPS ops or more),
+    // whose search ends its budget inside its first round of moves; on a block the search
+    // moves chains itself, and a spread start can draw its descent to a worse end
+    // (docs/planner.md, spread starts).
+    let levels = if model.resolved().program.ops.len() >= WHOLE_MODEL_OPS {
+        spread_levels(m)
+    } else {
+        joined_levels(m)
+    };
     if levels.is_empty() || starts.is_empty() {
         return Vec::new();
     }
@@ -90,7 +111,7 @@ pub(super) fn spread_starts(
         .take(SPREAD_FROM)
         .map(|&(key, start)| (&levels, key, start))
         .collect();
-    let last = boards_last(&model.resolved().machine);
+    let last = boards_last(&levels, &model.resolved().machine);
     if let (Some(last), Some(&(key, start))) = (last.as_ref(), scored.first()) {
         orders.push((last, key, start));
     }
