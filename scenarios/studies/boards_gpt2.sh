@@ -3,7 +3,7 @@
 # cache) and the LLaMA-style 4-layer scan on 1, 2 and 4 boards of an MN-3 node
 # (mn3_node: 4 mncore1 boards on the host's PCIe switch). Each model is imported for the
 # machine with that many boards, planned (the planner spreads it over the boards:
-# docs/planner.md, many boards) with its inputs already on the boards (a server keeps
+# docs/planner.md, spread starts) with its inputs already on the boards (a server keeps
 # the weights and the KV cache in the boards' DRAMs between steps:
 # networks.Node.host.inputs=0), and run; then the 4-board decode step is planned again
 # at each inter-board link rate (a sweep with --replan) and charted.

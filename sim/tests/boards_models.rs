@@ -142,7 +142,7 @@ fn plan(path: &Path) -> (u64, Vec<String>) {
     (best["total_cycles"].as_u64().expect("cycles"), layouts)
 }
 
-/// The planner spreads a block over the boards of a node (docs/planner.md, many boards):
+/// The planner spreads a block over the boards of a node (docs/planner.md, spread starts):
 /// GPT-2's MLP block planned for 4 boards runs faster than planned for 1, its layouts
 /// split tensors over `Board`, and the same file plans the same on every call.
 #[test]
