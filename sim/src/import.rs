@@ -5,6 +5,6 @@
 mod auto;
 mod replan;
 
-pub use auto::{PLAN_WORK, plan_auto, plan_auto_with, take_plan};
+pub use auto::{PLAN_TOP, PLAN_WORK, plan_auto, plan_auto_with, take_plan};
 pub use mnsim_import::import::*;
 pub use replan::plan_open;

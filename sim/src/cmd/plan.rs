@@ -20,7 +20,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub json: bool,
     /// Show the K best plans found (each confirmed by a timing run).
-    #[arg(long, default_value_t = 3, value_name = "K")]
+    #[arg(long, default_value_t = mnsim_sim::import::PLAN_TOP, value_name = "K")]
     pub top: usize,
     /// Stop planning after this many seconds and keep the best found (the plan may then
     /// depend on the machine's speed and load). No time limit unless given.

@@ -12,6 +12,11 @@ use std::collections::BTreeMap;
 /// same plan, and the same cycles, on every machine and at any load.
 pub const PLAN_WORK: u64 = 300_000;
 
+/// The best plans a search keeps (`mnsim plan --top`'s default): `run`, `sweep --replan`
+/// and `plan` search alike, so `run` runs the plan `plan` finds (the kept plans set the
+/// bar a search prunes by, so their number steers it).
+pub const PLAN_TOP: usize = 3;
+
 /// Writes planned plan `b` into plan `plan` of `sc`: its layouts, and the Relayouts it
 /// needs into the program before the ops that read them. Those Relayouts would run under
 /// every plan, so the other plans are then dropped (`run --plan NAME` runs the file as it
@@ -59,6 +64,7 @@ pub fn plan_auto_with(
         search: crate::plan::search::Options {
             time_limit: None,
             work_limit: Some(PLAN_WORK),
+            top: PLAN_TOP,
             ..Default::default()
         },
         ..Default::default()

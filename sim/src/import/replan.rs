@@ -3,7 +3,7 @@
 //! imported graph's `auto`: the planner within [`PLAN_WORK`] and no time limit, so
 //! the same point gives the same plan on every machine and at any load.
 
-use super::{PLAN_WORK, is_imported, plan_auto, take_plan};
+use super::{PLAN_TOP, PLAN_WORK, is_imported, plan_auto, take_plan};
 use crate::scenario::{Scenario, Source};
 use miette::{Report, miette};
 use std::collections::BTreeMap;
@@ -27,6 +27,7 @@ pub fn plan_open(
         search: crate::plan::search::Options {
             time_limit: None,
             work_limit: Some(PLAN_WORK),
+            top: PLAN_TOP,
             ..Default::default()
         },
         ..Default::default()
