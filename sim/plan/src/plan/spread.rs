@@ -10,9 +10,11 @@
 //! what needs all of them (attention's keys) is gathered over the network by the
 //! Relayouts the model inserts; splitting a weight's column length is tensor parallel.
 //! On one board the same rules lay a whole model's activations out over the L2Bs, L1Bs,
-//! MABs and PEs (a block spreads over the boards alone: `WHOLE_MODEL_OPS`). Each rule is one evaluation; the levels spread root-most first, each from
-//! the best plan of the level before; the best spread plans join the search's starts,
-//! which the search then moves variable by variable.
+//! MABs and PEs (a block spreads over the boards alone: `WHOLE_MODEL_OPS`). Each rule is
+//! one evaluation; the levels spread root-most first, each from the best plan of the
+//! level before (on many boards also with the boards last: a plan of each board first);
+//! the best spread plans join the search's starts, which the search then moves variable
+//! by variable.
 
 use super::model::{Key, LayoutId, Model};
 use mnsim_arch::Machine;
