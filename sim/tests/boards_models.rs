@@ -162,8 +162,8 @@ fn the_planner_spreads_a_block_over_the_boards() {
     assert_eq!(plan(&four).0, c4);
 }
 
-/// `run`, `plan` and `check` import a model for the machine `--machine` names, as
-/// `import --machine` does; a scenario names its own machine, and `--machine` on one is
+/// `run`, `plan`, `check` and `sweep` import a model for the machine `--machine`
+/// names, as `import --machine` does; a scenario names its own machine, and `--machine` on one is
 /// an error that says so.
 #[test]
 fn commands_import_for_the_machine_given() {
@@ -201,6 +201,20 @@ fn commands_import_for_the_machine_given() {
     assert_eq!(r["total_cycles"], w[0]["total_cycles"]);
     let checked = mnsim(&["check", model, "--machine", "mn3_node"]);
     assert!(checked.contains("mn3_node"), "{checked}");
+    // A sweep of a knob only a machine of many boards has.
+    let csv = mnsim(&[
+        "sweep",
+        model,
+        "--machine",
+        "mn3_node",
+        "--plan",
+        "default_split",
+        "--set",
+        "networks.Node.bytes_per_cycle=8,16",
+    ]);
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(rows.iter().all(|r| r.contains("default_split")), "{csv}");
     // A scenario names its machine.
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
         .args(["run", ron.to_str().unwrap(), "--machine", "mncore1"])

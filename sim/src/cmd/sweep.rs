@@ -119,6 +119,10 @@ pub struct SweepArgs {
     /// stdout).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The machine an imported file (oneDNN JSON, StableHLO, ONNX) is imported for: a
+    /// preset name or a machine RON file (default mncore2). A scenario names its own.
+    #[arg(long)]
+    pub machine: Option<String>,
     /// Print the sweep as JSON (what sweep.json holds) instead of the CSV or the summary.
     #[arg(long)]
     pub json: bool,
@@ -181,7 +185,8 @@ pub fn sweep(a: SweepArgs) -> Result<(), Report> {
     let total = mnsim_reports::point_count(&axes)
         .filter(|&n| n <= 1 << 24)
         .ok_or_else(|| miette!("error: the sweep has more than 2^24 points"))?;
-    let (mut sc, src) = mnsim_sim::load::load(&a.scenario)?;
+    let (mut sc, src) =
+        mnsim_sim::load::load_on(&a.scenario, &Default::default(), a.machine.as_deref())?;
     if let Some(s) = a.schedule {
         sc.schedule = match s {
             ScheduleArg::Overlapped => scenario::Schedule::Overlapped,
