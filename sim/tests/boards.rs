@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::mnsim;
 use mnsim_reports::{OpReport, Report, StageReport};
 use mnsim_sim::scenario::{self, Mode, Source};
 use std::collections::BTreeMap;
@@ -398,20 +399,6 @@ fn tensor_parallel_moves_nothing_between_boards_until_the_gather() {
     assert_eq!(down.child_bytes, 4 * 3 * (C_BYTES / 4));
     assert_eq!(down.cycles, network_cycles(3 * C_BYTES / 4, beta));
     assert_eq!(down.latency, m.networks["Node"].latency);
-}
-
-fn mnsim(args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("mnsim runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
 }
 
 #[test]

@@ -4,26 +4,12 @@
 
 mod common;
 
+use common::mnsim;
 use common::tmp::tempdir;
 use mnsim_reports::Report;
 use mnsim_sim::scenario::{self, Mode};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Runs `args` of the `mnsim` binary; its standard output.
-fn mnsim(args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("mnsim runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
 
 /// `model` (under `scenarios/workloads/`) imported for `machine` into `dir`.
 fn import(model: &str, machine: &str, dir: &Path) -> PathBuf {
@@ -111,14 +97,11 @@ fn network_bytes(r: &Report) -> u64 {
 }
 
 /// mn3_node with `boards` boards, as a machine file in `dir` (the knob
-/// `levels.Board.count` cannot change the layouts an import writes for 4).
+/// `levels.Board.count` cannot change the layouts an import writes for 4), written by
+/// `mnsim machines --ron` as the README's study writes it.
 fn node_of(boards: u64, dir: &Path) -> PathBuf {
-    let text = mnsim_arch::preset_source("mn3_node").unwrap();
-    let text = text.replace(
-        "(name: \"Board\", count: 4)",
-        &format!("(name: \"Board\", count: {boards})"),
-    );
-    assert!(text.contains(&format!("count: {boards})")));
+    let count = format!("levels.Board.count={boards}");
+    let text = mnsim(&["machines", "mn3_node", "--set", &count, "--ron"]);
     let p = dir.join(format!("mn3_node_{boards}.ron"));
     std::fs::write(&p, text).unwrap();
     p

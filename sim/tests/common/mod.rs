@@ -16,3 +16,20 @@ pub fn one_line(s: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// Runs the `mnsim` binary with `args` (no colour), which must succeed; its standard
+/// output.
+#[allow(dead_code)]
+pub fn mnsim(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("mnsim runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
