@@ -91,11 +91,12 @@ fn engine(case: &Case, per_element: bool) -> (Engine, TensorLayout) {
         let dims = case.dims[i];
         let data = (i < 2).then(|| init_data(&Init::Random { seed: i as u64 }, DType::F32, dims));
         let xla = XlaLayout::default_for(dims.len());
-        e.declare(name, DType::F32, dims.to_vec(), dims.to_vec(), xla, data)
+        e.state
+            .declare(name, DType::F32, dims.to_vec(), dims.to_vec(), xla, data)
             .unwrap();
         if i < 2 {
             let l = TensorLayout::parse(case.layouts[i], &m, Some(dims), DType::F32).unwrap();
-            e.load(e.tensor_id(name).unwrap(), l).unwrap();
+            e.load(e.state.tensor_id(name).unwrap(), l).unwrap();
         }
     }
     let c = TensorLayout::parse(case.layouts[2], &m, Some(case.dims[2]), DType::F32).unwrap();
@@ -118,12 +119,15 @@ fn bench(c: &mut Criterion) {
                         .kernel(
                             "Conv",
                             &k,
-                            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
-                            e.tensor_id("c").unwrap(),
+                            &[
+                                e.state.tensor_id("a").unwrap(),
+                                e.state.tensor_id("b").unwrap(),
+                            ],
+                            e.state.tensor_id("c").unwrap(),
                             Some(cl.clone()),
                         )
                         .unwrap();
-                    e.free(e.tensor_id("c").unwrap()).unwrap();
+                    e.state.free(e.state.tensor_id("c").unwrap()).unwrap();
                     black_box(r.cycles)
                 })
             });

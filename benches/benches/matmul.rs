@@ -43,18 +43,19 @@ fn engine(n: u64, layouts: &[&str; 3], per_element: bool) -> (Engine, TensorLayo
     let dims = [n, n];
     for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
         let data = (i < 2).then(|| init_data(&Init::Random { seed: i as u64 }, DType::F32, &dims));
-        e.declare(
-            name,
-            DType::F32,
-            dims.to_vec(),
-            dims.to_vec(),
-            XlaLayout::default_for(2),
-            data,
-        )
-        .unwrap();
+        e.state
+            .declare(
+                name,
+                DType::F32,
+                dims.to_vec(),
+                dims.to_vec(),
+                XlaLayout::default_for(2),
+                data,
+            )
+            .unwrap();
         if i < 2 {
             let l = TensorLayout::parse(layouts[i], &m, Some(&dims), DType::F32).unwrap();
-            e.load(e.tensor_id(name).unwrap(), l).unwrap();
+            e.load(e.state.tensor_id(name).unwrap(), l).unwrap();
         }
     }
     let c = TensorLayout::parse(layouts[2], &m, Some(&dims), DType::F32).unwrap();
@@ -77,11 +78,11 @@ fn bench(c: &mut Criterion) {
             let (mut e, cl) = engine(n, &layouts, per_element);
             g.bench_with_input(BenchmarkId::new(path, name), &cl, |b, cl| {
                 b.iter(|| {
-                    let [a, b, c] = ["a", "b", "c"].map(|n| e.tensor_id(n).unwrap());
+                    let [a, b, c] = ["a", "b", "c"].map(|n| e.state.tensor_id(n).unwrap());
                     let r = e
                         .kernel("MatMul", &Kernel::MatMul, &[a, b], c, Some(cl.clone()))
                         .unwrap();
-                    e.free(e.tensor_id("c").unwrap()).unwrap();
+                    e.state.free(e.state.tensor_id("c").unwrap()).unwrap();
                     black_box(r.cycles)
                 })
             });

@@ -119,9 +119,9 @@ fn bench(c: &mut Criterion) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/attention_block.ron");
     let res = &resolved(&path)[0];
     let eng = mnsim_sim::run::run(res).unwrap().engine;
-    let lm = eng.timeline.lm_capacity;
+    let lm = eng.rec.timeline.lm_capacity;
     for n in [64usize, 1024] {
-        let tasks: Vec<timeline::Task> = eng.tasks.iter().cycle().take(n).cloned().collect();
+        let tasks: Vec<timeline::Task> = eng.rec.tasks.iter().cycle().take(n).cloned().collect();
         g.throughput(Throughput::Elements(n as u64));
         for s in [Schedule::Sequential, Schedule::Overlapped] {
             g.bench_with_input(BenchmarkId::new(s.name(), n), &tasks, |b, t| {
@@ -143,7 +143,7 @@ fn bench(c: &mut Criterion) {
     let mut res = scenario::resolve(&sc, &src, plan, &[], &Default::default()).unwrap();
     res.mode = Mode::Timing;
     let eng = mnsim_sim::run::run(&res).unwrap().engine;
-    let (tasks, lm) = (eng.tasks.clone(), eng.timeline.lm_capacity);
+    let (tasks, lm) = (eng.rec.tasks.clone(), eng.rec.timeline.lm_capacity);
     g.throughput(Throughput::Elements(tasks.len() as u64));
     g.bench_function("gated MLP, default_split", |b| {
         b.iter(|| black_box(timeline::schedule(&tasks, Schedule::Overlapped, lm).total()))

@@ -52,17 +52,19 @@ fn engine(machine: &str, mode: Mode, dtype: DType, shape: [u64; 2]) -> Engine {
     let mut e = Engine::new(m, mode);
     let data =
         (mode == Mode::Functional).then(|| init_data(&Init::Random { seed: 1 }, dtype, &shape));
-    e.declare(
-        "x",
-        dtype,
-        shape.to_vec(),
-        shape.to_vec(),
-        XlaLayout::default_for(2),
-        data,
-    )
-    .unwrap();
+    e.state
+        .declare(
+            "x",
+            dtype,
+            shape.to_vec(),
+            shape.to_vec(),
+            XlaLayout::default_for(2),
+            data,
+        )
+        .unwrap();
     if mode == Mode::Timing {
-        e.set_in_dram(e.tensor_id("x").unwrap(), XlaLayout::default_for(2));
+        e.state
+            .set_in_dram(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2));
     }
     e
 }
@@ -92,8 +94,12 @@ fn bench(c: &mut Criterion) {
             &layout,
             |b, l| {
                 b.iter(|| {
-                    e.free(e.tensor_id("x").unwrap()).unwrap();
-                    black_box(e.load(e.tensor_id("x").unwrap(), l.clone()).unwrap().cycles)
+                    e.state.free(e.state.tensor_id("x").unwrap()).unwrap();
+                    black_box(
+                        e.load(e.state.tensor_id("x").unwrap(), l.clone())
+                            .unwrap()
+                            .cycles,
+                    )
                 })
             },
         );
@@ -103,7 +109,7 @@ fn bench(c: &mut Criterion) {
             |b, _| {
                 b.iter(|| {
                     black_box(
-                        e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+                        e.store(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2))
                             .unwrap()
                             .cycles,
                     )
@@ -115,14 +121,18 @@ fn bench(c: &mut Criterion) {
         let mut e = engine(machine, Mode::Timing, dtype, shape);
         g.bench_with_input(BenchmarkId::new("timing_load", name), &layout, |b, l| {
             b.iter(|| {
-                e.free(e.tensor_id("x").unwrap()).unwrap();
-                black_box(e.load(e.tensor_id("x").unwrap(), l.clone()).unwrap().cycles)
+                e.state.free(e.state.tensor_id("x").unwrap()).unwrap();
+                black_box(
+                    e.load(e.state.tensor_id("x").unwrap(), l.clone())
+                        .unwrap()
+                        .cycles,
+                )
             })
         });
         g.bench_with_input(BenchmarkId::new("timing_store", name), &layout, |b, _| {
             b.iter(|| {
                 black_box(
-                    e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+                    e.store(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2))
                         .unwrap()
                         .cycles,
                 )
@@ -131,12 +141,13 @@ fn bench(c: &mut Criterion) {
         // The planner's engine: the same charge in closed form from the layout's
         // per-level choices (net::cost_product), no per-PE facts.
         let mut e = engine(machine, Mode::Timing, dtype, shape);
-        e.set_measuring(true);
-        e.load(e.tensor_id("x").unwrap(), layout.clone()).unwrap();
+        e.rec.kind = mnsim_sim::engine::Recording::Measure(Box::default());
+        e.load(e.state.tensor_id("x").unwrap(), layout.clone())
+            .unwrap();
         g.bench_with_input(BenchmarkId::new("measured_store", name), &layout, |b, _| {
             b.iter(|| {
                 black_box(
-                    e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+                    e.store(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2))
                         .unwrap()
                         .cycles,
                 )

@@ -236,13 +236,15 @@ fn the_memory_estimate_counts_every_time_step_lm_keeps() {
     let mut timing = res.clone();
     timing.mode = mnsim_sim::scenario::Mode::Timing;
     let dry = mnsim_sim::run::run(&timing).unwrap();
-    let lm = dry.engine.lm_high_water_bytes();
+    let lm = dry.engine.state.lm_high_water_bytes();
     assert_eq!(lm, 2 * 64 * 4, "x and y, 64 words of 4 bytes each per PE");
     let est = mnsim_sim::memory::estimate(&res, lm).unwrap();
     let mut real = mnsim_sim::run::run(&res).unwrap().engine;
     let held: u64 = {
-        let mut q = real.sw.world.query::<&mnsim_sim::world::Lm>();
-        q.iter(&real.sw.world).map(|l| l.data.len() as u64).sum()
+        let mut q = real.state.sw.world.query::<&mnsim_sim::world::Lm>();
+        q.iter(&real.state.sw.world)
+            .map(|l| l.data.len() as u64)
+            .sum()
     };
     assert_eq!(est.lm, held);
     assert_eq!(est.dram, 2 * 64 * 4 * 4);

@@ -7,7 +7,7 @@
 
 mod common;
 
-use mnsim_sim::engine::Engine;
+use mnsim_sim::engine::{Engine, Recording};
 use mnsim_sim::run::{RunOutput, run_on};
 use mnsim_sim::scenario::{self, Resolved, Schedule};
 use std::path::Path;
@@ -18,7 +18,9 @@ use std::path::Path;
 fn check(res: &Resolved, what: &str) -> Option<(u64, u64)> {
     let engine = |measuring: bool| {
         let mut e = Engine::with_schedule(res.machine.clone(), res.mode, res.schedule);
-        e.set_measuring(measuring);
+        if measuring {
+            e.rec.kind = Recording::Measure(Box::default());
+        }
         e
     };
     let reference = run_on(res, engine(false), &mut |_, _| {});
@@ -36,8 +38,8 @@ fn check(res: &Resolved, what: &str) -> Option<(u64, u64)> {
         ),
     };
     let (a, b) = (&reference.engine, &closed.engine);
-    assert_eq!(a.ops.len(), b.ops.len(), "{what}");
-    for (k, (x, y)) in a.ops.iter().zip(&b.ops).enumerate() {
+    assert_eq!(a.rec.ops.len(), b.rec.ops.len(), "{what}");
+    for (k, (x, y)) in a.rec.ops.iter().zip(&b.rec.ops).enumerate() {
         assert_eq!(
             (x.cycles, x.start, x.end),
             (y.cycles, y.start, y.end),
@@ -46,8 +48,8 @@ fn check(res: &Resolved, what: &str) -> Option<(u64, u64)> {
             x.tensor
         );
     }
-    assert_eq!(a.records, b.records, "{what}: typed stages");
-    assert_eq!(a.tasks, b.tasks, "{what}: tasks");
+    assert_eq!(a.rec.records, b.rec.records, "{what}: typed stages");
+    assert_eq!(a.rec.tasks, b.rec.tasks, "{what}: tasks");
     assert_eq!(
         reference.report.total_cycles, closed.report.total_cycles,
         "{what}"

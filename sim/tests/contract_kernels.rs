@@ -297,18 +297,19 @@ fn run(
         let rt = dims(axes, &|x| case.runtime(x));
         let dt = case.dtypes[i];
         let data = (i < 2).then(|| init_data(&Init::Random { seed: 7 + i as u64 }, dt, &rt));
-        e.declare(
-            name,
-            dt,
-            logical.clone(),
-            rt.clone(),
-            XlaLayout::default_for(rt.len()),
-            data,
-        )
-        .unwrap();
+        e.state
+            .declare(
+                name,
+                dt,
+                logical.clone(),
+                rt.clone(),
+                XlaLayout::default_for(rt.len()),
+                data,
+            )
+            .unwrap();
         let l = TensorLayout::parse(&layouts[i], m, Some(&logical), dt).ok()?;
         if i < 2 {
-            e.load(e.tensor_id(name).unwrap(), l).ok()?;
+            e.load(e.state.tensor_id(name).unwrap(), l).ok()?;
         }
     }
     let l = TensorLayout::parse(
@@ -322,18 +323,26 @@ fn run(
         .kernel(
             "K",
             &case.kernel,
-            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
-            e.tensor_id("out").unwrap(),
+            &[
+                e.state.tensor_id("a").unwrap(),
+                e.state.tensor_id("b").unwrap(),
+            ],
+            e.state.tensor_id("out").unwrap(),
             Some(l),
         )
         .ok()?;
-    let partial = e.tensors[e.tensor_id("out").unwrap()]
+    let partial = e.state.tensors[e.state.tensor_id("out").unwrap()]
         .lm
         .as_ref()
         .unwrap()
         .partial
         .clone();
-    Some((out_bytes(&mut e), partial, format!("{rep:?}"), e.sw.clock()))
+    Some((
+        out_bytes(&mut e),
+        partial,
+        format!("{rep:?}"),
+        e.state.sw.clock(),
+    ))
 }
 
 #[test]

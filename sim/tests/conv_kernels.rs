@@ -335,31 +335,34 @@ fn a_spatial_split_names_the_halo_through_the_engine() {
             "((4), (4), (3), (3); B@[L2B,L1B,MAB,PE])",
         ),
     ] {
-        e.declare(
-            name,
-            dtype,
-            dims.clone(),
-            dims.clone(),
-            XlaLayout::default_for(4),
-            None,
-        )
-        .unwrap();
-        e.set_in_dram(e.tensor_id(name).unwrap(), XlaLayout::default_for(4));
+        e.state
+            .declare(
+                name,
+                dtype,
+                dims.clone(),
+                dims.clone(),
+                XlaLayout::default_for(4),
+                None,
+            )
+            .unwrap();
+        e.state
+            .set_in_dram(e.state.tensor_id(name).unwrap(), XlaLayout::default_for(4));
         e.load(
-            e.tensor_id(name).unwrap(),
+            e.state.tensor_id(name).unwrap(),
             TensorLayout::parse(layout, &m, Some(&dims), dtype).unwrap(),
         )
         .unwrap();
     }
-    e.declare(
-        "y",
-        dtype,
-        vec![1, 4, 8, 8],
-        vec![1, 4, 8, 8],
-        XlaLayout::default_for(4),
-        None,
-    )
-    .unwrap();
+    e.state
+        .declare(
+            "y",
+            dtype,
+            vec![1, 4, 8, 8],
+            vec![1, 4, 8, 8],
+            XlaLayout::default_for(4),
+            None,
+        )
+        .unwrap();
     let yl = TensorLayout::parse(
         "((1), (4), (2_L2B, 4), (8); B@[L1B,MAB,PE])",
         &m,
@@ -371,8 +374,11 @@ fn a_spatial_split_names_the_halo_through_the_engine() {
         .kernel(
             "conv",
             &Kernel::Conv(c),
-            &[e.tensor_id("x").unwrap(), e.tensor_id("w").unwrap()],
-            e.tensor_id("y").unwrap(),
+            &[
+                e.state.tensor_id("x").unwrap(),
+                e.state.tensor_id("w").unwrap(),
+            ],
+            e.state.tensor_id("y").unwrap(),
             Some(yl),
         )
         .unwrap_err()

@@ -188,11 +188,12 @@ fn run(
         let (dims, dt) = (&case.dims[i], case.dtypes[i]);
         let data = (i < 2).then(|| init_data(&Init::Random { seed: 7 + i as u64 }, dt, dims));
         let xla = XlaLayout::default_for(dims.len());
-        e.declare(name, dt, dims.clone(), dims.clone(), xla, data)
+        e.state
+            .declare(name, dt, dims.clone(), dims.clone(), xla, data)
             .unwrap();
         let l = TensorLayout::parse(&case.layouts[i], m, Some(dims), dt).ok()?;
         if i < 2 {
-            e.load(e.tensor_id(name).unwrap(), l).ok()?;
+            e.load(e.state.tensor_id(name).unwrap(), l).ok()?;
         } else {
             out = Some(l);
         }
@@ -201,17 +202,25 @@ fn run(
         .kernel(
             "K",
             &case.kernel,
-            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
-            e.tensor_id("out").unwrap(),
+            &[
+                e.state.tensor_id("a").unwrap(),
+                e.state.tensor_id("b").unwrap(),
+            ],
+            e.state.tensor_id("out").unwrap(),
             out,
         )
         .ok()?;
-    let partial = e.tensors[e.tensor_id("out").unwrap()]
+    let partial = e.state.tensors[e.state.tensor_id("out").unwrap()]
         .lm
         .as_ref()?
         .partial
         .clone();
-    Some((out_bytes(&mut e), partial, format!("{rep:?}"), e.sw.clock()))
+    Some((
+        out_bytes(&mut e),
+        partial,
+        format!("{rep:?}"),
+        e.state.sw.clock(),
+    ))
 }
 
 #[test]

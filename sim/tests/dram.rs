@@ -8,18 +8,19 @@ use mnsim_sim::engine::{Engine, Mode};
 fn dram_cycles(layout: &str, xla: XlaLayout) -> u64 {
     let m = preset("mncore2").unwrap();
     let mut e = Engine::new(m.clone(), Mode::Timing);
-    e.declare(
-        "x",
-        DType::F32,
-        vec![256, 256],
-        vec![256, 256],
-        xla.clone(),
-        None,
-    )
-    .unwrap();
-    e.set_in_dram(e.tensor_id("x").unwrap(), xla);
+    e.state
+        .declare(
+            "x",
+            DType::F32,
+            vec![256, 256],
+            vec![256, 256],
+            xla.clone(),
+            None,
+        )
+        .unwrap();
+    e.state.set_in_dram(e.state.tensor_id("x").unwrap(), xla);
     let l = TensorLayout::parse(layout, &m, Some(&[256, 256]), DType::F32).unwrap();
-    let r = e.load(e.tensor_id("x").unwrap(), l).unwrap();
+    let r = e.load(e.state.tensor_id("x").unwrap(), l).unwrap();
     r.stages
         .iter()
         .find(|s| s.level == "DRAM")

@@ -253,16 +253,17 @@ fn run(m: &Machine, steps: &[Step]) -> Engine {
     let name = |i: usize| format!("t{i}");
     for i in 0..4 {
         let xla = XlaLayout::default_for(2);
-        e.declare(
-            &name(i),
-            DType::F32,
-            dims.to_vec(),
-            dims.to_vec(),
-            xla.clone(),
-            None,
-        )
-        .unwrap();
-        e.set_in_dram(tid(i), xla);
+        e.state
+            .declare(
+                &name(i),
+                DType::F32,
+                dims.to_vec(),
+                dims.to_vec(),
+                xla.clone(),
+                None,
+            )
+            .unwrap();
+        e.state.set_in_dram(tid(i), xla);
     }
     let bind = |t: &str| TensorLayout::parse(t, m, Some(&dims), DType::F32).unwrap();
     for s in steps {
@@ -299,8 +300,8 @@ fn run(m: &Machine, steps: &[Step]) -> Engine {
 /// The run's joules on machine `m`, computed by the energy systems on the engine's world.
 fn joules(e: &mut Engine, m: &Machine) -> (f64, Vec<f64>) {
     let ops: Vec<OpTraffic> = energy::run_ops(e);
-    let total = e.sw.clock();
-    let (r, per_op) = energy::compute(&mut e.sw, m, ops, total);
+    let total = e.state.sw.clock();
+    let (r, per_op) = energy::compute(&mut e.state.sw, m, ops, total);
     (r.total_j, per_op)
 }
 

@@ -622,23 +622,24 @@ fn select_with_a_boolean_mask_and_a_scalar() {
                        vals: Vec<u8>,
                        layout: &str| {
                 let data = (mode == Mode::Functional).then_some(vals);
-                e.declare(
-                    name,
-                    dtype,
-                    dims.to_vec(),
-                    dims.to_vec(),
-                    XlaLayout::default_for(dims.len()),
-                    data,
-                )
-                .unwrap();
+                e.state
+                    .declare(
+                        name,
+                        dtype,
+                        dims.to_vec(),
+                        dims.to_vec(),
+                        XlaLayout::default_for(dims.len()),
+                        data,
+                    )
+                    .unwrap();
                 if mode == Mode::Timing {
-                    e.set_in_dram(
-                        e.tensor_id(name).unwrap(),
+                    e.state.set_in_dram(
+                        e.state.tensor_id(name).unwrap(),
                         XlaLayout::default_for(dims.len()),
                     );
                 }
                 let l = TensorLayout::parse(layout, &m, Some(dims), dtype).unwrap();
-                e.load(e.tensor_id(name).unwrap(), l).unwrap();
+                e.load(e.state.tensor_id(name).unwrap(), l).unwrap();
             };
             put(&mut e, "cond", DType::Pred, &[1, 12], mask.clone(), lc);
             put(&mut e, "a", DType::F32, &[8, 12], bytes(&a), la);
@@ -650,32 +651,36 @@ fn select_with_a_boolean_mask_and_a_scalar() {
                 bytes(&[-9.0]),
                 "((1)) B@[L2B,L1B,MAB,PE]",
             );
-            e.declare(
-                "out",
-                DType::F32,
-                vec![8, 12],
-                vec![8, 12],
-                XlaLayout::default_for(2),
-                None,
-            )
-            .unwrap();
+            e.state
+                .declare(
+                    "out",
+                    DType::F32,
+                    vec![8, 12],
+                    vec![8, 12],
+                    XlaLayout::default_for(2),
+                    None,
+                )
+                .unwrap();
             let ol = TensorLayout::parse(lo, &m, Some(&[8, 12]), DType::F32).unwrap();
             let rep = e
                 .kernel(
                     "Select",
                     &Kernel::Select,
                     &[
-                        e.tensor_id("cond").unwrap(),
-                        e.tensor_id("a").unwrap(),
-                        e.tensor_id("b").unwrap(),
+                        e.state.tensor_id("cond").unwrap(),
+                        e.state.tensor_id("a").unwrap(),
+                        e.state.tensor_id("b").unwrap(),
                     ],
-                    e.tensor_id("out").unwrap(),
+                    e.state.tensor_id("out").unwrap(),
                     Some(ol),
                 )
                 .unwrap();
-            e.store(e.tensor_id("out").unwrap(), XlaLayout::default_for(2))
+            e.store(e.state.tensor_id("out").unwrap(), XlaLayout::default_for(2))
                 .unwrap();
-            results.push((rep.cycles, e.dram_row_major(e.tensor_id("out").unwrap())));
+            results.push((
+                rep.cycles,
+                e.state.dram_row_major(e.state.tensor_id("out").unwrap()),
+            ));
         }
         assert_eq!(results[0].0, results[1].0, "timing = functional");
         let got: Vec<f64> = results[0]
@@ -715,34 +720,39 @@ fn engine_error(
 ) -> String {
     let mut e = Engine::new(m.clone(), Mode::Timing);
     for (name, dims, layout) in ins {
-        e.declare(
-            name,
-            DType::F32,
-            dims.to_vec(),
-            dims.to_vec(),
-            XlaLayout::default_for(dims.len()),
-            None,
-        )
-        .unwrap();
-        e.set_in_dram(
-            e.tensor_id(name).unwrap(),
+        e.state
+            .declare(
+                name,
+                DType::F32,
+                dims.to_vec(),
+                dims.to_vec(),
+                XlaLayout::default_for(dims.len()),
+                None,
+            )
+            .unwrap();
+        e.state.set_in_dram(
+            e.state.tensor_id(name).unwrap(),
             XlaLayout::default_for(dims.len()),
         );
         let l = TensorLayout::parse(layout, m, Some(dims), DType::F32).unwrap();
-        e.load(e.tensor_id(name).unwrap(), l).unwrap();
+        e.load(e.state.tensor_id(name).unwrap(), l).unwrap();
     }
-    e.declare(
-        "out",
-        DType::F32,
-        out_dims.to_vec(),
-        out_dims.to_vec(),
-        XlaLayout::default_for(out_dims.len()),
-        None,
-    )
-    .unwrap();
+    e.state
+        .declare(
+            "out",
+            DType::F32,
+            out_dims.to_vec(),
+            out_dims.to_vec(),
+            XlaLayout::default_for(out_dims.len()),
+            None,
+        )
+        .unwrap();
     let ol = TensorLayout::parse(out_layout, m, Some(out_dims), DType::F32).unwrap();
-    let ids: Vec<_> = ins.iter().map(|i| e.tensor_id(i.0).unwrap()).collect();
-    let out = e.tensor_id("out").unwrap();
+    let ids: Vec<_> = ins
+        .iter()
+        .map(|i| e.state.tensor_id(i.0).unwrap())
+        .collect();
+    let out = e.state.tensor_id("out").unwrap();
     e.kernel("K", k, &ids, out, Some(ol))
         .expect_err("must be illegal")
         .to_string()

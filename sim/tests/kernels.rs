@@ -225,43 +225,50 @@ fn illegal_combinations_say_which_relayout_fixes_them() {
         ("b", vec![16u64, 8], "((16:4), (2_L1B, 4:1)) B@[L2B,MAB,PE]"),
         ("x", vec![8u64, 16], "((8:16), (2_PE, 8:1)) B@[L2B,L1B,MAB]"),
     ] {
-        e.declare(
-            n,
+        e.state
+            .declare(
+                n,
+                DType::F32,
+                d.clone(),
+                d.clone(),
+                XlaLayout::default_for(2),
+                None,
+            )
+            .unwrap();
+        e.state
+            .set_in_dram(e.state.tensor_id(n).unwrap(), XlaLayout::default_for(2));
+        e.load(e.state.tensor_id(n).unwrap(), lay(l, &d)).unwrap();
+    }
+    e.state
+        .declare(
+            "c",
             DType::F32,
-            d.clone(),
-            d.clone(),
+            vec![8, 8],
+            vec![8, 8],
             XlaLayout::default_for(2),
             None,
         )
         .unwrap();
-        e.set_in_dram(e.tensor_id(n).unwrap(), XlaLayout::default_for(2));
-        e.load(e.tensor_id(n).unwrap(), lay(l, &d)).unwrap();
-    }
-    e.declare(
-        "c",
-        DType::F32,
-        vec![8, 8],
-        vec![8, 8],
-        XlaLayout::default_for(2),
-        None,
-    )
-    .unwrap();
-    e.declare(
-        "p",
-        DType::F32,
-        vec![8, 16],
-        vec![8, 16],
-        XlaLayout::default_for(2),
-        None,
-    )
-    .unwrap();
+    e.state
+        .declare(
+            "p",
+            DType::F32,
+            vec![8, 16],
+            vec![8, 16],
+            XlaLayout::default_for(2),
+            None,
+        )
+        .unwrap();
     // a's contraction is split over L1B, b is split over L1B by its columns.
     let err = e
         .kernel(
             "MatMul",
             &Kernel::MatMul,
-            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
-            e.tensor_id("c").unwrap(),
+            &[
+                e.state.tensor_id("a").unwrap(),
+                e.state.tensor_id("b").unwrap(),
+            ],
+            e.state.tensor_id("c").unwrap(),
             Some(lay("((2_L2B, 2_MAB, 2:8), (8:1)) B@[L1B,PE]", &[8, 8])),
         )
         .unwrap_err();
@@ -277,8 +284,8 @@ fn illegal_combinations_say_which_relayout_fixes_them() {
         .kernel(
             "Softmax",
             &Kernel::Softmax { axis: 1 },
-            &[e.tensor_id("x").unwrap()],
-            e.tensor_id("p").unwrap(),
+            &[e.state.tensor_id("x").unwrap()],
+            e.state.tensor_id("p").unwrap(),
             None,
         )
         .unwrap_err();
@@ -288,7 +295,7 @@ fn illegal_combinations_say_which_relayout_fixes_them() {
         "{err}"
     );
     // Nothing was charged for the failed kernels.
-    assert_eq!(e.ops.len(), 3);
+    assert_eq!(e.rec.ops.len(), 3);
 }
 
 /// An error keeps its kind: a tensor LM cannot hold is `LmFull` (the planner relayouts
@@ -308,19 +315,21 @@ fn an_error_keeps_its_kind() {
     )
     .unwrap();
     for t in ["x", "y"] {
-        e.declare(
-            t,
-            DType::F32,
-            vec![n],
-            vec![n],
-            XlaLayout::default_for(1),
-            None,
-        )
-        .unwrap();
-        e.set_in_dram(e.tensor_id(t).unwrap(), XlaLayout::default_for(1));
+        e.state
+            .declare(
+                t,
+                DType::F32,
+                vec![n],
+                vec![n],
+                XlaLayout::default_for(1),
+                None,
+            )
+            .unwrap();
+        e.state
+            .set_in_dram(e.state.tensor_id(t).unwrap(), XlaLayout::default_for(1));
     }
-    e.load(e.tensor_id("x").unwrap(), l.clone()).unwrap();
-    let err = e.load(e.tensor_id("y").unwrap(), l).unwrap_err();
+    e.load(e.state.tensor_id("x").unwrap(), l.clone()).unwrap();
+    let err = e.load(e.state.tensor_id("y").unwrap(), l).unwrap_err();
     assert!(err.is_lm_full(), "{err:?}");
     assert!(err.kernel().is_none());
     assert!(err.to_string().contains("LM words"), "{err}");
@@ -411,39 +420,48 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
         ] {
             let data = (mode == Mode::Functional)
                 .then(|| init_data(&Init::Random { seed }, DType::F32, &d));
-            e.declare(
-                n,
-                DType::F32,
-                d.to_vec(),
-                d.to_vec(),
-                XlaLayout::default_for(2),
-                data,
-            )
-            .unwrap();
-            e.set_in_dram(e.tensor_id(n).unwrap(), XlaLayout::default_for(2));
-            e.load(e.tensor_id(n).unwrap(), lay(l, &d)).unwrap();
+            e.state
+                .declare(
+                    n,
+                    DType::F32,
+                    d.to_vec(),
+                    d.to_vec(),
+                    XlaLayout::default_for(2),
+                    data,
+                )
+                .unwrap();
+            e.state
+                .set_in_dram(e.state.tensor_id(n).unwrap(), XlaLayout::default_for(2));
+            e.load(e.state.tensor_id(n).unwrap(), lay(l, &d)).unwrap();
         }
         for n in ["c", "r"] {
-            e.declare(
-                n,
-                DType::F32,
-                vec![8, 8],
-                vec![8, 8],
-                XlaLayout::default_for(2),
-                None,
-            )
-            .unwrap();
+            e.state
+                .declare(
+                    n,
+                    DType::F32,
+                    vec![8, 8],
+                    vec![8, 8],
+                    XlaLayout::default_for(2),
+                    None,
+                )
+                .unwrap();
         }
         let c = lay("((2_L2B, 2_MAB, 2:8), (8:1)) B@[L1B,PE]", &[8, 8]);
         e.kernel(
             "MatMul",
             &Kernel::MatMul,
-            &[e.tensor_id("a").unwrap(), e.tensor_id("b").unwrap()],
-            e.tensor_id("c").unwrap(),
+            &[
+                e.state.tensor_id("a").unwrap(),
+                e.state.tensor_id("b").unwrap(),
+            ],
+            e.state.tensor_id("c").unwrap(),
             Some(c),
         )
         .unwrap();
-        let r = e.tensors[e.tensor_id("c").unwrap()].lm.as_ref().unwrap();
+        let r = e.state.tensors[e.state.tensor_id("c").unwrap()]
+            .lm
+            .as_ref()
+            .unwrap();
         assert_eq!(
             r.partial
                 .iter()
@@ -453,7 +471,7 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
         );
         // Storing it, moving it or computing on it before the Reduce: errors that say so.
         let err = e
-            .store(e.tensor_id("c").unwrap(), XlaLayout::default_for(2))
+            .store(e.state.tensor_id("c").unwrap(), XlaLayout::default_for(2))
             .unwrap_err();
         assert!(
             err.to_string().contains("partial")
@@ -465,8 +483,8 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
             .kernel(
                 "Unary",
                 &Kernel::Unary(UnaryOp::Relu),
-                &[e.tensor_id("c").unwrap()],
-                e.tensor_id("r").unwrap(),
+                &[e.state.tensor_id("c").unwrap()],
+                e.state.tensor_id("r").unwrap(),
                 None,
             )
             .unwrap_err();
@@ -475,17 +493,22 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
             "{err}"
         );
         // After the Reduce, both work.
-        e.reduce(e.tensor_id("c").unwrap(), "L1B", elem::Combine::Add, None)
-            .unwrap();
-        e.kernel(
-            "Unary",
-            &Kernel::Unary(UnaryOp::Relu),
-            &[e.tensor_id("c").unwrap()],
-            e.tensor_id("r").unwrap(),
+        e.reduce(
+            e.state.tensor_id("c").unwrap(),
+            "L1B",
+            elem::Combine::Add,
             None,
         )
         .unwrap();
-        e.store(e.tensor_id("c").unwrap(), XlaLayout::default_for(2))
+        e.kernel(
+            "Unary",
+            &Kernel::Unary(UnaryOp::Relu),
+            &[e.state.tensor_id("c").unwrap()],
+            e.state.tensor_id("r").unwrap(),
+            None,
+        )
+        .unwrap();
+        e.store(e.state.tensor_id("c").unwrap(), XlaLayout::default_for(2))
             .unwrap();
     }
 }

@@ -155,7 +155,7 @@ fn run_file(path: &Path, verify_cap: (u64, u64)) -> Outcome {
     let (flop, lm_bytes) = match resolve(Mode::Timing).and_then(|r| run(&r)) {
         Err(e) => return Outcome::Blocked(blocker(&e)),
         Ok(o) => {
-            if let Err(e) = flop_energy(&o.report, &sc, &o.engine.machine) {
+            if let Err(e) = flop_energy(&o.report, &sc, &o.engine.state.machine) {
                 return Outcome::Panicked(format!("FLOP energy: {e}"));
             }
             if let Err(e) = common::energy::power_windows(&o.report) {
@@ -163,7 +163,7 @@ fn run_file(path: &Path, verify_cap: (u64, u64)) -> Outcome {
             }
             (
                 o.report.ops.iter().filter_map(|o| o.flops).sum::<u64>(),
-                o.engine.lm_high_water_bytes(),
+                o.engine.state.lm_high_water_bytes(),
             )
         }
     };

@@ -46,43 +46,50 @@ fn run(
         let data = (mode == Mode::Functional)
             .then(|| init_data(&Init::Random { seed: i.seed }, i.dtype, &i.dims));
         let xla = XlaLayout::default_for(i.dims.len());
-        e.declare(
-            &name,
-            i.dtype,
-            i.dims.clone(),
-            i.dims.clone(),
-            xla.clone(),
-            data,
-        )
-        .unwrap();
+        e.state
+            .declare(
+                &name,
+                i.dtype,
+                i.dims.clone(),
+                i.dims.clone(),
+                xla.clone(),
+                data,
+            )
+            .unwrap();
         if mode == Mode::Timing {
-            e.set_in_dram(e.tensor_id(&name).unwrap(), xla);
+            e.state.set_in_dram(e.state.tensor_id(&name).unwrap(), xla);
         }
         let l = TensorLayout::parse(i.layout, m, Some(&i.dims), i.dtype)
             .unwrap_or_else(|err| panic!("{}: {err}", i.layout));
-        e.load(e.tensor_id(&name).unwrap(), l).unwrap();
+        e.load(e.state.tensor_id(&name).unwrap(), l).unwrap();
         names.push(name);
     }
     let shapes: Vec<&[u64]> = ins.iter().map(|i| i.dims.as_slice()).collect();
     let out_dims = mnsim_kernels::output_shape(k, &shapes).unwrap();
     let xla = XlaLayout::default_for(out_dims.len());
-    e.declare(
-        "out",
-        out_dtype,
-        out_dims.clone(),
-        out_dims.clone(),
-        xla.clone(),
-        None,
-    )
-    .unwrap();
+    e.state
+        .declare(
+            "out",
+            out_dtype,
+            out_dims.clone(),
+            out_dims.clone(),
+            xla.clone(),
+            None,
+        )
+        .unwrap();
     let ol = TensorLayout::parse(out_layout, m, Some(&out_dims), out_dtype).unwrap();
-    let refs: Vec<_> = (names.iter()).map(|n| e.tensor_id(n).unwrap()).collect();
-    let out = e.tensor_id("out").unwrap();
+    let refs: Vec<_> = (names.iter())
+        .map(|n| e.state.tensor_id(n).unwrap())
+        .collect();
+    let out = e.state.tensor_id("out").unwrap();
     let rep = e
         .kernel("K", k, &refs, out, Some(ol))
         .unwrap_or_else(|err| panic!("{k:?}: {err}"));
     let partial: Vec<String> = {
-        let r = e.tensors[e.tensor_id("out").unwrap()].lm.as_ref().unwrap();
+        let r = e.state.tensors[e.state.tensor_id("out").unwrap()]
+            .lm
+            .as_ref()
+            .unwrap();
         r.partial
             .iter()
             .rev()
@@ -90,15 +97,23 @@ fn run(
             .collect()
     };
     for lv in partial {
-        e.reduce(e.tensor_id("out").unwrap(), &lv, elem::Combine::Add, None)
-            .unwrap();
+        e.reduce(
+            e.state.tensor_id("out").unwrap(),
+            &lv,
+            elem::Combine::Add,
+            None,
+        )
+        .unwrap();
     }
-    e.store(e.tensor_id("out").unwrap(), xla).unwrap();
-    let vals = e.dram_row_major(e.tensor_id("out").unwrap()).map(|b| {
-        b.chunks_exact(out_dtype.bytes() as usize)
-            .map(|c| elem::read(out_dtype, c))
-            .collect()
-    });
+    e.store(e.state.tensor_id("out").unwrap(), xla).unwrap();
+    let vals = e
+        .state
+        .dram_row_major(e.state.tensor_id("out").unwrap())
+        .map(|b| {
+            b.chunks_exact(out_dtype.bytes() as usize)
+                .map(|c| elem::read(out_dtype, c))
+                .collect()
+        });
     (vals, rep.cycles)
 }
 

@@ -8,7 +8,7 @@
 
 use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::{BinaryOp, Kernel, UnaryOp};
-use mnsim_sim::engine::{Engine, Mode};
+use mnsim_sim::engine::{Engine, Mode, OpSettings};
 use mnsim_sim::run::{SplitMix, init_data};
 use mnsim_sim::scenario::{Init, Schedule};
 use mnsim_sim::timeline::{self, Cause};
@@ -118,27 +118,31 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
     let m = machine();
     let ls: Vec<TensorLayout> = layouts(time).iter().map(|t| bind(&m, t)).collect();
     let mut e = Engine::with_schedule(m, mode, schedule);
-    e.sw.log_bookings();
+    e.state.sw.log_bookings();
     for i in 0..TENSORS {
         let xla = XlaLayout::default_for(2);
         let data = (mode == Mode::Functional)
             .then(|| init_data(&Init::Random { seed: i as u64 }, DType::F32, &DIMS));
-        e.declare(
-            &name(i),
-            DType::F32,
-            DIMS.to_vec(),
-            DIMS.to_vec(),
-            xla.clone(),
-            data,
-        )
-        .ok()?;
-        e.set_in_dram(tid(i), xla);
+        e.state
+            .declare(
+                &name(i),
+                DType::F32,
+                DIMS.to_vec(),
+                DIMS.to_vec(),
+                xla.clone(),
+                data,
+            )
+            .ok()?;
+        e.state.set_in_dram(tid(i), xla);
     }
     for s in steps {
         let ok = match s {
             Step::Load(t, l, b) => {
-                e.buffers = *b;
-                e.load(tid(*t), ls[*l].clone()).is_ok()
+                let s = OpSettings {
+                    buffers: *b,
+                    legality: None,
+                };
+                e.op(s).load(tid(*t), ls[*l].clone()).is_ok()
             }
             Step::Unary(a, o) => e
                 .kernel(
@@ -162,7 +166,7 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
                 .relayout("Relayout", tid(*a), ls[*l].clone(), None)
                 .is_ok(),
             Step::Store(a) => e.store(tid(*a), XlaLayout::default_for(2)).is_ok(),
-            Step::Free(a) => e.free(tid(*a)).is_ok(),
+            Step::Free(a) => e.state.free(tid(*a)).is_ok(),
         };
         if !ok {
             return None;
@@ -173,7 +177,7 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
 }
 
 fn spans(e: &Engine) -> Vec<(u64, u64)> {
-    e.ops.iter().map(|o| (o.start, o.end)).collect()
+    e.rec.ops.iter().map(|o| (o.start, o.end)).collect()
 }
 
 fn config() -> ProptestConfig {
@@ -199,29 +203,29 @@ proptest! {
         let seq = seq.unwrap();
         let ovl = run(&steps, time, Mode::Timing, Schedule::Overlapped).expect("runs as sequential did");
         let what = format!("{steps:?}");
-        let sum: u64 = seq.ops.iter().map(|o| o.cycles).sum();
-        prop_assert_eq!(seq.sw.clock(), sum, "{}", what);
-        prop_assert!(ovl.sw.clock() <= seq.sw.clock(), "{}: {} > {}", what, ovl.sw.clock(), seq.sw.clock());
+        let sum: u64 = seq.rec.ops.iter().map(|o| o.cycles).sum();
+        prop_assert_eq!(seq.state.sw.clock(), sum, "{}", what);
+        prop_assert!(ovl.state.sw.clock() <= seq.state.sw.clock(), "{}: {} > {}", what, ovl.state.sw.clock(), seq.state.sw.clock());
         // Every op costs the same under both (its task, re-sent slices included); only
         // where it sits differs, and a stream's ops may stretch over their slices.
-        for (a, b) in seq.ops.iter().zip(&ovl.ops) {
+        for (a, b) in seq.rec.ops.iter().zip(&ovl.rec.ops) {
             prop_assert_eq!(&a.stages, &b.stages);
         }
-        prop_assert_eq!(&seq.tasks, &ovl.tasks, "{}", what);
-        for (o, t) in seq.ops.iter().zip(&seq.tasks) {
+        prop_assert_eq!(&seq.rec.tasks, &ovl.rec.tasks, "{}", what);
+        for (o, t) in seq.rec.ops.iter().zip(&seq.rec.tasks) {
             prop_assert_eq!(o.cycles, t.cycles);
         }
         // No resource is held for longer than the run (compute units included): the
         // compute of any one unit is serial, though a kernel's steps may run in the
         // pauses of another's walk. Every compute hold of the tasks (a kernel's slice
         // computed again for a re-send included) is in its unit's busy cycles.
-        for u in &ovl.timeline.resources {
-            prop_assert!(u.busy_cycles <= ovl.sw.clock(), "{}: {:?}", what, u);
+        for u in &ovl.rec.timeline.resources {
+            prop_assert!(u.busy_cycles <= ovl.state.sw.clock(), "{}: {:?}", what, u);
             if u.resource.is_compute() {
-                let resent = (ovl.tasks.iter().flat_map(|t| &t.walk))
+                let resent = (ovl.rec.tasks.iter().flat_map(|t| &t.walk))
                     .flat_map(|w| &w.inputs)
                     .flat_map(|i| i.resend_holds());
-                let held: u64 = (ovl.tasks.iter().flat_map(|t| t.holds.iter().copied()))
+                let held: u64 = (ovl.rec.tasks.iter().flat_map(|t| t.holds.iter().copied()))
                     .chain(resent)
                     .filter(|h| h.resource == u.resource)
                     .map(|h| h.cycles)
@@ -230,13 +234,13 @@ proptest! {
             }
         }
         // The exposed cycles sum to the run's length.
-        prop_assert_eq!(ovl.timeline.exposed().iter().sum::<u64>(), ovl.sw.clock());
+        prop_assert_eq!(ovl.rec.timeline.exposed().iter().sum::<u64>(), ovl.state.sw.clock());
         // The pure schedule over the recorded tasks places them as the run did (with
         // its busy state on the world's entities).
-        let lm = ovl.timeline.lm_capacity;
+        let lm = ovl.rec.timeline.lm_capacity;
         for (e, s) in [(&seq, Schedule::Sequential), (&ovl, Schedule::Overlapped)] {
-            let pure = timeline::schedule(&e.tasks, s, lm);
-            prop_assert_eq!(&pure.placed, &e.timeline.placed, "{}", what);
+            let pure = timeline::schedule(&e.rec.tasks, s, lm);
+            prop_assert_eq!(&pure.placed, &e.rec.timeline.placed, "{}", what);
         }
     }
 
@@ -277,7 +281,7 @@ proptest! {
             let pool = |n: usize| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
             let one = pool(1).install(|| run(&steps, time, Mode::Functional, s)).expect("runs");
             let two = pool(2).install(|| run(&steps, time, Mode::Functional, s)).expect("runs");
-            prop_assert_eq!(&one.ops, &two.ops);
+            prop_assert_eq!(&one.rec.ops, &two.rec.ops);
             prop_assert_eq!(spans(&one), spans(&f));
         }
     }
@@ -306,10 +310,10 @@ proptest! {
             prop_assume!(e.is_some());
             let e = e.unwrap();
             let what = format!("{s:?} {steps:?}");
-            let total = e.sw.clock();
-            let booked = e.sw.bookings();
+            let total = e.state.sw.clock();
+            let booked = e.state.sw.bookings();
             prop_assert_eq!(timeline::overlap(&booked), None, "{}", what);
-            for u in &e.timeline.resources {
+            for u in &e.rec.timeline.resources {
                 prop_assert!(u.busy_cycles <= total, "{}: {:?} in {}", what, u, total);
                 let held: u64 = booked
                     .iter()
@@ -321,8 +325,8 @@ proptest! {
             prop_assert!(booked.iter().all(|b| b.end <= total), "{}", what);
             // The pure schedule books the same holds on its one table.
             let mut busy = timeline::BusyTable::logging();
-            let pure = timeline::schedule_on(&e.tasks, s, e.timeline.lm_capacity, &mut busy);
-            prop_assert_eq!(&pure.placed, &e.timeline.placed, "{}", what);
+            let pure = timeline::schedule_on(&e.rec.tasks, s, e.rec.timeline.lm_capacity, &mut busy);
+            prop_assert_eq!(&pure.placed, &e.rec.timeline.placed, "{}", what);
             let key = |b: &timeline::Booking| (b.resource, b.start, b.end, b.task);
             let mut a: Vec<_> = booked.iter().map(key).collect();
             let mut b: Vec<_> = busy.bookings().iter().map(key).collect();
@@ -389,29 +393,33 @@ fn war_program(schedule: Schedule, lm_knob: Option<f64>) -> Engine {
     let mut e = Engine::with_schedule(m, Mode::Timing, schedule);
     for t in ["x", "w1", "w2", "y"] {
         let xla = XlaLayout::default_for(1);
-        e.declare(
-            t,
-            DType::F32,
-            vec![128 * 1200],
-            vec![128 * 1200],
-            xla.clone(),
-            None,
-        )
-        .unwrap();
-        e.set_in_dram(e.tensor_id(t).unwrap(), xla);
+        e.state
+            .declare(
+                t,
+                DType::F32,
+                vec![128 * 1200],
+                vec![128 * 1200],
+                xla.clone(),
+                None,
+            )
+            .unwrap();
+        e.state.set_in_dram(e.state.tensor_id(t).unwrap(), xla);
     }
-    e.load(e.tensor_id("x").unwrap(), l.clone()).unwrap();
-    e.load(e.tensor_id("w1").unwrap(), l.clone()).unwrap();
+    e.load(e.state.tensor_id("x").unwrap(), l.clone()).unwrap();
+    e.load(e.state.tensor_id("w1").unwrap(), l.clone()).unwrap();
     e.kernel(
         "Binary",
         &Kernel::Binary(BinaryOp::Mul),
-        &[e.tensor_id("x").unwrap(), e.tensor_id("w1").unwrap()],
-        e.tensor_id("y").unwrap(),
+        &[
+            e.state.tensor_id("x").unwrap(),
+            e.state.tensor_id("w1").unwrap(),
+        ],
+        e.state.tensor_id("y").unwrap(),
         None,
     )
     .unwrap();
-    e.free(e.tensor_id("w1").unwrap()).unwrap();
-    e.load(e.tensor_id("w2").unwrap(), l).unwrap();
+    e.state.free(e.state.tensor_id("w1").unwrap()).unwrap();
+    e.load(e.state.tensor_id("w2").unwrap(), l).unwrap();
     e
 }
 
@@ -419,19 +427,23 @@ fn war_program(schedule: Schedule, lm_knob: Option<f64>) -> Engine {
 fn a_load_into_space_still_read_waits_for_its_reader() {
     // 4096 words per PE: x, y and w2 fit (3600), w1 beside them would not (4800).
     let e = war_program(Schedule::Overlapped, None);
-    let (kernel, load) = (&e.ops[2], &e.ops[3]);
+    let (kernel, load) = (&e.rec.ops[2], &e.rec.ops[3]);
     assert_eq!(
         load.start, kernel.end,
         "w2 reuses w1's space once y's kernel read it"
     );
-    assert_eq!(e.timeline.placed[3].cause, Cause::Memory);
-    assert_eq!(e.timeline.placed[3].after, Some(2));
+    assert_eq!(e.rec.timeline.placed[3].cause, Cause::Memory);
+    assert_eq!(e.rec.timeline.placed[3].after, Some(2));
     // With LM for all four, w2 loads while the kernel runs.
     let roomy = war_program(Schedule::Overlapped, Some(65536.0));
-    assert!(roomy.ops[3].start < roomy.ops[2].end, "{:?}", spans(&roomy));
+    assert!(
+        roomy.rec.ops[3].start < roomy.rec.ops[2].end,
+        "{:?}",
+        spans(&roomy)
+    );
     // Sequential: after the kernel either way.
     let seq = war_program(Schedule::Sequential, None);
-    assert_eq!(seq.ops[3].start, seq.ops[2].end);
+    assert_eq!(seq.rec.ops[3].start, seq.rec.ops[2].end);
 }
 
 #[test]

@@ -533,7 +533,10 @@ fn run_inline(name: &str, text: &str) -> Ran {
     );
     let values = |t: &str| -> Option<Vec<f64>> {
         let dtype = imp.scenario.tensors.get(t)?.dtype;
-        let b = run.engine.dram_row_major(run.engine.tensor_id(t)?)?;
+        let b = run
+            .engine
+            .state
+            .dram_row_major(run.engine.state.tensor_id(t)?)?;
         Some(
             b.chunks_exact(dtype.bytes() as usize)
                 .map(|c| mnsim_kernels::elem::read(dtype, c))

@@ -371,16 +371,18 @@ fn a_split_normalised_axis_is_refused_on_the_engine() {
     let m = small();
     let mut e = Engine::new(m.clone(), Mode::Timing);
     let dims = [8u64, 16];
-    e.declare(
-        "x",
-        DType::F32,
-        dims.to_vec(),
-        dims.to_vec(),
-        XlaLayout::default_for(2),
-        None,
-    )
-    .unwrap();
-    e.set_in_dram(e.tensor_id("x").unwrap(), XlaLayout::default_for(2));
+    e.state
+        .declare(
+            "x",
+            DType::F32,
+            dims.to_vec(),
+            dims.to_vec(),
+            XlaLayout::default_for(2),
+            None,
+        )
+        .unwrap();
+    e.state
+        .set_in_dram(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2));
     let l = TensorLayout::parse(
         "((8), (2_L2B, 8)) B@[L1B,MAB,PE]",
         &m,
@@ -388,23 +390,24 @@ fn a_split_normalised_axis_is_refused_on_the_engine() {
         DType::F32,
     )
     .unwrap();
-    e.load(e.tensor_id("x").unwrap(), l).unwrap();
-    e.declare(
-        "y",
-        DType::F32,
-        dims.to_vec(),
-        dims.to_vec(),
-        XlaLayout::default_for(2),
-        None,
-    )
-    .unwrap();
+    e.load(e.state.tensor_id("x").unwrap(), l).unwrap();
+    e.state
+        .declare(
+            "y",
+            DType::F32,
+            dims.to_vec(),
+            dims.to_vec(),
+            XlaLayout::default_for(2),
+            None,
+        )
+        .unwrap();
     let k = Kernel::Norm(Norm::new(NormKind::LogSoftmax, vec![1], 0.0));
     let err = e
         .kernel(
             "LogSoftmax",
             &k,
-            &[e.tensor_id("x").unwrap()],
-            e.tensor_id("y").unwrap(),
+            &[e.state.tensor_id("x").unwrap()],
+            e.state.tensor_id("y").unwrap(),
             None,
         )
         .unwrap_err();

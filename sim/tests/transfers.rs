@@ -472,17 +472,19 @@ impl Case {
     fn engine(&self, mode: Mode) -> Engine {
         let mut e = Engine::new(self.m.clone(), mode);
         let data = (mode == Mode::Functional).then(|| self.data.clone());
-        e.declare(
-            "x",
-            self.dtype,
-            self.dims.clone(),
-            self.dims.clone(),
-            self.xla.clone(),
-            data,
-        )
-        .expect("declare");
+        e.state
+            .declare(
+                "x",
+                self.dtype,
+                self.dims.clone(),
+                self.dims.clone(),
+                self.xla.clone(),
+                data,
+            )
+            .expect("declare");
         if mode == Mode::Timing {
-            e.set_in_dram(e.tensor_id("x").unwrap(), self.xla.clone());
+            e.state
+                .set_in_dram(e.state.tensor_id("x").unwrap(), self.xla.clone());
         }
         e
     }
@@ -528,9 +530,12 @@ fn matches(p: &Placement, pos: &[u64]) -> bool {
 /// bytes of `want` (row-major), and that every element has as many copies as the
 /// layout has replicas.
 fn check_lm(eng: &Engine, name: &str, want: &[u8]) -> Result<(), String> {
-    let t = &eng.tensors[eng.tensor_id(name).unwrap()];
+    let t = &eng.state.tensors[eng.state.tensor_id(name).unwrap()];
     let r = t.lm.as_ref().ok_or(format!("`{name}` is not in LM"))?;
-    let (eb, wb) = (t.dtype.bytes() as usize, eng.machine.word_bytes as usize);
+    let (eb, wb) = (
+        t.dtype.bytes() as usize,
+        eng.state.machine.word_bytes as usize,
+    );
     let fp = r.layout.footprint_words() as usize;
     let idxs = all_indices(&t.dims);
     let places: Vec<Placement> = idxs
@@ -538,9 +543,9 @@ fn check_lm(eng: &Engine, name: &str, want: &[u8]) -> Result<(), String> {
         .map(|i| r.layout.place(i).expect("in range"))
         .collect();
     let mut copies = vec![0u64; idxs.len()];
-    for e in eng.sw.pes() {
-        let pe = eng.sw.world.get::<Pe>(e).expect("pe");
-        let lm = eng.sw.world.get::<Lm>(e).expect("lm");
+    for e in eng.state.sw.pes() {
+        let pe = eng.state.sw.world.get::<Pe>(e).expect("pe");
+        let lm = eng.state.sw.world.get::<Lm>(e).expect("lm");
         for (k, p) in places.iter().enumerate() {
             if !matches(p, &pe.pos) {
                 continue;
@@ -570,15 +575,16 @@ fn check_lm(eng: &Engine, name: &str, want: &[u8]) -> Result<(), String> {
 
 /// Every PE's bytes of the LM region of `name`.
 fn region(eng: &Engine, name: &str) -> Vec<Vec<u8>> {
-    let r = eng.tensors[eng.tensor_id(name).unwrap()]
+    let r = eng.state.tensors[eng.state.tensor_id(name).unwrap()]
         .lm
         .as_ref()
         .expect("resident");
-    let wb = eng.machine.word_bytes as usize;
+    let wb = eng.state.machine.word_bytes as usize;
     let (a, b) = (r.offset as usize * wb, (r.offset + r.words) as usize * wb);
-    eng.sw
+    eng.state
+        .sw
         .pes()
-        .map(|e| eng.sw.world.get::<Lm>(e).expect("lm").data[a..b].to_vec())
+        .map(|e| eng.state.sw.world.get::<Lm>(e).expect("lm").data[a..b].to_vec())
         .collect()
 }
 
@@ -589,14 +595,17 @@ fn region(eng: &Engine, name: &str) -> Vec<Vec<u8>> {
 fn load_store_round_trip(c: &Case, rng: &mut Rng) -> Result<(), TestCaseError> {
     let what = c.describe();
     let mut e = c.engine(Mode::Functional);
-    e.load(e.tensor_id("x").unwrap(), c.layout.clone())
+    e.load(e.state.tensor_id("x").unwrap(), c.layout.clone())
         .map_err(|err| TestCaseError::fail(format!("{what}: {err}")))?;
     check_lm(&e, "x", &c.data).map_err(|err| TestCaseError::fail(format!("{what}: {err}")))?;
     // Store into another DRAM layout: the content, not the byte order, must survive.
     let out = gen_xla(rng, c.dims.len());
-    e.store(e.tensor_id("x").unwrap(), out.clone())
+    e.store(e.state.tensor_id("x").unwrap(), out.clone())
         .map_err(|err| TestCaseError::fail(format!("{what}: {err}")))?;
-    let got = e.dram_row_major(e.tensor_id("x").unwrap()).expect("stored");
+    let got = e
+        .state
+        .dram_row_major(e.state.tensor_id("x").unwrap())
+        .expect("stored");
     prop_assert!(got == c.data, "{what}, stored in {out}: the data changed");
     Ok(())
 }
@@ -633,21 +642,26 @@ fn every_dtype_round_trips_packed_padded_and_tiled() {
         ] {
             let data = init_data(&Init::Random { seed: k as u64 }, dtype, &dims);
             let mut e = Engine::new(m.clone(), Mode::Functional);
-            e.declare(
-                "x",
-                dtype,
-                dims.clone(),
-                dims.clone(),
-                xla.clone(),
-                Some(data.clone()),
-            )
-            .unwrap();
-            e.load(e.tensor_id("x").unwrap(), layout.clone()).unwrap();
+            e.state
+                .declare(
+                    "x",
+                    dtype,
+                    dims.clone(),
+                    dims.clone(),
+                    xla.clone(),
+                    Some(data.clone()),
+                )
+                .unwrap();
+            e.load(e.state.tensor_id("x").unwrap(), layout.clone())
+                .unwrap();
             check_lm(&e, "x", &data).unwrap_or_else(|err| panic!("{dtype} {text}: {err}"));
-            e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+            e.store(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2))
                 .unwrap();
             assert!(
-                e.dram_row_major(e.tensor_id("x").unwrap()).unwrap() == data,
+                e.state
+                    .dram_row_major(e.state.tensor_id("x").unwrap())
+                    .unwrap()
+                    == data,
                 "{dtype} {text} from {xla}"
             );
         }
@@ -673,21 +687,25 @@ fn toy4_worked_examples_round_trip() {
                 .layout_or_default();
             let data = init_data(&Init::Iota, DType::F32, &dims);
             let mut e = Engine::new(m.clone(), Mode::Functional);
-            e.declare(
-                "x",
-                DType::F32,
-                dims.clone(),
-                dims.clone(),
-                xl.clone(),
-                Some(data.clone()),
-            )
-            .unwrap();
+            e.state
+                .declare(
+                    "x",
+                    DType::F32,
+                    dims.clone(),
+                    dims.clone(),
+                    xl.clone(),
+                    Some(data.clone()),
+                )
+                .unwrap();
             let l = TensorLayout::parse(text, &m, Some(&dims), DType::F32).unwrap();
-            e.load(e.tensor_id("x").unwrap(), l).unwrap();
+            e.load(e.state.tensor_id("x").unwrap(), l).unwrap();
             check_lm(&e, "x", &data).unwrap_or_else(|err| panic!("{text} {shape}: {err}"));
-            e.store(e.tensor_id("x").unwrap(), xl).unwrap();
+            e.store(e.state.tensor_id("x").unwrap(), xl).unwrap();
             assert!(
-                e.dram_row_major(e.tensor_id("x").unwrap()).unwrap() == data,
+                e.state
+                    .dram_row_major(e.state.tensor_id("x").unwrap())
+                    .unwrap()
+                    == data,
                 "{text} {shape}"
             );
         }
@@ -707,15 +725,15 @@ fn program(
     out: &XlaLayout,
 ) -> Result<Engine, String> {
     let mut e = c.engine(mode);
-    e.load(e.tensor_id("x").unwrap(), c.layout.clone())
+    e.load(e.state.tensor_id("x").unwrap(), c.layout.clone())
         .map_err(|x| x.to_string())?;
-    e.relayout("Relayout", e.tensor_id("x").unwrap(), b.clone(), None)
+    e.relayout("Relayout", e.state.tensor_id("x").unwrap(), b.clone(), None)
         .map_err(|x| x.to_string())?;
     if let Some(l) = reduce {
-        e.reduce(e.tensor_id("x").unwrap(), l, Combine::Max, None)
+        e.reduce(e.state.tensor_id("x").unwrap(), l, Combine::Max, None)
             .map_err(|x| x.to_string())?;
     }
-    e.store(e.tensor_id("x").unwrap(), out.clone())
+    e.store(e.state.tensor_id("x").unwrap(), out.clone())
         .map_err(|x| x.to_string())?;
     Ok(e)
 }
@@ -760,14 +778,14 @@ proptest! {
         let what = format!("{} -> {} (reduce {reduce:?})", c.describe(), bspec.text(&c.m));
         let t = program(&c, Mode::Timing, &b, reduce, &out).map_err(|e| TestCaseError::fail(format!("{what}: {e}")))?;
         let f = program(&c, Mode::Functional, &b, reduce, &out).map_err(|e| TestCaseError::fail(format!("{what}: {e}")))?;
-        prop_assert_eq!(t.ops.len(), f.ops.len());
-        for (a, b) in t.ops.iter().zip(&f.ops) {
+        prop_assert_eq!(t.rec.ops.len(), f.rec.ops.len());
+        for (a, b) in t.rec.ops.iter().zip(&f.rec.ops) {
             same_op(a, b).map_err(|e| TestCaseError::fail(format!("{what}: {e}")))?;
         }
-        prop_assert_eq!(t.sw.clock(), f.sw.clock());
-        prop_assert_eq!(t.lm_peak_bytes, f.lm_peak_bytes);
+        prop_assert_eq!(t.state.sw.clock(), f.state.sw.clock());
+        prop_assert_eq!(t.state.lm_peak_bytes, f.state.lm_peak_bytes);
         // Max over copies keeps the values.
-        prop_assert!(f.dram_row_major(f.tensor_id("x").unwrap()).expect("stored") == c.data, "{}: data changed", what);
+        prop_assert!(f.state.dram_row_major(f.state.tensor_id("x").unwrap()).expect("stored") == c.data, "{}: data changed", what);
     }
 }
 
@@ -939,17 +957,17 @@ fn relayout_round_trip(c: &Case, b: &TensorLayout, bt: &str) -> Result<(), TestC
     let what = format!("{} <-> {bt}", c.describe());
     let fail = |e: String| TestCaseError::fail(format!("{what}: {e}"));
     let mut e = c.engine(Mode::Functional);
-    e.load(e.tensor_id("x").unwrap(), c.layout.clone())
+    e.load(e.state.tensor_id("x").unwrap(), c.layout.clone())
         .map_err(|x| fail(x.to_string()))?;
     let before = region(&e, "x");
     let there = e
-        .relayout("Relayout", e.tensor_id("x").unwrap(), b.clone(), None)
+        .relayout("Relayout", e.state.tensor_id("x").unwrap(), b.clone(), None)
         .map_err(|x| fail(x.to_string()))?;
     check_lm(&e, "x", &c.data).map_err(|x| fail(format!("after A -> B: {x}")))?;
     let back = e
         .relayout(
             "Relayout",
-            e.tensor_id("x").unwrap(),
+            e.state.tensor_id("x").unwrap(),
             c.layout.clone(),
             None,
         )
@@ -995,10 +1013,13 @@ fn relayout_round_trip(c: &Case, b: &TensorLayout, bt: &str) -> Result<(), TestC
             prop_assert_eq!(&op.bottleneck, "PE local copy");
         }
     }
-    e.store(e.tensor_id("x").unwrap(), c.xla.clone())
+    e.store(e.state.tensor_id("x").unwrap(), c.xla.clone())
         .map_err(|x| fail(x.to_string()))?;
     prop_assert!(
-        e.dram_row_major(e.tensor_id("x").unwrap()).expect("stored") == c.data,
+        e.state
+            .dram_row_major(e.state.tensor_id("x").unwrap())
+            .expect("stored")
+            == c.data,
         "{}: Store after the round trip",
         what
     );
@@ -1083,8 +1104,8 @@ proptest! {
         let b = bspec.bind(&c.m, c.dtype).map_err(TestCaseError::fail)?;
         relayout_round_trip(&c, &b, &bspec.text(&c.m))?;
         let mut e = c.engine(Mode::Timing);
-        e.load(e.tensor_id("x").unwrap(), c.layout.clone()).expect("load");
-        let op = e.relayout("Relayout", e.tensor_id("x").unwrap(), b, None).expect("relayout");
+        e.load(e.state.tensor_id("x").unwrap(), c.layout.clone()).expect("load");
+        let op = e.relayout("Relayout", e.state.tensor_id("x").unwrap(), b, None).expect("relayout");
         prop_assert_eq!(op.stages.len(), 1);
         prop_assert_eq!((op.stages[0].direction.as_str(), op.stages[0].kind.as_str()), ("local", "copy"));
     }
@@ -1152,9 +1173,9 @@ fn relayout_across_l2b_meets_at_the_group() {
         };
         relayout_round_trip(&c, &lb, b).unwrap_or_else(|e| panic!("{a} <-> {b}: {e}"));
         let mut e = c.engine(Mode::Timing);
-        e.load(e.tensor_id("x").unwrap(), la).unwrap();
+        e.load(e.state.tensor_id("x").unwrap(), la).unwrap();
         let op = e
-            .relayout("Relayout", e.tensor_id("x").unwrap(), lb, None)
+            .relayout("Relayout", e.state.tensor_id("x").unwrap(), lb, None)
             .unwrap();
         let levels: Vec<(&str, &str)> = op
             .stages
@@ -1184,18 +1205,19 @@ fn relayout_in_memory_order_on_toy4_is_one_local_copy() {
     let a = TensorLayout::parse("((4_PE, 3:8), (8:1))", &m, Some(&dims), DType::F32).unwrap();
     let b = TensorLayout::parse("((4_PE, 3:1), (8:3))", &m, Some(&dims), DType::F32).unwrap();
     let mut e = Engine::new(m, Mode::Functional);
-    e.declare(
-        "x",
-        DType::F32,
-        dims.clone(),
-        dims.clone(),
-        XlaLayout::default_for(2),
-        Some(data.clone()),
-    )
-    .unwrap();
-    e.load(e.tensor_id("x").unwrap(), a).unwrap();
+    e.state
+        .declare(
+            "x",
+            DType::F32,
+            dims.clone(),
+            dims.clone(),
+            XlaLayout::default_for(2),
+            Some(data.clone()),
+        )
+        .unwrap();
+    e.load(e.state.tensor_id("x").unwrap(), a).unwrap();
     let op = e
-        .relayout("Relayout", e.tensor_id("x").unwrap(), b, None)
+        .relayout("Relayout", e.state.tensor_id("x").unwrap(), b, None)
         .unwrap();
     assert_eq!(op.stages.len(), 1, "{:?}", op.stages);
     let s = &op.stages[0];
@@ -1275,22 +1297,24 @@ fn reduce_case(
     for mode in [Mode::Timing, Mode::Functional] {
         let mut e = Engine::new(m.clone(), mode);
         let d = (mode == Mode::Functional).then(|| data.clone());
-        e.declare(
-            "x",
-            dtype,
-            dims.to_vec(),
-            dims.to_vec(),
-            XlaLayout::default_for(dims.len()),
-            d,
-        )
-        .unwrap();
-        e.set_in_dram(
-            e.tensor_id("x").unwrap(),
+        e.state
+            .declare(
+                "x",
+                dtype,
+                dims.to_vec(),
+                dims.to_vec(),
+                XlaLayout::default_for(dims.len()),
+                d,
+            )
+            .unwrap();
+        e.state.set_in_dram(
+            e.state.tensor_id("x").unwrap(),
             XlaLayout::default_for(dims.len()),
         );
-        e.load(e.tensor_id("x").unwrap(), layout.clone()).unwrap();
+        e.load(e.state.tensor_id("x").unwrap(), layout.clone())
+            .unwrap();
         let r = e
-            .reduce(e.tensor_id("x").unwrap(), level, op, None)
+            .reduce(e.state.tensor_id("x").unwrap(), level, op, None)
             .unwrap_or_else(|err| panic!("{text}: {err}"));
         let (chain, _) = stage_levels(m);
         let meet = meet_of(m, level);
@@ -1308,18 +1332,21 @@ fn reduce_case(
             assert_eq!(s.kind, kind, "{text}: {s:?}");
         }
         e.store(
-            e.tensor_id("x").unwrap(),
+            e.state.tensor_id("x").unwrap(),
             XlaLayout::default_for(dims.len()),
         )
         .unwrap();
         if mode == Mode::Functional {
             check_lm(&e, "x", &want).unwrap_or_else(|err| panic!("{text} {op:?}: {err}"));
             assert!(
-                e.dram_row_major(e.tensor_id("x").unwrap()).unwrap() == want,
+                e.state
+                    .dram_row_major(e.state.tensor_id("x").unwrap())
+                    .unwrap()
+                    == want,
                 "{text} {op:?}"
             );
         }
-        reports.push(e.ops.clone());
+        reports.push(e.rec.ops.clone());
     }
     assert_eq!(reports[0], reports[1], "{text}: timing vs functional");
 }
@@ -1392,27 +1419,28 @@ fn reduce_errors_and_partial_tensors() {
     let dims = vec![12u64, 8];
     let data = init_data(&Init::Random { seed: 2 }, DType::F32, &dims);
     let mut e = Engine::new(m.clone(), Mode::Functional);
-    e.declare(
-        "x",
-        DType::F32,
-        dims.clone(),
-        dims.clone(),
-        XlaLayout::default_for(2),
-        Some(data.clone()),
-    )
-    .unwrap();
+    e.state
+        .declare(
+            "x",
+            DType::F32,
+            dims.clone(),
+            dims.clone(),
+            XlaLayout::default_for(2),
+            Some(data.clone()),
+        )
+        .unwrap();
     e.load(
-        e.tensor_id("x").unwrap(),
+        e.state.tensor_id("x").unwrap(),
         TensorLayout::parse("((4_PE, 3:8), (8:1))", &m, Some(&dims), DType::F32).unwrap(),
     )
     .unwrap();
     let err = e
-        .reduce(e.tensor_id("x").unwrap(), "PE", Combine::Add, None)
+        .reduce(e.state.tensor_id("x").unwrap(), "PE", Combine::Add, None)
         .unwrap_err();
     assert!(err.to_string().contains("split over"), "{err}");
     assert!(err.to_string().contains("`x`"), "{err}");
     let err = e
-        .reduce(e.tensor_id("x").unwrap(), "L1B", Combine::Add, None)
+        .reduce(e.state.tensor_id("x").unwrap(), "L1B", Combine::Add, None)
         .unwrap_err();
     assert!(
         err.to_string()
@@ -1420,47 +1448,50 @@ fn reduce_errors_and_partial_tensors() {
         "{err}"
     );
     // The failed ops changed nothing.
-    assert_eq!(e.ops.len(), 1);
+    assert_eq!(e.rec.ops.len(), 1);
     check_lm(&e, "x", &data).unwrap();
 
     // No op makes a partial tensor yet (a matmul split over its contraction axis will);
     // mark one through the public state.
     e.load(
-        e.tensor_id("x").unwrap(),
+        e.state.tensor_id("x").unwrap(),
         TensorLayout::parse("((12:8), (8:1); B@[PE])", &m, Some(&dims), DType::F32).unwrap(),
     )
     .unwrap();
-    e.tensors
-        .get_mut(e.tensor_id("x").unwrap())
+    e.state
+        .tensors
+        .get_mut(e.state.tensor_id("x").unwrap())
         .unwrap()
         .lm
         .as_mut()
         .unwrap()
         .partial = vec![0];
     let err = e
-        .store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+        .store(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2))
         .unwrap_err();
     assert!(err.to_string().contains("partial results over PE"), "{err}");
     let b = TensorLayout::parse("((4_PE, 3:8), (8:1))", &m, Some(&dims), DType::F32).unwrap();
     let err = e
-        .relayout("Relayout", e.tensor_id("x").unwrap(), b, None)
+        .relayout("Relayout", e.state.tensor_id("x").unwrap(), b, None)
         .unwrap_err();
     assert!(err.to_string().contains("partial results over PE"), "{err}");
     // Reducing the partial level completes it: the four copies add up.
-    e.reduce(e.tensor_id("x").unwrap(), "PE", Combine::Add, None)
+    e.reduce(e.state.tensor_id("x").unwrap(), "PE", Combine::Add, None)
         .unwrap();
     assert!(
-        e.tensors[e.tensor_id("x").unwrap()]
+        e.state.tensors[e.state.tensor_id("x").unwrap()]
             .lm
             .as_ref()
             .unwrap()
             .partial
             .is_empty()
     );
-    e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+    e.store(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2))
         .unwrap();
     assert!(
-        e.dram_row_major(e.tensor_id("x").unwrap()).unwrap()
+        e.state
+            .dram_row_major(e.state.tensor_id("x").unwrap())
+            .unwrap()
             == folded(DType::F32, Combine::Add, &data, 4)
     );
 }
@@ -1478,10 +1509,10 @@ fn check_bytes(c: &Case) -> Result<(), String> {
     let replicated = |name: &str| l.levels().iter().any(|x| x.name == name && x.replicated);
     let mut e = c.engine(Mode::Timing);
     let load = e
-        .load(e.tensor_id("x").unwrap(), l.clone())
+        .load(e.state.tensor_id("x").unwrap(), l.clone())
         .map_err(|x| x.to_string())?;
     let store = e
-        .store(e.tensor_id("x").unwrap(), c.xla.clone())
+        .store(e.state.tensor_id("x").unwrap(), c.xla.clone())
         .map_err(|x| x.to_string())?;
 
     // Load: DRAM, then the chain root first.
@@ -1598,21 +1629,23 @@ fn spec_public_table_distribute_and_broadcast_from_one_l1bm() {
     )
     .unwrap();
     let mut e = Engine::new(m, Mode::Timing);
-    e.declare(
-        "x",
-        DType::F64,
-        vec![n],
-        vec![n],
-        XlaLayout::default_for(1),
-        None,
-    )
-    .unwrap();
-    e.set_in_dram(e.tensor_id("x").unwrap(), XlaLayout::default_for(1));
-    let d = e.load(e.tensor_id("x").unwrap(), dist).unwrap();
+    e.state
+        .declare(
+            "x",
+            DType::F64,
+            vec![n],
+            vec![n],
+            XlaLayout::default_for(1),
+            None,
+        )
+        .unwrap();
+    e.state
+        .set_in_dram(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(1));
+    let d = e.load(e.state.tensor_id("x").unwrap(), dist).unwrap();
     let l1b = d.stages.iter().find(|s| s.level == "L1B").unwrap();
     assert_eq!((l1b.kind.as_str(), l1b.cycles), ("distribute", n / 64));
-    e.free(e.tensor_id("x").unwrap()).unwrap();
-    let b = e.load(e.tensor_id("x").unwrap(), bcast).unwrap();
+    e.state.free(e.state.tensor_id("x").unwrap()).unwrap();
+    let b = e.load(e.state.tensor_id("x").unwrap(), bcast).unwrap();
     let l1b = b.stages.iter().find(|s| s.level == "L1B").unwrap();
     assert_eq!(
         (l1b.kind.as_str(), l1b.cycles, l1b.bytes),
@@ -1647,37 +1680,40 @@ fn port_statistics_add_up_the_stages() {
     for (m, dims, [a, b, c], level) in cases {
         let parse = |t: &str| TensorLayout::parse(t, &m, Some(&dims), DType::F32).unwrap();
         let mut e = Engine::new(m.clone(), Mode::Timing);
-        e.declare(
-            "x",
-            DType::F32,
-            dims.clone(),
-            dims.clone(),
-            XlaLayout::default_for(2),
-            None,
-        )
-        .unwrap();
-        e.set_in_dram(e.tensor_id("x").unwrap(), XlaLayout::default_for(2));
-        e.load(e.tensor_id("x").unwrap(), parse(a)).unwrap();
-        e.relayout("Relayout", e.tensor_id("x").unwrap(), parse(b), None)
+        e.state
+            .declare(
+                "x",
+                DType::F32,
+                dims.clone(),
+                dims.clone(),
+                XlaLayout::default_for(2),
+                None,
+            )
             .unwrap();
-        e.relayout("Broadcast", e.tensor_id("x").unwrap(), parse(c), None)
+        e.state
+            .set_in_dram(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2));
+        e.load(e.state.tensor_id("x").unwrap(), parse(a)).unwrap();
+        e.relayout("Relayout", e.state.tensor_id("x").unwrap(), parse(b), None)
             .unwrap();
-        e.reduce(e.tensor_id("x").unwrap(), level, Combine::Max, None)
+        e.relayout("Broadcast", e.state.tensor_id("x").unwrap(), parse(c), None)
             .unwrap();
-        e.store(e.tensor_id("x").unwrap(), XlaLayout::default_for(2))
+        e.reduce(e.state.tensor_id("x").unwrap(), level, Combine::Max, None)
+            .unwrap();
+        e.store(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2))
             .unwrap();
         let (chain, _) = stage_levels(&m);
         for name in chain {
             let k = m.level_index(name).unwrap();
             let (mut down, mut up, mut busy) = (0u64, 0u64, 0u64);
-            for (_, n) in e.sw.nodes(k) {
-                let ps = e.sw.world.get::<PortStats>(n).expect("port stats");
+            for (_, n) in e.state.sw.nodes(k) {
+                let ps = e.state.sw.world.get::<PortStats>(n).expect("port stats");
                 down += ps.bytes_down;
                 up += ps.bytes_up;
                 busy += ps.busy_cycles;
             }
             let stages = || {
-                e.ops
+                e.rec
+                    .ops
                     .iter()
                     .flat_map(|o| &o.stages)
                     .filter(|s| s.level == name)

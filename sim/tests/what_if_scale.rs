@@ -20,8 +20,8 @@ fn run(file: &str, sets: &[(&str, f64)], schedule: scenario::Schedule) -> (Repor
     res.schedule = schedule;
     let pes = res.machine.leaf_count();
     let mut out = mnsim_sim::run::run(&res).expect("runs");
-    let mut q = out.engine.sw.world.query::<&Node>();
-    let nodes = q.iter(&out.engine.sw.world).count();
+    let mut q = out.engine.state.sw.world.query::<&Node>();
+    let nodes = q.iter(&out.engine.state.sw.world).count();
     (out.report, nodes, pes)
 }
 

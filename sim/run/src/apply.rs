@@ -5,7 +5,7 @@
 //! after any kernel when the scenario asks for `auto_reduce`). The host reference, when
 //! given, is told what happened.
 
-use crate::engine::{Engine, ErrorKind, SimError};
+use crate::engine::{Engine, ErrorKind, OpSettings, SimError};
 use crate::program::{OpId, OpKind, Program, ReduceOp};
 use crate::verify::Reference;
 use mnsim_arch::{TensorLayout, XlaLayout};
@@ -38,13 +38,13 @@ pub fn combine_of(op: ReduceOp) -> Combine {
 /// Applies op `id` of `p` to `eng` in `layout` (the op's own layout: the moved
 /// tensor's for Load, Relayout and Broadcast, the result's for a kernel; for a Reduce,
 /// the layout it was written with, which must be the tensor's own). `auto_reduce`
-/// completes any partial kernel output; `reference` follows what was done.
+/// completes any partial kernel output; `reference` follows what was done. A kernel
+/// takes `legality` instead of checking its own (the planner's, checked already).
 pub fn apply(
     eng: &mut Engine,
-    p: &Program,
-    id: OpId,
+    (p, id): (&Program, OpId),
     layout: Option<&TensorLayout>,
-    auto_reduce: bool,
+    (auto_reduce, legality): (bool, Option<mnsim_kernels::Legality>),
     mut reference: Option<&mut Reference>,
 ) -> Result<Applied, SimError> {
     let o = &p.ops[id];
@@ -54,38 +54,42 @@ pub fn apply(
             .ok_or_else(|| SimError::from(ErrorKind::NeedsLayout(o.name)))
     };
     // `buffers:` of this op, for the allocation of its result (a stream's slices).
-    eng.buffers = o.buffers;
+    let s = OpSettings {
+        buffers: o.buffers,
+        legality,
+    };
     match &o.kind {
         OpKind::Load { tensor } => {
-            eng.load(*tensor, need()?)?;
+            eng.op(s).load(*tensor, need()?)?;
         }
         OpKind::Gather {
             table,
             indices,
             out,
         } => {
-            eng.gather(*table, *indices, *out, need()?)?;
+            eng.op(s).gather(*table, *indices, *out, need()?)?;
             if let Some(r) = reference.as_deref_mut() {
                 r.gather(*table, *indices, *out);
             }
         }
         OpKind::Broadcast { tensor, out } => {
             let l = need()?;
-            let resident = eng.tensors.get(*tensor).is_some_and(|t| t.lm.is_some());
+            let resident = eng
+                .state
+                .tensors
+                .get(*tensor)
+                .is_some_and(|t| t.lm.is_some());
             if resident {
-                eng.relayout("Broadcast", *tensor, l, *out)?;
+                eng.op(s).relayout("Broadcast", *tensor, l, *out)?;
             } else {
-                eng.load(*tensor, l)?;
-                if let Some(o) = eng.ops.last_mut() {
-                    o.op = "Broadcast".into();
-                }
+                eng.op(s).load_as("Broadcast", *tensor, l)?;
             }
             if let Some(r) = reference.as_deref_mut() {
                 r.copy(*tensor, *out);
             }
         }
         OpKind::Relayout { tensor, out } => {
-            eng.relayout("Relayout", *tensor, need()?, *out)?;
+            eng.op(s).relayout("Relayout", *tensor, need()?, *out)?;
             if let Some(r) = reference.as_deref_mut() {
                 r.copy(*tensor, *out);
             }
@@ -96,7 +100,7 @@ pub fn apply(
             op,
             out,
         } => {
-            let state = eng.tensors.get(*tensor);
+            let state = eng.state.tensors.get(*tensor);
             let resident = state.and_then(|t| t.lm.as_ref()).cloned();
             if let Some(l) = layout
                 && resident.as_ref().is_some_and(|r| r.layout != *l)
@@ -104,7 +108,7 @@ pub fn apply(
                 return Err(ErrorKind::ReduceKeepsLayout.into());
             }
             let dtype = state.map(|t| t.dtype);
-            eng.reduce(*tensor, level, combine_of(*op), *out)?;
+            eng.op(s).reduce(*tensor, level, combine_of(*op), *out)?;
             if let (Some(r), Some(res), Some(dtype)) = (reference.as_deref_mut(), resident, dtype) {
                 r.reduce(&res, dtype, *tensor, level, *op, *out);
             }
@@ -120,18 +124,19 @@ pub fn apply(
             if let Some(r) = reference.as_deref_mut()
                 && r.is_on()
             {
-                let dtype = eng.tensors.get(*tensor).map_or(t.dtype, |t| t.dtype);
-                r.store((*tensor, &t.name), dtype, eng.dram_row_major(*tensor));
+                let dtype = eng.state.tensors.get(*tensor).map_or(t.dtype, |t| t.dtype);
+                r.store((*tensor, &t.name), dtype, eng.state.dram_row_major(*tensor));
             }
         }
-        OpKind::Free { tensor } => eng.free(*tensor)?,
+        OpKind::Free { tensor } => eng.state.free(*tensor)?,
         OpKind::Kernel {
             kernel,
             inputs,
             out,
         } => {
-            eng.kernel(o.name, kernel, inputs, *out, layout.cloned())?;
-            if let (Some(r), Some(t)) = (reference, eng.tensors.get(*out)) {
+            eng.op(s)
+                .kernel(o.name, kernel, inputs, *out, layout.cloned())?;
+            if let (Some(r), Some(t)) = (reference, eng.state.tensors.get(*out)) {
                 r.kernel(kernel, inputs, *out, t.dtype);
             }
             // A reduction whose axis spans a level leaves partial sums: finish them with
@@ -143,9 +148,8 @@ pub fn apply(
                 auto_reduce.then_some(Combine::Add)
             };
             if let Some(comb) = comb {
-                eng.buffers = None;
                 let levels = eng.partial_levels(*out);
-                let first = eng.ops.len();
+                let first = eng.rec.ops.len();
                 eng.reduce_partials(*out, comb)?;
                 return Ok(Applied {
                     reduces: Some((first, levels)),

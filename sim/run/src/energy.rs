@@ -528,17 +528,18 @@ pub fn compute(
 
 /// Every op of a finished run with its traffic, placement and exposed cycles.
 pub fn run_ops(eng: &Engine) -> Vec<OpTraffic> {
-    let exposed = eng.timeline.exposed();
-    eng.ops
+    let exposed = eng.rec.timeline.exposed();
+    eng.rec
+        .ops
         .iter()
-        .zip(&eng.records)
+        .zip(&eng.rec.records)
         .enumerate()
         .map(|(i, (o, rec))| OpTraffic {
             index: i,
             start: o.start,
             end: o.end,
             exposed: exposed.get(i).copied().unwrap_or(0),
-            traffic: op_traffic(&eng.machine, rec, compute_of(eng, o, rec)),
+            traffic: op_traffic(&eng.state.machine, rec, compute_of(eng, o, rec)),
         })
         .collect()
 }
@@ -550,7 +551,7 @@ pub fn compute_of(
     rec: &crate::engine::Record,
 ) -> Option<(DType, u64)> {
     let flops = o.flops?;
-    eng.tensors.get(rec.tensor).map(|t| (t.dtype, flops))
+    eng.state.tensors.get(rec.tensor).map(|t| (t.dtype, flops))
 }
 
 /// Dynamic joules of every op an engine has recorded (the planner's measurements).
@@ -560,12 +561,12 @@ pub fn engine_dynamic_j(eng: &Engine) -> f64 {
 
 /// [`engine_dynamic_j`] of the engine's ops from the `first` on.
 pub fn ops_dynamic_j(eng: &Engine, first: usize) -> f64 {
-    (eng.ops.iter().zip(&eng.records))
+    (eng.rec.ops.iter().zip(&eng.rec.records))
         .skip(first)
         .map(|(o, rec)| {
             dynamic_j(
-                &eng.machine,
-                &op_traffic(&eng.machine, rec, compute_of(eng, o, rec)),
+                &eng.state.machine,
+                &op_traffic(&eng.state.machine, rec, compute_of(eng, o, rec)),
             )
         })
         .sum()
@@ -575,9 +576,9 @@ pub fn ops_dynamic_j(eng: &Engine, first: usize) -> f64 {
 /// every op's `energy_j`.
 pub fn attach(eng: &mut Engine, report: &mut mnsim_reports::Report) {
     let ops = run_ops(eng);
-    let total = eng.sw.clock();
-    let machine = eng.machine.clone();
-    let (e, per_op) = compute(&mut eng.sw, &machine, ops, total);
+    let total = eng.state.sw.clock();
+    let machine = eng.state.machine.clone();
+    let (e, per_op) = compute(&mut eng.state.sw, &machine, ops, total);
     for (o, j) in report.ops.iter_mut().zip(per_op) {
         o.energy_j = j;
     }

@@ -153,7 +153,7 @@ pub fn run_with_progress(
 
 /// Runs a resolved scenario on `eng`, an engine for its machine, mode and schedule that
 /// has run nothing; e.g. one that measures as the planner does
-/// ([`Engine::set_measuring`]): the same cycles and tasks, transfers charged in closed
+/// ([`Engine::measuring`]): the same cycles and tasks, transfers charged in closed
 /// form, and a report without per-port statistics or ready cycles.
 pub fn run_on(
     res: &Resolved,
@@ -176,25 +176,24 @@ pub fn run_on(
     for (id, po) in program.ops.iter() {
         let done = id.index();
         progress(done, n);
-        program_bound.extend(&mut bounds, &eng.ops, &res.machine, program, done);
+        program_bound.extend(&mut bounds, &eng.rec.ops, &res.machine, program, done);
         let source = po.source.index();
         let at = |e: SimError| {
             let prefix = format!("op {source} ({}): ", program.describe(id));
             RunError::at_op(source, e.context(&prefix))
         };
         let layout = op_layout(program, id, at)?;
-        let first_op = eng.ops.len();
+        let first_op = eng.rec.ops.len();
         let applied = crate::apply::apply(
             &mut eng,
-            program,
-            id,
+            (program, id),
             layout.as_ref(),
-            res.auto_reduce,
+            (res.auto_reduce, None),
             Some(&mut reference),
         )
         .map_err(at)?;
         if let OpKind::Kernel { out, .. } = &po.kind
-            && let Some(t) = eng.tensors.get(*out)
+            && let Some(t) = eng.state.tensors.get(*out)
         {
             let p = mnsim_arch::peak_flops_per_cycle(&res.machine, t.dtype);
             peak = Some(peak.map_or(p, |q: f64| q.max(p)));
@@ -211,18 +210,18 @@ pub fn run_on(
         }
         // Reports number ops by their position in the program as written, and say
         // where a whole model's op sits.
-        for o in &mut eng.ops[first_op..] {
+        for o in &mut eng.rec.ops[first_op..] {
             o.index = source;
             o.layer = po.place.layer;
             o.part = po.place.part.map(|p| p.name().to_string());
         }
     }
     for ins in &inserted {
-        if let Some(o) = eng.ops.get_mut(ins.op) {
+        if let Some(o) = eng.rec.ops.get_mut(ins.op) {
             o.inserted_after = Some(ins.after);
         }
     }
-    program_bound.extend(&mut bounds, &eng.ops, &res.machine, program, n);
+    program_bound.extend(&mut bounds, &eng.rec.ops, &res.machine, program, n);
     progress(n, n);
     if res.verify && !functional {
         warnings.push(
@@ -239,7 +238,7 @@ pub fn run_on(
     eng.settle();
     let mut report = build_report(res, &eng, verified, warnings, peak);
     program_bound.annotate(&mut report, &bounds);
-    crate::waits::annotate(&res.machine, &eng.timeline.placed, &mut report);
+    crate::waits::annotate(&res.machine, &eng.rec.timeline.placed, &mut report);
     let whole: Vec<bool> = (report.ops.iter())
         .map(|o| reads_whole(&res.program, o))
         .collect();
@@ -292,10 +291,10 @@ fn declare_tensors(
             ));
         }
         if t.init.is_some() && !functional {
-            eng.set_in_dram(id, layout);
+            eng.state.set_in_dram(id, layout);
         }
         if t.init.is_some() {
-            eng.set_from_host(id);
+            eng.state.set_from_host(id);
         }
     }
     Ok(())
@@ -328,7 +327,7 @@ pub fn declare(
         .layout
         .clone()
         .unwrap_or_else(|| XlaLayout::default_for(t.runtime_dims.len()));
-    let id = eng.declare(
+    let id = eng.state.declare(
         &t.name,
         t.dtype,
         t.dims_at_bound.clone(),
@@ -403,7 +402,7 @@ fn build_report(
     let mut levels: Vec<LevelTotal> = Vec::new();
     for crate::engine::Record {
         stages, bottleneck, ..
-    } in &eng.records
+    } in &eng.rec.records
     {
         for s in stages {
             let name = s.level_name(m);
@@ -429,16 +428,13 @@ fn build_report(
             }
         }
     }
-    let total = eng.sw.clock();
-    let exposed = eng.timeline.exposed();
-    let mut ops = eng.ops.clone();
+    let total = eng.state.sw.clock();
+    let exposed = eng.rec.timeline.exposed();
+    let mut ops = eng.rec.ops.clone();
     for (o, e) in ops.iter_mut().zip(&exposed) {
         o.exposed_cycles = *e;
     }
-    let resources = eng
-        .timeline
-        .resources
-        .iter()
+    let resources = (eng.rec.timeline.resources.iter())
         .map(|u| {
             let (name, kind) = crate::timeline::describe(u.resource, m);
             ResourceTotal {
@@ -454,11 +450,9 @@ fn build_report(
         })
         .collect();
     let wb = m.word_bytes;
-    let streams = eng
-        .streams
-        .values()
+    let streams = (eng.state.streams.values())
         .map(|s| StreamReport {
-            tensor: eng.name(s.tensor).to_string(),
+            tensor: eng.state.name(s.tensor).to_string(),
             producer: s.producer,
             consumer: s.consumer,
             slices: s.slices,
@@ -489,7 +483,7 @@ fn build_report(
         streams,
         peak_flops_per_cycle: peak,
         verified,
-        lm_peak_bytes: eng.lm_peak_bytes,
+        lm_peak_bytes: eng.state.lm_peak_bytes,
         lm_bytes: m.leaf_memory_bytes(),
         overrides: res.overrides.clone(),
         bind: res.bind.clone(),

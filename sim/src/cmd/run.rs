@@ -251,7 +251,9 @@ pub fn run_plan(
         // allocated; an imported graph, functional only because its tensors are small,
         // runs in timing mode instead unless the user asked for values.
         let limit = mnsim_sim::memory::available().map_err(|e| miette!("error: {e}"))?;
-        if let Err(e) = mnsim_sim::memory::check(&res, dry.engine.lm_high_water_bytes(), limit) {
+        if let Err(e) =
+            mnsim_sim::memory::check(&res, dry.engine.state.lm_high_water_bytes(), limit)
+        {
             if mode.is_some() || !mnsim_sim::import::is_imported(src) {
                 return Err(miette!("error: {}: {e}", src.path));
             }

@@ -41,6 +41,7 @@ pub fn run(
         let data = (mode == Mode::Functional)
             .then(|| init_data(&Init::Random { seed: i.seed }, dtype, i.dims));
         let id = e
+            .state
             .declare(
                 i.name,
                 dtype,
@@ -51,7 +52,8 @@ pub fn run(
             )
             .unwrap();
         if mode == Mode::Timing {
-            e.set_in_dram(id, XlaLayout::default_for(i.dims.len()));
+            e.state
+                .set_in_dram(id, XlaLayout::default_for(i.dims.len()));
         }
         let l = TensorLayout::parse(i.layout, m, Some(i.dims), dtype)
             .unwrap_or_else(|err| panic!("{}: {err}", i.layout));
@@ -59,6 +61,7 @@ pub fn run(
         ids.push(id);
     }
     let out = e
+        .state
         .declare(
             "out",
             dtype,
@@ -76,7 +79,7 @@ pub fn run(
         .unwrap_or_else(|err| panic!("{k:?}: {err}"));
     // Complete partial sums, then store.
     let partial: Vec<String> = {
-        let r = e.tensors[out].lm.as_ref().unwrap();
+        let r = e.state.tensors[out].lm.as_ref().unwrap();
         r.partial
             .iter()
             .rev()
@@ -88,7 +91,7 @@ pub fn run(
     }
     e.store(out, XlaLayout::default_for(out_dims.len()))
         .unwrap();
-    let vals = e.dram_row_major(out).map(|b| {
+    let vals = e.state.dram_row_major(out).map(|b| {
         b.chunks_exact(dtype.bytes() as usize)
             .map(|c| elem::read(dtype, c))
             .collect()
@@ -107,7 +110,7 @@ pub fn check(
     let (f, got, fc) = run(m, Mode::Functional, dtype, k, ins, out_dims, out_layout);
     let (t, _, tc) = run(m, Mode::Timing, dtype, k, ins, out_dims, out_layout);
     assert_eq!(fc, tc, "{k:?}: timing and functional cycles differ");
-    assert_eq!(f.sw.clock(), t.sw.clock());
+    assert_eq!(f.state.sw.clock(), t.state.sw.clock());
     let inputs: Vec<Vec<f64>> = ins
         .iter()
         .map(|i| {
@@ -284,17 +287,19 @@ pub fn layouts(rng: &mut Rng, ts: &[Tagged], choices: &[char], partial: &[char])
 
 /// Every PE's bytes of `out`'s LM region, in PE order.
 pub fn out_bytes(e: &mut Engine) -> Vec<Vec<u8>> {
-    let r = e.tensors[e.tensor_id("out").unwrap()]
+    let r = e.state.tensors[e.state.tensor_id("out").unwrap()]
         .lm
         .clone()
         .expect("in LM");
-    let wb = e.machine.word_bytes as usize;
+    let wb = e.state.machine.word_bytes as usize;
     let (lo, hi) = (r.offset as usize * wb, (r.offset + r.words) as usize * wb);
-    let mut q =
-        e.sw.world
-            .query::<(&mnsim_sim::world::Pe, &mnsim_sim::world::Lm)>();
+    let mut q = e
+        .state
+        .sw
+        .world
+        .query::<(&mnsim_sim::world::Pe, &mnsim_sim::world::Lm)>();
     let mut v: Vec<(u64, Vec<u8>)> = q
-        .iter(&e.sw.world)
+        .iter(&e.state.sw.world)
         .map(|(p, l)| (p.global, l.data[lo..hi].to_vec()))
         .collect();
     v.sort_unstable_by_key(|x| x.0);

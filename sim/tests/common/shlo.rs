@@ -74,7 +74,10 @@ pub fn run_inline_with(
     );
     let values = |t: &str| -> Option<Vec<f64>> {
         let dtype = imp.scenario.tensors.get(t)?.dtype;
-        let b = f.engine.dram_row_major(f.engine.tensor_id(t)?)?;
+        let b = f
+            .engine
+            .state
+            .dram_row_major(f.engine.state.tensor_id(t)?)?;
         Some(
             b.chunks_exact(dtype.bytes() as usize)
                 .map(|c| mnsim_kernels::elem::read(dtype, c))

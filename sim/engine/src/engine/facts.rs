@@ -202,18 +202,16 @@ impl Engine {
         runtime: &[u64],
         dtype: DType,
     ) -> f64 {
-        let burst = self.machine.dram.burst_bytes.max(1);
-        let addr = self.machine.addressable_levels();
-        let d = self.topo.chain[self.topo.dram_at];
+        let burst = self.state.machine.dram.burst_bytes.max(1);
+        let addr = self.state.machine.addressable_levels();
+        let d = self.state.topo.chain[self.state.topo.dram_at];
         // A level sub-axis distinguishes DRAM nodes when it can reach another node's range.
         let distinguishing = |class: Class, size: u64, stride: u64| -> bool {
             let Class::Level(i) = class else { return false };
             let a = &addr[i];
-            let r: u64 = a
-                .folded
-                .iter()
-                .filter(|&&k| k > d)
-                .fold(1u64, |x, &k| x.saturating_mul(self.machine.levels[k].count));
+            let r: u64 = a.folded.iter().filter(|&&k| k > d).fold(1u64, |x, &k| {
+                x.saturating_mul(self.state.machine.levels[k].count)
+            });
             r < a.fanout && (size - 1) * stride >= r
         };
         let mut run = 1u64;

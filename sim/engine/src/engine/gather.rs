@@ -7,7 +7,7 @@
 //! the table's first axis.
 
 use super::dataplane::DramAddr;
-use super::{DramTensor, Engine, ErrorKind, Partial, SimError};
+use super::{DramTensor, Engine, ErrorKind, OpSettings, Partial, SimError};
 use crate::program::TensorId;
 use mnsim_arch::{TensorLayout, XlaLayout};
 use mnsim_reports::OpReport;
@@ -26,16 +26,28 @@ impl Engine {
         out: TensorId,
         layout: TensorLayout,
     ) -> Result<OpReport, SimError> {
-        let tab = self.state(table)?;
+        self.op(OpSettings::default())
+            .gather(table, indices, out, layout)
+    }
+
+    /// [`Engine::gather`], its result's stream holding `buffers` slices when given.
+    pub(super) fn gather_op(
+        &mut self,
+        (table, indices, out, layout): (TensorId, TensorId, TensorId, TensorLayout),
+        buffers: Option<i64>,
+    ) -> Result<OpReport, SimError> {
+        let tab = self.state.tensor(table)?;
         if tab.dram.is_none() {
             return Err(ErrorKind::NotInDram(tab.name.clone()).into());
         }
         let (tdtype, trt) = (tab.dtype, tab.runtime.clone());
-        let idx = self.resident(indices)?.clone();
+        let idx = self.state.resident(indices)?.clone();
         if let Some(&p) = idx.partial.first() {
-            return Err(self.partial(Partial::KernelInput, indices, &idx.layout, p));
+            return Err(self
+                .state
+                .partial(Partial::KernelInput, indices, &idx.layout, p));
         }
-        let it = self.state(indices)?;
+        let it = self.state.tensor(indices)?;
         if it.dtype.is_float() || it.dtype == mnsim_arch::DType::Pred {
             return Err(ErrorKind::GatherIndices {
                 tensor: it.name.clone(),
@@ -44,14 +56,14 @@ impl Engine {
             .into());
         }
         let irt = it.runtime.clone();
-        let o = self.state(out)?;
+        let o = self.state.tensor(out)?;
         let want: Vec<u64> = irt.iter().chain(trt.iter().skip(1)).copied().collect();
         if o.dtype != tdtype || o.runtime != want || trt.is_empty() {
             return Err(ErrorKind::GatherShape {
                 out: o.name.clone(),
                 out_dtype: o.dtype,
                 out_dims: o.runtime.clone(),
-                table: self.name(table).to_string(),
+                table: self.state.name(table).to_string(),
                 dtype: tdtype,
                 dims: trt,
                 indices: irt,
@@ -67,13 +79,13 @@ impl Engine {
                 self.rows(table, &values)?
             }
         };
-        self.tensors[out].dram = Some(DramTensor {
+        self.state.tensors[out].dram = Some(DramTensor {
             layout: XlaLayout::default_for(rank),
             data,
         });
-        let r = self.load_as("Gather", out, layout, &[idx.region]);
+        let r = self.load_as("Gather", (out, layout), &[idx.region], buffers);
         // The image was the rows, not a copy of `out` of its own: nothing stays in DRAM.
-        self.tensors[out].dram = None;
+        self.state.tensors[out].dram = None;
         r
     }
 
@@ -85,10 +97,10 @@ impl Engine {
         t: TensorId,
         r: &super::Resident,
     ) -> Vec<f64> {
-        let rank = self.tensors[t].runtime.len();
-        let kept = self.tensors[t].dram.take();
+        let rank = self.state.tensors[t].runtime.len();
+        let kept = self.state.tensors[t].dram.take();
         self.move_store(f, t, r, &XlaLayout::default_for(rank));
-        let s = &mut self.tensors[t];
+        let s = &mut self.state.tensors[t];
         let bytes = s.dram.take().map(|d| d.data).unwrap_or_default();
         s.dram = kept;
         let eb = s.dtype.bytes() as usize;
@@ -100,7 +112,7 @@ impl Engine {
 
     /// The rows of `table` that `values` name (each clamped), row-major.
     fn rows(&self, table: TensorId, values: &[f64]) -> Result<Vec<u8>, SimError> {
-        let t = self.state(table)?;
+        let t = self.state.tensor(table)?;
         let Some(d) = t.dram.as_ref().filter(|d| !d.data.is_empty()) else {
             return Err(ErrorKind::NoDramData(t.name.clone()).into());
         };

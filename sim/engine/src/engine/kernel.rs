@@ -5,7 +5,7 @@
 //! Invariant: the output gets a fresh region (it may replace an input); a split
 //! contraction leaves the output partial over the levels `Legality::partial` names.
 
-use super::{Engine, ErrorKind, Mode, Partial, Resident, SimError};
+use super::{Engine, ErrorKind, Mode, OpSettings, Partial, Resident, SimError};
 use crate::ids::RegionId;
 use crate::net;
 use crate::program::TensorId;
@@ -24,6 +24,19 @@ impl Engine {
         out: TensorId,
         layout: Option<TensorLayout>,
     ) -> Result<OpReport, SimError> {
+        self.op(OpSettings::default())
+            .kernel(op, k, inputs, out, layout)
+    }
+
+    /// [`Engine::kernel`] with the op's settings: its legality as the caller checked it,
+    /// and the slices its output's stream holds.
+    pub(super) fn kernel_op(
+        &mut self,
+        (op, k): (&str, &mnsim_kernels::Kernel),
+        (inputs, out): (&[TensorId], TensorId),
+        layout: Option<TensorLayout>,
+        s: OpSettings,
+    ) -> Result<OpReport, SimError> {
         let Operands {
             res,
             dims: in_dims,
@@ -37,13 +50,13 @@ impl Engine {
         let layout = match layout {
             Some(l) => l,
             None => {
-                let first = inputs.first().map_or("", |&t| self.name(t));
-                let names = (first, self.name(out));
+                let first = inputs.first().map_or("", |&t| self.state.name(t));
+                let names = (first, self.state.name(out));
                 output_layout(op, names, &res, &in_dtypes, (out_dtype, &out_dims))?
             }
         };
         let in_layouts: Vec<&TensorLayout> = res.iter().map(|r| &r.layout).collect();
-        let legal = match self.legal_hint.take() {
+        let legal = match s.legality {
             Some(legal) => legal,
             None => self.kernel_legality(op, k, (inputs, out), &in_layouts, &layout)?,
         };
@@ -52,7 +65,7 @@ impl Engine {
             &in_layouts,
             &layout,
             &legal,
-            &self.machine,
+            &self.state.machine,
             out_dtype,
             Some(&rt_ref),
         )
@@ -61,18 +74,18 @@ impl Engine {
         // nothing (docs/layout.md, views).
         let view = in_layouts.len() == 1
             && legal.partial.is_empty()
-            && mnsim_kernels::is_view(k, in_layouts[0], &layout, &self.machine);
+            && mnsim_kernels::is_view(k, in_layouts[0], &layout, &self.state.machine);
         let cost = if view {
             mnsim_kernels::KernelCost { cycles: 0, ..cost }
         } else {
             cost
         };
         // The output gets a fresh region (it may replace one of the inputs).
-        let old = self.tensors[out].lm.as_ref().map(|r| r.offset);
-        let (offset, words, region) = self.allocate(out, &layout)?;
+        let old = self.state.tensors[out].lm.as_ref().map(|r| r.offset);
+        let (offset, words, region) = self.allocate(out, &layout, s.buffers)?;
         // Measuring for the planner: the units that compute, counted in closed form; the
         // PEs' ready cycles (a report's) are not kept.
-        let measured = self.measuring && self.mode == Mode::Timing;
+        let measured = self.rec.measuring() && self.state.mode == Mode::Timing;
         let facts = match self.functional() {
             None if measured => Vec::new(),
             None => self.closed_facts(&layout, &legal.partial, &out_rt, false, None),
@@ -93,7 +106,7 @@ impl Engine {
             }
         };
         if let Some(o) = old {
-            self.release(o);
+            self.state.release(o);
         }
         let units = if measured {
             Self::closed_product(&layout, &legal.partial, &out_rt, false, None).pes()
@@ -103,24 +116,24 @@ impl Engine {
         let c = self.compute_cost(legal.unit_level, units, cost.cycles, &facts);
         let reads: Vec<RegionId> = res.iter().map(|r| r.region).collect();
         let walk = kernel_walk(
-            &mut self.walk_memo,
+            &mut self.walks.walk,
             k,
             &res,
             &layout,
             (&dims_ref, &out_dims),
         );
         let steps = walk.as_ref().map_or(0, |(p, _)| p.steps as u64);
-        self.walked = self.walked.saturating_add(steps);
+        self.rec.walked = self.rec.walked.saturating_add(steps);
         let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region], walk);
         rep.flops = Some(cost.flops);
         rep.utilisation = cost.utilisation();
         rep.view = view;
-        if let Some(last) = self.ops.last_mut() {
+        if let Some(last) = self.rec.ops.last_mut() {
             last.flops = rep.flops;
             last.utilisation = rep.utilisation;
             last.view = view;
         }
-        self.tensors[out].lm = Some(Resident {
+        self.state.tensors[out].lm = Some(Resident {
             layout,
             offset,
             words,
@@ -139,10 +152,10 @@ impl Engine {
         cycles: u64,
         facts: &net::Facts,
     ) -> net::Cost {
-        let unit = self.machine.addressable_levels()[unit_level].level_index;
+        let unit = self.state.machine.addressable_levels()[unit_level].level_index;
         let place = net::Place::Compute {
             level: crate::ids::LevelId::of(unit),
-            leaf: unit + 1 == self.machine.levels.len(),
+            leaf: unit + 1 == self.state.machine.levels.len(),
         };
         let stage = net::endpoint_stage(place, net::StageKind::Compute, 0, 0, units, cycles);
         net::Cost {
@@ -165,11 +178,11 @@ impl Engine {
             dtypes: Vec::new(),
         };
         for &id in inputs {
-            let r = self.resident(id)?.clone();
+            let r = self.state.resident(id)?.clone();
             if let Some(&p) = r.partial.first() {
-                return Err(self.partial(Partial::KernelInput, id, &r.layout, p));
+                return Err(self.state.partial(Partial::KernelInput, id, &r.layout, p));
             }
-            let t = self.state(id)?;
+            let t = self.state.tensor(id)?;
             o.dims.push(t.dims.clone());
             o.runtime.push(t.runtime.clone());
             o.dtypes.push(t.dtype);
@@ -189,13 +202,13 @@ impl Engine {
         in_layouts: &[&TensorLayout],
         layout: &TensorLayout,
     ) -> Result<mnsim_kernels::Legality, SimError> {
-        let legal = if self.explaining {
-            let mut names: Vec<&str> = inputs.iter().map(|&t| self.name(t)).collect();
-            names.push(self.name(out));
-            mnsim_kernels::check(k, in_layouts, layout, &self.machine, &names)
+        let legal = if self.opts.explaining {
+            let mut names: Vec<&str> = inputs.iter().map(|&t| self.state.name(t)).collect();
+            names.push(self.state.name(out));
+            mnsim_kernels::check(k, in_layouts, layout, &self.state.machine, &names)
         } else {
-            mnsim_kernels::check_unexplained(k, in_layouts, layout, &self.machine)
-                .map_err(|e| unexplained(e, &self.machine))
+            mnsim_kernels::check_unexplained(k, in_layouts, layout, &self.state.machine)
+                .map_err(|e| unexplained(e, &self.state.machine))
         };
         legal.map_err(|error| {
             // The kernels' messages name the kernel already (`Binary Add: ...`).
@@ -221,7 +234,7 @@ impl Engine {
         let mut dims = Vec::with_capacity(inputs.len());
         let mut runtime = Vec::with_capacity(inputs.len());
         for &id in inputs {
-            let Ok(t) = self.state(id) else {
+            let Ok(t) = self.state.tensor(id) else {
                 return false;
             };
             dims.push(t.dims.as_slice());
@@ -245,10 +258,10 @@ impl Engine {
                 .map_err(|error| SimError::in_kernel(String::new(), error))
         };
         let (want, want_rt) = (shape(dims)?, shape(runtime)?);
-        let o = self.state(out)?;
+        let o = self.state.tensor(out)?;
         let (out_dtype, out_dims, out_rt) = (o.dtype, o.dims.clone(), o.runtime.clone());
         let names = || {
-            let names: Vec<&str> = inputs.iter().map(|&t| self.name(t)).collect();
+            let names: Vec<&str> = inputs.iter().map(|&t| self.state.name(t)).collect();
             names.join(", ")
         };
         for (runtime, want, dims) in [(false, want, &out_dims), (true, want_rt, &out_rt)] {

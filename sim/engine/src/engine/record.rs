@@ -1,11 +1,12 @@
 //! Recording an op: its task lowered and placed on the timeline, and its report (the
 //! parts only a report reads left out when the engine measures for the planner).
 
-use super::Engine;
+use super::{Engine, PlanMemos, Record};
 use crate::ids::RegionId;
 use crate::lowering::{self, walk::WalkPlan};
 use crate::net::{self, Dir};
 use crate::program::TensorId;
+use crate::timeline::{Task, Timeline};
 use crate::world::{PortStats, Ready, WorldBusy};
 use hdrhistogram::Histogram;
 use mnsim_arch::TensorLayout;
@@ -46,7 +47,111 @@ fn percentiles(values: impl Iterator<Item = (u64, u64)>) -> Option<Percentiles> 
     })
 }
 
+/// What the engine keeps of the ops it ran.
+pub struct Recorder {
+    /// Every op's report.
+    pub ops: Vec<OpReport>,
+    /// Every op's record: its stages, typed (the report holds them converted), its
+    /// slowest stage and the tensor it leaves.
+    pub records: Vec<Record>,
+    /// Every op lowered, in program order (the timeline's input).
+    pub tasks: Vec<Task>,
+    /// Where every op sits in time.
+    pub timeline: Timeline,
+    /// What it records, and for whom.
+    pub kind: Recording,
+    /// Walk steps of the kernels run (a planner counts its work in them).
+    pub(super) walked: u64,
+    /// The work of placing ops on the timelines cleared so far ([`Engine::placed`]).
+    pub(super) placed_work: u64,
+    /// While measuring: transfers charged in closed form, and those left to per-PE facts.
+    pub(super) closed: [u64; 2],
+}
+
+/// The two recorders.
+pub enum Recording {
+    /// A run's: every op's report whole.
+    Report,
+    /// A planner's: ops' cycles, tasks, typed stages and FLOP, the same as a report's,
+    /// and none of what only a report reads (per-port statistics, ready-cycle
+    /// percentiles, layout and stage texts); with the charges the planner's
+    /// measurements repeat, memoised.
+    Measure(Box<PlanMemos>),
+}
+
+impl Recorder {
+    pub(super) fn new(timeline: Timeline) -> Recorder {
+        Recorder {
+            ops: Vec::new(),
+            records: Vec::new(),
+            tasks: Vec::new(),
+            timeline,
+            kind: Recording::Report,
+            walked: 0,
+            placed_work: 0,
+            closed: [0; 2],
+        }
+    }
+
+    /// Forgets every op recorded (the work of placing them is kept in
+    /// [`Engine::placed`]).
+    pub(super) fn clear(&mut self) {
+        self.ops.clear();
+        self.records.clear();
+        self.tasks.clear();
+        self.placed_work = self.placed_work.saturating_add(self.timeline.work);
+        self.timeline.reset();
+    }
+
+    /// Whether it only measures, for a planner.
+    pub fn measuring(&self) -> bool {
+        matches!(self.kind, Recording::Measure(_))
+    }
+
+    /// The planner's memos, when it measures for one.
+    pub(super) fn memos(&mut self) -> Option<&mut PlanMemos> {
+        match &mut self.kind {
+            Recording::Measure(m) => Some(m),
+            Recording::Report => None,
+        }
+    }
+}
+
 impl Engine {
+    /// While measuring, how many transfers were charged in closed form, and how many
+    /// were left to per-PE facts (the closed form does not apply to them).
+    pub fn closed_form_charges(&self) -> (u64, u64) {
+        (self.rec.closed[0], self.rec.closed[1])
+    }
+
+    /// The work of placing the ops so far on the timeline ([`Timeline::work`]), over
+    /// every program since the engine was made.
+    pub fn placed(&self) -> u64 {
+        self.rec.placed_work.saturating_add(self.rec.timeline.work)
+    }
+
+    /// Walk steps of the kernels run so far, whatever became of them (an op that then
+    /// fails, or a Relayout a planner only tried), a walk taken from the memo included:
+    /// a planner's measure of the per-step work of lowering and placing them.
+    pub fn walked(&self) -> u64 {
+        self.rec.walked
+    }
+
+    /// Ends the program on the timeline: streams nothing read slice by slice are sent,
+    /// and every op's start, end and cycles (= end − start) are the timeline's.
+    pub fn settle(&mut self) {
+        self.rec
+            .timeline
+            .settle(&mut WorldBusy::new(&mut self.state.sw));
+        for (o, p) in self.rec.ops.iter_mut().zip(&self.rec.timeline.placed) {
+            o.start = p.start;
+            o.end = p.end;
+            o.cycles = p.end - p.start;
+        }
+        let total = self.rec.timeline.total();
+        self.state.sw.set_clock(total);
+    }
+
     /// Records an op: lowers it to a task, places it on the timeline (resource state on
     /// the world's entities), updates port statistics and ready cycles.
     #[allow(clippy::too_many_arguments)]
@@ -61,41 +166,39 @@ impl Engine {
         writes: &[RegionId],
         walk: Option<(WalkPlan, bool)>,
     ) -> OpReport {
-        let frees = std::mem::take(&mut self.frees);
+        let frees = std::mem::take(&mut self.state.frees);
         let (walk, resent) = self.lower_walk(walk, reads, writes, c.cycles);
         let task = lowering::task(
             &c,
             reads,
             writes,
-            frees.lm_words.max(self.alloc.charged()),
+            frees.lm_words.max(self.state.alloc.charged()),
             frees.before,
             frees.after,
             walk,
         );
-        let placed = self
-            .timeline
-            .push_on(&task, &mut WorldBusy::new(&mut self.sw));
+        let placed = (self.rec.timeline).push_on(&task, &mut WorldBusy::new(&mut self.state.sw));
         let task_cycles = task.cycles;
-        self.tasks.push(task);
+        self.rec.tasks.push(task);
         // The report shows the re-sends as stages of the op that needs them.
         let mut c = c;
         let again = c.again.take().map(|a| a.stages);
         let own = c.stages.len();
         c.stages.extend(resent);
         let (start, end) = (placed.start, placed.end);
-        let clock = self.sw.clock().max(end);
-        self.sw.set_clock(clock);
+        let clock = self.state.sw.clock().max(end);
+        self.state.sw.set_clock(clock);
         // What only a report reads; left empty when measuring for the planner.
-        let shown = if self.measuring {
+        let shown = if self.rec.measuring() {
             Shown::default()
         } else {
             self.shown(layout, runtime, &c, start)
         };
         let r = OpReport {
-            index: self.ops.len(),
+            index: self.rec.ops.len(),
             inserted_after: None,
             op: op.to_string(),
-            tensor: self.name(tensor).to_string(),
+            tensor: self.state.name(tensor).to_string(),
             layout: shown.layout,
             start,
             end,
@@ -117,8 +220,8 @@ impl Engine {
             layer: None,
             part: None,
         };
-        self.ops.push(r.clone());
-        self.records.push(super::Record {
+        self.rec.ops.push(r.clone());
+        self.rec.records.push(Record {
             stages: c.stages,
             own,
             bottleneck: c.bottleneck,
@@ -140,10 +243,10 @@ impl Engine {
     ) -> Shown {
         // Port statistics on the chain nodes that took part, ready cycles on the PEs.
         for port in &c.ports {
-            let k = self.topo.chain[port.link];
+            let k = self.state.topo.chain[port.link];
             for &(n, t, b) in &port.nodes {
-                let e = self.sw.node(k, n);
-                if let Some(mut ps) = self.sw.world.get_mut::<PortStats>(e) {
+                let e = self.state.sw.node(k, n);
+                if let Some(mut ps) = self.state.sw.world.get_mut::<PortStats>(e) {
                     ps.busy_cycles += t;
                     match port.dir {
                         Dir::Down => ps.bytes_down += b,
@@ -152,8 +255,8 @@ impl Engine {
                 }
             }
         }
-        if let Some(&leaf) = self.sw.levels.last()
-            && let Some(mut rd) = self.sw.world.get_mut::<Ready>(leaf)
+        if let Some(&leaf) = self.state.sw.levels.last()
+            && let Some(mut rd) = self.state.sw.world.get_mut::<Ready>(leaf)
         {
             rd.record(&c.ready, start);
         }
@@ -179,9 +282,13 @@ impl Engine {
             layout: layout.map(|l| l.canonical()),
             bottleneck: c
                 .bottleneck
-                .map(|b| c.stages[b].bottleneck_name(&self.machine))
+                .map(|b| c.stages[b].bottleneck_name(&self.state.machine))
                 .unwrap_or_default(),
-            stages: c.stages.iter().map(|s| s.report(&self.machine)).collect(),
+            stages: c
+                .stages
+                .iter()
+                .map(|s| s.report(&self.state.machine))
+                .collect(),
             ready,
             utilisation: util,
             padding: pad,

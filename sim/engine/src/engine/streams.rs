@@ -4,7 +4,7 @@
 //! Invariant: a stream's LM charge is its slices held × one slice's words; a stream is
 //! read slice by slice by its first reader only (later readers read it whole).
 
-use super::{Engine, ErrorKind, LmFull, SimError};
+use super::{Engine, ErrorKind, SimError};
 use crate::ids::RegionId;
 use crate::lowering::{self, Source, walk, walk::WalkPlan};
 use crate::net;
@@ -85,102 +85,6 @@ pub(super) type WalkMemo =
     std::collections::HashMap<walk::WalkKey, Option<WalkPlan>, foldhash::fast::FixedState>;
 
 impl Engine {
-    /// The slices of `layout` LM holds when `charged` of `lm` words are in use, and the
-    /// words that charges: `buffers:` if the op gave it (0 or less is an error), else
-    /// 2 when two slices fit, else 1.
-    pub(super) fn hold(
-        &mut self,
-        t: TensorId,
-        layout: &TensorLayout,
-        charged: u64,
-        lm: u64,
-    ) -> Result<(u64, u64, Option<String>, Option<u64>), SimError> {
-        let fp = layout.footprint_words();
-        let steps = layout.time_span();
-        let requested = match self.buffers.take() {
-            Some(b) if b < 1 => {
-                return Err(ErrorKind::NoBuffers {
-                    buffers: b,
-                    tensor: self.name(t).to_string(),
-                }
-                .into());
-            }
-            Some(b) => Some(b as u64),
-            None => None,
-        };
-        let free = lm.saturating_sub(charged);
-        let (held, fallback) = match requested {
-            _ if steps <= 1 => (1, None),
-            Some(b) => (b.min(steps), None),
-            None if fp.saturating_mul(2) <= free => (2, None),
-            None => (
-                1,
-                Some(format!(
-                    "LM full: two slices need {} words, {free} of {lm} free",
-                    fp.saturating_mul(2)
-                )),
-            ),
-        };
-        let need = fp.saturating_mul(held);
-        if held > 1 && need > free {
-            return Err(LmFull::Buffers {
-                held,
-                tensor: self.name(t).to_string(),
-                slice: fp,
-                need,
-                free,
-                lm,
-            }
-            .into());
-        }
-        Ok((held, need, fallback, requested))
-    }
-
-    /// A stream not yet read that holds two slices by default gives one back so that
-    /// `name` (`fp` words) fits: the default is two slices only when they fit with
-    /// everything else live. The latest such stream first; `false` when there is none.
-    pub(super) fn give_back(&mut self, t: TensorId, fp: u64) -> bool {
-        let alloc = &self.alloc;
-        // Streams not yet read first (they hold one slice from the start), then streams
-        // already read (one slice from now on).
-        let pick = |unread: bool| {
-            self.streams
-                .iter()
-                .rev()
-                .find(|(r, st)| {
-                    st.requested.is_none()
-                        && st.buffers >= 2
-                        && st.consumer.is_none() == unread
-                        && alloc.holds(**r)
-                })
-                .map(|(r, _)| *r)
-        };
-        let Some(region) = pick(true).or_else(|| pick(false)) else {
-            return false;
-        };
-        let name = self.tensors.get(t).map_or("?", |s| s.name.as_str());
-        let Some(st) = self.streams.get_mut(&region) else {
-            return false;
-        };
-        st.buffers = 1;
-        st.fallback = Some(format!(
-            "LM full: two slices ({} words) do not fit beside `{name}` ({fp} words)",
-            st.slice_words.saturating_mul(2)
-        ));
-        let (words, at) = (st.slice_words, st.log_at);
-        let unread = st.consumer.is_none();
-        self.alloc.recharge(region, words);
-        if !unread {
-            return true;
-        }
-        for v in self.charge_log.iter_mut().skip(at) {
-            *v = v.saturating_sub(words);
-        }
-        let peak = self.charge_log.iter().copied().max().unwrap_or(0);
-        self.lm_peak_bytes = peak.saturating_mul(self.machine.word_bytes);
-        true
-    }
-
     /// The planner's measuring engine: `name`, placed in LM in a `Time`-stepped layout,
     /// is the output stream of a kernel measured apart, whose task is `producer`; the
     /// next op to read it reads it slice by slice, as in the run. It holds `buffers:`
@@ -192,20 +96,18 @@ impl Engine {
         (buffers, held): (Option<i64>, u64),
         producer: Task,
     ) -> Result<(), SimError> {
-        let Some(r) = self.tensors.get(t).and_then(|s| s.lm.clone()) else {
-            return Err(ErrorKind::StreamNotInLm(self.name(t).to_string()).into());
+        let Some(r) = self.state.tensors.get(t).and_then(|s| s.lm.clone()) else {
+            return Err(ErrorKind::StreamNotInLm(self.state.name(t).to_string()).into());
         };
-        let lm = self.machine.leaf_memory_bytes() / self.machine.word_bytes.max(1);
-        self.buffers = buffers;
-        let asked = self.hold(t, &r.layout, 0, lm);
-        self.buffers = None;
+        let lm = self.state.machine.leaf_memory_bytes() / self.state.machine.word_bytes.max(1);
+        let asked = self.state.hold(t, &r.layout, (0, lm), buffers);
         let (asked, _, fallback, requested) = asked?;
         let held = if requested.is_some() {
             asked
         } else {
             held.clamp(1, r.layout.time_span().max(1))
         };
-        self.streams.insert(
+        self.state.streams.insert(
             r.region,
             StreamState {
                 tensor: t,
@@ -239,7 +141,7 @@ impl Engine {
         let Some((plan, deferred)) = plan else {
             return (None, Vec::new());
         };
-        let index = self.ops.len();
+        let index = self.rec.ops.len();
         let mut chosen: Vec<Option<(RegionId, u32, u32, usize)>> = Vec::new();
         for (i, need) in plan.inputs.iter().enumerate() {
             let pick = match reads.get(i) {
@@ -249,10 +151,11 @@ impl Engine {
                         && !writes.contains(r)
                         && !chosen.iter().flatten().any(|c| c.0 == *r) =>
                 {
-                    match self.streams.get(r) {
+                    match self.state.streams.get(r) {
                         Some(st)
                             if st.consumer.is_none()
-                                && (st.external.is_some() || st.producer < self.tasks.len()) =>
+                                && (st.external.is_some()
+                                    || st.producer < self.rec.tasks.len()) =>
                         {
                             Some((*r, st.buffers as u32, st.slices as u32, st.producer))
                         }
@@ -270,23 +173,22 @@ impl Engine {
                     region,
                     buffers,
                     slices,
-                    producer: match self
-                        .streams
+                    producer: match (self.state.streams)
                         .get(&region)
                         .and_then(|s| s.external.as_deref())
                     {
                         Some(t) => t,
-                        None => &self.tasks[p],
+                        None => &self.rec.tasks[p],
                     },
                 })
             })
             .collect();
         // A transfer reading a stream slice by slice produces its own as it goes.
         let deferred = deferred && sources.iter().all(Option::is_none);
-        let walk = lowering::walk_of(&mut self.sends_memo, &plan, own_cycles, deferred, &sources);
+        let walk = lowering::walk_of(&mut self.walks.sends, &plan, own_cycles, deferred, &sources);
         let mut extra = Vec::new();
         for input in &walk.inputs {
-            let Some(st) = self.streams.get_mut(&input.region) else {
+            let Some(st) = self.state.streams.get_mut(&input.region) else {
                 continue;
             };
             st.consumer = Some(index);
@@ -302,7 +204,7 @@ impl Engine {
                 // Its producer's stages are another engine's.
                 continue;
             }
-            if let Some(rec) = self.records.get(st.producer) {
+            if let Some(rec) = self.rec.records.get(st.producer) {
                 let stages = rec.again.as_deref().unwrap_or(&rec.stages);
                 extra.extend(stages.iter().map(|s| net::Stage {
                     bytes: scale(s.bytes),

@@ -9,7 +9,7 @@
 //! (`sim/tests/closed_form.rs`).
 
 use super::streams::{identity, plan};
-use super::{Engine, ErrorKind, Mode, Partial, Resident, SimError};
+use super::{Engine, ErrorKind, Mode, OpSettings, Partial, Resident, SimError};
 use crate::net::{self, Again, Cost, Dir, DramSpec, PeFact, Route, StageSpec};
 use crate::program::TensorId;
 use mnsim_arch::layout::Class;
@@ -28,20 +28,20 @@ impl Engine {
         route: &Route,
         products: impl FnOnce() -> (net::Product, Option<net::Product>),
     ) -> Option<net::Cost> {
-        if !self.measuring || self.mode != Mode::Timing {
+        if !self.rec.measuring() || self.state.mode != Mode::Timing {
             return None;
         }
         let (a, b) = products();
         let b = b.as_ref().unwrap_or(&a);
-        let c = net::cost_product(&self.machine, &self.topo, route, [&a, b]);
-        self.closed[usize::from(c.is_none())] += 1;
+        let c = net::cost_product(&self.state.machine, &self.state.topo, route, [&a, b]);
+        self.rec.closed[usize::from(c.is_none())] += 1;
         c
     }
 
     pub(super) fn down_route(&self, steps: u64, dram: Option<DramSpec>) -> Route {
-        let n = self.topo.chain.len();
+        let n = self.state.topo.chain.len();
         Route {
-            stages: (self.topo.dram_at..n - 1)
+            stages: (self.state.topo.dram_at..n - 1)
                 .map(|link| StageSpec {
                     link,
                     dir: Dir::Down,
@@ -57,18 +57,19 @@ impl Engine {
 
     /// Load: DRAM (the tensor's XLA layout) → LM in `layout`.
     pub fn load(&mut self, id: TensorId, layout: TensorLayout) -> Result<OpReport, SimError> {
-        self.load_as("Load", id, layout, &[])
+        self.op(OpSettings::default()).load(id, layout)
     }
 
-    /// A Load reported as `op`, whose task also reads `reads` (what it waits for).
+    /// A Load reported as `op`, whose task also reads `reads` (what it waits for); its
+    /// stream holds `buffers` slices when given.
     pub(super) fn load_as(
         &mut self,
         op: &str,
-        id: TensorId,
-        layout: TensorLayout,
+        (id, layout): (TensorId, TensorLayout),
         reads: &[crate::ids::RegionId],
+        buffers: Option<i64>,
     ) -> Result<OpReport, SimError> {
-        let t = self.state(id)?;
+        let t = self.state.tensor(id)?;
         let name = t.name.as_str();
         let Some(dram) = t.dram.as_ref() else {
             return Err(ErrorKind::NotInDram(name.to_string()).into());
@@ -83,24 +84,24 @@ impl Engine {
             .into());
         }
         let (dtype, runtime, xla) = (t.dtype, t.runtime.clone(), dram.layout.clone());
-        if self.mode == Mode::Functional && dram.data.is_empty() {
+        if self.state.mode == Mode::Functional && dram.data.is_empty() {
             return Err(ErrorKind::NoDramData(name.to_string()).into());
         }
         let dram_key = (xla.clone(), runtime.clone());
         // A program input comes from the host with its first Load (docs/model.md).
-        let host = (t.from_host && self.machine.host().is_some()).then(|| {
+        let host = (t.from_host && self.state.machine.host().is_some()).then(|| {
             (runtime
                 .iter()
                 .try_fold(dtype.bytes(), |a, &d| a.checked_mul(d)))
             .unwrap_or(u64::MAX)
         });
         if t.lm.is_some() {
-            self.free(id)?;
+            self.state.free(id)?;
         }
-        let (offset, words, region) = self.allocate(id, &layout)?;
-        let memoised = self.mode == Mode::Timing && host.is_none();
-        let memo = (self.load_memo.get(&dram_key).filter(|_| memoised))
-            .and_then(|m| m.get(&layout))
+        let (offset, words, region) = self.allocate(id, &layout, buffers)?;
+        let memoised = self.state.mode == Mode::Timing && host.is_none();
+        let memo = (self.rec.memos().filter(|_| memoised))
+            .and_then(|m| m.load.get(&dram_key)?.get(&layout))
             .cloned();
         let (c, walk) = match memo {
             Some(charge) => charge,
@@ -139,8 +140,9 @@ impl Engine {
                             None => self.closed_facts(&layout, &[], &runtime, false, None),
                             Some(f) => self.move_load(f, id, &layout, offset),
                         };
-                        let cost =
-                            |r: &Route| net::cost(&self.machine, &self.topo, r, [&facts, &facts]);
+                        let cost = |r: &Route| {
+                            net::cost(&self.state.machine, &self.state.topo, r, [&facts, &facts])
+                        };
                         Cost {
                             again: again.as_ref().map(|r| Again::of(cost(r))),
                             ..cost(&route)
@@ -149,17 +151,17 @@ impl Engine {
                 };
                 let shape = layout.logical_shape();
                 let walk =
-                    plan(&mut self.walk_memo, Some(&layout), shape, &[], &[]).map(|p| (p, true));
-                if memoised {
-                    (self.load_memo.entry(dram_key).or_default())
+                    plan(&mut self.walks.walk, Some(&layout), shape, &[], &[]).map(|p| (p, true));
+                if let Some(m) = self.rec.memos().filter(|_| memoised) {
+                    (m.load.entry(dram_key).or_default())
                         .insert(layout.clone(), (c.clone(), walk.clone()));
                 }
                 (c, walk)
             }
         };
         let op = self.finish(op, id, Some(&layout), &runtime, c, reads, &[region], walk);
-        self.tensors[id].from_host = false;
-        self.tensors[id].lm = Some(Resident {
+        self.state.tensors[id].from_host = false;
+        self.state.tensors[id].lm = Some(Resident {
             layout,
             offset,
             words,
@@ -171,16 +173,16 @@ impl Engine {
 
     /// Store: LM → DRAM (the tensor's XLA layout), reading one replica.
     pub fn store(&mut self, id: TensorId, xla: XlaLayout) -> Result<OpReport, SimError> {
-        let r = self.resident(id)?.clone();
+        let r = self.state.resident(id)?.clone();
         if let Some(&p) = r.partial.first() {
-            return Err(self.partial(Partial::Store, id, &r.layout, p));
+            return Err(self.state.partial(Partial::Store, id, &r.layout, p));
         }
-        let t = self.state(id)?;
+        let t = self.state.tensor(id)?;
         let (dtype, runtime) = (t.dtype, t.runtime.clone());
-        let n = self.topo.chain.len();
+        let n = self.state.topo.chain.len();
         let eff = self.burst_efficiency(&r.layout, &xla, &runtime, dtype);
         let route = Route {
-            stages: (self.topo.dram_at..n - 1)
+            stages: (self.state.topo.dram_at..n - 1)
                 .rev()
                 .map(|link| StageSpec {
                     link,
@@ -212,15 +214,20 @@ impl Engine {
                     None => self.closed_facts(&r.layout, &[], &runtime, true, None),
                     Some(f) => self.move_store(f, id, &r, &xla),
                 };
-                net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
+                net::cost(
+                    &self.state.machine,
+                    &self.state.topo,
+                    &route,
+                    [&facts, &facts],
+                )
             }
         };
-        if self.mode == Mode::Timing {
-            self.set_in_dram(id, xla);
+        if self.state.mode == Mode::Timing {
+            self.state.set_in_dram(id, xla);
         }
         let dims = r.layout.logical_shape().to_vec();
         let walk = plan(
-            &mut self.walk_memo,
+            &mut self.walks.walk,
             None,
             &dims,
             &[(&r.layout, identity(dims.len()))],
@@ -273,7 +280,7 @@ impl Engine {
     }
 
     pub(super) fn up_down_route(&self, meet: usize, reduce_at_meet: bool, steps: u64) -> Route {
-        let n = self.topo.chain.len();
+        let n = self.state.topo.chain.len();
         let mut stages: Vec<StageSpec> = (meet..n - 1)
             .rev()
             .map(|link| StageSpec {
@@ -306,14 +313,23 @@ impl Engine {
         layout: TensorLayout,
         out: Option<TensorId>,
     ) -> Result<OpReport, SimError> {
-        let src = self.resident(id)?.clone();
+        self.op(OpSettings::default()).relayout(op, id, layout, out)
+    }
+
+    /// [`Engine::relayout`], its result's stream holding `buffers` slices when given.
+    pub(super) fn relayout_op(
+        &mut self,
+        (op, id, layout, out): (&str, TensorId, TensorLayout, Option<TensorId>),
+        buffers: Option<i64>,
+    ) -> Result<OpReport, SimError> {
+        let src = self.state.resident(id)?.clone();
         if let Some(&p) = src.partial.first() {
-            return Err(self.partial(Partial::Move, id, &src.layout, p));
+            return Err(self.state.partial(Partial::Move, id, &src.layout, p));
         }
         let dst = out.unwrap_or(id);
-        let t = self.state(id)?;
+        let t = self.state.tensor(id)?;
         let (dtype, dims, runtime) = (t.dtype, t.dims.clone(), t.runtime.clone());
-        let d = self.state(dst)?;
+        let d = self.state.tensor(dst)?;
         if d.dtype != dtype || d.dims != dims {
             return Err(ErrorKind::CannotHold {
                 dst: d.name.clone(),
@@ -334,17 +350,17 @@ impl Engine {
             .into());
         }
         if dst != id && d.lm.is_some() {
-            self.free(dst)?;
+            self.state.free(dst)?;
         }
-        let (offset, words, region) = self.allocate(dst, &layout)?;
-        let addr = self.machine.addressable_levels();
+        let (offset, words, region) = self.allocate(dst, &layout, buffers)?;
+        let addr = self.state.machine.addressable_levels();
         let crossing = (0..addr.len())
             .filter(|&i| Self::crosses(&src.layout, &layout, i, &runtime))
             .min();
         let steps = src.layout.time_span().max(layout.time_span());
         // The route through the level they meet above, when a level is crossed.
         let route = crossing.map(|i| {
-            let meet = self.topo.meet_above(addr[i].level_index);
+            let meet = self.state.topo.meet_above(addr[i].level_index);
             self.up_down_route(meet, false, steps)
         });
         let closed = route.as_ref().and_then(|route| {
@@ -366,7 +382,12 @@ impl Engine {
             Some(f) => self.move_relayout(f, &src, &layout, offset, &runtime, dtype),
         };
         let c = match &route {
-            Some(route) => net::cost(&self.machine, &self.topo, route, [&src_facts, &dst_facts]),
+            Some(route) => net::cost(
+                &self.state.machine,
+                &self.state.topo,
+                route,
+                [&src_facts, &dst_facts],
+            ),
             None => {
                 // No level to cross: a copy inside each LM (the larger of the two shards).
                 // Every PE of the destination; the source's shard on that PE, if any.
@@ -391,7 +412,12 @@ impl Engine {
                     local_copy: true,
                     steps,
                 };
-                net::cost(&self.machine, &self.topo, &route, [&facts, &facts])
+                net::cost(
+                    &self.state.machine,
+                    &self.state.topo,
+                    &route,
+                    [&facts, &facts],
+                )
             }
         };
         Ok(self.relayouted(op, (id, dst), &src, (layout, offset, words, region), c))
@@ -409,12 +435,12 @@ impl Engine {
         c: net::Cost,
     ) -> OpReport {
         if dst == id {
-            self.release(src.offset);
+            self.state.release(src.offset);
         }
         let dims = layout.logical_shape().to_vec();
-        let runtime = self.tensors[id].runtime.clone();
+        let runtime = self.state.tensors[id].runtime.clone();
         let walk = plan(
-            &mut self.walk_memo,
+            &mut self.walks.walk,
             Some(&layout),
             &dims,
             &[(&src.layout, identity(dims.len()))],
@@ -431,7 +457,7 @@ impl Engine {
             &[region],
             walk,
         );
-        self.tensors[dst].lm = Some(Resident {
+        self.state.tensors[dst].lm = Some(Resident {
             layout,
             offset,
             words,
@@ -444,7 +470,8 @@ impl Engine {
     /// The levels over which the copies of `name` in LM hold partial results, leaf-most
     /// first (the order [`Engine::reduce_partials`] reduces them in); empty when none.
     pub fn partial_levels(&self, t: TensorId) -> Vec<String> {
-        self.tensors
+        self.state
+            .tensors
             .get(t)
             .and_then(|t| t.lm.as_ref())
             .map(|r| {
@@ -477,11 +504,21 @@ impl Engine {
         op: Combine,
         out: Option<TensorId>,
     ) -> Result<OpReport, SimError> {
-        let src = self.resident(id)?.clone();
+        self.op(OpSettings::default()).reduce(id, level, op, out)
+    }
+
+    /// [`Engine::reduce`], its result's stream (a new tensor) holding `buffers` slices
+    /// when given.
+    pub(super) fn reduce_op(
+        &mut self,
+        (id, level, op, out): (TensorId, &str, Combine, Option<TensorId>),
+        buffers: Option<i64>,
+    ) -> Result<OpReport, SimError> {
+        let src = self.state.resident(id)?.clone();
         let Some(i) = src.layout.levels().iter().position(|l| l.name == level) else {
             return Err(ErrorKind::NotALevel {
                 level: level.to_string(),
-                machine: self.machine.name.clone(),
+                machine: self.state.machine.name.clone(),
                 levels: (src.layout.levels().iter())
                     .map(|l| l.name.as_str())
                     .collect::<Vec<_>>()
@@ -491,38 +528,40 @@ impl Engine {
         };
         if !src.layout.levels()[i].replicated {
             return Err(ErrorKind::SplitNotPartial {
-                tensor: self.name(id).to_string(),
+                tensor: self.state.name(id).to_string(),
                 level: level.to_string(),
             }
             .into());
         }
-        let t = self.state(id)?;
+        let t = self.state.tensor(id)?;
         let (dtype, runtime) = (t.dtype, t.runtime.clone());
         let dst = out.unwrap_or(id);
         let layout = src.layout.clone();
         let (offset, words, region) = if dst == id {
             (src.offset, src.words, src.region)
         } else {
-            if self.state(dst)?.lm.is_some() {
-                self.free(dst)?;
+            if self.state.tensor(dst)?.lm.is_some() {
+                self.state.free(dst)?;
             }
-            self.allocate(dst, &layout)?
+            self.allocate(dst, &layout, buffers)?
         };
         let mut partial = src.partial.clone();
         if !partial.contains(&i) {
             partial.push(i);
         }
         let rest: Vec<usize> = src.partial.iter().copied().filter(|&p| p != i).collect();
-        let addr = self.machine.addressable_levels();
-        let meet = self.topo.meet_above(addr[i].level_index);
+        let addr = self.state.machine.addressable_levels();
+        let meet = self.state.topo.meet_above(addr[i].level_index);
         // Measuring in timing mode, the charge depends on nothing else: each is
         // computed once (and counted as it was charged).
-        let memoised = self.measuring && self.mode == Mode::Timing;
+        let memoised = self.rec.measuring() && self.state.mode == Mode::Timing;
         let key = memoised.then(|| (layout.clone(), partial.clone(), i, runtime.clone()));
-        let known = key.as_ref().and_then(|k| self.reduce_memo.get(k)).cloned();
+        let known = (key.as_ref())
+            .and_then(|k| self.rec.memos()?.reduce.get(k))
+            .cloned();
         let c = match known {
             Some((c, closed)) => {
-                self.closed[usize::from(!closed)] += 1;
+                self.rec.closed[usize::from(!closed)] += 1;
                 c
             }
             None => {
@@ -542,18 +581,18 @@ impl Engine {
                             None => self.closed_facts(&layout, &rest, &runtime, false, None),
                             Some(f) => self.move_reduce(f, &src, i, op, offset, dtype, &runtime),
                         };
-                        net::cost(&self.machine, &self.topo, &route, [&up, &down])
+                        net::cost(&self.state.machine, &self.state.topo, &route, [&up, &down])
                     }
                 };
-                if let Some(k) = key {
-                    self.reduce_memo.insert(k, (c.clone(), was_closed));
+                if let (Some(k), Some(m)) = (key, self.rec.memos()) {
+                    m.reduce.insert(k, (c.clone(), was_closed));
                 }
                 c
             }
         };
         let dims = layout.logical_shape().to_vec();
         let walk = plan(
-            &mut self.walk_memo,
+            &mut self.walks.walk,
             Some(&layout),
             &dims,
             &[(&src.layout, identity(dims.len()))],
@@ -570,7 +609,7 @@ impl Engine {
             &[region],
             walk,
         );
-        self.tensors[dst].lm = Some(Resident {
+        self.state.tensors[dst].lm = Some(Resident {
             layout,
             offset,
             words,

@@ -10,10 +10,11 @@
 //! placed inputs, small numbers for the op's own allocations) so that the planner can
 //! renumber them for each plan it scores. Nothing here parses or resolves a scenario.
 
-use crate::engine::{Engine, Mode, Resident, SimError};
+use crate::engine::{Engine, Resident, SimError};
 use crate::ids::RegionId;
 use crate::program::{OpId, OpKind, Program, TensorId};
 use crate::scenario::Resolved;
+use crate::timeline::Schedule;
 use crate::timeline::Task;
 use mnsim_arch::TensorLayout;
 use mnsim_kernels::Legality;
@@ -108,12 +109,11 @@ impl Coster {
     /// Builds the machine once and declares every tensor of `res` (timing mode: no data;
     /// every tensor counts as present in DRAM in its declared layout).
     pub fn new(res: &Resolved) -> Result<Coster, SimError> {
-        let mut eng = Engine::new(res.machine.clone(), Mode::Timing);
-        eng.set_measuring(true);
+        let mut eng = Engine::measuring(res.machine.clone(), Schedule::Sequential);
         eng.set_explaining(false);
         for t in res.program.tensors.values() {
             let (id, layout) = crate::run::declare(&mut eng, t, None)?;
-            eng.set_in_dram(id, layout);
+            eng.state.set_in_dram(id, layout);
         }
         let program = res.program.clone();
         let mut seen = HashSet::default();
@@ -144,7 +144,7 @@ impl Coster {
     /// Whether Load `op`, about to be applied, brings its tensor from the host.
     fn host_flag(&mut self, op: OpId) {
         if let OpKind::Load { tensor } = self.program.ops[op].kind
-            && let Some(t) = self.eng.tensors.get_mut(tensor)
+            && let Some(t) = self.eng.state.tensors.get_mut(tensor)
         {
             t.from_host = self.first_loads.contains(&op);
         }
@@ -224,7 +224,8 @@ impl Coster {
         self.placed += 1;
         let region = RegionId(PLACED_REGION + self.placed as u32);
         self.inputs.push((region, slot));
-        let t = (self.eng.tensors.get_mut(t)).ok_or(crate::engine::ErrorKind::UnknownTensor(t))?;
+        let t = (self.eng.state.tensors.get_mut(t))
+            .ok_or(crate::engine::ErrorKind::UnknownTensor(t))?;
         t.lm = Some(Resident {
             layout: held.layout.clone(),
             offset: PLACED_BASE + self.placed,
@@ -246,9 +247,9 @@ impl Coster {
     ) -> Result<(u64, Vec<Task>, RegionId), SimError> {
         self.reset();
         self.place(t, from, 0)?;
-        self.eng.ops.clear();
+        self.eng.rec.ops.clear();
         let r = self.eng.relayout("Relayout", t, to.clone(), None)?;
-        let region = (self.eng.tensors.get(t))
+        let region = (self.eng.state.tensors.get(t))
             .and_then(|t| t.lm.as_ref())
             .map_or(RegionId(0), |r| r.region);
         Ok((r.cycles, self.tasks(), self.symbol(region)))
@@ -271,7 +272,7 @@ impl Coster {
     /// symbolic, less `loaded_words` of LM (inputs loaded as streams, which the
     /// planner's walk charges).
     fn tasks_from(&self, from: usize, loaded_words: u64) -> Vec<Task> {
-        let mut out = self.eng.tasks[from.min(self.eng.tasks.len())..].to_vec();
+        let mut out = self.eng.rec.tasks[from.min(self.eng.rec.tasks.len())..].to_vec();
         for t in &mut out {
             t.lm_words = t.lm_words.saturating_sub(loaded_words);
             for r in t.reads.iter_mut().chain(t.writes.iter_mut()) {
@@ -307,7 +308,7 @@ impl Coster {
         streams: &[Option<StreamFrom>],
     ) -> Result<Measured, SimError> {
         self.reset();
-        self.eng.ops.clear();
+        self.eng.rec.ops.clear();
         let from: Vec<Option<StreamFrom>> = (inputs.iter().enumerate())
             .map(|(slot, (n, h))| {
                 streams.get(slot).copied().flatten().filter(|_| {
@@ -337,8 +338,9 @@ impl Coster {
                 Some(StreamFrom::Load(load)) => {
                     let layout = Some(&h.layout);
                     self.host_flag(load);
-                    crate::apply::apply(&mut self.eng, &self.program, load, layout, false, None)?;
-                    if let Some(r) = self.eng.tensors.get(n).and_then(|t| t.lm.as_ref()) {
+                    let p = (&self.program, load);
+                    crate::apply::apply(&mut self.eng, p, layout, (false, None), None)?;
+                    if let Some(r) = self.eng.state.tensors.get(n).and_then(|t| t.lm.as_ref()) {
                         self.loaded.push((r.region, slot));
                     }
                 }
@@ -353,27 +355,23 @@ impl Coster {
         if !loads.is_empty() {
             self.loads_ok.insert(loads);
         }
-        let (first_op, first_task) = (self.eng.ops.len(), self.eng.tasks.len());
+        let (first_op, first_task) = (self.eng.rec.ops.len(), self.eng.rec.tasks.len());
         let loaded_words: u64 = self
             .loaded
             .iter()
-            .filter_map(|(r, _)| self.eng.streams.get(r))
+            .filter_map(|(r, _)| self.eng.state.streams.get(r))
             .map(|st| st.slice_words.saturating_mul(st.buffers))
             .fold(0, u64::saturating_add);
-        // The kernel's legality as checked above (its layouts are those it runs in).
-        self.eng.set_legality_hint(hint);
         self.host_flag(op);
-        let applied = crate::apply::apply(
+        // The kernel's legality as checked above (its layouts are those it runs in).
+        crate::apply::apply(
             &mut self.eng,
-            &self.program,
-            op,
+            (&self.program, op),
             layout,
-            self.auto_reduce,
+            (self.auto_reduce, hint),
             None,
-        );
-        self.eng.set_legality_hint(None);
-        applied?;
-        let cycles = self.eng.ops[first_op..].iter().map(|o| o.cycles).sum();
+        )?;
+        let cycles = self.eng.rec.ops[first_op..].iter().map(|o| o.cycles).sum();
         let output = self.program.output(op).and_then(|out| {
             let t = match &self.program.ops[op].kind {
                 // A Broadcast from DRAM lands in the tensor itself.
@@ -387,8 +385,7 @@ impl Coster {
                 | OpKind::Free { .. }
                 | OpKind::Kernel { .. } => out,
             };
-            self.eng
-                .tensors
+            (self.eng.state.tensors)
                 .get(t)
                 .and_then(|s| s.lm.as_ref())
                 .map(|r| {
@@ -435,6 +432,6 @@ impl Coster {
 
     /// The machine being measured.
     pub fn machine(&self) -> &mnsim_arch::Machine {
-        &self.eng.machine
+        &self.eng.state.machine
     }
 }

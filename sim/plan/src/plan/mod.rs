@@ -224,7 +224,9 @@ impl Timer {
         let mut r = res.clone();
         r.mode = Mode::Timing;
         let eng = match self.0.take() {
-            Some(mut e) if e.machine == r.machine && e.timeline.schedule == r.schedule => {
+            Some(mut e)
+                if e.state.machine == r.machine && e.rec.timeline.schedule == r.schedule =>
+            {
                 e.clear_all();
                 e
             }
@@ -232,10 +234,7 @@ impl Timer {
                 // Cycles and joules are all the planner reads: an engine that measures
                 // as the planner's gives the same (tests/closed_form.rs) without
                 // per-port statistics.
-                let mut e =
-                    crate::engine::Engine::with_schedule(r.machine.clone(), r.mode, r.schedule);
-                e.set_measuring(true);
-                e
+                crate::engine::Engine::measuring(r.machine.clone(), r.schedule)
             }
         };
         let out = crate::run::run_on(&r, eng, &mut |_, _| {})?;

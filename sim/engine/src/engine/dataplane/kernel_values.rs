@@ -58,7 +58,7 @@ impl InputView<'_> {
 impl Engine {
     fn input_view<'a>(&self, lms: &'a [LmPtr], r: &Resident, dtype: DType) -> InputView<'a> {
         let l = &r.layout;
-        let wb = self.machine.word_bytes as usize;
+        let wb = self.state.machine.word_bytes as usize;
         InputView {
             lms,
             base: r.offset as usize * wb,
@@ -96,12 +96,12 @@ impl Engine {
         // Reduced variables run over their real (run-time) extents.
         let extents = mnsim_kernels::reduced_extents(k, in_rt).unwrap_or_default();
         let eb = dtype.bytes() as usize;
-        let wb = self.machine.word_bytes as usize;
+        let wb = self.state.machine.word_bytes as usize;
         let fp = layout.footprint_words() as usize;
         let region = (layout.footprint_words() * layout.time_span()) as usize * wb;
         let base = offset as usize * wb;
         let used = Self::used_table(layout);
-        let lms = lm_ptrs(&mut self.sw.world);
+        let lms = lm_ptrs(&mut self.state.sw.world);
         let views: Vec<InputView> = inputs
             .iter()
             .map(|&(r, d)| self.input_view(&lms, r, d))
@@ -109,17 +109,17 @@ impl Engine {
         let width = views.iter().map(|v| v.tables.width()).max().unwrap_or(3);
         // Matrix contractions: each shard's rows and columns gathered once, then a tight
         // loop (`contract.rs`), the same values as element by element.
-        let contraction = (!self.per_element_kernels && extents.len() == 1)
+        let contraction = (!self.opts.per_element_kernels && extents.len() == 1)
             .then(|| Contraction::new(k, inputs, in_rt, out_rt.len(), wb))
             .flatten();
         // Convolutions: each operand found by per-axis terms, each shard's window taps
         // listed once per output position (`conv.rs`), the same values again.
-        let conv = (!self.per_element_kernels)
+        let conv = (!self.opts.per_element_kernels)
             .then(|| ConvPlan::new(k, inputs, in_rt, wb))
             .flatten();
         let cells = OutCells { fp, wb, eb, dtype };
         // The PEs of every distinct shard, by key (PE order inside).
-        let positions = &self.positions;
+        let positions = &self.state.positions;
         let mut keyed: Vec<(u64, usize)> = positions
             .iter()
             .enumerate()

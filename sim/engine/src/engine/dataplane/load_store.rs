@@ -19,14 +19,17 @@ impl Engine {
         layout: &TensorLayout,
         offset: u64,
     ) -> Facts {
-        let t = &self.tensors[id];
+        let t = &self.state.tensors[id];
         let dram = t.dram.as_ref().expect("checked");
         let addr = DramAddr::new(&dram.layout, &t.runtime);
-        let (eb, wb) = (t.dtype.bytes() as usize, self.machine.word_bytes as usize);
+        let (eb, wb) = (
+            t.dtype.bytes() as usize,
+            self.state.machine.word_bytes as usize,
+        );
         let fp = layout.footprint_words() as usize;
         let (runtime, src, base) = (&t.runtime, &dram.data, offset as usize);
         walk_shards(
-            &mut self.sw.world,
+            &mut self.state.sw.world,
             layout,
             &[],
             false,
@@ -90,7 +93,7 @@ impl Engine {
         r: &Resident,
         xla: &XlaLayout,
     ) -> Facts {
-        let t = &mut self.tensors[id];
+        let t = &mut self.state.tensors[id];
         let eb = t.dtype.bytes() as usize;
         let runtime = t.runtime.clone();
         let buf = xla.buffer_elements(&runtime).unwrap_or(0) as usize * eb;
@@ -114,10 +117,10 @@ impl Engine {
         }
         let ptr = SyncPtr(dram.data.as_mut_ptr());
         let addr = DramAddr::new(xla, &runtime);
-        let wb = self.machine.word_bytes as usize;
+        let wb = self.state.machine.word_bytes as usize;
         let fp = r.layout.footprint_words() as usize;
         walk_shards(
-            &mut self.sw.world,
+            &mut self.state.sw.world,
             &r.layout,
             &[],
             true,

@@ -39,7 +39,7 @@ pub(super) struct Functional(());
 impl Engine {
     /// The data plane's key, in functional mode only (`None` in timing mode).
     pub(super) fn functional(&self) -> Option<Functional> {
-        (self.mode == super::Mode::Functional).then_some(Functional(()))
+        (self.state.mode == super::Mode::Functional).then_some(Functional(()))
     }
 }
 

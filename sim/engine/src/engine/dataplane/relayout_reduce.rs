@@ -13,11 +13,11 @@ impl Engine {
     /// Copies every PE's bytes of a region out of the LMs (a snapshot for moves that
     /// read one PE and write another).
     fn snapshot(&mut self, offset: u64, words: u64) -> Vec<Vec<u8>> {
-        let wb = self.machine.word_bytes as usize;
+        let wb = self.state.machine.word_bytes as usize;
         let (a, b) = (offset as usize * wb, (offset + words) as usize * wb);
-        let mut q = self.sw.world.query::<(&Pe, &Lm)>();
+        let mut q = self.state.sw.world.query::<(&Pe, &Lm)>();
         let mut v: Vec<(u64, Vec<u8>)> = q
-            .iter(&self.sw.world)
+            .iter(&self.state.sw.world)
             .map(|(p, l)| (p.global, l.data[a..b].to_vec()))
             .collect();
         v.sort_unstable_by_key(|x| x.0);
@@ -34,14 +34,17 @@ impl Engine {
         dtype: DType,
     ) -> Facts {
         let snap = self.snapshot(src.offset, src.words);
-        let addr = self.machine.addressable_levels();
-        let (eb, wb) = (dtype.bytes() as usize, self.machine.word_bytes as usize);
+        let addr = self.state.machine.addressable_levels();
+        let (eb, wb) = (
+            dtype.bytes() as usize,
+            self.state.machine.word_bytes as usize,
+        );
         let (sfp, dfp) = (
             src.layout.footprint_words() as usize,
             layout.footprint_words() as usize,
         );
         walk_shards(
-            &mut self.sw.world,
+            &mut self.state.sw.world,
             layout,
             &[],
             false,
@@ -84,9 +87,12 @@ impl Engine {
         runtime: &[u64],
     ) -> Facts {
         let snap = self.snapshot(src.offset, src.words);
-        let addr = self.machine.addressable_levels();
+        let addr = self.state.machine.addressable_levels();
         let layout = &src.layout;
-        let (eb, wb) = (dtype.bytes() as usize, self.machine.word_bytes as usize);
+        let (eb, wb) = (
+            dtype.bytes() as usize,
+            self.state.machine.word_bytes as usize,
+        );
         let fp = layout.footprint_words() as usize;
         let fan = layout.levels()[level].fanout;
         let rest: Vec<usize> = src
@@ -96,7 +102,7 @@ impl Engine {
             .filter(|&p| p != level)
             .collect();
         walk_shards(
-            &mut self.sw.world,
+            &mut self.state.sw.world,
             layout,
             &rest,
             false,
