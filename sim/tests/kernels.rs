@@ -495,7 +495,7 @@ fn a_partial_matmul_result_must_be_reduced_before_use() {
         // After the Reduce, both work.
         e.reduce(
             e.state.tensor_id("c").unwrap(),
-            "L1B",
+            e.state.level_id("L1B").unwrap(),
             elem::Combine::Add,
             None,
         )

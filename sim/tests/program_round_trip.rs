@@ -38,15 +38,15 @@ fn round_trip(name: &str, sc: &Scenario, src: &Source, binds: &BTreeMap<String, 
         let at = format!("{name} plan {plan:?}");
         let res = scenario::resolve(sc, src, plan.as_deref(), &[], binds)
             .unwrap_or_else(|e| panic!("{at}: {e:?}"));
-        let p = res.program;
-        let text = pretty::program(&p);
+        let (p, m) = (res.program, res.machine);
+        let text = pretty::program(&p, &m);
         let parsed = parse_ops(&text).unwrap_or_else(|e| panic!("{at}: {e}\n{text}"));
         let mut again = sc.clone();
         again.program = parsed;
         let res2 = scenario::resolve(&again, src, plan.as_deref(), &[], binds)
             .unwrap_or_else(|e| panic!("{at}: printed program does not resolve: {e:?}\n{text}"));
         // Printing is a function of the program: the reprint is the same text.
-        assert_eq!(pretty::program(&res2.program), text, "{at}");
+        assert_eq!(pretty::program(&res2.program, &m), text, "{at}");
         assert_eq!(
             without_spans(res2.program),
             without_spans(p.clone()),

@@ -99,7 +99,7 @@ fn run(
     for lv in partial {
         e.reduce(
             e.state.tensor_id("out").unwrap(),
-            &lv,
+            e.state.level_id(&lv).unwrap(),
             elem::Combine::Add,
             None,
         )

@@ -12,6 +12,7 @@ use mnsim_arch::{DType, Machine, TensorLayout, XlaLayout};
 use mnsim_kernels::elem::{self, Combine};
 use mnsim_reports::{OpReport, Report};
 use mnsim_sim::engine::{Engine, Mode};
+use mnsim_sim::ids::LevelId;
 use mnsim_sim::run::{SplitMix, init_data};
 use mnsim_sim::scenario::{self, Init, Source};
 use mnsim_sim::world::{Lm, Pe, PortStats};
@@ -730,6 +731,7 @@ fn program(
     e.relayout("Relayout", e.state.tensor_id("x").unwrap(), b.clone(), None)
         .map_err(|x| x.to_string())?;
     if let Some(l) = reduce {
+        let l = e.state.level_id(l).ok_or("no such level")?;
         e.reduce(e.state.tensor_id("x").unwrap(), l, Combine::Max, None)
             .map_err(|x| x.to_string())?;
     }
@@ -1313,8 +1315,9 @@ fn reduce_case(
         );
         e.load(e.state.tensor_id("x").unwrap(), layout.clone())
             .unwrap();
+        let lv = e.state.level_id(level).unwrap();
         let r = e
-            .reduce(e.state.tensor_id("x").unwrap(), level, op, None)
+            .reduce(e.state.tensor_id("x").unwrap(), lv, op, None)
             .unwrap_or_else(|err| panic!("{text}: {err}"));
         let (chain, _) = stage_levels(m);
         let meet = meet_of(m, level);
@@ -1434,17 +1437,17 @@ fn reduce_errors_and_partial_tensors() {
         TensorLayout::parse("((4_PE, 3:8), (8:1))", &m, Some(&dims), DType::F32).unwrap(),
     )
     .unwrap();
-    let err = e
-        .reduce(e.state.tensor_id("x").unwrap(), "PE", Combine::Add, None)
-        .unwrap_err();
+    let err = e.reduce(pe_x(&e), pe(&e), Combine::Add, None).unwrap_err();
     assert!(err.to_string().contains("split over"), "{err}");
     assert!(err.to_string().contains("`x`"), "{err}");
+    // A level id the machine does not have (toy4 has no L1B to name).
+    assert_eq!(e.state.level_id("L1B"), None);
     let err = e
-        .reduce(e.state.tensor_id("x").unwrap(), "L1B", Combine::Add, None)
+        .reduce(pe_x(&e), LevelId(7), Combine::Add, None)
         .unwrap_err();
     assert!(
         err.to_string()
-            .contains("`L1B` is not an addressable level of toy4"),
+            .contains("is not an addressable level of toy4"),
         "{err}"
     );
     // The failed ops changed nothing.
@@ -1476,8 +1479,7 @@ fn reduce_errors_and_partial_tensors() {
         .unwrap_err();
     assert!(err.to_string().contains("partial results over PE"), "{err}");
     // Reducing the partial level completes it: the four copies add up.
-    e.reduce(e.state.tensor_id("x").unwrap(), "PE", Combine::Add, None)
-        .unwrap();
+    e.reduce(pe_x(&e), pe(&e), Combine::Add, None).unwrap();
     assert!(
         e.state.tensors[e.state.tensor_id("x").unwrap()]
             .lm
@@ -1697,7 +1699,8 @@ fn port_statistics_add_up_the_stages() {
             .unwrap();
         e.relayout("Broadcast", e.state.tensor_id("x").unwrap(), parse(c), None)
             .unwrap();
-        e.reduce(e.state.tensor_id("x").unwrap(), level, Combine::Max, None)
+        let lv = e.state.level_id(level).unwrap();
+        e.reduce(e.state.tensor_id("x").unwrap(), lv, Combine::Max, None)
             .unwrap();
         e.store(e.state.tensor_id("x").unwrap(), XlaLayout::default_for(2))
             .unwrap();
@@ -1731,4 +1734,14 @@ fn port_statistics_add_up_the_stages() {
             }
         }
     }
+}
+
+/// Tensor `x` of `e`.
+fn pe_x(e: &Engine) -> mnsim_sim::program::TensorId {
+    e.state.tensor_id("x").unwrap()
+}
+
+/// Level `PE` of `e`'s machine.
+fn pe(e: &Engine) -> LevelId {
+    e.state.level_id("PE").unwrap()
 }

@@ -6,6 +6,7 @@
 //! given, is told what happened.
 
 use crate::engine::{Engine, ErrorKind, OpSettings, SimError};
+use crate::ids::LevelId;
 use crate::program::{OpId, OpKind, Program, ReduceOp};
 use crate::verify::Reference;
 use mnsim_arch::{TensorLayout, XlaLayout};
@@ -16,7 +17,7 @@ use mnsim_kernels::elem::Combine;
 pub struct Applied {
     /// The tree Reduces that completed a partial output: the index of the first in the
     /// engine's ops, and the level of each, in order.
-    pub reduces: Option<(usize, Vec<String>)>,
+    pub reduces: Option<(usize, Vec<LevelId>)>,
 }
 
 /// How the partial results of a reduction combine over levels.
@@ -108,9 +109,14 @@ pub fn apply(
                 return Err(ErrorKind::ReduceKeepsLayout.into());
             }
             let dtype = state.map(|t| t.dtype);
-            eng.op(s).reduce(*tensor, level, combine_of(*op), *out)?;
-            if let (Some(r), Some(res), Some(dtype)) = (reference.as_deref_mut(), resident, dtype) {
-                r.reduce(&res, dtype, *tensor, level, *op, *out);
+            eng.op(s).reduce(*tensor, *level, combine_of(*op), *out)?;
+            if let (Some(r), Some(res), Some(dtype), Some(at)) = (
+                reference.as_deref_mut(),
+                resident,
+                dtype,
+                eng.addressable(*level),
+            ) {
+                r.reduce(&res, dtype, *tensor, at, *op, *out);
             }
         }
         OpKind::Store { tensor } => {

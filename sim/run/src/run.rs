@@ -204,7 +204,8 @@ pub fn run_on(
                     after: source,
                     op: first + k,
                     tensor: program.name(*out).to_string(),
-                    level,
+                    level: (res.machine.levels.get(level.index()))
+                        .map_or_else(String::new, |l| l.name.clone()),
                 });
             }
         }

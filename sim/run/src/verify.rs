@@ -99,7 +99,8 @@ impl Reference {
         self.values.insert(out, RefValue { dims, vals, tol });
     }
 
-    /// A Reduce of `tensor` (resident as `r` before it) over `level`. A partial tensor's
+    /// A Reduce of `tensor` (resident as `r` before it) over addressable level `li` (a
+    /// position among its layout's levels). A partial tensor's
     /// reference already holds the whole sum; combining the copies of a replicated tensor
     /// folds it with itself once per position, rounding in the dtype like the machine.
     pub fn reduce(
@@ -107,19 +108,13 @@ impl Reference {
         r: &Resident,
         dtype: DType,
         tensor: TensorId,
-        level: &str,
+        li: usize,
         op: ReduceOp,
         out: Option<TensorId>,
     ) {
         let Some(v) = self.values.get(&tensor).cloned() else {
             return;
         };
-        let li = r
-            .layout
-            .levels()
-            .iter()
-            .position(|l| l.name == level)
-            .unwrap_or(0);
         let folded = if r.partial.contains(&li) {
             v
         } else {

@@ -78,16 +78,8 @@ pub fn run(
         .kernel("K", k, &ids, out, ol)
         .unwrap_or_else(|err| panic!("{k:?}: {err}"));
     // Complete partial sums, then store.
-    let partial: Vec<String> = {
-        let r = e.state.tensors[out].lm.as_ref().unwrap();
-        r.partial
-            .iter()
-            .rev()
-            .map(|&p| r.layout.levels()[p].name.to_string())
-            .collect()
-    };
-    for lv in partial {
-        e.reduce(out, &lv, elem::Combine::Add, None).unwrap();
+    for lv in e.partial_levels(out) {
+        e.reduce(out, lv, elem::Combine::Add, None).unwrap();
     }
     e.store(out, XlaLayout::default_for(out_dims.len()))
         .unwrap();

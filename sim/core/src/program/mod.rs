@@ -84,10 +84,10 @@ pub enum OpKind {
         tensor: TensorId,
         out: Option<TensorId>,
     },
-    /// Combines partial results across `level`.
+    /// Combines partial results across `level` (an addressable level of the machine).
     Reduce {
         tensor: TensorId,
-        level: String,
+        level: crate::ids::LevelId,
         op: ReduceOp,
         out: Option<TensorId>,
     },

@@ -3,7 +3,7 @@
 //! `relayout`, ...) are this path with default settings.
 
 use super::{Engine, OpSettings, SimError};
-use crate::ids::RegionId;
+use crate::ids::{LevelId, RegionId};
 use crate::program::TensorId;
 use mnsim_arch::TensorLayout;
 use mnsim_kernels::elem::Combine;
@@ -65,7 +65,7 @@ impl OpCall<'_> {
     pub fn reduce(
         self,
         id: TensorId,
-        level: &str,
+        level: LevelId,
         op: Combine,
         out: Option<TensorId>,
     ) -> Result<OpReport, SimError> {

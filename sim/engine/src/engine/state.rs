@@ -7,7 +7,7 @@ use super::dataplane::DramAddr;
 use super::{
     DramTensor, ErrorKind, LmFull, Partial, Resident, SimError, StreamState, TensorState, buffers,
 };
-use crate::ids::RegionId;
+use crate::ids::{LevelId, RegionId};
 use crate::net::Topo;
 use crate::program::{Mode, PrimaryMap, TensorId, check_dram};
 use crate::world::{Nodes, Pe, SimWorld};
@@ -193,6 +193,12 @@ impl MachineState {
             .iter()
             .find(|(_, t)| t.name == name)
             .map(|(id, _)| id)
+    }
+
+    /// The id of the machine's level named `name`, for tests and tools that name levels
+    /// (the simulator itself never looks a level up by name).
+    pub fn level_id(&self, name: &str) -> Option<LevelId> {
+        self.machine.level_index(name).map(LevelId::of)
     }
 
     /// Tensor `t`'s name, for messages.

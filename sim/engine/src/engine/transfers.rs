@@ -10,6 +10,7 @@
 
 use super::streams::{identity, plan};
 use super::{Engine, ErrorKind, Mode, OpSettings, Partial, Resident, SimError};
+use crate::ids::LevelId;
 use crate::net::{self, Again, Cost, Dir, DramSpec, PeFact, Route, StageSpec};
 use crate::program::TensorId;
 use mnsim_arch::layout::Class;
@@ -469,19 +470,23 @@ impl Engine {
 
     /// The levels over which the copies of `name` in LM hold partial results, leaf-most
     /// first (the order [`Engine::reduce_partials`] reduces them in); empty when none.
-    pub fn partial_levels(&self, t: TensorId) -> Vec<String> {
-        self.state
-            .tensors
-            .get(t)
+    pub fn partial_levels(&self, t: TensorId) -> Vec<LevelId> {
+        let addr = self.state.machine.addressable_levels();
+        (self.state.tensors.get(t))
             .and_then(|t| t.lm.as_ref())
             .map(|r| {
-                r.partial
-                    .iter()
-                    .rev()
-                    .map(|&p| r.layout.levels()[p].name.to_string())
+                (r.partial.iter().rev())
+                    .filter_map(|&p| Some(LevelId::of(addr.get(p)?.level_index)))
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The position among the addressable levels (a layout's levels) of machine level
+    /// `level`, if it is addressable.
+    pub fn addressable(&self, level: LevelId) -> Option<usize> {
+        (self.state.machine.addressable_levels().iter())
+            .position(|a| a.level_index == level.index())
     }
 
     /// Finishes a tensor whose copies hold partial results: a tree Reduce per level they
@@ -489,7 +494,7 @@ impl Engine {
     /// each shown as an op of its own.
     pub fn reduce_partials(&mut self, t: TensorId, op: Combine) -> Result<(), SimError> {
         for level in self.partial_levels(t) {
-            self.reduce(t, &level, op, None)?;
+            self.reduce(t, level, op, None)?;
         }
         Ok(())
     }
@@ -500,7 +505,7 @@ impl Engine {
     pub fn reduce(
         &mut self,
         id: TensorId,
-        level: &str,
+        level: LevelId,
         op: Combine,
         out: Option<TensorId>,
     ) -> Result<OpReport, SimError> {
@@ -511,13 +516,15 @@ impl Engine {
     /// when given.
     pub(super) fn reduce_op(
         &mut self,
-        (id, level, op, out): (TensorId, &str, Combine, Option<TensorId>),
+        (id, level, op, out): (TensorId, LevelId, Combine, Option<TensorId>),
         buffers: Option<i64>,
     ) -> Result<OpReport, SimError> {
         let src = self.state.resident(id)?.clone();
+        let level = (self.state.machine.levels.get(level.index()))
+            .map_or_else(|| format!("level #{}", level.index()), |l| l.name.clone());
         let Some(i) = src.layout.levels().iter().position(|l| l.name == level) else {
             return Err(ErrorKind::NotALevel {
-                level: level.to_string(),
+                level,
                 machine: self.state.machine.name.clone(),
                 levels: (src.layout.levels().iter())
                     .map(|l| l.name.as_str())
@@ -529,7 +536,7 @@ impl Engine {
         if !src.layout.levels()[i].replicated {
             return Err(ErrorKind::SplitNotPartial {
                 tensor: self.state.name(id).to_string(),
-                level: level.to_string(),
+                level,
             }
             .into());
         }

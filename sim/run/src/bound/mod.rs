@@ -167,7 +167,7 @@ pub fn program(m: &Machine, p: &Program) -> Bound {
             }
             OpKind::Relayout { tensor, .. } => v.relayout(bytes(*tensor)),
             OpKind::Reduce { tensor, level, .. } => {
-                reduce_over(m, bytes(*tensor), m.level_index(level))
+                reduce_over(m, bytes(*tensor), Some(level.index()))
             }
             OpKind::Free { .. } => OpBound::default(),
             OpKind::Kernel {

@@ -6,14 +6,16 @@
 
 use super::{Buffers, Op, ReduceOp};
 use crate::program::{OpKind, Program, ProgramOp, TensorId};
+use mnsim_arch::Machine;
 use mnsim_kernels::{Kernel, ReduceKind};
 
-/// The `program: [...]` list, one op a line, indented by four spaces.
-pub fn program(p: &Program) -> String {
+/// The `program: [...]` list of `p` on machine `m`, one op a line, indented by four
+/// spaces.
+pub fn program(p: &Program, m: &Machine) -> String {
     let mut out = String::from("[\n");
     for o in p.ops.values() {
         out.push_str("    ");
-        out.push_str(&op_text(&op(p, o)));
+        out.push_str(&op_text(&op(p, m, o)));
         out.push_str(",\n");
     }
     out.push(']');
@@ -25,9 +27,9 @@ pub fn op_text(op: &Op) -> String {
     crate::scenario::print::one_line(op)
 }
 
-/// `op` as the scenario file writes it: its shorthand when one names it, else the
-/// generic `Kernel(...)`.
-pub fn op(p: &Program, o: &ProgramOp) -> Op {
+/// `op` as the scenario file writes it (a Reduce's level by its name on `m`): its
+/// shorthand when one names it, else the generic `Kernel(...)`.
+pub fn op(p: &Program, m: &Machine, o: &ProgramOp) -> Op {
     let name = |t: &TensorId| p.name(*t).to_string();
     let opt = |t: &Option<TensorId>| t.as_ref().map(name);
     let layout = o.layout_text.clone();
@@ -71,7 +73,7 @@ pub fn op(p: &Program, o: &ProgramOp) -> Op {
             out,
         } => Op::Reduce {
             tensor: name(tensor),
-            level: level.clone(),
+            level: (m.levels.get(level.index())).map_or_else(String::new, |l| l.name.clone()),
             op: *op,
             layout,
             buffers,

@@ -20,8 +20,8 @@ fn kernel_ops_print_as_their_shorthands_and_the_generic_kernel_op_otherwise() {
         text: text.into(),
     };
     let res = scenario::resolve(&sc, &src, None, &[], &BTreeMap::new()).unwrap();
-    let p = res.program;
-    let printed = pretty::program(&p);
+    let (p, m) = (res.program, res.machine);
+    let printed = pretty::program(&p, &m);
     // The generic form names its kernel's name ("Unary"): its shorthand has that name.
     assert_eq!(
         printed,
@@ -39,7 +39,7 @@ fn kernel_ops_print_as_their_shorthands_and_the_generic_kernel_op_otherwise() {
         inputs: vec![x],
         out: y,
     };
-    let op = pretty::op(&odd, &odd.ops[OpId::new(1)]);
+    let op = pretty::op(&odd, &m, &odd.ops[OpId::new(1)]);
     assert_eq!(
         pretty::op_text(&op),
         "Kernel(kernel: Concat(axis: 0, inputs: 3), inputs: [\"x\"], out: \"y\")"

@@ -3,8 +3,10 @@
 //! ([`crate::scenario::Op::kernel`]).
 
 use super::resolved::ResolvedOp;
+use crate::ids::LevelId;
 use crate::program::{EntityRef as _, OpId, OpKind, Program, ProgramOp, Tensor, TensorId};
 use crate::scenario::Op;
+use mnsim_arch::Machine;
 use std::collections::BTreeMap;
 
 /// Resolved ops the program cannot hold: an op naming a tensor no declaration has, or
@@ -17,10 +19,12 @@ pub struct LowerError {
     pub message: String,
 }
 
-/// The program of `tensors` (by name) and the resolved `ops`.
+/// The program of `tensors` (by name) and the resolved `ops`, on `machine` (a Reduce's
+/// level is one of its addressable levels, by id).
 pub(super) fn lower(
     tensors: BTreeMap<String, Tensor>,
     ops: Vec<ResolvedOp>,
+    machine: &Machine,
 ) -> Result<Program, LowerError> {
     let mut p = Program::with_tensors(tensors.into_values().collect(), ops.len()).map_err(|e| {
         LowerError {
@@ -29,7 +33,7 @@ pub(super) fn lower(
         }
     })?;
     for rop in ops {
-        let kind = kind_of(&p, &rop)?;
+        let kind = kind_of(&p, &rop, machine)?;
         p.ops.push(ProgramOp {
             kind,
             source: OpId::new(rop.index),
@@ -45,7 +49,7 @@ pub(super) fn lower(
 }
 
 /// What `rop` does, its tensors named by id.
-fn kind_of(p: &Program, rop: &ResolvedOp) -> Result<OpKind, LowerError> {
+fn kind_of(p: &Program, rop: &ResolvedOp, machine: &Machine) -> Result<OpKind, LowerError> {
     let id = |name: &str| {
         p.tensor_id(name).ok_or_else(|| LowerError {
             op: Some(rop.index),
@@ -90,7 +94,14 @@ fn kind_of(p: &Program, rop: &ResolvedOp) -> Result<OpKind, LowerError> {
             ..
         } => OpKind::Reduce {
             tensor: id(tensor)?,
-            level: level.clone(),
+            // Resolution checked the level (`program.rs`), with its message.
+            level: (machine.addressable_levels().iter())
+                .find(|a| a.name == *level)
+                .map(|a| LevelId::of(a.level_index))
+                .ok_or_else(|| LowerError {
+                    op: Some(rop.index),
+                    message: format!("`{level}` is not an addressable level of {}", machine.name),
+                })?,
             op: *op,
             out: opt(out)?,
         },

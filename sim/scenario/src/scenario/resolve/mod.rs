@@ -72,7 +72,7 @@ pub fn resolve(
     for (o, p) in ops.iter_mut().zip(places) {
         o.place = p;
     }
-    let program = lower::lower(tensors, ops).map_err(|e| {
+    let program = lower::lower(tensors, ops, &machine).map_err(|e| {
         let span = e.op.and_then(|i| cx.op(i)).map(|n| n.span.clone());
         cx.err(span, &e.message, "here")
     })?;
