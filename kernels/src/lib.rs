@@ -14,6 +14,7 @@ pub mod conv;
 pub mod cost;
 pub mod elem;
 pub mod eltwise;
+pub mod family;
 pub mod indexed;
 pub mod kernel;
 pub mod legality;
@@ -31,6 +32,7 @@ pub mod window;
 pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use cost::{KernelCost, cost, per_unit_extent};
 pub use eltwise::{Act, Cmp, Eltwise};
+pub use family::{ByPositions, KernelFamily, Rate, Traits};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{
     Legality, Scan, ScanMemo, ScanSet, Unit, check, check_unexplained, is_legal, reduced_share,
