@@ -7,6 +7,10 @@
 //! (cycles) → [`eval`] per output element in functional mode ([`reduced_share`] and
 //! [`eval_share`] where the output is partial); `verify` compares with
 //! [`reference()`] within [`tolerance()`]. See `docs/kernels.md`.
+//!
+//! Each of those asks the kernel through one trait, [`KernelFamily`], which every kernel
+//! implements once ([`family`]); [`Kernel::with_family`] is the one match over the
+//! [`Kernel`] variants.
 
 #![warn(missing_docs)]
 
