@@ -185,6 +185,30 @@ fn fitted_shape(
     Ok(want)
 }
 
+/// The legality of a kernel decided by element positions ([`ByPositions`]: Reshape,
+/// Concat, Slice), level by level over the `levels` addressable levels.
+fn positions_hold(
+    k: &Kernel,
+    rule: ByPositions<'_>,
+    inputs: &[&TensorLayout],
+    out: &TensorLayout,
+    names: &[String],
+    levels: usize,
+) -> Result<(), KernelError> {
+    for x in 0..levels {
+        match rule {
+            ByPositions::Concat { axis } => concat_level(k, axis, inputs, out, names, x)?,
+            ByPositions::Slice {
+                start,
+                limit,
+                stride,
+            } => slice_level(k, (start, limit, stride), inputs[0], out, names, x)?,
+            ByPositions::Reshape => reshape_level(k, inputs[0], out, names, x)?,
+        }
+    }
+    Ok(())
+}
+
 /// [`check`]; a broken level rule is explained only when `explain` is set (otherwise its
 /// error carries the kind and no message).
 fn decide(
@@ -211,22 +235,7 @@ fn decide(
     let (unit, unit_level) = unit_of(k, inputs, out, m);
     let by_positions = k.with_family(|f| {
         let rule = f.by_positions()?;
-        let names = names_of();
-        for x in 0..naddr {
-            let level = match rule {
-                ByPositions::Concat { axis } => concat_level(k, axis, inputs, out, &names, x),
-                ByPositions::Slice {
-                    start,
-                    limit,
-                    stride,
-                } => slice_level(k, (start, limit, stride), inputs[0], out, &names, x),
-                ByPositions::Reshape => reshape_level(k, inputs[0], out, &names, x),
-            };
-            if let Err(e) = level {
-                return Some(Err(e));
-            }
-        }
-        Some(Ok(()))
+        Some(positions_hold(k, rule, inputs, out, &names_of(), naddr))
     });
     if let Some(done) = by_positions {
         done?;
