@@ -113,30 +113,29 @@ pub fn cost(
     }
     let in_dtypes: Vec<DType> = inputs.iter().map(|l| l.dtype()).collect();
     let dtype = crate::precision::compute_dtype(k, &in_dtypes, dtype);
-    if let Kernel::Quant(q) = k {
-        q.check_dtypes(in_dtypes[0], out.dtype())?;
-    }
+    k.with_family(|f| f.check_dtypes(in_dtypes[0], out.dtype()))?;
     let rt: Vec<&[u64]> = runtime.map_or(logical, <[&[u64]]>::to_vec);
     let out_rt = output_shape(k, &rt)?;
     let leaf = m.addressable_count().saturating_sub(1);
 
-    if let Kernel::Conv(c) = k {
-        return crate::conv::cost(c, inputs, out, legality, m, dtype, &rt);
+    if let Some(own) = k.with_family(|f| f.own_cost(inputs, out, legality, m, dtype, &rt)) {
+        return own;
     }
     if k.is_matmul() {
         let r = out.logical_shape().len();
         let (a, b) = (inputs[0], inputs[1]);
         // The contraction's axis in each operand.
-        let (ka, kb) = match k {
-            Kernel::GeneralMatMul {
-                transpose_a,
-                transpose_b,
-            } => {
-                let g =
-                    crate::shape::gemm(*transpose_a, *transpose_b, logical_in[0], logical_in[1])?;
-                (g.k_axis_a, g.k_axis_b)
-            }
-            _ => (r - 1, r - 2),
+        let (la, lb) = (logical_in[0], logical_in[1]);
+        let axes = k.with_family(|f| (f.contracted_axis_a(la, lb), f.contracted_axis_b(la, lb)));
+        let (Some(ka), Some(kb)) = axes else {
+            return Err(KernelError::new(
+                ErrorKind::Layout,
+                format!(
+                    "{k}: no contraction axes in `a` {} and `b` {}",
+                    fmt_dims(la),
+                    fmt_dims(lb)
+                ),
+            ));
         };
         let kk = rt[0].get(ka).copied().unwrap_or(0);
         let useful = 2u128 * numel(&out_rt) as u128 * kk as u128;
@@ -195,7 +194,11 @@ pub fn cost(
     })
 }
 
-pub(crate) fn vector_rate(k: &Kernel, m: &Machine, dtype: DType) -> Result<f64, KernelError> {
+pub(crate) fn vector_rate(
+    k: &dyn std::fmt::Display,
+    m: &Machine,
+    dtype: DType,
+) -> Result<f64, KernelError> {
     match crate::precision::vector_rate(m, dtype) {
         Some((_, r)) => Ok(r),
         None => {

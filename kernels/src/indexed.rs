@@ -16,7 +16,8 @@
 //! unit reads them). The three only move data (0 useful FLOP); a DynamicUpdateSlice is
 //! charged one move per element of `update`, the rest of `x` staying as it is.
 
-use crate::kernel::{ErrorKind, Kernel, KernelError, fmt_dims};
+use crate::family::Fetch;
+use crate::kernel::{ErrorKind, KernelError, fmt_dims};
 use crate::shape::{AxisSource, InputMap};
 
 fn err(kind: ErrorKind, msg: impl Into<String>) -> KernelError {
@@ -58,7 +59,7 @@ pub(crate) fn expand_shape(x: &[u64], shape: &[u64]) -> Result<Vec<u64>, KernelE
 }
 
 /// The axes of `dynamic`, checked against a rank-`rank` operand: in range, each once.
-fn check_dynamic(k: &Kernel, dynamic: &[usize], rank: usize) -> Result<(), KernelError> {
+fn check_dynamic(k: &str, dynamic: &[usize], rank: usize) -> Result<(), KernelError> {
     for (i, &a) in dynamic.iter().enumerate() {
         if a >= rank || dynamic[..i].contains(&a) {
             return Err(err(
@@ -73,7 +74,7 @@ fn check_dynamic(k: &Kernel, dynamic: &[usize], rank: usize) -> Result<(), Kerne
 }
 
 /// The start index operands (`inputs[from..]`): one scalar each (shape `[]` or `[1]`).
-fn check_indices(k: &Kernel, inputs: &[&[u64]], from: usize) -> Result<(), KernelError> {
+fn check_indices(k: &str, inputs: &[&[u64]], from: usize) -> Result<(), KernelError> {
     for (j, s) in inputs.iter().enumerate().skip(from) {
         if s.iter().product::<u64>() != 1 || s.len() > 1 {
             return Err(err(
@@ -91,7 +92,7 @@ fn check_indices(k: &Kernel, inputs: &[&[u64]], from: usize) -> Result<(), Kerne
 /// DynamicSlice's output: `sizes`, at most `x`'s on every axis and equal to it off the
 /// dynamic axes.
 pub(crate) fn dynamic_slice_shape(
-    k: &Kernel,
+    k: &str,
     inputs: &[&[u64]],
     sizes: &[u64],
     dynamic: &[usize],
@@ -127,7 +128,7 @@ pub(crate) fn dynamic_slice_shape(
 /// DynamicUpdateSlice's output: `x` (input 1), `update` (input 0) of its rank, at most
 /// as long on the dynamic axes and as long on the others.
 pub(crate) fn dynamic_update_shape(
-    k: &Kernel,
+    k: &str,
     inputs: &[&[u64]],
     dynamic: &[usize],
 ) -> Result<Vec<u64>, KernelError> {
@@ -234,9 +235,6 @@ fn starts(
     start
 }
 
-/// Fetches input elements by logical index.
-pub(crate) type Fetch<'a> = &'a mut dyn FnMut(usize, &[u64]) -> f64;
-
 /// One output element of Expand.
 pub(crate) fn eval_expand(out_idx: &[u64], fetch: Fetch<'_>, in_shapes: &[&[u64]]) -> f64 {
     let x = in_shapes[0];
@@ -309,6 +307,7 @@ pub(crate) fn reference(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Kernel;
 
     #[test]
     fn starts_clamp_as_stablehlo_does() {

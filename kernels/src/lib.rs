@@ -7,6 +7,10 @@
 //! (cycles) → [`eval`] per output element in functional mode ([`reduced_share`] and
 //! [`eval_share`] where the output is partial); `verify` compares with
 //! [`reference()`] within [`tolerance()`]. See `docs/kernels.md`.
+//!
+//! Each of those asks the kernel through one trait, [`KernelFamily`], which every kernel
+//! implements once ([`family`]); [`Kernel::with_family`] is the one match over the
+//! [`Kernel`] variants.
 
 #![warn(missing_docs)]
 
@@ -14,6 +18,7 @@ pub mod conv;
 pub mod cost;
 pub mod elem;
 pub mod eltwise;
+pub mod family;
 pub mod indexed;
 pub mod kernel;
 pub mod legality;
@@ -31,6 +36,7 @@ pub mod window;
 pub use conv::{Conv, ConvPass, WeightsFormat};
 pub use cost::{KernelCost, cost, per_unit_extent};
 pub use eltwise::{Act, Cmp, Eltwise};
+pub use family::{ByPositions, KernelFamily, Rate, Traits};
 pub use kernel::{BinaryOp, ErrorKind, Kernel, KernelError, ReduceKind, UnaryOp, gelu};
 pub use legality::{
     Legality, Scan, ScanMemo, ScanSet, Unit, check, check_unexplained, is_legal, reduced_share,

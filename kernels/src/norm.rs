@@ -482,3 +482,56 @@ fn for_each(base: &[u64], ranges: &[(usize, u64, u64)], f: &mut dyn FnMut(&[u64]
         }
     }
 }
+
+impl crate::family::KernelFamily for Norm {
+    fn name(&self) -> &'static str {
+        "Norm"
+    }
+    fn label(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(Norm::label(self))
+    }
+    fn arity(&self) -> usize {
+        Norm::arity(self)
+    }
+    fn traits(&self) -> crate::family::Traits {
+        if self.kind == NormKind::GammaGrad {
+            crate::family::Traits {
+                reduced: "a summed axis",
+                ..crate::family::Traits::VECTOR
+            }
+        } else {
+            crate::family::Traits::NORMALISES
+        }
+    }
+    fn flops_per_element(&self) -> (u64, u64) {
+        self.flops()
+    }
+    fn output_shape(&self, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+        Norm::output_shape(self, inputs)
+    }
+    fn index_map(&self, in_shapes: &[&[u64]], _: &[u64]) -> Result<Vec<InputMap>, KernelError> {
+        Ok(Norm::index_map(self, in_shapes))
+    }
+    fn reduced_extents(&self, in_shapes: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+        Ok(Norm::reduced_extents(self, in_shapes[0]))
+    }
+    fn roundings(&self, reduction_len: u64) -> Option<u64> {
+        Some(reduction_len.max(1))
+    }
+    fn eval(
+        &self,
+        out_idx: &[u64],
+        fetch: crate::family::Fetch<'_>,
+        _: crate::family::Visit<'_>,
+        in_shapes: &[&[u64]],
+    ) -> f64 {
+        Norm::eval(self, out_idx, fetch, in_shapes)
+    }
+    fn training_eps(&self) -> Option<f64> {
+        Some(self.eps)
+    }
+    /// The normalised and parameter axes.
+    fn training_axes(&self) -> Option<Vec<usize>> {
+        Some(self.axes.clone())
+    }
+}

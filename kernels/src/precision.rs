@@ -105,7 +105,7 @@ pub fn mixed_families(k: &Kernel, inputs: &[DType], out: DType) -> Option<(usize
         return None;
     }
     let matrix = k.is_matmul();
-    let first = usize::from(matches!(k, Kernel::Select));
+    let first = k.with_family(|f| f.first_data_input());
     let d0 = *inputs.get(first)?;
     let operands = inputs
         .iter()

@@ -278,3 +278,51 @@ impl From<Quant> for Kernel {
         Kernel::Quant(q)
     }
 }
+
+impl crate::family::KernelFamily for Quant {
+    fn name(&self) -> &'static str {
+        "Quant"
+    }
+    fn label(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(Quant::name(self))
+    }
+    fn arity(&self) -> usize {
+        Quant::arity(self)
+    }
+    fn operand_name(&self, i: usize) -> String {
+        ["x", "scales", "zps"][i.min(2)].into()
+    }
+    /// Dynamic scales and zero points broadcast; the real and integer sides differ in
+    /// dtype family by design.
+    fn traits(&self) -> crate::family::Traits {
+        crate::family::Traits {
+            broadcasts: matches!(self.params, QuantParams::Dynamic { .. }),
+            own_dtypes: true,
+            ..crate::family::Traits::VECTOR
+        }
+    }
+    fn flops_per_element(&self) -> (u64, u64) {
+        (0, Quant::flops_per_element(self))
+    }
+    fn output_shape(&self, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+        Quant::output_shape(self, inputs)
+    }
+    fn index_map(&self, s: &[&[u64]], out_shape: &[u64]) -> Result<Vec<InputMap>, KernelError> {
+        Ok(Quant::index_map(self, s, out_shape))
+    }
+    fn eval(
+        &self,
+        out_idx: &[u64],
+        fetch: crate::family::Fetch<'_>,
+        _: crate::family::Visit<'_>,
+        in_shapes: &[&[u64]],
+    ) -> f64 {
+        Quant::eval(self, out_idx, fetch, in_shapes)
+    }
+    fn reference(&self, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> Vec<f64> {
+        Quant::reference(self, inputs, out_shape)
+    }
+    fn check_dtypes(&self, x: DType, out: DType) -> Result<(), KernelError> {
+        Quant::check_dtypes(self, x, out)
+    }
+}

@@ -20,55 +20,21 @@
 //!
 //! A Slice is exact in every dtype (it copies its input's elements: `(0, 0)`).
 //!
-//! n is the reduction length for MatMul, BatchMatMul (the contraction), ReduceAxes
-//! Add, Softmax and LayerNorm (the normalised axis), and 1 for everything else.
+//! n is the reduction length for MatMul, BatchMatMul, GeneralMatMul, Conv (the
+//! contraction), ReduceAxes Add, Mean, L1 and L2, Softmax, LayerNorm and Norm (the
+//! normalised axes), and 1 for everything else: each family's
+//! [`crate::KernelFamily::roundings`].
 
-use crate::kernel::{Kernel, ReduceKind};
+use crate::kernel::Kernel;
 use mnsim_arch::DType;
 
 /// `(abs, rel)` tolerance for the output of `k` in `dtype`, where `reduction_len` is
 /// the length of the kernel's reduction (the contraction, the reduced elements per
 /// output, the normalised axis; ignored for elementwise kernels).
 pub fn tolerance(dtype: DType, k: &Kernel, reduction_len: u64) -> (f64, f64) {
-    // A slice copies elements of its input, in its dtype: exact.
-    if let Kernel::Slice { .. } = k {
+    // A copy of input elements (a slice), in its dtype, is exact.
+    let Some(n) = k.with_family(|f| f.roundings(reduction_len)) else {
         return (0.0, 0.0);
-    }
-    let n = match k {
-        Kernel::MatMul
-        | Kernel::BatchMatMul
-        | Kernel::Softmax { .. }
-        | Kernel::LayerNorm { .. }
-        | Kernel::GeneralMatMul { .. }
-        | Kernel::Conv(_)
-        | Kernel::ReduceAxes {
-            op: ReduceKind::Add | ReduceKind::Mean | ReduceKind::L1 | ReduceKind::L2,
-            ..
-        } => reduction_len.max(1),
-        Kernel::Norm(_) => reduction_len.max(1),
-        // The tolerance of one rounding: elementwise kernels, moves, windows, and the
-        // max, min and product reductions (a product's is not grown with its length).
-        Kernel::ReduceAxes {
-            op: ReduceKind::Max | ReduceKind::Min | ReduceKind::Prod,
-            ..
-        }
-        | Kernel::Unary(_)
-        | Kernel::Binary(_)
-        | Kernel::Transpose { .. }
-        | Kernel::Select
-        | Kernel::Clamp { .. }
-        | Kernel::Elu { .. }
-        | Kernel::BiasAdd { .. }
-        | Kernel::Reshape { .. }
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Expand { .. }
-        | Kernel::DynamicSlice { .. }
-        | Kernel::DynamicUpdateSlice { .. }
-        | Kernel::Pool(_)
-        | Kernel::Interp(_)
-        | Kernel::Eltwise(_)
-        | Kernel::Quant(_) => 1,
     };
     let grow = (n as f64).sqrt();
     let base = match dtype {

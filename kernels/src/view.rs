@@ -3,50 +3,23 @@
 //! derives from its input's layout (every element in the cell it was in), it computes
 //! nothing and moves no byte.
 
-use crate::{Kernel, UnaryOp};
+use crate::Kernel;
 use mnsim_arch::{Machine, TensorLayout};
 
 /// How a view kernel renames its input's elements.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum View<'a> {
+pub enum View {
     /// Output axis `i` is input axis `perm[i]`.
-    Transpose(&'a [usize]),
+    Transpose(Vec<usize>),
     /// The same elements, row-major, in the output's shape.
     Reshape,
     /// The same elements in the same shape (a copy that stays in place).
     Same,
 }
 
-/// The view kernel `k` is, if it is one (every kernel named: a new one must say).
-pub fn view_of(k: &Kernel) -> Option<View<'_>> {
-    match k {
-        Kernel::Transpose { perm } => Some(View::Transpose(perm)),
-        Kernel::Reshape { .. } => Some(View::Reshape),
-        Kernel::Unary(UnaryOp::Copy) => Some(View::Same),
-        Kernel::Unary(_)
-        | Kernel::Binary(_)
-        | Kernel::MatMul
-        | Kernel::BatchMatMul
-        | Kernel::ReduceAxes { .. }
-        | Kernel::Softmax { .. }
-        | Kernel::LayerNorm { .. }
-        | Kernel::Select
-        | Kernel::Clamp { .. }
-        | Kernel::Elu { .. }
-        | Kernel::BiasAdd { .. }
-        | Kernel::GeneralMatMul { .. }
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Conv(_)
-        | Kernel::Pool(_)
-        | Kernel::Interp(_)
-        | Kernel::Eltwise(_)
-        | Kernel::Norm(_)
-        | Kernel::Quant(_)
-        | Kernel::Expand { .. }
-        | Kernel::DynamicSlice { .. }
-        | Kernel::DynamicUpdateSlice { .. } => None,
-    }
+/// The view kernel `k` is, if it is one (its family's [`crate::KernelFamily::view`]).
+pub fn view_of(k: &Kernel) -> Option<View> {
+    k.with_family(|f| f.view())
 }
 
 /// The layout of `k`'s output that keeps every element of its input (laid out as
@@ -59,7 +32,7 @@ pub fn view_layout(
     m: &Machine,
 ) -> Option<TensorLayout> {
     match view_of(k)? {
-        View::Transpose(perm) => input.transposed(perm, m),
+        View::Transpose(perm) => input.transposed(&perm, m),
         View::Reshape => input.reshaped(out_dims, m),
         View::Same => Some(input.clone()),
     }

@@ -97,7 +97,7 @@ pub(crate) fn cost(
             peak_flops_per_cycle: f * m.matrix_units() as f64,
         });
     }
-    let rate = vector_rate(&crate::Kernel::Conv(c.clone()), m, dtype)?;
+    let rate = vector_rate(&crate::family::Shown(c), m, dtype)?;
     let work = 2u128
         .saturating_mul(gu)
         .saturating_mul(mu)

@@ -21,7 +21,6 @@ use crate::shape::{AxisSource, InputMap};
 mod cost;
 mod values;
 
-pub(crate) use cost::cost;
 pub(crate) use values::each_combo;
 pub use values::{eval, reference};
 
@@ -378,6 +377,12 @@ pub struct WindowMap {
     pub maps: Vec<InputMap>,
     /// Output axes whose elements read a window of an input's whole axis.
     pub halo: Vec<(usize, usize)>,
+    /// What messages call the place that needs such an axis whole: `unit` (a
+    /// convolution's) or `PE`.
+    pub whole_on: &'static str,
+    /// What messages add on when the kernel could split a spatial axis (a
+    /// convolution's pointwise case), or nothing.
+    pub split_note: &'static str,
 }
 
 /// The legality map of `c` (see [`WindowMap`]).
@@ -449,5 +454,68 @@ pub(crate) fn legality_map(c: &Conv, inputs: &[&[u64]]) -> Result<WindowMap, Ker
     Ok(WindowMap {
         maps: vec![InputMap { axes: m0 }, InputMap { axes: m1 }],
         halo,
+        whole_on: "unit",
+        split_note: "; only a window of 1 with stride 1 and no padding lets a convolution split a spatial axis",
     })
+}
+
+impl crate::family::KernelFamily for Conv {
+    fn name(&self) -> &'static str {
+        "Conv"
+    }
+    fn label(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(Conv::name(self))
+    }
+    fn arity(&self) -> usize {
+        2
+    }
+    fn traits(&self) -> crate::family::Traits {
+        crate::family::Traits::CONTRACTION
+    }
+    /// On the vector unit: 2 per multiply-add.
+    fn flops_per_element(&self) -> (u64, u64) {
+        (0, 2)
+    }
+    fn output_shape(&self, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+        Conv::output_shape(self, inputs)
+    }
+    fn window_map(&self, in_shapes: &[&[u64]]) -> Result<Option<WindowMap>, KernelError> {
+        legality_map(self, in_shapes).map(Some)
+    }
+    fn reduced_extents(&self, in_shapes: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+        Conv::reduced_extents(self, in_shapes)
+    }
+    /// The data's last axis.
+    fn contracted_axis_a(&self, a: &[u64], _: &[u64]) -> Option<usize> {
+        a.len().checked_sub(1)
+    }
+    fn roundings(&self, reduction_len: u64) -> Option<u64> {
+        Some(reduction_len.max(1))
+    }
+    fn eval(
+        &self,
+        out_idx: &[u64],
+        fetch: crate::family::Fetch<'_>,
+        visit: crate::family::Visit<'_>,
+        in_shapes: &[&[u64]],
+    ) -> f64 {
+        let n = Conv::reduced_extents(self, in_shapes).map_or(0, |e| e.len());
+        let lists: Vec<Vec<u64>> = (0..n).map(|r| crate::family::held(visit, r)).collect();
+        eval(self, out_idx, fetch, &lists, in_shapes)
+    }
+    fn reference(&self, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> Vec<f64> {
+        reference(self, inputs, out_shape)
+    }
+    /// Implicit GEMM on the matrix unit ([`cost`]).
+    fn own_cost(
+        &self,
+        inputs: &[&mnsim_arch::TensorLayout],
+        out: &mnsim_arch::TensorLayout,
+        legality: &crate::Legality,
+        m: &mnsim_arch::Machine,
+        dtype: mnsim_arch::DType,
+        runtime: &[&[u64]],
+    ) -> Option<Result<crate::KernelCost, KernelError>> {
+        Some(cost::cost(self, inputs, out, legality, m, dtype, runtime))
+    }
 }

@@ -182,3 +182,83 @@ impl Eltwise {
         }
     }
 }
+
+impl crate::family::KernelFamily for Eltwise {
+    fn name(&self) -> &'static str {
+        "Eltwise"
+    }
+    fn label(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&Eltwise::label(self))
+    }
+    fn arity(&self) -> usize {
+        Eltwise::arity(self)
+    }
+    /// A comparison runs at its operands' rate; the kernels that compare (a `pred`
+    /// result), count indices (`s32`) or draw a dropout mask from an integer seed have
+    /// their own dtypes.
+    fn traits(&self) -> crate::family::Traits {
+        use crate::family::Rate;
+        let (rate, own_dtypes) = match self {
+            Eltwise::Compare(_) => (Rate::FirstInput, true),
+            Eltwise::GenIndex { .. } | Eltwise::Dropout => (Rate::Output, true),
+            Eltwise::Act(_)
+            | Eltwise::Backward { .. }
+            | Eltwise::PRelu
+            | Eltwise::PReluBackward
+            | Eltwise::PReluSlope
+            | Eltwise::Normalize { .. }
+            | Eltwise::BatchNormBackward { .. }
+            | Eltwise::Mix { .. } => (Rate::Output, false),
+        };
+        crate::family::Traits {
+            broadcasts: self.broadcasts(),
+            rate,
+            own_dtypes,
+            ..crate::family::Traits::VECTOR
+        }
+    }
+    fn flops_per_element(&self) -> (u64, u64) {
+        (0, self.flops())
+    }
+    fn output_shape(&self, inputs: &[&[u64]]) -> Result<Vec<u64>, crate::KernelError> {
+        Eltwise::output_shape(self, inputs)
+    }
+    fn index_map(
+        &self,
+        in_shapes: &[&[u64]],
+        out_shape: &[u64],
+    ) -> Result<Vec<crate::shape::InputMap>, crate::KernelError> {
+        Ok(Eltwise::index_map(self, in_shapes, out_shape))
+    }
+    fn eval(
+        &self,
+        out_idx: &[u64],
+        fetch: crate::family::Fetch<'_>,
+        _: crate::family::Visit<'_>,
+        in_shapes: &[&[u64]],
+    ) -> f64 {
+        Eltwise::eval(self, out_idx, fetch, in_shapes)
+    }
+    fn training_eps(&self) -> Option<f64> {
+        match self {
+            Eltwise::Normalize { eps, .. } | Eltwise::BatchNormBackward { eps, .. } => Some(*eps),
+            _ => None,
+        }
+    }
+    /// GenIndex's and BatchNormBackward's axis, Normalize's statistics and parameter
+    /// axes.
+    fn training_axes(&self) -> Option<Vec<usize>> {
+        match self {
+            Eltwise::GenIndex { axis } | Eltwise::BatchNormBackward { axis, .. } => {
+                Some(vec![*axis])
+            }
+            Eltwise::Normalize { stats, params, .. } => {
+                let mut v: Vec<usize> = stats.iter().chain(params).copied().collect();
+                v.sort_unstable();
+                v.dedup();
+                Some(v)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! The kernels, their element functions, their work per element, and their errors.
 //!
 //! `mod.rs`: the `Kernel` enum and its display name; `ops.rs`: the element functions of
-//! `Unary` and `Binary`; `reduce.rs`: how reductions combine; `properties.rs`: what the
-//! crate asks of a kernel (arity, unit, broadcasting, FLOP per element); `error.rs`:
+//! `Unary` and `Binary`; `reduce.rs`: how reductions combine; `properties.rs`: the
+//! predicates the rest of the workspace asks of a kernel (arity, unit, broadcasting, FLOP
+//! per element), each its family's answer ([`crate::family`]); `error.rs`:
 //! `KernelError`; `dims.rs`: dimension lists in messages and their element count.
 
 mod dims;
@@ -157,34 +158,9 @@ pub enum Kernel {
 }
 
 impl fmt::Display for Kernel {
-    /// `MatMul`, `Unary Relu`, `Binary Add`, `ReduceAxes Max`, `Softmax`, ...
+    /// `MatMul`, `Unary Relu`, `Binary Add`, `ReduceAxes Max`, `Softmax`, ... (the
+    /// family's [`label`](crate::KernelFamily::label)).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Kernel::Unary(op) => write!(f, "Unary {}", op.name()),
-            Kernel::Binary(op) => write!(f, "Binary {}", op.name()),
-            Kernel::MatMul => f.write_str("MatMul"),
-            Kernel::BatchMatMul => f.write_str("BatchMatMul"),
-            Kernel::ReduceAxes { op, .. } => write!(f, "ReduceAxes {}", op.name()),
-            Kernel::Softmax { .. } => f.write_str("Softmax"),
-            Kernel::LayerNorm { .. } => f.write_str("LayerNorm"),
-            Kernel::Transpose { .. } => f.write_str("Transpose"),
-            Kernel::Select => f.write_str("Select"),
-            Kernel::Clamp { .. } => f.write_str("Clamp"),
-            Kernel::Elu { .. } => f.write_str("Elu"),
-            Kernel::BiasAdd { .. } => f.write_str("BiasAdd"),
-            Kernel::GeneralMatMul { .. } => f.write_str("MatMul"),
-            Kernel::Reshape { .. } => f.write_str("Reshape"),
-            Kernel::Concat { .. } => f.write_str("Concat"),
-            Kernel::Slice { .. } => f.write_str("Slice"),
-            Kernel::Expand { .. } => f.write_str("Expand"),
-            Kernel::DynamicSlice { .. } => f.write_str("DynamicSlice"),
-            Kernel::DynamicUpdateSlice { .. } => f.write_str("DynamicUpdateSlice"),
-            Kernel::Conv(c) => f.write_str(c.name()),
-            Kernel::Pool(p) => f.write_str(p.name()),
-            Kernel::Interp(i) => f.write_str(i.name()),
-            Kernel::Eltwise(e) => f.write_str(&e.label()),
-            Kernel::Norm(n) => f.write_str(n.label()),
-            Kernel::Quant(q) => f.write_str(q.name()),
-        }
+        self.with_family(|k| k.label(f))
     }
 }

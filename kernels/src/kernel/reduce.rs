@@ -1,5 +1,7 @@
 //! How a reduction combines: identity, combine, finish, FLOP.
 
+use crate::elem::Combine;
+
 /// How a reduction combines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ReduceKind {
@@ -73,6 +75,21 @@ impl ReduceKind {
             ReduceKind::Mean => acc / n.max(1) as f64,
             ReduceKind::L2 => acc.sqrt(),
             _ => acc,
+        }
+    }
+
+    /// How partial results of the reduction combine in the tree Reduces that complete
+    /// them: a Max's and a Min's by their own; the others by addition (only a sum's, or
+    /// a Mean's partial sums of `x / n`, are ever left partial).
+    pub fn partials_combine(self) -> Combine {
+        match self {
+            ReduceKind::Max => Combine::Max,
+            ReduceKind::Min => Combine::Min,
+            ReduceKind::Add
+            | ReduceKind::Prod
+            | ReduceKind::Mean
+            | ReduceKind::L1
+            | ReduceKind::L2 => Combine::Add,
         }
     }
 

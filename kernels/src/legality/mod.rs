@@ -18,6 +18,7 @@ mod scan;
 mod share;
 mod views;
 
+use crate::family::ByPositions;
 use crate::kernel::{ErrorKind, Kernel, KernelError, fmt_dims};
 use crate::shape::{index_map, output_shape};
 use mnsim_arch::Machine;
@@ -88,25 +89,7 @@ fn default_name(k: &Kernel, i: usize) -> String {
     } else if k.arity() == 1 {
         "x".into()
     } else {
-        match k {
-            Kernel::Select => ["cond", "a", "b"][i.min(2)].into(),
-            Kernel::BiasAdd { .. } => ["x", "bias"][i.min(1)].into(),
-            Kernel::Concat { .. } => format!("x{i}"),
-            Kernel::DynamicSlice { .. } => {
-                if i == 0 {
-                    "x".into()
-                } else {
-                    format!("start{}", i - 1)
-                }
-            }
-            Kernel::DynamicUpdateSlice { .. } => match i {
-                0 => "update".into(),
-                1 => "x".into(),
-                _ => format!("start{}", i - 2),
-            },
-            Kernel::Quant(_) => ["x", "scales", "zps"][i.min(2)].into(),
-            _ => ["a", "b"][i.min(1)].into(),
-        }
+        k.with_family(|f| f.operand_name(i))
     }
 }
 
@@ -202,6 +185,30 @@ fn fitted_shape(
     Ok(want)
 }
 
+/// The legality of a kernel decided by element positions ([`ByPositions`]: Reshape,
+/// Concat, Slice), level by level over the `levels` addressable levels.
+fn positions_hold(
+    k: &Kernel,
+    rule: ByPositions<'_>,
+    inputs: &[&TensorLayout],
+    out: &TensorLayout,
+    names: &[String],
+    levels: usize,
+) -> Result<(), KernelError> {
+    for x in 0..levels {
+        match rule {
+            ByPositions::Concat { axis } => concat_level(k, axis, inputs, out, names, x)?,
+            ByPositions::Slice {
+                start,
+                limit,
+                stride,
+            } => slice_level(k, (start, limit, stride), inputs[0], out, names, x)?,
+            ByPositions::Reshape => reshape_level(k, inputs[0], out, names, x)?,
+        }
+    }
+    Ok(())
+}
+
 /// [`check`]; a broken level rule is explained only when `explain` is set (otherwise its
 /// error carries the kind and no message).
 fn decide(
@@ -226,22 +233,12 @@ fn decide(
     let want = fitted_shape(k, inputs, out, m, names_of)?;
     let naddr = m.addressable_count();
     let (unit, unit_level) = unit_of(k, inputs, out, m);
-    if let Kernel::Reshape { .. } | Kernel::Concat { .. } | Kernel::Slice { .. } = k {
-        let names = names_of();
-        let leaf = naddr.saturating_sub(1);
-        if naddr > 0 {
-            for x in 0..=leaf {
-                match k {
-                    Kernel::Concat { axis, .. } => concat_level(k, *axis, inputs, out, &names, x)?,
-                    Kernel::Slice {
-                        start,
-                        limit,
-                        stride,
-                    } => slice_level(k, (start, limit, stride), inputs[0], out, &names, x)?,
-                    _ => reshape_level(k, inputs[0], out, &names, x)?,
-                }
-            }
-        }
+    let by_positions = k.with_family(|f| {
+        let rule = f.by_positions()?;
+        Some(positions_hold(k, rule, inputs, out, &names_of(), naddr))
+    });
+    if let Some(done) = by_positions {
+        done?;
         return Ok(Legality {
             partial: Vec::new(),
             unit,

@@ -161,8 +161,7 @@ impl<'a> Ctx<'a> {
         let out_rep = self.out.levels()[x].replicated;
 
         // Softmax, LayerNorm: the normalised axis must be whole on the PE.
-        if let Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } = k {
-            let axis = *axis;
+        if let Some(axis) = k.with_family(|f| f.normalised_axis()) {
             if non_rep.contains(&0) && !cin(0, r).is_zero() {
                 return Err(Fault::NormInputSplit { x, axis });
             }

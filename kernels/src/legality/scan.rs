@@ -338,7 +338,7 @@ fn prepare<'a>(
     m: &'a Machine,
 ) -> Option<Prepared<'a>> {
     let proto = *inputs.get(hole)?;
-    if let Kernel::Reshape { .. } | Kernel::Concat { .. } | Kernel::Slice { .. } = k {
+    if k.with_family(|f| f.by_positions().is_some()) {
         return None;
     }
     let names = || (0..=k.arity()).map(|i| default_name(k, i)).collect();

@@ -1,6 +1,6 @@
 //! Output shapes and index maps: which input elements an output element reads.
 
-mod index;
+pub(crate) mod index;
 mod output;
 
 pub use index::index_map;
@@ -27,7 +27,7 @@ pub struct InputMap {
     pub axes: Vec<AxisSource>,
 }
 
-fn err(kind: ErrorKind, msg: impl Into<String>) -> KernelError {
+pub(crate) fn err(kind: ErrorKind, msg: impl Into<String>) -> KernelError {
     KernelError::new(kind, msg)
 }
 
@@ -53,36 +53,7 @@ pub struct Gemm {
 /// convolution's data, the one [`gemm`] finds for GeneralMatMul; `None` for a kernel
 /// that contracts nothing, or shapes with no such axis.
 pub fn contracted_axis_a(k: &Kernel, a: &[u64], b: &[u64]) -> Option<usize> {
-    match k {
-        Kernel::GeneralMatMul {
-            transpose_a,
-            transpose_b,
-        } => gemm(*transpose_a, *transpose_b, a, b)
-            .ok()
-            .map(|g| g.k_axis_a),
-        Kernel::MatMul | Kernel::BatchMatMul | Kernel::Conv(_) => a.len().checked_sub(1),
-        Kernel::Unary(_)
-        | Kernel::Binary(_)
-        | Kernel::ReduceAxes { .. }
-        | Kernel::Softmax { .. }
-        | Kernel::LayerNorm { .. }
-        | Kernel::Transpose { .. }
-        | Kernel::Select
-        | Kernel::Clamp { .. }
-        | Kernel::Elu { .. }
-        | Kernel::BiasAdd { .. }
-        | Kernel::Reshape { .. }
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Expand { .. }
-        | Kernel::DynamicSlice { .. }
-        | Kernel::DynamicUpdateSlice { .. }
-        | Kernel::Pool(_)
-        | Kernel::Interp(_)
-        | Kernel::Eltwise(_)
-        | Kernel::Norm(_)
-        | Kernel::Quant(_) => None,
-    }
+    k.with_family(|f| f.contracted_axis_a(a, b))
 }
 
 /// Shapes of a general matmul: `a` `[B..,M,K]` (or `[B..,K,M]` transposed), `b`
@@ -168,37 +139,7 @@ pub fn broadcast(a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
 /// `axes` names them; Softmax, LayerNorm: `[length of the normalised axis]`; others: `[]`.
 pub fn reduced_extents(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
     output_shape(k, in_shapes)?;
-    let x = in_shapes[0];
-    Ok(match k {
-        Kernel::MatMul | Kernel::BatchMatMul => vec![x[x.len() - 1]],
-        Kernel::GeneralMatMul {
-            transpose_a,
-            transpose_b,
-        } => vec![gemm(*transpose_a, *transpose_b, x, in_shapes[1])?.k],
-        Kernel::ReduceAxes { axes, .. } => axes.iter().map(|&a| x[a]).collect(),
-        Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => vec![x[*axis]],
-        Kernel::Conv(c) => c.reduced_extents(in_shapes)?,
-        Kernel::Norm(n) => n.reduced_extents(x),
-        Kernel::DynamicSlice { dynamic, .. } => crate::indexed::dynamic_extents(x, dynamic),
-        Kernel::DynamicUpdateSlice { dynamic } => crate::indexed::dynamic_extents(x, dynamic),
-        // No reduced variable: every output element reads its own inputs' elements (a
-        // window's taps, an eltwise kernel's operands, a move's source).
-        Kernel::Unary(_)
-        | Kernel::Binary(_)
-        | Kernel::Transpose { .. }
-        | Kernel::Select
-        | Kernel::Clamp { .. }
-        | Kernel::Elu { .. }
-        | Kernel::BiasAdd { .. }
-        | Kernel::Reshape { .. }
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Expand { .. }
-        | Kernel::Pool(_)
-        | Kernel::Interp(_)
-        | Kernel::Eltwise(_)
-        | Kernel::Quant(_) => Vec::new(),
-    })
+    k.with_family(|f| f.reduced_extents(in_shapes))
 }
 
 /// `(in_lo, in_hi, out_lo, out_hi)` axis ranges of a reshape's groups, where the

@@ -213,3 +213,33 @@ impl Interp {
         out
     }
 }
+
+impl crate::family::KernelFamily for Interp {
+    fn name(&self) -> &'static str {
+        "Interp"
+    }
+    fn label(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(Interp::name(self))
+    }
+    fn flops_per_element(&self) -> (u64, u64) {
+        Interp::flops_per_element(self)
+    }
+    fn output_shape(&self, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+        Interp::output_shape(self, inputs)
+    }
+    fn window_map(&self, in_shapes: &[&[u64]]) -> Result<Option<WindowMap>, KernelError> {
+        self.legality_map(in_shapes).map(Some)
+    }
+    fn eval(
+        &self,
+        out_idx: &[u64],
+        fetch: crate::family::Fetch<'_>,
+        _: crate::family::Visit<'_>,
+        in_shapes: &[&[u64]],
+    ) -> f64 {
+        Interp::eval(self, out_idx, fetch, in_shapes)
+    }
+    fn reference(&self, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> Vec<f64> {
+        Interp::reference(self, inputs, out_shape)
+    }
+}

@@ -66,39 +66,15 @@ pub(crate) fn window_map(channels_last: bool, rank: usize, inputs: usize) -> Win
         halo: (f..f + rank - 2)
             .flat_map(|a| (0..inputs).map(move |j| (a, j)))
             .collect(),
+        whole_on: "PE",
+        split_note: "",
     }
 }
 
 /// The legality map of a window kernel (Conv, Pool, Interp); `None` for the kernels
 /// with a per-axis index map or none at all.
 pub fn map_of(k: &Kernel, in_shapes: &[&[u64]]) -> Result<Option<WindowMap>, KernelError> {
-    match k {
-        Kernel::Conv(c) => crate::conv::legality_map(c, in_shapes).map(Some),
-        Kernel::Pool(p) => p.legality_map(in_shapes).map(Some),
-        Kernel::Interp(i) => i.legality_map(in_shapes).map(Some),
-        Kernel::Unary(_)
-        | Kernel::Binary(_)
-        | Kernel::MatMul
-        | Kernel::BatchMatMul
-        | Kernel::ReduceAxes { .. }
-        | Kernel::Softmax { .. }
-        | Kernel::LayerNorm { .. }
-        | Kernel::Transpose { .. }
-        | Kernel::Select
-        | Kernel::Clamp { .. }
-        | Kernel::Elu { .. }
-        | Kernel::BiasAdd { .. }
-        | Kernel::GeneralMatMul { .. }
-        | Kernel::Reshape { .. }
-        | Kernel::Concat { .. }
-        | Kernel::Slice { .. }
-        | Kernel::Expand { .. }
-        | Kernel::DynamicSlice { .. }
-        | Kernel::DynamicUpdateSlice { .. }
-        | Kernel::Eltwise(_)
-        | Kernel::Norm(_)
-        | Kernel::Quant(_) => Ok(None),
-    }
+    k.with_family(|f| f.window_map(in_shapes))
 }
 
 /// Whether `l` splits its axis `a` over addressable level `x`.
@@ -122,16 +98,7 @@ pub(crate) fn check_whole(
 ) -> Result<(), KernelError> {
     let illegal =
         |operand, level, msg| KernelError::new(ErrorKind::Illegal { operand, level }, msg);
-    let on = if matches!(k, Kernel::Conv(_)) {
-        "unit"
-    } else {
-        "PE"
-    };
-    let why = if matches!(k, Kernel::Conv(_)) {
-        "; only a window of 1 with stride 1 and no padding lets a convolution split a spatial axis"
-    } else {
-        ""
-    };
+    let (on, why) = (w.whole_on, w.split_note);
     let levels = out.levels().len();
     for x in 0..=unit_level.min(levels.saturating_sub(1)) {
         let lv = &out.levels()[x].name;
