@@ -148,11 +148,7 @@ pub fn apply(
             // A reduction whose axis spans a level leaves partial sums: finish them with
             // tree Reduces, one per level (shown as ops of their own). A split
             // contraction is finished the same way when the scenario asks for it.
-            let comb = if let mnsim_kernels::Kernel::ReduceAxes { op, .. } = kernel {
-                Some(combine_of_kind(*op))
-            } else {
-                auto_reduce.then_some(Combine::Add)
-            };
+            let comb = kernel.tree_reduce().or(auto_reduce.then_some(Combine::Add));
             if let Some(comb) = comb {
                 let levels = eng.partial_levels(*out);
                 let first = eng.rec.ops.len();

@@ -22,7 +22,8 @@
 use super::lower::{Action, Decl, Step};
 use mnsim_arch::Machine;
 use mnsim_arch::arith::gcd;
-use mnsim_kernels::{AxisSource, Kernel};
+use mnsim_kernels::conv::WindowMap;
+use mnsim_kernels::{AxisSource, ByPositions, Kernel};
 use std::collections::BTreeMap;
 
 struct Uf(Vec<usize>);
@@ -178,19 +179,24 @@ fn link_axes(decls: &[Decl], steps: &[Step], split_sums: bool) -> Axes {
                 continue;
             }
         };
-        match k {
-            Kernel::Reshape { .. } => link_reshape(&mut axes, decls, ins[0], o),
-            Kernel::Concat { axis, .. } => link_concat(&mut axes, decls, &ins, o, *axis),
-            Kernel::Slice {
-                start,
-                limit,
-                stride,
-            } => link_slice(&mut axes, decls, ins[0], o, start, limit, stride),
-            k @ (Kernel::Conv(_) | Kernel::Pool(_) | Kernel::Interp(_)) => {
-                link_window(&mut axes, decls, &ins, o, k);
-            }
-            k => link_indexed(&mut axes, decls, &ins, o, k, split_sums),
-        }
+        // A kernel that keeps elements by position, one with a window, or any other
+        // through its index map (the kernel's family says which).
+        let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
+        let window = k.with_family(|f| f.window_map(&shapes)).ok().flatten();
+        k.with_family(|f| match (f.by_positions(), window) {
+            (Some(ByPositions::Reshape), _) => link_reshape(&mut axes, decls, ins[0], o),
+            (Some(ByPositions::Concat { axis }), _) => link_concat(&mut axes, decls, &ins, o, axis),
+            (
+                Some(ByPositions::Slice {
+                    start,
+                    limit,
+                    stride,
+                }),
+                _,
+            ) => link_slice(&mut axes, decls, ins[0], o, start, limit, stride),
+            (None, Some(w)) => link_window(&mut axes, &ins, o, &w),
+            (None, None) => link_indexed(&mut axes, decls, &ins, o, k, split_sums),
+        });
     }
     axes
 }
@@ -252,11 +258,7 @@ fn link_slice(
 
 /// Window kernels: an axis read through a window (or a channel group), a contracted
 /// axis and an output axis reading a halo stay whole.
-fn link_window(axes: &mut Axes, decls: &[Decl], ins: &[usize], o: usize, k: &Kernel) {
-    let shapes: Vec<&[u64]> = ins.iter().map(|&t| decls[t].dims.as_slice()).collect();
-    let Ok(Some(w)) = mnsim_kernels::window_map(k, &shapes) else {
-        return;
-    };
+fn link_window(axes: &mut Axes, ins: &[usize], o: usize, w: &WindowMap) {
     for (j, map) in w.maps.iter().enumerate() {
         for (p, src) in map.axes.iter().enumerate() {
             match src {
@@ -265,7 +267,7 @@ fn link_window(axes: &mut Axes, decls: &[Decl], ins: &[usize], o: usize, k: &Ker
             }
         }
     }
-    for (h, _) in w.halo {
+    for &(h, _) in &w.halo {
         axes.keep_whole(o, h);
     }
 }

@@ -38,8 +38,16 @@ pub(super) fn capacity(p: &Program, v: &View) -> Vec<(Resource, u64)> {
         };
         // The DRAM traffic bound of a contraction's blocking (a convolution reuses its
         // input across the window as well, so it is left out).
+        let shapes: Vec<&[u64]> = (inputs.iter())
+            .map(|&t| p.tensors[t].dims_at_bound.as_slice())
+            .collect();
+        let windowed = k
+            .with_family(|f| f.window_map(&shapes))
+            .ok()
+            .flatten()
+            .is_some();
         if !k.is_matmul()
-            || matches!(k, Kernel::Conv(_))
+            || windowed
             || !inputs
                 .iter()
                 .all(|t| loaded[t.index()] && readers[t.index()] == 1)
