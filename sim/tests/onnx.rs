@@ -319,7 +319,7 @@ fn both_exporters_give_one_program() {
         i.scenario
             .program
             .iter()
-            .filter_map(|op| op.kernel().map(|(k, _, _)| k.to_string()))
+            .filter_map(|op| op.kernel().map(|k| k.kernel.to_string()))
             .collect()
     };
     let (ka, kb) = (kernels(&a), kernels(&b));

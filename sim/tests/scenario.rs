@@ -3,9 +3,11 @@
 mod common;
 
 use miette::{GraphicalReportHandler, GraphicalTheme, Report};
+use mnsim_kernels::Kernel;
 use mnsim_sim::program::{EntityRef as _, LayoutRef, OpId};
 use mnsim_sim::scenario::{
-    self, Init, MachineRef, Mode, Op, PlanValue, Resolved, Scenario, Source, UnaryOp,
+    self, Init, KernelOp, MachineRef, Mode, Op, PlanValue, Resolved, Scenario, Shorthand, Source,
+    UnaryOp,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,13 +63,14 @@ fn spec_example_loads_as_written() {
     assert_eq!(sc.program.len(), 5);
     assert_eq!(
         sc.program[3],
-        Op::Unary {
-            op: UnaryOp::Relu,
-            input: "h".into(),
+        Op::Kernel(KernelOp {
+            kernel: Kernel::Unary(UnaryOp::Relu),
+            inputs: vec!["h".into()],
             out: "h".into(),
             layout: None,
-            buffers: None
-        }
+            buffers: None,
+            written: Some(Shorthand::Unary),
+        })
     );
     assert_eq!(sc.plans["cols"]["act_out"], PlanValue::Any);
     assert_eq!(sc.plans["rows"]["act"], PlanValue::Layout("...".into()));
@@ -592,7 +595,11 @@ fn broadcast_and_reduce_resolve() {
     let r = resolve(&sc, &source("b.ron", text), None).unwrap();
     assert_eq!(r.plan, None);
     assert!(bound(&r, 0).levels()[0].replicated);
-    assert!(matches!(sc.program[3], Op::LayerNorm { eps, .. } if eps == 1e-5));
+    assert!(matches!(
+        &sc.program[3],
+        Op::Kernel(KernelOp { kernel: Kernel::LayerNorm { eps, .. }, written: Some(Shorthand::LayerNorm), .. })
+            if *eps == 1e-5
+    ));
     assert!(matches!(
         sc.program[2],
         Op::Reduce {

@@ -11,7 +11,6 @@
 
 mod buffers;
 mod dups;
-mod kernel_of;
 mod knob_sets;
 mod op;
 mod op_fields;
@@ -19,17 +18,21 @@ mod place;
 pub mod pretty;
 pub mod print;
 mod resolve;
+mod shorthand;
 pub mod spans;
 #[cfg(test)]
 mod tests;
+mod text;
 
 pub use crate::program::{Init, Part, Place, ReduceOp};
 pub use buffers::Buffers;
 pub use knob_sets::{knob_sets, machine_with_overrides};
-pub use op::{BinaryOp, Op, UnaryOp};
+pub use op::{KernelOp, Op};
 pub use op_fields::{OpClass, plan_variable};
 pub use place::{Placed, places_of, runs_of};
 pub use resolve::{LowerError, Resolved, machine, plans_to_run, resolve};
+pub use shorthand::Shorthand;
+pub use text::{BinaryOp, OpText, UnaryOp};
 
 use miette::{LabeledSpan, MietteDiagnostic, Report, miette};
 use mnsim_arch::DType;

@@ -2,7 +2,7 @@
 //! inputs, output, layout and `buffers:`, a short description for messages, and the
 //! plan variable a layout text names.
 
-use super::{Buffers, Op};
+use super::{Buffers, KernelOp, Op};
 
 /// `$req` with `$l` bound to the `layout` field of an op whose layout is required
 /// (transfers), `$opt` with it bound to the optional one (Reduce and the kernels: their
@@ -14,24 +14,7 @@ macro_rules! with_layout {
             | Op::Gather { layout: $l, .. }
             | Op::Relayout { layout: $l, .. }
             | Op::Broadcast { layout: $l, .. } => $req,
-            Op::Reduce { layout: $l, .. }
-            | Op::Unary { layout: $l, .. }
-            | Op::Binary { layout: $l, .. }
-            | Op::MatMul { layout: $l, .. }
-            | Op::BatchMatMul { layout: $l, .. }
-            | Op::ReduceAxes { layout: $l, .. }
-            | Op::Softmax { layout: $l, .. }
-            | Op::LayerNorm { layout: $l, .. }
-            | Op::Transpose { layout: $l, .. }
-            | Op::Select { layout: $l, .. }
-            | Op::Clamp { layout: $l, .. }
-            | Op::Elu { layout: $l, .. }
-            | Op::BiasAdd { layout: $l, .. }
-            | Op::GeneralMatMul { layout: $l, .. }
-            | Op::Reshape { layout: $l, .. }
-            | Op::Concat { layout: $l, .. }
-            | Op::Kernel { layout: $l, .. }
-            | Op::Cast { layout: $l, .. } => $opt,
+            Op::Reduce { layout: $l, .. } | Op::Kernel(KernelOp { layout: $l, .. }) => $opt,
             Op::Store { .. } | Op::Free { .. } => $none,
         }
     };
@@ -47,23 +30,7 @@ macro_rules! with_buffers {
             | Op::Relayout { buffers: $b, .. }
             | Op::Broadcast { buffers: $b, .. }
             | Op::Reduce { buffers: $b, .. }
-            | Op::Unary { buffers: $b, .. }
-            | Op::Binary { buffers: $b, .. }
-            | Op::MatMul { buffers: $b, .. }
-            | Op::BatchMatMul { buffers: $b, .. }
-            | Op::ReduceAxes { buffers: $b, .. }
-            | Op::Softmax { buffers: $b, .. }
-            | Op::LayerNorm { buffers: $b, .. }
-            | Op::Transpose { buffers: $b, .. }
-            | Op::Select { buffers: $b, .. }
-            | Op::Clamp { buffers: $b, .. }
-            | Op::Elu { buffers: $b, .. }
-            | Op::BiasAdd { buffers: $b, .. }
-            | Op::GeneralMatMul { buffers: $b, .. }
-            | Op::Reshape { buffers: $b, .. }
-            | Op::Concat { buffers: $b, .. }
-            | Op::Kernel { buffers: $b, .. }
-            | Op::Cast { buffers: $b, .. } => $on,
+            | Op::Kernel(KernelOp { buffers: $b, .. }) => $on,
             Op::Store { .. } | Op::Free { .. } => $none,
         }
     };
@@ -99,7 +66,8 @@ impl Op {
         with_buffers!(self, b => Some(b), None)
     }
 
-    /// The variant name (`"Load"`, `"MatMul"`, ...).
+    /// The op's name (`"Load"`, `"MatMul"`, `"Cast"`, ...): a kernel op's shorthand as
+    /// written, else its kernel's name.
     pub fn name(&self) -> &'static str {
         match self {
             Op::Load { .. } => "Load",
@@ -109,23 +77,7 @@ impl Op {
             Op::Broadcast { .. } => "Broadcast",
             Op::Reduce { .. } => "Reduce",
             Op::Free { .. } => "Free",
-            Op::Unary { .. } => "Unary",
-            Op::Binary { .. } => "Binary",
-            Op::MatMul { .. } => "MatMul",
-            Op::BatchMatMul { .. } => "BatchMatMul",
-            Op::ReduceAxes { .. } => "ReduceAxes",
-            Op::Softmax { .. } => "Softmax",
-            Op::LayerNorm { .. } => "LayerNorm",
-            Op::Transpose { .. } => "Transpose",
-            Op::Select { .. } => "Select",
-            Op::Clamp { .. } => "Clamp",
-            Op::Elu { .. } => "Elu",
-            Op::BiasAdd { .. } => "BiasAdd",
-            Op::GeneralMatMul { .. } => "GeneralMatMul",
-            Op::Reshape { .. } => "Reshape",
-            Op::Concat { .. } => "Concat",
-            Op::Cast { .. } => "Cast",
-            Op::Kernel { kernel, .. } => kernel.name(),
+            Op::Kernel(k) => k.written.map_or_else(|| k.kernel.name(), |s| s.name()),
         }
     }
 
@@ -137,23 +89,7 @@ impl Op {
             Op::Store { .. } => OpClass::Store,
             Op::Free { .. } => OpClass::Free,
             Op::Relayout { .. } | Op::Broadcast { .. } | Op::Reduce { .. } => OpClass::Move,
-            Op::Unary { .. }
-            | Op::Binary { .. }
-            | Op::MatMul { .. }
-            | Op::BatchMatMul { .. }
-            | Op::ReduceAxes { .. }
-            | Op::Softmax { .. }
-            | Op::LayerNorm { .. }
-            | Op::Transpose { .. }
-            | Op::Select { .. }
-            | Op::Clamp { .. }
-            | Op::Elu { .. }
-            | Op::BiasAdd { .. }
-            | Op::GeneralMatMul { .. }
-            | Op::Reshape { .. }
-            | Op::Concat { .. }
-            | Op::Kernel { .. }
-            | Op::Cast { .. } => OpClass::Kernel,
+            Op::Kernel(_) => OpClass::Kernel,
         }
     }
 
@@ -168,6 +104,20 @@ impl Op {
         }
     }
 
+    /// The kernel op, if the op is one.
+    pub fn kernel(&self) -> Option<&KernelOp> {
+        match self {
+            Op::Kernel(k) => Some(k),
+            Op::Load { .. }
+            | Op::Gather { .. }
+            | Op::Store { .. }
+            | Op::Relayout { .. }
+            | Op::Broadcast { .. }
+            | Op::Reduce { .. }
+            | Op::Free { .. } => None,
+        }
+    }
+
     /// The tensors the op reads in LM, with the names of their fields (a Gather's
     /// table is read in DRAM: [`Op::dram_input`]).
     pub fn inputs(&self) -> Vec<(&'static str, &str)> {
@@ -179,26 +129,9 @@ impl Op {
             | Op::Broadcast { tensor, .. }
             | Op::Reduce { tensor, .. }
             | Op::Free { tensor } => vec![("tensor", tensor)],
-            Op::Unary { input, .. }
-            | Op::ReduceAxes { input, .. }
-            | Op::Softmax { input, .. }
-            | Op::LayerNorm { input, .. }
-            | Op::Transpose { input, .. }
-            | Op::Clamp { input, .. }
-            | Op::Elu { input, .. }
-            | Op::Reshape { input, .. }
-            | Op::Cast { input, .. } => vec![("input", input)],
-            Op::Binary { a, b, .. }
-            | Op::MatMul { a, b, .. }
-            | Op::BatchMatMul { a, b, .. }
-            | Op::GeneralMatMul { a, b, .. } => {
-                vec![("a", a), ("b", b)]
-            }
-            Op::Select { cond, a, b, .. } => vec![("cond", cond), ("a", a), ("b", b)],
-            Op::BiasAdd { input, bias, .. } => vec![("input", input), ("bias", bias)],
-            Op::Concat { inputs, .. } | Op::Kernel { inputs, .. } => {
-                inputs.iter().map(|t| ("inputs", t.as_str())).collect()
-            }
+            Op::Kernel(k) => (k.inputs.iter().enumerate())
+                .map(|(i, t)| (k.input_field(i), t.as_str()))
+                .collect(),
         }
     }
 
@@ -215,7 +148,7 @@ impl Op {
     /// tensor when there is no `out`. `None` for Store and Free.
     pub fn output(&self) -> Option<(&'static str, &str)> {
         match self {
-            Op::Gather { out, .. } => Some(("out", out)),
+            Op::Gather { out, .. } | Op::Kernel(KernelOp { out, .. }) => Some(("out", out)),
             Op::Load { tensor, .. } => Some(("tensor", tensor)),
             Op::Store { .. } | Op::Free { .. } => None,
             Op::Relayout { tensor, out, .. }
@@ -224,23 +157,6 @@ impl Op {
                 Some(o) => ("out", o),
                 None => ("tensor", tensor),
             }),
-            Op::Unary { out, .. }
-            | Op::Binary { out, .. }
-            | Op::MatMul { out, .. }
-            | Op::BatchMatMul { out, .. }
-            | Op::ReduceAxes { out, .. }
-            | Op::Softmax { out, .. }
-            | Op::LayerNorm { out, .. }
-            | Op::Transpose { out, .. }
-            | Op::Select { out, .. }
-            | Op::Clamp { out, .. }
-            | Op::Elu { out, .. }
-            | Op::BiasAdd { out, .. }
-            | Op::GeneralMatMul { out, .. }
-            | Op::Reshape { out, .. }
-            | Op::Concat { out, .. }
-            | Op::Kernel { out, .. }
-            | Op::Cast { out, .. } => Some(("out", out)),
         }
     }
 
@@ -263,10 +179,9 @@ impl Op {
             | Op::Broadcast { tensor, .. }
             | Op::Reduce { tensor, .. }
             | Op::Free { tensor } => format!("{} of `{tensor}`", self.name()),
-            _ => match self.output() {
-                Some((_, o)) => format!("{} -> `{o}`", self.name()),
-                None => self.name().to_string(),
-            },
+            Op::Gather { out, .. } | Op::Kernel(KernelOp { out, .. }) => {
+                format!("{} -> `{out}`", self.name())
+            }
         }
     }
 }

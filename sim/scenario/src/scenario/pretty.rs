@@ -4,10 +4,10 @@
 //! default (`None`) are not written. Parsing the text and lowering it again gives the
 //! same program (`scenario/tests.rs`).
 
-use super::{Buffers, Op, ReduceOp};
+use super::{Buffers, KernelOp, Op, Shorthand};
 use crate::program::{OpKind, Program, ProgramOp, TensorId};
 use mnsim_arch::Machine;
-use mnsim_kernels::{Kernel, ReduceKind};
+use mnsim_kernels::Kernel;
 
 /// The `program: [...]` list of `p` on machine `m`, one op a line, indented by four
 /// spaces.
@@ -97,9 +97,9 @@ pub fn op(p: &Program, m: &Machine, o: &ProgramOp) -> Op {
     }
 }
 
-/// A kernel op as the scenario file writes it: the kernel's named shorthand when one
-/// fits its operands and gives the op the name `name` (reports show it: `"Cast"` for
-/// a conversion), else the generic `Kernel(...)`.
+/// A kernel op written, as the file will print it, in the shorthand named `name` (reports
+/// show the op's name: `"Cast"` for a conversion) when one is and fits its kernel and
+/// operands, else in the generic `Kernel(...)`.
 pub fn kernel_op(
     kernel: &Kernel,
     ins: Vec<String>,
@@ -108,212 +108,16 @@ pub fn kernel_op(
     layout: Option<String>,
     buffers: Option<Buffers>,
 ) -> Op {
-    match shorthand(kernel, &ins, &out, name, &layout, &buffers) {
-        Some(s) if s.name() == name => s,
-        Some(_) | None => Op::Kernel {
-            kernel: kernel.clone(),
-            inputs: ins,
-            out,
-            layout,
-            buffers,
-        },
-    }
-}
-
-/// The named shorthand of a kernel op, if the kernel has one and the operands fit it.
-fn shorthand(
-    kernel: &Kernel,
-    ins: &[String],
-    out: &str,
-    name: &str,
-    layout: &Option<String>,
-    buffers: &Option<Buffers>,
-) -> Option<Op> {
-    let out = out.to_string();
-    let layout = layout.clone();
-    let buffers = buffers.clone();
-    let one = || match ins {
-        [x] => Some(x.clone()),
-        _ => None,
+    let mut k = KernelOp {
+        kernel: kernel.clone(),
+        inputs: ins,
+        out,
+        layout,
+        buffers,
+        written: Shorthand::named(name),
     };
-    let two = || match ins {
-        [a, b] => Some((a.clone(), b.clone())),
-        _ => None,
-    };
-    Some(match kernel {
-        Kernel::Unary(op) if name == "Cast" && *op == mnsim_kernels::UnaryOp::Copy => Op::Cast {
-            input: one()?,
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::Unary(op) => Op::Unary {
-            op: *op,
-            input: one()?,
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::Binary(op) => {
-            let (a, b) = two()?;
-            Op::Binary {
-                op: *op,
-                a,
-                b,
-                out,
-                layout,
-                buffers,
-            }
-        }
-        Kernel::MatMul => {
-            let (a, b) = two()?;
-            Op::MatMul {
-                a,
-                b,
-                out,
-                layout,
-                buffers,
-            }
-        }
-        Kernel::BatchMatMul => {
-            let (a, b) = two()?;
-            Op::BatchMatMul {
-                a,
-                b,
-                out,
-                layout,
-                buffers,
-            }
-        }
-        Kernel::ReduceAxes {
-            op,
-            axes,
-            keep_dims,
-        } => Op::ReduceAxes {
-            op: reduce_op(*op),
-            input: one()?,
-            axes: axes.clone(),
-            out,
-            layout,
-            buffers,
-            keep_dims: *keep_dims,
-        },
-        Kernel::Softmax { axis } => Op::Softmax {
-            input: one()?,
-            axis: *axis,
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::LayerNorm { axis, eps } => Op::LayerNorm {
-            input: one()?,
-            axis: *axis,
-            out,
-            layout,
-            buffers,
-            eps: *eps,
-        },
-        Kernel::Transpose { perm } => Op::Transpose {
-            input: one()?,
-            perm: perm.clone(),
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::Select => {
-            let [cond, a, b] = ins else { return None };
-            Op::Select {
-                cond: cond.clone(),
-                a: a.clone(),
-                b: b.clone(),
-                out,
-                layout,
-                buffers,
-            }
-        }
-        Kernel::Clamp { min, max } => Op::Clamp {
-            input: one()?,
-            min: *min,
-            max: *max,
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::Elu { alpha } => Op::Elu {
-            input: one()?,
-            alpha: *alpha,
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::BiasAdd { axis } => {
-            let (input, bias) = two()?;
-            Op::BiasAdd {
-                input,
-                bias,
-                axis: *axis,
-                out,
-                layout,
-                buffers,
-            }
-        }
-        Kernel::GeneralMatMul {
-            transpose_a,
-            transpose_b,
-        } => {
-            let (a, b) = two()?;
-            Op::GeneralMatMul {
-                a,
-                b,
-                out,
-                transpose_a: *transpose_a,
-                transpose_b: *transpose_b,
-                layout,
-                buffers,
-            }
-        }
-        Kernel::Reshape { shape } => Op::Reshape {
-            input: one()?,
-            shape: shape.clone(),
-            out,
-            layout,
-            buffers,
-        },
-        Kernel::Concat { axis, inputs } => {
-            if *inputs != ins.len() {
-                return None;
-            }
-            Op::Concat {
-                inputs: ins.to_vec(),
-                axis: *axis,
-                out,
-                layout,
-                buffers,
-            }
-        }
-        // No shorthand: the generic `Kernel(...)` form.
-        Kernel::Slice { .. }
-        | Kernel::Expand { .. }
-        | Kernel::DynamicSlice { .. }
-        | Kernel::DynamicUpdateSlice { .. }
-        | Kernel::Conv(_)
-        | Kernel::Pool(_)
-        | Kernel::Interp(_)
-        | Kernel::Eltwise(_)
-        | Kernel::Norm(_)
-        | Kernel::Quant(_) => return None,
-    })
-}
-
-/// The file's name of a kernel's reduction.
-fn reduce_op(k: ReduceKind) -> ReduceOp {
-    match k {
-        ReduceKind::Add => ReduceOp::Add,
-        ReduceKind::Max => ReduceOp::Max,
-        ReduceKind::Min => ReduceOp::Min,
-        ReduceKind::Prod => ReduceOp::Prod,
-        ReduceKind::Mean => ReduceOp::Mean,
-        ReduceKind::L1 => ReduceOp::L1,
-        ReduceKind::L2 => ReduceOp::L2,
+    if !k.fits_shorthand() {
+        k.written = None;
     }
+    Op::Kernel(k)
 }

@@ -3,7 +3,7 @@
 
 use super::ctx::Ctx;
 use crate::program::Tensor;
-use crate::scenario::Op;
+use crate::scenario::{KernelOp, Op, Shorthand};
 use miette::Report;
 use std::collections::BTreeMap;
 
@@ -16,14 +16,16 @@ pub(super) fn check_numbers(
     op: &Op,
     tensors: &BTreeMap<String, Tensor>,
 ) -> Result<(), Report> {
-    let eps = match op {
-        Op::LayerNorm { eps, .. } => Some((*eps, "eps")),
-        Op::Kernel {
-            kernel: mnsim_kernels::Kernel::LayerNorm { eps, .. },
-            ..
-        } => Some((*eps, "kernel")),
-        Op::Kernel { kernel, .. } => mnsim_kernels::training_eps(kernel).map(|e| (e, "kernel")),
-        _ => None,
+    let Some(k) = op.kernel() else {
+        return Ok(());
+    };
+    // A LayerNorm shorthand's `eps:`, or the generic op's `kernel` (its LayerNorm or
+    // training kernel's eps).
+    let eps = match (&k.kernel, k.written) {
+        (mnsim_kernels::Kernel::LayerNorm { eps, .. }, Some(_)) => Some((*eps, "eps")),
+        (mnsim_kernels::Kernel::LayerNorm { eps, .. }, None) => Some((*eps, "kernel")),
+        (kernel, None) => mnsim_kernels::training_eps(kernel).map(|e| (e, "kernel")),
+        (_, Some(_)) => None,
     };
     if let Some((eps, field)) = eps
         && !(eps.is_finite() && eps >= 0.0)
@@ -34,43 +36,43 @@ pub(super) fn check_numbers(
             "this value",
         ));
     }
-    if let Op::Kernel { kernel, inputs, .. } = op
-        && inputs.len() != kernel.arity()
-    {
+    if k.inputs.len() != k.kernel.arity() {
         return Err(cx.err(
             cx.op_span(i, "inputs"),
             &format!(
                 "{what}: {} takes {} input(s), `inputs` lists {}",
-                kernel.name(),
-                kernel.arity(),
-                inputs.len()
+                k.kernel.name(),
+                k.kernel.arity(),
+                k.inputs.len()
             ),
             "here",
         ));
     }
     // Mixed precision (docs/kernels.md): integers and floats meet only through an
     // explicit Cast, Quantize or Dequantize.
-    let Some((kernel, inputs, out)) = op.kernel() else {
-        return Ok(());
-    };
-    if matches!(op, Op::Cast { .. }) {
+    if k.written == Some(Shorthand::Cast) {
         return Ok(());
     }
     let dtype = |name: &str| tensors.get(name).map(|t| t.dtype);
-    let Some(ins) = inputs.iter().map(|n| dtype(n)).collect::<Option<Vec<_>>>() else {
+    let Some(ins) = k
+        .inputs
+        .iter()
+        .map(|n| dtype(n))
+        .collect::<Option<Vec<_>>>()
+    else {
         return Ok(());
     };
-    let Some(d_out) = dtype(out) else {
+    let Some(d_out) = dtype(&k.out) else {
         return Ok(());
     };
-    let Some((r, k)) = mnsim_kernels::precision::mixed_families(&kernel, &ins, d_out) else {
+    let Some((r, j)) = mnsim_kernels::precision::mixed_families(&k.kernel, &ins, d_out) else {
         return Ok(());
     };
-    let operand = |k: usize| match inputs.get(k) {
-        Some(&name) => (input_field(op, k), name),
-        None => ("out", out),
+    let operand = |j: usize| match k.inputs.get(j) {
+        Some(name) => (k.input_field(j), name.as_str()),
+        None => ("out", k.out.as_str()),
     };
-    let ((_, first), (field, name)) = (operand(r), operand(k));
+    let ((_, first), (field, name)) = (operand(r), operand(j));
     let (d0, d) = (ins[r], dtype(name).unwrap_or(d_out));
     Err(cx.err(
         cx.op_span(i, field),
@@ -84,37 +86,6 @@ pub(super) fn check_numbers(
     ))
 }
 
-/// The field of a kernel op that names its input `k`, for an error to point at.
-fn input_field(op: &Op, k: usize) -> &'static str {
-    let of = |names: &[&'static str]| names.get(k).copied().unwrap_or("inputs");
-    match op {
-        Op::Binary { .. }
-        | Op::MatMul { .. }
-        | Op::BatchMatMul { .. }
-        | Op::GeneralMatMul { .. } => of(&["a", "b"]),
-        Op::Select { .. } => of(&["cond", "a", "b"]),
-        Op::BiasAdd { .. } => of(&["input", "bias"]),
-        Op::Unary { .. }
-        | Op::ReduceAxes { .. }
-        | Op::Softmax { .. }
-        | Op::LayerNorm { .. }
-        | Op::Transpose { .. }
-        | Op::Clamp { .. }
-        | Op::Elu { .. }
-        | Op::Reshape { .. }
-        | Op::Cast { .. } => "input",
-        Op::Gather { .. } => "indices",
-        Op::Concat { .. }
-        | Op::Kernel { .. }
-        | Op::Load { .. }
-        | Op::Store { .. }
-        | Op::Relayout { .. }
-        | Op::Broadcast { .. }
-        | Op::Reduce { .. }
-        | Op::Free { .. } => "inputs",
-    }
-}
-
 /// Axis numbers are within the input's rank; a permutation is a permutation.
 pub(super) fn check_axes(
     cx: &Ctx,
@@ -124,18 +95,18 @@ pub(super) fn check_axes(
     tensors: &BTreeMap<String, Tensor>,
 ) -> Result<(), Report> {
     use mnsim_kernels::Kernel;
-    let Some((kernel, inputs, _)) = op.kernel() else {
+    let Some(KernelOp {
+        kernel,
+        inputs,
+        written,
+        ..
+    }) = op.kernel()
+    else {
         return Ok(());
     };
     // The field that holds the axes: the named op's own, or the generic op's `kernel`.
-    let named = |f: &'static str| {
-        if matches!(op, Op::Kernel { .. }) {
-            "kernel"
-        } else {
-            f
-        }
-    };
-    let (axes, field, perm) = match &kernel {
+    let named = |f: &'static str| if written.is_some() { f } else { "kernel" };
+    let (axes, field, perm) = match kernel {
         Kernel::ReduceAxes { axes, .. } => (axes.clone(), named("axes"), false),
         Kernel::Softmax { axis } | Kernel::LayerNorm { axis, .. } => {
             (vec![*axis], named("axis"), false)
@@ -170,15 +141,15 @@ pub(super) fn check_axes(
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_) => return Ok(()),
-        Kernel::Eltwise(_) | Kernel::Norm(_) => match mnsim_kernels::training_axes(&kernel) {
+        Kernel::Eltwise(_) | Kernel::Norm(_) => match mnsim_kernels::training_axes(kernel) {
             Some(axes) => (axes, named("kernel"), false),
             None => return Ok(()),
         },
     };
-    let Some(&input) = inputs.first() else {
+    let Some(input) = inputs.first() else {
         return Ok(());
     };
-    let rank = tensors[input].dims_at_bound.len();
+    let rank = tensors[input.as_str()].dims_at_bound.len();
     let mut seen = vec![false; rank];
     for &a in &axes {
         let problem = if a >= rank {

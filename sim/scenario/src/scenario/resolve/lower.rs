@@ -1,6 +1,5 @@
-//! The resolved ops lowered into the typed program: tensors named by ids, each op's
-//! kernel taken from the one mapping of the file's kernel ops
-//! ([`crate::scenario::Op::kernel`]).
+//! The resolved ops lowered into the typed program: tensors named by ids, a kernel op's
+//! kernel as the file's op holds it ([`crate::scenario::KernelOp`]).
 
 use super::resolved::ResolvedOp;
 use crate::ids::LevelId;
@@ -108,37 +107,12 @@ fn kind_of(p: &Program, rop: &ResolvedOp, machine: &Machine) -> Result<OpKind, L
         Op::Free { tensor } => OpKind::Free {
             tensor: id(tensor)?,
         },
-        Op::Unary { .. }
-        | Op::Binary { .. }
-        | Op::MatMul { .. }
-        | Op::BatchMatMul { .. }
-        | Op::ReduceAxes { .. }
-        | Op::Softmax { .. }
-        | Op::LayerNorm { .. }
-        | Op::Transpose { .. }
-        | Op::Select { .. }
-        | Op::Clamp { .. }
-        | Op::Elu { .. }
-        | Op::BiasAdd { .. }
-        | Op::GeneralMatMul { .. }
-        | Op::Reshape { .. }
-        | Op::Concat { .. }
-        | Op::Kernel { .. }
-        | Op::Cast { .. } => {
-            let Some((kernel, inputs, out)) = rop.op.kernel() else {
-                return Err(LowerError {
-                    op: Some(rop.index),
-                    message: format!("op {}: {} has no kernel", rop.index, rop.op.name()),
-                });
-            };
-            OpKind::Kernel {
-                kernel,
-                inputs: inputs
-                    .into_iter()
-                    .map(id)
-                    .collect::<Result<Vec<TensorId>, _>>()?,
-                out: id(out)?,
-            }
-        }
+        Op::Kernel(k) => OpKind::Kernel {
+            kernel: k.kernel.clone(),
+            inputs: (k.inputs.iter())
+                .map(|t| id(t))
+                .collect::<Result<Vec<TensorId>, _>>()?,
+            out: id(&k.out)?,
+        },
     })
 }
