@@ -489,6 +489,10 @@ impl crate::family::KernelFamily for Conv {
     fn contracted_axis_a(&self, a: &[u64], _: &[u64]) -> Option<usize> {
         a.len().checked_sub(1)
     }
+    /// Its multiply-adds: 2 · N · O · Π output · C/g · Π window.
+    fn matrix_flops(&self, inputs: &[&[u64]], _: u128) -> Option<u128> {
+        self.flops(inputs).ok()
+    }
     fn roundings(&self, reduction_len: u64) -> Option<u64> {
         Some(reduction_len.max(1))
     }

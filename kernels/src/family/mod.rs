@@ -132,6 +132,15 @@ pub trait KernelFamily {
         None
     }
 
+    /// The useful FLOP of a matrix kernel on inputs of shapes `inputs` whose output has
+    /// `out_elems` elements: 2 · output · the length of `a`'s contracted axis; `None` for
+    /// a kernel that contracts nothing.
+    fn matrix_flops(&self, inputs: &[&[u64]], out_elems: u128) -> Option<u128> {
+        let (a, b) = (inputs.first()?, inputs.get(1)?);
+        let k = *a.get(self.contracted_axis_a(a, b)?)?;
+        Some(2u128.saturating_mul(out_elems).saturating_mul(u128::from(k)))
+    }
+
     /// The axis of `b` a matrix kernel's cost counts as its contraction; `None` for a
     /// kernel that contracts nothing, or whose cost is its own
     /// ([`KernelFamily::own_cost`]).

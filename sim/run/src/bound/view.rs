@@ -262,15 +262,8 @@ impl<'a> View<'a> {
         };
         let m = self.m;
         let (useful, resource, peak) = if k.is_matmul() {
-            let ka = mnsim_kernels::shape::contracted_axis_a(k, inputs[0], inputs.get(1)?)?;
-            let useful = match k {
-                // A convolution's multiply-adds: 2·N·O·Π output·C/g·Π window.
-                Kernel::Conv(c) => c.flops(inputs).ok()?,
-                _ => {
-                    let kk = u128::from(*inputs[0].get(ka)?);
-                    2u128.saturating_mul(numel(&out_rt)).saturating_mul(kk)
-                }
-            };
+            // A convolution's multiply-adds, or 2 · output · contracted length.
+            let useful = k.with_family(|f| f.matrix_flops(inputs, numel(&out_rt)))?;
             match mnsim_kernels::precision::matrix_rate(m, out) {
                 Some((_, f, _)) => {
                     let addr = m.addressable_levels();
