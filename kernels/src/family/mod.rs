@@ -138,7 +138,11 @@ pub trait KernelFamily {
     fn matrix_flops(&self, inputs: &[&[u64]], out_elems: u128) -> Option<u128> {
         let (a, b) = (inputs.first()?, inputs.get(1)?);
         let k = *a.get(self.contracted_axis_a(a, b)?)?;
-        Some(2u128.saturating_mul(out_elems).saturating_mul(u128::from(k)))
+        Some(
+            2u128
+                .saturating_mul(out_elems)
+                .saturating_mul(u128::from(k)),
+        )
     }
 
     /// The axis of `b` a matrix kernel's cost counts as its contraction; `None` for a

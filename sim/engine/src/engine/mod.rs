@@ -27,6 +27,7 @@ mod kernel;
 mod memo;
 mod op;
 mod record;
+mod reduce;
 mod state;
 mod streams;
 mod transfers;
