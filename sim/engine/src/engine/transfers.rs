@@ -137,7 +137,7 @@ impl Engine {
                     _ => {
                         let facts = match self.functional() {
                             None => self.closed_facts(&layout, &[], &runtime, false, None),
-                            Some(f) => self.move_load(f, id, &layout, offset),
+                            Some(f) => self.move_load(f, id, &layout, offset)?,
                         };
                         let cost = |r: &Route| {
                             net::cost(&self.state.machine, &self.state.topo, r, [&facts, &facts])

@@ -6,7 +6,7 @@ use super::elem_copy::{copy_elem, copy_strided, copy_strided_raw, run_bytes, run
 use super::{Functional, SyncPtr, walk_shards};
 use crate::engine::buffers::zeroed;
 use crate::engine::copy::LmGeometry;
-use crate::engine::{DramTensor, Engine, Resident};
+use crate::engine::{DramTensor, Engine, ErrorKind, Resident, SimError};
 use crate::net::Facts;
 use crate::program::TensorId;
 use mnsim_arch::{TensorLayout, XlaLayout};
@@ -18,9 +18,9 @@ impl Engine {
         id: TensorId,
         layout: &TensorLayout,
         offset: u64,
-    ) -> Facts {
+    ) -> Result<Facts, SimError> {
         let t = &self.state.tensors[id];
-        let dram = t.dram.as_ref().expect("checked");
+        let dram = (t.dram.as_ref()).ok_or_else(|| ErrorKind::NotInDram(t.name.clone()))?;
         let addr = DramAddr::new(&dram.layout, &t.runtime);
         let (eb, wb) = (
             t.dtype.bytes() as usize,
@@ -28,7 +28,7 @@ impl Engine {
         );
         let fp = layout.footprint_words() as usize;
         let (runtime, src, base) = (&t.runtime, &dram.data, offset as usize);
-        walk_shards(
+        Ok(walk_shards(
             &mut self.state.sw.world,
             layout,
             &[],
@@ -83,7 +83,7 @@ impl Engine {
                 }
                 (words, valid)
             },
-        )
+        ))
     }
 
     pub(in crate::engine) fn move_store(
