@@ -196,23 +196,14 @@ pub(super) fn totals_chart(s: &mut String, order: &[&Report]) {
     }
 }
 
+/// Busy cycles per level, per plan: a group of horizontal bars for each plan, one bar for
+/// each level any plan kept busy, the plan's bottleneck outlined.
 pub(super) fn plan_levels_chart(s: &mut String, order: &[&Report]) {
-    let mut levels: Vec<&str> = Vec::new();
-    for r in order {
-        for l in &r.levels {
-            if !levels.contains(&l.level.as_str()) {
-                levels.push(&l.level);
-            }
-        }
-    }
+    let levels = busy_levels(order);
     if levels.is_empty() {
         s.push_str("<p>No level was busy in any plan.</p>\n");
         return;
     }
-    let colour = |level: &str| {
-        let i = levels.iter().position(|l| *l == level).unwrap_or(0);
-        PALETTE[i % PALETTE.len()]
-    };
     let label_w = order
         .iter()
         .map(|r| text_w(plan_name(r), 13.0))
@@ -228,9 +219,14 @@ pub(super) fn plan_levels_chart(s: &mut String, order: &[&Report]) {
         .flat_map(|r| r.levels.iter().map(|l| l.busy_cycles))
         .collect();
     let scale = Scale::with(&busy, x0, x1, spans_orders(&totals));
-    let x = |c: f64| scale.x(c);
-    let bar = 12.0;
-    let group = 22.0 + bar * levels.len() as f64 + 8.0;
+    let chart = LevelsChart {
+        levels: &levels,
+        label_w,
+        x0,
+        scale: &scale,
+        bar: 12.0,
+    };
+    let group = 22.0 + chart.bar * levels.len() as f64 + 8.0;
     let legend_h = 22.0;
     let top = legend_h + 22.0;
     let bottom = top + group * order.len() as f64;
@@ -245,23 +241,10 @@ pub(super) fn plan_levels_chart(s: &mut String, order: &[&Report]) {
             levels.len()
         ),
     );
-    // Legend.
-    let mut lx = x0;
-    for l in &levels {
-        w!(
-            s,
-            "<rect x=\"{lx:.1}\" y=\"4\" width=\"12\" height=\"12\" fill=\"{}\"/>\
-             <text x=\"{:.1}\" y=\"14\">{}</text>\n",
-            colour(l),
-            lx + 16.0,
-            esc(l)
-        );
-        lx += 16.0 + text_w(l, FONT) + 18.0;
-    }
-    grid(s, x, &scale.ticks(8.0), top, bottom);
+    chart.legend(s);
+    grid(s, |c: f64| scale.x(c), &scale.ticks(8.0), top, bottom);
     for (i, r) in order.iter().enumerate() {
         let y = top + group * i as f64;
-        let hot = r.bottleneck_level();
         w!(
             s,
             "<g class=\"plan-group\"><a href=\"{}\"><text x=\"8\" y=\"{:.1}\" font-size=\"13\" \
@@ -270,62 +253,120 @@ pub(super) fn plan_levels_chart(s: &mut String, order: &[&Report]) {
             y + 16.0,
             esc(&fit(plan_name(r), label_w, 13.0))
         );
+        let hot = r.bottleneck_level();
         for (j, level) in levels.iter().enumerate() {
-            let by = y + 22.0 + bar * j as f64;
-            let busy = r
-                .levels
-                .iter()
-                .find(|l| l.level == *level)
-                .map(|l| l.busy_cycles);
-            let text = match busy {
-                Some(b) => format!("{} cyc · {}", thousands(b), share(b, r.total_cycles.max(1))),
-                None => "not used".to_string(),
-            };
-            let is_hot = hot == Some(*level);
-            w!(
-                s,
-                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" fill=\"{MUTED}\" \
-                 text-anchor=\"end\">{}</text>",
-                label_w,
-                by + 9.5,
-                esc(&fit(level, label_w - 20.0, 10.5))
-            );
-            let b = busy.unwrap_or(0) as f64;
-            let bx1 = x(b).max(x0 + if b > 0.0 { 1.5 } else { 0.0 });
-            w!(
-                s,
-                "<rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"{}>{}\
-                 </rect>",
-                by + 1.0,
-                bx1 - x0,
-                bar - 2.0,
-                colour(level),
-                if is_hot {
-                    format!(" stroke=\"{INK}\" stroke-width=\"1.5\"")
-                } else {
-                    String::new()
-                },
-                tip(&format!("plan {} · {level}: {text}", plan_name(r)))
-            );
-            let text = if is_hot {
-                format!("{text} ◀ bottleneck")
-            } else {
-                text
-            };
-            let label = BarLabel {
-                text: &text,
-                size: 10.5,
-                colour: if is_hot { HOT } else { MUTED },
-                bold: is_hot,
-                inside: false,
-            };
-            bar_label(s, &label, (x0, bx1), by + 9.5);
-            s.push('\n');
+            chart.level_bar(s, r, level, hot, y + 22.0 + chart.bar * j as f64);
         }
         s.push_str("</g>\n");
     }
     s.push_str("</svg>\n");
     if scale.is_log() {
         w!(s, "<p class=\"note\">{}.</p>\n", scale.note());
+    }
+}
+
+/// The levels any plan kept busy, in the order the plans first name them.
+fn busy_levels<'a>(order: &[&'a Report]) -> Vec<&'a str> {
+    let mut levels: Vec<&str> = Vec::new();
+    for r in order {
+        for l in &r.levels {
+            if !levels.contains(&l.level.as_str()) {
+                levels.push(&l.level);
+            }
+        }
+    }
+    levels
+}
+
+/// The geometry of the per-level chart shared by its legend and its bars.
+struct LevelsChart<'a> {
+    /// The levels charted, each with its palette colour by position.
+    levels: &'a [&'a str],
+    /// The width of the label column left of the bars.
+    label_w: f64,
+    /// Where the bars start.
+    x0: f64,
+    scale: &'a Scale,
+    /// The height of one level's bar.
+    bar: f64,
+}
+
+impl LevelsChart<'_> {
+    /// The level's colour: the palette's entry at the level's position.
+    fn colour(&self, level: &str) -> &'static str {
+        let i = self.levels.iter().position(|l| *l == level).unwrap_or(0);
+        PALETTE[i % PALETTE.len()]
+    }
+
+    /// The legend above the chart: a swatch and the name of each level.
+    fn legend(&self, s: &mut String) {
+        let mut lx = self.x0;
+        for l in self.levels {
+            w!(
+                s,
+                "<rect x=\"{lx:.1}\" y=\"4\" width=\"12\" height=\"12\" fill=\"{}\"/>\
+                 <text x=\"{:.1}\" y=\"14\">{}</text>\n",
+                self.colour(l),
+                lx + 16.0,
+                esc(l)
+            );
+            lx += 16.0 + text_w(l, FONT) + 18.0;
+        }
+    }
+
+    /// One plan's bar for one level at height `by`: the level's name, its busy cycles and
+    /// share of the plan's total (or "not used"), outlined and marked if it is `hot`, the
+    /// plan's bottleneck level.
+    fn level_bar(&self, s: &mut String, r: &Report, level: &str, hot: Option<&str>, by: f64) {
+        let (label_w, x0, bar) = (self.label_w, self.x0, self.bar);
+        let busy = r
+            .levels
+            .iter()
+            .find(|l| l.level == level)
+            .map(|l| l.busy_cycles);
+        let text = match busy {
+            Some(b) => format!("{} cyc · {}", thousands(b), share(b, r.total_cycles.max(1))),
+            None => "not used".to_string(),
+        };
+        let is_hot = hot == Some(level);
+        w!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" fill=\"{MUTED}\" \
+             text-anchor=\"end\">{}</text>",
+            label_w,
+            by + 9.5,
+            esc(&fit(level, label_w - 20.0, 10.5))
+        );
+        let b = busy.unwrap_or(0) as f64;
+        let bx1 = self.scale.x(b).max(x0 + if b > 0.0 { 1.5 } else { 0.0 });
+        w!(
+            s,
+            "<rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"{}>{}\
+             </rect>",
+            by + 1.0,
+            bx1 - x0,
+            bar - 2.0,
+            self.colour(level),
+            if is_hot {
+                format!(" stroke=\"{INK}\" stroke-width=\"1.5\"")
+            } else {
+                String::new()
+            },
+            tip(&format!("plan {} · {level}: {text}", plan_name(r)))
+        );
+        let text = if is_hot {
+            format!("{text} ◀ bottleneck")
+        } else {
+            text
+        };
+        let label = BarLabel {
+            text: &text,
+            size: 10.5,
+            colour: if is_hot { HOT } else { MUTED },
+            bold: is_hot,
+            inside: false,
+        };
+        bar_label(s, &label, (x0, bx1), by + 9.5);
+        s.push('\n');
     }
 }

@@ -7,7 +7,7 @@ use super::{
     StageNodes, StageSpec, Topo, cycles, endpoint_stage, pes, rate_of,
 };
 use crate::ids::LevelId;
-use mnsim_arch::machine::{Collective, Phase};
+use mnsim_arch::machine::{Collective, Network, Phase};
 use mnsim_arch::{Machine, TransferKind};
 
 /// The collectives the engine runs on a network (docs/model.md, many boards).
@@ -89,6 +89,81 @@ impl Source<'_> {
     }
 }
 
+/// What a stage over a link moves: up, a Reduce's partial sums or a gather; down, a
+/// broadcast where every node that sends to several children sends them the same data,
+/// else a distribution.
+fn transfer_kind(st: &StageSpec, sn: &StageNodes) -> TransferKind {
+    match (st.dir, st.reduce) {
+        (Dir::Up, true) => TransferKind::Reduce,
+        (Dir::Up, false) => TransferKind::Gather,
+        (Dir::Down, _) if sn.any_multi && sn.all_same => TransferKind::Broadcast,
+        (Dir::Down, _) => TransferKind::Distribute,
+    }
+}
+
+/// A collective run on the network of a stage's link, over its `children`.
+struct OnNetwork<'a> {
+    net: &'a Network,
+    kind: NetCollective,
+    children: u64,
+}
+
+impl OnNetwork<'_> {
+    /// The phase the collective runs on a stage's ports going `dir`, from a node's
+    /// figures: an all-reduce's reduce-scatter up and all-gather down; an all-gather's
+    /// steps on the stage down (the shares leave in them, so the stage up runs none).
+    fn phase(&self, dir: Dir, x: &NodeStat) -> Phase {
+        let (n, children) = (self.net, self.children);
+        match (self.kind, dir) {
+            (NetCollective::AllReduce, Dir::Up) => {
+                n.collective(Collective::AllReduce, x.max_child, children)[0]
+            }
+            (NetCollective::AllReduce, Dir::Down) => {
+                n.collective(Collective::AllReduce, x.max_child, children)[1]
+            }
+            (NetCollective::AllGather, Dir::Up) => Phase::default(),
+            (NetCollective::AllGather, Dir::Down) => n.collective(
+                Collective::AllGather,
+                x.max_child.div_ceil(children.max(1)),
+                children,
+            )[0],
+        }
+    }
+}
+
+/// The stage a transfer over a link charges at `place`, taking `cycles` and `latency`:
+/// the bytes its nodes send, `child_bytes` crossing to the children, the most one port
+/// sends (`max_port_bytes`), and its ports.
+fn transfer_stage(
+    place: Place,
+    kind: TransferKind,
+    sn: &StageNodes,
+    (cycles, latency): (u64, u64),
+    (child_bytes, max_port_bytes): (u64, u64),
+) -> Stage {
+    Stage {
+        place,
+        kind: StageKind::Transfer(kind),
+        bytes: sn
+            .nodes
+            .iter()
+            .map(|x| x.bytes.saturating_mul(x.count))
+            .sum(),
+        child_bytes,
+        max_port_bytes,
+        max_child_bytes: sn.max_child,
+        ports: sn
+            .nodes
+            .iter()
+            .filter(|x| x.bytes > 0)
+            .map(|x| x.count)
+            .sum(),
+        cycles,
+        latency,
+        chunks: 1,
+    }
+}
+
 /// A route being charged, stage by stage.
 struct Charge<'a> {
     m: &'a Machine,
@@ -130,36 +205,19 @@ impl Charge<'_> {
         let sn: StageNodes = self
             .src
             .link(st, topo.leaves_under[k], topo.leaves_under[c])?;
-        let kind = match (st.dir, st.reduce) {
-            (Dir::Up, true) => TransferKind::Reduce,
-            (Dir::Up, false) => TransferKind::Gather,
-            (Dir::Down, _) if sn.any_multi && sn.all_same => TransferKind::Broadcast,
-            (Dir::Down, _) => TransferKind::Distribute,
-        };
+        let kind = transfer_kind(st, &sn);
         let rate = rate_of(&link, kind);
-        let children = m.levels.get(c).map_or(1, |l| l.count);
         let collective = (self.collectives.iter())
             .find(|(l, _)| *l == st.link)
-            .and_then(|&(_, c)| Some((m.network_at(k)?, c)));
+            .and_then(|&(_, coll)| {
+                Some(OnNetwork {
+                    net: m.network_at(k)?,
+                    kind: coll,
+                    children: m.levels.get(c).map_or(1, |l| l.count),
+                })
+            });
         // The phase a collective runs on this stage's ports, from a node's figures.
-        let phase = |x: &NodeStat| -> Option<Phase> {
-            let (n, coll) = collective?;
-            Some(match (coll, st.dir) {
-                (NetCollective::AllReduce, Dir::Up) => {
-                    n.collective(Collective::AllReduce, x.max_child, children)[0]
-                }
-                (NetCollective::AllReduce, Dir::Down) => {
-                    n.collective(Collective::AllReduce, x.max_child, children)[1]
-                }
-                // The shares leave in the all-gather's own steps (the stage down).
-                (NetCollective::AllGather, Dir::Up) => Phase::default(),
-                (NetCollective::AllGather, Dir::Down) => n.collective(
-                    Collective::AllGather,
-                    x.max_child.div_ceil(children.max(1)),
-                    children,
-                )[0],
-            })
-        };
+        let phase = |x: &NodeStat| collective.as_ref().map(|n| n.phase(st.dir, x));
         let time = |x: &NodeStat| match phase(x) {
             Some(p) => p.cycles,
             None => cycles(x.bytes, rate.parent).max(cycles(x.max_child, rate.child)),
@@ -167,8 +225,8 @@ impl Charge<'_> {
         let stage_cycles = sn.nodes.iter().map(time).max().unwrap_or(0);
         let most = sn.nodes.iter().map(|x| x.bytes).max().unwrap_or(0);
         // An all-reduce's all-gather starts when its reduce-scatter ends.
-        let after = match (collective, st.dir) {
-            (Some((_, NetCollective::AllReduce)), Dir::Down) => self.scattered,
+        let after = match (&collective, st.dir) {
+            (Some(n), Dir::Down) if n.kind == NetCollective::AllReduce => self.scattered,
             _ => 0,
         };
         if self.per_node {
@@ -194,19 +252,19 @@ impl Charge<'_> {
         }
         // A collective's phase: its steps each wait their hops; what crosses the links
         // is what each child sends.
-        let (latency, child_bytes, ends) = match collective {
-            Some((n, _)) => {
+        let (latency, child_bytes, ends) = match &collective {
+            Some(n) => {
                 let hops = sn.nodes.iter().filter_map(|x| phase(x).map(|p| p.hops));
                 let sent = |x: &NodeStat| {
                     phase(x).map_or(0, |p| {
-                        (p.sent).saturating_mul(children).saturating_mul(x.count)
+                        (p.sent).saturating_mul(n.children).saturating_mul(x.count)
                     })
                 };
                 if st.dir == Dir::Up {
                     self.scattered = stage_cycles;
                 }
                 (
-                    n.latency.saturating_mul(hops.max().unwrap_or(0)),
+                    n.net.latency.saturating_mul(hops.max().unwrap_or(0)),
                     sn.nodes.iter().map(sent).sum(),
                     after.saturating_add(stage_cycles),
                 )
@@ -219,27 +277,9 @@ impl Charge<'_> {
             dir: st.dir,
         };
         self.offer(ends, place);
-        self.out.stages.push(Stage {
-            place,
-            kind: StageKind::Transfer(kind),
-            bytes: sn
-                .nodes
-                .iter()
-                .map(|x| x.bytes.saturating_mul(x.count))
-                .sum(),
-            child_bytes,
-            max_port_bytes: most,
-            max_child_bytes: sn.max_child,
-            ports: sn
-                .nodes
-                .iter()
-                .filter(|x| x.bytes > 0)
-                .map(|x| x.count)
-                .sum(),
-            cycles: stage_cycles,
-            latency,
-            chunks: 1,
-        });
+        let bytes = (child_bytes, most);
+        let stage = transfer_stage(place, kind, &sn, (stage_cycles, latency), bytes);
+        self.out.stages.push(stage);
         Some(())
     }
 

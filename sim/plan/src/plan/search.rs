@@ -275,6 +275,112 @@ impl Run<'_> {
             }
         }
     }
+
+    /// The core phase of local search: the core of the space exhaustively if it has at
+    /// most `exhaustive_limit` assignments, else coordinate descent over it from every
+    /// seed and from `restarts` random starts. Returns the starts descended from (none
+    /// when exhaustive).
+    fn core(
+        &mut self,
+        model: &mut Model,
+        seeds: &[Vec<LayoutId>],
+        (core, core_space): (&[usize], u128),
+        opts: &Options,
+    ) -> Vec<Vec<LayoutId>> {
+        let mut starts: Vec<Vec<LayoutId>> = Vec::new();
+        if core_space <= opts.exhaustive_limit {
+            self.exhaustive(model, core);
+        } else {
+            starts = seeds.to_vec();
+            starts.extend(random_starts(model, core, opts.restarts));
+            for s in &starts {
+                if self.over(model) {
+                    break;
+                }
+                self.descend(model, s.clone(), core);
+            }
+        }
+        starts
+    }
+
+    /// Coordinate descent over the whole space (`all` candidates of each variable) from
+    /// each of the best assignments found so far.
+    fn descend_from_best(&mut self, model: &mut Model, all: &[usize]) {
+        let from: Vec<Vec<LayoutId>> = self.top.v.iter().map(|f| f.pick.clone()).collect();
+        for s in from {
+            if self.over(model) {
+                break;
+            }
+            self.descend(model, s, all);
+        }
+    }
+
+    /// Chains: the free variables moved with what follows them, from `starts` over the
+    /// `core` candidates, on a budget of its own (half of `work_limit`).
+    fn chains(
+        &mut self,
+        model: &mut Model,
+        starts: Vec<Vec<LayoutId>>,
+        core: &[usize],
+        work_limit: Option<u64>,
+    ) {
+        let free = model.free_vars();
+        self.work_end = work_limit.map(|w| work(model).saturating_add(w / 2));
+        self.work_spent = false;
+        // Before a tied variable's first reader a Relayout may now go too. Where the
+        // chains find a better plan, the model keeps them on from then on (its
+        // plans, and those later passes start from, are scored, explained and
+        // confirmed with those Relayouts); else it is left as it was.
+        let before = self.top.v.first().map(|f| f.eval.key());
+        let was = model.chain_inserts();
+        model.set_chain_inserts(true);
+        for s in starts {
+            if self.over(model) {
+                break;
+            }
+            self.descend_over(model, s, core, (&free, true));
+        }
+        let won = before.is_none_or(|b| self.top.v.first().is_some_and(|f| f.eval.key() < b));
+        model.set_chain_inserts(was || won);
+    }
+}
+
+/// `n` random assignments over the first `core(v)` candidates of each variable, the same
+/// on every run (splitmix64 from a fixed seed).
+fn random_starts(model: &Model, core: &[usize], n: usize) -> Vec<Vec<LayoutId>> {
+    let mut rng = 0x5eed_u64;
+    (0..n)
+        .map(|_| {
+            model
+                .vars
+                .iter()
+                .zip(core)
+                .map(|(v, &w)| v.candidates[(next(&mut rng) % w as u64) as usize])
+                .collect()
+        })
+        .collect()
+}
+
+/// The evaluations a search plans, for its progress: the whole space if it has at most
+/// `exhaustive_limit` assignments; else the core phase's (the core's space when
+/// exhaustive, else two rounds of descent over the core from each seed and random
+/// start) and two rounds over the whole space from each of the `top` best.
+fn planned(
+    (space, core_space): (u128, u128),
+    (all, core): (&[usize], &[usize]),
+    seeds: usize,
+    opts: &Options,
+) -> u64 {
+    if space <= opts.exhaustive_limit {
+        return space as u64;
+    }
+    let per_round: u64 = all.iter().map(|&c| c as u64).sum();
+    let first = if core_space <= opts.exhaustive_limit {
+        core_space as u64
+    } else {
+        core.iter().map(|&c| c as u64).sum::<u64>() * (seeds + opts.restarts) as u64 * 2
+    };
+    first.saturating_add(per_round.saturating_mul(2 * opts.top.max(1) as u64))
 }
 
 /// Searches `model` from `seeds` (assignments, e.g. the hand plans). `progress` is
@@ -300,18 +406,8 @@ pub fn search(
         .map(|v| v.core.clamp(1, v.candidates.len()))
         .collect();
     let core_space = core.iter().fold(1u128, |a, &c| a.saturating_mul(c as u128));
-    let per_round: u64 = all.iter().map(|&c| c as u64).sum();
     let exhaustive = space <= opts.exhaustive_limit;
-    let planned = if exhaustive {
-        space as u64
-    } else {
-        let first = if core_space <= opts.exhaustive_limit {
-            core_space as u64
-        } else {
-            core.iter().map(|&c| c as u64).sum::<u64>() * (seeds.len() + opts.restarts) as u64 * 2
-        };
-        first.saturating_add(per_round.saturating_mul(2 * opts.top.max(1) as u64))
-    };
+    let planned = planned((space, core_space), (&all, &core), seeds.len(), opts);
     let mut run = Run {
         top: Top {
             k: opts.top.max(1),
@@ -333,64 +429,16 @@ pub fn search(
         run.mark(model, s);
     }
     let mut complete = false;
-    let mut starts: Vec<Vec<LayoutId>> = Vec::new();
     let method;
     if exhaustive {
         method = "exhaustive";
         complete = run.exhaustive(model, &all);
     } else {
         method = "coordinate descent";
-        if core_space <= opts.exhaustive_limit {
-            run.exhaustive(model, &core);
-        } else {
-            starts = seeds.to_vec();
-            let mut rng = 0x5eed_u64;
-            for _ in 0..opts.restarts {
-                starts.push(
-                    model
-                        .vars
-                        .iter()
-                        .zip(&core)
-                        .map(|(v, &w)| v.candidates[(next(&mut rng) % w as u64) as usize])
-                        .collect(),
-                );
-            }
-            for s in &starts {
-                if run.over(model) {
-                    break;
-                }
-                run.descend(model, s.clone(), &core);
-            }
-        }
-        // The whole space, from the best found so far.
-        let from: Vec<Vec<LayoutId>> = run.top.v.iter().map(|f| f.pick.clone()).collect();
-        for s in from {
-            if run.over(model) {
-                break;
-            }
-            run.descend(model, s, &all);
-        }
-        // Chains: the free variables moved with what follows them, from the seeds and
-        // the random starts, on a budget of its own (half the search's).
+        let starts = run.core(model, seeds, (&core, core_space), opts);
+        run.descend_from_best(model, &all);
         if model.has_ties() && !run.timed_out {
-            let free = model.free_vars();
-            run.work_end = opts.work_limit.map(|w| work(model).saturating_add(w / 2));
-            run.work_spent = false;
-            // Before a tied variable's first reader a Relayout may now go too. Where the
-            // chains find a better plan, the model keeps them on from then on (its
-            // plans, and those later passes start from, are scored, explained and
-            // confirmed with those Relayouts); else it is left as it was.
-            let before = run.top.v.first().map(|f| f.eval.key());
-            let was = model.chain_inserts();
-            model.set_chain_inserts(true);
-            for s in starts {
-                if run.over(model) {
-                    break;
-                }
-                run.descend_over(model, s, &core, (&free, true));
-            }
-            let won = before.is_none_or(|b| run.top.v.first().is_some_and(|f| f.eval.key() < b));
-            model.set_chain_inserts(was || won);
+            run.chains(model, starts, &core, opts.work_limit);
         }
     }
     let evaluated = model.evaluated - run.before;

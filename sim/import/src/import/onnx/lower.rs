@@ -6,7 +6,7 @@
 //! context the node lowerings write into are `ox.rs`; this module walks the graph.
 
 use super::model::{self, Dim, Model};
-use super::proto::{NodeProto, ValueInfoProto};
+use super::proto::{GraphProto, NodeProto, ValueInfoProto};
 use crate::import::lower::Lowered;
 use crate::import::stablehlo::Binds;
 use mnsim_arch::DType;
@@ -111,13 +111,50 @@ pub fn lower(m: &Model, binds: &Binds) -> Result<Out, At> {
     let mut ox = Ox::new(m.opset);
     let mut env: BTreeMap<String, Val> = BTreeMap::new();
     let mut bind = Vec::new();
+    graph_inputs(g, binds, &mut ox, &mut env, &mut bind)?;
+    initializers(g, &mut ox, &mut env)?;
+    let declared = declared_shapes(g, &bind)?;
+    let kinds = nodes(g, &mut ox, &mut env, &declared)?;
+    let outputs = graph_outputs(g, &mut ox, &env)?;
+    Ok(Out {
+        low: Lowered {
+            decls: ox.decls,
+            steps: ox.steps,
+            inputs: ox.inputs,
+            outputs,
+            bind,
+        },
+        kinds,
+        ops: g.node.len(),
+        opset: m.opset,
+        producer: format!(
+            "{} {}",
+            m.proto
+                .producer_name
+                .as_deref()
+                .unwrap_or("an unnamed producer"),
+            m.proto.producer_version.as_deref().unwrap_or("")
+        )
+        .trim()
+        .to_string(),
+    })
+}
+
+/// Declares the graph inputs as scenario inputs into `env`, their named dimensions given
+/// by `binds` (and added to `bind`). An input that an initializer also names is that
+/// initializer, as older exporters listed them, and is left to [`initializers`].
+fn graph_inputs(
+    g: &GraphProto,
+    binds: &Binds,
+    ox: &mut Ox,
+    env: &mut BTreeMap<String, Val>,
+    bind: &mut Vec<(String, u64)>,
+) -> Result<(), At> {
     let inits: BTreeSet<&str> = g
         .initializer
         .iter()
         .filter_map(|t| t.name.as_deref())
         .collect();
-    // Graph inputs (an input that an initializer also names is that initializer, as
-    // older exporters listed them).
     for (i, v) in g.input.iter().enumerate() {
         let name = v.name.clone().unwrap_or_default();
         if inits.contains(name.as_str()) {
@@ -133,10 +170,16 @@ pub fn lower(m: &Model, binds: &Binds) -> Result<Out, At> {
                 )));
             }
         };
-        let (dims, dim_names) = input_dims(v, i, &dims, binds, &mut bind)?;
+        let (dims, dim_names) = input_dims(v, i, &dims, binds, bind)?;
         let t = ox.declare_input(&name, dtype, &dims, dim_names);
         env.insert(name, Val::T(t));
     }
+    Ok(())
+}
+
+/// Puts the initializers into `env`: constants evaluated at import ([`is_constant`]) as
+/// values, the others as weights, scenario inputs read from DRAM.
+fn initializers(g: &GraphProto, ox: &mut Ox, env: &mut BTreeMap<String, Val>) -> Result<(), At> {
     for t in &g.initializer {
         let name = t.name.clone().unwrap_or_default();
         let h = model::held(t, true).map_err(|e| at_graph(format!("initializer `{name}`: {e}")))?;
@@ -149,7 +192,17 @@ pub fn lower(m: &Model, binds: &Binds) -> Result<Out, At> {
         };
         env.insert(name, v);
     }
-    let declared = declared_shapes(g, &bind)?;
+    Ok(())
+}
+
+/// Lowers the nodes in the file's order, each output into `env` once checked against
+/// the shape `declared` for it; gives the op types in order of first appearance.
+fn nodes(
+    g: &GraphProto,
+    ox: &mut Ox,
+    env: &mut BTreeMap<String, Val>,
+    declared: &BTreeMap<String, Declared>,
+) -> Result<Vec<String>, At> {
     let mut kinds: Vec<String> = Vec::new();
     for (i, n) in g.node.iter().enumerate() {
         let op = n.op_type.clone().unwrap_or_default();
@@ -167,7 +220,7 @@ pub fn lower(m: &Model, binds: &Binds) -> Result<Out, At> {
                 .filter(|s| !s.is_empty())
                 .unwrap_or("node")
         ));
-        let vals = super::ops::node(&mut ox, n, &env).map_err(here)?;
+        let vals = super::ops::node(ox, n, env).map_err(here)?;
         ox.origin = None;
         // Outputs mnsim does not compute (a Dropout's mask) are left undefined: a node
         // that reads one fails naming it.
@@ -182,6 +235,16 @@ pub fn lower(m: &Model, binds: &Binds) -> Result<Out, At> {
             env.insert((*o).clone(), v);
         }
     }
+    Ok(kinds)
+}
+
+/// The scenario tensors the graph outputs name, a broadcast materialised; an output
+/// that is a constant, a graph input or another output is an error.
+fn graph_outputs(
+    g: &GraphProto,
+    ox: &mut Ox,
+    env: &BTreeMap<String, Val>,
+) -> Result<Vec<String>, At> {
     let mut outputs = Vec::new();
     for o in &g.output {
         let name = o.name.clone().unwrap_or_default();
@@ -208,34 +271,13 @@ pub fn lower(m: &Model, binds: &Binds) -> Result<Out, At> {
         }
         outputs.push(t.name);
     }
-    Ok(Out {
-        low: Lowered {
-            decls: ox.decls,
-            steps: ox.steps,
-            inputs: ox.inputs,
-            outputs,
-            bind,
-        },
-        kinds,
-        ops: g.node.len(),
-        opset: m.opset,
-        producer: format!(
-            "{} {}",
-            m.proto
-                .producer_name
-                .as_deref()
-                .unwrap_or("an unnamed producer"),
-            m.proto.producer_version.as_deref().unwrap_or("")
-        )
-        .trim()
-        .to_string(),
-    })
+    Ok(outputs)
 }
 
 /// The shapes `value_info` and the graph outputs declare, by value name, with named
 /// dimensions resolved through `bind` where bound (unknown otherwise).
 fn declared_shapes(
-    g: &super::proto::GraphProto,
+    g: &GraphProto,
     bind: &[(String, u64)],
 ) -> Result<BTreeMap<String, Declared>, At> {
     let mut out = BTreeMap::new();
