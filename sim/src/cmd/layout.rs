@@ -238,7 +238,13 @@ fn map_entry(
     json: bool,
     idx: &[u64],
 ) -> std::io::Result<()> {
-    let p = l.place(idx).expect("index checked");
+    // The caller checks every index against the shape; one out of it is an error.
+    let Some(p) = l.place(idx) else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("index {} is outside the layout's shape", json_list(idx)),
+        ));
+    };
     if json {
         write!(out, "{{\"index\":{},\"pe\":{{", json_list(idx))?;
         for (i, pos) in p.pos.iter().enumerate() {

@@ -92,13 +92,11 @@ fn input_dims(
     Ok((out, names))
 }
 
-/// Whether an initializer is a constant evaluated at import rather than a weight read
-/// from DRAM: integer and boolean tensors (shape tensors, indices, masks) and any
-/// tensor of at most 64 elements, when the file holds their values.
-fn is_constant(h: &model::Held) -> bool {
-    h.values
-        .as_ref()
-        .is_some_and(|k| !k.dtype.is_float() || k.data.len() <= 64)
+/// An initializer's values, if it is a constant evaluated at import rather than a
+/// weight read from DRAM: integer and boolean tensors (shape tensors, indices, masks)
+/// and any tensor of at most 64 elements, when the file holds their values.
+fn constant(h: &model::Held) -> Option<&crate::import::stablehlo::fold::Konst> {
+    (h.values.as_ref()).filter(|k| !k.dtype.is_float() || k.data.len() <= 64)
 }
 
 /// Lowers the model's graph with `binds` giving its named dynamic dimensions.
@@ -177,14 +175,14 @@ fn graph_inputs(
     Ok(())
 }
 
-/// Puts the initializers into `env`: constants evaluated at import ([`is_constant`]) as
+/// Puts the initializers into `env`: constants evaluated at import ([`constant`]) as
 /// values, the others as weights, scenario inputs read from DRAM.
 fn initializers(g: &GraphProto, ox: &mut Ox, env: &mut BTreeMap<String, Val>) -> Result<(), At> {
     for t in &g.initializer {
         let name = t.name.clone().unwrap_or_default();
         let h = model::held(t, true).map_err(|e| at_graph(format!("initializer `{name}`: {e}")))?;
-        let v = if is_constant(&h) {
-            Val::C(h.values.expect("checked by is_constant"))
+        let v = if let Some(k) = constant(&h) {
+            Val::C(k.clone())
         } else {
             let w = ox.declare_input(&name, h.dtype, &h.dims, Vec::new());
             ox.weights.insert(w.name.clone());
