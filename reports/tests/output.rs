@@ -19,6 +19,19 @@ fn files(list: &[(&str, &str)]) -> Vec<(PathBuf, Vec<u8>)> {
         .collect()
 }
 
+/// How many entries beside `dir` start with `prefix`: the parent's own entries only
+/// (the other tests create and remove their folders below it meanwhile).
+fn left_beside(dir: &Path, prefix: &str) -> usize {
+    let Some(parent) = dir.parent() else {
+        return 0;
+    };
+    fs::read_dir(parent)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .count()
+}
+
 /// Every entry under `dir`, relative, sorted (directories end in `/`).
 fn tree(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, d: &Path, out: &mut Vec<String>) {
@@ -82,18 +95,8 @@ fn the_folder_holds_one_run_no_file_of_an_earlier_run_survives() {
     .unwrap();
     assert_eq!(tree(&dir), ["report.json", "rows/", "rows/report.md"]);
     assert_eq!(fs::read_to_string(dir.join("report.json")).unwrap(), "new");
-    // No temporary directory is left beside it (the parent's own entries only: the
-    // other tests create and remove their folders below it meanwhile).
-    let left = fs::read_dir(dir.parent().unwrap())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(".output-replace.")
-        })
-        .count();
-    assert_eq!(left, 0);
+    // No temporary directory is left beside it.
+    assert_eq!(left_beside(&dir, ".output-replace."), 0);
 }
 
 #[test]
@@ -148,13 +151,7 @@ fn a_failure_midway_leaves_the_directory_as_it_was() {
     write_outputs(&dir, &list).unwrap_err();
     assert_eq!(tree(&dir), before);
     assert_eq!(fs::read_to_string(dir.join("report.json")).unwrap(), "old");
-    assert_eq!(
-        tree(dir.parent().unwrap())
-            .iter()
-            .filter(|e| e.starts_with(".output-midway."))
-            .count(),
-        0
-    );
+    assert_eq!(left_beside(&dir, ".output-midway."), 0);
 }
 
 #[test]
