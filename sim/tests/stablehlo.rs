@@ -918,6 +918,17 @@ fn pad_ref(x: &[f64], dims: &[u64], low: &[i64], high: &[i64], value: f64) -> Ve
         .collect()
 }
 
+/// Interior padding of a computed tensor: one Pad kernel (edges and gaps).
+const PAD_INTERIOR: &str = "func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<7x11xf32> {
+  %cst = stablehlo.constant dense<-2.000000e+00> : tensor<f32>
+  %0 = stablehlo.exponential %arg0 : tensor<3x4xf32>
+  %1 = stablehlo.pad %0, %cst, low = [1, 0], high = [2, 1], interior = [0, 2] : (tensor<3x4xf32>, tensor<f32>) -> tensor<6x11xf32>
+  %2 = stablehlo.pad %1, %cst, low = [0, 0], high = [0, 0], interior = [1, 0] : (tensor<6x11xf32>, tensor<f32>) -> tensor<11x11xf32>
+  %3 = stablehlo.slice %2 [0:7, 0:11] : (tensor<11x11xf32>) -> tensor<7x11xf32>
+  return %3 : tensor<7x11xf32>
+}
+";
+
 /// Negative padding crops (a Slice), then the rest pads (a Concat per padded axis).
 const PAD_CROP: &str = "func.func public @main(%arg0: tensor<5x6xf32>) -> tensor<6x3xf32> {
   %cst = stablehlo.constant dense<2.500000e+00> : tensor<f32>
@@ -982,9 +993,26 @@ fn pads_run_and_verify() {
         &pad_ref(&e, &[5, 6], &[-1, 1], &[2, -4], 2.5),
         "p3",
     );
+    // Interior padding: two Pad kernels, the values where the spec puts them: `exp(x)`
+    // at rows 2·(1 + i) (one row before, a gap between rows), columns 3·j (two gaps).
+    let ran = run_inline("p4.mlir", PAD_INTERIOR);
+    assert_eq!(ran.imp.text.matches("Pad(").count(), 2, "{}", ran.imp.text);
+    let e: Vec<f64> = ran.args[0].iter().map(|x| x.exp()).collect();
+    let want: Vec<f64> = (0..7 * 11)
+        .map(|k| {
+            let (r, c) = (k / 11, k % 11);
+            let inside = r >= 2 && r % 2 == 0 && (r - 2) / 2 < 3 && c % 3 == 0 && c / 3 < 4;
+            if inside {
+                e[(r - 2) / 2 * 4 + c / 3]
+            } else {
+                -2.0
+            }
+        })
+        .collect();
+    close(&ran.out, &want, "p4");
 }
 
-/// Interior padding of a computed tensor, a crop that leaves nothing of an axis, and
+/// Interior padding of a computed tensor that also crops, a crop that leaves nothing of an axis, and
 /// a padding value that is not a constant, are errors at their place.
 #[test]
 fn unmapped_pads_are_named_at_their_place() {
@@ -1000,11 +1028,11 @@ fn unmapped_pads_are_named_at_their_place() {
     };
     for (attrs, value, out, key, says) in [
         (
-            "low = [0, 0], high = [1, 0], interior = [0, 1]",
+            "low = [0, -1], high = [1, 0], interior = [0, 1]",
             "%cst",
-            "4x7",
+            "4x6",
             "interior",
-            "interior padding of a computed tensor",
+            "interior padding of a computed tensor with negative edge padding",
         ),
         (
             "low = [-3, 1], high = [1, 0], interior = [0, 0]",

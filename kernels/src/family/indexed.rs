@@ -1,11 +1,12 @@
 //! The kernels that place elements by a shape or by indices read when they run:
-//! `Expand`, `DynamicSlice`, `DynamicUpdateSlice` (their rules in [`crate::indexed`]).
-//! They only move data; a dynamic axis is a reduced variable of the index map.
+//! `Expand`, `DynamicSlice`, `DynamicUpdateSlice` (their rules in [`crate::indexed`]),
+//! and `Pad`. They only move data; a dynamic or padded axis is a reduced variable of the
+//! index map (read whole).
 
 use super::{Fetch, KernelFamily, Traits, Visit};
 use crate::indexed as ix;
-use crate::kernel::KernelError;
-use crate::shape::InputMap;
+use crate::kernel::{ErrorKind, KernelError};
+use crate::shape::{AxisSource, InputMap};
 
 /// Integer start indices beside data of any type, and the dynamic axes named in
 /// messages.
@@ -135,5 +136,106 @@ impl KernelFamily for DynamicUpdateSlice<'_> {
         ix::reference(inputs, out_shape, |o, f, s| {
             ix::eval_update(self.dynamic, o, f, s)
         })
+    }
+}
+
+/// `x` padded with `value`: `low` before, `high` after and `interior` between the
+/// elements of each axis.
+pub struct Pad<'a> {
+    /// Elements before each axis.
+    pub low: &'a [u64],
+    /// Elements after each axis.
+    pub high: &'a [u64],
+    /// Elements between every two of each axis.
+    pub interior: &'a [u64],
+    /// The padding value.
+    pub value: f64,
+}
+
+impl Pad<'_> {
+    /// The padded axes (any width not 0), in order: the reduced variables.
+    fn padded(&self) -> Vec<usize> {
+        (0..self.low.len())
+            .filter(|&a| self.low[a] + self.high[a] + self.interior[a] > 0)
+            .collect()
+    }
+}
+
+impl KernelFamily for Pad<'_> {
+    fn name(&self) -> &'static str {
+        "Pad"
+    }
+    fn traits(&self) -> Traits {
+        Traits {
+            reduced: "a padded axis",
+            ..Traits::MOVES
+        }
+    }
+    fn flops_per_element(&self) -> (u64, u64) {
+        (0, 1)
+    }
+    /// `low + high + n + (n − 1)·interior` on each axis of length `n`.
+    fn output_shape(&self, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+        let x = inputs[0];
+        let r = x.len();
+        if [self.low.len(), self.high.len(), self.interior.len()] != [r; 3] {
+            return Err(KernelError::new(
+                ErrorKind::Rank,
+                format!(
+                    "Pad: `low`, `high` and `interior` need one width per axis of `x` (rank {r}), got {}, {} and {}",
+                    self.low.len(),
+                    self.high.len(),
+                    self.interior.len()
+                ),
+            ));
+        }
+        (0..r)
+            .map(|a| {
+                let gaps = x[a].saturating_sub(1).checked_mul(self.interior[a]);
+                gaps.and_then(|g| g.checked_add(x[a]))
+                    .and_then(|n| n.checked_add(self.low[a]))
+                    .and_then(|n| n.checked_add(self.high[a]))
+                    .ok_or_else(|| {
+                        KernelError::new(ErrorKind::Rank, format!("Pad: axis {a} overflows"))
+                    })
+            })
+            .collect()
+    }
+    /// A padded axis is read whole (a reduced variable); the others at the output's
+    /// position.
+    fn index_map(&self, s: &[&[u64]], _: &[u64]) -> Result<Vec<InputMap>, KernelError> {
+        let padded = self.padded();
+        let axes = (0..s[0].len())
+            .map(|a| match padded.iter().position(|&p| p == a) {
+                Some(r) => AxisSource::Reduced(r),
+                None => AxisSource::Out(a),
+            })
+            .collect();
+        Ok(vec![InputMap { axes }])
+    }
+    fn reduced_extents(&self, s: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
+        Ok(self.padded().iter().map(|&a| s[0][a]).collect())
+    }
+    /// The input element the output index holds, or the padding value.
+    fn eval(&self, out_idx: &[u64], fetch: Fetch<'_>, _: Visit<'_>, s: &[&[u64]]) -> f64 {
+        let mut idx = Vec::with_capacity(out_idx.len());
+        for (a, &o) in out_idx.iter().enumerate() {
+            let step = self.interior[a] + 1;
+            let Some(j) = o.checked_sub(self.low[a]) else {
+                return self.value;
+            };
+            if j % step != 0 || j / step >= s[0][a] {
+                return self.value;
+            }
+            idx.push(j / step);
+        }
+        fetch(0, &idx)
+    }
+    fn reference(&self, inputs: &[(&[u64], &[f64])], out_shape: &[u64]) -> Vec<f64> {
+        ix::reference(inputs, out_shape, |o, f, s| self.eval(o, f, &|_, _| {}, s))
+    }
+    /// A copy of input elements or the padding value: exact.
+    fn roundings(&self, _: u64) -> Option<u64> {
+        None
     }
 }

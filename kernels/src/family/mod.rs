@@ -11,7 +11,7 @@
 //! - `contraction.rs`: `MatMul`, `BatchMatMul`, `GeneralMatMul`;
 //! - `reduction.rs`: `ReduceAxes`, `Softmax`, `LayerNorm`;
 //! - `moves.rs`: `Transpose`, `Reshape`, `Concat`, `Slice`;
-//! - `indexed.rs`: `Expand`, `DynamicSlice`, `DynamicUpdateSlice`.
+//! - `indexed.rs`: `Expand`, `DynamicSlice`, `DynamicUpdateSlice`, `Pad`.
 //!
 //! A new kernel is its variant in [`Kernel`], its arm in [`Kernel::with_family`] and
 //! its `impl KernelFamily`: the compiler asks for the methods without a default.
@@ -24,7 +24,7 @@ mod reduction;
 
 pub use contraction::{BatchMatMul, GeneralMatMul, MatMul};
 pub use elementwise::{BiasAdd, Binary, Clamp, Elu, Select, Unary};
-pub use indexed::{DynamicSlice, DynamicUpdateSlice, Expand};
+pub use indexed::{DynamicSlice, DynamicUpdateSlice, Expand, Pad};
 pub use moves::{Concat, Reshape, Slice, Transpose};
 pub use reduction::{LayerNorm, ReduceAxes, Softmax};
 
@@ -412,6 +412,17 @@ impl Kernel {
             Kernel::Expand { shape } => f(&Expand { shape }),
             Kernel::DynamicSlice { sizes, dynamic } => f(&DynamicSlice { sizes, dynamic }),
             Kernel::DynamicUpdateSlice { dynamic } => f(&DynamicUpdateSlice { dynamic }),
+            Kernel::Pad {
+                low,
+                high,
+                interior,
+                value,
+            } => f(&Pad {
+                low,
+                high,
+                interior,
+                value: *value,
+            }),
             Kernel::Conv(c) => f(c),
             Kernel::Pool(p) => f(p),
             Kernel::Interp(i) => f(i),

@@ -141,6 +141,20 @@ pub enum Kernel {
         /// The axes written from a run-time index, in the order of their index inputs.
         dynamic: Vec<usize>,
     },
+    /// `x` padded with `value` (StableHLO's `pad` with non-negative widths): along every
+    /// axis `a`, `low[a]` elements before, `high[a]` after and `interior[a]` between
+    /// every two; output index `low[a] + (interior[a] + 1)·i` holds input index `i`. A
+    /// padded axis is read whole (see [`crate::family::Pad`]).
+    Pad {
+        /// Elements before each axis.
+        low: Vec<u64>,
+        /// Elements after each axis.
+        high: Vec<u64>,
+        /// Elements between every two of each axis.
+        interior: Vec<u64>,
+        /// The padding value.
+        value: f64,
+    },
     /// A convolution pass on the matrix unit (implicit GEMM; see [`crate::conv`]).
     Conv(crate::conv::Conv),
     /// Max or average pooling, or its gradient (see [`crate::window`]).

@@ -281,13 +281,26 @@ pub(super) fn pad(lx: &mut Lx, st: &Stmt, base: &str, vals: &[Val]) -> Result<Ve
     if let Val::C(k) = &vals[0] {
         return folded(st, k.pad(value, (low, interior), out));
     }
-    if interior.iter().any(|&v| v != 0) {
-        return Err(at(
-            &interior_at,
-            "interior padding of a computed tensor is not supported: mnsim has no kernel to interleave the padding value",
-        ));
-    }
     let mut t = tensor_of(lx, &st.span, &vals[0], "the padded operand")?;
+    // Interior padding: the Pad kernel (edges and gaps at once).
+    if interior.iter().any(|&v| v != 0) {
+        if low.iter().chain(high).any(|&v| v < 0) {
+            return Err(at(
+                &interior_at,
+                "interior padding of a computed tensor with negative edge padding (a crop) is not supported",
+            ));
+        }
+        let widths = |v: &[i128]| v.iter().map(|&w| w as u64).collect::<Vec<u64>>();
+        let kernel = Kernel::Pad {
+            low: widths(low),
+            high: widths(high),
+            interior: widths(interior),
+            value,
+        };
+        let o = lx.declare(base, t.dtype, &out);
+        lx.step(&st.span, kernel, &[&t], &o)?;
+        return Ok(vec![Val::T(o)]);
+    }
     // Negative padding crops: a Slice first.
     if low.iter().chain(high).any(|&v| v < 0) {
         let start: Vec<u64> = low.iter().map(|&v| (-v).max(0) as u64).collect();

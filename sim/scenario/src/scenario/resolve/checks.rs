@@ -138,6 +138,7 @@ pub(super) fn check_axes(
         | Kernel::Reshape { .. }
         | Kernel::Slice { .. }
         | Kernel::Expand { .. }
+        | Kernel::Pad { .. }
         | Kernel::Conv(_)
         | Kernel::Pool(_)
         | Kernel::Interp(_) => return Ok(()),
