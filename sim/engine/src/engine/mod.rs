@@ -30,6 +30,8 @@ mod record;
 mod reduce;
 mod state;
 mod streams;
+#[cfg(test)]
+mod tests;
 mod transfers;
 
 pub use error::{ErrorKind, LmFull, Partial, SimError};
