@@ -97,9 +97,3 @@ impl KernelOp {
         self.written.map_or("inputs", |s| s.operand(k))
     }
 }
-
-impl From<KernelOp> for Op {
-    fn from(k: KernelOp) -> Op {
-        Op::Kernel(k)
-    }
-}
