@@ -20,20 +20,9 @@ pub struct Applied {
     pub reduces: Option<(usize, Vec<LevelId>)>,
 }
 
-/// How the partial results of a reduction combine over levels.
-pub fn combine_of_kind(kind: mnsim_kernels::ReduceKind) -> Combine {
-    use mnsim_kernels::ReduceKind as K;
-    match kind {
-        K::Max => Combine::Max,
-        K::Min => Combine::Min,
-        // Only Add leaves partial results (resolve refuses a tree Reduce of the others).
-        K::Add | K::Prod | K::Mean | K::L1 | K::L2 => Combine::Add,
-    }
-}
-
 /// The combine of a tree Reduce.
 pub fn combine_of(op: ReduceOp) -> Combine {
-    combine_of_kind(op.kind())
+    op.kind().partials_combine()
 }
 
 /// Applies op `id` of `p` to `eng` in `layout` (the op's own layout: the moved

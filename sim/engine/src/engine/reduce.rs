@@ -3,8 +3,7 @@
 //! transfers (`transfers.rs`) it takes its per-PE facts in either mode, or the closed
 //! form when measuring, and charges them with `net::cost`.
 
-use super::streams::{identity, plan};
-use super::{Engine, ErrorKind, Mode, OpSettings, Resident, SimError};
+use super::{Engine, ErrorKind, Mode, OpSettings, SimError};
 use crate::ids::LevelId;
 use crate::net;
 use crate::program::TensorId;
@@ -141,32 +140,13 @@ impl Engine {
                 c
             }
         };
-        let dims = layout.logical_shape().to_vec();
-        let walk = plan(
-            &mut self.walks.walk,
-            Some(&layout),
-            &dims,
-            &[(&src.layout, identity(dims.len()))],
-            &[],
-        )
-        .map(|p| (p, true));
-        let rep = self.finish(
+        Ok(self.finish_move(
             "Reduce",
             dst,
-            Some(&layout),
+            &src,
+            (layout, offset, words, region),
             &runtime,
-            c,
-            &[src.region],
-            &[region],
-            walk,
-        );
-        self.state.tensors[dst].lm = Some(Resident {
-            layout,
-            offset,
-            words,
-            partial: rest,
-            region,
-        });
-        Ok(rep)
+            (c, rest),
+        ))
     }
 }

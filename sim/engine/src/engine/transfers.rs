@@ -436,8 +436,30 @@ impl Engine {
         if dst == id {
             self.state.release(src.offset);
         }
-        let dims = layout.logical_shape().to_vec();
         let runtime = self.state.tensors[id].runtime.clone();
+        self.finish_move(
+            op,
+            dst,
+            src,
+            (layout, offset, words, region),
+            &runtime,
+            (c, Vec::new()),
+        )
+    }
+
+    /// A move finished: its walk (the source's steps into the destination's), the op
+    /// recorded, and `dst` resident in `layout` at the region it was allocated, partial
+    /// over `partial`.
+    pub(super) fn finish_move(
+        &mut self,
+        op: &str,
+        dst: TensorId,
+        src: &Resident,
+        (layout, offset, words, region): (TensorLayout, u64, u64, crate::ids::RegionId),
+        runtime: &[u64],
+        (c, partial): (net::Cost, Vec<usize>),
+    ) -> OpReport {
+        let dims = layout.logical_shape().to_vec();
         let walk = plan(
             &mut self.walks.walk,
             Some(&layout),
@@ -450,7 +472,7 @@ impl Engine {
             op,
             dst,
             Some(&layout),
-            &runtime,
+            runtime,
             c,
             &[src.region],
             &[region],
@@ -460,7 +482,7 @@ impl Engine {
             layout,
             offset,
             words,
-            partial: Vec::new(),
+            partial,
             region,
         });
         rep
