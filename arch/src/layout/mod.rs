@@ -17,6 +17,9 @@ mod relevel;
 mod tests;
 mod text;
 mod view;
+mod view_parts;
+#[cfg(test)]
+mod view_parts_tests;
 #[cfg(test)]
 mod view_tests;
 
@@ -24,6 +27,7 @@ pub use map::{AxisTables, LevelStat, Run, RunStep, Shard};
 pub use nest::{Cell, Loop, Nest};
 pub use parse::{AxisName, BcastExpr, LayoutExpr, SubAxisExpr};
 pub use text::{NO_BCAST, Piece, layout_text, write_layout};
+pub use view_parts::Window;
 
 use crate::dtype::DType;
 use inverse::Inverse;

@@ -30,7 +30,7 @@ impl std::fmt::Display for Written<'_> {
 
 /// Whether `a` is a size-1 sub-axis of a level: it puts the tensor on that level's
 /// position 0 (rather than on every position), whichever axis it is written in.
-fn pins(a: &SubAxis) -> bool {
+pub(super) fn pins(a: &SubAxis) -> bool {
     a.size == 1 && matches!(a.class, Class::Level(_))
 }
 
@@ -64,13 +64,14 @@ impl TensorLayout {
         if self.logical != self.padded || other.logical != other.padded {
             return self == other;
         }
+        // The levels a layout puts on position 0 only: named by size-1 sub-axes and no
+        // other (a level also named by a longer sub-axis is placed by that one).
         let pinned = |l: &TensorLayout| {
-            let mut p: Vec<Class> = l
-                .groups
-                .iter()
-                .flatten()
+            let all = || l.groups.iter().flatten();
+            let mut p: Vec<Class> = all()
                 .filter(|a| pins(a))
                 .map(|a| a.class)
+                .filter(|&c| !all().any(|b| b.class == c && b.size > 1))
                 .collect();
             p.sort_by_key(|c| match c {
                 Class::Level(i) => *i,
@@ -302,7 +303,7 @@ impl TensorLayout {
     }
 
     /// `groups` (this layout's levels) bound for `dims`, from their text.
-    fn rebind(
+    pub(super) fn rebind(
         &self,
         groups: &[Vec<SubAxis>],
         dims: &[u64],
