@@ -77,3 +77,84 @@ fn a_view_costs_nothing_and_is_marked() {
         assert!(r.total_cycles >= r.bound_cycles);
     }
 }
+
+/// A fused `qkv: f32[16,96]` with a row on each of 16 PEs (8 L2Bs × 2 MABs), its three
+/// parts outermost in each PE's memory: `k` is its middle third (a Slice), `cat` the
+/// three thirds joined again (a Concat), `bx` a bias copied over the rows (an Expand
+/// from `b`, which every PE holds), and `y = k + bx` read back. Plan `views` lays each
+/// result out where its elements are; plan `moved` lays the parts out one f32 a word
+/// (and `cat` two again: its inputs are no windows of it).
+const PARTS: &str = r#"Scenario(
+    name: "parts",
+    machine: Preset("mncore2"),
+    mode: Functional,
+    tensors: {
+        "qkv": (dtype: F32, shape: "f32[16,96]", init: Iota),
+        "b": (dtype: F32, shape: "f32[32]", init: Iota),
+        "q": (dtype: F32, shape: "f32[16,32]"),
+        "k": (dtype: F32, shape: "f32[16,32]"),
+        "v": (dtype: F32, shape: "f32[16,32]"),
+        "cat": (dtype: F32, shape: "f32[16,96]"),
+        "bx": (dtype: F32, shape: "f32[16,32]"),
+        "y": (dtype: F32, shape: "f32[16,32]"),
+    },
+    program: [
+        Load(tensor: "qkv", layout: "((8_L2B, 2_MAB), (3:16, 16:1, 2_W:1))"),
+        Load(tensor: "b", layout: "((16:1, 2_W:1); B@[L2B,L1B,MAB,PE])"),
+        Kernel(kernel: Slice(start: [0, 0], limit: [16, 32], stride: [1, 1]), inputs: ["qkv"], out: "q", layout: "$part"),
+        Kernel(kernel: Slice(start: [0, 32], limit: [16, 64], stride: [1, 1]), inputs: ["qkv"], out: "k", layout: "$part"),
+        Kernel(kernel: Slice(start: [0, 64], limit: [16, 96], stride: [1, 1]), inputs: ["qkv"], out: "v", layout: "$part"),
+        Kernel(kernel: Concat(axis: 1, inputs: 3), inputs: ["q", "k", "v"], out: "cat", layout: "$cat"),
+        Kernel(kernel: Expand(shape: [16, 32]), inputs: ["b"], out: "bx", layout: "$bx"),
+        Binary(op: Add, a: "k", b: "bx", out: "y", layout: "$part"),
+        Store(tensor: "cat"),
+        Store(tensor: "y"),
+    ],
+    plans: {
+        "views": {
+            "part": "((8_L2B:1, 2_MAB:1), (16:1, 2_W:1))",
+            "cat": "((8_L2B:1, 2_MAB:1), (3:16, 16:1, 2_W:1))",
+            "bx": "((8_L2B:1, 2_MAB:1), (16:1, 2_W:1))",
+        },
+        "moved": {
+            "part": "((8_L2B:1, 2_MAB:1), (32:1))",
+            "cat": "((8_L2B:1, 2_MAB:1), (48:1, 2_W:1))",
+            "bx": "((8_L2B:1, 2_MAB:1), (32:1))",
+        },
+    },
+    verify: true,
+)
+"#;
+
+fn run_parts(plan: &str, mode: Mode) -> mnsim_reports::Report {
+    let sc = scenario::parse(PARTS, "parts.ron").unwrap();
+    let src = scenario::Source {
+        path: "parts.ron".into(),
+        text: PARTS.into(),
+    };
+    let mut res = scenario::resolve(&sc, &src, Some(plan), &[], &BTreeMap::new())
+        .unwrap_or_else(|e| panic!("{plan}: {e:?}"));
+    res.mode = mode;
+    mnsim_sim::run::run(&res)
+        .unwrap_or_else(|e| panic!("{plan}: {e}"))
+        .report
+}
+
+#[test]
+fn slices_a_concatenation_and_a_broadcast_where_the_elements_are_cost_nothing() {
+    for mode in [Mode::Timing, Mode::Functional] {
+        let r = run_parts("views", mode);
+        let moved = run_parts("moved", mode);
+        let names: Vec<&str> = r.ops[2..7].iter().map(|o| o.op.as_str()).collect();
+        assert_eq!(names, ["Slice", "Slice", "Slice", "Concat", "Expand"]);
+        for (o, m) in r.ops[2..7].iter().zip(&moved.ops[2..7]) {
+            assert!(o.view, "{}", o.label());
+            assert_eq!(o.cycles, 0, "{}", o.label());
+            assert_eq!(o.label(), format!("{} (view)", o.op));
+            assert!(!m.view && m.cycles > 0, "{} {}", m.label(), m.cycles);
+        }
+        assert!(mnsim_reports::html(&r).contains("Concat (view)"));
+        assert!(r.total_cycles < moved.total_cycles);
+        assert!(r.total_cycles >= r.bound_cycles);
+    }
+}

@@ -7,6 +7,7 @@ use super::{Fetch, KernelFamily, Traits, Visit};
 use crate::indexed as ix;
 use crate::kernel::{ErrorKind, KernelError};
 use crate::shape::{AxisSource, InputMap};
+use crate::view::View;
 
 /// Integer start indices beside data of any type, and the dynamic axes named in
 /// messages.
@@ -34,6 +35,10 @@ impl KernelFamily for Expand<'_> {
     }
     fn output_shape(&self, inputs: &[&[u64]]) -> Result<Vec<u64>, KernelError> {
         ix::expand_shape(inputs[0], self.shape)
+    }
+    /// A view where the copies are held by levels the input is copied over.
+    fn view(&self) -> Option<View> {
+        Some(View::Broadcast)
     }
     fn index_map(&self, s: &[&[u64]], out_shape: &[u64]) -> Result<Vec<InputMap>, KernelError> {
         Ok(ix::expand_map(s[0], out_shape))

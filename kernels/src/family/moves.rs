@@ -1,7 +1,8 @@
 //! The kernels that only move data: `Transpose` (a per-axis index map), and `Reshape`,
 //! `Concat` and `Slice`, which have none (their legality is decided by element
 //! positions, [`ByPositions`]). Each charges one move per output element and reports 0
-//! useful FLOP.
+//! useful FLOP; each is a view where its output keeps every element in its cell
+//! ([`crate::is_view`]).
 
 use super::{ByPositions, Fetch, KernelFamily, Traits, Visit};
 use crate::kernel::{ErrorKind, KernelError, fmt_dims, numel};
@@ -207,6 +208,9 @@ impl KernelFamily for Concat {
     fn by_positions(&self) -> Option<ByPositions<'_>> {
         Some(ByPositions::Concat { axis: self.axis })
     }
+    fn view(&self) -> Option<View> {
+        Some(View::Concat(self.axis))
+    }
     /// From the input whose part of the axis holds it (NaN past the last).
     fn eval(&self, out_idx: &[u64], fetch: Fetch<'_>, _: Visit<'_>, s: &[&[u64]]) -> f64 {
         let axis = self.axis;
@@ -311,6 +315,13 @@ impl KernelFamily for Slice<'_> {
             start: self.start,
             limit: self.limit,
             stride: self.stride,
+        })
+    }
+    fn view(&self) -> Option<View> {
+        Some(View::Slice {
+            start: self.start.to_vec(),
+            limit: self.limit.to_vec(),
+            stride: self.stride.to_vec(),
         })
     }
     /// A copy of input elements, in its dtype: exact.

@@ -72,9 +72,8 @@ impl Engine {
         .map_err(|error| SimError::in_kernel(format!("{op}: "), error))?;
         // A view whose output keeps every element in its cell computes nothing and moves
         // nothing (docs/layout.md, views).
-        let view = in_layouts.len() == 1
-            && legal.partial.is_empty()
-            && mnsim_kernels::is_view(k, in_layouts[0], &layout, &self.state.machine);
+        let view = legal.partial.is_empty()
+            && mnsim_kernels::is_view(k, &in_layouts, &layout, &self.state.machine);
         let cost = if view {
             mnsim_kernels::KernelCost { cycles: 0, ..cost }
         } else {

@@ -1,7 +1,8 @@
 //! Ties: a variable whose layout follows from another's (docs/planner.md, chains). A
 //! kernel's output variable follows the variable of the input whose axes it shares
 //! most: a view's output takes the view of its input's layout (every element stays in
-//! its cell: the view costs nothing); any other kernel's output keeps that input's
+//! its cell: the view costs nothing; a slice, a concatenation or a broadcast that has no
+//! view is derived as any other kernel); any other kernel's output keeps that input's
 //! sub-axes on the axes they share (an elementwise kernel's whole layout, a reduction's
 //! kept axes, a matrix product's rows) and holds its other axes in memory on each PE
 //! (`TensorLayout::derived`). Propagated in program order, one move of a chain's first
@@ -9,14 +10,16 @@
 
 use super::{LayoutId, Model};
 use crate::program::OpKind;
-use mnsim_kernels::Kernel;
+use mnsim_kernels::{Kernel, View};
 use mnsim_kernels::shape::{AxisSource, index_map};
 
 /// How a variable's layout follows from its source's.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Derive {
-    /// The output of a view kernel: the view of the source's layout.
-    View(Kernel),
+    /// The output of a view kernel: the view of the source's layout, or where there is
+    /// none, the derivation `or` (a slice, a concatenation or a broadcast that is not a
+    /// view keeps the sub-axes of the axes it shares, as any kernel).
+    View(Kernel, Option<Box<Derive>>),
     /// The same layout, bound for the output's dtype.
     Same,
     /// Per output axis, the source's axis whose sub-axes it keeps, or none (in memory).
@@ -90,10 +93,17 @@ impl Model {
             .map(|&t| p.tensors[t].dims_at_bound.as_slice())
             .collect();
         let out_dims = p.tensors[*out].dims_at_bound.as_slice();
-        let (slot, derive) = if mnsim_kernels::view_of(kernel).is_some() {
-            (0, Derive::View(kernel.clone()))
-        } else {
-            shared_axes(kernel, &shapes, out_dims)?
+        let (slot, derive) = match mnsim_kernels::view_of(kernel) {
+            Some(View::Transpose(_) | View::Reshape | View::Same) => {
+                (0, Derive::View(kernel.clone(), None))
+            }
+            Some(View::Slice { .. } | View::Concat(_) | View::Broadcast) => {
+                match shared_axes(kernel, &shapes, out_dims)? {
+                    (0, or) => (0, Derive::View(kernel.clone(), Some(Box::new(or)))),
+                    other => other,
+                }
+            }
+            None => shared_axes(kernel, &shapes, out_dims)?,
         };
         let t = *inputs.get(slot)?;
         // The input's last writer before `k`, and the variable that lays it out.
@@ -140,23 +150,38 @@ impl Model {
         let padded = rt.dims_at_bound != rt.runtime_dims;
         let m = &self.res.machine;
         let src = &self.layouts[from as usize];
-        let l = if padded {
-            None
-        } else {
-            match &tie.derive {
-                Derive::View(k) => mnsim_kernels::view_layout(k, src, &dims, m),
-                Derive::Same => src.with_dtype(dtype, m),
-                Derive::Axes(from) => src
-                    .derived(from, &dims, m)
-                    .and_then(|l| l.with_dtype(dtype, m)),
-            }
-        };
         // Only a layout its text binds again (as a plan writes it and a run reads it).
-        let id = l
-            .filter(|l| l.logical_shape() == dims && binds_again(l, &dims, dtype, m))
-            .map(|l| self.intern(t, l));
+        let ok = |l: &mnsim_arch::TensorLayout| {
+            l.logical_shape() == dims && binds_again(l, &dims, dtype, m)
+        };
+        let derive = |d: &Derive| match d {
+            Derive::View(k, or) => (mnsim_kernels::view_layout(k, src, &dims, m).filter(ok))
+                .or_else(|| or.as_deref().and_then(|d| plain(d, src, &dims, dtype, m)))
+                .filter(ok),
+            Derive::Same | Derive::Axes(_) => plain(d, src, &dims, dtype, m).filter(ok),
+        };
+        let l = if padded { None } else { derive(&tie.derive) };
+        let id = l.map(|l| self.intern(t, l));
         self.derivations.insert((v, from), id);
         id
+    }
+}
+
+/// The layout derivation `d` gives from `src` (a tensor of `dims` and `dtype`), other
+/// than a view's.
+fn plain(
+    d: &Derive,
+    src: &mnsim_arch::TensorLayout,
+    dims: &[u64],
+    dtype: mnsim_arch::DType,
+    m: &mnsim_arch::Machine,
+) -> Option<mnsim_arch::TensorLayout> {
+    match d {
+        Derive::View(..) => None,
+        Derive::Same => src.with_dtype(dtype, m),
+        Derive::Axes(from) => src
+            .derived(from, dims, m)
+            .and_then(|l| l.with_dtype(dtype, m)),
     }
 }
 
