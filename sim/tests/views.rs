@@ -158,3 +158,80 @@ fn slices_a_concatenation_and_a_broadcast_where_the_elements_are_cost_nothing() 
         assert!(r.total_cycles >= r.bound_cycles);
     }
 }
+
+/// The planner's ties derive a slice's, a concatenation's and a broadcast's output from
+/// its input's layout as the view (docs/planner.md, chains): one move of `qkv` lays `q`,
+/// `k` and `v` out as its thirds and `cat` as `qkv` again, and one move of `b` lays `bx`
+/// out over the levels `b` is copied over.
+#[test]
+fn the_planners_ties_derive_the_views_of_parts_and_copies() {
+    let text = r#"Scenario(
+    name: "tied parts",
+    machine: Preset("mncore2"),
+    mode: Timing,
+    tensors: {
+        "qkv": (dtype: F32, shape: "f32[16,96]", init: Iota),
+        "b": (dtype: F32, shape: "f32[32]", init: Iota),
+        "q": (dtype: F32, shape: "f32[16,32]"),
+        "k": (dtype: F32, shape: "f32[16,32]"),
+        "v": (dtype: F32, shape: "f32[16,32]"),
+        "cat": (dtype: F32, shape: "f32[16,96]"),
+        "bx": (dtype: F32, shape: "f32[128,32]"),
+    },
+    program: [
+        Load(tensor: "qkv", layout: "$qkv"),
+        Load(tensor: "b", layout: "$b"),
+        Kernel(kernel: Slice(start: [0, 0], limit: [16, 32], stride: [1, 1]), inputs: ["qkv"], out: "q", layout: "$q"),
+        Kernel(kernel: Slice(start: [0, 32], limit: [16, 64], stride: [1, 1]), inputs: ["qkv"], out: "k", layout: "$k"),
+        Kernel(kernel: Slice(start: [0, 64], limit: [16, 96], stride: [1, 1]), inputs: ["qkv"], out: "v", layout: "$v"),
+        Kernel(kernel: Concat(axis: 1, inputs: 3), inputs: ["q", "k", "v"], out: "cat", layout: "$cat"),
+        Kernel(kernel: Expand(shape: [128, 32]), inputs: ["b"], out: "bx", layout: "$bx"),
+        Store(tensor: "cat"),
+        Store(tensor: "bx"),
+    ],
+    plans: {"auto": {"qkv": Any, "b": Any, "q": Any, "k": Any, "v": Any, "cat": Any, "bx": Any}},
+)
+"#;
+    let sc = scenario::parse(text, "tied.ron").unwrap();
+    let src = scenario::Source {
+        path: "tied.ron".into(),
+        text: text.into(),
+    };
+    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+    let mut model =
+        mnsim_sim::plan::model::Model::new(&res, mnsim_sim::plan::candidates::Space::default())
+            .unwrap();
+    let var = |model: &mnsim_sim::plan::model::Model, name: &str| {
+        (0..model.vars.len())
+            .find(|&v| res.program.tensors[model.vars[v].tensor].name == name)
+            .unwrap()
+    };
+    let bind = |text: &str, dims: &[u64]| {
+        mnsim_arch::TensorLayout::parse(text, &res.machine, Some(dims), mnsim_arch::DType::F32)
+            .unwrap()
+    };
+    let qkv = bind("((8_L2B, 2_MAB), (3:16, 16:1, 2_W:1))", &[16, 96]);
+    let b = bind("((16:1, 2_W:1); B@[L2B,L1B,MAB,PE])", &[32]);
+    let mut pick: Vec<_> = model.vars.iter().map(|v| v.candidates[0]).collect();
+    let (vq, vb) = (var(&model, "qkv"), var(&model, "b"));
+    pick[vq] = model.seed(vq, &qkv);
+    pick[vb] = model.seed(vb, &b);
+    model.propagate(&mut pick);
+    let part = bind("((8_L2B:1, 2_MAB:1), (16:1, 2_W:1); B@[L1B,PE])", &[16, 32]);
+    for name in ["q", "k", "v"] {
+        let l = model.layout(pick[var(&model, name)]);
+        assert!(l.same_cells(&part), "{name}: {}", l.canonical());
+    }
+    let cat = model.layout(pick[var(&model, "cat")]);
+    assert!(cat.same_cells(&qkv), "{}", cat.canonical());
+    let bx = model.layout(pick[var(&model, "bx")]);
+    assert_eq!(
+        bx.canonical(),
+        "((8_L2B:1, 16_MAB:1), (16:1, 2_W:1); B@[L1B,PE])"
+    );
+    // Planned this way, the five cost nothing and nothing is inserted.
+    let (e, cycles, inserted) = model.explain(&pick);
+    assert_eq!(e.failure, None);
+    assert!(inserted.is_empty(), "{inserted:?}");
+    assert_eq!(cycles[2..7], [0; 5], "{cycles:?}");
+}
