@@ -74,23 +74,15 @@ pub fn is_view(k: &Kernel, inputs: &[&TensorLayout], output: &TensorLayout, m: &
     }
     let out_dims = output.logical_shape();
     match (view, inputs) {
-        (
-            View::Transpose(_)
-            | View::Reshape
-            | View::Same
-            | View::Slice { .. },
-            [input],
-        ) => view_layout(k, input, out_dims, m).is_some_and(|v| v.same_cells(output)),
+        (View::Transpose(_) | View::Reshape | View::Same | View::Slice { .. }, [input]) => {
+            view_layout(k, input, out_dims, m).is_some_and(|v| v.same_cells(output))
+        }
         (View::Concat(axis), _) => concat_windows(axis, inputs, output, m),
         (View::Broadcast, [input]) => output
             .unbroadcast(input.logical_shape(), m)
             .is_some_and(|v| v.same_cells(input)),
         (
-            View::Transpose(_)
-            | View::Reshape
-            | View::Same
-            | View::Slice { .. }
-            | View::Broadcast,
+            View::Transpose(_) | View::Reshape | View::Same | View::Slice { .. } | View::Broadcast,
             _,
         ) => false,
     }
@@ -98,7 +90,12 @@ pub fn is_view(k: &Kernel, inputs: &[&TensorLayout], output: &TensorLayout, m: &
 
 /// Whether each of `inputs`, joined along `axis`, is a window of `output`'s cells: the
 /// output's slice of its part laid out as it is.
-fn concat_windows(axis: usize, inputs: &[&TensorLayout], output: &TensorLayout, m: &Machine) -> bool {
+fn concat_windows(
+    axis: usize,
+    inputs: &[&TensorLayout],
+    output: &TensorLayout,
+    m: &Machine,
+) -> bool {
     let dims = output.logical_shape();
     let rank = dims.len();
     let mut at = 0u64;

@@ -67,12 +67,7 @@ struct Along {
 /// One axis of a slice: the output's `n` indices read the source's `start + step·h`.
 /// The output's sub-axes and the window they start at, where they are one sub-axis's
 /// digits ([`Along`]).
-fn slice_group(
-    group: &[SubAxis],
-    start: u64,
-    n: u64,
-    step: u64,
-) -> Option<(Vec<SubAxis>, Window)> {
+fn slice_group(group: &[SubAxis], start: u64, n: u64, step: u64) -> Option<(Vec<SubAxis>, Window)> {
     let len = group.len();
     // radix[k]: the product of the sizes minor to sub-axis k.
     let mut radix = vec![1u64; len];
@@ -162,8 +157,7 @@ impl TensorLayout {
         machine: &Machine,
     ) -> Option<(TensorLayout, Window)> {
         let rank = self.groups.len();
-        if self.logical != self.padded || [start.len(), limit.len(), stride.len()] != [rank; 3]
-        {
+        if self.logical != self.padded || [start.len(), limit.len(), stride.len()] != [rank; 3] {
             return None;
         }
         let mut window = Window::default();
@@ -329,7 +323,10 @@ fn copies_of(levels: &[LevelUse], free: &mut Vec<usize>, n: u64) -> Option<Vec<S
             .try_fold(1u64, |p, b| p.checked_mul(levels[free[b]].fanout))
     };
     let pick = masks.into_iter().find(|&m| product(m) == Some(n))?;
-    let chosen: Vec<usize> = (0..f).filter(|b| pick >> b & 1 == 1).map(|b| free[b]).collect();
+    let chosen: Vec<usize> = (0..f)
+        .filter(|b| pick >> b & 1 == 1)
+        .map(|b| free[b])
+        .collect();
     free.retain(|i| !chosen.contains(i));
     Some(
         chosen

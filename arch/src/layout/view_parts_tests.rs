@@ -14,7 +14,9 @@ fn bind(text: &str, m: &Machine, shape: &[u64], dtype: DType) -> TensorLayout {
 
 /// `b` is `a` read from window `w`: the same nodes and slot, `w` words and steps on.
 fn in_window(a: &Placement, b: &Placement, w: Window) -> bool {
-    a.pos == b.pos && a.w == b.w && Some(a.addr) == b.addr.checked_add(w.words)
+    a.pos == b.pos
+        && a.w == b.w
+        && Some(a.addr) == b.addr.checked_add(w.words)
         && Some(a.t) == b.t.checked_add(w.steps)
 }
 
@@ -193,14 +195,18 @@ fn worked_slices_of_a_fused_qkv_on_mncore2() {
         &[128, 2304],
         DType::F32,
     );
-    let (k, w) = qkv
-        .sliced_at(&[0, 768], &[128, 1536], &one, &m)
-        .unwrap();
+    let (k, w) = qkv.sliced_at(&[0, 768], &[128, 1536], &one, &m).unwrap();
     assert_eq!(
         k.canonical(),
         "((8_L2B:1, 16_MAB:1), (384:1, 2_W:1); B@[L1B,PE])"
     );
-    assert_eq!(w, Window { words: 384, steps: 0 });
+    assert_eq!(
+        w,
+        Window {
+            words: 384,
+            steps: 0
+        }
+    );
     // The parts as `Time` steps: k is step 1 of the stream.
     let steps = bind(
         "((8_L2B, 16_MAB), (3_Time:1, 384:1, 2_W:1))",
@@ -208,9 +214,7 @@ fn worked_slices_of_a_fused_qkv_on_mncore2() {
         &[128, 2304],
         DType::F32,
     );
-    let (k, w) = steps
-        .sliced_at(&[0, 768], &[128, 1536], &one, &m)
-        .unwrap();
+    let (k, w) = steps.sliced_at(&[0, 768], &[128, 1536], &one, &m).unwrap();
     assert_eq!(
         k.canonical(),
         "((8_L2B:1, 16_MAB:1), (384:1, 2_W:1); B@[L1B,PE])"
@@ -250,7 +254,12 @@ fn worked_slices_of_a_fused_qkv_on_mncore2() {
 fn worked_broadcast_of_a_bias_on_mncore2() {
     let m = crate::presets::preset("mncore2").unwrap();
     // A bias b [768] on every PE, broadcast over 128 rows: 128 = 8 L2Bs × 16 MABs.
-    let b = bind("((384:1, 2_W:1); B@[L2B,L1B,MAB,PE])", &m, &[768], DType::F32);
+    let b = bind(
+        "((384:1, 2_W:1); B@[L2B,L1B,MAB,PE])",
+        &m,
+        &[768],
+        DType::F32,
+    );
     let rows = b.broadcast_to(&[128, 768], &m).unwrap();
     assert_eq!(
         rows.canonical(),

@@ -10,8 +10,8 @@
 
 use super::{LayoutId, Model};
 use crate::program::OpKind;
-use mnsim_kernels::{Kernel, View};
 use mnsim_kernels::shape::{AxisSource, index_map};
+use mnsim_kernels::{Kernel, View};
 
 /// How a variable's layout follows from its source's.
 #[derive(Clone, Debug, PartialEq)]
