@@ -165,6 +165,22 @@ pub(super) fn starts(
     starts
 }
 
+/// `best` (a search's best, best first) with the improving stream variant of each that
+/// runs ([`streamed_variant`]), best first.
+fn with_stream_variants(model: &mut Model, best: &mut Vec<search::Found>) {
+    let mut variants: Vec<search::Found> = Vec::new();
+    for f in best.iter() {
+        if f.eval.failure.is_none()
+            && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
+            && !best.iter().chain(&variants).any(|g| g.pick == pick)
+        {
+            variants.push(search::Found { pick, eval });
+        }
+    }
+    best.extend(variants);
+    best.sort_by_key(|f| f.eval.key());
+}
+
 /// The objectives the search passes minimise, in order, whatever the plan's objective:
 /// so every objective confirms the same assignments and ranks them its own way, and the
 /// plan chosen for one is never worse by it than the plan another would choose.
@@ -233,17 +249,7 @@ pub(super) fn search(
         planned += model.evaluated - before;
         // The pass's best streamed too (a layout it reached by moves, not a start): an
         // improving variant is confirmed first.
-        let mut variants: Vec<search::Found> = Vec::new();
-        for f in &found.best {
-            if f.eval.failure.is_none()
-                && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
-                && !found.best.iter().chain(&variants).any(|g| g.pick == pick)
-            {
-                variants.push(search::Found { pick, eval });
-            }
-        }
-        found.best.extend(variants);
-        found.best.sort_by_key(|f| f.eval.key());
+        with_stream_variants(model, &mut found.best);
         for f in &found.best {
             if !before_best.contains(&f.pick) {
                 before_best.push(f.pick.clone());
@@ -310,7 +316,8 @@ pub(super) fn spread_pass(
         sopts.work_limit = (opts.search.work_limit).map(|w| w / SPREAD_PASS_SHARE);
         sopts.time_limit = (opts.search.time_limit)
             .map(|t| t.saturating_sub(started.elapsed()) / SPREAD_PASS_SHARE as u32);
-        let searched = search::search(model, &spread, &sopts, progress);
+        let mut searched = search::search(model, &spread, &sopts, progress);
+        with_stream_variants(model, &mut searched.best);
         let wins = (searched.best.first())
             .is_some_and(|b| b.eval.failure.is_none() && bar.is_none_or(|k| b.eval.key() < k));
         if wins {
