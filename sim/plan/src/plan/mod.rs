@@ -67,6 +67,7 @@ pub fn inserted_ops(inserted: &[InsertedOp]) -> Vec<(usize, crate::scenario::Op)
                 layout: i.layout.clone(),
                 out: None,
                 buffers: None,
+                algorithm: None,
             };
             (i.before, op)
         })
@@ -292,6 +293,7 @@ pub fn apply(
                 layout_text: Some(ins.layout.clone()),
                 layout: Some(LayoutRef::Bound(bind(&ins.layout, ins.tensor)?)),
                 buffers: None,
+                algorithm: None,
                 span: None,
                 // An inserted Relayout sits where the op it serves does.
                 place: po.place,

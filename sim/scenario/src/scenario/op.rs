@@ -6,7 +6,7 @@
 //! `shorthand.rs`; what is asked of an op (its inputs, output, layout, class) is
 //! `op_fields.rs`.
 
-use super::Buffers;
+use super::{AlgorithmName, Buffers};
 use super::shorthand::Shorthand;
 use super::text::OpText;
 use crate::program::ReduceOp;
@@ -40,6 +40,9 @@ pub enum Op {
         layout: String,
         out: Option<String>,
         buffers: Option<Buffers>,
+        /// The algorithm of its collectives over a network (docs/model.md, many
+        /// boards); `None`: the network's own.
+        algorithm: Option<AlgorithmName>,
     },
     /// A Load (tensor not in LM) or Relayout (tensor in LM) into a layout that
     /// replicates over some level.
@@ -48,6 +51,9 @@ pub enum Op {
         layout: String,
         out: Option<String>,
         buffers: Option<Buffers>,
+        /// The algorithm of its collectives over a network (docs/model.md, many
+        /// boards); `None`: the network's own.
+        algorithm: Option<AlgorithmName>,
     },
     /// Combines partial results across `level`.
     Reduce {
@@ -57,6 +63,9 @@ pub enum Op {
         layout: Option<String>,
         buffers: Option<Buffers>,
         out: Option<String>,
+        /// The algorithm of its collective over a network (docs/model.md, many
+        /// boards); `None`: the network's own.
+        algorithm: Option<AlgorithmName>,
     },
     /// Releases a tensor's LM.
     Free { tensor: String },

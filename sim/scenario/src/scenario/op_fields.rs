@@ -66,6 +66,21 @@ impl Op {
         with_buffers!(self, b => Some(b), None)
     }
 
+    /// `algorithm:` as the op gives it: the collective algorithm of its transfers over a
+    /// network (Relayout, Broadcast, Reduce); `None` when unset or the op has none.
+    pub fn algorithm(&self) -> Option<mnsim_arch::machine::Algorithm> {
+        match self {
+            Op::Relayout { algorithm, .. }
+            | Op::Broadcast { algorithm, .. }
+            | Op::Reduce { algorithm, .. } => algorithm.map(|a| a.0),
+            Op::Load { .. }
+            | Op::Gather { .. }
+            | Op::Store { .. }
+            | Op::Free { .. }
+            | Op::Kernel(_) => None,
+        }
+    }
+
     /// The op's name (`"Load"`, `"MatMul"`, `"Cast"`, ...): a kernel op's shorthand as
     /// written, else its kernel's name.
     pub fn name(&self) -> &'static str {

@@ -196,22 +196,26 @@ shorthands! {
             layout,
             out,
             buffers,
+            algorithm,
         } => Op::Relayout {
             tensor,
             layout,
             out,
             buffers,
+            algorithm,
         },
         OpText::Broadcast {
             tensor,
             layout,
             out,
             buffers,
+            algorithm,
         } => Op::Broadcast {
             tensor,
             layout,
             out,
             buffers,
+            algorithm,
         },
         OpText::Reduce {
             tensor,
@@ -220,6 +224,7 @@ shorthands! {
             layout,
             buffers,
             out,
+            algorithm,
         } => Op::Reduce {
             tensor,
             level,
@@ -227,6 +232,7 @@ shorthands! {
             layout,
             buffers,
             out,
+            algorithm,
         },
         OpText::Free { tensor } => Op::Free { tensor },
     }
@@ -279,22 +285,26 @@ impl From<Op> for OpText {
                 layout,
                 out,
                 buffers,
+                algorithm,
             } => OpText::Relayout {
                 tensor,
                 layout,
                 out,
                 buffers,
+                algorithm,
             },
             Op::Broadcast {
                 tensor,
                 layout,
                 out,
                 buffers,
+                algorithm,
             } => OpText::Broadcast {
                 tensor,
                 layout,
                 out,
                 buffers,
+                algorithm,
             },
             Op::Reduce {
                 tensor,
@@ -303,6 +313,7 @@ impl From<Op> for OpText {
                 layout,
                 buffers,
                 out,
+                algorithm,
             } => OpText::Reduce {
                 tensor,
                 level,
@@ -310,6 +321,7 @@ impl From<Op> for OpText {
                 layout,
                 buffers,
                 out,
+                algorithm,
             },
             Op::Free { tensor } => OpText::Free { tensor },
             Op::Kernel(k) => written(k),
@@ -427,6 +439,9 @@ mod tests {
         r#"Kernel(kernel: Softmax(axis: 0), inputs: ["x"], out: "y")"#,
         r#"Load(tensor: "x", layout: "((4_PE, 4:8), (8:1))")"#,
         r#"Reduce(tensor: "x", level: "PE", op: Max)"#,
+        r#"Reduce(tensor: "x", level: "Board", op: Add, out: "y", algorithm: "tree")"#,
+        r#"Relayout(tensor: "x", layout: "$l", algorithm: "ring")"#,
+        r#"Broadcast(tensor: "x", layout: "$l", out: "y", algorithm: "direct")"#,
     ];
 
     #[test]

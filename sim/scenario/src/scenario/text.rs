@@ -2,7 +2,7 @@
 //! the named shorthands of kernels and the generic `Kernel(...)` form. Only the format
 //! sees it: a parsed op is an [`super::Op`] at once (`shorthand.rs` maps the two).
 
-use super::Buffers;
+use super::{AlgorithmName, Buffers};
 use crate::program::ReduceOp;
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of its collectives over a network: `"ring"`, `"tree"` or
+        /// `"direct"` (docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// A Load (tensor not in LM) or Relayout (tensor in LM) into a layout that
     /// replicates over some level.
@@ -57,6 +61,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of its collectives over a network: `"ring"`, `"tree"` or
+        /// `"direct"` (docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Combines partial results across `level`.
     Reduce {
@@ -71,6 +79,10 @@ pub enum OpText {
         buffers: Option<Buffers>,
         #[serde(default)]
         out: Option<String>,
+        /// The algorithm of its collective over a network: `"ring"`, `"tree"` or
+        /// `"direct"` (docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Releases a tensor's LM.
     Free { tensor: String },
