@@ -83,6 +83,9 @@ pub struct KernelOp {
     pub layout: Option<String>,
     /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
     pub buffers: Option<Buffers>,
+    /// The algorithm of the tree Reduces the run inserts after it over a network
+    /// (docs/model.md, many boards); `None`: the network's own.
+    pub algorithm: Option<AlgorithmName>,
     /// The shorthand it is written as; `None`: the generic `Kernel(...)`.
     pub written: Option<Shorthand>,
 }
@@ -96,6 +99,7 @@ impl KernelOp {
             out,
             layout: None,
             buffers: None,
+            algorithm: None,
             written: None,
         }
     }

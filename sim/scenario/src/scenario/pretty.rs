@@ -90,14 +90,18 @@ pub fn op(p: &Program, m: &Machine, o: &ProgramOp) -> Op {
             kernel,
             inputs,
             out,
-        } => kernel_op(
-            kernel,
-            inputs.iter().map(name).collect(),
-            name(out),
-            o.name,
-            layout,
-            buffers,
-        ),
+        } => {
+            let mut k = kernel_op(
+                kernel,
+                inputs.iter().map(name).collect(),
+                name(out),
+                o.name,
+                layout,
+                buffers,
+            );
+            k.set_algorithm(o.algorithm);
+            k
+        }
     }
 }
 
@@ -118,6 +122,7 @@ pub fn kernel_op(
         out,
         layout,
         buffers,
+        algorithm: None,
         written: Shorthand::named(name),
     };
     if !k.fits_shorthand() {

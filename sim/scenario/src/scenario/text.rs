@@ -96,6 +96,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Elementwise `op(a, b)`.
     Binary {
@@ -108,6 +112,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `out = a × b`.
     MatMul {
@@ -119,6 +127,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Batched `out = a × b` over the leading axes.
     BatchMatMul {
@@ -130,6 +142,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Reduces `input` along `axes` (kept with size 1 when `keep_dims`).
     ReduceAxes {
@@ -144,6 +160,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Softmax along `axis`.
     Softmax {
@@ -155,6 +175,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Layer normalisation along `axis`.
     LayerNorm {
@@ -166,6 +190,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
         #[serde(default = "default_eps")]
         eps: f64,
     },
@@ -179,6 +207,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `out = cond ? a : b` elementwise, numpy broadcasting (`cond` nonzero is true).
     Select {
@@ -191,6 +223,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `min(max(input, min), max)`.
     Clamp {
@@ -203,6 +239,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `input` where positive, else `alpha · (e^input − 1)`.
     Elu {
@@ -215,6 +255,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `input + bias`, the vector `bias` along `axis` of `input`.
     BiasAdd {
@@ -227,6 +271,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// MatMul with transposed operands and broadcast batch axes.
     GeneralMatMul {
@@ -242,6 +290,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// The same elements (row-major) in the shape `shape`.
     Reshape {
@@ -253,6 +305,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `inputs` joined along `axis`.
     Concat {
@@ -264,6 +320,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Any kernel of the kernels crate, named as it is there
     /// (`Kernel(kernel: Softmax(axis: 1), inputs: ["x"], out: "y")`): the one form every
@@ -278,6 +338,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `input` converted to the dtype of `out` (the one kernel whose operands' dtypes
     /// differ).
@@ -289,6 +353,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
 }
 
