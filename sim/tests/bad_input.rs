@@ -458,7 +458,9 @@ fn an_unknown_collective_algorithm_is_refused_at_its_place() {
     let with = |field: &str| {
         TOY.replace(
             r#"Unary(op: Relu, input: "x", out: "y"),"#,
-            &format!(r#"Relayout(tensor: "x", layout: "((2_PE, 4:8), (8:1))", out: "y", {field}),"#),
+            &format!(
+                r#"Relayout(tensor: "x", layout: "((2_PE, 4:8), (8:1))", out: "y", {field}),"#
+            ),
         )
     };
     for (name, field, col) in [
@@ -475,5 +477,9 @@ fn an_unknown_collective_algorithm_is_refused_at_its_place() {
     }
     let (_dir, s) = scenario("tree", &with(r#"algorithm: "tree""#));
     let out = mnsim(&["check", &s]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

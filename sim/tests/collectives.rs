@@ -533,7 +533,9 @@ fn the_planner_chooses_a_collective_s_algorithm_and_it_runs_faster() {
     std::fs::write(dir.path().join("bm.ron"), &text).unwrap();
     let json = mnsim_in(
         dir.path(),
-        &["plan", "bm.ron", "--plan", "auto", "--json", "--write", "chosen"],
+        &[
+            "plan", "bm.ron", "--plan", "auto", "--json", "--write", "chosen",
+        ],
     );
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let planned = v["best"]["total_cycles"].as_u64().unwrap();

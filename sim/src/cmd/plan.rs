@@ -302,7 +302,9 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
         outln!("  ${v} = {l}");
     }
     for i in &best.inserted {
-        let alg = i.algorithm.map_or_else(String::new, |a| format!(", algorithm: {:?}", a.name()));
+        let alg = i
+            .algorithm
+            .map_or_else(String::new, |a| format!(", algorithm: {:?}", a.name()));
         outln!(
             "  inserted before op {}: Relayout(tensor: {:?}, layout: {:?}{alg}),  // {} cycles",
             i.before,

@@ -68,7 +68,9 @@ impl Engine {
         let topo = &self.state.topo;
         let meet = topo.meet_above(level.index());
         let m = &self.state.machine;
-        topo.chain.get(meet).is_some_and(|&k| m.network_at(k).is_some())
+        topo.chain
+            .get(meet)
+            .is_some_and(|&k| m.network_at(k).is_some())
     }
 
     /// Reduce: combine the copies of a tensor over a level on which it is partial (or
@@ -170,7 +172,8 @@ impl Engine {
                             let m = &e.state.machine;
                             Some(net::cost(m, &e.state.topo, r, [&up, &down]))
                         };
-                        let c = net::cost(&self.state.machine, &self.state.topo, &route, [&up, &down]);
+                        let c =
+                            net::cost(&self.state.machine, &self.state.topo, &route, [&up, &down]);
                         self.cheapest(c, (&route, algorithm), cost)
                     }
                 };

@@ -10,11 +10,11 @@
 
 use super::streams::{identity, plan};
 use super::{Engine, ErrorKind, Mode, OpSettings, Partial, Resident, SimError};
-use mnsim_arch::machine::Algorithm;
 use crate::net::{self, Again, Cost, Dir, DramSpec, PeFact, Route, StageSpec};
 use crate::program::TensorId;
 use mnsim_arch::layout::Class;
 use mnsim_arch::machine::AddrLevel;
+use mnsim_arch::machine::Algorithm;
 use mnsim_arch::{TensorLayout, XlaLayout};
 use mnsim_reports::OpReport;
 

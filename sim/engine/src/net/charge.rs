@@ -121,10 +121,9 @@ impl OnNetwork<'_> {
             (NetCollective::AllReduce, Dir::Up) => run(Collective::AllReduce, x.max_child)[0],
             (NetCollective::AllReduce, Dir::Down) => run(Collective::AllReduce, x.max_child)[1],
             (NetCollective::AllGather, Dir::Up) => Phase::default(),
-            (NetCollective::AllGather, Dir::Down) => run(
-                Collective::AllGather,
-                x.max_child.div_ceil(children.max(1)),
-            )[0],
+            (NetCollective::AllGather, Dir::Down) => {
+                run(Collective::AllGather, x.max_child.div_ceil(children.max(1)))[0]
+            }
         }
     }
 }

@@ -8,8 +8,8 @@ use super::{
     hand_plan_names, search,
 };
 use crate::program::{EntityRef as _, LayoutRef, OpKind};
-use mnsim_arch::machine::Algorithm;
 use crate::scenario::{self, PlanValue, Resolved, Scenario, Source};
+use mnsim_arch::machine::Algorithm;
 use mnsim_reports::Objective;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

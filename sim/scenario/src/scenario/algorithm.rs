@@ -42,7 +42,9 @@ fn expected() -> String {
     let names: Vec<String> = (Algorithm::ALL.iter())
         .map(|a| format!("{:?}", a.name()))
         .collect();
-    let (last, rest) = names.split_last().map_or(("", &[][..]), |(l, r)| (l.as_str(), r));
+    let (last, rest) = names
+        .split_last()
+        .map_or(("", &[][..]), |(l, r)| (l.as_str(), r));
     format!(
         "an op's collective algorithm is {} or {last}, a string (unset: the network's own)",
         rest.join(", ")
@@ -70,10 +72,7 @@ mod tests {
     fn anything_else_is_refused_naming_the_three() {
         for bad in ["\"mesh\"", "\"Tree\"", "Tree", "2", "\"\""] {
             let e = read(bad).unwrap_err();
-            assert!(
-                e.contains(r#""ring", "tree" or "direct""#),
-                "{bad}: {e}"
-            );
+            assert!(e.contains(r#""ring", "tree" or "direct""#), "{bad}: {e}");
         }
     }
 }

@@ -6,9 +6,9 @@
 //! `shorthand.rs`; what is asked of an op (its inputs, output, layout, class) is
 //! `op_fields.rs`.
 
-use super::{AlgorithmName, Buffers};
 use super::shorthand::Shorthand;
 use super::text::OpText;
+use super::{AlgorithmName, Buffers};
 use crate::program::ReduceOp;
 use serde::{Deserialize, Serialize};
 

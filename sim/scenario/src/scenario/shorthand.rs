@@ -6,9 +6,9 @@
 //! its reduction with the tree Reduce's `ReduceOp`), `Concat` (a list of inputs, whose
 //! length is the kernel's) and `Cast` (a `Copy` into another dtype).
 
-use super::{AlgorithmName, Buffers};
 use super::op::{KernelOp, Op};
 use super::text::OpText;
+use super::{AlgorithmName, Buffers};
 use crate::program::ReduceOp;
 use mnsim_kernels::{Kernel, ReduceKind, UnaryOp};
 
