@@ -394,7 +394,12 @@ pub fn plan_with(
     })?;
     // The search passes are the same whatever the objective: every objective confirms
     // the same assignments, each ranking them its own way.
-    let found = passes::search(&mut model, &hands, opts, started, progress);
+    let (mut found, starts) = passes::search(&mut model, &hands, opts, started, progress);
+    if let Some(spread) =
+        passes::spread_pass(&mut model, (&starts, &found), opts, started, progress)
+    {
+        found = passes::joined(found, spread);
+    }
     model.objective = opts.objective;
     let (best, last_error) =
         passes::confirm(&mut model, &res, (&found.best, &hands.seeds), opts, started);

@@ -167,6 +167,22 @@ pub(super) fn starts(
     starts
 }
 
+/// `best` (a search's best, best first) with the improving stream variant of each that
+/// runs ([`streamed_variant`]), best first.
+fn with_stream_variants(model: &mut Model, best: &mut Vec<search::Found>) {
+    let mut variants: Vec<search::Found> = Vec::new();
+    for f in best.iter() {
+        if f.eval.failure.is_none()
+            && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
+            && !best.iter().chain(&variants).any(|g| g.pick == pick)
+        {
+            variants.push(search::Found { pick, eval });
+        }
+    }
+    best.extend(variants);
+    best.sort_by_key(|f| f.eval.key());
+}
+
 /// The objectives the search passes minimise, in order, whatever the plan's objective:
 /// so every objective confirms the same assignments and ranks them its own way, and the
 /// plan chosen for one is never worse by it than the plan another would choose.
@@ -181,14 +197,14 @@ const PASS_SIXTHS: [u32; 3] = [4, 1, 1];
 /// The search from `starts`, within what is left of the limits (less the confirming
 /// runs), once per objective of [`PASSES`] (each pass also from the best of the passes
 /// before it, on the model's memos), and the stream variants of each pass's best: each
-/// pass's best first, in pass order.
+/// pass's best first, in pass order; and the first pass's starts.
 pub(super) fn search(
     model: &mut Model,
     hands: &Hands,
     opts: &PlanOptions,
     started: Instant,
     progress: &mut dyn FnMut(u64, u64),
-) -> search::Searched {
+) -> (search::Searched, Vec<Vec<LayoutId>>) {
     let top = opts.search.top.max(1) + hands.seeds.len();
     // The confirming runs after the search: as long as a hand plan's run each, for every
     // pass's best and the seeds.
@@ -197,6 +213,7 @@ pub(super) fn search(
         .saturating_mul((PASSES.len() * top + hands.seeds.len()) as u32);
     let mut all: Option<search::Searched> = None;
     let mut before_best: Vec<Vec<LayoutId>> = Vec::new();
+    let mut first_starts: Vec<Vec<LayoutId>> = Vec::new();
     let (mut done, mut planned) = (0u64, 0u64);
     for (pass, &objective) in PASSES.iter().enumerate() {
         model.objective = objective;
@@ -211,6 +228,9 @@ pub(super) fn search(
         // The pass's own starts (ranked by its objective), then the best of the passes
         // before it.
         let mut from = starts(model, &hands.seeds, &popts, started);
+        if pass == 0 {
+            first_starts = from.clone();
+        }
         for p in &before_best {
             if !from.contains(p) {
                 from.push(p.clone());
@@ -231,17 +251,7 @@ pub(super) fn search(
         planned += model.evaluated - before;
         // The pass's best streamed too (a layout it reached by moves, not a start): an
         // improving variant is confirmed first.
-        let mut variants: Vec<search::Found> = Vec::new();
-        for f in &found.best {
-            if f.eval.failure.is_none()
-                && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
-                && !found.best.iter().chain(&variants).any(|g| g.pick == pick)
-            {
-                variants.push(search::Found { pick, eval });
-            }
-        }
-        found.best.extend(variants);
-        found.best.sort_by_key(|f| f.eval.key());
+        with_stream_variants(model, &mut found.best);
         for f in &found.best {
             if !before_best.contains(&f.pick) {
                 before_best.push(f.pick.clone());
@@ -252,12 +262,80 @@ pub(super) fn search(
             Some(a) => joined(a, found),
         });
     }
-    all.expect("at least one pass")
+    (all.expect("at least one pass"), first_starts)
+}
+
+/// The share of the work budget of a block's spread pass ([`spread_pass`]), against the
+/// cycles pass's whole budget: a half.
+const SPREAD_PASS_SHARE: u64 = 2;
+
+/// A block's spread pass (docs/planner.md, spread starts): the best plans `found` so far
+/// (and the seeds) spread whole over each level of the board ([`super::spread::spread_over`]),
+/// then searched from with cycles as the objective, on a share of the work budget of its
+/// own ([`SPREAD_PASS_SHARE`]). The pass runs after the others so that it cannot change
+/// what they find: its plans join theirs only where its best beats their best by the
+/// model's cycles, and the confirming runs choose among them all. `None` where the pass
+/// finds nothing better (the model is left as it was) or does not apply (a whole model,
+/// whose starts spread already).
+pub(super) fn spread_pass(
+    model: &mut Model,
+    (starts, found): (&[Vec<LayoutId>], &search::Searched),
+    opts: &PlanOptions,
+    started: Instant,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Option<search::Searched> {
+    let levels = super::spread::block_levels(model);
+    if levels.is_empty() {
+        return None;
+    }
+    let deadline = (opts.search.time_limit).and_then(|t| started.checked_add(t));
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return None;
+    }
+    let objective = model.objective;
+    let was = model.chain_inserts();
+    model.objective = Objective::Cycles;
+    // The plan to beat: the best by cycles of what the passes found, as the model scores
+    // it now.
+    let searched: Vec<Vec<LayoutId>> = found.best.iter().map(|f| f.pick.clone()).collect();
+    let bar = (starts.iter().chain(&searched))
+        .map(|p| model.evaluate(p))
+        .filter(|e| e.failure.is_none())
+        .map(|e| e.key())
+        .min();
+    let mut late = |_: &Model| deadline.is_some_and(|d| Instant::now() >= d);
+    // Spread from the starts (before the search's moves) and from the search's best.
+    let mut spread = super::spread::spread_over(model, starts, (&levels, false), &mut late);
+    for p in super::spread::spread_over(model, &searched, (&levels, false), &mut late) {
+        if !spread.contains(&p) {
+            spread.push(p);
+        }
+    }
+    let mut out = None;
+    if !spread.is_empty() {
+        let mut sopts = opts.search.clone();
+        sopts.top = opts.search.top.max(1);
+        sopts.work_limit = (opts.search.work_limit).map(|w| w / SPREAD_PASS_SHARE);
+        sopts.time_limit = (opts.search.time_limit)
+            .map(|t| t.saturating_sub(started.elapsed()) / SPREAD_PASS_SHARE as u32);
+        let mut searched = search::search(model, &spread, &sopts, progress);
+        with_stream_variants(model, &mut searched.best);
+        let wins = (searched.best.first())
+            .is_some_and(|b| b.eval.failure.is_none() && bar.is_none_or(|k| b.eval.key() < k));
+        if wins {
+            out = Some(searched);
+        }
+    }
+    if out.is_none() {
+        model.set_chain_inserts(was);
+    }
+    model.objective = objective;
+    out
 }
 
 /// Two passes of the search as one: the first's method and space, both passes' best
 /// (the first's first, an assignment once), evaluations, time and candidates tried.
-fn joined(mut a: search::Searched, b: search::Searched) -> search::Searched {
+pub(super) fn joined(mut a: search::Searched, b: search::Searched) -> search::Searched {
     for f in b.best {
         if !a.best.iter().any(|g| g.pick == f.pick) {
             a.best.push(f);

@@ -63,7 +63,7 @@ pub fn joined_levels(m: &Machine) -> Levels {
 }
 
 /// Levels to spread over, in order, with their fan-outs.
-type Levels = Vec<(String, u64)>;
+pub type Levels = Vec<(String, u64)>;
 
 /// A rule that spreads a plan over one level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,13 +89,41 @@ pub(super) fn spread_starts(
     let m = &model.resolved().machine;
     // Over a board's own levels only for a whole model (WHOLE_MODEL_OPS ops or more),
     // whose search ends its budget inside its first round of moves; on a block the search
-    // moves chains itself, and a spread start can draw its descent to a worse end
-    // (docs/planner.md, spread starts).
-    let levels = if model.resolved().program.ops.len() >= WHOLE_MODEL_OPS {
+    // moves chains itself, and a spread start can draw its descent to a worse end, so a
+    // block's own levels spread in a pass of their own after the search
+    // ([`block_levels`]; docs/planner.md, spread starts).
+    let levels = if is_whole_model(model) {
         spread_levels(m)
     } else {
         joined_levels(m)
     };
+    spread_over(model, starts, (&levels, true), stop)
+}
+
+/// Whether `model`'s program is a whole model ([`WHOLE_MODEL_OPS`] ops or more).
+fn is_whole_model(model: &Model) -> bool {
+    model.resolved().program.ops.len() >= WHOLE_MODEL_OPS
+}
+
+/// The levels a block's spread pass spreads over (every level [`spread_levels`] gives),
+/// or none for a whole model, whose starts spread over all of them already, and for a
+/// machine of one position per level.
+pub(super) fn block_levels(model: &Model) -> Levels {
+    if is_whole_model(model) {
+        return Levels::new();
+    }
+    spread_levels(&model.resolved().machine)
+}
+
+/// [`spread_starts`] over the given `levels` (root-most first); with `beat`, only the
+/// spread plans that beat the best start, else the best spread plans whatever (a pass of
+/// their own searches from them).
+pub(super) fn spread_over(
+    model: &mut Model,
+    starts: &[Vec<LayoutId>],
+    (levels, beat): (&Levels, bool),
+    stop: &mut dyn FnMut(&Model) -> bool,
+) -> Vec<Vec<LayoutId>> {
     if levels.is_empty() || starts.is_empty() {
         return Vec::new();
     }
@@ -111,9 +139,9 @@ pub(super) fn spread_starts(
     // Every order from the best starts; on many boards also the boards last from the best.
     let mut orders: Vec<(&Levels, Key, &Vec<LayoutId>)> = (scored.iter())
         .take(SPREAD_FROM)
-        .map(|&(key, start)| (&levels, key, start))
+        .map(|&(key, start)| (levels, key, start))
         .collect();
-    let last = boards_last(&levels, &model.resolved().machine);
+    let last = boards_last(levels, &model.resolved().machine);
     if let (Some(last), Some(&(key, start))) = (last.as_ref(), scored.first()) {
         orders.push((last, key, start));
     }
@@ -153,7 +181,7 @@ pub(super) fn spread_starts(
     found.sort_by_key(|a| a.0);
     found.dedup_by(|a, b| a.1 == b.1);
     let out: Vec<Vec<LayoutId>> = (found.into_iter())
-        .filter(|(k, _)| bar.is_some_and(|b| *k < b))
+        .filter(|(k, _)| !beat || bar.is_some_and(|b| *k < b))
         .take(SPREAD_STARTS)
         .map(|(_, p)| p)
         .collect();
