@@ -177,6 +177,12 @@ pub struct OpReport {
     pub work_cycles: u64,
     /// The stage that set the op's time (`L1B down distribute`, `DRAM`, `compute`).
     pub bottleneck: String,
+    /// The algorithm of the collective the op ran over a network between boards
+    /// (`ring`, `tree`, `direct`; docs/model.md, many boards), or, over networks that
+    /// ran different ones, each with its level (`ring (Node), direct (Zone)`); absent
+    /// when it crossed no network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
     /// The op's pipelined stages.
     pub stages: Vec<StageReport>,
     /// When the PEs' data became ready, over the PEs (`null` when the op readies no data).
@@ -348,11 +354,12 @@ impl StageReport {
 
 impl OpReport {
     /// The op's name as reports show it: `Transpose (view)` for a view.
+    /// An op that ran a collective over a network says its algorithm: `Reduce (tree)`.
     pub fn label(&self) -> String {
-        if self.view {
-            format!("{} (view)", self.op)
-        } else {
-            self.op.clone()
+        match (&self.algorithm, self.view) {
+            (_, true) => format!("{} (view)", self.op),
+            (Some(a), false) => format!("{} ({a})", self.op),
+            (None, false) => self.op.clone(),
         }
     }
 

@@ -98,7 +98,7 @@ fn every_graph_over_twice_its_bound_says_why() {
         );
     }
     // The path's latency dominates a tiny graph: each op pays it in turn.
-    let a = &named["lnorm_gelu"];
+    let a = &named["softmax_post_ops_unary_fusion"];
     assert!(a.detail.contains("latency-bound"), "{}", a.detail);
 }
 

@@ -450,3 +450,36 @@ fn a_time_limit_beyond_the_clock_is_refused_not_a_panic() {
         fails_with(&out, &["--time-limit must be a positive number of seconds"]);
     }
 }
+
+/// An op's `algorithm:` that names no collective algorithm is refused at its place,
+/// naming the three; so is one written as an identifier instead of a string.
+#[test]
+fn an_unknown_collective_algorithm_is_refused_at_its_place() {
+    let with = |field: &str| {
+        TOY.replace(
+            r#"Unary(op: Relu, input: "x", out: "y"),"#,
+            &format!(
+                r#"Relayout(tensor: "x", layout: "((2_PE, 4:8), (8:1))", out: "y", {field}),"#
+            ),
+        )
+    };
+    for (name, field, col) in [
+        ("mesh", r#"algorithm: "mesh""#, ":11:85:"),
+        ("ident", "algorithm: Tree", ":11:8"),
+    ] {
+        let (_dir, s) = scenario(name, &with(field));
+        for cmd in ["check", "run"] {
+            fails_with(
+                &mnsim(&[cmd, &s]),
+                &[col, r#"collective algorithm is "ring", "tree" or "direct""#],
+            );
+        }
+    }
+    let (_dir, s) = scenario("tree", &with(r#"algorithm: "tree""#));
+    let out = mnsim(&["check", &s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

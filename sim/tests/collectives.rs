@@ -221,22 +221,48 @@ fn op<'a>(r: &'a Report, name: &str) -> &'a OpReport {
     r.ops.iter().find(|o| o.op == name).expect("the op")
 }
 
-/// The Reduce over Board of an f32[4·rows, cols] on every board, alone.
-fn all_reduce_run(machine: &str, rows: u64, cols: u64, algorithm: Option<&str>) -> u64 {
+/// The op's own `algorithm:` field, `own` when given.
+fn own_field(own: Option<&str>) -> String {
+    own.map(|a| format!(", algorithm: {a:?}"))
+        .unwrap_or_default()
+}
+
+/// The op `name` of a run, its cycles alone and the algorithm its report names.
+fn alone(r: &Report, name: &str) -> (u64, Option<String>) {
+    let o = op(r, name);
+    (o.work_cycles, o.algorithm.clone())
+}
+
+/// The Reduce over Board of an f32[4·rows, cols] on every board, alone, the knob at
+/// `algorithm` and the op's own at `own` (each `None` when not given): its cycles and
+/// the algorithm its report names.
+fn all_reduce_run(
+    machine: &str,
+    (rows, cols): (u64, u64),
+    algorithm: Option<&str>,
+    own: Option<&str>,
+) -> (u64, Option<String>) {
     let tensors = format!(
         r#""x": (dtype: F32, shape: "f32[{},{cols}]", init: Random(seed: 1))"#,
         4 * rows
     );
     let program = format!(
         r#"Load(tensor: "x", layout: "((4_PE, {rows}:{cols}), ({cols}:1))"),
-        Reduce(tensor: "x", level: "Board", op: Add),"#
+        Reduce(tensor: "x", level: "Board", op: Add{}),"#,
+        own_field(own)
     );
-    op(&run(machine, &tensors, &program, algorithm), "Reduce").work_cycles
+    alone(&run(machine, &tensors, &program, algorithm), "Reduce")
 }
 
 /// The Relayout of an f32[p·4·rows, cols] split over the p boards onto every board
-/// (replicated over Board), alone: an all-gather.
-fn all_gather_run(machine: &str, p: u64, rows: u64, cols: u64, algorithm: Option<&str>) -> u64 {
+/// (replicated over Board), alone: an all-gather; the knob and the op's own algorithm as
+/// in [`all_reduce_run`].
+fn all_gather_run(
+    machine: &str,
+    (p, rows, cols): (u64, u64, u64),
+    algorithm: Option<&str>,
+    own: Option<&str>,
+) -> (u64, Option<String>) {
     let tensors = format!(
         r#""x": (dtype: F32, shape: "f32[{r},{cols}]", init: Random(seed: 1)),
         "y": (dtype: F32, shape: "f32[{r},{cols}]")"#,
@@ -244,40 +270,54 @@ fn all_gather_run(machine: &str, p: u64, rows: u64, cols: u64, algorithm: Option
     );
     let program = format!(
         r#"Load(tensor: "x", layout: "(({p}_Board, 4_PE, {rows}:{cols}), ({cols}:1))"),
-        Relayout(tensor: "x", layout: "((4_PE, {pr}:{cols}), ({cols}:1))", out: "y"),"#,
-        pr = p * rows
+        Relayout(tensor: "x", layout: "((4_PE, {pr}:{cols}), ({cols}:1))", out: "y"{own}),"#,
+        pr = p * rows,
+        own = own_field(own)
     );
-    op(&run(machine, &tensors, &program, algorithm), "Relayout").work_cycles
+    alone(&run(machine, &tensors, &program, algorithm), "Relayout")
 }
 
 /// Alone, a Reduce over boards (an all-reduce) and a Relayout from a `_Board` split onto
 /// every board (an all-gather) take the closed form, under each algorithm the knob
-/// chooses and the default: random boards, topologies, sizes, rates and latencies.
+/// chooses and the default, and under each algorithm the op names itself (which the knob
+/// does not change): random boards, topologies, sizes, rates and latencies. The report
+/// names the algorithm that ran.
 #[test]
 fn reduces_and_gathers_over_boards_take_the_closed_form() {
     let mut rng = Rng(41);
-    for case in 0..24 {
+    let choices = [None, Some("ring"), Some("tree"), Some("direct")];
+    let mut owned = [0; 3];
+    for case in 0..36 {
         let p = 2 + rng.below(31);
         let t = TOPOLOGIES[rng.below(3) as usize];
-        let a = [None, Some("ring"), Some("tree"), Some("direct")][rng.below(4) as usize];
+        let a = choices[rng.below(4) as usize];
+        let own = choices[rng.below(4) as usize];
         let rate = [0.5, 3.0, 15.75, 42.0, 100.0][rng.below(5) as usize];
         let alpha = rng.below(3000);
         let (rows, cols) = (1 + rng.below(16), 1 + rng.below(200));
-        let alg = a.unwrap_or(default_of(t));
+        let alg = own.or(a).unwrap_or(default_of(t));
+        if let Some(o) = own {
+            owned[ALGORITHMS.iter().position(|x| *x == o).unwrap()] += 1;
+        }
         let m = network_machine(p, t, rate, alpha);
-        let what = format!("case {case}: {p} boards, {t}, {a:?}, {rows}x{cols}, {rate}, {alpha}");
+        let what = format!(
+            "case {case}: {p} boards, {t}, knob {a:?}, op {own:?}, {rows}x{cols}, {rate}, {alpha}"
+        );
         let n = 4 * rows * cols * 4;
+        let named = Some(alg.to_string());
         assert_eq!(
-            all_reduce_run(&m, rows, cols, a),
-            all_reduce_form(t, alg, n, p, rate, alpha),
+            all_reduce_run(&m, (rows, cols), a, own),
+            (all_reduce_form(t, alg, n, p, rate, alpha), named.clone()),
             "all-reduce {what}"
         );
         assert_eq!(
-            all_gather_run(&m, p, rows, cols, a),
-            gather_form(t, alg, n, p, rate, alpha),
+            all_gather_run(&m, (p, rows, cols), a, own),
+            (gather_form(t, alg, n, p, rate, alpha), named),
             "all-gather {what}"
         );
     }
+    // Every algorithm was named by an op some time.
+    assert!(owned.iter().all(|&k| k > 0), "{owned:?}");
 }
 
 /// Issue 41's target: an all-reduce of 64 MiB over 4 and 32 boards, under each
@@ -292,12 +332,12 @@ fn an_all_reduce_of_64_mib_over_4_and_32_boards_under_each_algorithm() {
         for t in TOPOLOGIES {
             let m = network_machine(p, t, 15.75, 1000);
             for a in ALGORITHMS {
-                let got = all_reduce_run(&m, rows, cols, Some(a));
-                assert_eq!(
-                    got,
-                    all_reduce_form(t, a, n, p, 15.75, 1000),
-                    "{p} boards, {t}, {a}"
-                );
+                // Chosen by the knob, and named by the op itself.
+                let (got, _) = all_reduce_run(&m, (rows, cols), Some(a), None);
+                let form = all_reduce_form(t, a, n, p, 15.75, 1000);
+                assert_eq!(got, form, "{p} boards, {t}, {a} by the knob");
+                let by_op = all_reduce_run(&m, (rows, cols), None, Some(a));
+                assert_eq!(by_op, (form, Some(a.to_string())), "{p} boards, {t}, {a}");
                 seen.push(got);
             }
         }
@@ -436,4 +476,94 @@ fn no_run_over_boards_beats_its_bound() {
             "case {case}: the all-reduce's bytes on the network bound the Reduce"
         );
     }
+}
+
+/// `mnsim` with `args` in folder `dir`: its stdout, the run having succeeded.
+fn mnsim_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The total cycles of `run --json` of a plan of `file` in `dir`.
+fn run_cycles(dir: &std::path::Path, file: &str, plan: &str) -> u64 {
+    let text = mnsim_in(dir, &["run", file, "--plan", plan, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let r = if v.is_array() { &v[0] } else { &v };
+    r["total_cycles"].as_u64().unwrap()
+}
+
+/// The planner chooses each collective's algorithm (docs/planner.md, collectives): on
+/// mn3_node with its boards on a ring, the split-K matmul of `boards_matmul.ron` ends in
+/// an all-reduce over the 4 boards, whose default (the ring's: ring, 3 steps) loses to
+/// direct (2 steps of the same bytes a link). `plan` names direct on the MatMul (whose
+/// tree Reduce it is), `--write` writes it there, and the written plan runs in the
+/// planned cycles, faster than the same plan forced to the default, from real runs.
+#[test]
+fn the_planner_chooses_a_collective_s_algorithm_and_it_runs_faster() {
+    let dir = common::tmp::tempdir("collalg");
+    let machine = mnsim_arch::preset_source("mn3_node")
+        .unwrap()
+        .replace("topology: Switch", "topology: Ring");
+    std::fs::write(dir.path().join("mn3_ring.ron"), machine).unwrap();
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/boards_matmul.ron"),
+    )
+    .unwrap()
+    .replace("Preset(\"mn3_node\")", "File(\"mn3_ring.ron\")")
+    .replace("mode: Functional", "mode: Timing")
+    .replace(
+        "    plans: {",
+        r#"    plans: {
+        "auto": {
+            "a":  "((16_MAB, 4:32), (4_Board, 32:1, 2_W))",
+            "b":  "((4_Board, 4_PE, 16:8), (16_L2B, 8_L1B, 8:1, 2_W))",
+            "c":  "((16_MAB, 4:8), (16_L2B, 8_L1B, 8:1, 2_W))",
+            "cg": Any,
+        },"#,
+    );
+    std::fs::write(dir.path().join("bm.ron"), &text).unwrap();
+    let json = mnsim_in(
+        dir.path(),
+        &[
+            "plan", "bm.ron", "--plan", "auto", "--json", "--write", "chosen",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let planned = v["best"]["total_cycles"].as_u64().unwrap();
+    assert_eq!(
+        v["best"]["algorithms"],
+        serde_json::json!([{"op": 2, "algorithm": "direct", "networks_own": false}]),
+        "{json}"
+    );
+    let written = std::fs::read_to_string(dir.path().join("bm.ron")).unwrap();
+    assert!(
+        written.contains(r#"MatMul(a: "a", b: "b", out: "c", layout: "$c", algorithm: "direct"),"#),
+        "{written}"
+    );
+    // The written plan runs in the planned cycles; the tree Reduce ran direct.
+    assert_eq!(run_cycles(dir.path(), "bm.ron", "chosen"), planned);
+    // The same plan with the network's default (ring), named or not: slower.
+    let forced = written.replace(r#"algorithm: "direct""#, r#"algorithm: "ring""#);
+    std::fs::write(dir.path().join("ring.ron"), &forced).unwrap();
+    let unnamed = written.replace(r#", algorithm: "direct""#, "");
+    std::fs::write(dir.path().join("default.ron"), &unnamed).unwrap();
+    let ring = run_cycles(dir.path(), "ring.ron", "chosen");
+    assert_eq!(run_cycles(dir.path(), "default.ron", "chosen"), ring);
+    assert!(planned < ring, "planned {planned} against ring {ring}");
+    // By exactly the closed forms' difference (the Reduce is on the critical path): the
+    // all-reduce of c's 512 KiB partial on each board, direct against ring over 4 boards
+    // on a ring at 15.75 B/cycle, 1,000 cycles a hop.
+    let n = 64 * 2048 * 4;
+    let gain = all_reduce_form("Ring", "ring", n, 4, 15.75, 1000)
+        - all_reduce_form("Ring", "direct", n, 4, 15.75, 1000);
+    assert_eq!(ring - planned, gain);
 }

@@ -73,7 +73,11 @@ fn a_gemm_from_nothing_runs_near_what_the_machine_allows() {
 fn a_matmul_and_softmax_from_nothing_runs_near_what_the_machine_allows() {
     let o = plan_study("matmul_softmax_from_nothing.ron");
     let b = &o.best[0];
-    assert!(b.inserted.is_empty(), "{:?}", b.inserted);
+    // A block's spread pass (docs/planner.md) lays the scores out for the MatMul and
+    // relayouts them once for the Softmax: at most that one Relayout, inside the total.
+    assert!(b.inserted.len() <= 1, "{:?}", b.inserted);
+    let relayouts: u64 = b.inserted.iter().map(|i| i.cycles).sum();
+    assert!(relayouts < b.total_cycles, "{:?}", b.inserted);
     assert_eq!(b.layouts.len(), 4);
     let floor = replicated_floor(8 << 20, 8 << 20);
     assert_eq!(o.bound_cycles, floor);

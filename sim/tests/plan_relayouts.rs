@@ -4,7 +4,7 @@
 
 mod common;
 
-use mnsim_sim::plan::write::{AddPlanError, add_ops};
+use mnsim_sim::plan::write::{AddPlanError, add_fields, add_ops};
 use mnsim_sim::scenario::{self, Mode, Op};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +37,29 @@ const TEXT: &str = r#"Scenario(
 )
 "#;
 
+/// A plan's algorithm goes last into the op it names, whatever the op's text ends with,
+/// and nothing else moves (docs/planner.md, collectives).
+#[test]
+fn fields_go_last_into_the_op_at_their_index() {
+    let field = r#"algorithm: "tree""#.to_string();
+    let out = add_fields(TEXT, &[(1, field.clone())]).unwrap();
+    assert_eq!(
+        out,
+        TEXT.replace(
+            r#"Store(tensor: "x"),"#,
+            r#"Store(tensor: "x", algorithm: "tree"),"#
+        )
+    );
+    let comma = TEXT.replace(r#"Store(tensor: "x"),"#, "Store(tensor: \"x\",\n        ),");
+    let out = add_fields(&comma, &[(1, field.clone())]).unwrap();
+    assert!(
+        out.contains("Store(tensor: \"x\", algorithm: \"tree\"\n        ),"),
+        "{out}"
+    );
+    assert_eq!(add_fields(TEXT, &[(2, field)]), Err(AddPlanError::NoOp(2)));
+    assert_eq!(add_fields(TEXT, &[]).unwrap(), TEXT);
+}
+
 #[test]
 fn ops_go_before_the_op_at_their_index_and_nothing_else_moves() {
     let relayout = |l: &str| Op::Relayout {
@@ -44,6 +67,7 @@ fn ops_go_before_the_op_at_their_index_and_nothing_else_moves() {
         layout: l.into(),
         out: None,
         buffers: None,
+        algorithm: None,
     };
     let a = scenario::pretty::op_text(&relayout("((4_MAB:1, 16_PE:1))"));
     let b = scenario::pretty::op_text(&relayout("((64_PE:1))"));
@@ -174,6 +198,7 @@ fn inserted_ops_keep_every_op_in_its_place() {
         layout: "((64_PE:1))".into(),
         out: None,
         buffers: None,
+        algorithm: None,
     };
     sc.insert_ops(vec![(1, relayout.clone()), (0, relayout)]);
     // Before op 0: layer 0's run is ops 0..=1; before the Store: layer 1's is 2..=3.

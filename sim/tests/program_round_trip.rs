@@ -110,3 +110,42 @@ fn every_imported_graph_prints_parses_and_lowers_to_the_same_program() {
         "{graphs} graphs, {kernels} kernel ops"
     );
 }
+
+/// An op's own collective algorithm (`algorithm: "tree"`, docs/scenarios.md) is lowered
+/// into the program, printed back and parsed to the same program, on a Relayout, a
+/// Broadcast and a Reduce over boards.
+#[test]
+fn an_op_s_collective_algorithm_round_trips() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/boards_matmul.ron");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text
+        .replace(
+            r#"Relayout(tensor: "c", layout: "$cg", out: "cg"),"#,
+            r#"Reduce(tensor: "c", level: "Board", algorithm: "ring"),
+        Relayout(tensor: "c", layout: "$cg", out: "cg", algorithm: "tree"),
+        Broadcast(tensor: "cg", layout: "$cg", algorithm: "direct"),"#,
+        )
+        .replace("auto_reduce: true,", "");
+    let sc = scenario::parse(&text, "algorithms.ron").unwrap();
+    let src = Source {
+        path: "algorithms.ron".into(),
+        text: text.clone(),
+    };
+    assert!(round_trip("algorithms.ron", &sc, &src, &BTreeMap::new()) > 0);
+    let res = scenario::resolve(&sc, &src, Some("split_k"), &[], &BTreeMap::new()).unwrap();
+    let named: Vec<(&str, Option<&str>)> = (res.program.ops.values())
+        .map(|o| (o.name, o.algorithm.map(|a| a.name())))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("Load", None),
+            ("Load", None),
+            ("MatMul", None),
+            ("Reduce", Some("ring")),
+            ("Relayout", Some("tree")),
+            ("Broadcast", Some("direct")),
+            ("Store", None),
+        ]
+    );
+}

@@ -69,6 +69,7 @@ fn spec_example_loads_as_written() {
             out: "h".into(),
             layout: None,
             buffers: None,
+            algorithm: None,
             written: Some(Shorthand::Unary),
         })
     );

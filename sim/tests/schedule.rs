@@ -140,7 +140,7 @@ fn run(steps: &[Step], time: bool, mode: Mode, schedule: Schedule) -> Option<Eng
             Step::Load(t, l, b) => {
                 let s = OpSettings {
                     buffers: *b,
-                    legality: None,
+                    ..OpSettings::default()
                 };
                 e.op(s).load(tid(*t), ls[*l].clone()).is_ok()
             }

@@ -50,6 +50,12 @@ impl Algorithm {
         }
     }
 
+    /// The algorithm named `name` exactly as [`Algorithm::name`] writes it (`ring`,
+    /// `tree`, `direct`): what a scenario's op names (`algorithm: "tree"`).
+    pub fn named(name: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.name() == name)
+    }
+
     /// The knob value a name stands for (`default`, `ring`, `tree`, `direct`, any case).
     pub fn code_of_name(name: &str) -> Option<u64> {
         match name.trim().to_ascii_lowercase().as_str() {
@@ -323,5 +329,10 @@ mod tests {
         assert_eq!(Algorithm::from_code(4), None);
         assert_eq!(Algorithm::code_of_name("Tree"), Some(2));
         assert_eq!(Algorithm::code_of_name("mesh"), None);
+        for a in Algorithm::ALL {
+            assert_eq!(Algorithm::named(a.name()), Some(a));
+        }
+        assert_eq!(Algorithm::named("Tree"), None);
+        assert_eq!(Algorithm::named("default"), None);
     }
 }

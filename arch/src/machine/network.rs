@@ -44,7 +44,6 @@ impl Topology {
         .max(1)
     }
 
-    /// Hops from a child to the farthest other child (at least 1).
     /// The algorithm its collectives run unless the machine names one: ring on a ring,
     /// direct on a switch and fully connected (one step; the fewest latencies, and on a
     /// switch the same bytes over the one link as a ring).
@@ -55,6 +54,7 @@ impl Topology {
         }
     }
 
+    /// Hops from a child to the farthest other child (at least 1).
     pub fn diameter(self, children: u64) -> u64 {
         match self {
             Topology::Ring => children / 2,
@@ -144,9 +144,20 @@ impl Network {
     /// reduce-scatter), the whole vector on each child (all-reduce) or the root's data
     /// (broadcast).
     pub fn collective(&self, c: Collective, bytes: u64, children: u64) -> Vec<Phase> {
+        self.collective_by(self.algorithm(), c, bytes, children)
+    }
+
+    /// [`Network::collective`] run as `algorithm` (an op's own choice, docs/model.md).
+    pub fn collective_by(
+        &self,
+        algorithm: Algorithm,
+        c: Collective,
+        bytes: u64,
+        children: u64,
+    ) -> Vec<Phase> {
         collective(
             self.topology,
-            self.algorithm(),
+            algorithm,
             c,
             bytes,
             children,

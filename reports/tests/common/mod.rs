@@ -59,6 +59,7 @@ pub fn op(
         exposed_cycles: cycles,
         work_cycles: cycles,
         bottleneck: bottleneck.into(),
+        algorithm: None,
         stages,
         ready_cycles: ready.then(|| Percentiles {
             p50: end - cycles / 10,

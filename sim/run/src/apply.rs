@@ -47,6 +47,7 @@ pub fn apply(
     let s = OpSettings {
         buffers: o.buffers,
         legality,
+        algorithm: o.algorithm,
     };
     match &o.kind {
         OpKind::Load { tensor } => {
@@ -141,7 +142,7 @@ pub fn apply(
             if let Some(comb) = comb {
                 let levels = eng.partial_levels(*out);
                 let first = eng.rec.ops.len();
-                eng.reduce_partials(*out, comb)?;
+                eng.reduce_partials(*out, comb, o.algorithm)?;
                 return Ok(Applied {
                     reduces: Some((first, levels)),
                 });

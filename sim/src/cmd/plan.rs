@@ -136,25 +136,41 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
     let ins = |p: &Planned| -> Vec<Value> {
         p.inserted
             .iter()
-            .map(|i| json!({"before_op": i.before, "op": "Relayout", "tensor": i.tensor_name, "layout": i.layout, "cycles": i.cycles}))
+            .map(|i| {
+                let mut v = json!({"before_op": i.before, "op": "Relayout", "tensor": i.tensor_name, "layout": i.layout, "cycles": i.cycles});
+                if let Some(a) = i.algorithm {
+                    v["algorithm"] = json!(a.name());
+                }
+                v
+            })
             .collect()
+    };
+    // The algorithms chosen for the program's collectives over networks, when it runs
+    // any (a plan of one board has none, and no such key).
+    let with_algs = |mut v: Value, p: &Planned| -> Value {
+        if !p.algorithms.is_empty() {
+            v["algorithms"] = (p.algorithms.iter())
+                .map(|c| json!({"op": c.op, "algorithm": c.algorithm.name(), "networks_own": c.networks_own}))
+                .collect();
+        }
+        v
     };
     json!({
         "plan": o.plan,
         "objective": o.objective.name(),
-        "best": {
+        "best": with_algs(json!({
             "total_cycles": best.total_cycles,
             "energy_j": best.energy_j,
             "layouts": layouts,
             "plan": filled(sc, &o.plan, best).into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<String, Value>>(),
             "inserted": ins(best),
-        },
-        "top": o.best.iter().map(|p| json!({
+        }), best),
+        "top": o.best.iter().map(|p| with_algs(json!({
             "total_cycles": p.total_cycles,
             "energy_j": p.energy_j,
             "layouts": p.layouts.iter().map(|(v, l)| (v.clone(), Value::String(l.clone()))).collect::<Map<String, Value>>(),
             "inserted": ins(p),
-        })).collect::<Vec<_>>(),
+        }), p)).collect::<Vec<_>>(),
         "hand_plans": o.hand_plans.iter().map(|h| json!({
             "plan": h.plan, "total_cycles": h.total_cycles, "energy_j": h.energy_j, "error": h.error, "seed": h.seed,
         })).collect::<Vec<_>>(),
@@ -286,12 +302,28 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
         outln!("  ${v} = {l}");
     }
     for i in &best.inserted {
+        let alg = i
+            .algorithm
+            .map_or_else(String::new, |a| format!(", algorithm: {:?}", a.name()));
         outln!(
-            "  inserted before op {}: Relayout(tensor: {:?}, layout: {:?}),  // {} cycles",
+            "  inserted before op {}: Relayout(tensor: {:?}, layout: {:?}{alg}),  // {} cycles",
             i.before,
             i.tensor_name,
             i.layout,
             th(i.cycles)
+        );
+    }
+    for c in &best.algorithms {
+        let own = if c.networks_own {
+            "the network's own"
+        } else {
+            "not the network's own"
+        };
+        outln!(
+            "  op {} ({}): algorithm: {:?}  // the cheapest of ring, tree, direct; {own}",
+            c.op,
+            sc.program.get(c.op).map_or("?", |o| o.name()),
+            c.algorithm.name()
         );
     }
     // The plan with its choices, ready to paste into the scenario.
@@ -430,6 +462,11 @@ fn write_plan(
         .map(|(at, op)| (*at, scenario::pretty::op_text(op)))
         .collect();
     let vars = filled(sc, &o.plan, best);
+    // The algorithms chosen for the program's own ops (an inserted Relayout's is in its
+    // text above).
+    let fields: Vec<(usize, String)> = (best.algorithms.iter())
+        .map(|c| (c.op, format!("algorithm: {:?}", c.algorithm.name())))
+        .collect();
     // The new text must load and the new plan resolve before it replaces the old.
     let check = |text: &str, shown: &str| -> Result<(), Report> {
         let sc2 = scenario::parse(text, shown)?;
@@ -445,7 +482,7 @@ fn write_plan(
         &src.text,
         imported,
         name,
-        (&vars, &ops),
+        (&vars, &ops, &fields),
         &check,
     )?;
     if let Some(n) = &w.note {
@@ -456,6 +493,13 @@ fn write_plan(
             "note: the plan needs {} Relayout(s) the program did not have: they are written into \
              the program before the ops that read them (every plan of the file runs them)",
             ops.len()
+        );
+    }
+    if !fields.is_empty() && !a.json {
+        eprintln!(
+            "note: the plan names the algorithm of {} op(s)' collectives over the network: \
+             written into those ops (every plan of the file runs them so)",
+            fields.len()
         );
     }
     if !a.json {

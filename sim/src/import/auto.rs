@@ -17,9 +17,9 @@ pub const PLAN_WORK: u64 = 300_000;
 /// bar a search prunes by, so their number steers it).
 pub const PLAN_TOP: usize = 3;
 
-/// Writes planned plan `b` into plan `plan` of `sc`: its layouts, and the Relayouts it
-/// needs into the program before the ops that read them. Those Relayouts would run under
-/// every plan, so the other plans are then dropped (`run --plan NAME` runs the file as it
+/// Writes planned plan `b` into plan `plan` of `sc`: its layouts, the Relayouts it
+/// needs into the program before the ops that read them, and the algorithms it chose
+/// into the ops that run collectives over a network. Those would run under every plan, so the other plans are then dropped (`run --plan NAME` runs the file as it
 /// is), and `src`'s text becomes the scenario printed again, so that later messages
 /// point at the program that runs.
 pub fn take_plan(sc: &mut Scenario, src: &mut Source, plan: &str, b: &crate::plan::Planned) {
@@ -28,8 +28,14 @@ pub fn take_plan(sc: &mut Scenario, src: &mut Source, plan: &str, b: &crate::pla
             p.insert(v.clone(), scenario::PlanValue::Layout(text.clone()));
         }
     }
-    if !b.inserted.is_empty() {
+    if !b.inserted.is_empty() || !b.algorithms.is_empty() {
         sc.plans.retain(|name, _| name == plan);
+        // The algorithms first: they name ops by their place before the inserts.
+        for c in &b.algorithms {
+            if let Some(op) = sc.program.get_mut(c.op) {
+                op.set_algorithm(Some(c.algorithm));
+            }
+        }
         sc.insert_ops(crate::plan::inserted_ops(&b.inserted));
         src.text = print::print(sc, &Comments::default());
     }

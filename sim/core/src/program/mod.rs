@@ -53,6 +53,10 @@ pub struct ProgramOp {
     pub layout: Option<LayoutRef>,
     /// `buffers:`: slices of a `Time`-stepped result LM holds.
     pub buffers: Option<i64>,
+    /// `algorithm:`: how the collectives of the op's transfers over a network run (a
+    /// Reduce's, a Relayout's or Broadcast's from LM, a kernel's tree Reduces'; docs/model.md,
+    /// many boards). `None`: each network's own algorithm.
+    pub algorithm: Option<mnsim_arch::machine::Algorithm>,
     /// Byte range of the op in the scenario file, when known.
     pub span: Option<Range<usize>>,
     /// Where it sits in a whole model: its layer and part, when the import tells them

@@ -164,6 +164,7 @@ impl Engine {
             bottleneck: Some(0),
             ports: Vec::new(),
             again: None,
+            collectives: Vec::new(),
         }
     }
 

@@ -3,6 +3,7 @@
 
 use crate::lowering::{self, walk::WalkPlan};
 use crate::net;
+use mnsim_arch::machine::Algorithm;
 use mnsim_arch::{TensorLayout, XlaLayout};
 use std::collections::HashMap;
 
@@ -33,8 +34,13 @@ pub struct PlanMemos {
 pub(super) type LoadMemo = FastMap<TensorLayout, LoadCharge>;
 
 /// What a Reduce's charge depends on: the layout, the levels its partial sums are over
-/// before it, the level it reduces over and the runtime dims.
-pub(super) type ReduceKey = (TensorLayout, Vec<usize>, usize, Vec<u64>);
+/// before it, the level it reduces over and the runtime dims; then its own algorithm and
+/// whether the engine chose one ([`super::Engine::set_choosing_algorithms`]).
+pub(super) type ReduceKey = (
+    (TensorLayout, Vec<usize>, usize, Vec<u64>),
+    Option<Algorithm>,
+    bool,
+);
 
 /// What a Load of one tensor in one layout is charged, and how it walks its steps.
 pub(super) type LoadCharge = (net::Cost, Option<(WalkPlan, bool)>);

@@ -135,6 +135,9 @@ struct Options {
     per_element_kernels: bool,
     /// An illegal kernel's error explains the fix ([`Engine::set_explaining`]).
     explaining: bool,
+    /// A transfer over a network with no algorithm of its own runs the cheapest
+    /// ([`Engine::set_choosing_algorithms`]).
+    choosing_algorithms: bool,
 }
 
 /// What one op of a program asks of the engine beside its operands, passed with it
@@ -148,6 +151,10 @@ pub struct OpSettings {
     /// inputs and output will have (a planner keeps what it checked): the kernel takes it
     /// instead of checking again.
     pub legality: Option<mnsim_kernels::Legality>,
+    /// `algorithm:` of the op: how the collectives of its transfers over a network run
+    /// (a Reduce's, a Relayout's, a kernel's tree Reduces'; docs/model.md, many boards).
+    /// `None`: each network's own algorithm (or the cheapest, where the engine chooses).
+    pub algorithm: Option<mnsim_arch::machine::Algorithm>,
 }
 
 impl Engine {
@@ -187,6 +194,7 @@ impl Engine {
             opts: Options {
                 per_element_kernels: false,
                 explaining: true,
+                choosing_algorithms: false,
             },
         }
     }
@@ -206,5 +214,46 @@ impl Engine {
     /// one costs more than the rest of its measurement.
     pub fn set_explaining(&mut self, on: bool) {
         self.opts.explaining = on;
+    }
+
+    /// With `true`, a Reduce or Relayout that runs a collective over a network and names
+    /// no algorithm of its own (`OpSettings::algorithm`) runs the algorithm that charges
+    /// it the fewest cycles, the network's own on a tie (the planner's choice,
+    /// docs/planner.md); its report names the one it ran.
+    pub fn set_choosing_algorithms(&mut self, on: bool) {
+        self.opts.choosing_algorithms = on;
+    }
+
+    /// Whether the engine chooses the algorithm of a transfer that names none
+    /// ([`Engine::set_choosing_algorithms`]).
+    pub fn choosing_algorithms(&self) -> bool {
+        self.opts.choosing_algorithms
+    }
+
+    /// `c`, a transfer charged on `route`, or where the engine chooses and the transfer
+    /// names no algorithm (`own`) but ran a collective, the cheapest of it and `charge`
+    /// of the same route under each algorithm (the first of equals: `c` first).
+    pub(super) fn cheapest(
+        &mut self,
+        c: net::Cost,
+        (route, own): (&net::Route, Option<mnsim_arch::machine::Algorithm>),
+        mut charge: impl FnMut(&mut Engine, &net::Route) -> Option<net::Cost>,
+    ) -> net::Cost {
+        if !self.opts.choosing_algorithms || own.is_some() || c.collectives.is_empty() {
+            return c;
+        }
+        let mut best = c;
+        for a in mnsim_arch::machine::Algorithm::ALL {
+            let r = net::Route {
+                algorithm: Some(a),
+                ..route.clone()
+            };
+            if let Some(x) = charge(self, &r)
+                && x.cycles < best.cycles
+            {
+                best = x;
+            }
+        }
+        best
     }
 }

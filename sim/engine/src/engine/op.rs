@@ -58,7 +58,7 @@ impl OpCall<'_> {
         layout: TensorLayout,
         out: Option<TensorId>,
     ) -> Result<OpReport, SimError> {
-        self.eng.relayout_op((op, id, layout, out), self.s.buffers)
+        (self.eng).relayout_op((op, id, layout, out), (self.s.buffers, self.s.algorithm))
     }
 
     /// Reduce (see [`Engine::reduce`]).
@@ -69,7 +69,7 @@ impl OpCall<'_> {
         op: Combine,
         out: Option<TensorId>,
     ) -> Result<OpReport, SimError> {
-        self.eng.reduce_op((id, level, op, out), self.s.buffers)
+        (self.eng).reduce_op((id, level, op, out), (self.s.buffers, self.s.algorithm))
     }
 
     /// Gather (see [`Engine::gather`]).

@@ -2,7 +2,7 @@
 //! parts only a report reads left out when the engine measures for the planner).
 
 use super::{Engine, PlanMemos, Record};
-use crate::ids::RegionId;
+use crate::ids::{LevelId, RegionId};
 use crate::lowering::{self, walk::WalkPlan};
 use crate::net::{self, Dir};
 use crate::program::TensorId;
@@ -10,6 +10,7 @@ use crate::timeline::{Task, Timeline};
 use crate::world::{PortStats, Ready, WorldBusy};
 use hdrhistogram::Histogram;
 use mnsim_arch::TensorLayout;
+use mnsim_arch::machine::Algorithm;
 use mnsim_reports::{OpReport, Percentiles};
 
 /// The parts of an op's report only a report reads (`Engine::shown`).
@@ -194,6 +195,7 @@ impl Engine {
         } else {
             self.shown(layout, runtime, &c, start)
         };
+        let algorithm = self.algorithm_text(&c.collectives);
         let r = OpReport {
             index: self.rec.ops.len(),
             inserted_after: None,
@@ -204,6 +206,7 @@ impl Engine {
             end,
             cycles: task_cycles,
             bottleneck: shown.bottleneck,
+            algorithm,
             stages: shown.stages,
             exposed_cycles: task_cycles,
             work_cycles: task_cycles,
@@ -229,6 +232,23 @@ impl Engine {
             again,
         });
         r
+    }
+
+    /// How a report names the algorithms of an op's collectives (`OpReport::algorithm`):
+    /// one name when every network ran the same, else each with its network's level.
+    fn algorithm_text(&self, collectives: &[(LevelId, Algorithm)]) -> Option<String> {
+        let (_, first) = collectives.first()?;
+        if collectives.iter().all(|(_, a)| a == first) {
+            return Some(first.name().to_string());
+        }
+        let levels = &self.state.machine.levels;
+        let each: Vec<String> = (collectives.iter())
+            .map(|(l, a)| {
+                let level = levels.get(l.index()).map_or("?", |x| x.name.as_str());
+                format!("{} ({level})", a.name())
+            })
+            .collect();
+        Some(each.join(", "))
     }
 
     /// What only a report reads of an op charged `c` that started at `start`: port

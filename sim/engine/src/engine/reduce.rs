@@ -7,6 +7,7 @@ use super::{Engine, ErrorKind, Mode, OpSettings, SimError};
 use crate::ids::LevelId;
 use crate::net;
 use crate::program::TensorId;
+use mnsim_arch::machine::Algorithm;
 use mnsim_kernels::elem::Combine;
 use mnsim_reports::OpReport;
 
@@ -35,11 +36,41 @@ impl Engine {
     /// Finishes a tensor whose copies hold partial results: a tree Reduce per level they
     /// differ over, leaf-most level first (partial sums combine close to the PEs first),
     /// each shown as an op of its own.
-    pub fn reduce_partials(&mut self, t: TensorId, op: Combine) -> Result<(), SimError> {
-        for level in self.partial_levels(t) {
-            self.reduce(t, level, op, None)?;
+    /// Their collectives over a network run as `algorithm` when given. Where the engine
+    /// chooses ([`Engine::set_choosing_algorithms`]), it chooses only for a tensor whose
+    /// tree Reduces cross one network at most: an op names one algorithm for all of them.
+    pub fn reduce_partials(
+        &mut self,
+        t: TensorId,
+        op: Combine,
+        algorithm: Option<Algorithm>,
+    ) -> Result<(), SimError> {
+        let levels = self.partial_levels(t);
+        let networks = levels.iter().filter(|&&l| self.meets_at_network(l)).count();
+        let chooses = self.choosing_algorithms();
+        if networks > 1 {
+            self.set_choosing_algorithms(false);
         }
-        Ok(())
+        let s = OpSettings {
+            algorithm,
+            ..OpSettings::default()
+        };
+        let done = levels
+            .into_iter()
+            .try_for_each(|level| self.op(s.clone()).reduce(t, level, op, None).map(|_| ()));
+        self.set_choosing_algorithms(chooses);
+        done
+    }
+
+    /// Whether a Reduce over machine level `level` combines on a network (its copies
+    /// meet above the boards).
+    pub fn meets_at_network(&self, level: LevelId) -> bool {
+        let topo = &self.state.topo;
+        let meet = topo.meet_above(level.index());
+        let m = &self.state.machine;
+        topo.chain
+            .get(meet)
+            .is_some_and(|&k| m.network_at(k).is_some())
     }
 
     /// Reduce: combine the copies of a tensor over a level on which it is partial (or
@@ -56,11 +87,11 @@ impl Engine {
     }
 
     /// [`Engine::reduce`], its result's stream (a new tensor) holding `buffers` slices
-    /// when given.
+    /// when given, its collective over a network run as `algorithm` when given.
     pub(super) fn reduce_op(
         &mut self,
         (id, level, op, out): (TensorId, LevelId, Combine, Option<TensorId>),
-        buffers: Option<i64>,
+        (buffers, algorithm): (Option<i64>, Option<Algorithm>),
     ) -> Result<OpReport, SimError> {
         let src = self.state.resident(id)?.clone();
         let level = (self.state.machine.levels.get(level.index()))
@@ -105,7 +136,10 @@ impl Engine {
         // Measuring in timing mode, the charge depends on nothing else: each is
         // computed once (and counted as it was charged).
         let memoised = self.rec.measuring() && self.state.mode == Mode::Timing;
-        let key = memoised.then(|| (layout.clone(), partial.clone(), i, runtime.clone()));
+        let key = memoised.then(|| {
+            let k = (layout.clone(), partial.clone(), i, runtime.clone());
+            (k, algorithm, self.choosing_algorithms())
+        });
         let known = (key.as_ref())
             .and_then(|k| self.rec.memos()?.reduce.get(k))
             .cloned();
@@ -115,23 +149,32 @@ impl Engine {
                 c
             }
             None => {
-                let route = self.up_down_route(meet, true, layout.time_span());
-                let closed = self.closed_cost(&route, || {
+                let route = self.up_down_route(meet, true, layout.time_span(), algorithm);
+                let products = || {
                     (
                         Self::closed_product(&layout, &partial, &runtime, true, Some(i)),
                         Some(Self::closed_product(&layout, &rest, &runtime, false, None)),
                     )
-                });
+                };
+                let closed = self.closed_cost(&route, products);
                 let was_closed = closed.is_some();
                 let c = match closed {
-                    Some(c) => c,
+                    Some(c) => {
+                        self.cheapest(c, (&route, algorithm), |e, r| e.closed_cost(r, products))
+                    }
                     None => {
                         let up = self.closed_facts(&layout, &partial, &runtime, true, Some(i));
                         let down = match self.functional() {
                             None => self.closed_facts(&layout, &rest, &runtime, false, None),
                             Some(f) => self.move_reduce(f, &src, i, op, offset, dtype, &runtime),
                         };
-                        net::cost(&self.state.machine, &self.state.topo, &route, [&up, &down])
+                        let cost = |e: &mut Engine, r: &net::Route| {
+                            let m = &e.state.machine;
+                            Some(net::cost(m, &e.state.topo, r, [&up, &down]))
+                        };
+                        let c =
+                            net::cost(&self.state.machine, &self.state.topo, &route, [&up, &down]);
+                        self.cheapest(c, (&route, algorithm), cost)
                     }
                 };
                 if let (Some(k), Some(m)) = (key, self.rec.memos()) {

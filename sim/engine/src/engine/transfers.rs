@@ -14,6 +14,7 @@ use crate::net::{self, Again, Cost, Dir, DramSpec, PeFact, Route, StageSpec};
 use crate::program::TensorId;
 use mnsim_arch::layout::Class;
 use mnsim_arch::machine::AddrLevel;
+use mnsim_arch::machine::Algorithm;
 use mnsim_arch::{TensorLayout, XlaLayout};
 use mnsim_reports::OpReport;
 
@@ -51,6 +52,7 @@ impl Engine {
             dram,
             local_copy: false,
             steps,
+            algorithm: None,
         }
     }
 
@@ -199,6 +201,7 @@ impl Engine {
             }),
             local_copy: false,
             steps: r.layout.time_span(),
+            algorithm: None,
         };
         let closed = self.closed_cost(&route, || {
             (
@@ -278,7 +281,15 @@ impl Engine {
             .fold(0u64, |a, (p, l)| a * l.fanout + p) as usize
     }
 
-    pub(super) fn up_down_route(&self, meet: usize, reduce_at_meet: bool, steps: u64) -> Route {
+    /// The route up to chain level `meet` and down again (combining there when
+    /// `reduce_at_meet`), its collectives run as `algorithm` (`None`: each network's).
+    pub(super) fn up_down_route(
+        &self,
+        meet: usize,
+        reduce_at_meet: bool,
+        steps: u64,
+        algorithm: Option<Algorithm>,
+    ) -> Route {
         let n = self.state.topo.chain.len();
         let mut stages: Vec<StageSpec> = (meet..n - 1)
             .rev()
@@ -300,6 +311,7 @@ impl Engine {
             dram: None,
             local_copy: false,
             steps,
+            algorithm,
         }
     }
 
@@ -315,11 +327,12 @@ impl Engine {
         self.op(OpSettings::default()).relayout(op, id, layout, out)
     }
 
-    /// [`Engine::relayout`], its result's stream holding `buffers` slices when given.
+    /// [`Engine::relayout`], its result's stream holding `buffers` slices when given, its
+    /// collectives over a network run as `algorithm` when given.
     pub(super) fn relayout_op(
         &mut self,
         (op, id, layout, out): (&str, TensorId, TensorLayout, Option<TensorId>),
-        buffers: Option<i64>,
+        (buffers, algorithm): (Option<i64>, Option<Algorithm>),
     ) -> Result<OpReport, SimError> {
         let src = self.state.resident(id)?.clone();
         if let Some(&p) = src.partial.first() {
@@ -360,18 +373,19 @@ impl Engine {
         // The route through the level they meet above, when a level is crossed.
         let route = crossing.map(|i| {
             let meet = self.state.topo.meet_above(addr[i].level_index);
-            self.up_down_route(meet, false, steps)
+            self.up_down_route(meet, false, steps, algorithm)
         });
-        let closed = route.as_ref().and_then(|route| {
-            self.closed_cost(route, || {
-                let dst = Self::closed_product(&layout, &[], &runtime, false, None);
-                (
-                    Self::closed_product(&src.layout, &[], &runtime, true, None),
-                    Some(dst),
-                )
-            })
-        });
-        if let Some(c) = closed {
+        let products = || {
+            let dst = Self::closed_product(&layout, &[], &runtime, false, None);
+            (
+                Self::closed_product(&src.layout, &[], &runtime, true, None),
+                Some(dst),
+            )
+        };
+        if let Some(route) = &route
+            && let Some(c) = self.closed_cost(route, products)
+        {
+            let c = self.cheapest(c, (route, algorithm), |e, r| e.closed_cost(r, products));
             let at = (layout, offset, words, region);
             return Ok(self.relayouted(op, (id, dst), &src, at, c));
         }
@@ -381,45 +395,55 @@ impl Engine {
             Some(f) => self.move_relayout(f, &src, &layout, offset, &runtime, dtype),
         };
         let c = match &route {
-            Some(route) => net::cost(
-                &self.state.machine,
-                &self.state.topo,
-                route,
-                [&src_facts, &dst_facts],
-            ),
-            None => {
-                // No level to cross: a copy inside each LM (the larger of the two shards).
-                // Every PE of the destination; the source's shard on that PE, if any.
-                let mut src_at = src_facts.iter().peekable();
-                let facts: net::Facts = dst_facts
-                    .iter()
-                    .map(|&(p, b)| {
-                        while src_at.next_if(|a| a.0 < p).is_some() {}
-                        let a = src_at.peek().filter(|a| a.0 == p).map_or(0, |a| a.1.bytes);
-                        (
-                            p,
-                            PeFact {
-                                bytes: a.max(b.bytes),
-                                ..b
-                            },
-                        )
-                    })
-                    .collect();
-                let route = Route {
-                    stages: Vec::new(),
-                    dram: None,
-                    local_copy: true,
-                    steps,
+            Some(route) => {
+                let cost = |e: &mut Engine, r: &Route| {
+                    let m = &e.state.machine;
+                    Some(net::cost(m, &e.state.topo, r, [&src_facts, &dst_facts]))
                 };
-                net::cost(
+                let c = net::cost(
                     &self.state.machine,
                     &self.state.topo,
-                    &route,
-                    [&facts, &facts],
-                )
+                    route,
+                    [&src_facts, &dst_facts],
+                );
+                self.cheapest(c, (route, algorithm), cost)
             }
+            None => self.local_copy(&src_facts, &dst_facts, steps),
         };
         Ok(self.relayouted(op, (id, dst), &src, (layout, offset, words, region), c))
+    }
+
+    /// A Relayout that crosses no level: a copy inside each LM (the larger of the two
+    /// shards), on every PE of the destination with the source's shard on that PE, if any.
+    fn local_copy(&self, src_facts: &net::Facts, dst_facts: &net::Facts, steps: u64) -> Cost {
+        let mut src_at = src_facts.iter().peekable();
+        let facts: net::Facts = dst_facts
+            .iter()
+            .map(|&(p, b)| {
+                while src_at.next_if(|a| a.0 < p).is_some() {}
+                let a = src_at.peek().filter(|a| a.0 == p).map_or(0, |a| a.1.bytes);
+                (
+                    p,
+                    PeFact {
+                        bytes: a.max(b.bytes),
+                        ..b
+                    },
+                )
+            })
+            .collect();
+        let route = Route {
+            stages: Vec::new(),
+            dram: None,
+            local_copy: true,
+            steps,
+            algorithm: None,
+        };
+        net::cost(
+            &self.state.machine,
+            &self.state.topo,
+            &route,
+            [&facts, &facts],
+        )
     }
 
     /// Records a Relayout of `name` (resident as `src`) into `dst` charged `c`: the source

@@ -7,7 +7,7 @@ use super::{
     StageNodes, StageSpec, Topo, cycles, endpoint_stage, pes, rate_of,
 };
 use crate::ids::LevelId;
-use mnsim_arch::machine::{Collective, Network, Phase};
+use mnsim_arch::machine::{Algorithm, Collective, Network, Phase};
 use mnsim_arch::{Machine, TransferKind};
 
 /// The collectives the engine runs on a network (docs/model.md, many boards).
@@ -106,6 +106,8 @@ struct OnNetwork<'a> {
     net: &'a Network,
     kind: NetCollective,
     children: u64,
+    /// The op's own algorithm ([`Route::algorithm`]), else the network's.
+    algorithm: Algorithm,
 }
 
 impl OnNetwork<'_> {
@@ -113,20 +115,15 @@ impl OnNetwork<'_> {
     /// figures: an all-reduce's reduce-scatter up and all-gather down; an all-gather's
     /// steps on the stage down (the shares leave in them, so the stage up runs none).
     fn phase(&self, dir: Dir, x: &NodeStat) -> Phase {
-        let (n, children) = (self.net, self.children);
+        let children = self.children;
+        let run = |c, bytes| self.net.collective_by(self.algorithm, c, bytes, children);
         match (self.kind, dir) {
-            (NetCollective::AllReduce, Dir::Up) => {
-                n.collective(Collective::AllReduce, x.max_child, children)[0]
-            }
-            (NetCollective::AllReduce, Dir::Down) => {
-                n.collective(Collective::AllReduce, x.max_child, children)[1]
-            }
+            (NetCollective::AllReduce, Dir::Up) => run(Collective::AllReduce, x.max_child)[0],
+            (NetCollective::AllReduce, Dir::Down) => run(Collective::AllReduce, x.max_child)[1],
             (NetCollective::AllGather, Dir::Up) => Phase::default(),
-            (NetCollective::AllGather, Dir::Down) => n.collective(
-                Collective::AllGather,
-                x.max_child.div_ceil(children.max(1)),
-                children,
-            )[0],
+            (NetCollective::AllGather, Dir::Down) => {
+                run(Collective::AllGather, x.max_child.div_ceil(children.max(1)))[0]
+            }
         }
     }
 }
@@ -185,6 +182,8 @@ struct Charge<'a> {
     collectives: Vec<(usize, NetCollective)>,
     /// An all-reduce's first phase (the reduce-scatter up), once charged.
     scattered: u64,
+    /// The op's own collective algorithm ([`Route::algorithm`]).
+    algorithm: Option<Algorithm>,
 }
 
 impl Charge<'_> {
@@ -210,12 +209,19 @@ impl Charge<'_> {
         let collective = (self.collectives.iter())
             .find(|(l, _)| *l == st.link)
             .and_then(|&(_, coll)| {
+                let net = m.network_at(k)?;
                 Some(OnNetwork {
-                    net: m.network_at(k)?,
+                    net,
                     kind: coll,
                     children: m.levels.get(c).map_or(1, |l| l.count),
+                    algorithm: self.algorithm.unwrap_or_else(|| net.algorithm()),
                 })
             });
+        if let Some(n) = &collective
+            && !self.out.collectives.iter().any(|(l, _)| l.index() == k)
+        {
+            self.out.collectives.push((LevelId::of(k), n.algorithm));
+        }
         // The phase a collective runs on this stage's ports, from a node's figures.
         let phase = |x: &NodeStat| collective.as_ref().map(|n| n.phase(st.dir, x));
         let time = |x: &NodeStat| match phase(x) {
@@ -425,6 +431,7 @@ pub(super) fn charge(
         best: (0, None),
         collectives: collectives(m, topo, route, src)?,
         scattered: 0,
+        algorithm: route.algorithm,
     };
     for st in &route.stages {
         c.link(st)?;

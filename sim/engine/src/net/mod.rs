@@ -17,7 +17,7 @@
 
 use crate::ids::LevelId;
 use crate::timeline::Resource;
-use mnsim_arch::machine::{Link, Rate};
+use mnsim_arch::machine::{Algorithm, Link, Rate};
 use mnsim_arch::{Machine, TransferKind};
 use mnsim_reports::StageReport;
 
@@ -240,6 +240,9 @@ pub struct Cost {
     /// first Load brings it from the host, and a slice of it sent again comes from the
     /// boards' DRAMs (docs/model.md, the host). `None`: the same as the first time.
     pub again: Option<Box<Again>>,
+    /// The networks on which the transfer ran a collective (each network's level), and
+    /// the algorithm each ran (docs/model.md, many boards); empty when it crossed none.
+    pub collectives: Vec<(LevelId, Algorithm)>,
 }
 
 /// A transfer's charge done again ([`Cost::again`]).
@@ -357,6 +360,9 @@ pub struct Route {
     pub local_copy: bool,
     /// Sequential steps (the layout's `Time` span): the transfer runs in this many chunks at least.
     pub steps: u64,
+    /// The algorithm of the collectives it runs on networks (an op's own choice,
+    /// docs/model.md, many boards); `None`: each network's own.
+    pub algorithm: Option<Algorithm>,
 }
 
 /// One node of a stage, or a class of `count` nodes with the same figures (node index

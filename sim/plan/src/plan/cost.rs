@@ -111,6 +111,9 @@ impl Coster {
     pub fn new(res: &Resolved) -> Result<Coster, SimError> {
         let mut eng = Engine::measuring(res.machine.clone(), Schedule::Sequential);
         eng.set_explaining(false);
+        // A collective over a network that the program does not fix runs the cheapest
+        // algorithm: the planner's choice (docs/planner.md, collectives).
+        eng.set_choosing_algorithms(true);
         for t in res.program.tensors.values() {
             let (id, layout) = crate::run::declare(&mut eng, t, None)?;
             eng.state.set_in_dram(id, layout);

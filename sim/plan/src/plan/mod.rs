@@ -25,6 +25,7 @@ use crate::program::{EntityRef as _, LayoutRef, OpKind, ProgramOp, TensorId};
 use crate::run::RunError;
 use crate::scenario::{self, PlanValue, Resolved, Scenario, Source};
 use candidates::Space;
+use mnsim_arch::machine::Algorithm;
 use mnsim_arch::{DType, Machine};
 use model::Model;
 pub use search::Options;
@@ -54,6 +55,21 @@ pub struct InsertedOp {
     pub tensor_name: String,
     pub layout: String,
     pub cycles: u64,
+    /// The algorithm the planner chose for its collective over a network, when it runs
+    /// one (docs/planner.md, collectives).
+    pub algorithm: Option<Algorithm>,
+}
+
+/// The algorithm the planner chose for the collective a program op runs over a network:
+/// a Reduce's, a Relayout's or Broadcast's, or a kernel's tree Reduces' (the op's
+/// `algorithm:`, docs/planner.md, collectives).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChosenAlgorithm {
+    /// The op, by its position in the program as written.
+    pub op: usize,
+    pub algorithm: Algorithm,
+    /// Whether it is what the op runs without naming one (the network's own).
+    pub networks_own: bool,
 }
 
 /// `inserted` as scenario ops, each with the index of the op it goes before
@@ -67,6 +83,7 @@ pub fn inserted_ops(inserted: &[InsertedOp]) -> Vec<(usize, crate::scenario::Op)
                 layout: i.layout.clone(),
                 out: None,
                 buffers: None,
+                algorithm: i.algorithm.map(crate::scenario::AlgorithmName),
             };
             (i.before, op)
         })
@@ -84,6 +101,9 @@ pub struct Planned {
     pub energy_j: f64,
     /// Cycles per program op (kernels with their Reduces and inserted Relayouts).
     pub op_cycles: Vec<u64>,
+    /// The algorithms it chose for the program's collectives over networks, in program
+    /// order (the inserted Relayouts' are theirs).
+    pub algorithms: Vec<ChosenAlgorithm>,
 }
 
 /// A hand plan of the file and its cycles (or why it does not run).
@@ -219,8 +239,15 @@ fn hand_plan_names(sc: &Scenario) -> Vec<String> {
 pub struct Timer(Option<crate::engine::Engine>);
 
 impl Timer {
-    /// Timing run of `res`: its report, or the error.
-    pub fn time(&mut self, res: &Resolved) -> Result<mnsim_reports::Report, RunError> {
+    /// Timing run of `res`: its report, or the error. With `choosing`, a collective over a
+    /// network that names no algorithm runs the cheapest (the planner's choice,
+    /// [`crate::engine::Engine::set_choosing_algorithms`]); without, the network's own,
+    /// as `run` runs it.
+    pub fn time(
+        &mut self,
+        res: &Resolved,
+        choosing: bool,
+    ) -> Result<mnsim_reports::Report, RunError> {
         let mut r = res.clone();
         r.mode = Mode::Timing;
         let eng = match self.0.take() {
@@ -237,9 +264,18 @@ impl Timer {
                 crate::engine::Engine::measuring(r.machine.clone(), r.schedule)
             }
         };
+        let mut eng = eng;
+        eng.set_choosing_algorithms(choosing);
         let out = crate::run::run_on(&r, eng, &mut |_, _| {})?;
         self.0 = Some(out.engine);
         Ok(out.report)
+    }
+}
+
+impl Timer {
+    /// What the engine kept of each op of the last run (aligned with its report's ops).
+    pub fn records(&self) -> &[crate::engine::Record] {
+        self.0.as_ref().map_or(&[], |e| &e.rec.records)
     }
 }
 
@@ -257,11 +293,13 @@ pub enum ApplyError {
 }
 
 /// `res` (resolved with `Any` variables) with `layouts` (variable → canonical text)
-/// substituted and `inserted` Relayouts added before their ops.
+/// substituted, `inserted` Relayouts added before their ops and the ops of `algorithms`
+/// naming theirs.
 pub fn apply(
     res: &Resolved,
     layouts: &[(String, String)],
     inserted: &[InsertedOp],
+    algorithms: &[ChosenAlgorithm],
 ) -> Result<Resolved, ApplyError> {
     let p = &res.program;
     let bind = |text: &str, t: TensorId| {
@@ -292,12 +330,16 @@ pub fn apply(
                 layout_text: Some(ins.layout.clone()),
                 layout: Some(LayoutRef::Bound(bind(&ins.layout, ins.tensor)?)),
                 buffers: None,
+                algorithm: ins.algorithm,
                 span: None,
                 // An inserted Relayout sits where the op it serves does.
                 place: po.place,
             });
         }
         let mut op = po.clone();
+        if let Some(c) = algorithms.iter().find(|c| c.op == po.source.index()) {
+            op.algorithm = Some(c.algorithm);
+        }
         if let Some(LayoutRef::Any(v)) = &po.layout {
             let text = layouts
                 .iter()

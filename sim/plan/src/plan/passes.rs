@@ -4,11 +4,12 @@
 
 use super::model::{self, LayoutId, Model};
 use super::{
-    HandPlan, InsertedOp, JOINT_WIDTH, PlanOptions, Planned, apply, candidates, hand_plan_names,
-    search,
+    ChosenAlgorithm, HandPlan, InsertedOp, JOINT_WIDTH, PlanOptions, Planned, apply, candidates,
+    hand_plan_names, search,
 };
-use crate::program::{EntityRef as _, LayoutRef};
+use crate::program::{EntityRef as _, LayoutRef, OpKind};
 use crate::scenario::{self, PlanValue, Resolved, Scenario, Source};
+use mnsim_arch::machine::Algorithm;
 use mnsim_reports::Objective;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -56,7 +57,8 @@ pub(super) fn hand_plans(
             }
         };
         let t0 = Instant::now();
-        let run = model.timer.time(&hres);
+        // A hand plan runs as `run` runs it: each network's own algorithm.
+        let run = model.timer.time(&hres, false);
         hands.one_run = hands.one_run.max(t0.elapsed());
         let mut seed = false;
         if agrees {
@@ -165,6 +167,22 @@ pub(super) fn starts(
     starts
 }
 
+/// `best` (a search's best, best first) with the improving stream variant of each that
+/// runs ([`streamed_variant`]), best first.
+fn with_stream_variants(model: &mut Model, best: &mut Vec<search::Found>) {
+    let mut variants: Vec<search::Found> = Vec::new();
+    for f in best.iter() {
+        if f.eval.failure.is_none()
+            && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
+            && !best.iter().chain(&variants).any(|g| g.pick == pick)
+        {
+            variants.push(search::Found { pick, eval });
+        }
+    }
+    best.extend(variants);
+    best.sort_by_key(|f| f.eval.key());
+}
+
 /// The objectives the search passes minimise, in order, whatever the plan's objective:
 /// so every objective confirms the same assignments and ranks them its own way, and the
 /// plan chosen for one is never worse by it than the plan another would choose.
@@ -233,17 +251,7 @@ pub(super) fn search(
         planned += model.evaluated - before;
         // The pass's best streamed too (a layout it reached by moves, not a start): an
         // improving variant is confirmed first.
-        let mut variants: Vec<search::Found> = Vec::new();
-        for f in &found.best {
-            if f.eval.failure.is_none()
-                && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
-                && !found.best.iter().chain(&variants).any(|g| g.pick == pick)
-            {
-                variants.push(search::Found { pick, eval });
-            }
-        }
-        found.best.extend(variants);
-        found.best.sort_by_key(|f| f.eval.key());
+        with_stream_variants(model, &mut found.best);
         for f in &found.best {
             if !before_best.contains(&f.pick) {
                 before_best.push(f.pick.clone());
@@ -310,7 +318,8 @@ pub(super) fn spread_pass(
         sopts.work_limit = (opts.search.work_limit).map(|w| w / SPREAD_PASS_SHARE);
         sopts.time_limit = (opts.search.time_limit)
             .map(|t| t.saturating_sub(started.elapsed()) / SPREAD_PASS_SHARE as u32);
-        let searched = search::search(model, &spread, &sopts, progress);
+        let mut searched = search::search(model, &spread, &sopts, progress);
+        with_stream_variants(model, &mut searched.best);
         let wins = (searched.best.first())
             .is_some_and(|b| b.eval.failure.is_none() && bar.is_none_or(|k| b.eval.key() < k));
         if wins {
@@ -431,16 +440,80 @@ fn planned(
             tensor_name: model.tensor(i.tensor).name.clone(),
             layout: model.text(i.layout),
             cycles: i.cycles,
+            algorithm: None,
         })
         .collect();
-    let applied = apply(res, &layouts, &inserted).ok()?;
-    Some(model.timer.time(&applied).map(|r| Planned {
-        layouts,
-        inserted,
-        total_cycles: r.total_cycles,
-        energy_j: r.energy_j(),
-        op_cycles,
+    let applied = apply(res, &layouts, &inserted, &[]).ok()?;
+    // The collectives the program leaves open run the cheapest algorithm, as the model
+    // measured them; the run's report says which each ran.
+    Some(model.timer.time(&applied, true).map(|r| {
+        let mut inserted = inserted;
+        let algorithms = chosen_algorithms(res, (&r, model.timer.records()), &mut inserted);
+        Planned {
+            layouts,
+            inserted,
+            total_cycles: r.total_cycles,
+            energy_j: r.energy_j(),
+            op_cycles,
+            algorithms,
+        }
     }))
+}
+
+/// The algorithms a plan's run `r` of program `res` (with `inserted` Relayouts; the
+/// engine's `records` of its ops) ran over networks: an inserted Relayout's set on it,
+/// the program ops' returned, in program order. An op whose collectives ran different
+/// algorithms (a kernel's tree Reduces over two networks, each its own) names none.
+fn chosen_algorithms(
+    res: &Resolved,
+    (r, records): (&mnsim_reports::Report, &[crate::engine::Record]),
+    inserted: &mut [InsertedOp],
+) -> Vec<ChosenAlgorithm> {
+    let m = &res.machine;
+    let written = |i: usize| (res.program.ops.values()).find(|o| o.source.index() == i);
+    let mut out: Vec<(ChosenAlgorithm, bool)> = Vec::new();
+    for (k, o) in r.ops.iter().enumerate() {
+        let Some(a) = o.algorithm.as_deref().and_then(Algorithm::named) else {
+            continue;
+        };
+        // What the op runs without naming one: every network it crossed runs `a`.
+        let networks_own = (records.get(k).map_or(&[][..], |x| x.own()).iter())
+            .filter_map(|s| match s.place {
+                crate::net::Place::Link { level, .. } => m.network_at(level.index()),
+                crate::net::Place::Dram { .. }
+                | crate::net::Place::LocalCopy { .. }
+                | crate::net::Place::Compute { .. } => None,
+            })
+            .all(|n| n.algorithm() == a);
+        let op = o.inserted_after.unwrap_or(o.index);
+        // An op that names its algorithm (or whose tree Reduces' algorithm its kernel
+        // names) keeps it: nothing was chosen. An inserted Relayout names none.
+        let itself = o.inserted_after.is_some() || written(op).is_some_and(|p| p.name == o.op);
+        if itself && written(op).is_some_and(|p| p.algorithm.is_some()) {
+            continue;
+        }
+        let is_kernel = written(op).is_some_and(|p| matches!(p.kind, OpKind::Kernel { .. }));
+        if o.inserted_after.is_none() && is_kernel && o.op == "Relayout" {
+            if let Some(i) = (inserted.iter_mut())
+                .find(|i| i.before == op && i.tensor_name == o.tensor && i.algorithm.is_none())
+            {
+                i.algorithm = Some(a);
+            }
+            continue;
+        }
+        let c = ChosenAlgorithm {
+            op,
+            algorithm: a,
+            networks_own,
+        };
+        match out.iter_mut().find(|(x, _)| x.op == op) {
+            Some((x, agree)) => *agree &= x.algorithm == a,
+            None => out.push((c, true)),
+        }
+    }
+    out.into_iter()
+        .filter_map(|(c, agree)| agree.then_some(c))
+        .collect()
 }
 
 /// The best of `pick`'s stream variants (every variable's layout in `Time` steps,

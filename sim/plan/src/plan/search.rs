@@ -177,6 +177,7 @@ impl Run<'_> {
         let mut pick: Vec<LayoutId> = model.vars.iter().map(|v| v.candidates[0]).collect();
         let mut n = 0u64;
         'all: loop {
+            model.follow_layers(&mut pick);
             // An assignment that cannot be kept need not be placed.
             if let Some(e) = model.evaluate_below(&pick, self.top.bar()) {
                 self.top.offer(&pick, &e);
@@ -215,8 +216,8 @@ impl Run<'_> {
         pick: Vec<LayoutId>,
         width: &[usize],
     ) -> Vec<LayoutId> {
-        let all: Vec<usize> = (0..width.len()).collect();
-        self.descend_over(model, pick, width, (&all, false))
+        let movers = model.movers();
+        self.descend_over(model, pick, width, (&movers, false))
     }
 
     /// Coordinate descent from `pick` moving the variables `moves` over their first
@@ -230,6 +231,7 @@ impl Run<'_> {
         width: &[usize],
         (moves, tied): (&[usize], bool),
     ) -> Vec<LayoutId> {
+        model.follow_layers(&mut pick);
         if tied {
             model.propagate(&mut pick);
         }
@@ -247,6 +249,7 @@ impl Run<'_> {
                     }
                     let mut trial = best.clone();
                     trial[v] = c;
+                    model.follow_layers(&mut trial);
                     if tied {
                         model.propagate(&mut trial);
                     }
@@ -324,7 +327,9 @@ impl Run<'_> {
         core: &[usize],
         work_limit: Option<u64>,
     ) {
-        let free = model.free_vars();
+        let free: Vec<usize> = (model.free_vars().into_iter())
+            .filter(|&v| model.leader(v) == v)
+            .collect();
         self.work_end = work_limit.map(|w| work(model).saturating_add(w / 2));
         self.work_spent = false;
         // Before a tied variable's first reader a Relayout may now go too. Where the
@@ -399,11 +404,13 @@ pub fn search(
 ) -> Searched {
     let start = Instant::now();
     let space = model.space_size();
-    let all: Vec<usize> = model.vars.iter().map(|v| v.candidates.len()).collect();
-    let core: Vec<usize> = model
-        .vars
-        .iter()
-        .map(|v| v.core.clamp(1, v.candidates.len()))
+    // A variable that follows another layer for layer is not moved: one candidate.
+    let moved = |v: usize, n: usize| if model.leader(v) == v { n } else { 1 };
+    let all: Vec<usize> = (model.vars.iter().enumerate())
+        .map(|(i, v)| moved(i, v.candidates.len()))
+        .collect();
+    let core: Vec<usize> = (model.vars.iter().enumerate())
+        .map(|(i, v)| moved(i, v.core.clamp(1, v.candidates.len())))
         .collect();
     let core_space = core.iter().fold(1u128, |a, &c| a.saturating_mul(c as u128));
     let exhaustive = space <= opts.exhaustive_limit;
@@ -421,7 +428,9 @@ pub fn search(
         before: model.evaluated,
         planned,
         progress,
-        tried: all.iter().map(|&n| vec![false; n]).collect(),
+        tried: (model.vars.iter())
+            .map(|v| vec![false; v.candidates.len()])
+            .collect(),
     };
     for s in seeds {
         let e = model.evaluate(s);

@@ -136,6 +136,10 @@ pub(super) fn spread_over(
     let was = model.chain_inserts();
     model.set_chain_inserts(true);
     let mut found: Vec<(Key, Vec<LayoutId>)> = Vec::new();
+    // A whole model's spread plans are repaired where they fail ([`repaired`]): among
+    // hundreds of ops one always refuses a rule (a block's are searched from, and the
+    // search moves past such an op itself).
+    let repair = is_whole_model(model);
     // Every order from the best starts; on many boards also the boards last from the best.
     let mut orders: Vec<(&Levels, Key, &Vec<LayoutId>)> = (scored.iter())
         .take(SPREAD_FROM)
@@ -165,7 +169,13 @@ pub(super) fn spread_over(
                 if !seen.insert(pick.clone()) {
                     continue;
                 }
-                let e = model.evaluate(&pick);
+                let (pick, e) = match repair {
+                    true => repaired(model, &base.1, pick, &mut seen),
+                    false => {
+                        let e = model.evaluate(&pick);
+                        (pick, e)
+                    }
+                };
                 if e.failure.is_none() {
                     here.push((e.key(), pick));
                 }
@@ -187,6 +197,42 @@ pub(super) fn spread_over(
         .collect();
     model.set_chain_inserts(was || !out.is_empty());
     out
+}
+
+/// How many times a spread plan that fails at an op is repaired ([`repaired`]).
+const REPAIRS: usize = 32;
+
+/// `pick` (a spread of `base`) and its evaluation, repaired where it fails: up to
+/// [`REPAIRS`] times, the variables of the tensors the failing op reads and writes (and
+/// of the tensor the failure names) go back to their layouts in `base`, so that a rule
+/// applies wherever it can and one op it does not suit (a concatenation it would leave
+/// replicated, a tensor it would overflow LM with) does not discard it. Each repair is
+/// one more evaluation; a repaired plan evaluated already (in `seen`) stops the repairs.
+fn repaired(
+    model: &mut Model,
+    base: &[LayoutId],
+    mut pick: Vec<LayoutId>,
+    seen: &mut std::collections::HashSet<Vec<LayoutId>>,
+) -> (Vec<LayoutId>, super::model::Eval) {
+    let mut e = model.evaluate(&pick);
+    for _ in 0..REPAIRS {
+        let Some((i, f)) = &e.failure else {
+            break;
+        };
+        let tensors = model.failure_tensors(*i, f);
+        let mut changed = false;
+        for v in 0..pick.len() {
+            if pick[v] != base[v] && tensors.contains(&model.vars[v].tensor) {
+                pick[v] = base[v];
+                changed = true;
+            }
+        }
+        if !changed || !seen.insert(pick.clone()) {
+            break;
+        }
+        e = model.evaluate(&pick);
+    }
+    (pick, e)
 }
 
 /// The axis lengths of the variables' tensors that `fanout` divides, smallest first.

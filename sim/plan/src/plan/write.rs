@@ -63,6 +63,46 @@ pub fn add_ops(text: &str, ops: &[OpText]) -> Result<String, AddPlanError> {
     Ok(out)
 }
 
+/// A field to add to an op of the program: the op's index in the program as written, and
+/// the field's text (`algorithm: "tree"`).
+pub type OpField = (usize, String);
+
+/// `text` with `fields` added to the ops of `program` they name, each last in its op's
+/// parentheses (an op that has the field already is refused by the check of the new text:
+/// a field twice).
+pub fn add_fields(text: &str, fields: &[OpField]) -> Result<String, AddPlanError> {
+    if fields.is_empty() {
+        return Ok(text.to_string());
+    }
+    let root = spans::scan(text).ok_or(AddPlanError::Unscanned)?;
+    let program = root.field("program").ok_or(AddPlanError::NoProgram)?;
+    let mut at: Vec<(usize, String)> = Vec::with_capacity(fields.len());
+    for (op, field) in fields {
+        let item = program.item(*op).ok_or(AddPlanError::NoOp(*op))?;
+        let body = &text[item.span.clone()];
+        let close = body.rfind(')').ok_or(AddPlanError::Unscanned)?;
+        let inside = body[..close].trim_end();
+        let sep = if inside.ends_with('(') {
+            ""
+        } else if inside.ends_with(',') {
+            " "
+        } else {
+            ", "
+        };
+        at.push((item.span.start + inside.len(), format!("{sep}{field}")));
+    }
+    at.sort_by_key(|(p, _)| *p);
+    let mut out = String::with_capacity(text.len() + 32 * at.len());
+    let mut from = 0;
+    for (p, s) in &at {
+        out.push_str(&text[from..*p]);
+        out.push_str(s);
+        from = *p;
+    }
+    out.push_str(&text[from..]);
+    Ok(out)
+}
+
 /// Where the line holding byte `at` of `text` starts.
 fn line_start(text: &str, at: usize) -> usize {
     text[..at].rfind('\n').map_or(0, |i| i + 1)
@@ -133,8 +173,9 @@ pub struct WriteBack {
 /// (`mnsim_reports::atomic::update`): if another writer changed it meanwhile, the plan is
 /// added to the text as it is now, so both writers' plans land.
 ///
-/// `ops` (see [`add_ops`]) are inserted into the program first; they are placed by
-/// index, so a file another writer changed meanwhile is then refused rather than edited.
+/// `fields` (see [`add_fields`]) are added to the program's ops first, then `ops` (see
+/// [`add_ops`]) inserted; both are placed by index, so a file another writer changed
+/// meanwhile is then refused rather than edited.
 ///
 /// A oneDNN Graph JSON file (`imported`) is never rewritten: the scenario, with the plan
 /// added, is written beside it as `G.ron`, and an existing `G.ron` is not overwritten
@@ -144,11 +185,12 @@ pub fn write_back(
     read: &str,
     imported: bool,
     name: &str,
-    (vars, ops): (&[(String, String)], &[OpText]),
+    (vars, ops, fields): (&[(String, String)], &[OpText], &[OpField]),
     check: &dyn Fn(&str, &str) -> Result<(), Report>,
 ) -> Result<WriteBack, Report> {
     let make = |base: &str, shown: &str| -> Result<String, Report> {
-        let text = add_ops(base, ops)
+        let text = add_fields(base, fields)
+            .and_then(|t| add_ops(&t, ops))
             .and_then(|t| add_plan(&t, name, vars))
             .map_err(|e| miette!("error: {shown}: {e}"))?;
         check(&text, shown)?;
@@ -183,10 +225,10 @@ pub fn write_back(
         let cur = std::str::from_utf8(cur).map_err(|_| "the file is no longer UTF-8 text")?;
         if cur == read {
             Ok(prepared.into_bytes())
-        } else if !ops.is_empty() {
+        } else if !ops.is_empty() || !fields.is_empty() {
             Err(
-                "it changed while planning, and the plan's Relayouts go before ops by \
-                 their place in the program: plan it again"
+                "it changed while planning, and the plan's Relayouts and algorithms go \
+                 before and into ops by their place in the program: plan it again"
                     .to_string(),
             )
         } else {

@@ -9,6 +9,7 @@
 //!
 //! The user-facing reference of the format is `docs/scenarios.md`.
 
+mod algorithm;
 mod buffers;
 mod dups;
 mod knob_sets;
@@ -25,6 +26,7 @@ mod tests;
 mod text;
 
 pub use crate::program::{Init, Part, Place, ReduceOp};
+pub use algorithm::AlgorithmName;
 pub use buffers::Buffers;
 pub use knob_sets::{knob_sets, machine_with_overrides};
 pub use op::{KernelOp, Op};

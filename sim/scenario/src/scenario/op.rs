@@ -6,9 +6,9 @@
 //! `shorthand.rs`; what is asked of an op (its inputs, output, layout, class) is
 //! `op_fields.rs`.
 
-use super::Buffers;
 use super::shorthand::Shorthand;
 use super::text::OpText;
+use super::{AlgorithmName, Buffers};
 use crate::program::ReduceOp;
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +40,9 @@ pub enum Op {
         layout: String,
         out: Option<String>,
         buffers: Option<Buffers>,
+        /// The algorithm of its collectives over a network (docs/model.md, many
+        /// boards); `None`: the network's own.
+        algorithm: Option<AlgorithmName>,
     },
     /// A Load (tensor not in LM) or Relayout (tensor in LM) into a layout that
     /// replicates over some level.
@@ -48,6 +51,9 @@ pub enum Op {
         layout: String,
         out: Option<String>,
         buffers: Option<Buffers>,
+        /// The algorithm of its collectives over a network (docs/model.md, many
+        /// boards); `None`: the network's own.
+        algorithm: Option<AlgorithmName>,
     },
     /// Combines partial results across `level`.
     Reduce {
@@ -57,6 +63,9 @@ pub enum Op {
         layout: Option<String>,
         buffers: Option<Buffers>,
         out: Option<String>,
+        /// The algorithm of its collective over a network (docs/model.md, many
+        /// boards); `None`: the network's own.
+        algorithm: Option<AlgorithmName>,
     },
     /// Releases a tensor's LM.
     Free { tensor: String },
@@ -74,6 +83,9 @@ pub struct KernelOp {
     pub layout: Option<String>,
     /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
     pub buffers: Option<Buffers>,
+    /// The algorithm of the tree Reduces the run inserts after it over a network
+    /// (docs/model.md, many boards); `None`: the network's own.
+    pub algorithm: Option<AlgorithmName>,
     /// The shorthand it is written as; `None`: the generic `Kernel(...)`.
     pub written: Option<Shorthand>,
 }
@@ -87,6 +99,7 @@ impl KernelOp {
             out,
             layout: None,
             buffers: None,
+            algorithm: None,
             written: None,
         }
     }

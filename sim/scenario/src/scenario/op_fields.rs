@@ -2,7 +2,7 @@
 //! inputs, output, layout and `buffers:`, a short description for messages, and the
 //! plan variable a layout text names.
 
-use super::{Buffers, KernelOp, Op};
+use super::{AlgorithmName, Buffers, KernelOp, Op};
 
 /// `$req` with `$l` bound to the `layout` field of an op whose layout is required
 /// (transfers), `$opt` with it bound to the optional one (Reduce and the kernels: their
@@ -36,6 +36,20 @@ macro_rules! with_buffers {
     };
 }
 
+/// `$on` with `$a` bound to the `algorithm` field of an op that has one (the moves, and
+/// kernels for their tree Reduces), else `$none`: the one list of those ops.
+macro_rules! with_algorithm {
+    ($op:expr, $a:ident => $on:expr, $none:expr) => {
+        match $op {
+            Op::Relayout { algorithm: $a, .. }
+            | Op::Broadcast { algorithm: $a, .. }
+            | Op::Reduce { algorithm: $a, .. }
+            | Op::Kernel(KernelOp { algorithm: $a, .. }) => $on,
+            Op::Load { .. } | Op::Gather { .. } | Op::Store { .. } | Op::Free { .. } => $none,
+        }
+    };
+}
+
 impl Op {
     /// `buffers:` as the op gives it (a count; `None` when absent or still a plan variable:
     /// resolution replaces those with the plan's count).
@@ -64,6 +78,29 @@ impl Op {
 
     fn buffers_slot_mut(&mut self) -> Option<&mut Option<Buffers>> {
         with_buffers!(self, b => Some(b), None)
+    }
+
+    /// `algorithm:` as the op gives it: the collective algorithm of its transfers over a
+    /// network (Relayout, Broadcast, Reduce; a kernel's tree Reduces); `None` when unset
+    /// or the op has none.
+    pub fn algorithm(&self) -> Option<mnsim_arch::machine::Algorithm> {
+        self.algorithm_slot().and_then(|a| a.map(|a| a.0))
+    }
+
+    /// Sets `algorithm:` (no effect on ops without one): a plan's choice written into
+    /// the program.
+    pub fn set_algorithm(&mut self, a: Option<mnsim_arch::machine::Algorithm>) {
+        if let Some(slot) = self.algorithm_slot_mut() {
+            *slot = a.map(AlgorithmName);
+        }
+    }
+
+    fn algorithm_slot(&self) -> Option<&Option<AlgorithmName>> {
+        with_algorithm!(self, a => Some(a), None)
+    }
+
+    fn algorithm_slot_mut(&mut self) -> Option<&mut Option<AlgorithmName>> {
+        with_algorithm!(self, a => Some(a), None)
     }
 
     /// The op's name (`"Load"`, `"MatMul"`, `"Cast"`, ...): a kernel op's shorthand as

@@ -34,6 +34,7 @@ pub fn op(p: &Program, m: &Machine, o: &ProgramOp) -> Op {
     let opt = |t: &Option<TensorId>| t.as_ref().map(name);
     let layout = o.layout_text.clone();
     let buffers = o.buffers.map(Buffers::Count);
+    let algorithm = o.algorithm.map(super::AlgorithmName);
     match &o.kind {
         OpKind::Load { tensor } => Op::Load {
             tensor: name(tensor),
@@ -59,12 +60,14 @@ pub fn op(p: &Program, m: &Machine, o: &ProgramOp) -> Op {
             layout: layout.unwrap_or_default(),
             out: opt(out),
             buffers,
+            algorithm,
         },
         OpKind::Broadcast { tensor, out } => Op::Broadcast {
             tensor: name(tensor),
             layout: layout.unwrap_or_default(),
             out: opt(out),
             buffers,
+            algorithm,
         },
         OpKind::Reduce {
             tensor,
@@ -78,6 +81,7 @@ pub fn op(p: &Program, m: &Machine, o: &ProgramOp) -> Op {
             layout,
             buffers,
             out: opt(out),
+            algorithm,
         },
         OpKind::Free { tensor } => Op::Free {
             tensor: name(tensor),
@@ -86,14 +90,18 @@ pub fn op(p: &Program, m: &Machine, o: &ProgramOp) -> Op {
             kernel,
             inputs,
             out,
-        } => kernel_op(
-            kernel,
-            inputs.iter().map(name).collect(),
-            name(out),
-            o.name,
-            layout,
-            buffers,
-        ),
+        } => {
+            let mut k = kernel_op(
+                kernel,
+                inputs.iter().map(name).collect(),
+                name(out),
+                o.name,
+                layout,
+                buffers,
+            );
+            k.set_algorithm(o.algorithm);
+            k
+        }
     }
 }
 
@@ -114,6 +122,7 @@ pub fn kernel_op(
         out,
         layout,
         buffers,
+        algorithm: None,
         written: Shorthand::named(name),
     };
     if !k.fits_shorthand() {

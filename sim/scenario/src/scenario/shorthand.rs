@@ -6,9 +6,9 @@
 //! its reduction with the tree Reduce's `ReduceOp`), `Concat` (a list of inputs, whose
 //! length is the kernel's) and `Cast` (a `Copy` into another dtype).
 
-use super::Buffers;
 use super::op::{KernelOp, Op};
 use super::text::OpText;
+use super::{AlgorithmName, Buffers};
 use crate::program::ReduceOp;
 use mnsim_kernels::{Kernel, ReduceKind, UnaryOp};
 
@@ -60,13 +60,16 @@ macro_rules! shorthands {
             #[allow(unused_parens)]
             fn from(t: OpText) -> Op {
                 match t {
-                    $(OpText::$name { $($param,)* $($operand,)+ out, layout, buffers } => {
+                    $(OpText::$name {
+                        $($param,)* $($operand,)+ out, layout, buffers, algorithm
+                    } => {
                         Op::Kernel(KernelOp {
                             kernel: $kernel,
                             inputs: vec![$($operand),+],
                             out,
                             layout,
                             buffers,
+                            algorithm,
                             written: Some(Shorthand::$name),
                         })
                     })+
@@ -86,6 +89,7 @@ macro_rules! shorthands {
                     out: k.out.clone(),
                     layout: k.layout.clone(),
                     buffers: k.buffers.clone(),
+                    algorithm: k.algorithm,
                 }),)+
                 _ => None,
             }
@@ -121,13 +125,14 @@ shorthands! {
             out,
             layout,
             buffers,
+            algorithm,
         } => by_hand(
             Kernel::ReduceAxes {
                 op: op.kind(),
                 axes,
                 keep_dims,
             },
-            (vec![input], out, layout, buffers),
+            (vec![input], out, layout, buffers, algorithm),
             Shorthand::ReduceAxes,
         ),
         OpText::Concat {
@@ -136,12 +141,13 @@ shorthands! {
             out,
             layout,
             buffers,
+            algorithm,
         } => by_hand(
             Kernel::Concat {
                 axis,
                 inputs: inputs.len(),
             },
-            (inputs, out, layout, buffers),
+            (inputs, out, layout, buffers, algorithm),
             Shorthand::Concat,
         ),
         OpText::Cast {
@@ -149,9 +155,10 @@ shorthands! {
             out,
             layout,
             buffers,
+            algorithm,
         } => by_hand(
             Kernel::Unary(UnaryOp::Copy),
-            (vec![input], out, layout, buffers),
+            (vec![input], out, layout, buffers, algorithm),
             Shorthand::Cast,
         ),
         OpText::Kernel {
@@ -160,12 +167,14 @@ shorthands! {
             out,
             layout,
             buffers,
+            algorithm,
         } => Op::Kernel(KernelOp {
             kernel,
             inputs,
             out,
             layout,
             buffers,
+            algorithm,
             written: None,
         }),
         OpText::Load {
@@ -196,22 +205,26 @@ shorthands! {
             layout,
             out,
             buffers,
+            algorithm,
         } => Op::Relayout {
             tensor,
             layout,
             out,
             buffers,
+            algorithm,
         },
         OpText::Broadcast {
             tensor,
             layout,
             out,
             buffers,
+            algorithm,
         } => Op::Broadcast {
             tensor,
             layout,
             out,
             buffers,
+            algorithm,
         },
         OpText::Reduce {
             tensor,
@@ -220,6 +233,7 @@ shorthands! {
             layout,
             buffers,
             out,
+            algorithm,
         } => Op::Reduce {
             tensor,
             level,
@@ -227,15 +241,26 @@ shorthands! {
             layout,
             buffers,
             out,
+            algorithm,
         },
         OpText::Free { tensor } => Op::Free { tensor },
     }
 }
 
+/// What a kernel op's text holds beside its kernel: inputs, out, layout, buffers and
+/// algorithm.
+type KernelFields = (
+    Vec<String>,
+    String,
+    Option<String>,
+    Option<Buffers>,
+    Option<AlgorithmName>,
+);
+
 /// The kernel op of a shorthand written by hand.
 fn by_hand(
     kernel: Kernel,
-    (inputs, out, layout, buffers): (Vec<String>, String, Option<String>, Option<Buffers>),
+    (inputs, out, layout, buffers, algorithm): KernelFields,
     s: Shorthand,
 ) -> Op {
     Op::Kernel(KernelOp {
@@ -244,6 +269,7 @@ fn by_hand(
         out,
         layout,
         buffers,
+        algorithm,
         written: Some(s),
     })
 }
@@ -279,22 +305,26 @@ impl From<Op> for OpText {
                 layout,
                 out,
                 buffers,
+                algorithm,
             } => OpText::Relayout {
                 tensor,
                 layout,
                 out,
                 buffers,
+                algorithm,
             },
             Op::Broadcast {
                 tensor,
                 layout,
                 out,
                 buffers,
+                algorithm,
             } => OpText::Broadcast {
                 tensor,
                 layout,
                 out,
                 buffers,
+                algorithm,
             },
             Op::Reduce {
                 tensor,
@@ -303,6 +333,7 @@ impl From<Op> for OpText {
                 layout,
                 buffers,
                 out,
+                algorithm,
             } => OpText::Reduce {
                 tensor,
                 level,
@@ -310,6 +341,7 @@ impl From<Op> for OpText {
                 layout,
                 buffers,
                 out,
+                algorithm,
             },
             Op::Free { tensor } => OpText::Free { tensor },
             Op::Kernel(k) => written(k),
@@ -358,6 +390,7 @@ fn in_shorthand(k: &KernelOp) -> Option<OpText> {
             out: k.out.clone(),
             layout: k.layout.clone(),
             buffers: k.buffers.clone(),
+            algorithm: k.algorithm,
         }),
         (Shorthand::Concat, Kernel::Concat { axis, inputs }) if *inputs == k.inputs.len() => {
             Some(OpText::Concat {
@@ -366,6 +399,7 @@ fn in_shorthand(k: &KernelOp) -> Option<OpText> {
                 out: k.out.clone(),
                 layout: k.layout.clone(),
                 buffers: k.buffers.clone(),
+                algorithm: k.algorithm,
             })
         }
         (Shorthand::Cast, Kernel::Unary(UnaryOp::Copy)) => Some(OpText::Cast {
@@ -373,6 +407,7 @@ fn in_shorthand(k: &KernelOp) -> Option<OpText> {
             out: k.out.clone(),
             layout: k.layout.clone(),
             buffers: k.buffers.clone(),
+            algorithm: k.algorithm,
         }),
         _ => None,
     }
@@ -386,6 +421,7 @@ fn generic(k: KernelOp) -> OpText {
         out: k.out,
         layout: k.layout,
         buffers: k.buffers,
+        algorithm: k.algorithm,
     }
 }
 
@@ -424,9 +460,14 @@ mod tests {
         r#"ReduceAxes(op: Max, input: "x", axes: [1], keep_dims: true, out: "y")"#,
         r#"Concat(inputs: ["x", "w", "v"], axis: 0, out: "y")"#,
         r#"Cast(input: "x", out: "y")"#,
+        r#"MatMul(a: "x", b: "w", out: "y", algorithm: "tree")"#,
+        r#"Concat(inputs: ["x", "w"], axis: 0, out: "y", algorithm: "ring")"#,
         r#"Kernel(kernel: Softmax(axis: 0), inputs: ["x"], out: "y")"#,
         r#"Load(tensor: "x", layout: "((4_PE, 4:8), (8:1))")"#,
         r#"Reduce(tensor: "x", level: "PE", op: Max)"#,
+        r#"Reduce(tensor: "x", level: "Board", op: Add, out: "y", algorithm: "tree")"#,
+        r#"Relayout(tensor: "x", layout: "$l", algorithm: "ring")"#,
+        r#"Broadcast(tensor: "x", layout: "$l", out: "y", algorithm: "direct")"#,
     ];
 
     #[test]
@@ -455,7 +496,7 @@ mod tests {
         for s in seen.clone() {
             assert_eq!(Shorthand::named(s.name()), Some(s));
         }
-        assert_eq!(seen.len(), 16);
+        assert_eq!(seen.len(), 18);
     }
 
     #[test]

@@ -54,6 +54,7 @@ fn none_fields_are_dropped_outside_strings_only() {
             layout: "L".into(),
             out: None,
             buffers: None,
+            algorithm: None,
         }),
         "Relayout(tensor: \"a: None, b\", layout: \"L\")"
     );

@@ -2,7 +2,7 @@
 //! the named shorthands of kernels and the generic `Kernel(...)` form. Only the format
 //! sees it: a parsed op is an [`super::Op`] at once (`shorthand.rs` maps the two).
 
-use super::Buffers;
+use super::{AlgorithmName, Buffers};
 use crate::program::ReduceOp;
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of its collectives over a network: `"ring"`, `"tree"` or
+        /// `"direct"` (docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// A Load (tensor not in LM) or Relayout (tensor in LM) into a layout that
     /// replicates over some level.
@@ -57,6 +61,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of its collectives over a network: `"ring"`, `"tree"` or
+        /// `"direct"` (docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Combines partial results across `level`.
     Reduce {
@@ -71,6 +79,10 @@ pub enum OpText {
         buffers: Option<Buffers>,
         #[serde(default)]
         out: Option<String>,
+        /// The algorithm of its collective over a network: `"ring"`, `"tree"` or
+        /// `"direct"` (docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Releases a tensor's LM.
     Free { tensor: String },
@@ -84,6 +96,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Elementwise `op(a, b)`.
     Binary {
@@ -96,6 +112,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `out = a × b`.
     MatMul {
@@ -107,6 +127,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Batched `out = a × b` over the leading axes.
     BatchMatMul {
@@ -118,6 +142,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Reduces `input` along `axes` (kept with size 1 when `keep_dims`).
     ReduceAxes {
@@ -132,6 +160,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Softmax along `axis`.
     Softmax {
@@ -143,6 +175,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Layer normalisation along `axis`.
     LayerNorm {
@@ -154,6 +190,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
         #[serde(default = "default_eps")]
         eps: f64,
     },
@@ -167,6 +207,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `out = cond ? a : b` elementwise, numpy broadcasting (`cond` nonzero is true).
     Select {
@@ -179,6 +223,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `min(max(input, min), max)`.
     Clamp {
@@ -191,6 +239,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `input` where positive, else `alpha · (e^input − 1)`.
     Elu {
@@ -203,6 +255,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `input + bias`, the vector `bias` along `axis` of `input`.
     BiasAdd {
@@ -215,6 +271,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// MatMul with transposed operands and broadcast batch axes.
     GeneralMatMul {
@@ -230,6 +290,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// The same elements (row-major) in the shape `shape`.
     Reshape {
@@ -241,6 +305,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `inputs` joined along `axis`.
     Concat {
@@ -252,6 +320,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// Any kernel of the kernels crate, named as it is there
     /// (`Kernel(kernel: Softmax(axis: 1), inputs: ["x"], out: "y")`): the one form every
@@ -266,6 +338,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
     /// `input` converted to the dtype of `out` (the one kernel whose operands' dtypes
     /// differ).
@@ -277,6 +353,10 @@ pub enum OpText {
         /// Slices of a `Time`-stepped result LM holds (docs/model.md, streams).
         #[serde(default)]
         buffers: Option<Buffers>,
+        /// The algorithm of the tree Reduces the run inserts after it over a network
+        /// (`auto_reduce`; docs/model.md, many boards); unset, the network's own.
+        #[serde(default)]
+        algorithm: Option<AlgorithmName>,
     },
 }
 

@@ -182,6 +182,7 @@ fn random_route(topo: &Topo, rng: &mut Rng) -> Route {
             dram: Some(dram(Dir::Down, rng)),
             local_copy: false,
             steps,
+            algorithm: None,
         },
         1 => Route {
             stages: (d..n - 1)
@@ -191,6 +192,7 @@ fn random_route(topo: &Topo, rng: &mut Rng) -> Route {
             dram: Some(dram(Dir::Up, rng)),
             local_copy: false,
             steps,
+            algorithm: None,
         },
         2 => {
             let meet = rng.below(n as u64 - 1) as usize;
@@ -200,11 +202,18 @@ fn random_route(topo: &Topo, rng: &mut Rng) -> Route {
                 .map(|l| link(l, Dir::Up, reduce && l == meet, false))
                 .collect();
             stages.extend((meet..n - 1).map(|l| link(l, Dir::Down, false, true)));
+            // The op's own algorithm, or the network's.
+            let algorithm = [None]
+                .into_iter()
+                .chain(mnsim_arch::machine::Algorithm::ALL.map(Some))
+                .nth(rng.below(4) as usize)
+                .flatten();
             Route {
                 stages,
                 dram: None,
                 local_copy: false,
                 steps,
+                algorithm,
             }
         }
         _ => Route {
@@ -212,6 +221,7 @@ fn random_route(topo: &Topo, rng: &mut Rng) -> Route {
             dram: None,
             local_copy: true,
             steps,
+            algorithm: None,
         },
     }
 }
@@ -283,6 +293,7 @@ fn a_dram_stage_over_padded_shards_is_left_to_the_per_pe_facts() {
         }),
         local_copy: false,
         steps: 1,
+        algorithm: None,
     };
     assert!(super::super::cost_product(&m, &topo, &route, [&p, &p]).is_none());
 }

@@ -36,3 +36,31 @@ pub enum ModelError {
     #[error("op {op} has no tensor for `${var}`")]
     NoTensor { op: usize, var: String },
 }
+
+impl Failure {
+    /// The tensor the failure names, if it names one (LM full, not in DRAM or LM).
+    fn tensor_name(&self) -> Option<&str> {
+        match self {
+            Failure::NotInDram(t) | Failure::NotInLm(t) | Failure::RelayoutOverflow(t) => Some(t),
+            Failure::NoRoom { tensor, .. } => Some(tensor),
+            Failure::Op(_) => None,
+        }
+    }
+}
+
+impl super::Model {
+    /// The tensors a plan that fails at op `i` with `f` must lay out otherwise to get
+    /// past it: the op's operands and result, and the tensor the failure names.
+    pub fn failure_tensors(&self, i: usize, f: &Failure) -> Vec<crate::program::TensorId> {
+        let mut out: Vec<crate::program::TensorId> = Vec::new();
+        if let Some(op) = self.ops.get(i) {
+            out.extend(op.reads.iter().copied());
+            out.extend(op.writes);
+        }
+        let named = f.tensor_name().and_then(|n| self.res.program.tensor_id(n));
+        out.extend(named);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}

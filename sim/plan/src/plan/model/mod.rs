@@ -14,6 +14,7 @@
 
 mod failure;
 mod joint;
+mod layers;
 mod layouts;
 mod measure;
 mod prune;
@@ -270,6 +271,9 @@ pub struct Model {
     chain_inserts: bool,
     /// A tied variable's layout by its source's ([`Model::propagate`]).
     derivations: HashMap<(usize, LayoutId), Option<LayoutId>>,
+    /// Per variable, the variable of the first identical layer whose layout it takes
+    /// (itself outside layers) ([`layers`]).
+    leader: Vec<usize>,
 }
 
 const NO_LAYOUT: LayoutId = LayoutId::MAX;
@@ -326,6 +330,7 @@ impl Model {
             ties: Vec::new(),
             chain_inserts: false,
             derivations: HashMap::default(),
+            leader: Vec::new(),
         };
         for (id, po) in res.program.ops.iter() {
             let op = m.model_op(id, po)?;
@@ -333,6 +338,7 @@ impl Model {
         }
         m.generate_candidates();
         m.find_ties();
+        m.find_layer_classes();
         Ok(m)
     }
 
@@ -485,9 +491,10 @@ impl Model {
     }
 
     /// Size of the search space (product of candidate counts), saturating.
+    /// Variables that follow another layer for layer count once.
     pub fn space_size(&self) -> u128 {
-        self.vars
-            .iter()
-            .fold(1u128, |a, v| a.saturating_mul(v.candidates.len() as u128))
+        (self.movers().into_iter()).fold(1u128, |a, v| {
+            a.saturating_mul(self.vars[v].candidates.len() as u128)
+        })
     }
 }

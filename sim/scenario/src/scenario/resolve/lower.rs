@@ -40,6 +40,7 @@ pub(super) fn lower(
             layout_text: rop.op.layout().map(str::to_string),
             layout: rop.layout,
             buffers: rop.op.buffers(),
+            algorithm: rop.op.algorithm(),
             span: rop.span,
             place: rop.place,
         });
