@@ -265,18 +265,19 @@ pub(super) fn search(
     (all.expect("at least one pass"), first_starts)
 }
 
-/// The share of the work budget of a block's spread pass ([`spread_pass`]), against the
+/// The share of the work budget of the spread pass ([`spread_pass`]), against the
 /// cycles pass's whole budget: a half.
 const SPREAD_PASS_SHARE: u64 = 2;
 
-/// A block's spread pass (docs/planner.md, spread starts): the best plans `found` so far
-/// (and the seeds) spread whole over each level of the board ([`super::spread::spread_over`]),
+/// The spread pass (docs/planner.md, spread starts): the first pass's starts and the
+/// best plans `found` so far spread whole over each level of the machine
+/// ([`super::spread::spread_over`]; a whole model's repaired where an op refuses them),
 /// then searched from with cycles as the objective, on a share of the work budget of its
 /// own ([`SPREAD_PASS_SHARE`]). The pass runs after the others so that it cannot change
 /// what they find: its plans join theirs only where its best beats their best by the
 /// model's cycles, and the confirming runs choose among them all. `None` where the pass
-/// finds nothing better (the model is left as it was) or does not apply (a whole model,
-/// whose starts spread already).
+/// finds nothing better (the model is left as it was) or does not apply (a machine of
+/// one position per level).
 pub(super) fn spread_pass(
     model: &mut Model,
     (starts, found): (&[Vec<LayoutId>], &search::Searched),
@@ -284,7 +285,7 @@ pub(super) fn spread_pass(
     started: Instant,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Option<search::Searched> {
-    let levels = super::spread::block_levels(model);
+    let (levels, repair) = super::spread::pass_levels(model);
     if levels.is_empty() {
         return None;
     }
@@ -305,8 +306,9 @@ pub(super) fn spread_pass(
         .min();
     let mut late = |_: &Model| deadline.is_some_and(|d| Instant::now() >= d);
     // Spread from the starts (before the search's moves) and from the search's best.
-    let mut spread = super::spread::spread_over(model, starts, (&levels, false), &mut late);
-    for p in super::spread::spread_over(model, &searched, (&levels, false), &mut late) {
+    let how = (&levels, false, repair);
+    let mut spread = super::spread::spread_over(model, starts, how, &mut late);
+    for p in super::spread::spread_over(model, &searched, how, &mut late) {
         if !spread.contains(&p) {
             spread.push(p);
         }

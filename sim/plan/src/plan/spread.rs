@@ -97,7 +97,7 @@ pub(super) fn spread_starts(
     } else {
         joined_levels(m)
     };
-    spread_over(model, starts, (&levels, true), stop)
+    spread_over(model, starts, (&levels, true, false), stop)
 }
 
 /// Whether `model`'s program is a whole model ([`WHOLE_MODEL_OPS`] ops or more).
@@ -105,23 +105,25 @@ fn is_whole_model(model: &Model) -> bool {
     model.resolved().program.ops.len() >= WHOLE_MODEL_OPS
 }
 
-/// The levels a block's spread pass spreads over (every level [`spread_levels`] gives),
-/// or none for a whole model, whose starts spread over all of them already, and for a
-/// machine of one position per level.
-pub(super) fn block_levels(model: &Model) -> Levels {
-    if is_whole_model(model) {
-        return Levels::new();
-    }
-    spread_levels(&model.resolved().machine)
+/// The levels the spread pass spreads over (every level [`spread_levels`] gives: none
+/// for a machine of one position per level), and whether its plans are repaired where
+/// they fail ([`repaired`]): a whole model's are (among hundreds of ops one always
+/// refuses a rule), a block's are not (its search moves past such an op itself, and
+/// repaired starts drew three blocks' searches to worse ends).
+pub(super) fn pass_levels(model: &Model) -> (Levels, bool) {
+    (
+        spread_levels(&model.resolved().machine),
+        is_whole_model(model),
+    )
 }
 
 /// [`spread_starts`] over the given `levels` (root-most first); with `beat`, only the
 /// spread plans that beat the best start, else the best spread plans whatever (a pass of
-/// their own searches from them).
+/// their own searches from them); with `repair`, each spread plan [`repaired`].
 pub(super) fn spread_over(
     model: &mut Model,
     starts: &[Vec<LayoutId>],
-    (levels, beat): (&Levels, bool),
+    (levels, beat, repair): (&Levels, bool, bool),
     stop: &mut dyn FnMut(&Model) -> bool,
 ) -> Vec<Vec<LayoutId>> {
     if levels.is_empty() || starts.is_empty() {
@@ -136,10 +138,6 @@ pub(super) fn spread_over(
     let was = model.chain_inserts();
     model.set_chain_inserts(true);
     let mut found: Vec<(Key, Vec<LayoutId>)> = Vec::new();
-    // A whole model's spread plans are repaired where they fail ([`repaired`]): among
-    // hundreds of ops one always refuses a rule (a block's are searched from, and the
-    // search moves past such an op itself).
-    let repair = is_whole_model(model);
     // Every order from the best starts; on many boards also the boards last from the best.
     let mut orders: Vec<(&Levels, Key, &Vec<LayoutId>)> = (scored.iter())
         .take(SPREAD_FROM)
