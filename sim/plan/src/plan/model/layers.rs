@@ -1,12 +1,12 @@
-//! Identical layers plan as one (docs/planner.md, layers). The importer places each op
-//! of a repeated block in its layer (a `while` unrolled, or a run of identical steps);
-//! where every layer's variables, in program order, lay out tensors of the same shapes
-//! and dtypes for the same ops, and draw on the same candidates, the variables of layer
-//! `k` follow those of the first such layer one for one. The search moves only the
-//! first layer's (and those outside every layer); each assignment is spread to the
-//! others before it is evaluated. The variables to move are then as many for 1 layer as
-//! for 100, and the time of the search grows with the layers only through the length of
-//! the program each evaluation walks.
+//! Identical layers move as one (docs/planner.md). The importer places each op of a
+//! repeated block in its layer (a `while` unrolled, or a run of identical steps); where
+//! every layer's variables, in program order, lay out tensors of the same shapes and
+//! dtypes for the same ops, and draw on the same candidates, the variables of layer `k`
+//! follow those of the first such layer one for one. The search moves only the first
+//! layer's (and those outside every layer); each assignment is made to follow
+//! ([`Model::follow_layers`]) before it is evaluated. The variables to move are then as
+//! many for 1 layer as for 100, and the time of the search grows with the layers only
+//! through the length of the program each evaluation walks.
 
 use super::{LayoutId, Model};
 use crate::program::OpKind;
