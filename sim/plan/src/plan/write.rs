@@ -50,17 +50,7 @@ pub fn add_ops(text: &str, ops: &[OpText]) -> Result<String, AddPlanError> {
         };
         at.push((start, format!("{op},{sep}")));
     }
-    at.sort_by_key(|(p, _)| *p);
-    let mut out =
-        String::with_capacity(text.len() + at.iter().map(|(_, s)| s.len()).sum::<usize>());
-    let mut from = 0;
-    for (p, s) in &at {
-        out.push_str(&text[from..*p]);
-        out.push_str(s);
-        from = *p;
-    }
-    out.push_str(&text[from..]);
-    Ok(out)
+    Ok(splice(text, at))
 }
 
 /// A field to add to an op of the program: the op's index in the program as written, and
@@ -91,8 +81,15 @@ pub fn add_fields(text: &str, fields: &[OpField]) -> Result<String, AddPlanError
         };
         at.push((item.span.start + inside.len(), format!("{sep}{field}")));
     }
+    Ok(splice(text, at))
+}
+
+/// `text` with each string of `at` inserted at its byte position (several at one position
+/// in their order in `at`).
+fn splice(text: &str, mut at: Vec<(usize, String)>) -> String {
     at.sort_by_key(|(p, _)| *p);
-    let mut out = String::with_capacity(text.len() + 32 * at.len());
+    let mut out =
+        String::with_capacity(text.len() + at.iter().map(|(_, s)| s.len()).sum::<usize>());
     let mut from = 0;
     for (p, s) in &at {
         out.push_str(&text[from..*p]);
@@ -100,7 +97,7 @@ pub fn add_fields(text: &str, fields: &[OpField]) -> Result<String, AddPlanError
         from = *p;
     }
     out.push_str(&text[from..]);
-    Ok(out)
+    out
 }
 
 /// Where the line holding byte `at` of `text` starts.
