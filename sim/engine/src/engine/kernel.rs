@@ -114,13 +114,19 @@ impl Engine {
         };
         let c = self.compute_cost(legal.unit_level, units, cost.cycles, &facts);
         let reads: Vec<RegionId> = res.iter().map(|r| r.region).collect();
-        let walk = kernel_walk(
-            &mut self.walks.walk,
-            k,
-            &res,
-            &layout,
-            (&dims_ref, &out_dims),
-        );
+        let walk = match view {
+            true => reshape_view_walk(k, &res, &layout),
+            false => None,
+        }
+        .or_else(|| {
+            kernel_walk(
+                &mut self.walks.walk,
+                k,
+                &res,
+                &layout,
+                (&dims_ref, &out_dims),
+            )
+        });
         let steps = walk.as_ref().map_or(0, |(p, _)| p.steps as u64);
         self.rec.walked = self.rec.walked.saturating_add(steps);
         let mut rep = self.finish(op, out, Some(&layout), &out_rt, c, &reads, &[region], walk);
@@ -321,6 +327,43 @@ fn output_layout(
             .into())
         }
     }
+}
+
+/// The walk of a `Reshape` view between two layouts with one `Time` sub-axis each, of
+/// the same size: the view keeps every element in its cell, its `Time` step too, so
+/// output slice k is input slice k and the view passes the stream on slice by slice.
+/// `None` for any other kernel or layouts (a reshape has no per-axis index map: it is
+/// read whole).
+fn reshape_view_walk(
+    k: &mnsim_kernels::Kernel,
+    res: &[Resident],
+    layout: &TensorLayout,
+) -> Option<(crate::lowering::walk::WalkPlan, bool)> {
+    let [input] = res else {
+        return None;
+    };
+    if !matches!(mnsim_kernels::view::view_of(k), Some(mnsim_kernels::view::View::Reshape)) {
+        return None;
+    }
+    let steps = |l: &TensorLayout| -> Vec<u64> {
+        (l.groups().iter().flatten())
+            .filter(|s| s.class == mnsim_arch::layout::Class::Time && s.size > 1)
+            .map(|s| s.size)
+            .collect()
+    };
+    let (a, b) = (steps(&input.layout), steps(layout));
+    let n = match (a.as_slice(), b.as_slice()) {
+        ([x], [y]) if x == y && *x <= crate::lowering::walk::MAX_WALK as u64 => *x as u32,
+        _ => return None,
+    };
+    let each: std::sync::Arc<[u32]> = (0..n).collect();
+    let plan = crate::lowering::walk::WalkPlan {
+        out: each.clone(),
+        inputs: vec![each],
+        steps: n as usize,
+        out_slices: n,
+    };
+    Some((plan, false))
 }
 
 /// The walk of kernel `k` over `Time` steps, writing `layout` of shape `out_dims` from

@@ -147,13 +147,14 @@ impl Engine {
             let pick = match reads.get(i) {
                 // An operand read twice (`a + a`) is one stream.
                 Some(r)
-                    if !need.is_empty()
-                        && !writes.contains(r)
-                        && !chosen.iter().flatten().any(|c| c.0 == *r) =>
+                    if !need.is_empty() && !chosen.iter().flatten().any(|c| c.0 == *r) =>
                 {
                     match self.state.streams.get(r) {
+                        // Its first reader; or a later one, or one writing the region it
+                        // reads, when LM holds every slice.
                         Some(st)
-                            if st.consumer.is_none()
+                            if ((st.consumer.is_none() && !writes.contains(r))
+                                || st.buffers >= st.slices)
                                 && (st.external.is_some()
                                     || st.producer < self.rec.tasks.len()) =>
                         {
@@ -191,6 +192,10 @@ impl Engine {
             let Some(st) = self.state.streams.get_mut(&input.region) else {
                 continue;
             };
+            if st.consumer.is_some() {
+                // A later reader of a stream held whole: no buffer taken, nothing re-sent.
+                continue;
+            }
             st.consumer = Some(index);
             st.sends = input.sends.len() as u64;
             st.resends = input.resends();

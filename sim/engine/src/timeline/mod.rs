@@ -361,8 +361,14 @@ impl Timeline {
                         bound(t, Cause::Data, Some(w));
                     }
                 }
+                // A stream written in place as it is read (nothing read it since it was
+                // written) waits slice by slice too.
                 for &r in &task.writes {
-                    if let Some((t, w)) = self.region(r).used {
+                    let u = self.region(r);
+                    if streamed(&r) && u.used == u.written {
+                        continue;
+                    }
+                    if let Some((t, w)) = u.used {
                         bound(t, Cause::Data, Some(w));
                     }
                 }
