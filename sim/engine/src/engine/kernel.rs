@@ -342,7 +342,10 @@ fn reshape_view_walk(
     let [input] = res else {
         return None;
     };
-    if !matches!(mnsim_kernels::view::view_of(k), Some(mnsim_kernels::view::View::Reshape)) {
+    if !matches!(
+        mnsim_kernels::view::view_of(k),
+        Some(mnsim_kernels::view::View::Reshape)
+    ) {
         return None;
     }
     let steps = |l: &TensorLayout| -> Vec<u64> {

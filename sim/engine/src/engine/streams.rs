@@ -146,9 +146,7 @@ impl Engine {
         for (i, need) in plan.inputs.iter().enumerate() {
             let pick = match reads.get(i) {
                 // An operand read twice (`a + a`) is one stream.
-                Some(r)
-                    if !need.is_empty() && !chosen.iter().flatten().any(|c| c.0 == *r) =>
-                {
+                Some(r) if !need.is_empty() && !chosen.iter().flatten().any(|c| c.0 == *r) => {
                     match self.state.streams.get(r) {
                         // Its first reader; or a later one, or one writing the region it
                         // reads, when LM holds every slice.
