@@ -148,11 +148,11 @@ impl Engine {
                 // An operand read twice (`a + a`) is one stream.
                 Some(r) if !need.is_empty() && !chosen.iter().flatten().any(|c| c.0 == *r) => {
                     match self.state.streams.get(r) {
-                        // Its first reader; or a later one, or one writing the region it
-                        // reads, when LM holds every slice.
+                        // Its first reader, or an op writing the region it reads (the
+                        // Reduce after a partial kernel, in place: slice by slice as the
+                        // kernel makes them); a later reader when LM holds every slice.
                         Some(st)
-                            if ((st.consumer.is_none() && !writes.contains(r))
-                                || st.buffers >= st.slices)
+                            if (st.consumer.is_none() || st.buffers >= st.slices)
                                 && (st.external.is_some()
                                     || st.producer < self.rec.tasks.len()) =>
                         {
@@ -190,8 +190,9 @@ impl Engine {
             let Some(st) = self.state.streams.get_mut(&input.region) else {
                 continue;
             };
-            if st.consumer.is_some() {
-                // A later reader of a stream held whole: no buffer taken, nothing re-sent.
+            if st.consumer.is_some() || writes.contains(&input.region) {
+                // A later reader of a stream held whole (no buffer taken, nothing
+                // re-sent), or an op writing it in place: not its first reader.
                 continue;
             }
             st.consumer = Some(index);

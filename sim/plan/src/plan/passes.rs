@@ -299,7 +299,7 @@ pub(super) fn spread_pass(
     // The plan to beat: the best by cycles of what the passes found, as the model scores
     // it now.
     let searched: Vec<Vec<LayoutId>> = found.best.iter().map(|f| f.pick.clone()).collect();
-    let bar = (starts.iter().chain(&searched))
+    let bar = (searched.iter())
         .map(|p| model.evaluate(p))
         .filter(|e| e.failure.is_none())
         .map(|e| e.key())
@@ -311,6 +311,16 @@ pub(super) fn spread_pass(
     for p in super::spread::spread_over(model, &searched, how, &mut late) {
         if !spread.contains(&p) {
             spread.push(p);
+        }
+    }
+    // And from the starts themselves that the model now scores above the passes' best:
+    // a joint seed that failed in the first pass may run whole now that the search's
+    // chain phase lets Relayouts go before tied variables' first readers.
+    for p in starts {
+        let e = model.evaluate(p);
+        let beats = e.failure.is_none() && bar.is_none_or(|k| e.key() < k);
+        if beats && !spread.contains(p) {
+            spread.push(p.clone());
         }
     }
     let mut out = None;
