@@ -16,11 +16,14 @@ pub(super) struct Alloc {
     pub(super) used: BTreeMap<u64, (u64, u64, RegionId)>,
     pub(super) high_water: u64,
     pub(super) next: u32,
+    /// Words charged for tensors placed outside the allocator (the planner's measuring
+    /// engine places an op's inputs so): counted against LM, at no address.
+    pub(super) placed: u64,
 }
 
 impl Alloc {
     pub(super) fn charged(&self) -> u64 {
-        self.used.values().map(|&(_, c, _)| c).sum()
+        (self.used.values().map(|&(_, c, _)| c)).fold(self.placed, u64::saturating_add)
     }
     pub(super) fn alloc(&mut self, words: u64, charge: u64) -> (u64, RegionId) {
         let mut at = 0u64;

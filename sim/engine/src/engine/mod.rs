@@ -177,6 +177,13 @@ impl Engine {
         self.rec.clear();
     }
 
+    /// Charges `words` of LM for a tensor placed outside the allocator (the planner's
+    /// measuring engine places an op's inputs so), until the engine is cleared: the
+    /// slices a stream holds by default are then decided beside them, as in the run.
+    pub fn charge_placed(&mut self, words: u64) {
+        self.state.alloc.placed = self.state.alloc.placed.saturating_add(words);
+    }
+
     /// [`Engine::clear`], and forgets every tensor too: the engine is as a new one to
     /// the next run (which declares its tensors), but for what it memoises.
     pub fn clear_all(&mut self) {
