@@ -471,7 +471,8 @@ impl Model {
         w.st[t] = Some(s);
         w.regions.of[t] = RegionId(base + region.0);
         // A stream for the next reader when a task of the op made it slice by slice and
-        // no later task of the op (a Reduce it needed) walked it.
+        // no later task of the op walked it but in place (the Reduces a partial kernel
+        // needs read it slice by slice without taking its first read).
         let region = w.regions.of[t];
         let scratch = &w.scratch;
         let made = (first..ntasks).find(|&k| {
@@ -484,7 +485,8 @@ impl Model {
         w.writer[t] = made
             .filter(|&k| {
                 !scratch[k + 1..ntasks].iter().any(|task| {
-                    (task.walk.iter().flat_map(|w| &w.inputs)).any(|i| i.region == region)
+                    !task.writes.contains(&region)
+                        && (task.walk.iter().flat_map(|w| &w.inputs)).any(|i| i.region == region)
                 })
             })
             .map(|k| {
