@@ -64,14 +64,21 @@ fn every_graph_over_twice_its_bound_says_why() {
         let r = common::graphs::plan_and_run(&path);
         check(&name, &r);
         if name == "static_reshape" {
-            // Its Reshape is a view (docs/layout.md): free, so the Load and the Store,
-            // which cannot overlap across it, take the run to twice its bound, no more.
+            // Its Reshape is a view (docs/layout.md): free, and it passes the Load's
+            // stream on slice by slice (docs/model.md, who streams), so the Store
+            // overlaps the Load: well under twice the bound (it was exactly twice when
+            // the view read its input whole).
             assert!(
                 r.ops
                     .iter()
-                    .any(|o| o.op == "Reshape" && o.view && o.cycles == 0)
+                    .any(|o| o.op == "Reshape" && o.view && o.work_cycles == 0)
             );
-            assert_eq!(r.total_cycles, 2 * r.bound_cycles);
+            assert!(
+                r.total_cycles * 4 < 5 * r.bound_cycles,
+                "{} vs {}",
+                r.total_cycles,
+                r.bound_cycles
+            );
         }
         if r.total_cycles > 2 * r.bound_cycles {
             let a = r.above_bound.as_ref().unwrap();
@@ -85,18 +92,19 @@ fn every_graph_over_twice_its_bound_says_why() {
             named.insert(name, a.clone());
         }
     }
-    // A Reshape that is not a view or a Concat reads and writes whole tensors: the Load
-    // before it and the Store after it cannot overlap it, so these graphs take more than
-    // twice their bound.
-    for g in ["concat_2", "shuffle_fusion"] {
-        let a = &named[g];
-        assert_eq!(a.cause, "serial", "{g}");
-        assert!(
-            a.detail.contains("reads and writes whole tensors"),
-            "{g}: {}",
-            a.detail
-        );
-    }
+    // A Concat reads and writes whole tensors: the Load before it and the Store after it
+    // cannot overlap it, so the graph takes more than twice its bound.
+    let a = &named["concat_2"];
+    assert_eq!(a.cause, "serial");
+    assert!(
+        a.detail.contains("reads and writes whole tensors"),
+        "{}",
+        a.detail
+    );
+    // shuffle_fusion's views pass its stream on; what is left is f32 moved unpacked.
+    let a = &named["shuffle_fusion"];
+    assert_eq!(a.cause, "excess");
+    assert!(a.detail.contains("not packed with `W`"), "{}", a.detail);
     // The path's latency dominates a tiny graph: each op pays it in turn.
     let a = &named["softmax_post_ops_unary_fusion"];
     assert!(a.detail.contains("latency-bound"), "{}", a.detail);
