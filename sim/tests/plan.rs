@@ -547,11 +547,7 @@ fn the_model_scores_every_hand_plan_as_the_run_does_under_both_schedules() {
                 // is the run's, but for the default `buffers:` (two slices when they fit
                 // LM), which the model decides on an otherwise empty LM, and a
                 // `buffers:` plan variable, which the model does not take (the auto plan
-                // leaves it `Any`). The gated MLP's `default_split` shows the first: its
-                // output stream holds two slices in the model and one in the run, so the
-                // in-place Reduces after its MatMul read it slice by slice in the model
-                // only (docs/model.md, who streams; 2,771,121 scored, 2,773,225 run).
-                // Within 1/8 of the run; the rest exact.
+                // leaves it `Any`). Within 1/8 of the run; the rest exact.
                 let streams = hres.program.ops.values().any(|o| {
                     matches!(&o.layout, Some(mnsim_sim::program::LayoutRef::Bound(l)) if l.time_span() > 1)
                 });
@@ -588,7 +584,7 @@ fn the_model_scores_every_hand_plan_as_the_run_does_under_both_schedules() {
     }
     assert!(checked >= 20, "{checked}");
     assert!(
-        streamed >= 5 && exact + 2 >= streamed,
+        streamed >= 5 && exact + 1 >= streamed,
         "{exact} of {streamed} exact"
     );
 }
