@@ -33,10 +33,15 @@ const TEXT: &str = r#"Scenario(
 "#;
 
 fn run(plan: &str, mode: Mode) -> mnsim_reports::Report {
-    let sc = scenario::parse(TEXT, "views.ron").unwrap();
+    run_text(TEXT, plan, mode)
+}
+
+/// Plan `plan` of the scenario `text`, run in `mode`.
+fn run_text(text: &str, plan: &str, mode: Mode) -> mnsim_reports::Report {
+    let sc = scenario::parse(text, "views.ron").unwrap();
     let src = scenario::Source {
         path: "views.ron".into(),
-        text: TEXT.into(),
+        text: text.into(),
     };
     let mut res = scenario::resolve(&sc, &src, Some(plan), &[], &BTreeMap::new())
         .unwrap_or_else(|e| panic!("{plan}: {e:?}"));
@@ -127,17 +132,7 @@ const PARTS: &str = r#"Scenario(
 "#;
 
 fn run_parts(plan: &str, mode: Mode) -> mnsim_reports::Report {
-    let sc = scenario::parse(PARTS, "parts.ron").unwrap();
-    let src = scenario::Source {
-        path: "parts.ron".into(),
-        text: PARTS.into(),
-    };
-    let mut res = scenario::resolve(&sc, &src, Some(plan), &[], &BTreeMap::new())
-        .unwrap_or_else(|e| panic!("{plan}: {e:?}"));
-    res.mode = mode;
-    mnsim_sim::run::run(&res)
-        .unwrap_or_else(|e| panic!("{plan}: {e}"))
-        .report
+    run_text(PARTS, plan, mode)
 }
 
 #[test]

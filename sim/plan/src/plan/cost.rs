@@ -227,7 +227,8 @@ impl Coster {
         self.placed += 1;
         let region = RegionId(PLACED_REGION + self.placed as u32);
         self.inputs.push((region, slot));
-        // Its words count against LM, as the run's allocation of it does.
+        // One slice of it counts against LM, as the run's allocation of it does (a
+        // `Time`-stepped input the run may hold two slices of: the fewest it holds).
         self.eng.charge_placed(held.layout.footprint_words());
         let t = (self.eng.state.tensors.get_mut(t))
             .ok_or(crate::engine::ErrorKind::UnknownTensor(t))?;
