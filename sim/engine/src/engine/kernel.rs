@@ -329,9 +329,10 @@ fn output_layout(
     }
 }
 
-/// The walk of a `Reshape` view between two layouts with one `Time` sub-axis each, of
-/// the same size: the view keeps every element in its cell, its `Time` step too, so
-/// output slice k is input slice k and the view passes the stream on slice by slice.
+/// The walk of a `Reshape` view between two layouts whose `Time` sub-axes have the same
+/// sizes and strides in the same order: the view keeps every element in its cell, its `Time` step
+/// too (a reshape keeps the order of the sub-axes), so output slice k is input slice k
+/// and the view passes the stream on slice by slice.
 /// `None` for any other kernel or layouts (a reshape has no per-axis index map: it is
 /// read whole).
 fn reshape_view_walk(
@@ -348,17 +349,19 @@ fn reshape_view_walk(
     ) {
         return None;
     }
-    let steps = |l: &TensorLayout| -> Vec<u64> {
+    // Each `Time` sub-axis's size and stride (its step's weight in the slice number).
+    let steps = |l: &TensorLayout| -> Vec<(u64, u64)> {
         (l.groups().iter().flatten())
             .filter(|s| s.class == mnsim_arch::layout::Class::Time && s.size > 1)
-            .map(|s| s.size)
+            .map(|s| (s.size, s.stride))
             .collect()
     };
     let (a, b) = (steps(&input.layout), steps(layout));
-    let n = match (a.as_slice(), b.as_slice()) {
-        ([x], [y]) if x == y && *x <= crate::lowering::walk::MAX_WALK as u64 => *x as u32,
-        _ => return None,
-    };
+    let n = a.iter().try_fold(1u64, |p, &(x, _)| p.checked_mul(x))?;
+    if a.is_empty() || a != b || n > crate::lowering::walk::MAX_WALK as u64 {
+        return None;
+    }
+    let n = n as u32;
     let each: std::sync::Arc<[u32]> = (0..n).collect();
     let plan = crate::lowering::walk::WalkPlan {
         out: each.clone(),
