@@ -296,7 +296,7 @@ fn equal_to_exhaustive_search_on_a_small_case() {
     let mut streams: Vec<String> = Vec::new();
     for c in &cands {
         let l = mnsim_arch::TensorLayout::parse(c, &m, Some(shape.0), shape.1).unwrap();
-        for skip in [None, Some(0), Some(1)] {
+        for skip in [&[][..], &[0], &[1]] {
             for n in plan::candidates::STREAM_STEPS {
                 if let Some(s) =
                     plan::candidates::streamed(&m, &l, shape, skip, n).map(|s| s.text())

@@ -340,6 +340,11 @@ impl Coster {
             None => None,
         };
         for (slot, (&(n, h), from)) in inputs.iter().zip(from).enumerate() {
+            // An operand read twice (`x * x`) is one tensor in LM: placed (or streamed)
+            // once, as its first read has it.
+            if inputs[..slot].iter().any(|(m, _)| *m == n) {
+                continue;
+            }
             match from {
                 Some(StreamFrom::Load(load)) => {
                     let layout = Some(&h.layout);

@@ -168,15 +168,27 @@ pub(super) fn starts(
 }
 
 /// `best` (a search's best, best first) with the improving stream variant of each that
-/// runs ([`streamed_variant`]), best first.
+/// runs ([`streamed_variant`]) and its improving chain stream ([`chain_streams`]), best
+/// first.
 fn with_stream_variants(model: &mut Model, best: &mut Vec<search::Found>) {
     let mut variants: Vec<search::Found> = Vec::new();
     for f in best.iter() {
-        if f.eval.failure.is_none()
-            && let Some((pick, eval)) = streamed_variant(model, &f.pick, &f.eval)
-            && !best.iter().chain(&variants).any(|g| g.pick == pick)
+        if f.eval.failure.is_some() {
+            continue;
+        }
+        // The best of each kind apart: the model may rank a chain stream above a
+        // variant that runs faster; the confirming runs choose.
+        let chain = (chain_streams(model, &f.pick).into_iter())
+            .filter(|(_, e)| e.key() < f.eval.key())
+            .min_by_key(|(_, e)| e.key());
+        for (pick, eval) in [streamed_variant(model, &f.pick, &f.eval), chain]
+            .into_iter()
+            .flatten()
         {
-            variants.push(search::Found { pick, eval });
+            if !best.iter().chain(&variants).any(|g| g.pick == pick) {
+                model.keep_layouts(&pick);
+                variants.push(search::Found { pick, eval });
+            }
         }
     }
     best.extend(variants);
@@ -546,7 +558,7 @@ fn streamed_variant(
         let mut last: Option<model::Eval> = None;
         for n in candidates::STREAM_STEPS {
             let p: Vec<LayoutId> = (pick.iter().enumerate())
-                .map(|(v, &id)| model.streamed(v, id, (skip, n)).unwrap_or(id))
+                .map(|(v, &id)| model.streamed(v, id, (skip.as_slice(), n)).unwrap_or(id))
                 .collect();
             if p == pick {
                 break;
@@ -564,4 +576,63 @@ fn streamed_variant(
         }
     }
     best
+}
+
+/// How many of the largest free variables [`chain_streams`] streams, one at a time.
+const CHAIN_STREAMS: usize = 4;
+
+/// `pick`'s chain streams: one of its largest free variables streamed over the axes
+/// its readers do not reduce ([`Model::reduced_axes`]) and the other free variables
+/// whole, the tied ones derived ([`Model::propagate`]): its slices then pass down the
+/// chain that follows it (a norm's rows through its reduction, the reduction's
+/// broadcast back and the elementwise tail) and its small companions (a scale, a bias)
+/// are loaded once. Each with its evaluation, in [`candidates::STREAM_STEPS`] steps
+/// from the most down while fewer steps still gain.
+fn chain_streams(model: &mut Model, pick: &[LayoutId]) -> Vec<(Vec<LayoutId>, model::Eval)> {
+    let free = model.free_vars();
+    let elems = |m: &Model, v: usize| -> u64 {
+        let t = &m.tensor(m.vars[v].tensor).dims_at_bound;
+        t.iter().fold(1u64, |a, &b| a.saturating_mul(b))
+    };
+    let mut big = free.clone();
+    big.sort_by_key(|&v| (std::cmp::Reverse(elems(model, v)), v));
+    big.truncate(CHAIN_STREAMS);
+    // Layouts tried here join the candidates only in a variant kept ([`Model::keep_layouts`]).
+    let mut whole = pick.to_vec();
+    for &v in &free {
+        whole[v] = model
+            .streamed_apart(v, pick[v], (&[], 1))
+            .unwrap_or(pick[v]);
+    }
+    let mut out = Vec::new();
+    for f in big {
+        let skip = model.reduced_axes(f);
+        let mut last: Option<model::Eval> = None;
+        let mut tried: Option<LayoutId> = None;
+        for n in candidates::STREAM_STEPS {
+            // Fewer steps asked may give the same layout (its shard had fewer).
+            let Some(id) = model.streamed_apart(f, pick[f], (&skip, n)) else {
+                break;
+            };
+            if tried.replace(id) == Some(id) {
+                continue;
+            }
+            let mut p = whole.clone();
+            p[f] = id;
+            model.propagate(&mut p);
+            if p == pick {
+                break;
+            }
+            let e = model.evaluate(&p);
+            let gains = last.as_ref().is_none_or(|l| e.key() < l.key());
+            if e.failure.is_none() {
+                out.push((p, e.clone()));
+            }
+            if !gains {
+                break;
+            }
+            last = Some(e);
+        }
+    }
+    out
 }

@@ -46,7 +46,7 @@ pub const STREAM_STEPS: [u64; 3] = [16, 4, 2];
 
 /// `l` as a stream: the same layout with at least `need` `Time` steps (as many as its
 /// shard has words, if fewer) taken from its memory parts, major axes first
-/// (`time_steps`), but never from axis `skip` (a consumer's reduced axis), each axis's
+/// (`time_steps`), but never from the axes `skip` (a consumer's reduced axes), each axis's
 /// steps outermost in its group. A Load, the kernels and the Store of such a tensor
 /// overlap slice by slice; steps `l` already had become memory parts first. `None` when
 /// its shard has too few words.
@@ -54,7 +54,7 @@ pub fn streamed(
     m: &Machine,
     l: &TensorLayout,
     (dims, dtype, implicit_pad): (&[u64], DType, bool),
-    skip: Option<usize>,
+    skip: &[usize],
     need: u64,
 ) -> Option<Candidate> {
     // A layout's own `Time` steps become memory parts first (they may step the axis a
@@ -66,7 +66,7 @@ pub fn streamed(
         .enumerate()
         .map(|(a, g)| {
             g.iter()
-                .find(|s| in_memory(s.class) && skip != Some(a))
+                .find(|s| in_memory(s.class) && !skip.contains(&a))
                 .map_or(1, |s| s.size)
         })
         .collect();

@@ -113,13 +113,27 @@ impl Model {
     }
 
     /// The stream variant of layout `id` of variable `v` in `steps` `Time` steps that
-    /// steps no axis `skip` ([`candidates::streamed`]), added to its candidates; `None`
-    /// if it has none.
+    /// steps none of the axes `skip` ([`candidates::streamed`]), added to its
+    /// candidates; `None` if it has none. In one step, the layout whole: its own `Time`
+    /// steps in memory.
     pub fn streamed(
         &mut self,
         v: usize,
         id: LayoutId,
-        (skip, steps): (Option<usize>, u64),
+        (skip, steps): (&[usize], u64),
+    ) -> Option<LayoutId> {
+        let s = self.streamed_apart(v, id, (skip, steps))?;
+        self.vars[v].add_first(s);
+        Some(s)
+    }
+
+    /// [`Model::streamed`] without adding it to the variable's candidates (a variant
+    /// that may not be kept: [`Model::keep_layouts`] adds it).
+    pub fn streamed_apart(
+        &mut self,
+        v: usize,
+        id: LayoutId,
+        (skip, steps): (&[usize], u64),
     ) -> Option<LayoutId> {
         let t = self.vars[v].tensor;
         let key = self.shape_key(t);
@@ -130,7 +144,15 @@ impl Model {
             skip,
             steps,
         )?;
-        Some(self.seed(v, &c.layout))
+        Some(self.intern(t, c.layout))
+    }
+
+    /// Adds the layouts of `pick` to their variables' candidates (first, in the core)
+    /// where they are not there: a variant kept.
+    pub fn keep_layouts(&mut self, pick: &[LayoutId]) {
+        for (v, &id) in pick.iter().enumerate() {
+            self.vars[v].add_first(id);
+        }
     }
 
     /// Layout `id` of variable `v` with level `level` (`fanout` positions) moved onto

@@ -115,15 +115,15 @@ impl Model {
         let from = |k: usize, s: Option<usize>| {
             let w = s?;
             match producers.get(k).and_then(Option::as_ref) {
+                // A kernel's stream, or a later read of a stream held whole.
                 Some((task, held)) => Some(StreamFrom::Kernel(OpId::new(w), task, *held)),
                 // A kernel's output that is no stream (or not one this op reads first).
                 None if !loads.get(k).copied().unwrap_or(false) => None,
                 None => Some(StreamFrom::Load(OpId::new(w))),
             }
         };
-        let streams: Vec<Option<StreamFrom>> = (op.streamed.iter().enumerate())
-            .map(|(k, &s)| from(k, s))
-            .collect();
+        let streams: Vec<Option<StreamFrom>> =
+            (0..op.reads.len()).map(|k| from(k, op.source(k))).collect();
         let first = self
             .coster
             .measure(OpId::new(i), &inputs, lay.as_ref(), &streams);
@@ -175,9 +175,8 @@ impl Model {
                 let inputs: Vec<(TensorId, &Held)> =
                     op.reads.iter().copied().zip(moved.iter()).collect();
                 // The moved input is the Relayout's output now, no longer the stream.
-                let streams: Vec<Option<StreamFrom>> = (op.reads.iter().zip(&op.streamed))
-                    .enumerate()
-                    .map(|(k, (&rr, &s))| from(k, s.filter(|_| rr != r)))
+                let streams: Vec<Option<StreamFrom>> = (op.reads.iter().enumerate())
+                    .map(|(k, &rr)| from(k, op.source(k).filter(|_| rr != r)))
                     .collect();
                 let Ok(m) = self
                     .coster

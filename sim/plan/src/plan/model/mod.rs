@@ -191,6 +191,18 @@ struct ModelOp {
     /// is its first reader, so that a `Time`-stepped layout of it is a stream this op
     /// reads slice by slice (measured so: [`Coster::measure`]).
     streamed: Vec<Option<usize>>,
+    /// Per read: the Load or kernel the tensor comes straight from, when an op read it
+    /// since: a stream LM holds whole is read slice by slice by its later readers too
+    /// (when it is: [`Model::memo_index`]).
+    later: Vec<Option<usize>>,
+}
+
+impl ModelOp {
+    /// The Load or kernel whose output read `k` may read slice by slice: its first
+    /// read's or a later read's.
+    fn source(&self, k: usize) -> Option<usize> {
+        (self.streamed.get(k).copied().flatten()).or(self.later.get(k).copied().flatten())
+    }
 }
 
 /// The program, its variables and the memo.
@@ -410,6 +422,15 @@ impl Model {
             })
             .map(|o| o.map(|(w, _)| w))
             .collect();
+        let later = origin
+            .iter()
+            .map(|o| {
+                o.filter(|&(w, read)| {
+                    read && (m.ops[w].effect == Effect::Load || m.ops[w].is_kernel)
+                })
+            })
+            .map(|o| o.map(|(w, _)| w))
+            .collect();
         Ok(ModelOp {
             op: id,
             effect,
@@ -421,6 +442,7 @@ impl Model {
             insert_ok,
             insert_tied: Vec::new(),
             streamed,
+            later,
         })
     }
 

@@ -112,6 +112,42 @@ impl Model {
         (source < v).then_some(Tie { source, derive })
     }
 
+    /// The axes of variable `v`'s tensor that a kernel reading it reduces (every
+    /// position of the axis makes one output element): a stream must not step them.
+    pub fn reduced_axes(&self, v: usize) -> Vec<usize> {
+        let t = self.vars[v].tensor;
+        let p = &self.res.program;
+        let mut axes: Vec<usize> = Vec::new();
+        for op in self.ops.iter() {
+            let OpKind::Kernel {
+                kernel,
+                inputs,
+                out,
+            } = &p.ops[op.op].kind
+            else {
+                continue;
+            };
+            let shapes: Vec<&[u64]> = (inputs.iter())
+                .map(|&i| p.tensors[i].dims_at_bound.as_slice())
+                .collect();
+            let Ok(maps) = index_map(kernel, &shapes, &p.tensors[*out].dims_at_bound) else {
+                continue;
+            };
+            for (slot, map) in maps.iter().enumerate() {
+                if inputs.get(slot) != Some(&t) {
+                    continue;
+                }
+                for (a, src) in map.axes.iter().enumerate() {
+                    if matches!(src, AxisSource::Reduced(_)) && !axes.contains(&a) {
+                        axes.push(a);
+                    }
+                }
+            }
+        }
+        axes.sort_unstable();
+        axes
+    }
+
     /// Whether any variable is tied to another.
     pub fn has_ties(&self) -> bool {
         self.ties.iter().any(Option::is_some)

@@ -305,28 +305,47 @@ impl Model {
         // `scratch`) and the slices each stream holds (none for most ops: no
         // allocation).
         let op = &self.ops[i];
-        let kernel_streams = (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].is_kernel));
-        let producer = |(&r, s): (&TensorId, &Option<usize>)| {
-            s.filter(|&p| self.ops[p].is_kernel)?;
-            w.writer[r.index()]
+        // A later read streams where LM holds every slice of the stream (as the engine
+        // lowers its walk): the stream's task and the slices it holds, as a kernel's.
+        let held_whole = |r: &TensorId| {
+            let (k, held) = w.writer[r.index()]?;
+            let slices = w.scratch.get(k)?.walk.as_ref()?.out_slices;
+            (slices > 1 && held >= u64::from(slices)).then_some((k, held))
+        };
+        let later_streams =
+            (op.later.iter().zip(&op.reads)).any(|(s, r)| s.is_some() && held_whole(r).is_some());
+        let kernel_streams =
+            later_streams || (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].is_kernel));
+        let producer = |k: usize, &r: &TensorId| match op.streamed.get(k).copied().flatten() {
+            Some(p) => {
+                self.ops[p].is_kernel.then_some(())?;
+                w.writer[r.index()]
+            }
+            None => op
+                .later
+                .get(k)
+                .copied()
+                .flatten()
+                .and_then(|_| held_whole(&r)),
         };
         // On the stack for an op of a few inputs (the memo is asked at every op).
         let mut buf = [None; 4];
         let heap: Vec<Option<(usize, u64)>>;
-        let producers: &[Option<(usize, u64)>] =
-            match (kernel_streams, op.reads.len().min(op.streamed.len())) {
-                (false, _) => &[],
-                (true, n) if n <= buf.len() => {
-                    for (b, x) in buf.iter_mut().zip(op.reads.iter().zip(&op.streamed)) {
-                        *b = producer(x);
-                    }
-                    &buf[..n]
+        let producers: &[Option<(usize, u64)>] = match (kernel_streams, op.reads.len()) {
+            (false, _) => &[],
+            (true, n) if n <= buf.len() => {
+                for (k, (b, r)) in buf.iter_mut().zip(&op.reads).enumerate() {
+                    *b = producer(k, r);
                 }
-                (true, _) => {
-                    heap = (op.reads.iter().zip(&op.streamed)).map(producer).collect();
-                    &heap
-                }
-            };
+                &buf[..n]
+            }
+            (true, _) => {
+                heap = (op.reads.iter().enumerate())
+                    .map(|(k, r)| producer(k, r))
+                    .collect();
+                &heap
+            }
+        };
         // A measurement that sends no slice again does not depend on the producers'
         // tasks (only a re-send costs one of their slices): it is kept under the
         // buffers alone, so other producers' costs find it.

@@ -1,0 +1,137 @@
+//! Streams as the planner's model scores them and as its search finds them (docs/planner.md,
+//! streams): a stream LM holds whole is read slice by slice by its later readers too, an
+//! operand read twice is one stream, and a chain stream steps the rows of a norm so that
+//! its Load, its reductions, its elementwise tail and its Store overlap.
+
+use mnsim_sim::plan::candidates::Space;
+use mnsim_sim::scenario::{self, Mode, Source};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A norm's shape: the row sums of `x`, subtracted from every element (a later read of
+/// `x`), squared as `y * y` (one operand read twice), stored. `rows` and `feat` are
+/// the layouts of the two axes of `x`, the sums' layout follows from `rows`.
+fn norm(rows: &str, feat: &str) -> String {
+    format!(
+        r#"Scenario(
+    name: "row sums subtracted, squared",
+    machine: Preset("mncore2"),
+    mode: Timing,
+    tensors: {{
+        "x": (dtype: F32, shape: "f32[128,768]", init: Random(seed: 1)),
+        "s": (dtype: F32, shape: "f32[128]"),
+        "s_r": (dtype: F32, shape: "f32[128,1]"),
+        "y": (dtype: F32, shape: "f32[128,768]"),
+        "z": (dtype: F32, shape: "f32[128,768]"),
+    }},
+    program: [
+        Load(tensor: "x", layout: "$x"),
+        ReduceAxes(op: Add, input: "x", axes: [1], keep_dims: false, out: "s", layout: "$s"),
+        Reshape(input: "s", shape: [128, 1], out: "s_r", layout: "$s_r"),
+        Binary(op: Sub, a: "x", b: "s_r", out: "y", layout: "$y"),
+        Free(tensor: "x"),
+        Binary(op: Mul, a: "y", b: "y", out: "z", layout: "$z"),
+        Free(tensor: "y"),
+        Store(tensor: "z"),
+    ],
+    plans: {{
+        "auto": {{"x": Any, "s": Any, "s_r": Any, "y": Any, "z": Any}},
+        "rows": {{
+            "x": "(({rows}), ({feat}))",
+            "s": "(({rows}); B@[MAB,PE])",
+            "s_r": "(({rows}), (1); B@[MAB,PE])",
+            "y": "(({rows}), ({feat}))",
+            "z": "(({rows}), ({feat}))",
+        }},
+    }},
+)"#
+    )
+}
+
+/// The model's cycles and the run's of plan `rows` of `text`.
+fn model_and_run(text: &str) -> (u64, mnsim_reports::Report) {
+    let sc = scenario::parse(text, "norm.ron").unwrap();
+    let src = Source {
+        path: "norm.ron".into(),
+        text: text.into(),
+    };
+    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+    let space = Space {
+        max: 1,
+        ..Space::default()
+    };
+    let mut model = mnsim_sim::plan::model::Model::new(&res, space).unwrap();
+    let hres = scenario::resolve(&sc, &src, Some("rows"), &[], &BTreeMap::new()).unwrap();
+    let pick: Vec<_> = (0..model.vars.len())
+        .map(|vi| {
+            let op = mnsim_sim::program::EntityRef::new(model.vars[vi].ops[0]);
+            match &hres.program.ops[op].layout {
+                Some(mnsim_sim::program::LayoutRef::Bound(l)) => model.seed(vi, l),
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    let e = model.evaluate(&pick);
+    assert!(e.failure.is_none(), "{:?}", e.failure);
+    let mut run = hres.clone();
+    run.mode = Mode::Timing;
+    (e.total_cycles, mnsim_sim::run::run(&run).unwrap().report)
+}
+
+/// Rows stepped on `Time` and `x` held whole (two slices): the Sub reads `x` slice by
+/// slice after the ReduceAxes did, the Mul reads `y` once as a stream, and the Store
+/// starts while the Load still sends. The model scores it as it runs; when it read the
+/// later reader whole (and placed `y` twice) it waited for the whole Load.
+#[test]
+fn the_model_reads_a_stream_held_whole_slice_by_slice_at_every_reader() {
+    let text = norm("8_L2B, 8_L1B, 2_Time", "16_MAB, 4_PE, 6, 2_W");
+    let (model, r) = model_and_run(&text);
+    assert_eq!(model, r.total_cycles);
+    let load = r.ops.iter().find(|o| o.op == "Load").unwrap();
+    let store = r.ops.iter().find(|o| o.op == "Store").unwrap();
+    assert!(store.start < load.end, "{} {}", store.start, load.end);
+    assert!(r.total_cycles < load.cycles + store.cycles);
+    // Not stepped: the same program waits for the whole Load, in both.
+    let whole = norm("8_L2B, 8_L1B, 2", "16_MAB, 4_PE, 6, 2_W");
+    let (m2, r2) = model_and_run(&whole);
+    assert_eq!(m2, r2.total_cycles);
+    assert!(
+        r.total_cycles < r2.total_cycles,
+        "{} {}",
+        r.total_cycles,
+        r2.total_cycles
+    );
+}
+
+/// The StableHLO softmaxes, planned as `mnsim run` plans them: the rows stream through
+/// the max, the exponent, the sum and the division, within 1.8× of the bound.
+#[test]
+fn the_softmax_exports_plan_within_their_bound() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/workloads/stablehlo");
+    for (file, bind) in [
+        ("softmax_1x12x128x128_f32.mlir", None),
+        ("softmax_dynB_12x128x128_f32.mlir", Some(("b", 2))),
+    ] {
+        let path = dir.join(file);
+        let mut args = vec!["run", path.to_str().unwrap(), "--mode", "timing", "--json"];
+        let b = bind.map(|(n, v)| format!("{n}={v}"));
+        if let Some(b) = &b {
+            args.extend(["--bind", b]);
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // One report per plan run: the planned one.
+        let reports: Vec<mnsim_reports::Report> = serde_json::from_slice(&out.stdout).unwrap();
+        let r = &reports[0];
+        let x = r.total_cycles as f64 / r.bound_cycles as f64;
+        assert!(x <= 1.8, "{file}: {x:.2}× its bound");
+        assert!(r.streams.iter().any(|s| s.slices > 1), "{file}: no stream");
+    }
+}
