@@ -400,6 +400,7 @@ pub fn plan_with(
     {
         found = passes::joined(found, spread);
     }
+    passes::swap_pass(&mut model, &mut found);
     model.objective = opts.objective;
     let (best, last_error) =
         passes::confirm(&mut model, &res, (&found.best, &hands.seeds), opts, started);
