@@ -18,6 +18,7 @@ pub mod model;
 mod passes;
 pub mod search;
 pub mod spread;
+mod variants;
 pub mod write;
 
 use crate::engine::Mode;
@@ -400,7 +401,7 @@ pub fn plan_with(
     {
         found = passes::joined(found, spread);
     }
-    passes::swap_pass(&mut model, &mut found);
+    variants::swap_pass(&mut model, &mut found);
     model.objective = opts.objective;
     let (best, last_error) =
         passes::confirm(&mut model, &res, (&found.best, &hands.seeds), opts, started);
