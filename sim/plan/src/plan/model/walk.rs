@@ -298,12 +298,11 @@ impl Model {
     }
 
     /// Where the memo holds op `i` reading its inputs in `states`, under `layout`, with
-    /// the kernels' streams it reads as `w` has them (in `measured_ops`); measured first
-    /// on a miss.
+    /// the streams it reads as `w` has them (in `measured_ops`); measured first on a miss.
     fn memo_index(&mut self, i: usize, states: Reads, layout: LayoutId, w: &State) -> usize {
-        // The kernels whose output streams this op reads first: their tasks (in
-        // `scratch`) and the slices each stream holds (none for most ops: no
-        // allocation).
+        // The streams this op reads slice by slice from a task of `scratch` (a kernel's
+        // it reads first; any it reads later that LM holds whole): their tasks and the
+        // slices each holds (none for most ops: no allocation).
         let op = &self.ops[i];
         // A later read streams where LM holds every slice of the stream (as the engine
         // lowers its walk): the stream's task and the slices it holds, as a kernel's.
@@ -314,7 +313,7 @@ impl Model {
         };
         let later_streams =
             (op.later.iter().zip(&op.reads)).any(|(s, r)| s.is_some() && held_whole(r).is_some());
-        let kernel_streams =
+        let streams_read =
             later_streams || (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].is_kernel));
         let producer = |k: usize, &r: &TensorId| match op.streamed.get(k).copied().flatten() {
             Some(p) => {
@@ -331,7 +330,7 @@ impl Model {
         // On the stack for an op of a few inputs (the memo is asked at every op).
         let mut buf = [None; 4];
         let heap: Vec<Option<(usize, u64)>>;
-        let producers: &[Option<(usize, u64)>] = match (kernel_streams, op.reads.len()) {
+        let producers: &[Option<(usize, u64)>] = match (streams_read, op.reads.len()) {
             (false, _) => &[],
             (true, n) if n <= buf.len() => {
                 for (k, (b, r)) in buf.iter_mut().zip(&op.reads).enumerate() {
