@@ -413,24 +413,19 @@ impl Model {
             .iter()
             .map(|o| o.is_none_or(|(w, read)| m.ops[w].var.is_none() || read))
             .collect();
-        let streamed = origin
-            .iter()
-            .map(|o| {
-                o.filter(|&(w, read)| {
-                    !read && (m.ops[w].effect == Effect::Load || m.ops[w].is_kernel)
+        // Per read, the Load or kernel it comes straight from, when an op read it since
+        // (`read`) or not.
+        let source = |read: bool| -> Vec<Option<usize>> {
+            (origin.iter())
+                .map(|o| {
+                    o.filter(|&(w, r)| {
+                        r == read && (m.ops[w].effect == Effect::Load || m.ops[w].is_kernel)
+                    })
+                    .map(|(w, _)| w)
                 })
-            })
-            .map(|o| o.map(|(w, _)| w))
-            .collect();
-        let later = origin
-            .iter()
-            .map(|o| {
-                o.filter(|&(w, read)| {
-                    read && (m.ops[w].effect == Effect::Load || m.ops[w].is_kernel)
-                })
-            })
-            .map(|o| o.map(|(w, _)| w))
-            .collect();
+                .collect()
+        };
+        let (streamed, later) = (source(false), source(true));
         Ok(ModelOp {
             op: id,
             effect,
