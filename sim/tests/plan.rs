@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::model::hand_pick;
 use mnsim_sim::plan::{self, PlanOptions, candidates::Space};
 use mnsim_sim::scenario::{self, Mode, PlanValue, Scenario, Source};
 use mnsim_sim::timeline::Schedule;
@@ -76,24 +77,6 @@ fn cycles_with(sc: &Scenario, src: &Source, plan: &str, layouts: &[(String, Stri
     let mut res = scenario::resolve(&s, src, Some(plan), &[], &BTreeMap::new()).unwrap();
     res.mode = Mode::Timing;
     mnsim_sim::run::run(&res).unwrap().report.total_cycles
-}
-
-/// The model's assignment for a hand plan (`hres`, resolved under plan `name`): each
-/// variable's layout as its first op there binds it.
-fn hand_pick(
-    model: &mut mnsim_sim::plan::model::Model,
-    hres: &scenario::Resolved,
-    name: &str,
-) -> Vec<mnsim_sim::plan::model::LayoutId> {
-    (0..model.vars.len())
-        .map(|vi| {
-            let op = mnsim_sim::program::EntityRef::new(model.vars[vi].ops[0]);
-            match &hres.program.ops[op].layout {
-                Some(mnsim_sim::program::LayoutRef::Bound(l)) => model.seed(vi, l),
-                other => panic!("{name}: {other:?}"),
-            }
-        })
-        .collect()
 }
 
 /// Timing cycles of every plan without `Any`.
@@ -1096,23 +1079,7 @@ fn the_model_decides_a_streams_buffers_beside_the_ops_placed_inputs() {
     },
     auto_reduce: true,
 )"#;
-    let sc = scenario::parse(text, "tight.ron").unwrap();
-    let src = Source {
-        path: "tight.ron".into(),
-        text: text.into(),
-    };
-    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
-    let space = Space {
-        max: 1,
-        ..Space::default()
-    };
-    let mut model = mnsim_sim::plan::model::Model::new(&res, space).unwrap();
-    let hres = scenario::resolve(&sc, &src, Some("tight"), &[], &BTreeMap::new()).unwrap();
-    let pick = hand_pick(&mut model, &hres, "tight");
-    let e = model.evaluate(&pick);
-    let mut run = hres.clone();
-    run.mode = Mode::Timing;
-    let report = mnsim_sim::run::run(&run).unwrap().report;
+    let (e, report) = common::model::model_and_run(text, "tight.ron", "tight");
     let t1 = report.streams.iter().find(|s| s.tensor == "t1").unwrap();
     assert_eq!((t1.slices, t1.buffers), (8, 1), "{t1:?}");
     let hand = report.total_cycles;

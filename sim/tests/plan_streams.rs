@@ -3,9 +3,8 @@
 //! operand read twice is one stream, and a chain stream steps the rows of a norm so that
 //! its Load, its reductions, its elementwise tail and its Store overlap.
 
-use mnsim_sim::plan::candidates::Space;
-use mnsim_sim::scenario::{self, Mode, Source};
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::Path;
 
 /// A norm's shape: the row sums of `x`, subtracted from every element (a later read of
@@ -50,32 +49,9 @@ fn norm(rows: &str, feat: &str) -> String {
 
 /// The model's cycles and the run's of plan `rows` of `text`.
 fn model_and_run(text: &str) -> (u64, mnsim_reports::Report) {
-    let sc = scenario::parse(text, "norm.ron").unwrap();
-    let src = Source {
-        path: "norm.ron".into(),
-        text: text.into(),
-    };
-    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
-    let space = Space {
-        max: 1,
-        ..Space::default()
-    };
-    let mut model = mnsim_sim::plan::model::Model::new(&res, space).unwrap();
-    let hres = scenario::resolve(&sc, &src, Some("rows"), &[], &BTreeMap::new()).unwrap();
-    let pick: Vec<_> = (0..model.vars.len())
-        .map(|vi| {
-            let op = mnsim_sim::program::EntityRef::new(model.vars[vi].ops[0]);
-            match &hres.program.ops[op].layout {
-                Some(mnsim_sim::program::LayoutRef::Bound(l)) => model.seed(vi, l),
-                other => panic!("{other:?}"),
-            }
-        })
-        .collect();
-    let e = model.evaluate(&pick);
+    let (e, report) = common::model::model_and_run(text, "norm.ron", "rows");
     assert!(e.failure.is_none(), "{:?}", e.failure);
-    let mut run = hres.clone();
-    run.mode = Mode::Timing;
-    (e.total_cycles, mnsim_sim::run::run(&run).unwrap().report)
+    (e.total_cycles, report)
 }
 
 /// Rows stepped on `Time` and `x` held whole (two slices): the Sub reads `x` slice by
@@ -118,17 +94,9 @@ fn the_softmax_exports_plan_within_their_bound() {
         if let Some(b) = &b {
             args.extend(["--bind", b]);
         }
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         // One report per plan run: the planned one.
-        let reports: Vec<mnsim_reports::Report> = serde_json::from_slice(&out.stdout).unwrap();
+        let reports: Vec<mnsim_reports::Report> =
+            serde_json::from_str(&common::mnsim(&args)).unwrap();
         let r = &reports[0];
         let x = r.total_cycles as f64 / r.bound_cycles as f64;
         assert!(x <= 1.8, "{file}: {x:.2}× its bound");

@@ -2,6 +2,7 @@ pub mod boards;
 pub mod energy;
 pub mod graphs;
 pub mod kernels;
+pub mod model;
 pub mod random;
 pub mod shlo;
 pub mod study;
