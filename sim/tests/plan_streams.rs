@@ -103,3 +103,56 @@ fn the_softmax_exports_plan_within_their_bound() {
         assert!(r.streams.iter().any(|s| s.slices > 1), "{file}: no stream");
     }
 }
+
+/// A stream its first reader does not take (the matmul reads `k` whole through its
+/// transpose) is taken by the next reader, slice by slice, its slices sent again from
+/// DRAM as the batched matmul needs them (as in oneDNN's `hf-sdpa-bwd` graph). The
+/// model scores it as it runs; when it read the later reader's input whole it scored
+/// this plan 2 M cycles short.
+#[test]
+fn a_stream_its_first_reader_does_not_take_goes_to_the_next() {
+    let k = "((8_L2B, 8_L1B, 4_Time), (16_MAB), (4_PE, 4_Time, 8), (8, 4_W))";
+    let text = format!(
+        r#"Scenario(
+    name: "a stream read whole, then slice by slice",
+    machine: Preset("mncore2"),
+    mode: Timing,
+    tensors: {{
+        "q": (dtype: BF16, shape: "bf16[256,16,128,32]", init: Random(seed: 1)),
+        "k": (dtype: BF16, shape: "bf16[256,16,128,32]", init: Random(seed: 2)),
+        "s": (dtype: F32, shape: "f32[256,16,128,128]"),
+        "p": (dtype: BF16, shape: "bf16[256,16,128,128]", init: Random(seed: 3)),
+        "o": (dtype: BF16, shape: "bf16[256,16,128,32]"),
+    }},
+    program: [
+        Load(tensor: "q", layout: "$q"),
+        Load(tensor: "k", layout: "$k"),
+        GeneralMatMul(a: "q", b: "k", out: "s", transpose_a: false, transpose_b: true, layout: "$s"),
+        Free(tensor: "q"),
+        Store(tensor: "s"),
+        Free(tensor: "s"),
+        Load(tensor: "p", layout: "$p"),
+        BatchMatMul(a: "p", b: "k", out: "o", layout: "$o"),
+        Free(tensor: "k"),
+        Free(tensor: "p"),
+        Store(tensor: "o"),
+    ],
+    plans: {{
+        "auto": {{"q": Any, "k": Any, "s": Any, "p": Any, "o": Any}},
+        "rows": {{
+            "q": "((8_L2B, 8_Time, 4_PE), (16_Time), (4_Time, 32), (8, 4_W); B@[L1B,MAB])",
+            "k": "{k}",
+            "s": "((8_L2B, 8_L1B, 4_Time), (16_MAB), (4_PE, 16_Time, 2), (64, 2_W))",
+            "p": "((8_L2B, 8_L1B, 4_Time), (16_MAB), (4_PE, 16_Time, 2), (32, 4_W))",
+            "o": "{k}",
+        }},
+    }},
+)"#
+    );
+    let (model, r) = model_and_run(&text);
+    let k = r.streams.iter().find(|s| s.tensor == "k").unwrap();
+    assert!(k.resent_slices > 0, "{k:?}");
+    let bmm = r.ops.iter().find(|o| o.op == "BatchMatMul").unwrap();
+    assert!(bmm.work_cycles >= k.resend_cycles, "{bmm:?}");
+    assert_eq!(model, r.total_cycles);
+}

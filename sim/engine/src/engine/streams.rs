@@ -2,7 +2,8 @@
 //! tensor LM holds (`buffers:`), and every op's walk lowered with the streams it reads.
 //!
 //! Invariant: a stream's LM charge is its slices held × one slice's words; a stream is
-//! read slice by slice by its first reader only (later readers read it whole).
+//! read slice by slice by the first reader whose walk reads it so (later readers read it
+//! whole, but where LM holds every slice).
 
 use super::{Engine, ErrorKind, SimError};
 use crate::ids::RegionId;

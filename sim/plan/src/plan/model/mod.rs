@@ -192,8 +192,9 @@ struct ModelOp {
     /// reads slice by slice (measured so: [`Coster::measure`]).
     streamed: Vec<Option<usize>>,
     /// Per read: the Load or kernel the tensor comes straight from, when an op read it
-    /// since: a stream LM holds whole is read slice by slice by its later readers too
-    /// (when it is: [`Model::memo_index`]).
+    /// since: a stream LM holds whole, or that no reader before took (read slice by
+    /// slice), is read slice by slice by its later readers too (when it is:
+    /// [`Model::memo_index`]).
     later: Vec<Option<usize>>,
 }
 

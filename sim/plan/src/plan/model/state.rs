@@ -28,6 +28,9 @@ pub(super) struct State {
     /// Per tensor: the task (in `scratch`) that wrote it last as a stream, and the
     /// slices LM holds of it (its default `buffers:`).
     pub(super) writer: Vec<Option<(usize, u64)>>,
+    /// Per tensor: whether a reader took its stream (read it slice by slice) since it
+    /// was written; until one does, the next reader takes it (as the engine's first).
+    pub(super) taken: Vec<bool>,
     /// Per tensor: the words of a stream's second slice; and their sum over what lives.
     pub(super) seconds: Vec<u64>,
     pub(super) second: u64,
@@ -60,6 +63,7 @@ impl State {
                 ntasks: 0,
                 pending: Vec::new(),
                 writer: vec![None; n],
+                taken: vec![false; n],
                 seconds: vec![0; n],
                 second: 0,
                 busy: Vec::new(),
@@ -77,6 +81,7 @@ impl State {
             ntasks,
             pending,
             writer,
+            taken,
             seconds,
             second,
             busy,
@@ -92,6 +97,7 @@ impl State {
         *ntasks = 0;
         pending.clear();
         refill(writer, n, None);
+        refill(taken, n, false);
         refill(seconds, n, 0);
         *second = 0;
         busy.clear();

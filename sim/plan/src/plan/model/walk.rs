@@ -277,6 +277,7 @@ impl Model {
         let first = w.ntasks;
         let base = self.append_tasks(i, out, w);
         self.apply_moves(out, (first, base), w, detail)?;
+        self.take_streams(i, first, w);
         if effect == Effect::Store {
             if let Some(&r) = self.ops[i].reads.first() {
                 w.dram[r.index()] = true;
@@ -301,18 +302,21 @@ impl Model {
     /// the streams it reads as `w` has them (in `measured_ops`); measured first on a miss.
     fn memo_index(&mut self, i: usize, states: Reads, layout: LayoutId, w: &State) -> usize {
         // The streams this op reads slice by slice from a task of `scratch` (a kernel's
-        // it reads first; any it reads later that LM holds whole): their tasks and the
-        // slices each holds (none for most ops: no allocation).
+        // it reads first; any it reads later that LM holds whole or no reader took):
+        // their tasks and the slices each holds (none for most ops: no allocation).
         let op = &self.ops[i];
-        // A later read streams where LM holds every slice of the stream (as the engine
-        // lowers its walk): the stream's task and the slices it holds, as a kernel's.
-        let held_whole = |r: &TensorId| {
+        // A later read streams where LM holds every slice of the stream, or where no
+        // reader took the stream before it (an earlier reader's walk read it whole), as
+        // the engine lowers its walk: the stream's task and the slices it holds, as a
+        // kernel's.
+        let later_stream = |r: &TensorId| {
             let (k, held) = w.writer[r.index()]?;
             let slices = w.scratch.get(k)?.walk.as_ref()?.out_slices;
-            (slices > 1 && held >= u64::from(slices)).then_some((k, held))
+            let first = !w.taken[r.index()];
+            (slices > 1 && (first || held >= u64::from(slices))).then_some((k, held))
         };
         let later_streams =
-            (op.later.iter().zip(&op.reads)).any(|(s, r)| s.is_some() && held_whole(r).is_some());
+            (op.later.iter().zip(&op.reads)).any(|(s, r)| s.is_some() && later_stream(r).is_some());
         let streams_read =
             later_streams || (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].is_kernel));
         let producer = |k: usize, &r: &TensorId| match op.streamed.get(k).copied().flatten() {
@@ -325,7 +329,7 @@ impl Model {
                 .get(k)
                 .copied()
                 .flatten()
-                .and_then(|_| held_whole(&r)),
+                .and_then(|_| later_stream(&r)),
         };
         // On the stack for an op of a few inputs (the memo is asked at every op).
         let mut buf = [None; 4];
@@ -445,6 +449,22 @@ impl Model {
         Ok(())
     }
 
+    /// The streams op `i` (its tasks from `first` on) took: each input it does not
+    /// write that a task's walk reads slice by slice (the engine's first reader of the
+    /// stream).
+    fn take_streams(&self, i: usize, first: usize, w: &mut State) {
+        let op = &self.ops[i];
+        for &r in &op.reads {
+            if op.writes == Some(r) || w.taken[r.index()] {
+                continue;
+            }
+            let region = w.regions.of[r.index()];
+            w.taken[r.index()] = (w.scratch[first..w.ntasks].iter())
+                .flat_map(|t| t.walk.iter().flat_map(|walk| &walk.inputs))
+                .any(|input| input.region == region);
+        }
+    }
+
     /// Op `i`'s output `(t, s, region)`: LM charged as the engine allocates, the old
     /// region freed, and the stream it leaves for its next reader.
     fn apply_output(
@@ -500,6 +520,7 @@ impl Model {
                 && task.walk.as_ref().is_some_and(|w| w.out_slices > 0)
         });
         let second = w.second;
+        w.taken[t] = false;
         w.writer[t] = made
             .filter(|&k| {
                 !scratch[k + 1..ntasks].iter().any(|task| {
