@@ -107,6 +107,35 @@ fn compact(groups: &mut [Vec<SubAxisExpr>], class: &AxisName) {
     }
 }
 
+impl LayoutExpr {
+    /// This layout with levels `a` and `b` exchanged: every sub-axis and `B@[...]` entry
+    /// naming one names the other. Between two levels of one fan-out it is the same plan
+    /// with the two levels' roles swapped (the tokens over the L1Bs and a weight's
+    /// columns over the L2Bs, say, rather than the other way round). Unbound: binding
+    /// checks it.
+    pub fn swap_levels(&self, a: &str, b: &str) -> LayoutExpr {
+        let other = |n: &str| match n {
+            n if n == a => Some(b.to_string()),
+            n if n == b => Some(a.to_string()),
+            _ => None,
+        };
+        let mut e = self.clone();
+        for s in e.groups.iter_mut().flatten() {
+            if let AxisName::Level(n) = &s.name
+                && let Some(o) = other(n)
+            {
+                s.name = AxisName::Level(o);
+            }
+        }
+        for c in &mut e.bcast {
+            if let Some(o) = other(&c.name) {
+                c.name = o;
+            }
+        }
+        e
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::layout::{LayoutExpr, TensorLayout};
@@ -155,6 +184,37 @@ mod tests {
         );
         let back = moved(&copies, &dims, Some(2)).expect("splits the hidden axis");
         assert_eq!(back, hidden);
+    }
+
+    #[test]
+    fn swapping_two_levels_exchanges_their_roles() {
+        let m = crate::presets::preset("mncore2").expect("a preset");
+        let dims = [768, 2304];
+        let w = "((4_PE:1, 192_Time:2), (8_L1B:1, 2_Time:1, 72:1, 2_W:1); B@[L2B,MAB])";
+        let e = LayoutExpr::parse(w)
+            .expect("parses")
+            .swap_levels("L2B", "L1B");
+        let l = TensorLayout::bind(&e, &m, Some(&dims), DType::F32, false).expect("binds");
+        assert_eq!(
+            l.canonical(),
+            "((4_PE:1, 192_Time:2), (8_L2B:1, 2_Time:1, 72:1, 2_W:1); B@[L1B,MAB])"
+        );
+        // Twice is the layout it was; a level it does not name stays.
+        let back = l.canonical();
+        let again = LayoutExpr::parse(&back)
+            .expect("parses")
+            .swap_levels("L1B", "L2B");
+        let l2 = TensorLayout::bind(&again, &m, Some(&dims), DType::F32, false).expect("binds");
+        assert_eq!(
+            l2.canonical(),
+            TensorLayout::parse(w, &m, Some(&dims), DType::F32)
+                .expect("binds")
+                .canonical()
+        );
+        let none = LayoutExpr::parse(w)
+            .expect("parses")
+            .swap_levels("Board", "Node");
+        assert_eq!(none, LayoutExpr::parse(w).expect("parses"));
     }
 
     #[test]

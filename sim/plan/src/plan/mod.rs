@@ -401,6 +401,7 @@ pub fn plan_with(
     {
         found = passes::joined(found, spread);
     }
+    variants::swap_pass(&mut model, &mut found);
     model.objective = opts.objective;
     let (best, last_error) =
         passes::confirm(&mut model, &res, (&found.best, &hands.seeds), opts, started);

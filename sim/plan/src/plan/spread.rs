@@ -100,6 +100,38 @@ pub(super) fn spread_starts(
     spread_over(model, starts, (&levels, true, false), stop)
 }
 
+/// Each of `picks` with two levels of one fan-out exchanged in
+/// every variable's layout (`LayoutExpr::swap_levels`; a layout that does not bind so
+/// keeps its own), for every such pair of addressable levels: the same plan with the
+/// levels' roles swapped. A search that split the tokens over the L2Bs and a weight's
+/// columns over the L1Bs (the weight sent whole to every L2B) finds the other way round
+/// (the weight split over the L2Bs, the tokens sent to each) only through a move of every
+/// variable at once.
+pub(super) fn swapped(model: &mut Model, picks: &[Vec<LayoutId>]) -> Vec<Vec<LayoutId>> {
+    // Fan-outs as layouts address them (mncore2's 4 Groups of 2 L2Bs: 8 L2Bs).
+    let levels: Levels = (model.resolved().machine.addressable_fanouts())
+        .filter(|&(_, f)| f > 1)
+        .map(|(n, f)| (n.to_string(), f))
+        .collect();
+    let mut out: Vec<Vec<LayoutId>> = Vec::new();
+    for (i, (a, fa)) in levels.iter().enumerate() {
+        for (b, fb) in &levels[i + 1..] {
+            if fa != fb {
+                continue;
+            }
+            for pick in picks {
+                let p: Vec<LayoutId> = (pick.iter().enumerate())
+                    .map(|(v, &id)| model.swapped(v, id, (a, b)).unwrap_or(id))
+                    .collect();
+                if &p != pick && !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether `model`'s program is a whole model ([`WHOLE_MODEL_OPS`] ops or more).
 fn is_whole_model(model: &Model) -> bool {
     model.resolved().program.ops.len() >= WHOLE_MODEL_OPS

@@ -1,11 +1,13 @@
 //! Variants of the plans the search found, each one evaluation: stream variants (every
-//! variable stepped on one axis index) and chain streams (one large free variable
-//! stepped over the axes its readers keep, the chain derived from it). They reach plans
-//! no move of one variable, nor of one chain, reaches: every variable changes at once
-//! (docs/planner.md, streamed starts).
+//! variable stepped on one axis index), chain streams (one large free variable stepped
+//! over the axes its readers keep, the chain derived from it) and level swaps (two
+//! levels of one fan-out exchanged in every layout). They reach plans no move of one
+//! variable, nor of one chain, reaches: every variable changes at once (docs/planner.md,
+//! streamed starts and level swaps).
 
 use super::model::{self, LayoutId, Model};
 use super::{candidates, search};
+use mnsim_reports::Objective;
 
 /// `best` (a search's best, best first) with the improving stream variant of each that
 /// runs ([`streamed_variant`]) and its improving chain stream ([`chain_streams`]), best
@@ -130,4 +132,42 @@ fn chain_streams(model: &mut Model, pick: &[LayoutId]) -> Vec<(Vec<LayoutId>, mo
         }
     }
     out
+}
+/// The swap pass (docs/planner.md, level swaps): the best plans of `found` with two levels
+/// of one fan-out exchanged ([`super::spread::swapped`]), scored by cycles with the
+/// Relayouts before tied reads on (a swapped plan needs its gathers where the plan had
+/// them); those that beat the best of `found` join it, best first, and the Relayouts
+/// stay on for the confirming runs (they change nothing for a plan that runs without
+/// them: a Relayout goes only before a read its layouts make illegal).
+pub(super) fn swap_pass(model: &mut Model, found: &mut search::Searched) {
+    /// How many of the plans found (the best by cycles, Relayouts on) are swapped.
+    const SWAP_FROM: usize = 4;
+    let objective = model.objective;
+    model.objective = Objective::Cycles;
+    let was = model.chain_inserts();
+    model.set_chain_inserts(true);
+    let picks: Vec<Vec<LayoutId>> = found.best.iter().map(|f| f.pick.clone()).collect();
+    let mut scored: Vec<(model::Key, &Vec<LayoutId>)> = (picks.iter())
+        .map(|p| (model.evaluate(p), p))
+        .filter(|(e, _)| e.failure.is_none())
+        .map(|(e, p)| (e.key(), p))
+        .collect();
+    scored.sort_by_key(|s| s.0);
+    let bar = scored.first().map(|s| s.0);
+    let best: Vec<Vec<LayoutId>> = (scored.iter().take(SWAP_FROM))
+        .map(|s| s.1.clone())
+        .collect();
+    let mut joins: Vec<search::Found> = Vec::new();
+    for pick in super::spread::swapped(model, &best) {
+        let eval = model.evaluate(&pick);
+        let beats = eval.failure.is_none() && bar.is_none_or(|k| eval.key() < k);
+        if beats && !picks.contains(&pick) && !joins.iter().any(|f| f.pick == pick) {
+            model.keep_layouts(&pick);
+            joins.push(search::Found { pick, eval });
+        }
+    }
+    joins.sort_by_key(|f| f.eval.key());
+    model.set_chain_inserts(was || !joins.is_empty());
+    found.best.splice(0..0, joins);
+    model.objective = objective;
 }

@@ -175,6 +175,19 @@ impl Model {
         Some(self.seed(v, &l))
     }
 
+    /// Layout `id` of variable `v` with levels `a` and `b` exchanged
+    /// (`LayoutExpr::swap_levels`), bound for the tensor (not added to its candidates:
+    /// [`Model::keep_layouts`] adds a plan kept); `None` where it does not bind.
+    pub fn swapped(&mut self, v: usize, id: LayoutId, (a, b): (&str, &str)) -> Option<LayoutId> {
+        let t = self.vars[v].tensor;
+        let (dims, dtype, implicit_pad) = self.shape_key(t);
+        let expr = mnsim_arch::LayoutExpr::parse(&self.layouts[id as usize].canonical()).ok()?;
+        let m = &self.res.machine;
+        let l = TensorLayout::bind(&expr.swap_levels(a, b), m, Some(&dims), dtype, implicit_pad)
+            .ok()?;
+        Some(self.intern(t, l))
+    }
+
     /// The largest rank of a variable's tensor.
     pub fn max_rank(&self) -> usize {
         self.vars
