@@ -396,10 +396,14 @@ pub fn plan_with(
     // The search passes are the same whatever the objective: every objective confirms
     // the same assignments, each ranking them its own way.
     let (mut found, starts) = passes::search(&mut model, &hands, opts, started, progress);
-    if let Some(spread) =
-        passes::spread_pass(&mut model, (&starts, &found), opts, started, progress)
-    {
-        found = passes::joined(found, spread);
+    let mut spread_from = Vec::new();
+    for beam in passes::SPREAD_BEAMS {
+        let how = (beam, &mut spread_from);
+        if let Some(spread) =
+            passes::spread_pass(&mut model, (&starts, &found), how, opts, started, progress)
+        {
+            found = passes::joined(found, spread);
+        }
     }
     variants::swap_pass(&mut model, &mut found);
     model.objective = opts.objective;

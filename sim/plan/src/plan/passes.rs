@@ -253,6 +253,12 @@ pub(super) fn search(
 /// cycles pass's whole budget: a half.
 const SPREAD_PASS_SHARE: u64 = 2;
 
+/// The spread passes, each the beam it spreads with ([`super::spread::How`]'s: how many
+/// plans of each level are spread over the next): one, the plan each level's best rule
+/// gives; then six, the best few of each level, searched from where they differ from the
+/// first pass's.
+pub(super) const SPREAD_BEAMS: [usize; 2] = [1, 6];
+
 /// The spread pass (docs/planner.md, spread starts): the first pass's starts and the
 /// best plans `found` so far spread whole over each level of the machine
 /// ([`super::spread::spread_over`]; a whole model's repaired where an op refuses them),
@@ -265,12 +271,16 @@ const SPREAD_PASS_SHARE: u64 = 2;
 pub(super) fn spread_pass(
     model: &mut Model,
     (starts, found): (&[Vec<LayoutId>], &search::Searched),
+    (beam, done): (usize, &mut Vec<Vec<LayoutId>>),
     opts: &PlanOptions,
     started: Instant,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Option<search::Searched> {
     let (levels, repair) = super::spread::pass_levels(model);
-    if levels.is_empty() {
+    // A whole model (its spread plans repaired) spreads with the first beam only: each of
+    // its evaluations walks thousands of ops, and a wider beam more than doubled its
+    // planning time.
+    if levels.is_empty() || (repair && beam > SPREAD_BEAMS[0]) {
         return None;
     }
     let deadline = (opts.search.time_limit).and_then(|t| started.checked_add(t));
@@ -290,9 +300,14 @@ pub(super) fn spread_pass(
         .min();
     let mut late = |_: &Model| deadline.is_some_and(|d| Instant::now() >= d);
     // Spread from the starts (before the search's moves) and from the search's best.
-    let how = (&levels, false, repair);
-    let mut spread = super::spread::spread_over(model, starts, how, &mut late);
-    for p in super::spread::spread_over(model, &searched, how, &mut late) {
+    let how = || super::spread::How {
+        levels: &levels,
+        beat: false,
+        repair,
+        beam,
+    };
+    let mut spread = super::spread::spread_over(model, starts, how(), &mut late);
+    for p in super::spread::spread_over(model, &searched, how(), &mut late) {
         if !spread.contains(&p) {
             spread.push(p);
         }
@@ -307,6 +322,9 @@ pub(super) fn spread_pass(
             spread.push(p.clone());
         }
     }
+    // What an earlier spread pass searched from is not searched again.
+    spread.retain(|p| !done.contains(p));
+    done.extend(spread.iter().cloned());
     let mut out = None;
     if !spread.is_empty() {
         let mut sopts = opts.search.clone();
@@ -335,6 +353,11 @@ pub(super) fn joined(mut a: search::Searched, b: search::Searched) -> search::Se
     for f in b.best {
         if !a.best.iter().any(|g| g.pick == f.pick) {
             a.best.push(f);
+        }
+    }
+    for p in b.basins {
+        if !a.basins.contains(&p) {
+            a.basins.push(p);
         }
     }
     a.evaluated += b.evaluated;
@@ -394,7 +417,13 @@ pub(super) fn confirm(
             }
             continue;
         }
-        match planned(model, res, &f.pick) {
+        // As it was scored: with the chain phase's Relayouts on only if they were then
+        // (a plan found before a later pass turned them on runs as found).
+        let was = model.chain_inserts();
+        model.set_chain_inserts(f.eval.chained);
+        let ran = planned(model, res, &f.pick);
+        model.set_chain_inserts(was);
+        match ran {
             Some(Ok(p)) => best.push(p),
             Some(Err(e)) => {
                 last_error.get_or_insert(e.to_string());

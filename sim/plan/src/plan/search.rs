@@ -92,6 +92,9 @@ pub struct Searched {
     pub tried: Vec<usize>,
     /// Per variable and candidate index: whether an evaluated assignment gave it.
     pub tried_mask: Vec<Vec<bool>>,
+    /// Where each descent ended (one per start, distinct, in the order descended): the
+    /// basins the search reached, which `best` (all near its one best) may not show.
+    pub basins: Vec<Vec<LayoutId>>,
 }
 
 struct Top {
@@ -146,9 +149,18 @@ struct Run<'a> {
     progress: &'a mut dyn FnMut(u64, u64),
     /// Per variable and candidate index: whether an evaluated assignment gave it.
     tried: Vec<Vec<bool>>,
+    /// Where each descent ended, distinct.
+    basins: Vec<Vec<LayoutId>>,
 }
 
 impl Run<'_> {
+    /// Records where a descent ended.
+    fn basin(&mut self, pick: Vec<LayoutId>) {
+        if !self.basins.contains(&pick) {
+            self.basins.push(pick);
+        }
+    }
+
     /// Marks the candidates of `pick` as tried.
     fn mark(&mut self, model: &Model, pick: &[LayoutId]) {
         for (v, id) in pick.iter().enumerate() {
@@ -300,7 +312,8 @@ impl Run<'_> {
                 if self.over(model) {
                     break;
                 }
-                self.descend(model, s.clone(), core);
+                let end = self.descend(model, s.clone(), core);
+                self.basin(end);
             }
         }
         starts
@@ -314,7 +327,8 @@ impl Run<'_> {
             if self.over(model) {
                 break;
             }
-            self.descend(model, s, all);
+            let end = self.descend(model, s, all);
+            self.basin(end);
         }
     }
 
@@ -343,7 +357,8 @@ impl Run<'_> {
             if self.over(model) {
                 break;
             }
-            self.descend_over(model, s, core, (&free, true));
+            let end = self.descend_over(model, s, core, (&free, true));
+            self.basin(end);
         }
         let won = before.is_none_or(|b| self.top.v.first().is_some_and(|f| f.eval.key() < b));
         model.set_chain_inserts(was || won);
@@ -431,6 +446,7 @@ pub fn search(
         tried: (model.vars.iter())
             .map(|v| vec![false; v.candidates.len()])
             .collect(),
+        basins: Vec::new(),
     };
     for s in seeds {
         let e = model.evaluate(s);
@@ -467,5 +483,6 @@ pub fn search(
             .map(|t| t.iter().filter(|x| **x).count())
             .collect(),
         tried_mask: run.tried,
+        basins: run.basins,
     }
 }

@@ -97,7 +97,13 @@ pub(super) fn spread_starts(
     } else {
         joined_levels(m)
     };
-    spread_over(model, starts, (&levels, true, false), stop)
+    let how = How {
+        levels: &levels,
+        beat: true,
+        repair: false,
+        beam: 1,
+    };
+    spread_over(model, starts, how, stop)
 }
 
 /// Each of `picks` with two levels of one fan-out exchanged in
@@ -149,13 +155,30 @@ pub(super) fn pass_levels(model: &Model) -> (Levels, bool) {
     )
 }
 
-/// [`spread_starts`] over the given `levels` (root-most first); with `beat`, only the
-/// spread plans that beat the best start, else the best spread plans whatever (a pass of
-/// their own searches from them); with `repair`, each spread plan [`repaired`].
+/// How [`spread_over`] spreads.
+pub(super) struct How<'a> {
+    /// The levels, root-most first.
+    pub levels: &'a Levels,
+    /// Only the spread plans that beat the best start, else the best whatever (a pass of
+    /// their own searches from them).
+    pub beat: bool,
+    /// Each spread plan [`repaired`].
+    pub repair: bool,
+    /// How many plans of each level are spread over the next (a beam: the rule best on
+    /// one level is not always the one best once the levels below it are spread).
+    pub beam: usize,
+}
+
+/// [`spread_starts`] as [`How`] says.
 pub(super) fn spread_over(
     model: &mut Model,
     starts: &[Vec<LayoutId>],
-    (levels, beat, repair): (&Levels, bool, bool),
+    How {
+        levels,
+        beat,
+        repair,
+        beam,
+    }: How,
     stop: &mut dyn FnMut(&Model) -> bool,
 ) -> Vec<Vec<LayoutId>> {
     if levels.is_empty() || starts.is_empty() {
@@ -181,40 +204,45 @@ pub(super) fn spread_over(
     }
     let mut seen: std::collections::HashSet<Vec<LayoutId>> = (starts.iter()).cloned().collect();
     for (levels, key, start) in orders {
-        let mut base = (key, start.clone());
+        // The best few plans of each level (and of the levels before, where none of
+        // this one's beats them) are spread over the next.
+        let mut bases: Vec<(Key, Vec<LayoutId>)> = vec![(key, start.clone())];
         for (level, fanout) in levels {
             let mut rules = vec![Rule::Copies];
             rules.extend(lengths(model, *fanout).into_iter().map(Rule::Length));
             let mut here: Vec<(Key, Vec<LayoutId>)> = Vec::new();
-            let tries = rules
-                .iter()
-                .flat_map(|&r| [(r, AxisName::Mem), (r, AxisName::Time)]);
-            for (rule, freed) in tries {
-                if stop(model) {
-                    break;
-                }
-                let pick = spread(model, &base.1, (level, *fanout), (rule, freed));
-                // A plan evaluated already (its base, or the same plan by another rule:
-                // nothing freed, so memory and `Time` give one plan) is not again.
-                if !seen.insert(pick.clone()) {
-                    continue;
-                }
-                let (pick, e) = match repair {
-                    true => repaired(model, &base.1, pick, &mut seen),
-                    false => {
-                        let e = model.evaluate(&pick);
-                        (pick, e)
+            for (_, base) in &bases {
+                let tries = rules
+                    .iter()
+                    .flat_map(|&r| [(r, AxisName::Mem), (r, AxisName::Time)]);
+                for (rule, freed) in tries {
+                    if stop(model) {
+                        break;
                     }
-                };
-                if e.failure.is_none() {
-                    here.push((e.key(), pick));
+                    let pick = spread(model, base, (level, *fanout), (rule, freed.clone()));
+                    // A plan evaluated already (its base, or the same plan by another
+                    // rule: nothing freed, so memory and `Time` give one plan) is not
+                    // again.
+                    if !seen.insert(pick.clone()) {
+                        continue;
+                    }
+                    let (pick, e) = match repair {
+                        true => repaired(model, base, pick, &mut seen),
+                        false => {
+                            let e = model.evaluate(&pick);
+                            (pick, e)
+                        }
+                    };
+                    if e.failure.is_none() {
+                        here.push((e.key(), pick));
+                    }
                 }
             }
             here.sort_by_key(|a| a.0);
-            // The next level spreads the best plan of this one, if it beats its base.
-            if let Some(best) = here.first().filter(|b| b.0 < base.0) {
-                base = best.clone();
-            }
+            let mut next: Vec<(Key, Vec<LayoutId>)> = bases.iter().chain(&here).cloned().collect();
+            next.sort_by_key(|a| a.0);
+            next.truncate(beam.max(1));
+            bases = next;
             found.extend(here);
         }
     }

@@ -133,15 +133,18 @@ fn chain_streams(model: &mut Model, pick: &[LayoutId]) -> Vec<(Vec<LayoutId>, mo
     }
     out
 }
-/// The swap pass (docs/planner.md, level swaps): the best plans of `found` with two levels
-/// of one fan-out exchanged ([`super::spread::swapped`]), scored by cycles with the
-/// Relayouts before tied reads on (a swapped plan needs its gathers where the plan had
-/// them); those that beat the best of `found` join it, best first, and the Relayouts
-/// stay on for the confirming runs (they change nothing for a plan that runs without
-/// them: a Relayout goes only before a read its layouts make illegal).
+/// How many of the plans found (the best by cycles, Relayouts on) are swapped, besides
+/// the basins.
+const SWAP_FROM: usize = 4;
+
+/// The swap pass (docs/planner.md, level swaps): the best plans of `found` and the ends
+/// of its descents (its basins) with two levels of one fan-out exchanged
+/// ([`super::spread::swapped`]), scored by cycles with the Relayouts before tied reads on
+/// (a swapped plan needs its gathers where the plan had them). Those that beat the best
+/// of `found` join it, first, with their stream variants (their search never saw them),
+/// and the confirming runs choose (each plan confirmed as it was scored:
+/// [`model::Eval::chained`]).
 pub(super) fn swap_pass(model: &mut Model, found: &mut search::Searched) {
-    /// How many of the plans found (the best by cycles, Relayouts on) are swapped.
-    const SWAP_FROM: usize = 4;
     let objective = model.objective;
     model.objective = Objective::Cycles;
     let was = model.chain_inserts();
@@ -154,19 +157,26 @@ pub(super) fn swap_pass(model: &mut Model, found: &mut search::Searched) {
         .collect();
     scored.sort_by_key(|s| s.0);
     let bar = scored.first().map(|s| s.0);
-    let best: Vec<Vec<LayoutId>> = (scored.iter().take(SWAP_FROM))
+    let mut best: Vec<Vec<LayoutId>> = (scored.iter().take(SWAP_FROM))
         .map(|s| s.1.clone())
         .collect();
+    for b in &found.basins {
+        if !best.contains(b) {
+            best.push(b.clone());
+        }
+    }
     let mut joins: Vec<search::Found> = Vec::new();
     for pick in super::spread::swapped(model, &best) {
         let eval = model.evaluate(&pick);
         let beats = eval.failure.is_none() && bar.is_none_or(|k| eval.key() < k);
         if beats && !picks.contains(&pick) && !joins.iter().any(|f| f.pick == pick) {
-            model.keep_layouts(&pick);
             joins.push(search::Found { pick, eval });
         }
     }
-    joins.sort_by_key(|f| f.eval.key());
+    for f in &joins {
+        model.keep_layouts(&f.pick);
+    }
+    with_stream_variants(model, &mut joins);
     model.set_chain_inserts(was || !joins.is_empty());
     found.best.splice(0..0, joins);
     model.objective = objective;

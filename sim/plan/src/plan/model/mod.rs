@@ -109,6 +109,9 @@ pub struct Eval {
     /// What the model minimises ([`Model::objective`]): cycles, or the bits of the
     /// (non-negative) joules or joule-seconds, which order as the numbers do.
     pub score: u64,
+    /// Whether the chain phase's Relayouts were on ([`Model::chain_inserts`]): the plan
+    /// is confirmed, explained and written as it was scored.
+    pub chained: bool,
 }
 
 /// An evaluation's ordering key ([`Eval::key`]).

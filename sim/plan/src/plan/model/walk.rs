@@ -162,6 +162,7 @@ impl Model {
             failure,
             energy_j,
             score,
+            chained: self.chain_inserts(),
         }
     }
 
