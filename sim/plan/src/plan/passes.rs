@@ -265,9 +265,13 @@ pub(super) const SPREAD_BEAMS: [usize; 2] = [1, 6];
 /// then searched from with cycles as the objective, on a share of the work budget of its
 /// own ([`SPREAD_PASS_SHARE`]). The pass runs after the others so that it cannot change
 /// what they find: its plans join theirs only where its best beats their best by the
-/// model's cycles, and the confirming runs choose among them all. `None` where the pass
-/// finds nothing better (the model is left as it was) or does not apply (a machine of
-/// one position per level).
+/// model's cycles, and the confirming runs choose among them all. Each level spreads
+/// the `beam` best plans of the level before (a whole model only one: its spread plans
+/// are repaired, and a wider beam more than doubled its planning time); the spread plans
+/// in `done` (an earlier spread pass searched from them) are not searched again, and
+/// those searched here join `done`. `None` where the pass finds nothing better (the
+/// model is left as it was), has nothing new to search from, or does not apply (a
+/// machine of one position per level).
 pub(super) fn spread_pass(
     model: &mut Model,
     (starts, found): (&[Vec<LayoutId>], &search::Searched),

@@ -12,9 +12,10 @@
 //! On one board the same rules lay a whole model's activations out over the L2Bs, L1Bs,
 //! MABs and PEs (a block spreads over the boards alone: `WHOLE_MODEL_OPS`). Each rule is
 //! one evaluation; the levels spread root-most first, each from the best plan of the
-//! level before (on many boards also with the boards last: a plan of each board first);
-//! the best spread plans join the search's starts, which the search then moves variable
-//! by variable.
+//! level before, or its best few (a beam: [`How::beam`]; on many boards also with the
+//! boards last: a plan of each board first); the best spread plans join the search's
+//! starts, which the search then moves variable by variable. The same plans with two
+//! levels of one fan-out exchanged ([`swapped`]) are the level swaps.
 
 use super::model::{Key, LayoutId, Model};
 use mnsim_arch::Machine;
