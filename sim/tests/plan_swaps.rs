@@ -5,6 +5,8 @@
 //! dealt out over the L2Bs (each Group port carries a share of it) and the tokens are sent
 //! to each.
 
+mod common;
+
 use mnsim_reports::Report;
 use std::path::Path;
 
@@ -13,16 +15,8 @@ fn run(file: &str) -> Report {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scenarios/workloads/stablehlo")
         .join(file);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
-        .args(["run", path.to_str().unwrap(), "--mode", "timing", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut reports: Vec<Report> = serde_json::from_slice(&out.stdout).unwrap();
+    let args = ["run", path.to_str().unwrap(), "--mode", "timing", "--json"];
+    let mut reports: Vec<Report> = serde_json::from_str(&common::mnsim(&args)).unwrap();
     reports.remove(0)
 }
 
