@@ -230,3 +230,98 @@ fn the_planners_ties_derive_the_views_of_parts_and_copies() {
     assert!(inserted.is_empty(), "{inserted:?}");
     assert_eq!(cycles[2..7], [0; 5], "{cycles:?}");
 }
+
+/// A tied LM head as JAX exports it: the embedding table `wte` (a vocabulary of 1,000,
+/// padded to the 1,024 MABs of mncore2) read through a transpose by the product with
+/// two tokens. Laid out so, the transpose is a view of the padded table, and the logits
+/// follow the table (they share 500× more of its elements than of the tokens'), not the
+/// tokens: the vocabulary stays split as the table splits it. The chain's heat (the
+/// model's cycles of the ops its moves decide) goes to the table, the variable the
+/// search moves.
+#[test]
+fn a_tied_heads_table_transposes_padded_and_its_logits_follow_it() {
+    let text = r#"Scenario(
+    name: "tied head",
+    machine: Preset("mncore2"),
+    mode: Timing,
+    tensors: {
+        "x": (dtype: F32, shape: "f32[1,2,64]", init: Iota),
+        "wte": (dtype: F32, shape: "f32[1000,64]", init: Iota),
+        "wt": (dtype: F32, shape: "f32[64,1000]"),
+        "logits": (dtype: F32, shape: "f32[1,2,1000]"),
+    },
+    program: [
+        Load(tensor: "x", layout: "$x"),
+        Load(tensor: "wte", layout: "$wte"),
+        Transpose(input: "wte", perm: [1, 0], out: "wt", layout: "$wt"),
+        Free(tensor: "wte"),
+        GeneralMatMul(a: "x", b: "wt", out: "logits", transpose_a: false, transpose_b: false, layout: "$logits"),
+        Store(tensor: "logits"),
+    ],
+    plans: {"auto": {"x": Any, "wte": Any, "wt": Any, "logits": Any}},
+)
+"#;
+    let sc = scenario::parse(text, "head.ron").unwrap();
+    let src = scenario::Source {
+        path: "head.ron".into(),
+        text: text.into(),
+    };
+    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+    let mut model =
+        mnsim_sim::plan::model::Model::new(&res, mnsim_sim::plan::candidates::Space::default())
+            .unwrap();
+    let var = |model: &mnsim_sim::plan::model::Model, name: &str| {
+        (0..model.vars.len())
+            .find(|&v| res.program.tensors[model.vars[v].tensor].name == name)
+            .unwrap()
+    };
+    let bind = |text: &str, dims: &[u64]| {
+        mnsim_arch::TensorLayout::parse(text, &res.machine, Some(dims), mnsim_arch::DType::F32)
+            .unwrap()
+    };
+    let m = &res.machine;
+    let x = bind("((1), (2), (32, 2_W); B@[L2B,L1B,MAB,PE])", &[1, 2, 64]);
+    let wte = bind(
+        "(1000,64)/((8_L2B, 8_L1B, 16_MAB), (32, 2_W); B@[PE])",
+        &[1000, 64],
+    );
+    let (vx, vw) = (var(&model, "x"), var(&model, "wte"));
+    // The table's padded layouts are among its candidates (a transpose makes a
+    // contraction's operand of it).
+    let padded =
+        (model.vars[vw].candidates.iter()).any(|&c| model.layout(c).padded_shape() != [1000, 64]);
+    assert!(padded, "the table has padded candidates");
+    let mut pick: Vec<_> = model.vars.iter().map(|v| v.candidates[0]).collect();
+    pick[vx] = model.seed(vx, &x);
+    pick[vw] = model.seed(vw, &wte);
+    model.propagate(&mut pick);
+    let wt = model.layout(pick[var(&model, "wt")]).clone();
+    assert!(
+        wt.same_cells(&wte.transposed(&[1, 0], m).unwrap()),
+        "{}",
+        wt.canonical()
+    );
+    let logits = model.layout(pick[var(&model, "logits")]);
+    let want = wt
+        .derived(&[None, None, Some(1)], &[1, 2, 1000], m)
+        .unwrap();
+    assert_eq!(logits.canonical(), want.canonical());
+    assert!(
+        logits.canonical().contains("16_MAB"),
+        "{}",
+        logits.canonical()
+    );
+    let (e, cycles, inserted) = model.explain(&pick);
+    assert_eq!(e.failure, None);
+    assert!(inserted.is_empty(), "{inserted:?}");
+    assert_eq!(cycles[2], 0, "the transpose is a view: {cycles:?}");
+    // The table's chain holds its Load, the view, the product and the Store; the tied
+    // variables have no heat of their own.
+    let heat = model.chain_heat(&pick).unwrap();
+    let chain: u64 = [1, 2, 4, 5].iter().map(|&i| cycles[i]).sum();
+    assert!(cycles[4] > 0 && cycles[1] > 0, "{cycles:?}");
+    assert_eq!(heat[vw], chain, "{heat:?} {cycles:?}");
+    assert_eq!(heat[vx], cycles[0] + cycles[4], "{heat:?} {cycles:?}");
+    assert_eq!(heat[var(&model, "wt")], 0);
+    assert_eq!(heat[var(&model, "logits")], 0);
+}

@@ -89,8 +89,9 @@ impl TensorLayout {
     }
 
     /// The layout of this tensor transposed by `perm` (output axis `i` is input axis
-    /// `perm[i]`) that keeps every element in its cell; `None` for a padded layout or a
-    /// `perm` that is not a permutation of the axes.
+    /// `perm[i]`) that keeps every element in its cell (a padded layout's padding
+    /// permuted with its axis); `None` for a `perm` that is not a permutation of the
+    /// axes.
     pub fn transposed(&self, perm: &[usize], machine: &Machine) -> Option<TensorLayout> {
         let rank = self.groups.len();
         let mut seen = vec![false; rank];
@@ -101,12 +102,12 @@ impl TensorLayout {
         {
             return None;
         }
-        if self.logical != self.padded {
-            return None;
-        }
         let groups: Vec<Vec<SubAxis>> = perm.iter().map(|&p| self.groups[p].clone()).collect();
         let dims: Vec<u64> = perm.iter().map(|&p| self.logical[p]).collect();
-        self.rebind(&groups, &dims, machine)
+        // Padding sits at the end of each axis: permuted with its axis, every element
+        // keeps its cell.
+        let pad = (self.logical != self.padded).then_some(dims.as_slice());
+        self.rebind_padded(&groups, &dims, pad, machine)
     }
 
     /// The layout of this tensor reshaped to `dims` (row-major order kept) that keeps
@@ -222,15 +223,15 @@ impl TensorLayout {
     /// does not have, a matrix product's `N`, a slice's shortened axis) lies in memory on
     /// each PE, its last axis packed into the words' slots as this layout packs its own.
     /// A level no kept axis uses holds copies. Memory and `Time` strides are made compact
-    /// again, in the order the kept sub-axes had, the new ones minor-most. `None` for a
-    /// padded layout, a length that differs, or what does not bind.
+    /// again, in the order the kept sub-axes had, the new ones minor-most. A kept axis
+    /// keeps its padding. `None` for a length that differs, or what does not bind.
     pub fn derived(
         &self,
         from: &[Option<usize>],
         dims: &[u64],
         machine: &Machine,
     ) -> Option<TensorLayout> {
-        if self.logical != self.padded || from.len() != dims.len() {
+        if from.len() != dims.len() {
             return None;
         }
         let slots = (self.groups.last()?.iter())
@@ -279,10 +280,12 @@ impl TensorLayout {
                 }
             }
         }
+        // A kept axis keeps its padding (at its end, as this layout pads it).
+        let padded = (from.iter().flatten()).any(|&i| self.padded[i] != self.logical[i]);
         for class in [Class::Mem, Class::Time] {
             compact(&mut groups, class);
         }
-        self.rebind(&groups, dims, machine)
+        self.rebind_padded(&groups, dims, padded.then_some(dims), machine)
     }
 
     /// The same layout for a tensor of the same shape and another element type (an
@@ -309,12 +312,24 @@ impl TensorLayout {
         dims: &[u64],
         machine: &Machine,
     ) -> Option<TensorLayout> {
+        self.rebind_padded(groups, dims, None, machine)
+    }
+
+    /// [`TensorLayout::rebind`] with the pad prefix `pad` (the logical shape of a
+    /// layout whose groups hold more than it).
+    fn rebind_padded(
+        &self,
+        groups: &[Vec<SubAxis>],
+        dims: &[u64],
+        pad: Option<&[u64]>,
+        machine: &Machine,
+    ) -> Option<TensorLayout> {
         let names: Vec<String> = self.levels.iter().map(|l| l.name.to_string()).collect();
         let used: Vec<bool> = (0..names.len())
             .map(|i| groups.iter().flatten().any(|a| a.class == Class::Level(i)))
             .collect();
         let text = super::layout_text(
-            None,
+            pad,
             groups.iter().map(|g| g.iter().map(|&a| Written(a, &names))),
             (names.iter().zip(&used))
                 .filter(|(_, u)| !**u)

@@ -14,6 +14,7 @@
 
 pub mod candidates;
 pub mod cost;
+mod hot;
 pub mod model;
 mod passes;
 pub mod search;
@@ -406,6 +407,7 @@ pub fn plan_with(
         }
     }
     variants::swap_pass(&mut model, &mut found);
+    hot::hot_pass(&mut model, &mut found, opts, started, progress);
     model.objective = opts.objective;
     let (best, last_error) =
         passes::confirm(&mut model, &res, (&found.best, &hands.seeds), opts, started);

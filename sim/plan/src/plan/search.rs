@@ -291,6 +291,44 @@ impl Run<'_> {
         }
     }
 
+    /// Coordinate descent of variable `v` alone from `pick` over its first `width(v)`
+    /// candidates, the tied variables of its chain derived from it (and only those: the
+    /// rest of `pick` stays as it is). Returns the best assignment found.
+    fn descend_chain(
+        &mut self,
+        model: &mut Model,
+        pick: Vec<LayoutId>,
+        width: &[usize],
+        v: usize,
+    ) -> Vec<LayoutId> {
+        let mut cur = model.evaluate(&pick);
+        self.top.offer(&pick, &cur);
+        let mut best = pick;
+        let cands: Vec<LayoutId> = model.vars[v].candidates[..width[v]].to_vec();
+        for (k, &c) in cands.iter().enumerate() {
+            let mut trial = best.clone();
+            trial[v] = c;
+            model.follow_layers(&mut trial);
+            model.propagate_chain(&mut trial, v);
+            if trial == best {
+                continue;
+            }
+            let bar = self.top.bar().map(|b| b.max(cur.key()));
+            self.tried[v][k] = true;
+            if let Some(e) = model.evaluate_below(&trial, bar) {
+                self.top.offer(&trial, &e);
+                if e.key() < cur.key() {
+                    cur = e;
+                    best = trial;
+                }
+            }
+            if self.over(model) {
+                break;
+            }
+        }
+        best
+    }
+
     /// The core phase of local search: the core of the space exhaustively if it has at
     /// most `exhaustive_limit` assignments, else coordinate descent over it from every
     /// seed and from `restarts` random starts. Returns the starts descended from (none
@@ -401,6 +439,73 @@ fn planned(
         core.iter().map(|&c| c as u64).sum::<u64>() * (seeds + opts.restarts) as u64 * 2
     };
     first.saturating_add(per_round.saturating_mul(2 * opts.top.max(1) as u64))
+}
+
+/// Coordinate descent from `start` moving only the variables `moves` (in that order,
+/// over all their candidates, tied variables derived from what they follow), within
+/// `opts`' limits: the hot pass's search of the chains that hold a plan's cycles.
+pub fn descend_vars(
+    model: &mut Model,
+    start: &[LayoutId],
+    moves: &[usize],
+    opts: &Options,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Searched {
+    let begun = Instant::now();
+    let all: Vec<usize> = model.vars.iter().map(|v| v.candidates.len()).collect();
+    let planned: u64 = moves.iter().map(|&v| all[v] as u64).sum();
+    let mut run = Run {
+        top: Top {
+            k: opts.top.max(1),
+            v: Vec::new(),
+        },
+        deadline: opts.time_limit.and_then(|d| begun.checked_add(d)),
+        timed_out: false,
+        work_end: opts.work_limit.map(|w| work(model).saturating_add(w)),
+        work_spent: false,
+        before: model.evaluated,
+        planned,
+        progress,
+        tried: (model.vars.iter())
+            .map(|v| vec![false; v.candidates.len()])
+            .collect(),
+        basins: Vec::new(),
+    };
+    // Each variable on a share of the budget of its own, over its core candidates,
+    // from where the one before it ended.
+    let core: Vec<usize> = (model.vars.iter())
+        .map(|v| v.core.clamp(1, v.candidates.len()))
+        .collect();
+    let share = opts.work_limit.map(|w| w / moves.len().max(1) as u64);
+    let mut pick = start.to_vec();
+    for &v in moves {
+        run.work_end = share.map(|w| work(model).saturating_add(w));
+        run.work_spent = false;
+        pick = run.descend_chain(model, pick, &core, v);
+        if run.timed_out {
+            break;
+        }
+    }
+    run.basin(pick);
+    let evaluated = model.evaluated - run.before;
+    (run.progress)(evaluated, planned);
+    Searched {
+        best: run.top.v,
+        method: "coordinate descent",
+        evaluated,
+        space: model.space_size(),
+        complete: false,
+        timed_out: run.timed_out,
+        work_spent: run.work_spent,
+        seconds: begun.elapsed().as_secs_f64(),
+        tried: run
+            .tried
+            .iter()
+            .map(|t| t.iter().filter(|x| **x).count())
+            .collect(),
+        tried_mask: run.tried,
+        basins: run.basins,
+    }
 }
 
 /// Searches `model` from `seeds` (assignments, e.g. the hand plans). `progress` is

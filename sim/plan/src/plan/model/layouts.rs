@@ -32,24 +32,33 @@ impl Model {
         self.intern_generated(key, c)
     }
 
-    /// The shapes of the tensors a contraction (a matmul kernel) reads or writes: their
-    /// candidates include their padded shape's (`candidates::padded_dims`), where an odd
-    /// length would otherwise leave matrix units idle; other tensors keep their exact
-    /// candidates alone.
+    /// The shapes of the tensors a contraction (a matmul kernel) reads or writes, and of
+    /// those a transpose or a copy makes its operands from: their candidates include
+    /// their padded shape's (`candidates::padded_dims`), where an odd length would
+    /// otherwise leave matrix units idle (GPT-2's tied LM head reads the embedding
+    /// table, 50257 × 768, through a transpose: the table's layout is the one the
+    /// search moves, and without its padded candidates no layout of it splits the
+    /// vocabulary); other tensors keep their exact candidates alone.
     pub(super) fn contraction_shapes(&self) -> HashSet<ShapeKey> {
-        let mut out = HashSet::default();
+        let mut tensors: HashSet<TensorId> = HashSet::default();
         for o in self.ops.iter() {
-            if !self
-                .kernel(o.op)
-                .is_some_and(mnsim_kernels::Kernel::is_matmul)
-            {
-                continue;
-            }
-            for &t in o.reads.iter().chain(o.writes.iter()) {
-                out.insert(self.shape_key(t));
+            if (self.kernel(o.op)).is_some_and(mnsim_kernels::Kernel::is_matmul) {
+                tensors.extend(o.reads.iter().chain(o.writes.iter()).copied());
             }
         }
-        out
+        // Back through the views that make them, last op first (a view's input is
+        // written before it).
+        for o in self.ops.iter().rev() {
+            let view = (self.kernel(o.op)).and_then(mnsim_kernels::view_of);
+            let keeps_axes = matches!(
+                view,
+                Some(mnsim_kernels::View::Transpose(_) | mnsim_kernels::View::Same)
+            );
+            if keeps_axes && o.writes.is_some_and(|t| tensors.contains(&t)) {
+                tensors.extend(o.reads.iter().copied());
+            }
+        }
+        tensors.iter().map(|&t| self.shape_key(t)).collect()
     }
 
     /// Interns the candidates `c` generated for shape `key`, the core first as

@@ -1,6 +1,6 @@
 //! Ties: a variable whose layout follows from another's (docs/planner.md, chains). A
 //! kernel's output variable follows the variable of the input whose axes it shares
-//! most: a view's output takes the view of its input's layout (every element stays in
+//! most (or far more of its elements: [`WIDER`]): a view's output takes the view of its input's layout (every element stays in
 //! its cell: the view costs nothing; a slice, a concatenation or a broadcast that has no
 //! view is derived as any other kernel); any other kernel's output keeps that input's
 //! sub-axes on the axes they share (an elementwise kernel's whole layout, a reduction's
@@ -9,7 +9,7 @@
 //! variable moves the whole chain, so that it stays legal as it moves.
 
 use super::{LayoutId, Model};
-use crate::program::OpKind;
+use crate::program::{EntityRef as _, OpKind};
 use mnsim_kernels::shape::{AxisSource, index_map};
 use mnsim_kernels::{Kernel, View};
 
@@ -160,6 +160,52 @@ impl Model {
             .collect()
     }
 
+    /// The variable whose move decides `v`'s layout: its tie's source, or the leader of
+    /// its layer class, followed to one that is neither tied nor a follower.
+    pub fn chain_root(&self, mut v: usize) -> usize {
+        loop {
+            if let Some(t) = &self.ties[v] {
+                v = t.source;
+            } else if self.leader[v] != v {
+                v = self.leader[v];
+            } else {
+                return v;
+            }
+        }
+    }
+
+    /// Per variable, the model's cycles of the ops in `pick` whose layouts its moves
+    /// decide: the ops that write or read a tensor of its chain (every variable
+    /// [`Model::chain_root`] leads to it). Zero for a variable that is not a root.
+    /// `None` where `pick` does not run.
+    pub fn chain_heat(&mut self, pick: &[LayoutId]) -> Option<Vec<u64>> {
+        let (e, cycles, _) = self.explain(pick);
+        if e.failure.is_some() {
+            return None;
+        }
+        let mut var_of = vec![None; self.res.program.tensors.len()];
+        for (v, var) in self.vars.iter().enumerate() {
+            var_of[var.tensor.index()] = Some(v);
+        }
+        let mut heat = vec![0u64; self.vars.len()];
+        let mut roots: Vec<usize> = Vec::new();
+        for (i, op) in self.ops.iter().enumerate() {
+            let c = cycles.get(i).copied().unwrap_or(0);
+            roots.clear();
+            let touched = (op.reads.iter().chain(&op.writes)).filter_map(|t| var_of[t.index()]);
+            for v in op.var.into_iter().chain(touched) {
+                let r = self.chain_root(v);
+                if !roots.contains(&r) {
+                    roots.push(r);
+                }
+            }
+            for &r in &roots {
+                heat[r] = heat[r].saturating_add(c);
+            }
+        }
+        Some(heat)
+    }
+
     /// `pick` with every tied variable's layout derived from its source's, in order
     /// (a source comes before what follows it); a variable whose layout does not derive
     /// keeps its own.
@@ -168,6 +214,22 @@ impl Model {
             let Some(source) = self.ties[v].as_ref().map(|t| t.source) else {
                 continue;
             };
+            if let Some(id) = self.derived(v, pick[source]) {
+                pick[v] = id;
+            }
+        }
+    }
+
+    /// `pick` with the tied variables of `root`'s chain (those [`Model::chain_root`]
+    /// leads to it) derived from their sources, in order; the others as they are.
+    pub fn propagate_chain(&mut self, pick: &mut [LayoutId], root: usize) {
+        for v in 0..pick.len() {
+            let Some(source) = self.ties[v].as_ref().map(|t| t.source) else {
+                continue;
+            };
+            if self.chain_root(v) != root {
+                continue;
+            }
             if let Some(id) = self.derived(v, pick[source]) {
                 pick[v] = id;
             }
@@ -231,10 +293,23 @@ pub(super) fn binds_again(
     crate::plan::candidates::bind_text(m, &l.canonical(), dims, dtype, false).is_some()
 }
 
+/// How many times more of an output's elements another input must share than the input
+/// sharing most of its axes, for the output to follow that one (see [`shared_axes`]).
+pub const WIDER: u64 = 256;
+
 /// The input of `k` whose axes its output shares most (the first of the most), and how:
 /// the same layout where it is read element for element, else per output axis the
 /// input axis it shares. Read from the kernel's index map; a kernel without one (a
 /// slice, a concatenation) shares the axes of equal length with its first input.
+///
+/// Unless another input shares [`WIDER`] times more of the output's elements (the
+/// product of the lengths it shares): then the output follows that one. A matrix
+/// product's rows are its output's axes most often (a token's row of activations), but
+/// an LM head's 128 tokens against its 50,257-word vocabulary, or a decode step's one
+/// token against a weight's 2,304 columns, leave the output mostly the weight's axis:
+/// following the rows, it could never split the vocabulary or the columns, only the
+/// tokens (GPT-2's decode step planned 8,298,255 cycles so, 5,729,827 following the
+/// weights).
 fn shared_axes(k: &Kernel, shapes: &[&[u64]], out: &[u64]) -> Option<(usize, Derive)> {
     let from_of = |j: usize| -> Vec<Option<usize>> {
         match index_map(k, shapes, out) {
@@ -252,9 +327,22 @@ fn shared_axes(k: &Kernel, shapes: &[&[u64]], out: &[u64]) -> Option<(usize, Der
                 .collect(),
         }
     };
-    let (j, from) = (0..shapes.len())
-        .map(|j| (j, from_of(j)))
-        .max_by_key(|(j, f)| (f.iter().flatten().count(), std::cmp::Reverse(*j)))?;
+    let extent = |f: &[Option<usize>]| -> u64 {
+        (f.iter().enumerate())
+            .filter(|(_, a)| a.is_some())
+            .map(|(h, _)| out[h])
+            .product()
+    };
+    let all: Vec<(usize, Vec<Option<usize>>)> =
+        (0..shapes.len()).map(|j| (j, from_of(j))).collect();
+    let by_count =
+        (all.iter()).max_by_key(|(j, f)| (f.iter().flatten().count(), std::cmp::Reverse(*j)))?;
+    let by_extent = (all.iter()).max_by_key(|(j, f)| (extent(f), std::cmp::Reverse(*j)))?;
+    let (j, from) = if extent(&by_extent.1) >= extent(&by_count.1).saturating_mul(WIDER) {
+        by_extent.clone()
+    } else {
+        by_count.clone()
+    };
     if from.iter().all(Option::is_none) {
         return None;
     }
