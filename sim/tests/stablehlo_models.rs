@@ -632,6 +632,21 @@ fn the_models_layers_and_parts_are_told() {
                 .rposition(|op| mnsim_sim::scenario::pretty::op_text(op).contains("MatMul("))
                 .unwrap();
             assert_eq!(p[last_mm].part, Some(Part::Head), "{name}");
+            // So are the table's Load and the transpose it is read through: they make
+            // the head's weight, not the final norm's output.
+            let table = if name.contains("decode") {
+                "arg2"
+            } else {
+                "arg1"
+            };
+            for what in ["Load(tensor: ", "Transpose(input: "] {
+                let what = format!("{what}\"{table}\"");
+                assert_eq!(
+                    parts_of(&imp, &what),
+                    [Some(Part::Head)].into(),
+                    "{name}: {what}"
+                );
+            }
         } else {
             assert_eq!(parts_of(&imp, "Expand("), [Some(Part::Attention)].into());
         }

@@ -5,7 +5,9 @@
 //!   (the same kernels on the same shapes: JAX's unrolled layers), its phase chosen
 //!   where the fewest computed tensors cross the boundary (the residual stream alone).
 //! - **Parts**, once layers are known: the steps before the first layer are the
-//!   embedding; after the last, a norm up to the first matrix product, then the head.
+//!   embedding; after the last, a norm up to the first matrix product, then the head
+//!   (and before it, what makes the head's weight from nothing the model computed: a
+//!   tied head's transpose of the embedding table).
 //!   Inside a layer, the residual stream is the tensor from outside it that an `Add`
 //!   of the layer reads; each `Add` that carries it on closes a branch: the steps it
 //!   depends on inside the layer (not in an earlier branch). A branch's steps before
@@ -46,10 +48,11 @@ pub(super) fn place(steps: &mut [Step], decls: &[Decl]) {
     for s in &mut steps[..first] {
         s.place.part = Some(Part::Embedding);
     }
+    let head = head_weights(steps, last + 1);
     let tail = &mut steps[last + 1..];
     let head_from = tail.iter().position(is_matmul).unwrap_or(tail.len());
     for (k, s) in tail.iter_mut().enumerate() {
-        s.place.part = Some(if k < head_from {
+        s.place.part = Some(if k < head_from && !head.contains(&k) {
             Part::Norm
         } else {
             Part::Head
@@ -64,6 +67,45 @@ pub(super) fn place(steps: &mut [Step], decls: &[Decl]) {
         layer_parts(&mut steps[lo..hi]);
         lo = hi;
     }
+}
+
+/// The steps after the last layer (from `tail`, as indices into the tail) that make the
+/// head's weight operand: what its first matrix product reads, back through the steps
+/// that read nothing the model computed (a tied head's transpose of the embedding
+/// table), so that they count with the head, not with the final norm before it.
+fn head_weights(steps: &[Step], tail: usize) -> BTreeSet<usize> {
+    let before: BTreeSet<&str> = steps[..tail].iter().map(|s| s.out.as_str()).collect();
+    let tail = &steps[tail..];
+    let made: BTreeMap<&str, usize> = (tail.iter().enumerate())
+        .map(|(k, s)| (s.out.as_str(), k))
+        .collect();
+    let Some(mm) = tail.iter().position(is_matmul) else {
+        return BTreeSet::new();
+    };
+    // Steps that read, directly or not, a tensor the steps before the tail computed
+    // (arguments and constants are no step's output).
+    let mut computed = vec![false; tail.len()];
+    for k in 0..mm {
+        computed[k] = tail[k].inputs.iter().any(|n| match made.get(n.as_str()) {
+            Some(&j) => computed[j],
+            None => before.contains(n.as_str()),
+        });
+    }
+    let mut out = BTreeSet::new();
+    let mut todo: Vec<usize> = (tail[mm].inputs.iter())
+        .filter_map(|n| made.get(n.as_str()).copied())
+        .filter(|&j| !computed[j])
+        .collect();
+    while let Some(k) = todo.pop() {
+        if out.insert(k) {
+            todo.extend(
+                (tail[k].inputs.iter())
+                    .filter_map(|n| made.get(n.as_str()).copied())
+                    .filter(|&j| !computed[j]),
+            );
+        }
+    }
+    out
 }
 
 fn is_matmul(s: &Step) -> bool {
