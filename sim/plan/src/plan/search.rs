@@ -153,7 +153,34 @@ struct Run<'a> {
     basins: Vec<Vec<LayoutId>>,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// A search's state at its start (`begun`), planning `planned` evaluations.
+    fn new(
+        model: &Model,
+        opts: &Options,
+        (begun, planned): (Instant, u64),
+        progress: &'a mut dyn FnMut(u64, u64),
+    ) -> Self {
+        Run {
+            top: Top {
+                k: opts.top.max(1),
+                v: Vec::new(),
+            },
+            // A limit past what an instant can hold is no limit.
+            deadline: opts.time_limit.and_then(|d| begun.checked_add(d)),
+            timed_out: false,
+            work_end: opts.work_limit.map(|w| work(model).saturating_add(w)),
+            work_spent: false,
+            before: model.evaluated,
+            planned,
+            progress,
+            tried: (model.vars.iter())
+                .map(|v| vec![false; v.candidates.len()])
+                .collect(),
+            basins: Vec::new(),
+        }
+    }
+
     /// Records where a descent ended.
     fn basin(&mut self, pick: Vec<LayoutId>) {
         if !self.basins.contains(&pick) {
@@ -441,9 +468,10 @@ fn planned(
     first.saturating_add(per_round.saturating_mul(2 * opts.top.max(1) as u64))
 }
 
-/// Coordinate descent from `start` moving only the variables `moves` (in that order,
-/// over all their candidates, tied variables derived from what they follow), within
-/// `opts`' limits: the hot pass's search of the chains that hold a plan's cycles.
+/// Coordinate descent from `start` moving only the variables `moves`, one after another
+/// (each over its core candidates, from where the one before ended, on an equal share
+/// of `opts`' work budget; the tied variables of its chain derived from it): the hot
+/// pass's search of the chains that hold a plan's cycles.
 pub fn descend_vars(
     model: &mut Model,
     start: &[LayoutId],
@@ -452,30 +480,11 @@ pub fn descend_vars(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Searched {
     let begun = Instant::now();
-    let all: Vec<usize> = model.vars.iter().map(|v| v.candidates.len()).collect();
-    let planned: u64 = moves.iter().map(|&v| all[v] as u64).sum();
-    let mut run = Run {
-        top: Top {
-            k: opts.top.max(1),
-            v: Vec::new(),
-        },
-        deadline: opts.time_limit.and_then(|d| begun.checked_add(d)),
-        timed_out: false,
-        work_end: opts.work_limit.map(|w| work(model).saturating_add(w)),
-        work_spent: false,
-        before: model.evaluated,
-        planned,
-        progress,
-        tried: (model.vars.iter())
-            .map(|v| vec![false; v.candidates.len()])
-            .collect(),
-        basins: Vec::new(),
-    };
-    // Each variable on a share of the budget of its own, over its core candidates,
-    // from where the one before it ended.
     let core: Vec<usize> = (model.vars.iter())
         .map(|v| v.core.clamp(1, v.candidates.len()))
         .collect();
+    let planned: u64 = moves.iter().map(|&v| core[v] as u64).sum();
+    let mut run = Run::new(model, opts, (begun, planned), progress);
     let share = opts.work_limit.map(|w| w / moves.len().max(1) as u64);
     let mut pick = start.to_vec();
     for &v in moves {
@@ -535,24 +544,7 @@ pub fn search(
     let core_space = core.iter().fold(1u128, |a, &c| a.saturating_mul(c as u128));
     let exhaustive = space <= opts.exhaustive_limit;
     let planned = planned((space, core_space), (&all, &core), seeds.len(), opts);
-    let mut run = Run {
-        top: Top {
-            k: opts.top.max(1),
-            v: Vec::new(),
-        },
-        // A limit past what an instant can hold is no limit.
-        deadline: opts.time_limit.and_then(|d| start.checked_add(d)),
-        timed_out: false,
-        work_end: opts.work_limit.map(|w| work(model).saturating_add(w)),
-        work_spent: false,
-        before: model.evaluated,
-        planned,
-        progress,
-        tried: (model.vars.iter())
-            .map(|v| vec![false; v.candidates.len()])
-            .collect(),
-        basins: Vec::new(),
-    };
+    let mut run = Run::new(model, opts, (start, planned), progress);
     for s in seeds {
         let e = model.evaluate(s);
         run.top.offer(s, &e);

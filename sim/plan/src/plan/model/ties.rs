@@ -1,12 +1,13 @@
 //! Ties: a variable whose layout follows from another's (docs/planner.md, chains). A
 //! kernel's output variable follows the variable of the input whose axes it shares
-//! most (or far more of its elements: [`WIDER`]): a view's output takes the view of its input's layout (every element stays in
-//! its cell: the view costs nothing; a slice, a concatenation or a broadcast that has no
-//! view is derived as any other kernel); any other kernel's output keeps that input's
-//! sub-axes on the axes they share (an elementwise kernel's whole layout, a reduction's
-//! kept axes, a matrix product's rows) and holds its other axes in memory on each PE
-//! (`TensorLayout::derived`). Propagated in program order, one move of a chain's first
-//! variable moves the whole chain, so that it stays legal as it moves.
+//! most (or far more of its elements: [`WIDER`]): a view's output takes the view of its
+//! input's layout (every element stays in its cell: the view costs nothing; a slice, a
+//! concatenation or a broadcast that has no view is derived as any other kernel); any
+//! other kernel's output keeps that input's sub-axes on the axes they share (an
+//! elementwise kernel's whole layout, a reduction's kept axes, a matrix product's rows)
+//! and holds its other axes in memory on each PE (`TensorLayout::derived`). Propagated
+//! in program order, one move of a chain's first variable moves the whole chain, so
+//! that it stays legal as it moves.
 
 use super::{LayoutId, Model};
 use crate::program::{EntityRef as _, OpKind};
@@ -161,17 +162,20 @@ impl Model {
     }
 
     /// The variable whose move decides `v`'s layout: its tie's source, or the leader of
-    /// its layer class, followed to one that is neither tied nor a follower.
+    /// its layer class, followed to one that is neither tied nor a follower (each step
+    /// goes to an earlier variable: a tie's source and a class's leader come first).
     pub fn chain_root(&self, mut v: usize) -> usize {
-        loop {
-            if let Some(t) = &self.ties[v] {
-                v = t.source;
-            } else if self.leader[v] != v {
-                v = self.leader[v];
-            } else {
-                return v;
+        for _ in 0..self.vars.len() {
+            let next = match &self.ties[v] {
+                Some(t) => t.source,
+                None => self.leader[v],
+            };
+            if next == v {
+                break;
             }
+            v = next;
         }
+        v
     }
 
     /// Per variable, the model's cycles of the ops in `pick` whose layouts its moves
