@@ -2,6 +2,7 @@
 //! its cell costs 0 cycles and is marked in every report; with any other output layout
 //! it is the kernel it is. Both compute the same values (functional mode, verified).
 
+use mnsim_sim::plan::model::Model;
 use mnsim_sim::scenario::{self, Mode};
 use std::collections::BTreeMap;
 
@@ -154,6 +155,30 @@ fn slices_a_concatenation_and_a_broadcast_where_the_elements_are_cost_nothing() 
     }
 }
 
+/// Plan `auto` of scenario `text` resolved, and the planner's model of it.
+fn planner_model(text: &str, path: &str) -> (scenario::Resolved, Model) {
+    let sc = scenario::parse(text, path).unwrap();
+    let src = scenario::Source {
+        path: path.into(),
+        text: text.into(),
+    };
+    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+    let model = Model::new(&res, mnsim_sim::plan::candidates::Space::default()).unwrap();
+    (res, model)
+}
+
+/// The plan variable of tensor `name`.
+fn var_named(res: &scenario::Resolved, model: &Model, name: &str) -> usize {
+    (0..model.vars.len())
+        .find(|&v| res.program.tensors[model.vars[v].tensor].name == name)
+        .unwrap()
+}
+
+/// Layout `text` bound for an f32 tensor of `dims` on `res`'s machine.
+fn bind_f32(res: &scenario::Resolved, text: &str, dims: &[u64]) -> mnsim_arch::TensorLayout {
+    mnsim_arch::TensorLayout::parse(text, &res.machine, Some(dims), mnsim_arch::DType::F32).unwrap()
+}
+
 /// The planner's ties derive a slice's, a concatenation's and a broadcast's output from
 /// its input's layout as the view (docs/planner.md, chains): one move of `qkv` lays `q`,
 /// `k` and `v` out as its thirds and `cat` as `qkv` again, and one move of `b` lays `bx`
@@ -187,24 +212,9 @@ fn the_planners_ties_derive_the_views_of_parts_and_copies() {
     plans: {"auto": {"qkv": Any, "b": Any, "q": Any, "k": Any, "v": Any, "cat": Any, "bx": Any}},
 )
 "#;
-    let sc = scenario::parse(text, "tied.ron").unwrap();
-    let src = scenario::Source {
-        path: "tied.ron".into(),
-        text: text.into(),
-    };
-    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
-    let mut model =
-        mnsim_sim::plan::model::Model::new(&res, mnsim_sim::plan::candidates::Space::default())
-            .unwrap();
-    let var = |model: &mnsim_sim::plan::model::Model, name: &str| {
-        (0..model.vars.len())
-            .find(|&v| res.program.tensors[model.vars[v].tensor].name == name)
-            .unwrap()
-    };
-    let bind = |text: &str, dims: &[u64]| {
-        mnsim_arch::TensorLayout::parse(text, &res.machine, Some(dims), mnsim_arch::DType::F32)
-            .unwrap()
-    };
+    let (res, mut model) = planner_model(text, "tied.ron");
+    let var = |model: &Model, name: &str| var_named(&res, model, name);
+    let bind = |text: &str, dims: &[u64]| bind_f32(&res, text, dims);
     let qkv = bind("((8_L2B, 2_MAB), (3:16, 16:1, 2_W:1))", &[16, 96]);
     let b = bind("((16:1, 2_W:1); B@[L2B,L1B,MAB,PE])", &[32]);
     let mut pick: Vec<_> = model.vars.iter().map(|v| v.candidates[0]).collect();
@@ -261,24 +271,9 @@ fn a_tied_heads_table_transposes_padded_and_its_logits_follow_it() {
     plans: {"auto": {"x": Any, "wte": Any, "wt": Any, "logits": Any}},
 )
 "#;
-    let sc = scenario::parse(text, "head.ron").unwrap();
-    let src = scenario::Source {
-        path: "head.ron".into(),
-        text: text.into(),
-    };
-    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
-    let mut model =
-        mnsim_sim::plan::model::Model::new(&res, mnsim_sim::plan::candidates::Space::default())
-            .unwrap();
-    let var = |model: &mnsim_sim::plan::model::Model, name: &str| {
-        (0..model.vars.len())
-            .find(|&v| res.program.tensors[model.vars[v].tensor].name == name)
-            .unwrap()
-    };
-    let bind = |text: &str, dims: &[u64]| {
-        mnsim_arch::TensorLayout::parse(text, &res.machine, Some(dims), mnsim_arch::DType::F32)
-            .unwrap()
-    };
+    let (res, mut model) = planner_model(text, "head.ron");
+    let var = |model: &Model, name: &str| var_named(&res, model, name);
+    let bind = |text: &str, dims: &[u64]| bind_f32(&res, text, dims);
     let m = &res.machine;
     let x = bind("((1), (2), (32, 2_W); B@[L2B,L1B,MAB,PE])", &[1, 2, 64]);
     let wte = bind(

@@ -181,6 +181,32 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// What the search begun at `begun` did: its progress reported a last time.
+    fn finish(
+        self,
+        model: &Model,
+        (method, space, complete): (&'static str, u128, bool),
+        begun: Instant,
+    ) -> Searched {
+        let evaluated = model.evaluated - self.before;
+        (self.progress)(evaluated, self.planned);
+        Searched {
+            best: self.top.v,
+            method,
+            evaluated,
+            space,
+            complete,
+            timed_out: self.timed_out,
+            work_spent: self.work_spent,
+            seconds: begun.elapsed().as_secs_f64(),
+            tried: (self.tried.iter())
+                .map(|t| t.iter().filter(|x| **x).count())
+                .collect(),
+            tried_mask: self.tried,
+            basins: self.basins,
+        }
+    }
+
     /// Records where a descent ended.
     fn basin(&mut self, pick: Vec<LayoutId>) {
         if !self.basins.contains(&pick) {
@@ -496,25 +522,8 @@ pub fn descend_vars(
         }
     }
     run.basin(pick);
-    let evaluated = model.evaluated - run.before;
-    (run.progress)(evaluated, planned);
-    Searched {
-        best: run.top.v,
-        method: "coordinate descent",
-        evaluated,
-        space: model.space_size(),
-        complete: false,
-        timed_out: run.timed_out,
-        work_spent: run.work_spent,
-        seconds: begun.elapsed().as_secs_f64(),
-        tried: run
-            .tried
-            .iter()
-            .map(|t| t.iter().filter(|x| **x).count())
-            .collect(),
-        tried_mask: run.tried,
-        basins: run.basins,
-    }
+    let space = model.space_size();
+    run.finish(model, ("coordinate descent", space, false), begun)
 }
 
 /// Searches `model` from `seeds` (assignments, e.g. the hand plans). `progress` is
@@ -563,23 +572,5 @@ pub fn search(
             run.chains(model, starts, &core, opts.work_limit);
         }
     }
-    let evaluated = model.evaluated - run.before;
-    (run.progress)(evaluated, planned);
-    Searched {
-        best: run.top.v,
-        method,
-        evaluated,
-        space,
-        complete,
-        timed_out: run.timed_out,
-        work_spent: run.work_spent,
-        seconds: start.elapsed().as_secs_f64(),
-        tried: run
-            .tried
-            .iter()
-            .map(|t| t.iter().filter(|x| **x).count())
-            .collect(),
-        tried_mask: run.tried,
-        basins: run.basins,
-    }
+    run.finish(model, (method, space, complete), start)
 }
