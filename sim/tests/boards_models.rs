@@ -107,9 +107,8 @@ fn node_of(boards: u64, dir: &Path) -> PathBuf {
     p
 }
 
-/// `mnsim plan` of the scenario at `path` with the inputs on the boards: the best
-/// plan's cycles and layouts.
-fn plan(path: &Path) -> (u64, Vec<String>) {
+/// `mnsim plan --json` of the scenario at `path` with the inputs on the boards.
+fn plan_json(path: &Path) -> serde_json::Value {
     let out = mnsim(&[
         "plan",
         path.to_str().unwrap(),
@@ -117,7 +116,12 @@ fn plan(path: &Path) -> (u64, Vec<String>) {
         "--set",
         "networks.Node.host.inputs=0",
     ]);
-    let v: serde_json::Value = serde_json::from_str(&out).expect("plan --json");
+    serde_json::from_str(&out).expect("plan --json")
+}
+
+/// [`plan_json`]: the best plan's cycles and layouts.
+fn plan(path: &Path) -> (u64, Vec<String>) {
+    let v = plan_json(path);
     let best = &v["best"];
     let layouts = (best["layouts"].as_object().expect("layouts").values())
         .map(|l| l.as_str().unwrap().to_string())
@@ -143,6 +147,31 @@ fn the_planner_spreads_a_block_over_the_boards() {
     assert!(l4.iter().any(split), "{l4:?}");
     assert!(!l1.iter().any(split));
     assert_eq!(plan(&four).0, c4);
+}
+
+/// On many boards the planner plans one board first (docs/planner.md, one board first)
+/// and seeds the search over the boards with that plan, a copy on each: GPT-2's
+/// attention block gains nothing from a second board's tokens or heads (its spread
+/// plans gather more than they save), and still plans no slower on 2 boards than its
+/// one-board plan. The one-board plan is the file's planned on one board (the same
+/// cycles as the file imported for one board, whose default layouts the 2-board file's
+/// give once their board splits are `Time` steps); one board plans none first.
+#[test]
+fn the_boards_are_planned_from_the_one_board_plan() {
+    let dir = tempdir("boards-one-first");
+    let model = "stablehlo/gpt2_attn_block_s128_f32.mlir";
+    let one = import(model, node_of(1, dir.path()).to_str().unwrap(), dir.path());
+    let two = import(model, node_of(2, dir.path()).to_str().unwrap(), dir.path());
+    let (v1, v2) = (plan_json(&one), plan_json(&two));
+    assert!(v1["one_board"].is_null(), "{}", v1["one_board"]);
+    let seeded = v2["one_board"]["total_cycles"].as_u64().expect("one_board");
+    let c1 = v1["best"]["total_cycles"].as_u64().unwrap();
+    let c2 = v2["best"]["total_cycles"].as_u64().unwrap();
+    assert_eq!(seeded, c1);
+    assert!(
+        c2 <= seeded,
+        "2 boards {c2} cycles, its one-board plan {seeded}"
+    );
 }
 
 /// `run`, `plan`, `check` and `sweep` import a model for the machine `--machine`

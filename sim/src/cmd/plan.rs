@@ -171,6 +171,7 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
             "layouts": p.layouts.iter().map(|(v, l)| (v.clone(), Value::String(l.clone()))).collect::<Map<String, Value>>(),
             "inserted": ins(p),
         }), p)).collect::<Vec<_>>(),
+        "one_board": o.one_board.map(|b| json!({"total_cycles": b.total_cycles, "seconds": b.seconds})),
         "hand_plans": o.hand_plans.iter().map(|h| json!({
             "plan": h.plan, "total_cycles": h.total_cycles, "energy_j": h.energy_j, "error": h.error, "seed": h.seed,
         })).collect::<Vec<_>>(),
@@ -281,6 +282,13 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
             })
             .collect();
         outln!("  hand plans: {}", hs.join(" · "));
+    }
+    if let Some(b) = o.one_board {
+        outln!(
+            "  one board first: {} cycles on one board, planned in {:.2} s; that plan, a copy on every board, seeded the search",
+            th(b.total_cycles),
+            b.seconds
+        );
     }
     if o.best.len() > 1 {
         let t: Vec<String> = o

@@ -12,6 +12,7 @@
 //!   best assignments, compared with the hand plans);
 //! - [`write`]: adding the chosen plan to the scenario file.
 
+pub mod boards;
 pub mod candidates;
 pub mod cost;
 mod hot;
@@ -125,6 +126,8 @@ pub struct HandPlan {
 #[derive(Clone, Debug)]
 pub struct Outcome {
     pub plan: String,
+    /// On many boards, the one-board plan that seeded the search (`boards.rs`).
+    pub one_board: Option<boards::OneBoard>,
     /// What the plans are ranked by.
     pub objective: mnsim_reports::Objective,
     /// Best first; `best[0]` is the choice.
@@ -387,7 +390,23 @@ pub fn plan_with(
             "plan `{plan}` has no variable set to `Any`: nothing to choose"
         )));
     }
-    let hands = passes::hand_plans(sc, src, (plan, sets, binds), &mut model);
+    let mut hands = passes::hand_plans(sc, src, (plan, sets, binds), &mut model);
+    // On many boards, the plan of one board first (`boards.rs`), on a share of the
+    // budget; the search over every board from it (and the hand plans) on the rest.
+    let one_opts = boards::shared(opts, boards::ONE_BOARD_SHARE, started);
+    let one = boards::one_board_seed((sc, src), (plan, sets, binds), &one_opts, &mut model);
+    let rest;
+    let (opts, one_board) = match one {
+        Some((seed, cost)) => {
+            hands.seeds.push(seed);
+            // The seed runs with the Relayouts its planning inserted before tied
+            // variables' first readers.
+            model.set_chain_inserts(true);
+            rest = boards::shared(opts, boards::BOARDS_SHARE, started);
+            (&rest, Some(cost))
+        }
+        None => (opts, None),
+    };
     let pruned = passes::prune(&mut model, &hands.seeds).map_err(|(tensor, var)| {
         fail(format!(
             "no layout of `{tensor}` fits {} for `${var}`",
@@ -446,5 +465,6 @@ pub fn plan_with(
         total_seconds: started.elapsed().as_secs_f64(),
         bound_cycles: bound.cycles,
         bound_resource: bound.resource,
+        one_board,
     })
 }
