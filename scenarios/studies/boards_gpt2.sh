@@ -10,7 +10,8 @@
 #
 # Prints one line per model and board count: cycles, x bound, joules, planning seconds;
 # writes OUT_DIR/<model>_<boards>/report/ and OUT_DIR/decode_link/sweep.{csv,svg,html}.
-# About 6 minutes on a 2-core machine (11 plans, then 8 more in the sweep).
+# About 15 minutes on a 2-core machine (9 plans, 6 of them over many boards, each planning
+# one board first; then 8 more over 4 boards in the sweep).
 #
 # Usage: scenarios/studies/boards_gpt2.sh [OUT_DIR]   (default: study-boards)
 set -eu
