@@ -237,15 +237,23 @@ fn every_export_imports_prints_back_plans_and_runs() {
             r.total_cycles >= r.bound_cycles && r.bound_cycles > 0,
             "{name}"
         );
+        let x = r.total_cycles as f64 / r.bound_cycles as f64;
         eprintln!(
-            "{name}: {} ops, {} cycles, bound {} ({:.1}×)",
+            "{name}: {} ops, {} cycles, bound {} ({x:.1}×)",
             r.ops.len(),
             r.total_cycles,
             r.bound_cycles,
-            r.total_cycles as f64 / r.bound_cycles as f64
         );
+        // The exports that plan within the target of 2× their bound stay there (the BERT
+        // layer since the hot pass descends from the model's best plan too: 9.5× before).
+        if WITHIN_2X.iter().any(|w| name.starts_with(w)) {
+            assert!(x <= 2.0, "{name}: {x:.2}× its bound");
+        }
     }
 }
+
+/// The committed exports planned within 2× their bound (docs/import.md, ONNX).
+const WITHIN_2X: [&str; 3] = ["bert_layer", "gpt2_mlp_gelu", "mlp_784"];
 
 /// The MLP (every tensor at most 2^21 elements) imports in functional mode, and its
 /// planned run verifies against the host reference. (The ResNet-style CNN imports in

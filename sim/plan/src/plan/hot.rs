@@ -8,7 +8,7 @@
 //! over their core candidates (each move a whole chain, Relayouts before tied reads
 //! on), on a work budget of its own.
 
-use super::model::Model;
+use super::model::{Key, LayoutId, Model};
 use super::{PlanOptions, search};
 use mnsim_reports::Objective;
 use std::time::Instant;
@@ -22,8 +22,11 @@ pub(super) const HOT_CHAINS: usize = 8;
 /// the same 23 s).
 const HOT_SHARE: u64 = 1;
 
-/// The hot pass from the best plan of `found`: its plans that beat that plan by the
-/// model's cycles go first among `found`'s; otherwise the model is left as it was.
+/// The hot pass from the first plan of `found` (the cycles pass's best) and from its
+/// best by the model's cycles where that is another (`found` holds each pass's best in
+/// pass order and the spread pass's after them, so its first is not always its best):
+/// the plans of each descent that beat the plan it started from go first among
+/// `found`'s; otherwise the model is left as it was.
 pub(super) fn hot_pass(
     model: &mut Model,
     found: &mut search::Searched,
@@ -31,34 +34,37 @@ pub(super) fn hot_pass(
     started: Instant,
     progress: &mut dyn FnMut(u64, u64),
 ) {
-    let Some(best) = found.best.first().filter(|b| b.eval.failure.is_none()) else {
-        return;
-    };
     let deadline = (opts.search.time_limit).and_then(|t| started.checked_add(t));
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return;
     }
-    let (pick, bar) = (best.pick.clone(), best.eval.key());
+    let first = (found.best.first())
+        .filter(|b| b.eval.failure.is_none())
+        .map(|b| (b.eval.key(), b.pick.clone()));
     let objective = model.objective;
     let was = model.chain_inserts();
     model.objective = Objective::Cycles;
     // Relayouts before tied reads on (as the chain phase has them): a chain moved
     // alone needs them where it meets the chains that stay.
     model.set_chain_inserts(true);
-    let mut wins = Vec::new();
-    if let Some(heat) = model.chain_heat(&pick) {
-        let mut roots: Vec<usize> = (0..heat.len()).filter(|&v| heat[v] > 0).collect();
-        roots.sort_by_key(|&v| (std::cmp::Reverse(heat[v]), v));
-        roots.truncate(HOT_CHAINS);
-        let mut sopts = opts.search.clone();
-        sopts.top = opts.search.top.max(1);
-        sopts.work_limit = (opts.search.work_limit).map(|w| w / HOT_SHARE);
-        sopts.time_limit = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let searched = search::descend_vars(model, &pick, &roots, &sopts, progress);
-        wins = (searched.best.into_iter())
-            .filter(|f| f.eval.failure.is_none() && f.eval.key() < bar)
-            .filter(|f| !found.best.iter().any(|g| g.pick == f.pick))
-            .collect();
+    let best = (found.best.iter())
+        .map(|f| (model.evaluate(&f.pick), &f.pick))
+        .filter(|(e, _)| e.failure.is_none())
+        .map(|(e, p)| (e.key(), p.clone()))
+        .min_by_key(|(k, _)| *k);
+    let mut bases: Vec<(Key, Vec<LayoutId>)> = first.into_iter().collect();
+    if let Some(b) = best.filter(|b| bases.iter().all(|(_, p)| *p != b.1)) {
+        bases.push(b);
+    }
+    let mut wins: Vec<search::Found> = Vec::new();
+    for (bar, pick) in bases {
+        for f in descend_hot(model, &pick, opts, deadline, progress) {
+            let beats = f.eval.failure.is_none() && f.eval.key() < bar;
+            let new = !found.best.iter().chain(&wins).any(|g| g.pick == f.pick);
+            if beats && new {
+                wins.push(f);
+            }
+        }
     }
     for f in &wins {
         model.keep_layouts(&f.pick);
@@ -66,4 +72,26 @@ pub(super) fn hot_pass(
     model.set_chain_inserts(was || !wins.is_empty());
     found.best.splice(0..0, wins);
     model.objective = objective;
+}
+
+/// The [`HOT_CHAINS`] hottest chains of `pick` moved, one after another, on the hot
+/// pass's budget: the plans the descent kept (none where the model has no heat for it).
+fn descend_hot(
+    model: &mut Model,
+    pick: &[LayoutId],
+    opts: &PlanOptions,
+    deadline: Option<Instant>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Vec<search::Found> {
+    let Some(heat) = model.chain_heat(pick) else {
+        return Vec::new();
+    };
+    let mut roots: Vec<usize> = (0..heat.len()).filter(|&v| heat[v] > 0).collect();
+    roots.sort_by_key(|&v| (std::cmp::Reverse(heat[v]), v));
+    roots.truncate(HOT_CHAINS);
+    let mut sopts = opts.search.clone();
+    sopts.top = opts.search.top.max(1);
+    sopts.work_limit = (opts.search.work_limit).map(|w| w / HOT_SHARE);
+    sopts.time_limit = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    search::descend_vars(model, pick, &roots, &sopts, progress).best
 }
