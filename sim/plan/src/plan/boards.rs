@@ -19,14 +19,11 @@ use mnsim_arch::layout::AxisName;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-/// The one-board planning's share of the work budget (and of the time limit), as a
-/// divisor: a half.
+/// The one-board planning's share of the work budget (and of what is left of the time
+/// limit), as a divisor: a half. The planning over every board that follows keeps its
+/// whole budget, as without it (with a quarter, GPT-2's 4-board prefill planned
+/// 9,274,331 cycles, with the whole 8,659,558).
 pub(super) const ONE_BOARD_SHARE: u64 = 2;
-
-/// The share of the planning over every board that follows it, as a divisor: the whole
-/// budget, as without it (a quarter planned GPT-2's 4-board prefill 9,274,331 cycles, the
-/// whole 8,659,558).
-pub(super) const BOARDS_SHARE: u64 = 1;
 
 /// The one-board plan of a many-board planning: its cycles on one board (the timing
 /// run that confirmed it) and the seconds it took.
@@ -104,8 +101,8 @@ fn on_one_board(sc: &Scenario, joined: &Levels) -> Scenario {
     sc
 }
 
-/// `opts` with a share of their budget: the work budget, and what is left of the time
-/// limit, divided by `share`.
+/// `opts` with a share of their budget for a planning that starts now: the work budget,
+/// and what is left of the time limit (counted from `started`), divided by `share`.
 pub(super) fn shared(opts: &PlanOptions, share: u64, started: Instant) -> PlanOptions {
     let mut o = opts.clone();
     o.search.work_limit = opts.search.work_limit.map(|w| w / share.max(1));

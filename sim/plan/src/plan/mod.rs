@@ -392,21 +392,17 @@ pub fn plan_with(
     }
     let mut hands = passes::hand_plans(sc, src, (plan, sets, binds), &mut model);
     // On many boards, the plan of one board first (`boards.rs`), on a share of the
-    // budget; the search over every board from it (and the hand plans) on the rest.
+    // budget; the search over every board from it (and the hand plans) keeps its whole
+    // work budget and what is left of the time limit.
     let one_opts = boards::shared(opts, boards::ONE_BOARD_SHARE, started);
     let one = boards::one_board_seed((sc, src), (plan, sets, binds), &one_opts, &mut model);
-    let rest;
-    let (opts, one_board) = match one {
-        Some((seed, cost)) => {
-            hands.seeds.push(seed);
-            // The seed runs with the Relayouts its planning inserted before tied
-            // variables' first readers.
-            model.set_chain_inserts(true);
-            rest = boards::shared(opts, boards::BOARDS_SHARE, started);
-            (&rest, Some(cost))
-        }
-        None => (opts, None),
-    };
+    let one_board = one.map(|(seed, cost)| {
+        hands.seeds.push(seed);
+        // The seed runs with the Relayouts its planning inserted before tied variables'
+        // first readers.
+        model.set_chain_inserts(true);
+        cost
+    });
     let pruned = passes::prune(&mut model, &hands.seeds).map_err(|(tensor, var)| {
         fail(format!(
             "no layout of `{tensor}` fits {} for `${var}`",
