@@ -12,7 +12,6 @@
 use super::model::{LayoutId, Model};
 use super::spread::Levels;
 use super::{PlanOptions, plan_with};
-use crate::program::{EntityRef as _, LayoutRef, OpId};
 use crate::scenario::{self, PlanValue, Scenario, Source};
 use mnsim_arch::LayoutExpr;
 use mnsim_arch::layout::AxisName;
@@ -62,14 +61,7 @@ pub(super) fn one_board_seed(
         values.insert(var.clone(), PlanValue::Layout(layout.clone()));
     }
     let res = scenario::resolve(&sc, src, Some(plan), sets, binds).ok()?;
-    let mut pick = Vec::with_capacity(model.vars.len());
-    for v in 0..model.vars.len() {
-        let op = OpId::new(model.vars[v].ops[0]);
-        match res.program.ops.get(op).and_then(|o| o.layout.as_ref()) {
-            Some(LayoutRef::Bound(l)) => pick.push(model.seed(v, l)),
-            _ => return None,
-        }
-    }
+    let pick = super::passes::seed_of(model, &res)?;
     let cost = OneBoard {
         total_cycles: best.total_cycles,
         seconds: started.elapsed().as_secs_f64(),

@@ -61,20 +61,9 @@ pub(super) fn hand_plans(
         let run = model.timer.time(&hres, false);
         hands.one_run = hands.one_run.max(t0.elapsed());
         let mut seed = false;
-        if agrees {
-            let mut pick = Vec::new();
-            for vi in 0..model.vars.len() {
-                let op = model.vars[vi].ops[0];
-                let op = crate::program::OpId::new(op);
-                match hres.program.ops.get(op).and_then(|o| o.layout.as_ref()) {
-                    Some(LayoutRef::Bound(l)) => pick.push(model.seed(vi, l)),
-                    _ => break,
-                }
-            }
-            if pick.len() == model.vars.len() {
-                hands.seeds.push(pick);
-                seed = true;
-            }
+        if agrees && let Some(pick) = seed_of(model, &hres) {
+            hands.seeds.push(pick);
+            seed = true;
         }
         hands.plans.push(HandPlan {
             plan: name,
@@ -85,6 +74,21 @@ pub(super) fn hand_plans(
         });
     }
     hands
+}
+
+/// The layouts `res` (the program resolved with a plan) gives `model`'s variables, as
+/// a seed (each layout added to its variable's candidates); `None` where a variable's
+/// first op has no bound layout.
+pub(super) fn seed_of(model: &mut Model, res: &Resolved) -> Option<Vec<LayoutId>> {
+    (0..model.vars.len())
+        .map(|v| {
+            let op = crate::program::OpId::new(model.vars[v].ops[0]);
+            match res.program.ops.get(op).and_then(|o| o.layout.as_ref()) {
+                Some(LayoutRef::Bound(l)) => Some(model.seed(v, l)),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// Prunes the candidates `model` can prove illegal, keeping the seeds' whatever;
