@@ -33,6 +33,10 @@ pub struct PlanArgs {
     /// --time-limit is given.
     #[arg(long, value_name = "UNITS")]
     pub work: Option<u64>,
+    /// Plan at most this many rounds: each after the first plans again from the best
+    /// plan, its Relayouts written into the program, while that gains (1: plan once).
+    #[arg(long, default_value_t = mnsim_sim::plan::rounds::ROUNDS, value_name = "N")]
+    pub rounds: usize,
     /// Add the chosen plan to the scenario file under this name.
     #[arg(long, value_name = "NAME")]
     pub write: Option<String>,
@@ -171,6 +175,7 @@ fn to_json(o: &Outcome, sc: &Scenario) -> Value {
             "layouts": p.layouts.iter().map(|(v, l)| (v.clone(), Value::String(l.clone()))).collect::<Map<String, Value>>(),
             "inserted": ins(p),
         }), p)).collect::<Vec<_>>(),
+        "rounds": o.rounds.iter().map(|r| json!({"total_cycles": r.total_cycles, "seconds": r.seconds})).collect::<Vec<_>>(),
         "one_board": o.one_board.map(|b| json!({"total_cycles": b.total_cycles, "seconds": b.seconds})),
         "hand_plans": o.hand_plans.iter().map(|h| json!({
             "plan": h.plan, "total_cycles": h.total_cycles, "energy_j": h.energy_j, "error": h.error, "seed": h.seed,
@@ -290,6 +295,15 @@ fn print_text(o: &Outcome, sc: &Scenario) -> Result<(), Report> {
             b.seconds
         );
     }
+    if o.rounds.len() > 1 {
+        let rs: Vec<String> = (o.rounds.iter())
+            .map(|r| format!("{} ({:.2} s)", th(r.total_cycles), r.seconds))
+            .collect();
+        outln!(
+            "  rounds: {} (each from the round before's best plan, its Relayouts in the program)",
+            rs.join(" → ")
+        );
+    }
     if o.best.len() > 1 {
         let t: Vec<String> = o
             .best
@@ -395,6 +409,7 @@ pub fn run(a: PlanArgs) -> Result<(), Report> {
     };
     opts.search.top = a.top.max(1);
     opts.objective = a.objective.into();
+    opts.rounds = a.rounds.max(1);
     let mut outs: Vec<Outcome> = Vec::new();
     for p in &plans {
         outs.push(plan_one(&sc, &src, p, (&sets, &binds), &opts)?);

@@ -51,7 +51,12 @@ pub(super) fn one_board_seed(
     let mut one: Vec<(String, f64)> = sets.to_vec();
     one.extend((joined.iter()).map(|(level, _)| (format!("levels.{level}.count"), 1.0)));
     let on_one = on_one_board(sc, &joined);
-    let planned = plan_with(&on_one, src, plan, &one, binds, opts, &mut |_, _| {}).ok()?;
+    // One round: the planning over every board that follows plans its rounds.
+    let opts = PlanOptions {
+        rounds: 1,
+        ..opts.clone()
+    };
+    let planned = plan_with(&on_one, src, plan, &one, binds, &opts, &mut |_, _| {}).ok()?;
     let best = planned.best.first()?;
     // The plan with the one-board layouts for its variables, resolved over every board:
     // a layout that names no board is a copy on each.

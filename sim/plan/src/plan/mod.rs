@@ -18,6 +18,7 @@ pub mod cost;
 mod hot;
 pub mod model;
 mod passes;
+pub mod rounds;
 pub mod search;
 pub mod spread;
 mod variants;
@@ -126,6 +127,10 @@ pub struct HandPlan {
 #[derive(Clone, Debug)]
 pub struct Outcome {
     pub plan: String,
+    /// Each round's best plan and what it took (docs/planner.md, rounds): the first
+    /// planning, then one per planning again from the best plan with its Relayouts in
+    /// the program.
+    pub rounds: Vec<rounds::Round>,
     /// On many boards, the one-board plan that seeded the search (`boards.rs`).
     pub one_board: Option<boards::OneBoard>,
     /// What the plans are ranked by.
@@ -176,12 +181,27 @@ impl Outcome {
 }
 
 /// Planner options: the candidate space and the search.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct PlanOptions {
     pub space: Space,
     pub search: Options,
     /// What the search minimises and the confirmed plans are ranked by (`--objective`).
     pub objective: mnsim_reports::Objective,
+    /// Rounds at most (`--rounds`, docs/planner.md, rounds): 1 plans once; each more
+    /// plans again from the best plan, its Relayouts written into the program, while
+    /// that gains.
+    pub rounds: usize,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            space: Space::default(),
+            search: Options::default(),
+            objective: mnsim_reports::Objective::default(),
+            rounds: rounds::ROUNDS,
+        }
+    }
 }
 
 /// Candidate layouts (canonical text) of a tensor of `dims` and `dtype` on `m`, in the
@@ -366,8 +386,9 @@ pub fn apply(
 
 /// Plans `plan` of `sc`: resolves it once, seeds the search with every hand plan that
 /// agrees with it on its fixed variables, searches, and confirms the best assignments
-/// (and the seeds) with timing runs. `progress(evaluated, planned)` is called during the
-/// search. The passes, in order, are in [`passes`].
+/// (and the seeds) with timing runs; then plans again from the best plan, its Relayouts
+/// written into the program, while that gains ([`rounds`]). `progress(evaluated,
+/// planned)` is called during the search. The passes, in order, are in [`passes`].
 pub fn plan_with(
     sc: &Scenario,
     src: &Source,
@@ -375,6 +396,29 @@ pub fn plan_with(
     sets: &[(String, f64)],
     binds: &BTreeMap<String, u64>,
     opts: &PlanOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Outcome, miette::Report> {
+    let started = std::time::Instant::now();
+    let first = plan_round((sc, src), (plan, sets, binds), opts, None, progress)?;
+    let why = (plan, sets, binds);
+    Ok(rounds::again(
+        first,
+        (sc, src),
+        why,
+        opts,
+        started,
+        progress,
+    ))
+}
+
+/// One round of [`plan_with`]: the planning of `plan` of `sc`, seeded also by `from` (the
+/// scenario whose plan `plan` holds the previous round's best layouts; a later round
+/// plans on one board's machine as the first did, so it skips the one-board planning).
+fn plan_round(
+    (sc, src): (&Scenario, &Source),
+    (plan, sets, binds): (&str, &[(String, f64)], &BTreeMap<String, u64>),
+    opts: &PlanOptions,
+    from: Option<&Scenario>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Outcome, miette::Report> {
     // The time limit covers the whole planning: resolution, candidates, the hand plans'
@@ -391,11 +435,17 @@ pub fn plan_with(
         )));
     }
     let mut hands = passes::hand_plans(sc, src, (plan, sets, binds), &mut model);
+    if let Some(seed) = from.and_then(|f| rounds::seed(f, src, (plan, sets, binds), &mut model)) {
+        hands.seeds.push(seed);
+    }
     // On many boards, the plan of one board first (`boards.rs`), on a share of the
     // budget; the search over every board from it (and the hand plans) keeps its whole
     // work budget and what is left of the time limit.
     let one_opts = boards::shared(opts, boards::ONE_BOARD_SHARE, started);
-    let one = boards::one_board_seed((sc, src), (plan, sets, binds), &one_opts, &mut model);
+    let one = match from {
+        Some(_) => None,
+        None => boards::one_board_seed((sc, src), (plan, sets, binds), &one_opts, &mut model),
+    };
     let one_board = one.map(|(seed, cost)| {
         hands.seeds.push(seed);
         // The seed runs with the Relayouts its planning inserted before tied variables'
@@ -437,6 +487,7 @@ pub fn plan_with(
     }
     Ok(Outcome {
         plan: plan.to_string(),
+        rounds: Vec::new(),
         objective: opts.objective,
         best,
         hand_plans: hands.plans,
