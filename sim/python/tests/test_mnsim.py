@@ -74,6 +74,9 @@ def test_plan_compare_sweep_machines_layout_match_the_cli():
     p = ROOT / "scenarios" / "plan_layernorm.ron"
     got, want = mnsim.plan(p), cli_json("plan", p, "--json")
     assert got["best"] == want["best"] and got["hand_plans"] == want["hand_plans"]
+    once = mnsim.plan(p, rounds=1)
+    assert once["rounds"] == [{"total_cycles": once["best"]["total_cycles"], "seconds": once["rounds"][0]["seconds"]}]
+    assert once["rounds"][0]["total_cycles"] == got["rounds"][0]["total_cycles"]
     c = mnsim.compare(MLP)
     want = cli_json("compare", MLP, "--json", "--mode", "timing")
     assert list(c.index) == [x["plan"] for x in want["plans"]]

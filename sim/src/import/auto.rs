@@ -89,8 +89,12 @@ pub fn plan_auto_with(
             Some(b) => {
                 take_plan(sc, src, "auto", b);
                 format!(
-                    "planned the {} layouts of plan `auto` in {secs:.2} s ({} assignments evaluated{}){}: {} cycles",
+                    "planned the {} layouts of plan `auto` in {secs:.2} s{} ({} assignments evaluated{}){}: {} cycles",
                     b.layouts.len(),
+                    match o.rounds.len() {
+                        0 | 1 => String::new(),
+                        n => format!(" and {n} rounds"),
+                    },
                     o.evaluated,
                     if o.timed_out {
                         ", time limit reached"

@@ -150,11 +150,12 @@ def plan(
     top: int | None = None,
     set: Mapping[str, Any] | None = None,
     bind: Mapping[str, Any] | None = None,
+    rounds: int | None = None,
 ) -> dict:
     """`mnsim plan PATH --json`: the best assignment (`best`: cycles and layouts), the
-    hand plans' cycles, and how much was evaluated."""
+    hand plans' cycles, each round's best (`rounds`), and how much was evaluated."""
     args = ["plan", os.fspath(path), "--json"] + _common(set, bind, None)
-    for flag, v in (("--plan", plan), ("--objective", objective), ("--work", work), ("--time-limit", time_limit), ("--top", top)):
+    for flag, v in (("--plan", plan), ("--objective", objective), ("--work", work), ("--time-limit", time_limit), ("--top", top), ("--rounds", rounds)):
         if v is not None:
             args += [flag, str(v)]
     return json.loads(cli(*args))
