@@ -437,6 +437,7 @@ fn plan_round(
     let mut hands = passes::hand_plans(sc, src, (plan, sets, binds), &mut model);
     if let Some(seed) = from.and_then(|f| rounds::seed(f, src, (plan, sets, binds), &mut model)) {
         hands.seeds.push(seed);
+        hands.light = spread::is_whole_model(&model);
     }
     // On many boards, the plan of one board first (`boards.rs`), on a share of the
     // budget; the search over every board from it (and the hand plans) keeps its whole

@@ -21,6 +21,9 @@ pub(super) struct Hands {
     pub plans: Vec<HandPlan>,
     pub seeds: Vec<Vec<LayoutId>>,
     pub one_run: Duration,
+    /// Whether this is a whole model's later round (docs/planner.md, rounds): the round
+    /// before's best is among the seeds, and the search is lighter ([`search`]).
+    pub light: bool,
 }
 
 /// Runs the hand plans of `sc` and seeds `model` with those that agree with `plan`.
@@ -38,6 +41,7 @@ pub(super) fn hand_plans(
         plans: Vec::new(),
         seeds: Vec::new(),
         one_run: Duration::ZERO,
+        light: false,
     };
     for name in hand_plan_names(sc) {
         let hp = &sc.plans[&name];
@@ -108,13 +112,14 @@ pub(super) fn prune(model: &mut Model, seeds: &[Vec<LayoutId>]) -> Result<usize,
     }
 }
 
-/// The search's starts: the seeds, the joint seeds, and the best stream variant of each
-/// promising start.
+/// The search's starts: the seeds, the joint seeds (where `joint`), and the best stream
+/// variant of each promising start.
 pub(super) fn starts(
     model: &mut Model,
     seeds: &[Vec<LayoutId>],
     opts: &PlanOptions,
     started: Instant,
+    joint: bool,
 ) -> Vec<Vec<LayoutId>> {
     // Joint seeds: layouts chosen together for each kernel's operands (a plan from
     // nothing starts from assignments that run). Searched from like the hand plans, but
@@ -131,7 +136,11 @@ pub(super) fn starts(
         joint_work.is_some_and(|w| search::work(m) >= w)
             || joint_deadline.is_some_and(|d| Instant::now() >= d)
     };
-    for j in model.joint_seeds(JOINT_WIDTH, &mut stop) {
+    let joints = match joint {
+        true => model.joint_seeds(JOINT_WIDTH, &mut stop),
+        false => Vec::new(),
+    };
+    for j in joints {
         if !starts.contains(&j) {
             starts.push(j);
         }
@@ -185,7 +194,12 @@ const PASS_SIXTHS: [u32; 3] = [4, 1, 1];
 /// The search from `starts`, within what is left of the limits (less the confirming
 /// runs), once per objective of [`PASSES`] (each pass also from the best of the passes
 /// before it, on the model's memos), and the stream variants of each pass's best: each
-/// pass's best first, in pass order; and the first pass's starts.
+/// pass's best first, in pass order; and the first pass's starts. A whole model's later
+/// round (`hands.light`, docs/planner.md, rounds) searches once, by the plan's own
+/// objective on the whole budget, and without the joint seeds: the round before's best,
+/// a seed, starts it, and the joint seeds would be the first round's again (searching
+/// from them, or by the other objectives, changed no second round's plan of the three
+/// models, and took a third of its time; a block's second round gains from them).
 pub(super) fn search(
     model: &mut Model,
     hands: &Hands,
@@ -196,26 +210,31 @@ pub(super) fn search(
     let top = opts.search.top.max(1) + hands.seeds.len();
     // The confirming runs after the search: as long as a hand plan's run each, for every
     // pass's best and the seeds.
+    let passes: Vec<(Objective, u32)> = match hands.light {
+        true => vec![(opts.objective, PASS_SIXTHS[0])],
+        false => PASSES.iter().copied().zip(PASS_SIXTHS).collect(),
+    };
+    let sixths: Vec<u32> = passes.iter().map(|p| p.1).collect();
     let confirm = hands
         .one_run
-        .saturating_mul((PASSES.len() * top + hands.seeds.len()) as u32);
+        .saturating_mul((passes.len() * top + hands.seeds.len()) as u32);
     let mut all: Option<search::Searched> = None;
     let mut before_best: Vec<Vec<LayoutId>> = Vec::new();
     let mut first_starts: Vec<Vec<LayoutId>> = Vec::new();
     let (mut done, mut planned) = (0u64, 0u64);
-    for (pass, &objective) in PASSES.iter().enumerate() {
+    for (pass, &(objective, sixth)) in passes.iter().enumerate() {
         model.objective = objective;
         // The pass's share of the work budget: the whole for the first.
-        let share = u64::from(PASS_SIXTHS[pass]);
+        let share = u64::from(sixth);
         let mut popts = opts.clone();
         popts.search.top = top;
         popts.search.work_limit = (opts.search.work_limit).map(|w| match pass {
             0 => w,
-            _ => w.saturating_mul(share) / u64::from(PASS_SIXTHS[0]),
+            _ => w.saturating_mul(share) / u64::from(sixths[0]),
         });
         // The pass's own starts (ranked by its objective), then the best of the passes
         // before it.
-        let mut from = starts(model, &hands.seeds, &popts, started);
+        let mut from = starts(model, &hands.seeds, &popts, started, !hands.light);
         if pass == 0 {
             first_starts = from.clone();
         }
@@ -226,10 +245,10 @@ pub(super) fn search(
         }
         // Its share of what is left of the limit, less the confirming runs (at most half
         // of what is left), against the passes still to run.
-        let later: u32 = PASS_SIXTHS[pass..].iter().sum();
+        let later: u32 = sixths[pass..].iter().sum();
         popts.search.time_limit = opts.search.time_limit.map(|t| {
             let left = t.saturating_sub(started.elapsed());
-            left.saturating_sub(confirm.min(left / 2)) * PASS_SIXTHS[pass] / later
+            left.saturating_sub(confirm.min(left / 2)) * sixth / later
         });
         let sopts = popts.search;
         let before = model.evaluated;

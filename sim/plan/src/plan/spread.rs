@@ -140,7 +140,7 @@ pub(super) fn swapped(model: &mut Model, picks: &[Vec<LayoutId>]) -> Vec<Vec<Lay
 }
 
 /// Whether `model`'s program is a whole model ([`WHOLE_MODEL_OPS`] ops or more).
-fn is_whole_model(model: &Model) -> bool {
+pub(super) fn is_whole_model(model: &Model) -> bool {
     model.resolved().program.ops.len() >= WHOLE_MODEL_OPS
 }
 
