@@ -153,10 +153,11 @@ fn the_planner_spreads_a_block_over_the_boards() {
 /// and seeds the search over the boards with that plan, a copy on each: GPT-2's
 /// attention block gains nothing from a second board's tokens or heads (its spread
 /// plans gather more than they save), and still plans no slower on 2 boards than its
-/// one-board plan. The one-board plan is the file's planned on one board (the same
-/// cycles as the file imported for one board, whose default layouts the 2-board file's
-/// give once their board splits are `Time` steps, in as many rounds); one board plans
-/// none first.
+/// one-board plan. The one-board plan is the file's planned on one board, on half the
+/// budget and from the 2-board file's hand plans with their board splits made `Time`
+/// steps: a plan of one board (no faster than the bound of the file imported for one
+/// board) near that file's own plan (within 25%: their seeds and budgets differ); one
+/// board plans none first.
 #[test]
 fn the_boards_are_planned_from_the_one_board_plan() {
     let dir = tempdir("boards-one-first");
@@ -168,7 +169,15 @@ fn the_boards_are_planned_from_the_one_board_plan() {
     let seeded = v2["one_board"]["total_cycles"].as_u64().expect("one_board");
     let c1 = v1["best"]["total_cycles"].as_u64().unwrap();
     let c2 = v2["best"]["total_cycles"].as_u64().unwrap();
-    assert_eq!(seeded, c1);
+    let bound1 = v1["bound_cycles"].as_u64().unwrap();
+    assert!(
+        bound1 <= seeded,
+        "one board {seeded} cycles, its bound {bound1}"
+    );
+    assert!(
+        seeded * 4 <= c1 * 5,
+        "one board first {seeded}, one board {c1}"
+    );
     assert!(
         c2 <= seeded,
         "2 boards {c2} cycles, its one-board plan {seeded}"
