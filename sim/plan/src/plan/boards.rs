@@ -9,8 +9,9 @@
 //! no plan over many boards is slower than the one-board plan copied on each; the spread
 //! rules and the search split it over the boards from there.
 
+use super::model::{LayoutId, Model};
 use super::spread::Levels;
-use super::{PlanOptions, Planned, plan_with};
+use super::{PlanOptions, plan_with};
 use crate::scenario::{self, PlanValue, Scenario, Source};
 use mnsim_arch::LayoutExpr;
 use mnsim_arch::layout::AxisName;
@@ -31,20 +32,18 @@ pub struct OneBoard {
     pub seconds: f64,
 }
 
-/// The one-board plan of `plan` (planned with `sets` on the machine they resolve to, cut
-/// to one board), with what it cost: its layouts name no board, so on every board each is
-/// a copy, and so are the Relayouts it needs. `None` where the machine has one board (no
-/// level a network joins) or the one-board planning fails (a program that does not fit
-/// one board): the search then starts as it would without it. `opts` are the one-board
-/// planning's (its share of the budget); it plans as many rounds as a planning on one
-/// board does.
-pub(super) fn one_board_plan(
+/// The one-board plan of `plan` as a seed of `model` (planned over every board of the
+/// machine `sets` resolve to), with what it cost; `None` where the machine has one
+/// board (no level a network joins) or the one-board planning fails (a program that
+/// does not fit one board): the search then starts as it would without it. `opts` are
+/// the one-board planning's (its share of the budget).
+pub(super) fn one_board_seed(
     (sc, src): (&Scenario, &Source),
     (plan, sets, binds): (&str, &[(String, f64)], &BTreeMap<String, u64>),
     opts: &PlanOptions,
-) -> Option<(Planned, OneBoard)> {
-    let res = scenario::resolve(sc, src, Some(plan), sets, binds).ok()?;
-    let joined = super::spread::joined_levels(&res.machine);
+    model: &mut Model,
+) -> Option<(Vec<LayoutId>, OneBoard)> {
+    let joined = super::spread::joined_levels(&model.resolved().machine);
     if joined.is_empty() {
         return None;
     }
@@ -52,13 +51,25 @@ pub(super) fn one_board_plan(
     let mut one: Vec<(String, f64)> = sets.to_vec();
     one.extend((joined.iter()).map(|(level, _)| (format!("levels.{level}.count"), 1.0)));
     let on_one = on_one_board(sc, &joined);
+    // As many rounds as a planning on one board plans (the seed is that plan: with one
+    // round, the LLaMA scan's 2-board plan, 3.60 M cycles, was slower than its two-round
+    // one-board plan, 2.48 M).
     let planned = plan_with(&on_one, src, plan, &one, binds, opts, &mut |_, _| {}).ok()?;
-    let best = planned.best.into_iter().next()?;
+    let best = planned.best.first()?;
+    // The plan with the one-board layouts for its variables, resolved over every board:
+    // a layout that names no board is a copy on each.
+    let mut sc = sc.clone();
+    let values = sc.plans.get_mut(plan)?;
+    for (var, layout) in &best.layouts {
+        values.insert(var.clone(), PlanValue::Layout(layout.clone()));
+    }
+    let res = scenario::resolve(&sc, src, Some(plan), sets, binds).ok()?;
+    let pick = super::passes::seed_of(model, &res)?;
     let cost = OneBoard {
         total_cycles: best.total_cycles,
         seconds: started.elapsed().as_secs_f64(),
     };
-    Some((best, cost))
+    Some((pick, cost))
 }
 
 /// `sc` with every layout its plans give copied over the levels in `joined`, the

@@ -399,32 +399,8 @@ pub fn plan_with(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Outcome, miette::Report> {
     let started = std::time::Instant::now();
+    let first = plan_round((sc, src), (plan, sets, binds), opts, None, progress)?;
     let why = (plan, sets, binds);
-    // On many boards, the plan of one board first (`boards.rs`), on a share of the
-    // budget; the planning over every board from it (its Relayouts in the program, as a
-    // round's) keeps its whole work budget and what is left of the time limit.
-    let one_opts = boards::shared(opts, boards::ONE_BOARD_SHARE, started);
-    let one = boards::one_board_plan((sc, src), why, &one_opts);
-    // What is left of the time limit (none left: a search of no time, its seeds confirmed).
-    let rest = rounds::left(opts, started).unwrap_or_else(|| {
-        let mut o = opts.clone();
-        o.search.time_limit = Some(std::time::Duration::ZERO);
-        o
-    });
-    let from_one = (one.as_ref()).and_then(|(p, cost)| {
-        let kind = rounds::Seed::OneBoard;
-        let (mut o, _) = rounds::round(p, (sc, src), why, &rest, kind, progress)?;
-        o.one_board = Some(*cost);
-        Some(o)
-    });
-    let first = match from_one {
-        Some(o) => o,
-        None => {
-            let mut o = plan_round((sc, src), why, &rest, None, progress)?;
-            o.one_board = one.map(|(_, cost)| cost);
-            o
-        }
-    };
     Ok(rounds::again(
         first,
         (sc, src),
@@ -436,13 +412,13 @@ pub fn plan_with(
 }
 
 /// One round of [`plan_with`]: the planning of `plan` of `sc`, seeded also by `from` (the
-/// scenario whose plan `plan` holds a plan's layouts: the previous round's best, or the
-/// one-board plan, as [`rounds::Seed`] says).
+/// scenario whose plan `plan` holds the previous round's best layouts; a later round
+/// plans on one board's machine as the first did, so it skips the one-board planning).
 fn plan_round(
     (sc, src): (&Scenario, &Source),
     (plan, sets, binds): (&str, &[(String, f64)], &BTreeMap<String, u64>),
     opts: &PlanOptions,
-    from: Option<(&Scenario, rounds::Seed)>,
+    from: Option<&Scenario>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Outcome, miette::Report> {
     // The time limit covers the whole planning: resolution, candidates, the hand plans'
@@ -459,17 +435,25 @@ fn plan_round(
         )));
     }
     let mut hands = passes::hand_plans(sc, src, (plan, sets, binds), &mut model);
-    if let Some((f, kind)) = from
-        && let Some(seed) = rounds::seed(f, src, (plan, sets, binds), &mut model)
-    {
+    if let Some(seed) = from.and_then(|f| rounds::seed(f, src, (plan, sets, binds), &mut model)) {
         hands.seeds.push(seed);
-        match kind {
-            rounds::Seed::Round => hands.light = spread::is_whole_model(&model),
-            // The one-board plan runs with the Relayouts its planning inserted before
-            // tied variables' first readers.
-            rounds::Seed::OneBoard => model.set_chain_inserts(true),
-        }
+        hands.light = spread::is_whole_model(&model);
     }
+    // On many boards, the plan of one board first (`boards.rs`), on a share of the
+    // budget; the search over every board from it (and the hand plans) keeps its whole
+    // work budget and what is left of the time limit.
+    let one_opts = boards::shared(opts, boards::ONE_BOARD_SHARE, started);
+    let one = match from {
+        Some(_) => None,
+        None => boards::one_board_seed((sc, src), (plan, sets, binds), &one_opts, &mut model),
+    };
+    let one_board = one.map(|(seed, cost)| {
+        hands.seeds.push(seed);
+        // The seed runs with the Relayouts its planning inserted before tied variables'
+        // first readers.
+        model.set_chain_inserts(true);
+        cost
+    });
     let pruned = passes::prune(&mut model, &hands.seeds).map_err(|(tensor, var)| {
         fail(format!(
             "no layout of `{tensor}` fits {} for `${var}`",
@@ -529,6 +513,6 @@ fn plan_round(
         total_seconds: started.elapsed().as_secs_f64(),
         bound_cycles: bound.cycles,
         bound_resource: bound.resource,
-        one_board: None,
+        one_board,
     })
 }

@@ -69,53 +69,15 @@ pub(super) fn hand_plans(
             hands.seeds.push(pick);
             seed = true;
         }
-        hands.plans.push(hand_plan(name, run, seed));
+        hands.plans.push(HandPlan {
+            plan: name,
+            total_cycles: run.as_ref().ok().map(|r| r.total_cycles),
+            energy_j: run.as_ref().ok().map(|r| r.energy_j()),
+            error: run.err().map(|e| e.to_string()),
+            seed,
+        });
     }
     hands
-}
-
-/// A hand plan's run as the outcome reports it.
-fn hand_plan(
-    plan: String,
-    run: Result<mnsim_reports::Report, crate::run::RunError>,
-    seed: bool,
-) -> HandPlan {
-    HandPlan {
-        plan,
-        total_cycles: run.as_ref().ok().map(|r| r.total_cycles),
-        energy_j: run.as_ref().ok().map(|r| r.energy_j()),
-        error: run.err().map(|e| e.to_string()),
-        seed,
-    }
-}
-
-/// The hand plans of `sc` run as `run` runs them (no model: the program they report on
-/// is not the one planned), each a seed where `seeds` names it.
-pub(super) fn hand_runs(
-    sc: &Scenario,
-    src: &Source,
-    (sets, binds): (&[(String, f64)], &BTreeMap<String, u64>),
-    seeds: &[String],
-) -> Vec<HandPlan> {
-    let mut timer = super::Timer::default();
-    (hand_plan_names(sc).into_iter())
-        .map(
-            |name| match scenario::resolve(sc, src, Some(&name), sets, binds) {
-                Ok(hres) => {
-                    let run = timer.time(&hres, false);
-                    let seed = seeds.contains(&name);
-                    hand_plan(name, run, seed)
-                }
-                Err(e) => HandPlan {
-                    plan: name,
-                    total_cycles: None,
-                    energy_j: None,
-                    error: Some(format!("{e}")),
-                    seed: false,
-                },
-            },
-        )
-        .collect()
 }
 
 /// The layouts `res` (the program resolved with a plan) gives `model`'s variables, as

@@ -35,15 +35,6 @@ pub struct Round {
 /// What a round needs of its caller: the plan, the sets and the binds.
 type Why<'a> = (&'a str, &'a [(String, f64)], &'a BTreeMap<String, u64>);
 
-/// Where a round's seed comes from: the round before's best (a whole model's later
-/// round searches lighter: `passes::search`), or the plan of one board, the first
-/// round over many boards (its seed runs with the chain phase's Relayouts on).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Seed {
-    Round,
-    OneBoard,
-}
-
 /// `first` (the first round's outcome) improved by more rounds while one gains and the
 /// best plan needs Relayouts (without them the program, and so the planning, would be
 /// the same). A round that fails (it cannot, as its seed ran) leaves the outcome as it
@@ -51,13 +42,12 @@ pub enum Seed {
 pub(super) fn again(
     first: Outcome,
     (sc, src): (&Scenario, &Source),
-    why: Why,
+    (plan, sets, binds): Why,
     opts: &PlanOptions,
     started: Instant,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Outcome {
     let mut out = first;
-    out.total_seconds = started.elapsed().as_secs_f64();
     if let Some(b) = out.best.first() {
         out.rounds.push(Round {
             total_cycles: b.total_cycles,
@@ -69,17 +59,38 @@ pub(super) fn again(
         if best.inserted.is_empty() {
             break;
         }
-        let Some(opts) = left(opts, started) else {
+        let mut opts = opts.clone();
+        if let Some(limit) = opts.search.time_limit {
+            match limit.checked_sub(started.elapsed()) {
+                Some(left) if !left.is_zero() => opts.search.time_limit = Some(left),
+                _ => break,
+            }
+        }
+        let mut written = sc.clone();
+        written.insert_ops(inserted_ops(&best.inserted));
+        let Some(from) = with_plan(&written, plan, &best.layouts) else {
             break;
         };
+        let Ok(res) = scenario::resolve(&written, src, Some(plan), sets, binds) else {
+            break;
+        };
+        let why = (plan, sets, binds);
         let round_started = Instant::now();
-        let Some((next, clock)) = round(best, (sc, src), why, &opts, Seed::Round, progress) else {
+        let Ok(next) = plan_round((&written, src), why, &opts, Some(&from), progress) else {
             break;
         };
+        let sources: Vec<usize> = (res.program.ops.values())
+            .map(|o| o.source.index())
+            .collect();
+        let mapped: Vec<Planned> = (next.best.iter())
+            .map(|p| back(p, &best.inserted, (&sources, sc.program.len())))
+            .collect();
+        let clock = res.machine.clock_ghz;
         let score = |p: &Planned| opts.objective.score(p.total_cycles, p.energy_j, clock);
-        let gained = (next.best.first())
+        let gained = mapped
+            .first()
             .is_some_and(|m| score(m) < score(best) || m.total_cycles < best.total_cycles);
-        merge(&mut out, next, (opts.search.top, &score));
+        merge(&mut out, next, mapped, (opts.search.top, &score));
         out.total_seconds = started.elapsed().as_secs_f64();
         out.rounds.push(Round {
             total_cycles: out.best.first().map_or(0, |b| b.total_cycles),
@@ -90,54 +101,6 @@ pub(super) fn again(
         }
     }
     out
-}
-
-/// `opts` with what is left of their time limit, counted from `started` (`None` where
-/// nothing is).
-pub(super) fn left(opts: &PlanOptions, started: Instant) -> Option<PlanOptions> {
-    let mut opts = opts.clone();
-    if let Some(limit) = opts.search.time_limit {
-        match limit.checked_sub(started.elapsed()) {
-            Some(left) if !left.is_zero() => opts.search.time_limit = Some(left),
-            _ => return None,
-        }
-    }
-    Some(opts)
-}
-
-/// A round from `prior`: `plan` of `sc` planned with `prior`'s Relayouts written into
-/// the program and `prior` a seed; its outcome with every plan mapped back to `sc`'s
-/// program (`prior`'s Relayouts among each plan's), and the machine's clock (GHz).
-/// `None` where the written program does not resolve or the planning fails.
-pub(super) fn round(
-    prior: &Planned,
-    (sc, src): (&Scenario, &Source),
-    (plan, sets, binds): Why,
-    opts: &PlanOptions,
-    kind: Seed,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Option<(Outcome, f64)> {
-    let mut written = sc.clone();
-    written.insert_ops(inserted_ops(&prior.inserted));
-    let from = with_plan(&written, plan, &prior.layouts)?;
-    let res = scenario::resolve(&written, src, Some(plan), sets, binds).ok()?;
-    let why = (plan, sets, binds);
-    let mut next = plan_round((&written, src), why, opts, Some((&from, kind)), progress).ok()?;
-    let sources: Vec<usize> = (res.program.ops.values())
-        .map(|o| o.source.index())
-        .collect();
-    next.best = (next.best.iter())
-        .map(|p| back(p, &prior.inserted, (&sources, sc.program.len())))
-        .collect();
-    // The hand plans as the file runs them (a later round's are the first round's).
-    if kind == Seed::OneBoard && !prior.inserted.is_empty() {
-        let seeds: Vec<String> = (next.hand_plans.iter())
-            .filter(|h| h.seed)
-            .map(|h| h.plan.clone())
-            .collect();
-        next.hand_plans = super::passes::hand_runs(sc, src, (sets, binds), &seeds);
-    }
-    Some((next, res.machine.clock_ghz))
 }
 
 /// `sc` with plan `plan`'s variables set to `layouts` (the seed of the next round);
@@ -259,12 +222,17 @@ fn back(p: &Planned, prior: &[InsertedOp], (sources, len): (&[usize], usize)) ->
     }
 }
 
-/// `out` (the rounds so far) joined by round `next`, whose plans are mapped to the
+/// `out` (the rounds so far) joined by round `next`, whose plans are `mapped` to the
 /// program as written: the plans of both ranked (by `score`, ties by cycles) and cut to
 /// `top`; the work of both counted; the search's figures the last round's.
-fn merge(out: &mut Outcome, next: Outcome, (top, score): (usize, &dyn Fn(&Planned) -> f64)) {
+fn merge(
+    out: &mut Outcome,
+    next: Outcome,
+    mapped: Vec<Planned>,
+    (top, score): (usize, &dyn Fn(&Planned) -> f64),
+) {
     let mut best = std::mem::take(&mut out.best);
-    best.extend(next.best);
+    best.extend(mapped);
     best.sort_by(|a, b| {
         score(a)
             .total_cmp(&score(b))
