@@ -248,17 +248,9 @@ fn a_second_round_plans_from_the_first_and_its_plan_runs_as_written() {
     let file = dir.path().join("g.json");
     std::fs::copy(workload(rel), &file).unwrap();
     let plan = |extra: &[&str]| -> serde_json::Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_mnsim"))
-            .args(["plan", file.to_str().unwrap(), "--json"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        let mut args = vec!["plan", file.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&common::mnsim(&args)).unwrap()
     };
     let once = plan(&["--rounds", "1"]);
     let v = plan(&["--write", "rounds"]);
