@@ -412,8 +412,8 @@ pub fn plan_with(
 }
 
 /// One round of [`plan_with`]: the planning of `plan` of `sc`, seeded also by `from` (the
-/// scenario whose plan `plan` holds the previous round's best layouts; a later round
-/// plans on one board's machine as the first did, so it skips the one-board planning).
+/// scenario whose plan `plan` holds the previous round's best layouts). Only the first
+/// round plans one board first: a later round's seed already descends from that plan.
 fn plan_round(
     (sc, src): (&Scenario, &Source),
     (plan, sets, binds): (&str, &[(String, f64)], &BTreeMap<String, u64>),
