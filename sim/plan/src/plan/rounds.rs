@@ -5,9 +5,10 @@
 //! The search moves the layouts of variables; a Relayout the model inserted (before a
 //! kernel that reads a tensor in another layout) is a choice the search made once and
 //! cannot weigh again as a program op. Written into the program, each becomes a fixed
-//! op, and the whole pipeline (the starts, the spread and hot passes, the swap pass)
-//! runs again around it from the best plan; its own passes found nothing more inside
-//! one round (a second pass over the same program scores the plans as the first did).
+//! op, and the pipeline (the starts, the search, the spread, swap and hot passes; a whole
+//! model's search lighter: `passes::search`) runs again around it from the best plan;
+//! its passes run again inside one round found nothing more (they score the plans on the
+//! same program as the first time).
 //! Every round's plans are confirmed by timing runs and mapped back to the program as
 //! written (each Relayout before the op it precedes there), so the rounds' best is never
 //! slower than the first round's.
