@@ -12,7 +12,7 @@
 use super::model::{LayoutId, Model};
 use super::spread::Levels;
 use super::{PlanOptions, plan_with};
-use crate::scenario::{self, PlanValue, Scenario, Source};
+use crate::scenario::{PlanValue, Scenario, Source};
 use mnsim_arch::LayoutExpr;
 use mnsim_arch::layout::AxisName;
 use std::collections::BTreeMap;
@@ -58,13 +58,8 @@ pub(super) fn one_board_seed(
     let best = planned.best.first()?;
     // The plan with the one-board layouts for its variables, resolved over every board:
     // a layout that names no board is a copy on each.
-    let mut sc = sc.clone();
-    let values = sc.plans.get_mut(plan)?;
-    for (var, layout) in &best.layouts {
-        values.insert(var.clone(), PlanValue::Layout(layout.clone()));
-    }
-    let res = scenario::resolve(&sc, src, Some(plan), sets, binds).ok()?;
-    let pick = super::passes::seed_of(model, &res)?;
+    let sc = super::rounds::with_plan(sc, plan, &best.layouts)?;
+    let pick = super::rounds::seed(&sc, src, (plan, sets, binds), model)?;
     let cost = OneBoard {
         total_cycles: best.total_cycles,
         seconds: started.elapsed().as_secs_f64(),

@@ -60,12 +60,10 @@ pub(super) fn again(
         if best.inserted.is_empty() {
             break;
         }
-        let mut opts = opts.clone();
-        if let Some(limit) = opts.search.time_limit {
-            match limit.checked_sub(started.elapsed()) {
-                Some(left) if !left.is_zero() => opts.search.time_limit = Some(left),
-                _ => break,
-            }
+        // The whole work budget again, and what is left of the time limit.
+        let opts = super::boards::shared(opts, 1, started);
+        if opts.search.time_limit.is_some_and(|t| t.is_zero()) {
+            break;
         }
         let mut written = sc.clone();
         written.insert_ops(inserted_ops(&best.inserted));
@@ -104,9 +102,13 @@ pub(super) fn again(
     out
 }
 
-/// `sc` with plan `plan`'s variables set to `layouts` (the seed of the next round);
-/// `None` where the scenario has no such plan.
-fn with_plan(sc: &Scenario, plan: &str, layouts: &[(String, String)]) -> Option<Scenario> {
+/// `sc` with plan `plan`'s variables set to `layouts` (the seed of the next round, or
+/// the one-board plan over every board); `None` where the scenario has no such plan.
+pub(super) fn with_plan(
+    sc: &Scenario,
+    plan: &str,
+    layouts: &[(String, String)],
+) -> Option<Scenario> {
     let mut sc = sc.clone();
     let values = sc.plans.get_mut(plan)?;
     for (var, layout) in layouts {
@@ -115,7 +117,7 @@ fn with_plan(sc: &Scenario, plan: &str, layouts: &[(String, String)]) -> Option<
     Some(sc)
 }
 
-/// The layouts the previous round's best plan (`from`'s plan `plan`) gives `model`'s
+/// The layouts `from`'s plan `plan` (a plan [`with_plan`] filled) gives `model`'s
 /// variables, as a seed; `None` where they do not resolve.
 pub(super) fn seed(
     from: &Scenario,
