@@ -39,9 +39,9 @@ type Extension = Vec<Decided>;
 /// One of a kernel's strategies with its operands' layouts bound (inputs, then the
 /// output), and whether the kernel is legal on them (asked when a state first agrees
 /// with them).
-struct Bound {
-    ids: Vec<LayoutId>,
-    legal: Option<bool>,
+pub(super) struct Bound {
+    pub(super) ids: Vec<LayoutId>,
+    pub(super) legal: Option<bool>,
 }
 
 /// A kernel's strategies bound, once for every state of the beam: those that give
@@ -179,7 +179,7 @@ impl Model {
 
     /// Kernel op `k`'s operands (inputs, then the output) with their variables, and the
     /// variables' extents.
-    fn kernel_shape(&self, k: usize) -> Option<(Vec<Operand>, Vec<u64>)> {
+    pub(super) fn kernel_shape(&self, k: usize) -> Option<(Vec<Operand>, Vec<u64>)> {
         let kern = self.kernel(self.ops[k].op)?;
         let dims = |t: TensorId| self.tensor(t).dims_at_bound.clone();
         let slots = |t: TensorId| {
@@ -228,7 +228,7 @@ impl Model {
     /// Who decides operand `j` of kernel `k` (the inputs' last writers before `k`, then
     /// `k` itself for the output): a variable, or a fixed layout (`Err`), or nothing
     /// known (`Err(None)`).
-    fn decider(&self, k: usize, j: usize) -> Result<usize, Option<LayoutId>> {
+    pub(super) fn decider(&self, k: usize, j: usize) -> Result<usize, Option<LayoutId>> {
         let reads = &self.ops[k].reads;
         let w = if j < reads.len() {
             let t = reads[j];
@@ -299,7 +299,7 @@ impl Model {
     /// variable; else the others), each with the fewest `Time` steps that make its
     /// operands fit LM, and their layouts bound; a strategy that does not divide an
     /// operand or whose layouts do not bind is left out.
-    fn bound_strategies(
+    pub(super) fn bound_strategies(
         &mut self,
         k: usize,
         shape: &(Vec<Operand>, Vec<u64>),
@@ -441,6 +441,36 @@ impl Model {
                 out.push(st);
             }
         }
+    }
+
+    /// The layout of kernel `k`'s input `j` that gives its output layout `out` for free:
+    /// a view's input laid out as the view's inverse of the output (a transpose's, a
+    /// reshape's), any other input of the output's shape laid out as the output.
+    pub(super) fn producer_layout(
+        &mut self,
+        k: usize,
+        j: usize,
+        out: LayoutId,
+    ) -> Option<LayoutId> {
+        let t = *self.ops[k].reads.get(j)?;
+        let w = self.ops[k].writes?;
+        let in_dims = self.tensor(t).dims_at_bound.clone();
+        let view = self.kernel(self.ops[k].op).and_then(mnsim_kernels::view_of);
+        let m = &self.res.machine;
+        let out_l = &self.layouts[out as usize];
+        let text = match (view, j) {
+            (Some(mnsim_kernels::View::Transpose(perm)), 0) => {
+                let mut inv = vec![0; perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    *inv.get_mut(p)? = i;
+                }
+                out_l.transposed(&inv, m)?.canonical()
+            }
+            (Some(mnsim_kernels::View::Reshape), 0) => out_l.reshaped(&in_dims, m)?.canonical(),
+            _ if in_dims == self.tensor(w).dims_at_bound => out_l.canonical(),
+            _ => return None,
+        };
+        self.bind_for(t, &text)
     }
 
     /// `text` bound for tensor `t` and interned.

@@ -17,6 +17,7 @@ mod joint;
 mod layers;
 mod layouts;
 mod measure;
+mod moves;
 mod prune;
 mod reads;
 mod shared;
