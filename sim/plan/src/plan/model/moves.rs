@@ -184,3 +184,92 @@ impl Model {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::candidates::Space;
+    use super::*;
+    use crate::scenario::{self, Source};
+    use std::collections::BTreeMap;
+
+    /// A head that reads its table through a transpose, and its activation through an
+    /// add: both of the matmul's inputs follow other variables.
+    const HEAD: &str = r#"Scenario(
+    name: "head",
+    machine: Preset("mncore2"),
+    mode: Timing,
+    tensors: {
+        "x": (dtype: F32, init: Zeros, shape: "f32[128,256]"),
+        "y": (dtype: F32, init: Zeros, shape: "f32[128,256]"),
+        "s": (dtype: F32, shape: "f32[128,256]"),
+        "w": (dtype: F32, init: Zeros, shape: "f32[1024,256]"),
+        "wt": (dtype: F32, shape: "f32[256,1024]"),
+        "c": (dtype: F32, shape: "f32[128,1024]"),
+    },
+    program: [
+        Load(tensor: "x", layout: "$x"),
+        Load(tensor: "y", layout: "$y"),
+        Binary(op: Add, a: "x", b: "y", out: "s", layout: "$s"),
+        Load(tensor: "w", layout: "$w"),
+        Transpose(input: "w", perm: [1, 0], out: "wt", layout: "$wt"),
+        MatMul(a: "s", b: "wt", out: "c", layout: "$c"),
+        Store(tensor: "c"),
+    ],
+    plans: {"auto": {"x": Any, "y": Any, "s": Any, "w": Any, "wt": Any, "c": Any}},
+    auto_reduce: true,
+)"#;
+
+    fn model() -> Model {
+        let sc = scenario::parse(HEAD, "head.ron").unwrap();
+        let src = Source {
+            path: "head.ron".into(),
+            text: HEAD.into(),
+        };
+        let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+        Model::new(&res, Space::default()).unwrap()
+    }
+
+    /// Every move lays the matmul's operands out as a legal strategy of it, and some
+    /// move reaches them through their sources: the table laid out so that the
+    /// transpose is a view of it, the add's inputs laid out as its output.
+    #[test]
+    fn a_kernel_move_sets_the_operands_through_the_views_and_elementwise_kernels() {
+        let mut m = model();
+        let var = |m: &Model, name: &str| m.vars.iter().position(|v| v.name == name).unwrap();
+        let (x, y, s, w, wt, c) = (
+            var(&m, "x"),
+            var(&m, "y"),
+            var(&m, "s"),
+            var(&m, "w"),
+            var(&m, "wt"),
+            var(&m, "c"),
+        );
+        let k = (0..m.ops.len()).find(|&k| m.ops[k].var == Some(c)).unwrap();
+        let pick: Vec<LayoutId> = m.vars.iter().map(|v| v.candidates[0]).collect();
+        let moves = m.kernel_moves(&pick, k);
+        assert!(moves.len() > 1, "{} moves", moves.len());
+        let kern = m.kernel(m.ops[k].op).unwrap().clone();
+        let mut through = 0;
+        for mv in &moves {
+            assert_ne!(*mv, pick);
+            let l = |v: usize| &m.layouts[mv[v] as usize];
+            assert!(
+                mnsim_kernels::is_legal(&kern, &[l(s), l(wt)], l(c), &m.res.machine),
+                "{} {} {}",
+                l(s).canonical(),
+                l(wt).canonical(),
+                l(c).canonical()
+            );
+            let view = m.derived(wt, mv[w]) == Some(mv[wt]);
+            let same = mv[x] == m.producer_layout(2, 0, mv[s]).unwrap()
+                && mv[y] == m.producer_layout(2, 1, mv[s]).unwrap();
+            if view && same {
+                through += 1;
+            }
+        }
+        assert!(
+            through > 0,
+            "no move set the operands through their sources"
+        );
+    }
+}
