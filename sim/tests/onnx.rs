@@ -245,7 +245,8 @@ fn every_export_imports_prints_back_plans_and_runs() {
             r.bound_cycles,
         );
         // The exports that plan within the target of 2× their bound stay there (the BERT
-        // layer since the hot pass descends from the model's best plan too: 9.5× before).
+        // layer since the hot pass descends from the model's best plan too: 9.5× before;
+        // the GPT-2 block and the small GPT-2 since the kernel pass: 3.8× and 2.4×).
         if WITHIN_2X.iter().any(|w| name.starts_with(w)) {
             assert!(x <= 2.0, "{name}: {x:.2}× its bound");
         }
@@ -253,7 +254,13 @@ fn every_export_imports_prints_back_plans_and_runs() {
 }
 
 /// The committed exports planned within 2× their bound (docs/import.md, ONNX).
-const WITHIN_2X: [&str; 3] = ["bert_layer", "gpt2_mlp_gelu", "mlp_784"];
+const WITHIN_2X: [&str; 5] = [
+    "bert_layer",
+    "gpt2_block",
+    "gpt2_mlp_gelu",
+    "gpt2_small",
+    "mlp_784",
+];
 
 /// The MLP (every tensor at most 2^21 elements) imports in functional mode, and its
 /// planned run verifies against the host reference. (The ResNet-style CNN imports in
@@ -291,10 +298,11 @@ fn planned_cycles(path: &Path, work: &str) -> u64 {
 }
 
 /// PyTorch's GPT-2 attention and MLP blocks give the cycles of JAX's StableHLO exports
-/// of the same blocks (same shapes) within 10%, both planned with one work budget.
+/// of the same blocks (same shapes) within 10%, both planned with `run`'s work budget.
 /// PyTorch exports `LayerNormalization` and `Softmax` as ops (mnsim's fused kernels)
-/// where JAX writes them out, so the programs differ by those kernels; the budget is
-/// large enough for the search on both to settle.
+/// where JAX writes them out, so the programs differ by those kernels. (Before the
+/// kernel pass the attention blocks planned 1.46 apart with this budget, and the test
+/// gave them 2,000,000.)
 #[test]
 fn gpt2_blocks_match_their_stablehlo_exports() {
     let shlo = dir().join("../stablehlo");
@@ -302,7 +310,7 @@ fn gpt2_blocks_match_their_stablehlo_exports() {
         (
             "gpt2_attn_block_s128_f32.onnx",
             "gpt2_attn_block_s128_f32.mlir",
-            "2000000",
+            "300000",
         ),
         (
             "gpt2_mlp_gelu_s128_f32.onnx",
