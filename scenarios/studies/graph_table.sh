@@ -39,12 +39,18 @@ for f in "$@"; do
     esac
     s=$tmp/$name.ron
     ops=$(sed -n 's/.*imported by `mnsim import`: \([0-9]*\) ops.*/\1/p' "$s" | head -1)
+    # The `default` plan runs in the file as imported: the plan written below may add
+    # Relayouts to the program, which the other plans need not suit.
+    cp "$s" "$tmp/$name.default.ron"
     # shellcheck disable=SC2086
     "$mnsim" plan "$s" --plan auto --json --work "$work" --write planned $flags > "$tmp/plan.json"
     secs=$(jq '.total_seconds' "$tmp/plan.json")
     search=$(jq -r 'if .complete then "complete" else "\(.evaluated)" end' "$tmp/plan.json")
     # shellcheck disable=SC2086
-    "$mnsim" run "$s" --mode timing --out "$tmp/$name" $flags > /dev/null 2>&1
+    "$mnsim" run "$s" --plan planned --mode timing --out "$tmp/$name/planned" $flags > /dev/null 2>&1
+    # shellcheck disable=SC2086
+    "$mnsim" run "$tmp/$name.default.ron" --plan default --mode timing --out "$tmp/$name/default" \
+        $flags > /dev/null 2>&1
     r=$tmp/$name/planned/report.json
     d=$tmp/$name/default/report.json
     jq -r --arg name "$name" --arg ops "$ops" --arg secs "$secs" --arg search "$search" \
