@@ -180,6 +180,73 @@ fn plan_write_writes_the_relayouts_and_the_file_runs_as_written() {
     );
 }
 
+/// `run` of a file whose program `plan --write` gave Relayouts that a hand plan's layouts
+/// do not suit: the other plans run (their reports printed and written), the one that
+/// does not is named with its error, and `run` exits non-zero.
+#[test]
+fn run_runs_every_plan_that_runs_and_names_the_others() {
+    let dir = common::tmp::tempdir("plan_relayouts_others");
+    let ron = dir.path().join("mlp.ron");
+    let mnsim = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mnsim"))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let graph = workload("graphs/gated-mlp-f32.json");
+    let ron_s = ron.to_str().unwrap();
+    assert!(
+        mnsim(&["import", graph.to_str().unwrap(), "-o", ron_s])
+            .status
+            .success()
+    );
+    assert!(
+        mnsim(&["plan", ron_s, "--plan", "auto", "--write", "best"])
+            .status
+            .success()
+    );
+    let (sc, src) = scenario::load(&ron).unwrap();
+    // Which hand plans run in the program as written, each alone.
+    let runs = |plan: &str| {
+        scenario::resolve(&sc, &src, Some(plan), &[], &Default::default())
+            .ok()
+            .and_then(|res| mnsim_sim::run::run(&res).ok())
+            .is_some()
+    };
+    let hand = ["best", "default", "default_split"];
+    let (ok, broken): (Vec<&str>, Vec<&str>) = hand.iter().partition(|p| runs(p));
+    assert!(ok.contains(&"best"), "the written plan runs");
+    assert!(
+        !broken.is_empty(),
+        "every hand plan suits the written Relayouts"
+    );
+    let out = dir.path().join("out");
+    let o = mnsim(&[
+        "run",
+        ron_s,
+        "--mode",
+        "timing",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    for p in &broken {
+        assert!(err.contains(&format!("plan `{p}`")), "{err}");
+    }
+    assert!(err.contains("did not run"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plans: Vec<&str> = (v.as_array().unwrap().iter())
+        .map(|r| r["plan"].as_str().unwrap())
+        .collect();
+    assert_eq!(plans, ok);
+    for p in &ok {
+        assert!(out.join(p).join("report.json").is_file(), "{p}");
+    }
+}
+
 /// An op inserted before an op of a run of `places` joins that run; the runs after it
 /// move on by one.
 #[test]

@@ -121,7 +121,7 @@ pub struct RunArgs {
 }
 
 /// Runs the plans of a scenario; returns their reports (nothing printed or written).
-pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
+pub fn reports(a: &RunArgs) -> Result<Ran, Report> {
     let binds = scenario::parse_binds(&a.s.binds)?;
     let (mut sc, mut src) = a.s.load()?;
     let sets = scenario::knob_sets(&sc, &src, &a.s.sets)?;
@@ -163,19 +163,52 @@ pub fn reports(a: &RunArgs) -> Result<Vec<mnsim_reports::Report>, Report> {
         ModeArg::Timing => Mode::Timing,
         ModeArg::Functional => Mode::Functional,
     });
+    // Every plan runs: one that does not (a plan `plan --write` added Relayouts to the
+    // program for, which another hand plan's layouts do not suit) is named with its
+    // error and the others still run; `run` then exits non-zero (`failed`).
     let mut out = Vec::new();
+    let mut failed: Vec<(Option<String>, Report)> = Vec::new();
     for plan in &plans {
-        out.push(run_plan(
-            &sc,
-            &src,
-            plan.as_deref(),
-            &sets,
-            &binds,
-            mode,
-            true,
-        )?);
+        match run_plan(&sc, &src, plan.as_deref(), &sets, &binds, mode, true) {
+            Ok(r) => out.push(r),
+            Err(e) if plans.len() > 1 => failed.push((plan.clone(), e)),
+            Err(e) => return Err(e),
+        }
     }
-    Ok(out)
+    if out.is_empty() && !failed.is_empty() {
+        return Err(failed.swap_remove(0).1);
+    }
+    Ok(Ran {
+        reports: out,
+        failed,
+    })
+}
+
+/// What [`reports`] ran: the reports of the plans that ran, in plan order, and the
+/// plans that did not, with their errors (only when others ran).
+pub struct Ran {
+    pub reports: Vec<mnsim_reports::Report>,
+    pub failed: Vec<(Option<String>, Report)>,
+}
+
+impl Ran {
+    /// Prints each plan that did not run with its error (on stderr); the error to exit
+    /// with when there was one.
+    pub fn check(&self) -> Result<(), Report> {
+        for (_, e) in &self.failed {
+            eprintln!("{e:?}");
+        }
+        let names: Vec<String> = (self.failed.iter())
+            .map(|(p, _)| format!("`{}`", p.as_deref().unwrap_or("-")))
+            .collect();
+        match names.is_empty() {
+            true => Ok(()),
+            false => Err(miette!(
+                "error: plan {} did not run (above); the other plans ran",
+                names.join(", ")
+            )),
+        }
+    }
 }
 
 /// Plans an imported graph's plan `auto` (`import::plan_auto`), with a progress bar of
@@ -356,7 +389,8 @@ pub fn bottleneck_hint(m: &mnsim_arch::Machine, r: &mnsim_reports::Report) -> Op
 
 pub fn run(a: RunArgs) -> Result<(), Report> {
     super::check_out(a.out.as_deref())?;
-    let reps = reports(&a)?;
+    let ran = reports(&a)?;
+    let reps = &ran.reports;
     if a.json {
         let all: Vec<serde_json::Value> = reps
             .iter()
@@ -365,16 +399,17 @@ pub fn run(a: RunArgs) -> Result<(), Report> {
         outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
     } else {
         let color = super::use_color(std::io::stdout().is_terminal());
-        for r in &reps {
+        for r in reps {
             outln!("{}", mnsim_reports::terminal(r, color));
         }
         if reps.len() > 1 {
-            outln!("{}", mnsim_reports::compare_table(&reps));
+            outln!("{}", mnsim_reports::compare_table(reps));
         }
     }
     if let Some(dir) = &a.out {
-        write(dir, &reps)?;
+        write(dir, reps)?;
     }
+    ran.check()?;
     if reps.iter().any(|r| r.verified == Some(false)) {
         return Err(miette!(
             "error: verification failed (see the warnings above)"

@@ -56,25 +56,26 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
         mode: a.mode,
         json: false,
     };
-    let reps = reports(&args)?;
+    let ran = reports(&args)?;
+    let reps = &ran.reports;
     let by = a.by.into();
     if a.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&mnsim_reports::compare_json_by(&reps, by))
+            serde_json::to_string_pretty(&mnsim_reports::compare_json_by(reps, by))
                 .unwrap_or_default()
         );
     } else {
-        outln!("{}", mnsim_reports::compare_table_by(&reps, by));
-        let ops = mnsim_reports::compare_ops(&reps);
+        outln!("{}", mnsim_reports::compare_table_by(reps, by));
+        let ops = mnsim_reports::compare_ops(reps);
         if !ops.is_empty() {
             outln!("{ops}");
         }
     }
     if let Some(dir) = &a.out {
-        write(dir, &reps)?;
+        write(dir, reps)?;
     }
-    Ok(())
+    ran.check()
 }
 
 #[derive(Args)]
