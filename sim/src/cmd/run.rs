@@ -204,7 +204,8 @@ impl Ran {
         match names.is_empty() {
             true => Ok(()),
             false => Err(miette!(
-                "error: plan {} did not run (above); the other plans ran",
+                "error: plan {} did not run (above); the other plans ran (nothing written \
+                 to --out: all the plans' reports or none)",
                 names.join(", ")
             )),
         }
@@ -406,7 +407,10 @@ pub fn run(a: RunArgs) -> Result<(), Report> {
             outln!("{}", mnsim_reports::compare_table(reps));
         }
     }
-    if let Some(dir) = &a.out {
+    // All the reports or none: with a plan that did not run, `--out` is left as it was.
+    if let Some(dir) = &a.out
+        && ran.failed.is_empty()
+    {
         write(dir, reps)?;
     }
     ran.check()?;

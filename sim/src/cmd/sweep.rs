@@ -72,7 +72,9 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
             outln!("{ops}");
         }
     }
-    if let Some(dir) = &a.out {
+    if let Some(dir) = &a.out
+        && ran.failed.is_empty()
+    {
         write(dir, reps)?;
     }
     ran.check()
