@@ -8,9 +8,11 @@
 //! MABs and PEs, in both operands. A kernel move sets each operand to the layout a
 //! strategy gives it: an operand whose variable follows another's through a view or an
 //! elementwise kernel is set through its source (the view's inverse: a transpose's, a
-//! reshape's; the same layout), back to the variable no tie derives; one whose tie
-//! cannot be inverted keeps its chain, and the model inserts the Relayout its kernel
-//! needs. The tied variables are then derived again ([`Model::propagate`]).
+//! reshape's; the same layout), and an elementwise kernel's other inputs with it, back
+//! along the chain for at most a given number of kernels ([`WALKS`]); where a tie does
+//! not invert, or the walk ends, the variable itself is set (its producer then writes
+//! it as the model can: with a Relayout, or not at all, and the move fails). The tied
+//! variables that follow the ones set are then derived again.
 
 use super::{LayoutId, Model};
 use crate::program::EntityRef as _;
@@ -83,6 +85,7 @@ impl Model {
         let fixed: Vec<Option<LayoutId>> =
             (0..n).map(|j| self.decider(k, j).err().flatten()).collect();
         let mut out: Vec<Vec<LayoutId>> = Vec::new();
+        let mut distinct: std::collections::HashSet<Vec<LayoutId>> = Default::default();
         for full in [true, false] {
             let list = self.bound_strategies(k, &shape, full);
             for b in list {
@@ -111,7 +114,7 @@ impl Model {
                     }
                     self.propagate_from(&mut trial, &set);
                     self.follow_layers(&mut trial);
-                    if trial != pick && !out.contains(&trial) {
+                    if trial != pick && distinct.insert(trial.clone()) {
                         out.push(trial);
                     }
                 }
@@ -125,9 +128,10 @@ impl Model {
 
     /// Sets variable `v` to `id` in `pick`: where `v` follows another variable through
     /// a tie that inverts (a view's, an elementwise kernel's), the inputs of the kernel
-    /// that writes it are set to the layouts it reads them through (its source, and an
-    /// elementwise kernel's other inputs of its shape), back along their chains; else
-    /// `v` itself. `seen` holds the variables set so far.
+    /// that writes it are set too, to the layouts it reads them through (its source, and
+    /// an elementwise kernel's other inputs of its shape), back along their chains for
+    /// at most `walk` kernels. `seen` marks the variables set so far (and the followers
+    /// of another layer's, which are left to follow their leader).
     fn set_through_ties(
         &mut self,
         pick: &mut [LayoutId],
