@@ -188,25 +188,10 @@ fn plan_write_writes_the_relayouts_and_the_file_runs_as_written() {
 fn run_runs_every_plan_that_runs_and_names_the_others() {
     let dir = common::tmp::tempdir("plan_relayouts_others");
     let ron = dir.path().join("mlp.ron");
-    let mnsim = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_mnsim"))
-            .args(args)
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    };
     let graph = workload("graphs/gated-mlp-f32.json");
     let ron_s = ron.to_str().unwrap();
-    assert!(
-        mnsim(&["import", graph.to_str().unwrap(), "-o", ron_s])
-            .status
-            .success()
-    );
-    assert!(
-        mnsim(&["plan", ron_s, "--plan", "auto", "--write", "best"])
-            .status
-            .success()
-    );
+    common::mnsim(&["import", graph.to_str().unwrap(), "-o", ron_s]);
+    common::mnsim(&["plan", ron_s, "--plan", "auto", "--write", "best"]);
     let (sc, src) = scenario::load(&ron).unwrap();
     // Which hand plans run in the program as written, each alone.
     let runs = |plan: &str| {
@@ -223,7 +208,7 @@ fn run_runs_every_plan_that_runs_and_names_the_others() {
         "every hand plan suits the written Relayouts"
     );
     let out = dir.path().join("out");
-    let o = mnsim(&[
+    let o = common::mnsim_output(&[
         "run",
         ron_s,
         "--mode",

@@ -18,15 +18,21 @@ pub fn one_line(s: &str) -> String {
         .join(" ")
 }
 
+/// Runs the `mnsim` binary with `args` (no colour), whether or not it succeeds.
+#[allow(dead_code)]
+pub fn mnsim_output(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("mnsim runs")
+}
+
 /// Runs the `mnsim` binary with `args` (no colour), which must succeed; its standard
 /// output.
 #[allow(dead_code)]
 pub fn mnsim(args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnsim"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("mnsim runs");
+    let out = mnsim_output(args);
     assert!(
         out.status.success(),
         "{args:?}: {}",

@@ -41,7 +41,7 @@ type Extension = Vec<Decided>;
 /// with them).
 pub(super) struct Bound {
     pub(super) ids: Vec<LayoutId>,
-    pub(super) legal: Option<bool>,
+    legal: Option<bool>,
 }
 
 /// A kernel's strategies bound, once for every state of the beam: those that give
@@ -53,7 +53,6 @@ type Strategies = [Option<Vec<Bound>>; 2];
 /// or nothing), the layouts known, the operands still free.
 struct Ctx<'a> {
     k: usize,
-    operands: &'a [Operand],
     who: Vec<Result<usize, Option<LayoutId>>>,
     known: Vec<Option<LayoutId>>,
     free: Vec<usize>,
@@ -365,7 +364,7 @@ impl Model {
 
     /// Who decides each operand of kernel `k` in `state`, what is known of it, and which
     /// are free; `None` when nothing is free.
-    fn ctx<'a>(&self, k: usize, operands: &'a [Operand], state: &'a [Decided]) -> Option<Ctx<'a>> {
+    fn ctx<'a>(&self, k: usize, operands: &[Operand], state: &'a [Decided]) -> Option<Ctx<'a>> {
         let n = operands.len();
         let who: Vec<Result<usize, Option<LayoutId>>> =
             (0..n).map(|j| self.decider(k, j)).collect();
@@ -381,7 +380,6 @@ impl Model {
             .collect();
         (!free.is_empty()).then_some(Ctx {
             k,
-            operands,
             who,
             known,
             free,
@@ -415,19 +413,12 @@ impl Model {
         let Some(kern) = self.kernel(self.ops[ctx.k].op) else {
             return;
         };
-        let n = ctx.operands.len();
         for b in list {
             let agrees = (b.ids.iter().zip(&ctx.known)).all(|(&id, k)| k.is_none_or(|l| l == id));
             if !agrees {
                 continue;
             }
-            let legal = *b.legal.get_or_insert_with(|| {
-                let ins: Vec<&TensorLayout> = (b.ids[..n - 1].iter())
-                    .map(|&i| &self.layouts[i as usize])
-                    .collect();
-                let out = &self.layouts[b.ids[n - 1] as usize];
-                mnsim_kernels::is_legal(kern, &ins, out, &self.res.machine)
-            });
+            let legal = *b.legal.get_or_insert_with(|| self.legal_on(kern, &b.ids));
             if !legal {
                 continue;
             }
@@ -441,6 +432,17 @@ impl Model {
                 out.push(st);
             }
         }
+    }
+
+    /// Whether kernel `kern` is legal on the operand layouts `ids` (inputs, then the
+    /// output).
+    pub(super) fn legal_on(&self, kern: &mnsim_kernels::Kernel, ids: &[LayoutId]) -> bool {
+        let Some((&out, ins)) = ids.split_last() else {
+            return false;
+        };
+        let ins: Vec<&TensorLayout> = ins.iter().map(|&i| &self.layouts[i as usize]).collect();
+        let out = &self.layouts[out as usize];
+        mnsim_kernels::is_legal(kern, &ins, out, &self.res.machine)
     }
 
     /// The layout of kernel `k`'s input `j` that gives its output layout `out` for free:

@@ -80,10 +80,8 @@ impl Model {
         let Some(kern) = self.kernel(self.ops[k].op).cloned() else {
             return Vec::new();
         };
-        let n = shape.0.len();
-        let who: Vec<Option<usize>> = (0..n).map(|j| self.decider(k, j).ok()).collect();
-        let fixed: Vec<Option<LayoutId>> =
-            (0..n).map(|j| self.decider(k, j).err().flatten()).collect();
+        let deciders: Vec<Result<usize, Option<LayoutId>>> =
+            (0..shape.0.len()).map(|j| self.decider(k, j)).collect();
         let mut out: Vec<Vec<LayoutId>> = Vec::new();
         let mut distinct: std::collections::HashSet<Vec<LayoutId>> = Default::default();
         for full in [true, false] {
@@ -93,22 +91,16 @@ impl Model {
                     return out;
                 }
                 // A fixed operand must be as the strategy has it.
-                let agrees = (b.ids.iter().zip(&fixed)).all(|(&id, f)| f.is_none_or(|l| l == id));
-                if !agrees {
-                    continue;
-                }
-                let ins: Vec<&mnsim_arch::TensorLayout> = (b.ids[..n - 1].iter())
-                    .map(|&i| &self.layouts[i as usize])
-                    .collect();
-                let o = &self.layouts[b.ids[n - 1] as usize];
-                if !mnsim_kernels::is_legal(&kern, &ins, o, &self.res.machine) {
+                let agrees = (b.ids.iter().zip(&deciders))
+                    .all(|(&id, d)| d.as_ref().err().copied().flatten().is_none_or(|l| l == id));
+                if !agrees || !self.legal_on(&kern, &b.ids) {
                     continue;
                 }
                 for walk in WALKS {
                     let mut trial = pick.to_vec();
                     let mut set = vec![false; pick.len()];
-                    for (j, v) in who.iter().enumerate() {
-                        if let Some(v) = *v {
+                    for (j, d) in deciders.iter().enumerate() {
+                        if let Ok(v) = *d {
                             self.set_through_ties(&mut trial, (v, b.ids[j]), walk, &mut set);
                         }
                     }
