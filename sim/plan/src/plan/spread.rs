@@ -227,14 +227,17 @@ pub(super) fn spread_over(
                     if !seen.insert(pick.clone()) {
                         continue;
                     }
+                    // Only plans that run and might be kept are placed: one that fails,
+                    // or is proved to rank after the beam and the plans returned, is not.
+                    let cutoff = keeps(&bases, &here, &found, (beam, beat.then_some(bar)));
                     let (pick, e) = match repair {
-                        true => repaired(model, base, pick, &mut seen),
+                        true => repaired(model, base, pick, &mut seen, cutoff),
                         false => {
-                            let e = model.evaluate(&pick);
+                            let e = model.evaluate_if_runs(&pick, cutoff).ok().flatten();
                             (pick, e)
                         }
                     };
-                    if e.failure.is_none() {
+                    if let Some(e) = e {
                         here.push((e.key(), pick));
                     }
                 }
@@ -258,24 +261,58 @@ pub(super) fn spread_over(
     out
 }
 
+/// The key a spread plan must rank below to be kept by [`spread_over`] (`None`: any
+/// plan might be): among the `beam` best of the level (its `bases` and the plans of the
+/// level so far, `here`), or the [`SPREAD_STARTS`] best of all (`found` and `here`; and
+/// below the best start's key `bar` where only plans that beat it are returned). Each
+/// list only gains plans and keys sort stably, so a plan proved to rank no lower than
+/// this would have been dropped by both: skipping it changes nothing.
+fn keeps(
+    bases: &[(Key, Vec<LayoutId>)],
+    here: &[(Key, Vec<LayoutId>)],
+    found: &[(Key, Vec<LayoutId>)],
+    (beam, bar): (usize, Option<Option<Key>>),
+) -> Option<Key> {
+    let kth = |keys: Vec<Key>, k: usize| {
+        let mut keys = keys;
+        keys.sort_unstable();
+        keys.get(k.max(1) - 1).copied()
+    };
+    let level = kth(bases.iter().chain(here).map(|p| p.0).collect(), beam)?;
+    let all = found.iter().chain(here).map(|p| p.0);
+    let returned = match bar {
+        None => kth(all.collect(), SPREAD_STARTS),
+        // Only plans below the best start's key are returned (none without a start
+        // that runs).
+        Some(bar) => {
+            let bar = bar?;
+            Some(kth(all.filter(|&k| k < bar).collect(), SPREAD_STARTS).unwrap_or(bar))
+        }
+    }?;
+    Some(level.max(returned))
+}
+
 /// How many times a spread plan that fails at an op is repaired ([`repaired`]).
 const REPAIRS: usize = 32;
 
-/// `pick` (a spread of `base`) and its evaluation, repaired where it fails: up to
-/// [`REPAIRS`] times, the variables of the tensors the failing op reads and writes (and
-/// of the tensor the failure names) go back to their layouts in `base`, so that a rule
-/// applies wherever it can and one op it does not suit (a concatenation it would leave
-/// replicated, a tensor it would overflow LM with) does not discard it. Each repair is
-/// one more evaluation; a repaired plan evaluated already (in `seen`) stops the repairs.
+/// `pick` (a spread of `base`), repaired where it fails, and its evaluation if it then
+/// runs (and its key may rank below `cutoff`: [`Model::evaluate_if_runs`]): up to [`REPAIRS`] times, the variables of the tensors the failing op reads and
+/// writes (and of the tensor the failure names) go back to their layouts in `base`, so
+/// that a rule applies wherever it can and one op it does not suit (a concatenation it
+/// would leave replicated, a tensor it would overflow LM with) does not discard it. Each
+/// repair is one more evaluation (a walk of the ops up to the failure: a plan that
+/// fails is dropped, so its ops are not placed); a repaired plan evaluated already (in
+/// `seen`) stops the repairs.
 fn repaired(
     model: &mut Model,
     base: &[LayoutId],
     mut pick: Vec<LayoutId>,
     seen: &mut std::collections::HashSet<Vec<LayoutId>>,
-) -> (Vec<LayoutId>, super::model::Eval) {
-    let mut e = model.evaluate(&pick);
+    cutoff: Option<Key>,
+) -> (Vec<LayoutId>, Option<super::model::Eval>) {
+    let mut run = model.evaluate_if_runs(&pick, cutoff);
     for _ in 0..REPAIRS {
-        let Some((i, f)) = &e.failure else {
+        let Err((i, f)) = &run else {
             break;
         };
         let tensors = model.failure_tensors(*i, f);
@@ -289,9 +326,9 @@ fn repaired(
         if !changed || !seen.insert(pick.clone()) {
             break;
         }
-        e = model.evaluate(&pick);
+        run = model.evaluate_if_runs(&pick, cutoff);
     }
-    (pick, e)
+    (pick, run.ok().flatten())
 }
 
 /// The axis lengths of the variables' tensors that `fanout` divides, smallest first.
@@ -331,4 +368,121 @@ fn spread(
                 .unwrap_or(base[v])
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::candidates::Space;
+    use super::*;
+    use crate::scenario::{self, Source};
+    use std::cmp::Reverse;
+    use std::collections::BTreeMap;
+
+    const MLP: &str = r#"Scenario(
+    name: "mlp",
+    machine: Preset("mncore2"),
+    mode: Timing,
+    tensors: {
+        "x": (dtype: F32, init: Zeros, shape: "f32[256,512]"),
+        "w": (dtype: F32, init: Zeros, shape: "f32[512,1024]"),
+        "h": (dtype: F32, shape: "f32[256,1024]"),
+        "g": (dtype: F32, shape: "f32[256,1024]"),
+    },
+    program: [
+        Load(tensor: "x", layout: "$x"),
+        Load(tensor: "w", layout: "$w"),
+        MatMul(a: "x", b: "w", out: "h", layout: "$h"),
+        Unary(op: Relu, input: "h", out: "g", layout: "$g"),
+        Store(tensor: "g"),
+    ],
+    plans: {"auto": {"x": Any, "w": Any, "h": Any, "g": Any}},
+    auto_reduce: true,
+)"#;
+
+    fn model() -> Model {
+        let sc = scenario::parse(MLP, "mlp.ron").unwrap();
+        let src = Source {
+            path: "mlp.ron".into(),
+            text: MLP.into(),
+        };
+        let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
+        Model::new(&res, Space::default()).unwrap()
+    }
+
+    /// A plan that runs is evaluated as `evaluate` evaluates it unless a cutoff no
+    /// higher than its busiest resource's hold proves it no better; one that fails
+    /// stops at the op `evaluate` names.
+    #[test]
+    fn evaluating_only_plans_that_run_agrees_with_evaluate() {
+        let mut m = model();
+        let (mut ran, mut failed, mut cut) = (0, 0, 0);
+        // Each of a joint seed's variables moved to each of its first candidates.
+        let seeds = m.joint_seeds(super::super::JOINT_WIDTH, &mut |_| false);
+        let seed = seeds.first().expect("a joint seed").clone();
+        let picks: Vec<Vec<LayoutId>> = (0..m.vars.len())
+            .flat_map(|v| (m.vars[v].candidates.iter().take(40)).map(move |&c| (v, c)))
+            .map(|(v, c)| {
+                let mut p = seed.clone();
+                p[v] = c;
+                p
+            })
+            .collect();
+        for pick in picks {
+            let e = m.evaluate(&pick);
+            match (m.evaluate_if_runs(&pick, None), &e.failure) {
+                (Ok(Some(r)), None) => {
+                    assert_eq!((r.total_cycles, r.key()), (e.total_cycles, e.key()));
+                    ran += 1;
+                    // Above its key it is placed; at a cutoff no higher than its run it
+                    // may be proved no better, never at a cutoff above it.
+                    let (done, ops, _) = e.key();
+                    let above = (done, ops, e.total_cycles + 1);
+                    let r = m.evaluate_if_runs(&pick, Some(above)).unwrap();
+                    assert_eq!(r.map(|r| r.total_cycles), Some(e.total_cycles));
+                    let least = (done, ops, 1);
+                    if m.evaluate_if_runs(&pick, Some(least)).unwrap().is_none() {
+                        cut += 1;
+                    }
+                }
+                (Err((at, _)), Some((i, _))) => {
+                    assert_eq!(at, *i);
+                    failed += 1;
+                }
+                (r, f) => panic!("{:?} against {f:?}", r.map(|r| r.map(|e| e.total_cycles))),
+            }
+        }
+        assert!(
+            ran > 0 && failed > 0 && cut > 0,
+            "{ran} ran, {failed} failed, {cut} cut"
+        );
+    }
+
+    /// The cutoff is the later of the beam's last key and the last key returned, and
+    /// none while either list has room.
+    #[test]
+    fn the_cutoff_is_what_both_lists_keep() {
+        let k = |c: u64| ((false, Reverse(10), c), Vec::new());
+        let bases = vec![k(50)];
+        let here = vec![k(40), k(70)];
+        let found = vec![k(30), k(60)];
+        // Beam 2 keeps 40 and 50; the two returned are 30 and 40.
+        assert_eq!(keeps(&bases, &here, &found, (2, None)), Some(k(50).0));
+        // Beam 1 keeps 40; the returned keep 40 too.
+        assert_eq!(keeps(&bases, &here, &found, (1, None)), Some(k(40).0));
+        // Only plans below 35 are returned: one is, so the bar cuts at 35, the beam at 40.
+        assert_eq!(
+            keeps(&bases, &here, &found, (1, Some(Some(k(35).0)))),
+            Some(k(40).0)
+        );
+        // Only plans below 45 are returned, and 40 alone is: the cutoff is 45.
+        assert_eq!(
+            keeps(&bases, &here, &[k(60)], (1, Some(Some(k(45).0)))),
+            Some(k(45).0)
+        );
+        // A beam of 4 has room: nothing is cut.
+        assert_eq!(keeps(&bases, &here, &found, (4, None)), None);
+        // No start runs: none is returned, and the cutoff is left to the beam's (none
+        // here: a plan is cut only where that is certain).
+        assert_eq!(keeps(&bases, &here, &[], (1, Some(None))), None);
+    }
 }

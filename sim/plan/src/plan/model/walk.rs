@@ -24,8 +24,12 @@ enum Walked {
     /// lower than the cutoff however it goes on: the rest was not walked (nor measured).
     Bounded,
     /// Every op's tasks are in the scratch: the first `ntasks`, whose ops' dynamic
-    /// joules sum to `dynamic_j`.
-    Done { ntasks: usize, dynamic_j: f64 },
+    /// joules sum to `dynamic_j`; the busiest resource holds `busiest` cycles.
+    Done {
+        ntasks: usize,
+        dynamic_j: f64,
+        busiest: u64,
+    },
 }
 
 impl Model {
@@ -62,8 +66,37 @@ impl Model {
                 Some(self.failure(at, msg, ntasks))
             }
             // The walk checked the bound after its last op.
-            Walked::Done { ntasks, dynamic_j } => {
-                Some(self.eval(self.ops.len(), ntasks, dynamic_j, None))
+            Walked::Done {
+                ntasks, dynamic_j, ..
+            } => Some(self.eval(self.ops.len(), ntasks, dynamic_j, None)),
+        }
+    }
+
+    /// Evaluates `pick` if it runs to the end, unless its key is proved no lower than
+    /// `cutoff` (`Ok(None)`: its busiest resource's hold, as in
+    /// [`Model::evaluate_below`]); where it fails, the op it stops at and why. A plan
+    /// that fails or is proved no better is not placed: a caller that keeps only plans
+    /// that run and might rank needs no cycles of the others, and placing a whole
+    /// model's ops is most of an evaluation. The whole program is walked whatever the
+    /// cutoff, so a failure is found wherever it is (a caller may repair it).
+    pub fn evaluate_if_runs(
+        &mut self,
+        pick: &[LayoutId],
+        cutoff: Option<Key>,
+    ) -> Result<Option<Eval>, (usize, Failure)> {
+        match self.walk(pick, None, None) {
+            Walked::Failed { at, msg, .. } => Err((at, msg)),
+            Walked::Bounded => unreachable!("a walk without a cutoff is never bounded"),
+            Walked::Done {
+                ntasks,
+                dynamic_j,
+                busiest,
+            } => {
+                if cutoff.is_some_and(|c| self.least(busiest, dynamic_j) >= c) {
+                    self.bounded += 1;
+                    return Ok(None);
+                }
+                Ok(Some(self.eval(self.ops.len(), ntasks, dynamic_j, None)))
             }
         }
     }
@@ -102,9 +135,9 @@ impl Model {
                 at, msg, ntasks, ..
             } => self.failure(at, msg, ntasks),
             Walked::Bounded => unreachable!("a walk without a cutoff is never bounded"),
-            Walked::Done { ntasks, dynamic_j } => {
-                self.eval(self.ops.len(), ntasks, dynamic_j, None)
-            }
+            Walked::Done {
+                ntasks, dynamic_j, ..
+            } => self.eval(self.ops.len(), ntasks, dynamic_j, None),
         }
     }
 
@@ -221,6 +254,7 @@ impl Model {
         let done = Walked::Done {
             ntasks: w.ntasks,
             dynamic_j: w.dynamic_j,
+            busiest: w.busiest(),
         };
         self.keep(w);
         done
