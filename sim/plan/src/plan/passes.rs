@@ -350,9 +350,14 @@ pub(super) fn spread_pass(
         beam,
     };
     let mut spread = super::spread::spread_over(model, starts, how(), &mut late);
-    for p in super::spread::spread_over(model, &searched, how(), &mut late) {
-        if !spread.contains(&p) {
-            spread.push(p);
+    // The search's best spread too, unless they are the starts just spread (the search
+    // kept a start): a whole model's spread from them is some 3 s of placements that
+    // give the same plans.
+    if !super::spread::spreads_within(model, &searched, starts) {
+        for p in super::spread::spread_over(model, &searched, how(), &mut late) {
+            if !spread.contains(&p) {
+                spread.push(p);
+            }
         }
     }
     // And from the starts themselves that the model now scores above the passes' best:

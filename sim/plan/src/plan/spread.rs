@@ -170,6 +170,31 @@ pub(super) struct How<'a> {
     pub beam: usize,
 }
 
+/// `starts` ranked by the model's key, best first, each once.
+fn ranked<'a>(model: &mut Model, starts: &'a [Vec<LayoutId>]) -> Vec<(Key, &'a Vec<LayoutId>)> {
+    let mut scored: Vec<(Key, &Vec<LayoutId>)> = (starts.iter())
+        .map(|s| (model.evaluate(s).key(), s))
+        .collect();
+    scored.sort_by_key(|a| a.0);
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored
+}
+
+/// Whether [`spread_over`] spreads `b` from starts it spreads `a` from, in the same
+/// orders: `b`'s best [`SPREAD_FROM`] are among `a`'s, and its best is `a`'s best (the
+/// plan spread with the boards last). Spreading `b` after `a` then spreads the same
+/// plans again.
+pub(super) fn spreads_within(model: &mut Model, b: &[Vec<LayoutId>], a: &[Vec<LayoutId>]) -> bool {
+    let from = |model: &mut Model, s| -> Vec<Vec<LayoutId>> {
+        (ranked(model, s).into_iter())
+            .take(SPREAD_FROM)
+            .map(|(_, p)| p.clone())
+            .collect()
+    };
+    let (fa, fb) = (from(model, a), from(model, b));
+    fb.first() == fa.first() && fb.iter().all(|p| fa.contains(p))
+}
+
 /// [`spread_starts`] as [`How`] says.
 pub(super) fn spread_over(
     model: &mut Model,
@@ -185,11 +210,7 @@ pub(super) fn spread_over(
     if levels.is_empty() || starts.is_empty() {
         return Vec::new();
     }
-    let mut scored: Vec<(Key, &Vec<LayoutId>)> = (starts.iter())
-        .map(|s| (model.evaluate(s).key(), s))
-        .collect();
-    scored.sort_by_key(|a| a.0);
-    scored.dedup_by(|a, b| a.1 == b.1);
+    let scored = ranked(model, starts);
     let bar = scored.first().map(|s| s.0);
     let was = model.chain_inserts();
     model.set_chain_inserts(true);
