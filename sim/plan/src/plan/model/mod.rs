@@ -184,6 +184,11 @@ struct ModelOp {
     fixed: Option<LayoutId>,
     var: Option<usize>,
     is_kernel: bool,
+    /// Whether the op's output, `Time`-stepped, is a stream its first reader reads slice
+    /// by slice as the op's task makes or sends it: a kernel's, and a program Relayout's
+    /// (a transfer the engine defers to its reader's walk, which re-sends a slice it
+    /// needs again). A Load's is read so too, applied in the reader's measurement.
+    makes_stream: bool,
     /// Per read: whether a Relayout may be inserted before this op for it. Not when
     /// the input comes straight from a variable's op and this is its first reader:
     /// the search chooses that layout directly.
@@ -191,8 +196,8 @@ struct ModelOp {
     /// Per read: whether its writer's variable is tied ([`ties`]): in the chain phase a
     /// Relayout may go before this op too (the tied layout was not chosen to suit it).
     insert_tied: Vec<bool>,
-    /// Per read: the Load or kernel (op index) the tensor comes straight from, when this
-    /// is its first reader, so that a `Time`-stepped layout of it is a stream this op
+    /// Per read: the Load or stream maker (op index: [`ModelOp::makes_stream`]) the
+    /// tensor comes straight from, when this is its first reader, so that a `Time`-stepped layout of it is a stream this op
     /// reads slice by slice (measured so: [`Coster::measure`]).
     streamed: Vec<Option<usize>>,
     /// Per read: the Load or kernel the tensor comes straight from, when an op read it
@@ -376,6 +381,7 @@ impl Model {
             | OpKind::Kernel { .. } => (Effect::Compute, reads, writes),
         };
         let is_kernel = matches!(po.kind, OpKind::Kernel { .. });
+        let makes_stream = is_kernel || matches!(po.kind, OpKind::Relayout { .. });
         let (fixed, var) = match &po.layout {
             Some(LayoutRef::Bound(l)) => {
                 let w = writes.unwrap_or(TensorId::new(0));
@@ -424,7 +430,7 @@ impl Model {
             (origin.iter())
                 .map(|o| {
                     o.filter(|&(w, r)| {
-                        r == read && (m.ops[w].effect == Effect::Load || m.ops[w].is_kernel)
+                        r == read && (m.ops[w].effect == Effect::Load || m.ops[w].makes_stream)
                     })
                     .map(|(w, _)| w)
                 })
@@ -439,6 +445,7 @@ impl Model {
             fixed,
             var,
             is_kernel,
+            makes_stream,
             insert_ok,
             insert_tied: Vec::new(),
             streamed,

@@ -352,11 +352,11 @@ impl Model {
         };
         let later_streams =
             (op.later.iter().zip(&op.reads)).any(|(s, r)| s.is_some() && later_stream(r).is_some());
-        let streams_read =
-            later_streams || (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].is_kernel));
+        let streams_read = later_streams
+            || (op.streamed.iter()).any(|s| s.is_some_and(|p| self.ops[p].makes_stream));
         let producer = |k: usize, &r: &TensorId| match op.streamed.get(k).copied().flatten() {
             Some(p) => {
-                self.ops[p].is_kernel.then_some(())?;
+                self.ops[p].makes_stream.then_some(())?;
                 w.writer[r.index()]
             }
             None => op
