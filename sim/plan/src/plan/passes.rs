@@ -112,16 +112,15 @@ pub(super) fn prune(model: &mut Model, seeds: &[Vec<LayoutId>]) -> Result<usize,
     }
 }
 
-/// The search's starts: the seeds, the joint seeds (where `joint`), the best stream
-/// variant of each promising start, and the spread starts, which `spread` gives where
-/// they were spread already (they are also returned on their own).
+/// The search's starts: the seeds, the joint seeds (where `joint`), and the best stream
+/// variant of each promising start.
 pub(super) fn starts(
     model: &mut Model,
     seeds: &[Vec<LayoutId>],
-    (opts, started): (&PlanOptions, Instant),
+    opts: &PlanOptions,
+    started: Instant,
     joint: bool,
-    spread: Option<&[Vec<LayoutId>]>,
-) -> (Vec<Vec<LayoutId>>, Vec<Vec<LayoutId>>) {
+) -> Vec<Vec<LayoutId>> {
     // Joint seeds: layouts chosen together for each kernel's operands (a plan from
     // nothing starts from assignments that run). Searched from like the hand plans, but
     // only the search's best of them are confirmed.
@@ -171,20 +170,14 @@ pub(super) fn starts(
     // The best starts spread whole over each level (`spread.rs`): a few dozen
     // evaluations, outside the joint seeds' budget (they may have spent it), within
     // the time limit.
-    let spread = match spread {
-        Some(s) => s.to_vec(),
-        None => {
-            let deadline = (opts.search.time_limit).and_then(|t| started.checked_add(t));
-            let mut late = |_: &Model| deadline.is_some_and(|d| Instant::now() >= d);
-            super::spread::spread_starts(model, &starts, &mut late)
-        }
-    };
-    for p in &spread {
-        if !starts.contains(p) {
-            starts.push(p.clone());
+    let deadline = (opts.search.time_limit).and_then(|t| started.checked_add(t));
+    let mut late = |_: &Model| deadline.is_some_and(|d| Instant::now() >= d);
+    for p in super::spread::spread_starts(model, &starts, &mut late) {
+        if !starts.contains(&p) {
+            starts.push(p);
         }
     }
-    (starts, spread)
+    starts
 }
 
 /// The objectives the search passes minimise, in order, whatever the plan's objective:
@@ -228,7 +221,6 @@ pub(super) fn search(
     let mut all: Option<search::Searched> = None;
     let mut before_best: Vec<Vec<LayoutId>> = Vec::new();
     let mut first_starts: Vec<Vec<LayoutId>> = Vec::new();
-    let mut spread: Vec<Vec<LayoutId>> = Vec::new();
     let (mut done, mut planned) = (0u64, 0u64);
     for (pass, &(objective, sixth)) in passes.iter().enumerate() {
         model.objective = objective;
@@ -242,15 +234,7 @@ pub(super) fn search(
         });
         // The pass's own starts (ranked by its objective), then the best of the passes
         // before it.
-        // A whole model's starts are spread once, by the first pass (each spread plan
-        // is a placement of thousands of ops, some 3 s in all); the later passes start
-        // from the same spread plans, ranked by their own objective.
-        let reuse = (pass > 0 && super::spread::is_whole_model(model)).then_some(&spread[..]);
-        let (mut from, spread_here) =
-            starts(model, &hands.seeds, (&popts, started), !hands.light, reuse);
-        if pass == 0 {
-            spread = spread_here;
-        }
+        let mut from = starts(model, &hands.seeds, &popts, started, !hands.light);
         if pass == 0 {
             first_starts = from.clone();
         }
