@@ -393,11 +393,8 @@ fn spread(
 
 #[cfg(test)]
 mod tests {
-    use super::super::candidates::Space;
     use super::*;
-    use crate::scenario::{self, Source};
     use std::cmp::Reverse;
-    use std::collections::BTreeMap;
 
     const MLP: &str = r#"Scenario(
     name: "mlp",
@@ -421,13 +418,7 @@ mod tests {
 )"#;
 
     fn model() -> Model {
-        let sc = scenario::parse(MLP, "mlp.ron").unwrap();
-        let src = Source {
-            path: "mlp.ron".into(),
-            text: MLP.into(),
-        };
-        let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
-        Model::new(&res, Space::default()).unwrap()
+        crate::plan::model::testing::model(MLP, "mlp.ron")
     }
 
     /// A plan that runs is evaluated as `evaluate` evaluates it unless a cutoff no

@@ -13,6 +13,24 @@
 //! plan whose ops overlap is scored as it will run.
 
 mod failure;
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A model of a scenario's plan `auto`, for the planner's unit tests.
+    use super::Model;
+    use crate::plan::candidates::Space;
+    use crate::scenario::{self, Source};
+
+    /// The model of plan `auto` of scenario `text`, read as file `path`.
+    pub(crate) fn model(text: &str, path: &str) -> Model {
+        let sc = scenario::parse(text, path).unwrap();
+        let src = Source {
+            path: path.into(),
+            text: text.into(),
+        };
+        let res = scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
+        Model::new(&res, Space::default()).unwrap()
+    }
+}
 mod joint;
 mod layers;
 mod layouts;

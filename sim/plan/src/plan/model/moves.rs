@@ -183,10 +183,7 @@ impl Model {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::candidates::Space;
     use super::*;
-    use crate::scenario::{self, Source};
-    use std::collections::BTreeMap;
 
     /// A head that reads its table through a transpose, and its activation through an
     /// add: both of the matmul's inputs follow other variables.
@@ -216,13 +213,7 @@ mod tests {
 )"#;
 
     fn model() -> Model {
-        let sc = scenario::parse(HEAD, "head.ron").unwrap();
-        let src = Source {
-            path: "head.ron".into(),
-            text: HEAD.into(),
-        };
-        let res = scenario::resolve(&sc, &src, Some("auto"), &[], &BTreeMap::new()).unwrap();
-        Model::new(&res, Space::default()).unwrap()
+        crate::plan::model::testing::model(HEAD, "head.ron")
     }
 
     /// Every move lays the matmul's operands out as a legal strategy of it, and some
