@@ -317,13 +317,14 @@ fn keeps(
 const REPAIRS: usize = 32;
 
 /// `pick` (a spread of `base`), repaired where it fails, and its evaluation if it then
-/// runs (and its key may rank below `cutoff`: [`Model::evaluate_if_runs`]): up to [`REPAIRS`] times, the variables of the tensors the failing op reads and
-/// writes (and of the tensor the failure names) go back to their layouts in `base`, so
-/// that a rule applies wherever it can and one op it does not suit (a concatenation it
-/// would leave replicated, a tensor it would overflow LM with) does not discard it. Each
-/// repair is one more evaluation (a walk of the ops up to the failure: a plan that
-/// fails is dropped, so its ops are not placed); a repaired plan evaluated already (in
-/// `seen`) stops the repairs.
+/// runs and its key may rank below `cutoff` ([`Model::evaluate_if_runs`]): up to
+/// [`REPAIRS`] times, the variables of the tensors the failing op reads and writes (and
+/// of the tensor the failure names) go back to their layouts in `base`, so that a rule
+/// applies wherever it can and one op it does not suit (a concatenation it would leave
+/// replicated, a tensor it would overflow LM with) does not discard it. Each repair is
+/// one more evaluation (a walk of the ops up to the failure: a plan that fails is
+/// dropped, so its ops are not placed); a repaired plan evaluated already (in `seen`)
+/// stops the repairs.
 fn repaired(
     model: &mut Model,
     base: &[LayoutId],

@@ -13,6 +13,18 @@
 //! plan whose ops overlap is scored as it will run.
 
 mod failure;
+mod joint;
+mod layers;
+mod layouts;
+mod measure;
+mod moves;
+mod prune;
+mod reads;
+mod shared;
+mod state;
+mod strategy;
+mod ties;
+mod walk;
 #[cfg(test)]
 pub(crate) mod testing {
     //! A model of a scenario's plan `auto`, for the planner's unit tests.
@@ -31,18 +43,6 @@ pub(crate) mod testing {
         Model::new(&res, Space::default()).unwrap()
     }
 }
-mod joint;
-mod layers;
-mod layouts;
-mod measure;
-mod moves;
-mod prune;
-mod reads;
-mod shared;
-mod state;
-mod strategy;
-mod ties;
-mod walk;
 
 use super::candidates::{self, Space};
 use super::cost::Coster;
@@ -215,12 +215,13 @@ struct ModelOp {
     /// Relayout may go before this op too (the tied layout was not chosen to suit it).
     insert_tied: Vec<bool>,
     /// Per read: the Load or stream maker (op index: [`ModelOp::makes_stream`]) the
-    /// tensor comes straight from, when this is its first reader, so that a `Time`-stepped layout of it is a stream this op
-    /// reads slice by slice (measured so: [`Coster::measure`]).
+    /// tensor comes straight from, when this is its first reader, so that a
+    /// `Time`-stepped layout of it is a stream this op reads slice by slice (measured
+    /// so: [`Coster::measure`]).
     streamed: Vec<Option<usize>>,
-    /// Per read: the Load or kernel the tensor comes straight from, when an op read it
-    /// since: a stream LM holds whole, or that no reader before took (read slice by
-    /// slice), is read slice by slice by its later readers too (when it is:
+    /// Per read: the Load or stream maker the tensor comes straight from, when an op
+    /// read it since: a stream LM holds whole, or that no reader before took (read
+    /// slice by slice), is read slice by slice by its later readers too (when it is:
     /// [`Model::memo_index`]).
     later: Vec<Option<usize>>,
 }
