@@ -192,6 +192,18 @@ pub struct Ran {
 }
 
 impl Ran {
+    /// Writes the reports to `out` (when given) if every plan ran: all the plans'
+    /// reports or none, so with a plan that did not run `out` is left as it was. Then
+    /// [`Ran::check`].
+    pub fn write_then_check(&self, out: Option<&Path>) -> Result<(), Report> {
+        if let Some(dir) = out
+            && self.failed.is_empty()
+        {
+            write(dir, &self.reports)?;
+        }
+        self.check()
+    }
+
     /// Prints each plan that did not run with its error (on stderr); the error to exit
     /// with when there was one.
     pub fn check(&self) -> Result<(), Report> {
@@ -407,13 +419,7 @@ pub fn run(a: RunArgs) -> Result<(), Report> {
             outln!("{}", mnsim_reports::compare_table(reps));
         }
     }
-    // All the reports or none: with a plan that did not run, `--out` is left as it was.
-    if let Some(dir) = &a.out
-        && ran.failed.is_empty()
-    {
-        write(dir, reps)?;
-    }
-    ran.check()?;
+    ran.write_then_check(a.out.as_deref())?;
     if reps.iter().any(|r| r.verified == Some(false)) {
         return Err(miette!(
             "error: verification failed (see the warnings above)"

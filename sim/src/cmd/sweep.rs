@@ -1,7 +1,7 @@
 //! `mnsim compare S.ron`, `mnsim sweep S.ron --set K=V1,V2 [--bind N=V1,V2]...` (the
 //! cartesian product, in parallel, optionally one shard of it) and `mnsim merge`.
 
-use super::run::{ModeArg, RunArgs, ScenarioArgs, ScheduleArg, reports, run_plan, write};
+use super::run::{ModeArg, RunArgs, ScenarioArgs, ScheduleArg, reports, run_plan};
 use clap::Args;
 use miette::{Report, miette};
 use mnsim_reports::{RowResult, Sweep, SweepAxis, SweepRow};
@@ -72,12 +72,7 @@ pub fn compare(a: CompareArgs) -> Result<(), Report> {
             outln!("{ops}");
         }
     }
-    if let Some(dir) = &a.out
-        && ran.failed.is_empty()
-    {
-        write(dir, reps)?;
-    }
-    ran.check()
+    ran.write_then_check(a.out.as_deref())
 }
 
 #[derive(Args)]
