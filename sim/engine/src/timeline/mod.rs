@@ -243,6 +243,18 @@ impl Timeline {
         self.placed.iter().map(|p| p.end).max().unwrap_or(0)
     }
 
+    /// Per mark `m` (a count of tasks), the latest end of the first `m` tasks placed
+    /// (0 for none): when a prefix of the program is done.
+    pub fn ends_by(&self, marks: &[usize]) -> Vec<u64> {
+        marks
+            .iter()
+            .map(|&m| {
+                let m = m.min(self.placed.len());
+                self.placed[..m].iter().map(|p| p.end).max().unwrap_or(0)
+            })
+            .collect()
+    }
+
     fn region(&mut self, r: RegionId) -> &mut RegionUse {
         self.regions.entry(r).or_default()
     }

@@ -20,6 +20,8 @@ pub struct Resumable {
     /// The last program's total, and the tasks and work of placing it again from its
     /// last snapshot (what placing it again would do, which is counted when it is).
     last: (u64, usize, u64),
+    /// The marks the last program was asked for and their ends ([`Timeline::ends_by`]).
+    last_marks: (Vec<usize>, Vec<u64>),
     /// Tasks placed anew over all calls (for tests and benches).
     pub placed: u64,
     /// The work of placing the tasks placed anew over all calls ([`Timeline::work`]).
@@ -37,7 +39,18 @@ impl Resumable {
     /// schedule, lm_capacity).total()`), from the state after the longest prefix it
     /// shares with the last program placed.
     pub fn total(&mut self, tasks: &[Task], schedule: Schedule, lm_capacity: u64) -> u64 {
-        self.place(tasks, (schedule, lm_capacity), true)
+        self.place(tasks, (schedule, lm_capacity), true, &[]).0
+    }
+
+    /// [`Resumable::total`], and per mark (a count of tasks) the latest end of the
+    /// tasks before it ([`Timeline::ends_by`]).
+    pub fn total_by(
+        &mut self,
+        tasks: &[Task],
+        (schedule, lm_capacity): (Schedule, u64),
+        marks: &[usize],
+    ) -> (u64, Vec<u64>) {
+        self.place(tasks, (schedule, lm_capacity), true, marks)
     }
 
     /// [`Resumable::total`]; the same program as the last one placed again only when
@@ -47,7 +60,8 @@ impl Resumable {
         tasks: &[Task],
         (schedule, lm_capacity): (Schedule, u64),
         again: bool,
-    ) -> u64 {
+        marks: &[usize],
+    ) -> (u64, Vec<u64>) {
         if self.key != Some((schedule, lm_capacity)) {
             self.key = Some((schedule, lm_capacity));
             self.tasks.clear();
@@ -61,11 +75,16 @@ impl Resumable {
             .count();
         // The same program again: the same total (the timeline is a function of its
         // tasks), and the same work counted as placing it again would.
-        if again && common == tasks.len() && common == self.tasks.len() && !tasks.is_empty() {
+        if again
+            && common == tasks.len()
+            && common == self.tasks.len()
+            && !tasks.is_empty()
+            && self.last_marks.0 == marks
+        {
             let (total, placed, work) = self.last;
             self.placed += placed as u64;
             self.booked = self.booked.saturating_add(work);
-            return total;
+            return (total, self.last_marks.1.clone());
         }
         // The latest snapshot within the common prefix.
         let keep = self.snaps.partition_point(|s| s.0 <= common);
@@ -114,11 +133,13 @@ impl Resumable {
             None => (0, 0),
         };
         self.last = (total, tasks.len() - n, t.work - w);
+        let ends = t.ends_by(marks);
+        self.last_marks = (marks.to_vec(), ends.clone());
         t.keep_buffers(&mut self.spare);
         if self.free.len() <= MAX_SNAPSHOTS {
             self.free.push((t, busy));
         }
-        total
+        (total, ends)
     }
 
     /// A timeline and busy table to clone into: one a dropped snapshot left, or new.

@@ -251,7 +251,7 @@ fn stream(n: u32, cycles: u64, busy: u64, work: u64, buffers: u32) -> [Task; 2] 
 /// and the work and tasks counted are those of placing it again from its last snapshot.
 /// Programs of streams, some sharing a prefix, some the one before again, in both
 /// schedules: every total, the work and the tasks placed are those of placing every
-/// program (and each total `schedule`'s).
+/// program (and each total `schedule`'s), and so are the ends of their prefixes.
 #[test]
 fn a_program_placed_again_counts_as_placed_again() {
     let a = stream(8, 800, 640, 400, 1);
@@ -266,9 +266,13 @@ fn a_program_placed_again_counts_as_placed_again() {
         let mut hits = 0;
         for (k, p) in programs.iter().enumerate() {
             let placed = fast.placed;
-            let t = fast.place(p, (schedule, 1000), true);
-            assert_eq!(t, every.place(p, (schedule, 1000), false), "{k}");
-            assert_eq!(t, schedule_total(p, schedule), "{k}");
+            let marks = [1, p.len() / 2, p.len()];
+            let t = fast.place(p, (schedule, 1000), true, &marks);
+            assert_eq!(t, every.place(p, (schedule, 1000), false, &marks), "{k}");
+            let whole = super::schedule(p, schedule, 1000);
+            assert_eq!(t, (whole.total(), whole.ends_by(&marks)), "{k}");
+            assert_eq!(t.1[2], t.0, "{k}: every task's end is the total");
+            assert!(t.1[0] <= t.1[1] && t.1[1] <= t.1[2], "{k}: {:?}", t.1);
             assert_eq!(
                 (fast.booked, fast.placed),
                 (every.booked, every.placed),
@@ -282,10 +286,6 @@ fn a_program_placed_again_counts_as_placed_again() {
         }
         assert_eq!(hits, 5);
     }
-}
-
-fn schedule_total(tasks: &[Task], s: Schedule) -> u64 {
-    schedule(tasks, s, 1000).total()
 }
 
 /// `t` with every region it names `by` further.

@@ -75,6 +75,9 @@ impl Model {
         if nv == 0 {
             return Vec::new();
         }
+        // The beam decides each layer's kernels in turn, the later layers' variables
+        // undecided: every op walked ([`super::repeat`]).
+        let skipping = std::mem::replace(&mut self.skipping, false);
         let mut beam: Vec<(Vec<Decided>, Option<Eval>)> = vec![(vec![None; nv], None)];
         let mut stopped = false;
         for k in 0..self.ops.len() {
@@ -130,6 +133,7 @@ impl Model {
                 out.push(pick);
             }
         }
+        self.skipping = skipping;
         out
     }
 

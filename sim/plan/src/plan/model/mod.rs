@@ -20,6 +20,7 @@ mod measure;
 mod moves;
 mod prune;
 mod reads;
+mod repeat;
 mod shared;
 mod state;
 mod strategy;
@@ -315,6 +316,10 @@ pub struct Model {
     /// Per variable, the variable of the first identical layer whose layout it takes
     /// (itself outside layers) ([`layers`]).
     leader: Vec<usize>,
+    /// Layers alike op for op that evaluations do not walk ([`repeat`]), and whether
+    /// they skip them (an explanation walks every op).
+    skip: Option<std::sync::Arc<repeat::Skip>>,
+    skipping: bool,
 }
 
 const NO_LAYOUT: LayoutId = LayoutId::MAX;
@@ -372,6 +377,8 @@ impl Model {
             chain_inserts: false,
             derivations: HashMap::default(),
             leader: Vec::new(),
+            skip: None,
+            skipping: false,
         };
         for (id, po) in res.program.ops.iter() {
             let op = m.model_op(id, po)?;
@@ -380,6 +387,8 @@ impl Model {
         m.generate_candidates();
         m.find_ties();
         m.find_layer_classes();
+        m.skip = m.find_skip().map(std::sync::Arc::new);
+        m.skipping = m.skip.is_some();
         Ok(m)
     }
 
@@ -501,6 +510,18 @@ impl Model {
     /// share (the default), or each from its first task: the totals are the same.
     pub fn set_resume(&mut self, on: bool) {
         self.resume = on.then(Default::default);
+    }
+
+    /// Whether evaluations skip the layers alike the two before them that they may
+    /// ([`repeat`]; the default where there are such), or walk every op: for tests.
+    pub fn set_skipping(&mut self, on: bool) {
+        self.skipping = on && self.skip.is_some();
+    }
+
+    /// The layers evaluations skip: the first op skipped, the first after them and how
+    /// many layers they are.
+    pub fn skipped(&self) -> Option<(usize, usize, u64)> {
+        self.skip.as_ref().map(|s| (s.from, s.to, s.times))
     }
 
     /// Forgets every measured op cost (the next evaluations measure again).

@@ -12,6 +12,9 @@ pub(super) struct Regions {
     pub(super) next: u32,
 }
 
+/// A walk's tasks, resources' holds and joules after an op.
+pub(super) type Mark = (usize, Vec<(Resource, u64)>, f64);
+
 /// What a walk tracks over one assignment.
 pub(super) struct State {
     /// Per tensor: its state in LM, and whether DRAM holds it.
@@ -39,6 +42,11 @@ pub(super) struct State {
     /// Per op its cycles, and the ops' dynamic joules.
     pub(super) cycles: Vec<u64>,
     pub(super) dynamic_j: f64,
+    /// Where the walk skips layers ([`super::repeat`]): the tasks, holds and joules
+    /// after the layer before the last walked one, until the skip; then the tasks
+    /// after each of the two walked layers, whose ends are a layer's time apart.
+    pub(super) at_mark: Option<Mark>,
+    pub(super) marks: Option<[usize; 2]>,
 }
 
 impl State {
@@ -69,6 +77,8 @@ impl State {
                 busy: Vec::new(),
                 cycles: Vec::new(),
                 dynamic_j: 0.0,
+                at_mark: None,
+                marks: None,
             };
         };
         // Every field named: a new one must say how a walk starts it.
@@ -87,6 +97,8 @@ impl State {
             busy,
             cycles,
             dynamic_j,
+            at_mark,
+            marks,
         } = &mut s;
         refill(st, n, None);
         dram.clone_from(&m.initial_dram);
@@ -103,6 +115,8 @@ impl State {
         busy.clear();
         cycles.clear();
         *dynamic_j = 0.0;
+        *at_mark = None;
+        *marks = None;
         s
     }
 }

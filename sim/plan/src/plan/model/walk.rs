@@ -29,6 +29,7 @@ enum Walked {
         ntasks: usize,
         dynamic_j: f64,
         busiest: u64,
+        marks: Option<[usize; 2]>,
     },
 }
 
@@ -67,8 +68,11 @@ impl Model {
             }
             // The walk checked the bound after its last op.
             Walked::Done {
-                ntasks, dynamic_j, ..
-            } => Some(self.eval(self.ops.len(), ntasks, dynamic_j, None)),
+                ntasks,
+                dynamic_j,
+                busiest,
+                marks,
+            } => Some(self.done(ntasks, dynamic_j, (busiest, marks))),
         }
     }
 
@@ -91,12 +95,13 @@ impl Model {
                 ntasks,
                 dynamic_j,
                 busiest,
+                marks,
             } => {
                 if cutoff.is_some_and(|c| self.least(busiest, dynamic_j) >= c) {
                     self.bounded += 1;
                     return Ok(None);
                 }
-                Ok(Some(self.eval(self.ops.len(), ntasks, dynamic_j, None)))
+                Ok(Some(self.done(ntasks, dynamic_j, (busiest, marks))))
             }
         }
     }
@@ -107,7 +112,9 @@ impl Model {
     pub fn explained_failure(&mut self, pick: &[LayoutId]) -> Option<(usize, Failure)> {
         self.explaining = true;
         self.coster.set_explaining(true);
+        let skipping = std::mem::replace(&mut self.skipping, false);
         let walked = self.walk(pick, None, None);
+        self.skipping = skipping;
         self.explaining = false;
         self.coster.set_explaining(false);
         self.evaluated -= 1;
@@ -117,10 +124,13 @@ impl Model {
         }
     }
 
-    /// Evaluates `pick`, also listing per op cycles and the inserted relayouts.
+    /// Evaluates `pick`, also listing per op cycles and the inserted relayouts: every
+    /// op walked, none skipped ([`super::repeat`]).
     pub fn explain(&mut self, pick: &[LayoutId]) -> (Eval, Vec<u64>, Vec<Inserted>) {
         let mut detail = (Vec::new(), Vec::new());
+        let skipping = std::mem::replace(&mut self.skipping, false);
         let e = self.finish(pick, Some(&mut detail));
+        self.skipping = skipping;
         (e, detail.0, detail.1)
     }
 
@@ -136,21 +146,55 @@ impl Model {
             } => self.failure(at, msg, ntasks),
             Walked::Bounded => unreachable!("a walk without a cutoff is never bounded"),
             Walked::Done {
-                ntasks, dynamic_j, ..
-            } => self.eval(self.ops.len(), ntasks, dynamic_j, None),
+                ntasks,
+                dynamic_j,
+                busiest,
+                marks,
+            } => self.done(ntasks, dynamic_j, (busiest, marks)),
+        }
+    }
+
+    /// The evaluation of a walk that ran every op: its first `ntasks` tasks placed,
+    /// with the layers it skipped ([`super::repeat`]; `marks`, the tasks after each of
+    /// the two layers walked before them) as long each as the time between those two
+    /// layers' ends, and no shorter than its busiest resource's hold (`busiest`, the
+    /// skipped layers' holds counted).
+    fn done(
+        &mut self,
+        ntasks: usize,
+        dynamic_j: f64,
+        (busiest, marks): (u64, Option<[usize; 2]>),
+    ) -> Eval {
+        let (placed, ends) = self.placed_total(ntasks, marks.as_ref().map_or(&[], |m| &m[..]));
+        let times = self.skip.as_ref().map_or(0, |s| s.times);
+        let total_cycles = match ends[..] {
+            [a, b] => placed
+                .saturating_add(b.saturating_sub(a).saturating_mul(times))
+                .max(busiest),
+            _ => placed,
+        };
+        let (energy_j, score) = self.score(total_cycles, dynamic_j);
+        Eval {
+            completed: self.ops.len(),
+            total_cycles,
+            failure: None,
+            energy_j,
+            score,
+            chained: self.chain_inserts(),
         }
     }
 
     /// The run's length: the first `n` tasks of the scratch placed under the schedule,
-    /// from the timeline after the prefix they share with the last program placed.
-    fn placed_total(&mut self, n: usize) -> u64 {
+    /// from the timeline after the prefix they share with the last program placed; and
+    /// per mark (a count of tasks) the latest end of the tasks before it.
+    fn placed_total(&mut self, n: usize, marks: &[usize]) -> (u64, Vec<u64>) {
         let tasks = &self.scratch[..n];
         match &mut self.resume {
-            Some(r) => r.total(tasks, self.schedule, self.lm_words),
+            Some(r) => r.total_by(tasks, (self.schedule, self.lm_words), marks),
             None => {
                 let t = timeline::schedule(tasks, self.schedule, self.lm_words);
                 self.booked = self.booked.saturating_add(t.work);
-                t.total()
+                (t.total(), t.ends_by(marks))
             }
         }
     }
@@ -175,24 +219,12 @@ impl Model {
     /// `ntasks` of the scratch. The joules of the ops before it are not summed: a failed
     /// plan ranks by how far it got, then by cycles.
     fn failure(&mut self, at: usize, msg: Failure, ntasks: usize) -> Eval {
-        self.eval(at, ntasks, 0.0, Some((at, msg)))
-    }
-
-    /// The evaluation of the first `n` tasks of the scratch, whose ops' dynamic joules
-    /// sum to `dynamic_j`.
-    fn eval(
-        &mut self,
-        completed: usize,
-        n: usize,
-        dynamic_j: f64,
-        failure: Option<(usize, Failure)>,
-    ) -> Eval {
-        let total_cycles = self.placed_total(n);
-        let (energy_j, score) = self.score(total_cycles, dynamic_j);
+        let (total_cycles, _) = self.placed_total(ntasks, &[]);
+        let (energy_j, score) = self.score(total_cycles, 0.0);
         Eval {
-            completed,
+            completed: at,
             total_cycles,
-            failure,
+            failure: Some((at, msg)),
             energy_j,
             score,
             chained: self.chain_inserts(),
@@ -224,7 +256,14 @@ impl Model {
     ) -> Walked {
         self.evaluated += 1;
         let mut w = State::new(self);
-        for i in 0..self.ops.len() {
+        let skip = (self.skip.clone()).filter(|s| self.skipping && s.holds_for(pick));
+        let mut i = 0;
+        while i < self.ops.len() {
+            if let Some(s) = skip.as_ref().filter(|s| s.from == i) {
+                self.skip_layers(s, &mut w);
+                i = s.to;
+                continue;
+            }
             let layout = match (self.ops[i].var, self.ops[i].fixed) {
                 (Some(v), _) => pick[v],
                 (None, Some(l)) => l,
@@ -247,6 +286,10 @@ impl Model {
                     return Walked::Bounded;
                 }
             }
+            if skip.as_ref().is_some_and(|s| s.mark == i) {
+                w.at_mark = Some((w.ntasks, w.busy.clone(), w.dynamic_j));
+            }
+            i += 1;
         }
         if let Some(d) = detail {
             d.0 = std::mem::take(&mut w.cycles);
@@ -255,6 +298,7 @@ impl Model {
             ntasks: w.ntasks,
             dynamic_j: w.dynamic_j,
             busiest: w.busiest(),
+            marks: w.marks,
         };
         self.keep(w);
         done
@@ -278,13 +322,8 @@ impl Model {
         let (effect, writes) = (self.ops[i].effect, self.ops[i].writes);
         match effect {
             Effect::Free => {
-                if let Some(t) = writes
-                    && let Some(s) = w.st[t.index()].take()
-                {
-                    let words = self.words(s);
-                    w.charged -= words;
-                    w.second -= std::mem::take(&mut w.seconds[t.index()]);
-                    w.pending.push((w.regions.of[t.index()], words));
+                if let Some(t) = writes {
+                    self.free(t, w);
                 }
                 w.cycles.push(0);
                 return Ok(());
@@ -326,6 +365,16 @@ impl Model {
         w.cycles.push(out.cycles);
         w.dynamic_j += out.dynamic_j;
         Ok(())
+    }
+
+    /// Frees tensor `t`'s LM (if it holds it) before the next task.
+    pub(super) fn free(&self, t: TensorId, w: &mut State) {
+        if let Some(s) = w.st[t.index()].take() {
+            let words = self.words(s);
+            w.charged -= words;
+            w.second -= std::mem::take(&mut w.seconds[t.index()]);
+            w.pending.push((w.regions.of[t.index()], words));
+        }
     }
 
     /// LM words per PE of a tensor in state `s`.
