@@ -55,3 +55,100 @@ fn twice_the_layers_plan_as_near_their_bound() {
     // Before layers moved as one, 200 layers planned at 18.1× the bound (100: 2.37×).
     assert!(b <= a * 1.5, "100 layers {a:.2}×, 200 layers {b:.2}×");
 }
+
+/// The model of plan `auto` of the StableHLO module `text` (every layout left to the
+/// planner), read as `name`.
+fn model_of(text: &str, name: &str) -> mnsim_sim::plan::model::Model {
+    let dir = common::tmp::tempdir("skip");
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    let (sc, src) = mnsim_sim::load::load(&path).unwrap();
+    let res =
+        mnsim_sim::scenario::resolve(&sc, &src, Some("auto"), &[], &Default::default()).unwrap();
+    mnsim_sim::plan::model::Model::new(&res, Default::default()).unwrap()
+}
+
+/// Identical layers walked twice (docs/planner.md): a stack of 12 like layers (48
+/// steps, 4 a layer, as the importer groups them) is
+/// evaluated walking the first two of its like run, the rest charged as copies of the
+/// second. For plans that lay out every layer alike, the score is the whole walk's
+/// within a thousandth (cycles and joules), and never below the busiest resource's
+/// hold; a plan whose skipped layers differ is walked whole, to the same cycles.
+#[test]
+fn like_layers_are_walked_twice_and_scored_as_all_of_them() {
+    let mut m = model_of(&stack(48), "stack48.mlir");
+    let (from, to, times) = m.skipped().expect("a run of like layers");
+    assert!(times >= 8, "{times} layers skipped of 12 ({from}..{to})");
+    // The joint seeds (plans that run), every layer following the first like it.
+    let mut checked = 0;
+    for (k, mut pick) in m.joint_seeds(4, &mut |_| false).into_iter().enumerate() {
+        m.follow_layers(&mut pick);
+        m.set_skipping(false);
+        let whole = m.evaluate(&pick);
+        m.set_skipping(true);
+        assert!(
+            m.skips(&pick),
+            "{k}: a plan that lays out every layer alike"
+        );
+        let skipped = m.evaluate(&pick);
+        assert_eq!(whole.failure.is_some(), skipped.failure.is_some(), "{k}");
+        if whole.failure.is_some() {
+            continue;
+        }
+        let near = |a: f64, b: f64| (a - b).abs() <= b * 1e-3;
+        assert!(
+            near(skipped.total_cycles as f64, whole.total_cycles as f64),
+            "{k}: skipped {} whole {}",
+            skipped.total_cycles,
+            whole.total_cycles
+        );
+        assert!(near(skipped.energy_j, whole.energy_j), "{k}");
+        checked += 1;
+        // A skipped layer laid out unlike the walked ones: every op walked.
+        let v = (0..m.vars.len())
+            .find(|&v| m.leader(v) != v && m.vars[v].candidates.len() > 1)
+            .unwrap();
+        let mut other = pick.clone();
+        other[v] = *m.vars[v]
+            .candidates
+            .iter()
+            .find(|&&c| c != pick[v])
+            .unwrap();
+        m.set_skipping(false);
+        let whole = m.evaluate(&other);
+        m.set_skipping(true);
+        assert!(!m.skips(&other), "{k}");
+        assert_eq!(
+            m.evaluate(&other),
+            whole,
+            "{k}: a plan unlike the walked layers"
+        );
+    }
+    assert!(checked > 0, "no plan ran");
+}
+
+/// Where the ops after the layers read what every layer wrote (a decode step returns
+/// each layer's cache), no layer is skipped: the walked layers cannot stand for them.
+#[test]
+fn layers_whose_outputs_are_all_read_after_them_are_all_walked() {
+    let n = 48;
+    let text = stack(n).replace(
+        &format!("    return %t{} : tensor<128x256xf32>", n - 1),
+        &format!(
+            "    return {} : {}",
+            (0..n)
+                .map(|i| format!("%t{i}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            vec!["tensor<128x256xf32>"; n].join(", ")
+        ),
+    );
+    let text = text.replace(
+        ") -> (tensor<128x256xf32>) {",
+        &format!(") -> ({}) {{", vec!["tensor<128x256xf32>"; n].join(", ")),
+    );
+    let m = model_of(&text, "every_output.mlir");
+    assert_eq!(m.skipped(), None);
+    // The same stack returning its last layer skips some.
+    assert!(model_of(&stack(n), "last_output.mlir").skipped().is_some());
+}

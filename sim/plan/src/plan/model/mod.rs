@@ -518,6 +518,12 @@ impl Model {
         self.skipping = on && self.skip.is_some();
     }
 
+    /// Whether an evaluation of `pick` skips layers: it lays them out as it lays out
+    /// the layers walked.
+    pub fn skips(&self, pick: &[LayoutId]) -> bool {
+        self.skipping && self.skip.as_ref().is_some_and(|s| s.holds_for(pick))
+    }
+
     /// The layers evaluations skip: the first op skipped, the first after them and how
     /// many layers they are.
     pub fn skipped(&self) -> Option<(usize, usize, u64)> {

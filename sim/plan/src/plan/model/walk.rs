@@ -256,7 +256,7 @@ impl Model {
     ) -> Walked {
         self.evaluated += 1;
         let mut w = State::new(self);
-        let skip = (self.skip.clone()).filter(|s| self.skipping && s.holds_for(pick));
+        let skip = self.skip.clone().filter(|_| self.skips(pick));
         let mut i = 0;
         while i < self.ops.len() {
             if let Some(s) = skip.as_ref().filter(|s| s.from == i) {
