@@ -9,7 +9,11 @@ use common::graphs::plan_and_run;
 /// A StableHLO module of `n` layers `x = tanh(x · Wᵢ)`, `x` 128×256 f32, each `Wᵢ`
 /// 256×256 an argument.
 fn stack(n: usize) -> String {
-    let d = 256;
+    stack_of(n, 256)
+}
+
+/// [`stack`] of width `d`: `x` 128×`d`, each `Wᵢ` `d`×`d`.
+fn stack_of(n: usize, d: usize) -> String {
     let mut args = vec![format!("%x: tensor<128x{d}xf32>")];
     args.extend((0..n).map(|i| format!("%w{i}: tensor<{d}x{d}xf32>")));
     let mut out = vec![
@@ -68,18 +72,11 @@ fn model_of(text: &str, name: &str) -> mnsim_sim::plan::model::Model {
     mnsim_sim::plan::model::Model::new(&res, Default::default()).unwrap()
 }
 
-/// Identical layers walked twice (docs/planner.md): a stack of 12 like layers (48
-/// steps, 4 a layer, as the importer groups them) is
-/// evaluated walking the first two of its like run, the rest charged as copies of the
-/// second. For plans that lay out every layer alike, the score is the whole walk's
-/// within a thousandth (cycles and joules), and never below the busiest resource's
-/// hold; a plan whose skipped layers differ is walked whole, to the same cycles.
-#[test]
-fn like_layers_are_walked_twice_and_scored_as_all_of_them() {
-    let mut m = model_of(&stack(48), "stack48.mlir");
-    let (from, to, times) = m.skipped().expect("a run of like layers");
-    assert!(times >= 8, "{times} layers skipped of 12 ({from}..{to})");
-    // The joint seeds (plans that run), every layer following the first like it.
+/// Evaluates `m`'s joint seeds (plans that run), each with every layer following the
+/// first like it, skipping layers and walking every op: the skipped score is the whole
+/// walk's within a thousandth (cycles and joules). A plan whose skipped layers differ
+/// from the walked ones is walked whole, to the same evaluation. Returns how many ran.
+fn check_skipped_scores(m: &mut mnsim_sim::plan::model::Model) -> usize {
     let mut checked = 0;
     for (k, mut pick) in m.joint_seeds(4, &mut |_| false).into_iter().enumerate() {
         m.follow_layers(&mut pick);
@@ -124,31 +121,44 @@ fn like_layers_are_walked_twice_and_scored_as_all_of_them() {
             "{k}: a plan unlike the walked layers"
         );
     }
-    assert!(checked > 0, "no plan ran");
+    checked
 }
 
-/// Where the ops after the layers read what every layer wrote (a decode step returns
-/// each layer's cache), no layer is skipped: the walked layers cannot stand for them.
+/// Identical layers walked twice (docs/planner.md): a stack of 12 like layers (48
+/// steps, 4 a layer, as the importer groups them) is evaluated walking the first two of
+/// its like run, the rest charged as copies of the second, to the whole walk's score.
 #[test]
-fn layers_whose_outputs_are_all_read_after_them_are_all_walked() {
-    let n = 48;
-    let text = stack(n).replace(
-        &format!("    return %t{} : tensor<128x256xf32>", n - 1),
-        &format!(
-            "    return {} : {}",
-            (0..n)
-                .map(|i| format!("%t{i}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            vec!["tensor<128x256xf32>"; n].join(", ")
-        ),
-    );
-    let text = text.replace(
-        ") -> (tensor<128x256xf32>) {",
-        &format!(") -> ({}) {{", vec!["tensor<128x256xf32>"; n].join(", ")),
-    );
-    let m = model_of(&text, "every_output.mlir");
-    assert_eq!(m.skipped(), None);
-    // The same stack returning its last layer skips some.
-    assert!(model_of(&stack(n), "last_output.mlir").skipped().is_some());
+fn like_layers_are_walked_twice_and_scored_as_all_of_them() {
+    let mut m = model_of(&stack(48), "stack48.mlir");
+    let (from, to, times) = m.skipped().expect("a run of like layers");
+    assert!(times >= 8, "{times} layers skipped of 12 ({from}..{to})");
+    assert!(check_skipped_scores(&mut m) > 0, "no plan ran");
+}
+
+/// Stack [`stack_of`] of `n` steps and width `d` returning each layer's last step.
+fn every_layer_returned(n: usize, d: usize) -> String {
+    let ty = format!("tensor<128x{d}xf32>");
+    // Each layer's last step (the importer groups 4 steps a layer).
+    let outs = (0..n).skip(3).step_by(4);
+    let types = vec![ty.as_str(); outs.len()].join(", ");
+    let outs = outs
+        .map(|i| format!("%t{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (stack_of(n, d))
+        .replace(
+            &format!("    return %t{} : {ty}", n - 1),
+            &format!("    return {outs} : {types}"),
+        )
+        .replace(&format!(") -> ({ty}) {{"), &format!(") -> ({types}) {{"))
+}
+
+/// Where the ops after the layers read what every layer wrote (as a decode step
+/// concatenates every layer's cache at its end), LM holds each skipped layer's output
+/// beside the walked layers' until then: scored as the whole walk.
+#[test]
+fn layers_whose_outputs_are_all_read_after_them_are_scored_as_all_of_them() {
+    let mut m = model_of(&every_layer_returned(48, 64), "every_output.mlir");
+    assert!(m.skipped().is_some());
+    assert!(check_skipped_scores(&mut m) > 0, "no plan ran");
 }

@@ -10,7 +10,8 @@
 //! not see; the plans it keeps are confirmed by timing runs of the whole program.
 
 use super::state::State;
-use super::{Effect, Model};
+use super::{Effect, Failure, Model};
+use crate::ids::RegionId;
 use crate::program::{EntityRef as _, TensorId};
 use crate::timeline::{self, Resource};
 
@@ -27,8 +28,13 @@ pub(super) struct Skip {
     /// Layers in `from..to`.
     pub times: u64,
     /// The tensors the ops after `to` name that the last skipped layer wrote, each with
-    /// its like in the last walked layer: (walked, skipped).
+    /// its like in the last walked layer, which no op after `to` names: (walked,
+    /// skipped).
     pub moves: Vec<Move>,
+    /// The other tensors the ops after `to` name that the skipped layers wrote, each
+    /// with its like in the last walked layer: LM holds them beside their likes, as it
+    /// holds every layer's (a decode step's caches, concatenated at its end).
+    pub copies: Vec<Move>,
     /// Tensors written before `from` and freed in `from..to` that no op after it names:
     /// freed where the skipped layers would have.
     pub frees: Vec<TensorId>,
@@ -50,6 +56,13 @@ impl Skip {
 /// A tensor of the last walked layer read in place of its like in the last skipped one:
 /// (walked, skipped).
 type Move = (TensorId, TensorId);
+
+/// What the ops after the skipped layers read of them ([`Skip`]'s fields).
+struct Moves {
+    moves: Vec<Move>,
+    copies: Vec<Move>,
+    frees: Vec<TensorId>,
+}
 
 /// What an op names of a tensor: its last writer before the op, where there is one.
 type Ref = (TensorId, Option<usize>);
@@ -112,13 +125,18 @@ impl Model {
                 }
             }
         }
-        let (moves, frees) = self.skip_moves((from, to), (spans[e].0, walked), &refs)?;
+        let Moves {
+            moves,
+            copies,
+            frees,
+        } = self.skip_moves((from, to), (len, walked), &refs)?;
         Some(Skip {
             from,
             to,
             mark: spans[s].1,
             times: (e - s - 1) as u64,
             moves,
+            copies,
             frees,
             likes,
         })
@@ -209,18 +227,18 @@ impl Model {
         })
     }
 
-    /// What the ops after `from..to` name of the skipped layers (the last of which
-    /// starts at `last`; the last walked one at `walked`): each tensor the last skipped
-    /// layer wrote, read in place of its like in the last walked layer, and the tensors
-    /// to free in their place. `None` where they name a tensor another skipped layer
-    /// wrote, a tensor written both before and in the skipped layers, or a like they
-    /// name too.
+    /// What the ops after `from..to` name of the skipped layers (each `len` ops, the
+    /// last walked one from `walked`): each tensor a skipped layer wrote, read in place
+    /// of its like in the last walked layer (moved where the like is not named after
+    /// them and the last skipped layer wrote it, else copied), and the tensors to free
+    /// in their place. `None` where they name a tensor written both before and in the
+    /// skipped layers, or load what the skipped layers stored.
     fn skip_moves(
         &self,
         (from, to): (usize, usize),
-        (last, walked): (usize, usize),
+        (len, walked): (usize, usize),
         refs: &[Vec<Ref>],
-    ) -> Option<(Vec<Move>, Vec<TensorId>)> {
+    ) -> Option<Moves> {
         let n = self.res.program.tensors.len();
         let mut named_after = vec![false; n];
         let mut written_before = vec![false; n];
@@ -240,27 +258,28 @@ impl Model {
                 }
             }
         }
-        let mut moves: Vec<Move> = Vec::new();
+        let last = to.checked_sub(len)?;
+        let (mut moves, mut copies): (Vec<Move>, Vec<Move>) = (Vec::new(), Vec::new());
         for r in &refs[to..] {
             for &(t, w) in r {
                 let Some(w) = w.filter(|w| (from..to).contains(w)) else {
                     continue;
                 };
-                if w < last {
-                    return None;
-                }
-                let like = self.ops[walked + (w - last)].writes?;
-                if like == t || moves.contains(&(like, t)) {
+                let like = self.ops[walked + (w - from) % len].writes?;
+                if like == t || moves.contains(&(like, t)) || copies.contains(&(like, t)) {
                     continue;
                 }
-                if written_before[t.index()] || named_after[like.index()] {
+                if written_before[t.index()] {
                     return None;
                 }
-                moves.push((like, t));
+                match w >= last && !named_after[like.index()] {
+                    true => moves.push((like, t)),
+                    false => copies.push((like, t)),
+                }
             }
         }
         // A Load after the skipped layers of what they stored: not modelled.
-        let moved = |t: TensorId| moves.iter().any(|m| m.1 == t);
+        let moved = |t: TensorId| moves.iter().chain(&copies).any(|m| m.1 == t);
         let loads_stored = (self.ops[to..].iter())
             .filter(|o| o.effect == Effect::Load)
             .flat_map(|o| o.writes)
@@ -280,16 +299,20 @@ impl Model {
                 }
             }
         }
-        Some((moves, frees))
+        Some(Moves {
+            moves,
+            copies,
+            frees,
+        })
     }
 
     /// The walk `w` reached the skipped layers (`skip.from`): the walked layers' like
     /// tensors become the skipped ones the ops after them read, the tensors the skipped
     /// layers free are freed, and the skipped layers are charged as copies of the last
     /// walked one (holds and joules; their time when the plan is placed).
-    pub(super) fn skip_layers(&self, skip: &Skip, w: &mut State) {
+    pub(super) fn skip_layers(&self, skip: &Skip, w: &mut State) -> Result<(), Failure> {
         let Some((ntasks, busy, joules)) = w.at_mark.take() else {
-            return;
+            return Ok(());
         };
         let times = skip.times;
         let before = |r: Resource| busy.iter().find(|b| b.0 == r).map_or(0, |b| b.1);
@@ -301,6 +324,31 @@ impl Model {
         }
         w.dynamic_j += (w.dynamic_j - joules).max(0.0) * times as f64;
         w.marks = Some([ntasks, w.ntasks]);
+        // LM holds the copies (as many from each skipped layer) on top of what it holds
+        // now, and all but the last layer's while the last one works as the last walked
+        // one did (its peak): either past LM, the plan stops here.
+        let words = |&(like, _): &Move| w.st[like.index()].map_or(0, |s| self.words(s));
+        let all: u64 = skip.copies.iter().map(words).sum();
+        let during = all - all / times.max(1);
+        let lm = self.lm_words;
+        if let Some(&(_, t)) = skip.copies.first()
+            && (w.charged + all > lm || w.peak + during > lm)
+        {
+            return Err(Failure::NoRoom {
+                tensor: self.tensor(t).name.clone(),
+                need: all,
+                free: lm.saturating_sub(w.charged),
+                lm,
+            });
+        }
+        for &(like, t) in &skip.copies {
+            let (a, b) = (like.index(), t.index());
+            w.st[b] = w.st[a];
+            w.dram[b] = w.dram[a];
+            w.regions.of[b] = RegionId(w.regions.next);
+            w.regions.next = w.regions.next.saturating_add(1);
+            w.charged += w.st[b].map_or(0, |s| self.words(s));
+        }
         for &(like, t) in &skip.moves {
             let (a, b) = (like.index(), t.index());
             w.st[b] = w.st[a].take();
@@ -314,5 +362,6 @@ impl Model {
             self.free(t, w);
         }
         w.cycles.resize(w.cycles.len() + (skip.to - skip.from), 0);
+        Ok(())
     }
 }

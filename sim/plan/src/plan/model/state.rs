@@ -47,6 +47,8 @@ pub(super) struct State {
     /// after each of the two walked layers, whose ends are a layer's time apart.
     pub(super) at_mark: Option<Mark>,
     pub(super) marks: Option<[usize; 2]>,
+    /// The most LM charged after an op of the last walked layer.
+    pub(super) peak: u64,
 }
 
 impl State {
@@ -79,6 +81,7 @@ impl State {
                 dynamic_j: 0.0,
                 at_mark: None,
                 marks: None,
+                peak: 0,
             };
         };
         // Every field named: a new one must say how a walk starts it.
@@ -99,6 +102,7 @@ impl State {
             dynamic_j,
             at_mark,
             marks,
+            peak,
         } = &mut s;
         refill(st, n, None);
         dram.clone_from(&m.initial_dram);
@@ -117,6 +121,7 @@ impl State {
         *dynamic_j = 0.0;
         *at_mark = None;
         *marks = None;
+        *peak = 0;
         s
     }
 }

@@ -260,7 +260,16 @@ impl Model {
         let mut i = 0;
         while i < self.ops.len() {
             if let Some(s) = skip.as_ref().filter(|s| s.from == i) {
-                self.skip_layers(s, &mut w);
+                if let Err(msg) = self.skip_layers(s, &mut w) {
+                    let (ntasks, busiest) = (w.ntasks, w.busiest());
+                    self.keep(w);
+                    return Walked::Failed {
+                        at: i,
+                        msg,
+                        ntasks,
+                        busiest,
+                    };
+                }
                 i = s.to;
                 continue;
             }
@@ -285,6 +294,9 @@ impl Model {
                     self.keep(w);
                     return Walked::Bounded;
                 }
+            }
+            if w.at_mark.is_some() {
+                w.peak = w.peak.max(w.charged);
             }
             if skip.as_ref().is_some_and(|s| s.mark == i) {
                 w.at_mark = Some((w.ntasks, w.busy.clone(), w.dynamic_j));
@@ -378,7 +390,7 @@ impl Model {
     }
 
     /// LM words per PE of a tensor in state `s`.
-    fn words(&self, s: StateId) -> u64 {
+    pub(super) fn words(&self, s: StateId) -> u64 {
         self.footprint[self.states[s as usize].0 as usize]
     }
 
