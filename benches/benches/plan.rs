@@ -15,6 +15,13 @@
 //! - `plan/from_nothing/*`: the whole planning of `scenarios/studies/*_from_nothing.ron`
 //!   (every layout `Any`, no hand plan; joint seeds, search and confirming runs) under
 //!   the default work budget.
+//! - `plan/layers/*`: GPT-2 small's prefill (`scenarios/workloads/models/`, 2,188 ops,
+//!   12 layers) under its `default_split` plan, every layer laid out as its first like
+//!   one, and that plan with one variable of the first layer the search moves set to
+//!   another layout, evaluated in turn (each placed again from that variable's first op
+//!   on): `skipped` walks two of the run of like layers and charges the rest as copies
+//!   of the second (docs/planner.md, identical layers walked twice), `whole` walks every
+//!   op.
 //! - `plan/graph/*`: what `mnsim run G.json` does before it runs a graph of
 //!   `scenarios/workloads/graphs`: plan `auto` seeded by the import's `default` and
 //!   `default_split` plans under the import's work budget (`import::plan_auto`), the
@@ -24,6 +31,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mnsim_sim::plan::candidates::Space;
+use mnsim_sim::program::EntityRef as _;
 use mnsim_sim::plan::model::{LayoutId, Model};
 use mnsim_sim::scenario::{self, PlanValue};
 use std::hint::black_box;
@@ -141,5 +149,65 @@ fn graphs(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, from_nothing, graphs);
+/// GPT-2 small's prefill model, and two plans of it that run (see the module's
+/// documentation).
+fn gpt2_prefill() -> (Model, [Vec<LayoutId>; 2]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/workloads/models/gpt2_small_prefill_s128_f32.mlir");
+    let (sc, src) = mnsim_sim::load::load(&path).expect("the repository's model");
+    let binds = Default::default();
+    let res = scenario::resolve(&sc, &src, Some("auto"), &[], &binds).unwrap();
+    let mut m = Model::new(&res, Space::default()).unwrap();
+    let hand = scenario::resolve(&sc, &src, Some("default_split"), &[], &binds).unwrap();
+    let mut pick: Vec<LayoutId> = (0..m.vars.len())
+        .map(|v| {
+            let op = &hand.program.ops[mnsim_sim::program::OpId::new(m.vars[v].ops[0])];
+            match &op.layout {
+                Some(mnsim_sim::program::LayoutRef::Bound(l)) => m.seed(v, l),
+                _ => panic!("default_split lays out every variable"),
+            }
+        })
+        .collect();
+    m.follow_layers(&mut pick);
+    assert!(m.evaluate(&pick).failure.is_none(), "default_split runs");
+    // A leading variable whose other layout runs too.
+    let (from, _, _) = m.skipped().expect("GPT-2's like layers");
+    for v in m.movers() {
+        if m.vars[v].ops[0] >= from {
+            continue;
+        }
+        for &c in &m.vars[v].candidates.clone() {
+            let mut other = pick.clone();
+            other[v] = c;
+            m.follow_layers(&mut other);
+            if c != pick[v] && m.skips(&other) && m.evaluate(&other).failure.is_none() {
+                return (m, [pick, other]);
+            }
+        }
+    }
+    panic!("no other plan runs");
+}
+
+fn layers(c: &mut Criterion) {
+    let mut g = c.benchmark_group("plan/layers");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    let (mut m, picks) = gpt2_prefill();
+    g.throughput(Throughput::Elements(2));
+    for (name, skipping) in [("skipped", true), ("whole", false)] {
+        m.set_skipping(skipping);
+        for p in &picks {
+            m.evaluate(p);
+        }
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                for p in &picks {
+                    black_box(m.evaluate(p));
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, from_nothing, graphs, layers);
 criterion_main!(benches);
