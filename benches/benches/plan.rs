@@ -31,8 +31,8 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mnsim_sim::plan::candidates::Space;
-use mnsim_sim::program::EntityRef as _;
 use mnsim_sim::plan::model::{LayoutId, Model};
+use mnsim_sim::program::EntityRef as _;
 use mnsim_sim::scenario::{self, PlanValue};
 use std::hint::black_box;
 use std::path::Path;

@@ -259,8 +259,22 @@ impl Model {
         let skip = self.skip.clone().filter(|_| self.skips(pick));
         let mut i = 0;
         while i < self.ops.len() {
-            if let Some(s) = skip.as_ref().filter(|s| s.from == i) {
-                if let Err(msg) = self.skip_layers(s, &mut w) {
+            // Op `i`, or the layers skipped from it on: the op to walk next.
+            let skipped = skip.as_ref().filter(|s| s.from == i);
+            let walked = match skipped {
+                Some(s) => self.skip_layers(s, &mut w).map(|()| s.to),
+                None => {
+                    let layout = match (self.ops[i].var, self.ops[i].fixed) {
+                        (Some(v), _) => pick[v],
+                        (None, Some(l)) => l,
+                        (None, None) => NO_LAYOUT,
+                    };
+                    (self.step(i, layout, &mut w, detail.as_deref_mut())).map(|()| i + 1)
+                }
+            };
+            let next = match walked {
+                Ok(next) => next,
+                Err(msg) => {
                     let (ntasks, busiest) = (w.ntasks, w.busiest());
                     self.keep(w);
                     return Walked::Failed {
@@ -270,23 +284,10 @@ impl Model {
                         busiest,
                     };
                 }
-                i = s.to;
-                continue;
-            }
-            let layout = match (self.ops[i].var, self.ops[i].fixed) {
-                (Some(v), _) => pick[v],
-                (None, Some(l)) => l,
-                (None, None) => NO_LAYOUT,
             };
-            if let Err(msg) = self.step(i, layout, &mut w, detail.as_deref_mut()) {
-                let (ntasks, busiest) = (w.ntasks, w.busiest());
-                self.keep(w);
-                return Walked::Failed {
-                    at: i,
-                    msg,
-                    ntasks,
-                    busiest,
-                };
+            if skipped.is_some() {
+                i = next;
+                continue;
             }
             if let Some(c) = cutoff {
                 let busiest = w.busiest();
@@ -301,7 +302,7 @@ impl Model {
             if skip.as_ref().is_some_and(|s| s.mark == i) {
                 w.at_mark = Some((w.ntasks, w.busy.clone(), w.dynamic_j));
             }
-            i += 1;
+            i = next;
         }
         if let Some(d) = detail {
             d.0 = std::mem::take(&mut w.cycles);
