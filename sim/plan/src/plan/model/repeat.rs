@@ -4,8 +4,10 @@
 //! two of the run and not the rest: the ops after the run read the last walked layer's
 //! tensors in place of the last skipped layer's, and the plan is charged the skipped
 //! layers as copies of the second walked one (its resources' holds and joules, and the
-//! time between the two layers' ends). A whole model's evaluation then walks two of its
-//! twelve layers in place of twelve. Its variables in the skipped layers follow those of
+//! time between the two layers' ends). An evaluation of GPT-2 small then walks 5 of its
+//! 12 layers (the two before its run of like layers, the first two of the run and the
+//! last layer).
+//! Its variables in the skipped layers follow those of
 //! the walked ones ([`super::layers`]), so no plan the search scores has a layer it did
 //! not see; the plans it keeps are confirmed by timing runs of the whole program.
 
@@ -311,9 +313,8 @@ impl Model {
     /// layers free are freed, and the skipped layers are charged as copies of the last
     /// walked one (holds and joules; their time when the plan is placed).
     pub(super) fn skip_layers(&self, skip: &Skip, w: &mut State) -> Result<(), Failure> {
-        let Some((ntasks, busy, joules)) = w.at_mark.take() else {
-            return Ok(());
-        };
+        // The walk passed the mark (before the last walked layer) on its way here.
+        let (ntasks, busy, joules) = w.at_mark.take().unwrap_or_default();
         let times = skip.times;
         let before = |r: Resource| busy.iter().find(|b| b.0 == r).map_or(0, |b| b.1);
         let added: Vec<(Resource, u64)> = (w.busy.iter())
