@@ -6,10 +6,9 @@
 //! layers as copies of the second walked one (its resources' holds and joules, and the
 //! time between the two layers' ends). An evaluation of GPT-2 small then walks 5 of its
 //! 12 layers (the two before its run of like layers, the first two of the run and the
-//! last layer).
-//! Its variables in the skipped layers follow those of
-//! the walked ones ([`super::layers`]), so no plan the search scores has a layer it did
-//! not see; the plans it keeps are confirmed by timing runs of the whole program.
+//! last layer). Its variables in the skipped layers follow those of the walked ones
+//! ([`super::layers`]), so no plan the search scores has a layer it did not see; the
+//! plans it keeps are confirmed by timing runs of the whole program.
 
 use super::state::State;
 use super::{Effect, Failure, Model};
