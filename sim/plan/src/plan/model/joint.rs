@@ -71,13 +71,21 @@ impl Model {
         width: usize,
         stop: &mut dyn FnMut(&Model) -> bool,
     ) -> Vec<Vec<LayoutId>> {
+        // The beam decides each layer's kernels in turn, the later layers' variables
+        // undecided: every op walked ([`super::repeat`]).
+        self.walking_all(|m| m.joint_beam(width, stop))
+    }
+
+    /// [`Model::joint_seeds`], walking as the model is set to.
+    fn joint_beam(
+        &mut self,
+        width: usize,
+        stop: &mut dyn FnMut(&Model) -> bool,
+    ) -> Vec<Vec<LayoutId>> {
         let nv = self.vars.len();
         if nv == 0 {
             return Vec::new();
         }
-        // The beam decides each layer's kernels in turn, the later layers' variables
-        // undecided: every op walked ([`super::repeat`]).
-        let skipping = std::mem::replace(&mut self.skipping, false);
         let mut beam: Vec<(Vec<Decided>, Option<Eval>)> = vec![(vec![None; nv], None)];
         let mut stopped = false;
         for k in 0..self.ops.len() {
@@ -133,7 +141,6 @@ impl Model {
                 out.push(pick);
             }
         }
-        self.skipping = skipping;
         out
     }
 

@@ -86,7 +86,7 @@ impl Model {
     /// two, the longest of at least three; `None` where there is none, or where the ops
     /// after it could not read the last walked layer in place of the last skipped one.
     pub(super) fn find_skip(&self) -> Option<Skip> {
-        let spans = self.layer_spans()?;
+        let spans = self.layer_spans().filter(|s| s.len() >= 3)?;
         let refs = self.refs();
         let mut best: Option<(usize, usize)> = None;
         let mut k = 0;
@@ -305,6 +305,14 @@ impl Model {
             copies,
             frees,
         })
+    }
+
+    /// `f` on this model with every op walked, none skipped; skipping as it was after.
+    pub(super) fn walking_all<T>(&mut self, f: impl FnOnce(&mut Model) -> T) -> T {
+        let skipping = std::mem::replace(&mut self.skipping, false);
+        let out = f(self);
+        self.skipping = skipping;
+        out
     }
 
     /// The walk `w` reached the skipped layers (`skip.from`): the walked layers' like

@@ -112,9 +112,7 @@ impl Model {
     pub fn explained_failure(&mut self, pick: &[LayoutId]) -> Option<(usize, Failure)> {
         self.explaining = true;
         self.coster.set_explaining(true);
-        let skipping = std::mem::replace(&mut self.skipping, false);
-        let walked = self.walk(pick, None, None);
-        self.skipping = skipping;
+        let walked = self.walking_all(|m| m.walk(pick, None, None));
         self.explaining = false;
         self.coster.set_explaining(false);
         self.evaluated -= 1;
@@ -128,9 +126,7 @@ impl Model {
     /// op walked, none skipped ([`super::repeat`]).
     pub fn explain(&mut self, pick: &[LayoutId]) -> (Eval, Vec<u64>, Vec<Inserted>) {
         let mut detail = (Vec::new(), Vec::new());
-        let skipping = std::mem::replace(&mut self.skipping, false);
-        let e = self.finish(pick, Some(&mut detail));
-        self.skipping = skipping;
+        let e = self.walking_all(|m| m.finish(pick, Some(&mut detail)));
         (e, detail.0, detail.1)
     }
 
@@ -173,11 +169,23 @@ impl Model {
                 .max(busiest),
             _ => placed,
         };
+        self.eval(self.ops.len(), total_cycles, dynamic_j, None)
+    }
+
+    /// The evaluation of a plan that ran its first `completed` ops in `total_cycles`,
+    /// their dynamic joules `dynamic_j`, stopping where `failure` says if it did.
+    fn eval(
+        &self,
+        completed: usize,
+        total_cycles: u64,
+        dynamic_j: f64,
+        failure: Option<(usize, Failure)>,
+    ) -> Eval {
         let (energy_j, score) = self.score(total_cycles, dynamic_j);
         Eval {
-            completed: self.ops.len(),
+            completed,
             total_cycles,
-            failure: None,
+            failure,
             energy_j,
             score,
             chained: self.chain_inserts(),
@@ -220,15 +228,7 @@ impl Model {
     /// plan ranks by how far it got, then by cycles.
     fn failure(&mut self, at: usize, msg: Failure, ntasks: usize) -> Eval {
         let (total_cycles, _) = self.placed_total(ntasks, &[]);
-        let (energy_j, score) = self.score(total_cycles, 0.0);
-        Eval {
-            completed: at,
-            total_cycles,
-            failure: Some((at, msg)),
-            energy_j,
-            score,
-            chained: self.chain_inserts(),
-        }
+        self.eval(at, total_cycles, 0.0, Some((at, msg)))
     }
 
     /// The least key of a plan that completes with its busiest resource holding `busiest`
